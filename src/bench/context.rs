@@ -1,0 +1,327 @@
+//! `engram bench context`: a synthetic community (people, days, messages) in a real SQLite
+//! file, and context builds measured cold (offline provider, no caches), with the LLM (a fake
+//! OpenAI-compatible server on 127.0.0.1), and warm; LLM calls and tokens per 1,000 messages,
+//! day-summary calls per space and hour while chat goes on, cache hit ratio, resident memory.
+
+use super::{percentile, resident_memory_kib};
+use crate::config::Config;
+use crate::domain::{Clock, ManualClock, Place, Platform, Privacy, Scope, SpaceKind};
+use crate::llm::fake::FakeLlmServer;
+use crate::llm::{ChatModel, OpenAiClient};
+use crate::memory::MemoryManager;
+use crate::store::{FactChange, NewMessage, SqliteStore, Store};
+use chrono::{Duration, TimeZone, Utc};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Debug, Clone)]
+pub struct ContextBenchOptions {
+    pub people: usize,
+    pub days: i64,
+    pub messages: usize,
+    pub warm_rounds: usize,
+    pub seed: u64,
+}
+
+impl Default for ContextBenchOptions {
+    fn default() -> Self {
+        ContextBenchOptions {
+            people: 100,
+            days: 7,
+            messages: 20_000,
+            warm_rounds: 20,
+            seed: 42,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Latency {
+    pub samples: usize,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+fn latency(mut us: Vec<f64>) -> Latency {
+    us.sort_by(f64::total_cmp);
+    Latency {
+        samples: us.len(),
+        p50_us: percentile(&us, 50.0),
+        p99_us: percentile(&us, 99.0),
+        max_us: us.last().copied().unwrap_or(0.0),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct ContextBenchReport {
+    pub people: usize,
+    pub days: i64,
+    pub messages: usize,
+    pub ingest_seconds: f64,
+    /// No caches, offline provider (no LLM configured).
+    pub cold_offline: Latency,
+    /// First build per person with the LLM (fake server over HTTP on 127.0.0.1).
+    pub cold_llm: Latency,
+    /// Caches filled, inputs unchanged.
+    pub warm: Latency,
+    pub llm_calls: u64,
+    pub llm_calls_by_task: std::collections::BTreeMap<String, u64>,
+    pub llm_calls_per_1000_messages: f64,
+    pub llm_tokens_per_1000_messages: f64,
+    pub warm_cache_hit_ratio: f64,
+    /// While chat goes on for `live_hours` hours, the most day-summary calls seen for one
+    /// space in one hour bucket.
+    pub live_hours: u32,
+    pub max_day_summary_calls_per_space_hour: usize,
+    pub live_llm_calls: usize,
+    pub rss_kib: u64,
+    pub peak_rss_kib: u64,
+}
+
+const WORDS: &[&str] = &[
+    "rust",
+    "deploy",
+    "coffee",
+    "kubernetes",
+    "garden",
+    "chess",
+    "release",
+    "bug",
+    "meeting",
+    "holiday",
+    "berlin",
+    "guitar",
+    "marathon",
+    "database",
+    "migration",
+    "cat",
+    "pizza",
+    "weekend",
+    "deadline",
+    "review",
+    "sushi",
+    "climbing",
+    "novel",
+    "postgres",
+    "tired",
+    "excited",
+    "happy",
+    "stressed",
+    "tomorrow",
+    "yesterday",
+    "finally",
+    "again",
+    "project",
+    "team",
+    "train",
+    "rain",
+];
+
+fn sentence(rng: &mut StdRng) -> String {
+    let n = rng.random_range(4..16);
+    (0..n)
+        .map(|_| WORDS[rng.random_range(0..WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub async fn run(opts: &ContextBenchOptions) -> anyhow::Result<ContextBenchReport> {
+    let dir = std::env::temp_dir().join(format!(
+        "engram-bench-{}-{}",
+        std::process::id(),
+        Utc::now().timestamp_millis()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let url = format!("sqlite://{}", dir.join("bench.db").display());
+    let result = run_in(opts, &url).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<ContextBenchReport> {
+    let config = Config::defaults();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(url, 8, std::time::Duration::from_secs(5)).await?);
+    let now = Utc
+        .with_ymd_and_hms(2026, 11, 22, 15, 30, 0)
+        .single()
+        .expect("valid time");
+    let clock = Arc::new(ManualClock::new(now));
+    let mut rng = StdRng::seed_from_u64(opts.seed);
+
+    // The community: one public space, `people` members, messages spread over `days` days.
+    let space = store
+        .resolve_space(Platform::Console, "bench", SpaceKind::Group, "bench")
+        .await?;
+    let mut people = Vec::with_capacity(opts.people);
+    for i in 0..opts.people {
+        let name = format!("person{i:03}");
+        people.push((
+            store
+                .resolve_person(Platform::Console, &name, &name)
+                .await?,
+            name,
+        ));
+    }
+    let place = Place {
+        platform: Platform::Console,
+        space,
+        space_kind: SpaceKind::Group,
+        channel: "general".into(),
+        privacy: Privacy::GuildPublic,
+        dm_owner: None,
+    };
+    let start = now - Duration::days(opts.days - 1) - Duration::hours(15);
+    let span_ms = (now - start).num_milliseconds();
+    let t0 = Instant::now();
+    let mut batch = Vec::with_capacity(1000);
+    for i in 0..opts.messages {
+        // A skewed activity: a few people talk much more than the rest.
+        let who = ((rng.random::<f64>().powi(2)) * opts.people as f64) as usize % opts.people;
+        batch.push(NewMessage {
+            space,
+            channel: "general".into(),
+            scope: Scope::Space(space),
+            privacy: Privacy::GuildPublic,
+            author: people[who].0,
+            is_bot: false,
+            is_command: false,
+            external_id: format!("m{i}"),
+            reply_to: None,
+            text: sentence(&mut rng),
+            sent_at: start + Duration::milliseconds(rng.random_range(0..span_ms)),
+        });
+        if batch.len() == 1000 {
+            store.insert_messages(&batch).await?;
+            batch.clear();
+        }
+    }
+    store.insert_messages(&batch).await?;
+    for (id, name) in people.iter().step_by(2) {
+        let change = FactChange {
+            op: "remember".into(),
+            request: "seed".into(),
+            method: "offline".into(),
+            changed_by: Some(*id),
+            source_message: None,
+            at: now,
+        };
+        let text = format!(
+            "- {name}: I work on {} and love {}",
+            WORDS[id.0 as usize % WORDS.len()],
+            WORDS[(id.0 as usize * 7) % WORDS.len()]
+        );
+        store
+            .update_facts(*id, &Scope::Space(space), 0, &text, &change)
+            .await?;
+    }
+    let ingest_seconds = t0.elapsed().as_secs_f64();
+
+    // Cold, offline provider: every cache dropped before each build.
+    let offline = MemoryManager::new(store.clone(), None, clock.clone(), config.memory.clone())
+        .map_err(anyhow::Error::msg)?;
+    let mut cold = Vec::new();
+    for _ in 0..3 {
+        for (id, name) in &people {
+            offline.caches().clear();
+            let t = Instant::now();
+            std::hint::black_box(offline.person_memory(*id, name, &place).await?);
+            cold.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+
+    // With the LLM: the fake server over real HTTP.
+    let fake = FakeLlmServer::start().await?;
+    let mut llm_config = config.llm.clone();
+    llm_config.base_url = fake.base_url();
+    let client = Arc::new(OpenAiClient::new(&llm_config, None, clock.clone())?);
+    let llm: Arc<dyn ChatModel> = client.clone();
+    let memory = MemoryManager::new(
+        store.clone(),
+        Some(llm),
+        clock.clone(),
+        config.memory.clone(),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let mut cold_llm = Vec::new();
+    for (id, name) in &people {
+        let t = Instant::now();
+        std::hint::black_box(memory.person_memory(*id, name, &place).await?);
+        cold_llm.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let usage = client.usage();
+
+    memory.caches().reset_stats();
+    let mut warm = Vec::new();
+    for _ in 0..opts.warm_rounds {
+        for (id, name) in &people {
+            let t = Instant::now();
+            std::hint::black_box(memory.person_memory(*id, name, &place).await?);
+            warm.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let hit_ratio = memory.caches().stats().hit_ratio();
+    let (rss, peak) = resident_memory_kib();
+
+    // Chat goes on: every 10 minutes for 3 hours, 20 new messages and 10 context builds.
+    let live_hours = 3u32;
+    let calls_before = fake.total();
+    let mut per_hour = std::collections::BTreeMap::<(chrono::NaiveDate, u32), usize>::new();
+    let mut seq = 0usize;
+    for _ in 0..(live_hours * 6) {
+        clock.advance(Duration::minutes(10));
+        let at = clock.now();
+        let batch: Vec<NewMessage> = (0..20)
+            .map(|_| {
+                seq += 1;
+                NewMessage {
+                    space,
+                    channel: "general".into(),
+                    scope: Scope::Space(space),
+                    privacy: Privacy::GuildPublic,
+                    author: people[rng.random_range(0..people.len())].0,
+                    is_bot: false,
+                    is_command: false,
+                    external_id: format!("live{seq}"),
+                    reply_to: None,
+                    text: sentence(&mut rng),
+                    sent_at: at,
+                }
+            })
+            .collect();
+        store.insert_messages(&batch).await?;
+        let calls = fake.count("day_summary");
+        for _ in 0..10 {
+            let (id, name) = &people[rng.random_range(0..people.len())];
+            memory.person_memory(*id, name, &place).await?;
+        }
+        use chrono::Timelike;
+        *per_hour.entry((at.date_naive(), at.hour())).or_default() +=
+            fake.count("day_summary") - calls;
+    }
+    let per_1000 = opts.messages as f64 / 1000.0;
+    Ok(ContextBenchReport {
+        people: opts.people,
+        days: opts.days,
+        messages: opts.messages,
+        ingest_seconds,
+        cold_offline: latency(cold),
+        cold_llm: latency(cold_llm),
+        warm: latency(warm),
+        llm_calls: usage.calls,
+        llm_calls_by_task: usage.calls_by_task.clone(),
+        llm_calls_per_1000_messages: usage.calls as f64 / per_1000,
+        llm_tokens_per_1000_messages: (usage.prompt_tokens + usage.completion_tokens) as f64
+            / per_1000,
+        warm_cache_hit_ratio: hit_ratio,
+        live_hours,
+        max_day_summary_calls_per_space_hour: per_hour.values().copied().max().unwrap_or(0),
+        live_llm_calls: fake.total() - calls_before,
+        rss_kib: rss,
+        peak_rss_kib: peak,
+    })
+}

@@ -1,0 +1,367 @@
+//! Settings: `config/default.toml` (embedded, so the binary runs anywhere), then a local file,
+//! then `ENGRAM__SECTION__KEY` variables. Secrets are read from the environment only and are
+//! never part of `Config`'s `Debug` output or logs.
+
+use figment::Figment;
+use figment::providers::{Env, Format, Toml};
+use serde::Deserialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration is invalid: {0}")]
+    Parse(String),
+    #[error("configuration file {0} does not exist")]
+    MissingFile(PathBuf),
+    #[error("{key}: {problem}")]
+    Invalid { key: &'static str, problem: String },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub bot: BotConfig,
+    pub store: StoreConfig,
+    pub llm: LlmConfig,
+    pub memory: MemoryConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BotConfig {
+    pub name: String,
+    pub moderators: Vec<String>,
+    pub max_command_chars: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    pub url: String,
+    pub max_connections: u32,
+    pub busy_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    pub base_url: String,
+    pub model: String,
+    pub timeout_secs: f64,
+    pub max_retries: u32,
+    pub backoff_ms: u64,
+    pub max_retry_after_secs: u64,
+    pub breaker_failures: u32,
+    pub breaker_cooldown_secs: u64,
+    pub reply_temperature: f32,
+    pub max_reply_tokens: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    pub context_budget_tokens: usize,
+    pub tokenizer: String,
+    pub day_summary_chars: usize,
+    pub history_summary_chars: usize,
+    pub history_days: u32,
+    pub working_memory_messages: usize,
+    pub max_fact_chars: usize,
+    pub max_facts_chars: usize,
+    pub max_summary_messages: usize,
+    pub max_message_chars_in_prompt: usize,
+    pub cache_capacity: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    pub level: String,
+    pub format: String,
+}
+
+/// Secrets, from the environment only. `Debug` shows whether each is set, never its value.
+#[derive(Clone, Default)]
+pub struct Secrets {
+    pub llm_api_key: Option<String>,
+    pub discord_token: Option<String>,
+    pub telegram_token: Option<String>,
+}
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = |s: &Option<String>| if s.is_some() { "<set>" } else { "<unset>" };
+        f.debug_struct("Secrets")
+            .field("llm_api_key", &shown(&self.llm_api_key))
+            .field("discord_token", &shown(&self.discord_token))
+            .field("telegram_token", &shown(&self.telegram_token))
+            .finish()
+    }
+}
+
+impl Secrets {
+    pub fn from_env() -> Secrets {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Secrets {
+            llm_api_key: var("ENGRAM_LLM_API_KEY").or_else(|| var("OPENAI_API_KEY")),
+            discord_token: var("DISCORD_TOKEN"),
+            telegram_token: var("TELEGRAM_TOKEN"),
+        }
+    }
+}
+
+/// Names of keys that look like secrets: refused in files so they cannot be committed.
+const SECRET_WORDS: [&str; 4] = ["api_key", "token", "password", "secret"];
+
+impl Config {
+    /// Defaults only, as shipped.
+    pub fn defaults() -> Config {
+        Config::from_figment(Figment::from(Toml::string(DEFAULT_TOML)))
+            .expect("config/default.toml is valid")
+    }
+
+    /// Defaults, then `local` (an explicit path must exist; `config/local.toml` is optional),
+    /// then `ENGRAM__SECTION__KEY` variables.
+    pub fn load(local: Option<&Path>) -> Result<Config, ConfigError> {
+        let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
+        match local {
+            Some(path) => {
+                if !path.exists() {
+                    return Err(ConfigError::MissingFile(path.to_path_buf()));
+                }
+                reject_secrets_in_file(path)?;
+                figment = figment.merge(Toml::file(path));
+            }
+            None => {
+                let path = Path::new("config/local.toml");
+                if path.exists() {
+                    reject_secrets_in_file(path)?;
+                    figment = figment.merge(Toml::file(path));
+                }
+            }
+        }
+        figment = figment.merge(Env::prefixed("ENGRAM__").split("__"));
+        Config::from_figment(figment)
+    }
+
+    fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
+        let config: Config = figment
+            .extract()
+            .map_err(|e| ConfigError::Parse(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
+            ConfigError::Invalid {
+                key,
+                problem: problem.into(),
+            }
+        }
+        if self.bot.name.trim().is_empty() {
+            return Err(invalid("bot.name", "must not be empty"));
+        }
+        if self.bot.name.chars().any(|c| c.is_whitespace() || c == '@') {
+            return Err(invalid("bot.name", "must be one word without '@'"));
+        }
+        for m in &self.bot.moderators {
+            let ok = m.split_once(':').is_some_and(|(p, id)| {
+                crate::domain::Platform::parse(p).is_some() && !id.is_empty()
+            });
+            if !ok {
+                return Err(invalid(
+                    "bot.moderators",
+                    format!(
+                        "{m:?} is not \"platform:user_id\" (platform: console, discord or telegram)"
+                    ),
+                ));
+            }
+        }
+        if !self.store.url.starts_with("sqlite:") {
+            return Err(invalid(
+                "store.url",
+                format!(
+                    "unsupported database URL {:?}: use sqlite://PATH",
+                    redact_url(&self.store.url)
+                ),
+            ));
+        }
+        if self.store.max_connections == 0 {
+            return Err(invalid("store.max_connections", "must be at least 1"));
+        }
+        if !self.llm.base_url.is_empty()
+            && !(self.llm.base_url.starts_with("http://")
+                || self.llm.base_url.starts_with("https://"))
+        {
+            return Err(invalid(
+                "llm.base_url",
+                format!(
+                    "{:?} must start with http:// or https:// (or be empty for offline)",
+                    redact_url(&self.llm.base_url)
+                ),
+            ));
+        }
+        if !(self.llm.timeout_secs > 0.0 && self.llm.timeout_secs <= 3600.0) {
+            return Err(invalid("llm.timeout_secs", "must be between 0 and 3600"));
+        }
+        if self.llm.model.trim().is_empty() {
+            return Err(invalid("llm.model", "must not be empty"));
+        }
+        if !(0.0..=2.0).contains(&self.llm.reply_temperature) {
+            return Err(invalid("llm.reply_temperature", "must be between 0 and 2"));
+        }
+        if self.memory.context_budget_tokens < 100 {
+            return Err(invalid(
+                "memory.context_budget_tokens",
+                "must be at least 100",
+            ));
+        }
+        if !matches!(self.memory.tokenizer.as_str(), "cl100k_base" | "o200k_base") {
+            return Err(invalid(
+                "memory.tokenizer",
+                "must be cl100k_base or o200k_base",
+            ));
+        }
+        if self.memory.day_summary_chars < 50 || self.memory.history_summary_chars < 50 {
+            return Err(invalid("memory.*_summary_chars", "must be at least 50"));
+        }
+        if self.memory.history_days == 0 || self.memory.history_days > 30 {
+            return Err(invalid("memory.history_days", "must be between 1 and 30"));
+        }
+        if self.memory.max_fact_chars == 0
+            || self.memory.max_facts_chars < self.memory.max_fact_chars
+        {
+            return Err(invalid(
+                "memory.max_facts_chars",
+                "must be at least memory.max_fact_chars (and both above 0)",
+            ));
+        }
+        if !matches!(self.log.format.as_str(), "text" | "json") {
+            return Err(invalid("log.format", "must be \"text\" or \"json\""));
+        }
+        Ok(())
+    }
+
+    pub fn is_moderator(&self, platform: crate::domain::Platform, user_id: &str) -> bool {
+        self.bot
+            .moderators
+            .iter()
+            .any(|m| m.split_once(':') == Some((platform.as_str(), user_id)))
+    }
+}
+
+fn reject_secrets_in_file(path: &Path) -> Result<(), ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::Parse(format!("cannot read {}: {e}", path.display())))?;
+    for line in text.lines() {
+        let key = line
+            .split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if line.contains('=')
+            && !key.starts_with('#')
+            && SECRET_WORDS.iter().any(|w| key.contains(w))
+        {
+            return Err(ConfigError::Parse(format!(
+                "{}: {key:?} looks like a secret; secrets come only from the environment \
+                 (ENGRAM_LLM_API_KEY, DISCORD_TOKEN, TELEGRAM_TOKEN)",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A URL with any user:password part hidden, safe to print.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        let c = Config::defaults();
+        assert_eq!(c.bot.name, "Engram");
+        assert_eq!(c.memory.context_budget_tokens, 1500);
+        assert_eq!(c.store.url, "sqlite://data/engram.db");
+    }
+
+    #[test]
+    fn env_overrides_and_unknown_keys_are_rejected() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("ENGRAM__MEMORY__CONTEXT_BUDGET_TOKENS", "2000");
+            jail.set_env("ENGRAM__BOT__NAME", "Mnemo");
+            let c = Config::load(None).expect("loads");
+            assert_eq!(c.memory.context_budget_tokens, 2000);
+            assert_eq!(c.bot.name, "Mnemo");
+            jail.set_env("ENGRAM__MEMORY__NO_SUCH_KEY", "1");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("no_such_key"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn local_file_overrides_and_secrets_in_files_are_refused() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("local.toml", "[llm]\nmodel = \"llama3\"\n")?;
+            let c = Config::load(Some(Path::new("local.toml"))).expect("loads");
+            assert_eq!(c.llm.model, "llama3");
+            jail.create_file("bad.toml", "[llm]\napi_key = \"sk-live-123\"\n")?;
+            let err = Config::load(Some(Path::new("bad.toml")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("secret") && !err.contains("sk-live-123"),
+                "{err}"
+            );
+            let err = Config::load(Some(Path::new("missing.toml")))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("does not exist"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn validation_names_the_bad_key() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("ENGRAM__STORE__URL", "mysql://u:pw@host/db");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("store.url") && !err.contains("pw"), "{err}");
+            jail.set_env("ENGRAM__STORE__URL", "sqlite://x.db");
+            jail.set_env("ENGRAM__MEMORY__CONTEXT_BUDGET_TOKENS", "many");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(
+                err.to_lowercase().contains("context_budget_tokens"),
+                "{err}"
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn secrets_debug_hides_values() {
+        let s = Secrets {
+            llm_api_key: Some("sk-very-secret".into()),
+            ..Secrets::default()
+        };
+        let shown = format!("{s:?}");
+        assert!(!shown.contains("sk-very-secret") && shown.contains("<set>"));
+    }
+}

@@ -1,0 +1,359 @@
+//! Domain types at the bottom of the flow: people, places, privacy scopes and the one
+//! `IncomingMessage` every platform adapter produces. Nothing here does I/O.
+
+pub mod clock;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+
+/// Internal id of a person; platform user ids map onto it through identities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PersonId(pub i64);
+
+impl fmt::Display for PersonId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Internal id of a space (a guild, a group, or a private chat).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SpaceId(pub i64);
+
+impl fmt::Display for SpaceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Row id of a stored chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct MessageId(pub i64);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    Console,
+    Discord,
+    Telegram,
+}
+
+impl Platform {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Console => "console",
+            Platform::Discord => "discord",
+            Platform::Telegram => "telegram",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Platform> {
+        match s {
+            "console" => Some(Platform::Console),
+            "discord" => Some(Platform::Discord),
+            "telegram" => Some(Platform::Telegram),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What kind of place a space is: a Discord guild, a Telegram group, or a private chat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpaceKind {
+    Guild,
+    Group,
+    Private,
+}
+
+impl SpaceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpaceKind::Guild => "guild",
+            SpaceKind::Group => "group",
+            SpaceKind::Private => "private",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SpaceKind> {
+        match s {
+            "guild" => Some(SpaceKind::Guild),
+            "group" => Some(SpaceKind::Group),
+            "private" => Some(SpaceKind::Private),
+            _ => None,
+        }
+    }
+}
+
+/// Privacy level of a memory item, from the place it was learned (DESIGN.md, Privacy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Privacy {
+    /// Learned in a private chat: surfaces only in that person's private chat.
+    Dm,
+    /// Learned in a channel not everyone in the guild can see: surfaces only in that channel.
+    ChannelRestricted,
+    /// Learned in a public channel: surfaces anywhere in the same guild.
+    GuildPublic,
+    /// Explicit, non-sensitive facts: surface anywhere, for that person.
+    Global,
+}
+
+impl Privacy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Privacy::Dm => "dm",
+            Privacy::ChannelRestricted => "channel_restricted",
+            Privacy::GuildPublic => "guild_public",
+            Privacy::Global => "global",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Privacy> {
+        match s {
+            "dm" => Some(Privacy::Dm),
+            "channel_restricted" => Some(Privacy::ChannelRestricted),
+            "guild_public" => Some(Privacy::GuildPublic),
+            "global" => Some(Privacy::Global),
+            _ => None,
+        }
+    }
+}
+
+/// The privacy boundary a memory item lives in. Facts blobs, messages and summaries are all
+/// keyed by scope, so "may this surface here?" is one comparison of scope keys, done in the
+/// store query rather than by filtering results afterwards.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    Global,
+    /// Public channels of one guild or group.
+    Space(SpaceId),
+    /// One restricted channel of a guild.
+    Channel(SpaceId, String),
+    /// The private chats of one person with the bot (on any platform).
+    Dm(PersonId),
+}
+
+impl Scope {
+    pub fn key(&self) -> String {
+        match self {
+            Scope::Global => "global".to_string(),
+            Scope::Space(s) => format!("space:{}", s.0),
+            Scope::Channel(s, c) => format!("chan:{}:{}", s.0, c),
+            Scope::Dm(p) => format!("dm:{}", p.0),
+        }
+    }
+
+    pub fn parse(key: &str) -> Option<Scope> {
+        if key == "global" {
+            return Some(Scope::Global);
+        }
+        if let Some(rest) = key.strip_prefix("space:") {
+            return rest.parse().ok().map(|n| Scope::Space(SpaceId(n)));
+        }
+        if let Some(rest) = key.strip_prefix("dm:") {
+            return rest.parse().ok().map(|n| Scope::Dm(PersonId(n)));
+        }
+        if let Some(rest) = key.strip_prefix("chan:") {
+            let (space, chan) = rest.split_once(':')?;
+            return Some(Scope::Channel(
+                SpaceId(space.parse().ok()?),
+                chan.to_string(),
+            ));
+        }
+        None
+    }
+
+    pub fn privacy(&self) -> Privacy {
+        match self {
+            Scope::Global => Privacy::Global,
+            Scope::Space(_) => Privacy::GuildPublic,
+            Scope::Channel(..) => Privacy::ChannelRestricted,
+            Scope::Dm(_) => Privacy::Dm,
+        }
+    }
+}
+
+/// Where a message was said or a question is asked: enough to decide what may surface.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Place {
+    pub platform: Platform,
+    pub space: SpaceId,
+    pub space_kind: SpaceKind,
+    pub channel: String,
+    pub privacy: Privacy,
+    /// The person whose private chat this is, for `Privacy::Dm` places.
+    pub dm_owner: Option<PersonId>,
+}
+
+impl Place {
+    /// The scope that a message said here, or a fact learned here, belongs to.
+    pub fn home_scope(&self) -> Scope {
+        match (self.privacy, self.dm_owner) {
+            (Privacy::Dm, Some(owner)) => Scope::Dm(owner),
+            (Privacy::ChannelRestricted, _) => Scope::Channel(self.space, self.channel.clone()),
+            _ => Scope::Space(self.space),
+        }
+    }
+
+    /// Scopes whose memory about `subject` may surface in this place, broadest first.
+    ///
+    /// DM memory surfaces only in that same person's private chat; restricted-channel memory
+    /// only in that channel; space memory anywhere in the same space; global anywhere.
+    pub fn visible_scopes(&self, subject: PersonId) -> Vec<Scope> {
+        let mut scopes = vec![Scope::Global];
+        match self.privacy {
+            Privacy::Dm => {
+                if self.dm_owner == Some(subject) {
+                    scopes.push(Scope::Dm(subject));
+                }
+            }
+            Privacy::ChannelRestricted => {
+                scopes.push(Scope::Space(self.space));
+                scopes.push(Scope::Channel(self.space, self.channel.clone()));
+            }
+            Privacy::GuildPublic | Privacy::Global => scopes.push(Scope::Space(self.space)),
+        }
+        scopes
+    }
+
+    /// Scopes whose chatter is summarized for context in this place (all but global, which
+    /// holds explicit facts only).
+    pub fn summary_scopes(&self, subject: PersonId) -> Vec<Scope> {
+        self.visible_scopes(subject)
+            .into_iter()
+            .filter(|s| *s != Scope::Global)
+            .collect()
+    }
+}
+
+/// A person as the memory knows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Person {
+    pub id: PersonId,
+    pub display_name: String,
+}
+
+/// The one message shape every platform adapter produces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncomingMessage {
+    pub platform: Platform,
+    /// Platform id of the guild or group; for private chats, the chat id.
+    pub space_external_id: String,
+    pub space_kind: SpaceKind,
+    pub space_title: String,
+    /// Platform id of the channel (or thread/topic); the chat id again for private chats.
+    pub channel_external_id: String,
+    pub channel_privacy: Privacy,
+    pub author_external_id: String,
+    pub author_display_name: String,
+    pub author_is_bot: bool,
+    /// Platform id of this message, used to make ingestion idempotent.
+    pub external_id: String,
+    pub text: String,
+    pub sent_at: DateTime<Utc>,
+    pub reply_to_external_id: Option<String>,
+    /// Whether the message replies to one of the bot's own messages.
+    pub replies_to_bot: bool,
+    /// Platform user ids mentioned in the message, with the display name used.
+    pub mentions: Vec<Mention>,
+    pub attachments: Vec<String>,
+    /// Whether the author moderates this space (may clear others' memory).
+    pub author_is_moderator: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mention {
+    pub external_id: String,
+    pub display_name: String,
+}
+
+/// A message as stored in chat history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    pub id: MessageId,
+    pub space: SpaceId,
+    pub channel: String,
+    pub scope: Scope,
+    pub author: PersonId,
+    pub author_name: String,
+    pub is_bot: bool,
+    pub text: String,
+    pub sent_at: DateTime<Utc>,
+}
+
+/// The UTC calendar day of a time; day summaries are per UTC day.
+pub fn day_of(t: DateTime<Utc>) -> NaiveDate {
+    t.date_naive()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place(privacy: Privacy, owner: Option<i64>) -> Place {
+        Place {
+            platform: Platform::Console,
+            space: SpaceId(1),
+            space_kind: SpaceKind::Guild,
+            channel: "general".into(),
+            privacy,
+            dm_owner: owner.map(PersonId),
+        }
+    }
+
+    #[test]
+    fn scope_keys_round_trip() {
+        for s in [
+            Scope::Global,
+            Scope::Space(SpaceId(4)),
+            Scope::Channel(SpaceId(4), "a:b".into()),
+            Scope::Dm(PersonId(9)),
+        ] {
+            assert_eq!(Scope::parse(&s.key()), Some(s.clone()));
+        }
+        assert_eq!(Scope::parse("space:x"), None);
+        assert_eq!(Scope::parse("nope"), None);
+    }
+
+    #[test]
+    fn dm_memory_is_visible_only_in_the_owners_private_chat() {
+        let alice = PersonId(1);
+        let bob = PersonId(2);
+        let alice_dm = place(Privacy::Dm, Some(1));
+        assert!(alice_dm.visible_scopes(alice).contains(&Scope::Dm(alice)));
+        assert!(!alice_dm.visible_scopes(bob).contains(&Scope::Dm(bob)));
+        let public = place(Privacy::GuildPublic, None);
+        assert!(!public.visible_scopes(alice).contains(&Scope::Dm(alice)));
+    }
+
+    #[test]
+    fn restricted_channel_memory_stays_in_its_channel() {
+        let alice = PersonId(1);
+        let restricted = place(Privacy::ChannelRestricted, None);
+        let chan = Scope::Channel(SpaceId(1), "general".into());
+        assert_eq!(restricted.home_scope(), chan);
+        assert!(restricted.visible_scopes(alice).contains(&chan));
+        let public = place(Privacy::GuildPublic, None);
+        assert!(!public.visible_scopes(alice).contains(&chan));
+        let mut other = restricted.clone();
+        other.channel = "other".into();
+        assert!(!other.visible_scopes(alice).contains(&chan));
+        let mut other_space = public.clone();
+        other_space.space = SpaceId(2);
+        assert!(
+            !other_space
+                .visible_scopes(alice)
+                .contains(&Scope::Space(SpaceId(1)))
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! The ingestor: turns an `IncomingMessage` into stored chat history before anything else can
+//! fail, resolves people and places, decides whether the bot was addressed, and marks memory
+//! commands (explicit triggers) so summaries do not treat them as chatter. Next: the router.
+
+use crate::domain::{
+    IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceKind, StoredMessage,
+};
+use crate::router::{Command, parse_command};
+use crate::store::{NewMessage, Store, StoreError};
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A stored incoming message with everything the router needs.
+#[derive(Debug, Clone)]
+pub struct Ingested {
+    pub message: StoredMessage,
+    pub place: Place,
+    pub author_external_id: String,
+    pub mentions: Vec<(PersonId, String)>,
+    /// Whether the bot was addressed: private chat, reply to the bot, its name first, or @name.
+    pub addressed: bool,
+    /// The text with the bot's name or mention taken off.
+    pub command_text: String,
+    pub author_is_moderator: bool,
+}
+
+pub struct Ingestor {
+    store: Arc<dyn Store>,
+    bot_name: String,
+    reply_seq: AtomicU64,
+}
+
+/// Removes characters that have no business in chat text (NUL and other C0/C1 controls,
+/// except newlines and tabs) and trims. Everything else, emoji and scripts alike, is kept.
+pub fn sanitize(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+/// If `text` addresses the bot by name at the start ("Engram, …", "@Engram …", "engram: …")
+/// or by an @mention anywhere, the text without that address.
+pub fn strip_address(text: &str, bot_name: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    let name = bot_name.to_lowercase();
+    for prefix in [format!("@{name}"), name.clone()] {
+        if let Some(rest) = lower.strip_prefix(&prefix)
+            && rest
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_alphanumeric() && c != '_')
+        {
+            let rest = &text[text.len() - rest.len()..];
+            return Some(
+                rest.trim_start_matches([',', ':', '!', ' ', '\t', '\n'])
+                    .trim()
+                    .to_string(),
+            );
+        }
+    }
+    let mention = format!("@{name}");
+    let mut out = Vec::new();
+    let mut found = false;
+    for word in text.split(' ') {
+        let bare = word
+            .trim_end_matches([',', ':', '!', '?', '.'])
+            .to_lowercase();
+        if bare == mention {
+            found = true;
+        } else {
+            out.push(word);
+        }
+    }
+    found.then(|| out.join(" ").trim().to_string())
+}
+
+impl Ingestor {
+    pub fn new(store: Arc<dyn Store>, bot_name: &str) -> Ingestor {
+        Ingestor {
+            store,
+            bot_name: bot_name.to_string(),
+            reply_seq: AtomicU64::new(0),
+        }
+    }
+
+    /// Stores the message and resolves who and where. `None` for a message with no text.
+    pub async fn ingest(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
+        let text = sanitize(&msg.text);
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let author_name = sanitize(&msg.author_display_name);
+        let author_name = if author_name.is_empty() {
+            msg.author_external_id.clone()
+        } else {
+            author_name
+        };
+        let author = self
+            .store
+            .resolve_person(msg.platform, &msg.author_external_id, &author_name)
+            .await?;
+        let space = self
+            .store
+            .resolve_space(
+                msg.platform,
+                &msg.space_external_id,
+                msg.space_kind,
+                &msg.space_title,
+            )
+            .await?;
+        let private = msg.space_kind == SpaceKind::Private || msg.channel_privacy == Privacy::Dm;
+        let place = Place {
+            platform: msg.platform,
+            space,
+            space_kind: msg.space_kind,
+            channel: msg.channel_external_id.clone(),
+            privacy: if private {
+                Privacy::Dm
+            } else {
+                msg.channel_privacy
+            },
+            dm_owner: private.then_some(author),
+        };
+        let (addressed, command_text) = match strip_address(&text, &self.bot_name) {
+            Some(rest) if !msg.author_is_bot => (true, rest),
+            _ => (
+                !msg.author_is_bot && (private || msg.replies_to_bot),
+                text.clone(),
+            ),
+        };
+        let is_command = addressed && !matches!(parse_command(&command_text), Command::Chat);
+        let id = self
+            .store
+            .insert_message(&NewMessage {
+                space,
+                channel: place.channel.clone(),
+                scope: place.home_scope(),
+                privacy: place.privacy,
+                author,
+                is_bot: msg.author_is_bot,
+                is_command,
+                external_id: msg.external_id.clone(),
+                reply_to: msg.reply_to_external_id.clone(),
+                text: text.clone(),
+                sent_at: msg.sent_at,
+            })
+            .await?;
+        let mut mentions = Vec::new();
+        for m in &msg.mentions {
+            if m.display_name.eq_ignore_ascii_case(&self.bot_name) {
+                continue;
+            }
+            let id = self
+                .store
+                .resolve_person(msg.platform, &m.external_id, &sanitize(&m.display_name))
+                .await?;
+            mentions.push((id, m.display_name.clone()));
+        }
+        Ok(Some(Ingested {
+            message: StoredMessage {
+                id,
+                space,
+                channel: place.channel.clone(),
+                scope: place.home_scope(),
+                author,
+                author_name,
+                is_bot: msg.author_is_bot,
+                text,
+                sent_at: msg.sent_at,
+            },
+            place,
+            author_external_id: msg.author_external_id.clone(),
+            mentions,
+            addressed,
+            command_text,
+            author_is_moderator: msg.author_is_moderator,
+        }))
+    }
+
+    /// Stores the bot's own reply in the same place (before it is sent).
+    pub async fn ingest_reply(
+        &self,
+        platform: Platform,
+        place: &Place,
+        text: &str,
+        in_reply_to: &StoredMessage,
+        at: DateTime<Utc>,
+    ) -> Result<MessageId, StoreError> {
+        let bot = self
+            .store
+            .resolve_person(platform, "engram:self", &self.bot_name)
+            .await?;
+        let seq = self.reply_seq.fetch_add(1, Ordering::Relaxed);
+        self.store
+            .insert_message(&NewMessage {
+                space: place.space,
+                channel: place.channel.clone(),
+                scope: place.home_scope(),
+                privacy: place.privacy,
+                author: bot,
+                is_bot: true,
+                is_command: false,
+                external_id: format!("reply:{}:{seq}", in_reply_to.id.0),
+                reply_to: Some(in_reply_to.id.0.to_string()),
+                text: text.to_string(),
+                sent_at: at,
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addressing_by_name_or_mention() {
+        assert_eq!(
+            strip_address("Engram, remember that x", "Engram").as_deref(),
+            Some("remember that x")
+        );
+        assert_eq!(strip_address("engram: hi", "Engram").as_deref(), Some("hi"));
+        assert_eq!(
+            strip_address("@Engram what's up", "Engram").as_deref(),
+            Some("what's up")
+        );
+        assert_eq!(
+            strip_address("hey @engram, hi", "Engram").as_deref(),
+            Some("hey hi")
+        );
+        assert_eq!(strip_address("Engrams are neat", "Engram"), None);
+        assert_eq!(strip_address("I like engram", "Engram"), None);
+        assert_eq!(strip_address("Engram", "Engram").as_deref(), Some(""));
+    }
+
+    #[test]
+    fn sanitize_drops_controls_keeps_unicode() {
+        assert_eq!(
+            sanitize("  a\u{0}b\u{7}c\n🦀 ש\u{200d} "),
+            "abc\n🦀 ש\u{200d}"
+        );
+        assert_eq!(sanitize("\u{0}\u{1}  "), "");
+    }
+}

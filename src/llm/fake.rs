@@ -1,0 +1,312 @@
+//! A fake OpenAI-compatible server on 127.0.0.1 for tests and `engram bench`: the real client
+//! talks HTTP to it. It answers each task deterministically from the data in the prompt, records
+//! every request, and can be told to fail (status codes, invalid JSON, hanging, rate limits).
+
+use super::prompts::unescape;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// How the fake answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Behavior {
+    /// Deterministic, well-formed answers built from the prompt's data.
+    Smart,
+    /// This HTTP status with an error body.
+    Status(u16),
+    /// 429 with `Retry-After: 0`.
+    RateLimited,
+    /// 200 with content that is not the JSON asked for.
+    InvalidJson,
+    /// Never answers (the client must time out).
+    Hang,
+    /// 200 with exactly this content.
+    Content(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub task: String,
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The concatenated message contents.
+    pub fn text(&self) -> String {
+        self.body["messages"]
+            .as_array()
+            .map(|ms| {
+                ms.iter()
+                    .filter_map(|m| m["content"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    behavior: Option<Behavior>,
+    once: VecDeque<Behavior>,
+    requests: Vec<RecordedRequest>,
+}
+
+pub struct FakeLlmServer {
+    addr: SocketAddr,
+    shared: Arc<Mutex<Shared>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FakeLlmServer {
+    pub async fn start() -> std::io::Result<FakeLlmServer> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Mutex::new(Shared {
+            behavior: Some(Behavior::Smart),
+            ..Shared::default()
+        }));
+        let app = Router::new()
+            .route("/v1/chat/completions", post(handle))
+            .with_state(shared.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(FakeLlmServer { addr, shared, task })
+    }
+
+    /// Base URL for `llm.base_url`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn set_behavior(&self, behavior: Behavior) {
+        self.shared.lock().expect("fake lock").behavior = Some(behavior);
+    }
+
+    /// Use `behavior` for the next request only (queued in order).
+    pub fn push_once(&self, behavior: Behavior) {
+        self.shared
+            .lock()
+            .expect("fake lock")
+            .once
+            .push_back(behavior);
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().expect("fake lock").requests.clone()
+    }
+
+    pub fn count(&self, task: &str) -> usize {
+        self.shared
+            .lock()
+            .expect("fake lock")
+            .requests
+            .iter()
+            .filter(|r| r.task == task)
+            .count()
+    }
+
+    pub fn total(&self) -> usize {
+        self.shared.lock().expect("fake lock").requests.len()
+    }
+
+    pub fn clear(&self) {
+        self.shared.lock().expect("fake lock").requests.clear();
+    }
+}
+
+impl Drop for FakeLlmServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn task_of(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .and_then(|s| s.lines().next())
+        .and_then(|l| l.strip_prefix("# Task: "))
+        .unwrap_or("unknown")
+        .trim()
+        .to_string()
+}
+
+async fn handle(State(shared): State<Arc<Mutex<Shared>>>, Json(body): Json<Value>) -> Response {
+    let task = task_of(&body);
+    let behavior = {
+        let mut s = shared.lock().expect("fake lock");
+        s.requests.push(RecordedRequest {
+            task: task.clone(),
+            body: body.clone(),
+        });
+        s.once
+            .pop_front()
+            .or_else(|| s.behavior.clone())
+            .unwrap_or(Behavior::Smart)
+    };
+    match behavior {
+        Behavior::Status(code) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, Json(json!({"error": {"message": "fake failure"}}))).into_response()
+        }
+        Behavior::RateLimited => {
+            let mut headers = HeaderMap::new();
+            headers.insert("retry-after", HeaderValue::from_static("0"));
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                headers,
+                Json(json!({"error": {"message": "slow down"}})),
+            )
+                .into_response()
+        }
+        Behavior::Hang => {
+            std::future::pending::<()>().await;
+            unreachable!()
+        }
+        Behavior::Content(content) => completion(&content, &body),
+        Behavior::InvalidJson => completion("Sure! Here is what I think: {facts: oops", &body),
+        Behavior::Smart => completion(&smart_answer(&task, &body), &body),
+    }
+}
+
+fn completion(content: &str, request: &Value) -> Response {
+    let prompt_chars: usize = request["messages"]
+        .as_array()
+        .map(|ms| {
+            ms.iter()
+                .filter_map(|m| m["content"].as_str())
+                .map(str::len)
+                .sum()
+        })
+        .unwrap_or(0);
+    Json(json!({
+        "id": "fake-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt_chars / 4, "completion_tokens": content.len() / 4,
+                  "total_tokens": (prompt_chars + content.len()) / 4}
+    }))
+    .into_response()
+}
+
+/// Elements `<tag attrs>inner</tag>` in order: (attribute text, unescaped inner text).
+pub fn elements(text: &str, tag: &str) -> Vec<(String, String)> {
+    let open = format!("<{tag}");
+    let close = format!("</{tag}>");
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(&open) {
+        let after = &rest[start + open.len()..];
+        if !(after.starts_with('>') || after.starts_with(' ')) {
+            rest = after;
+            continue;
+        }
+        let Some(gt) = after.find('>') else { break };
+        let attrs = after[..gt].trim().to_string();
+        let body = &after[gt + 1..];
+        let Some(end) = body.find(&close) else { break };
+        out.push((attrs, unescape(&body[..end])));
+        rest = &body[end + close.len()..];
+    }
+    out
+}
+
+pub fn attr(attrs: &str, name: &str) -> Option<String> {
+    let key = format!("{name}=\"");
+    let start = attrs.find(&key)? + key.len();
+    let end = attrs[start..].find('"')?;
+    Some(unescape(&attrs[start..start + end]))
+}
+
+fn first(text: &str, tag: &str) -> String {
+    elements(text, tag)
+        .into_iter()
+        .next()
+        .map(|(_, t)| t)
+        .unwrap_or_default()
+}
+
+fn clip(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+fn smart_answer(task: &str, body: &Value) -> String {
+    let user = body["messages"]
+        .as_array()
+        .and_then(|ms| ms.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    match task {
+        "remember" => {
+            let facts = first(&user, "facts");
+            let fact = first(&user, "new_fact");
+            let subject = first(&user, "subject");
+            let sentence = format!("{subject}: {}.", fact.trim_end_matches('.'));
+            let merged = if facts.trim().is_empty() {
+                sentence
+            } else {
+                format!("{} {sentence}", facts.trim())
+            };
+            json!({ "facts": merged }).to_string()
+        }
+        "forget" => {
+            let facts = first(&user, "facts");
+            let target = first(&user, "forget").to_lowercase();
+            let sentences: Vec<&str> = facts.split_inclusive('.').collect();
+            let kept: Vec<&str> = sentences
+                .iter()
+                .copied()
+                .filter(|s| !s.to_lowercase().contains(target.trim()))
+                .collect();
+            let found = kept.len() != sentences.len();
+            json!({ "found": found, "facts": kept.concat().trim() }).to_string()
+        }
+        "day_summary" => {
+            let people = elements(&user, "person");
+            let messages = elements(&user, "message");
+            let mut summaries = serde_json::Map::new();
+            for (attrs, name) in people {
+                let id = attr(&attrs, "id").unwrap_or_default();
+                let said: Vec<String> = messages
+                    .iter()
+                    .filter(|(a, _)| attr(a, "author_id").as_deref() == Some(id.as_str()))
+                    .map(|(_, t)| t.clone())
+                    .take(3)
+                    .collect();
+                summaries.insert(
+                    id,
+                    Value::String(clip(&format!("{name} said: {}", said.join(" / ")), 300)),
+                );
+            }
+            json!({ "summaries": summaries }).to_string()
+        }
+        "history_summary" => {
+            let days: Vec<String> = elements(&user, "day").into_iter().map(|(_, t)| t).collect();
+            json!({ "summary": clip(&format!("Earlier: {}", days.join(" ")), 500) }).to_string()
+        }
+        "merge_context" => {
+            let parts: Vec<String> = ["facts", "today", "history"]
+                .iter()
+                .map(|t| first(&user, t))
+                .filter(|t| !t.trim().is_empty())
+                .collect();
+            json!({ "context": parts.join(" ") }).to_string()
+        }
+        "reply" => {
+            let last = elements(&user, "message")
+                .pop()
+                .map(|(_, t)| t)
+                .unwrap_or_default();
+            format!("(fake reply) you said: {}", clip(&last, 200))
+        }
+        _ => json!({ "error": "unknown task" }).to_string(),
+    }
+}

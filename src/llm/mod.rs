@@ -1,0 +1,182 @@
+//! The chat-model seam at the bottom of the memory flow: the `ChatModel` trait, the
+//! OpenAI-compatible client (`openai`), the prompts from `prompts/`, and a fake
+//! OpenAI-compatible server (`fake`) for tests and benchmarks.
+
+pub mod fake;
+pub mod openai;
+pub mod prompts;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub use openai::OpenAiClient;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: Role::System,
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    /// What the call is for ("remember", "day_summary", ...): metrics and logs.
+    pub task: &'static str,
+    pub messages: Vec<ChatMessage>,
+    pub temperature: f32,
+    /// Ask for a JSON object (`response_format: json_object`).
+    pub json: bool,
+    pub max_tokens: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    pub content: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("no language model is configured")]
+    NotConfigured,
+    #[error("cannot reach the language model: {0}")]
+    Connect(String),
+    #[error("the language model did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the language model answered HTTP {status}: {detail}")]
+    Http {
+        status: u16,
+        detail: String,
+        /// From Retry-After, when the server sent one.
+        retry_after: Option<Duration>,
+    },
+    #[error("the language model's answer is unusable: {0}")]
+    BadResponse(String),
+    /// Too many failures in a row: calls are skipped until the cooldown ends.
+    #[error("the language model is failing; calls paused for {retry_after:?}")]
+    CircuitOpen { retry_after: Duration },
+}
+
+impl LlmError {
+    /// Whether the same request may succeed if repeated later.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Connect(_) | LlmError::Timeout(_) | LlmError::CircuitOpen { .. } => true,
+            LlmError::Http { status, .. } => *status == 429 || *status >= 500,
+            LlmError::NotConfigured | LlmError::BadResponse(_) => false,
+        }
+    }
+}
+
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+    /// Calls and tokens so far, per task.
+    fn usage(&self) -> UsageSnapshot;
+}
+
+/// Counters of LLM use, per task.
+#[derive(Debug, Default)]
+pub struct Usage {
+    inner: Mutex<UsageSnapshot>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct UsageSnapshot {
+    pub calls: u64,
+    pub failures: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub calls_by_task: BTreeMap<String, u64>,
+}
+
+impl Usage {
+    pub fn record(&self, task: &str, result: &Result<ChatResponse, LlmError>) {
+        let mut u = self.inner.lock().expect("usage lock");
+        u.calls += 1;
+        *u.calls_by_task.entry(task.to_string()).or_default() += 1;
+        match result {
+            Ok(r) => {
+                u.prompt_tokens += r.prompt_tokens;
+                u.completion_tokens += r.completion_tokens;
+            }
+            Err(_) => u.failures += 1,
+        }
+    }
+
+    pub fn snapshot(&self) -> UsageSnapshot {
+        self.inner.lock().expect("usage lock").clone()
+    }
+}
+
+/// Parses a model's JSON answer, tolerating a Markdown code fence around it.
+pub fn parse_json_answer<T: serde::de::DeserializeOwned>(content: &str) -> Result<T, LlmError> {
+    let trimmed = content.trim();
+    let body = trimmed
+        .strip_prefix("```json")
+        .or_else(|| trimmed.strip_prefix("```"))
+        .and_then(|s| s.strip_suffix("```"))
+        .unwrap_or(trimmed);
+    serde_json::from_str(body.trim()).map_err(|e| {
+        let excerpt: String = trimmed.chars().take(120).collect();
+        LlmError::BadResponse(format!("invalid JSON ({e}): {excerpt:?}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize, Debug)]
+    struct F {
+        facts: String,
+    }
+
+    #[test]
+    fn json_answers_parse_with_or_without_fences_and_garbage_is_an_error() {
+        assert_eq!(
+            parse_json_answer::<F>("{\"facts\":\"a\"}").unwrap().facts,
+            "a"
+        );
+        assert_eq!(
+            parse_json_answer::<F>("```json\n{\"facts\":\"b\"}\n```")
+                .unwrap()
+                .facts,
+            "b"
+        );
+        assert!(matches!(
+            parse_json_answer::<F>("sure! here"),
+            Err(LlmError::BadResponse(_))
+        ));
+        assert!(matches!(
+            parse_json_answer::<F>("{\"fact\":1}"),
+            Err(LlmError::BadResponse(_))
+        ));
+    }
+}

@@ -1,0 +1,261 @@
+//! OpenAI-compatible chat client on reqwest: timeout, retries with exponential backoff on
+//! connection errors, timeouts, 429 and 5xx (honouring Retry-After), and a circuit breaker so a
+//! dead provider costs one fast failure instead of a timeout per message.
+
+use super::*;
+use crate::config::LlmConfig;
+use crate::domain::Clock;
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+use tracing::{debug, warn};
+
+pub struct OpenAiClient {
+    http: reqwest::Client,
+    endpoint: String,
+    model: String,
+    api_key: Option<String>,
+    timeout: Duration,
+    max_retries: u32,
+    backoff: Duration,
+    max_retry_after: Duration,
+    breaker_failures: u32,
+    breaker_cooldown: chrono::Duration,
+    clock: Arc<dyn Clock>,
+    breaker: Mutex<Breaker>,
+    usage: Usage,
+}
+
+#[derive(Debug, Default)]
+struct Breaker {
+    consecutive_failures: u32,
+    open_until: Option<DateTime<Utc>>,
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: &'a [ChatMessage],
+    temperature: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    choices: Vec<WireChoice>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireMessage,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+impl OpenAiClient {
+    pub fn new(
+        config: &LlmConfig,
+        api_key: Option<String>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<OpenAiClient, LlmError> {
+        let timeout = Duration::from_secs_f64(config.timeout_secs);
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| LlmError::Connect(e.to_string()))?;
+        Ok(OpenAiClient {
+            http,
+            endpoint: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
+            model: config.model.clone(),
+            api_key,
+            timeout,
+            max_retries: config.max_retries,
+            backoff: Duration::from_millis(config.backoff_ms),
+            max_retry_after: Duration::from_secs(config.max_retry_after_secs),
+            breaker_failures: config.breaker_failures.max(1),
+            breaker_cooldown: chrono::Duration::seconds(config.breaker_cooldown_secs as i64),
+            clock,
+            breaker: Mutex::new(Breaker::default()),
+            usage: Usage::default(),
+        })
+    }
+
+    fn check_breaker(&self) -> Result<(), LlmError> {
+        let breaker = self.breaker.lock().expect("breaker lock");
+        if let Some(until) = breaker.open_until {
+            let now = self.clock.now();
+            if now < until {
+                let retry_after = (until - now).to_std().unwrap_or_default();
+                return Err(LlmError::CircuitOpen { retry_after });
+            }
+        }
+        Ok(())
+    }
+
+    fn note_outcome(&self, ok: bool) {
+        let mut breaker = self.breaker.lock().expect("breaker lock");
+        if ok {
+            *breaker = Breaker::default();
+            return;
+        }
+        breaker.consecutive_failures += 1;
+        if breaker.consecutive_failures >= self.breaker_failures {
+            breaker.open_until = Some(self.clock.now() + self.breaker_cooldown);
+            warn!(
+                failures = breaker.consecutive_failures,
+                cooldown_secs = self.breaker_cooldown.num_seconds(),
+                "LLM circuit breaker open: using the offline fallback until the cooldown ends"
+            );
+        }
+    }
+
+    async fn attempt(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = WireRequest {
+            model: &self.model,
+            messages: &request.messages,
+            temperature: request.temperature,
+            max_tokens: request.max_tokens,
+            response_format: request
+                .json
+                .then(|| serde_json::json!({"type": "json_object"})),
+        };
+        let mut builder = self.http.post(&self.endpoint).json(&body);
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key);
+        }
+        let response = builder.send().await.map_err(|e| self.transport_error(e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(parse_retry_after);
+            let text = response.text().await.unwrap_or_default();
+            let detail: String = text.chars().take(200).collect();
+            return Err(LlmError::Http {
+                status: status.as_u16(),
+                detail: if status.as_u16() == 401 {
+                    "unauthorized: check ENGRAM_LLM_API_KEY".to_string()
+                } else {
+                    detail
+                },
+                retry_after,
+            });
+        }
+        let wire: WireResponse = response.json().await.map_err(|e| {
+            if e.is_timeout() {
+                LlmError::Timeout(self.timeout)
+            } else {
+                LlmError::BadResponse(e.to_string())
+            }
+        })?;
+        let content = wire
+            .choices
+            .into_iter()
+            .next()
+            .and_then(|c| c.message.content)
+            .filter(|c| !c.trim().is_empty())
+            .ok_or_else(|| LlmError::BadResponse("no message content in the answer".into()))?;
+        let usage = wire.usage.unwrap_or(WireUsage {
+            prompt_tokens: 0,
+            completion_tokens: 0,
+        });
+        Ok(ChatResponse {
+            content,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+        })
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> LlmError {
+        if e.is_timeout() {
+            LlmError::Timeout(self.timeout)
+        } else {
+            // reqwest's Display never includes headers, so the key cannot leak here.
+            LlmError::Connect(e.without_url().to_string())
+        }
+    }
+
+    fn delay_before_retry(&self, attempt: u32, error: &LlmError) -> Duration {
+        if let LlmError::Http {
+            retry_after: Some(after),
+            ..
+        } = error
+        {
+            return (*after).min(self.max_retry_after);
+        }
+        self.backoff.saturating_mul(1u32 << attempt.min(16))
+    }
+}
+
+/// Retry-After in seconds or as an HTTP date.
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    if let Ok(secs) = value.trim().parse::<f64>() {
+        return (secs >= 0.0 && secs.is_finite()).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = DateTime::parse_from_rfc2822(value.trim()).ok()?;
+    (when.with_timezone(&Utc) - Utc::now()).to_std().ok()
+}
+
+#[async_trait]
+impl ChatModel for OpenAiClient {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.check_breaker()?;
+        let mut attempt = 0;
+        let result = loop {
+            let result = self.attempt(request).await;
+            match &result {
+                Err(e) if e.is_retryable() && attempt < self.max_retries => {
+                    let delay = self.delay_before_retry(attempt, e);
+                    debug!(task = request.task, attempt, delay_ms = delay.as_millis() as u64, error = %e, "LLM call failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+                _ => break result,
+            }
+        };
+        // A well-formed HTTP exchange with unusable content is the model's fault, not the
+        // provider's: it does not count towards opening the breaker.
+        self.note_outcome(result.is_ok() || matches!(result, Err(LlmError::BadResponse(_))));
+        if let Err(e) = &result {
+            warn!(task = request.task, attempts = attempt + 1, error = %e, "LLM call failed");
+        }
+        self.usage.record(request.task, &result);
+        result
+    }
+
+    fn usage(&self) -> UsageSnapshot {
+        self.usage.snapshot()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_parses_seconds_and_rejects_junk() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("-1"), None);
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+}

@@ -1,0 +1,213 @@
+//! The `engram` binary: parses the command line, loads config and secrets, sets up logging,
+//! and hands over to the library's composition root. Nothing else lives here.
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use engram::adapters::console::{self, ConsoleOptions, ConsoleSink};
+use engram::app;
+use engram::bench::context::{ContextBenchOptions, run as bench_context};
+use engram::config::{Config, Secrets};
+use engram::domain::{Clock, ManualClock, SystemClock};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(
+    name = "engram",
+    version,
+    about = "A chat bot with tiered, privacy-aware long-term memory"
+)]
+struct Cli {
+    /// Local config file (default: config/local.toml if present, or $ENGRAM_CONFIG).
+    #[arg(long, global = true, env = "ENGRAM_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the bot: Discord/Telegram when their tokens are set, else a console chat.
+    Run(ChatArgs),
+    /// Chat with the bot on stdin/stdout.
+    Chat(ChatArgs),
+    /// Benchmarks (print JSON).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(clap::Args, Clone)]
+struct ChatArgs {
+    /// Who is speaking (default: $USER).
+    #[arg(long = "as", value_name = "NAME")]
+    speaker: Option<String>,
+    /// A group space to speak in (default: a private chat with the bot).
+    #[arg(long, conflicts_with = "dm")]
+    space: Option<String>,
+    /// Channel within the space.
+    #[arg(long, default_value = "general")]
+    channel: String,
+    /// The channel is visible only to some members (channel_restricted privacy).
+    #[arg(long, requires = "space")]
+    restricted: bool,
+    /// A private chat with the bot (the default).
+    #[arg(long)]
+    dm: bool,
+    /// Speak as a moderator of the space.
+    #[arg(long)]
+    moderator: bool,
+    /// Play a script of `name: text` lines (a file, or - for stdin) instead of chatting.
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Context build time, LLM calls and cache behaviour on a synthetic community.
+    Context {
+        #[arg(long, default_value_t = 100)]
+        people: usize,
+        #[arg(long, default_value_t = 7)]
+        days: i64,
+        #[arg(long, default_value_t = 20_000)]
+        messages: usize,
+        #[arg(long, default_value_t = 20)]
+        warm_rounds: usize,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
+}
+
+fn init_logging(config: &Config) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&config.log.level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if config.log.format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn default_speaker() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty() && !u.contains(char::is_whitespace))
+        .unwrap_or_else(|| "you".to_string())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("engram: {e}");
+            std::process::exit(2);
+        }
+    };
+    init_logging(&config);
+    let secrets = Secrets::from_env();
+    match cli.command.unwrap_or(Command::Run(ChatArgs {
+        speaker: None,
+        space: None,
+        channel: "general".into(),
+        restricted: false,
+        dm: false,
+        moderator: false,
+        script: None,
+    })) {
+        Command::Run(args) => {
+            if secrets.discord_token.is_some() || secrets.telegram_token.is_some() {
+                eprintln!(
+                    "engram: DISCORD_TOKEN/TELEGRAM_TOKEN are set, but this build has no platform adapters yet; starting the console chat."
+                );
+            }
+            chat(&config, &secrets, args).await
+        }
+        Command::Chat(args) => chat(&config, &secrets, args).await,
+        Command::Bench(BenchCommand::Context {
+            people,
+            days,
+            messages,
+            warm_rounds,
+            seed,
+        }) => {
+            anyhow::ensure!(
+                people > 0 && days > 0 && messages > 0,
+                "people, days and messages must be positive"
+            );
+            let report = bench_context(&ContextBenchOptions {
+                people,
+                days,
+                messages,
+                warm_rounds,
+                seed,
+            })
+            .await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(())
+        }
+    }
+}
+
+async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Result<()> {
+    let manual = args
+        .script
+        .as_ref()
+        .map(|_| Arc::new(ManualClock::new(chrono::Utc::now())));
+    let clock: Arc<dyn Clock> = match &manual {
+        Some(m) => m.clone(),
+        None => Arc::new(SystemClock),
+    };
+    let store = app::open_store(config).await.with_context(|| {
+        format!(
+            "opening the database {}",
+            engram::config::redact_url(&config.store.url)
+        )
+    })?;
+    let llm = app::chat_model(config, secrets, clock.clone())?;
+    let bot = app::build_bot(config, store, llm, clock.clone())?;
+    let opts = ConsoleOptions {
+        speaker: args.speaker.unwrap_or_else(default_speaker),
+        space: args.space,
+        channel: args.channel,
+        restricted: args.restricted,
+        moderator: args.moderator,
+    };
+    let sink = ConsoleSink::new(tokio::io::stdout(), &config.bot.name);
+    match (args.script, manual) {
+        (Some(path), Some(clock)) => {
+            let played = if path.as_os_str() == "-" {
+                console::run_script(
+                    &bot,
+                    opts,
+                    clock,
+                    tokio::io::BufReader::new(tokio::io::stdin()),
+                    &sink,
+                )
+                .await?
+            } else {
+                let file = tokio::fs::File::open(&path)
+                    .await
+                    .with_context(|| format!("opening script {}", path.display()))?;
+                console::run_script(&bot, opts, clock, tokio::io::BufReader::new(file), &sink)
+                    .await?
+            };
+            tracing::info!(lines = played, "script finished");
+        }
+        _ => {
+            console::run_interactive(
+                &bot,
+                opts,
+                clock,
+                tokio::io::BufReader::new(tokio::io::stdin()),
+                &sink,
+            )
+            .await?
+        }
+    }
+    Ok(())
+}

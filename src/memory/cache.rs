@@ -1,0 +1,150 @@
+//! In-process moka caches of the memory tier, keyed as DESIGN.md says: today's day summaries
+//! by (scope, date, hour) with a 1-hour TTL, past days by (scope, date) in a permanent LRU,
+//! history summaries by (scope, person, end date), merged contexts by content hash, and facts
+//! by (person, scope), invalidated on write. Degraded (offline-fallback) results live at most an
+//! hour so the LLM gets another chance.
+
+use crate::domain::PersonId;
+use crate::store::FactsRecord;
+use chrono::NaiveDate;
+use moka::sync::Cache;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// One scope's summaries of one day, person → text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DaySummaries {
+    pub by_person: BTreeMap<PersonId, String>,
+    /// Produced by the offline fallback rather than the LLM.
+    pub degraded: bool,
+}
+
+pub type Hash = [u8; 32];
+
+pub fn hash_text(text: &str) -> Hash {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// One hash over several texts (length-prefixed, so ("ab","c") ≠ ("a","bc")).
+pub fn hash_parts(parts: &[&str]) -> Hash {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p.as_bytes());
+    }
+    h.finalize().into()
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+}
+
+impl CacheStats {
+    pub fn hit_ratio(&self) -> f64 {
+        let total = self.hits + self.misses;
+        if total == 0 {
+            0.0
+        } else {
+            self.hits as f64 / total as f64
+        }
+    }
+}
+
+pub struct MemoryCaches {
+    /// Key: (scope, summarized day, absolute hour bucket of "now" = Unix hours).
+    pub today: Cache<(String, NaiveDate, i64), Arc<DaySummaries>>,
+    pub past_days: Cache<(String, NaiveDate), Arc<DaySummaries>>,
+    pub history: Cache<(String, PersonId, NaiveDate), Arc<str>>,
+    pub merged: Cache<(PersonId, Hash), Arc<str>>,
+    pub facts: Cache<(PersonId, String), Arc<FactsRecord>>,
+    /// Offline-fallback results by a descriptive key, for at most an hour.
+    pub degraded: Cache<String, Arc<str>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl MemoryCaches {
+    pub fn new(capacity: u64) -> MemoryCaches {
+        let hour = Duration::from_secs(3600);
+        MemoryCaches {
+            today: Cache::builder()
+                .max_capacity(capacity)
+                .time_to_live(hour)
+                .build(),
+            past_days: Cache::builder().max_capacity(capacity).build(),
+            history: Cache::builder().max_capacity(capacity).build(),
+            merged: Cache::builder().max_capacity(capacity).build(),
+            facts: Cache::builder().max_capacity(capacity).build(),
+            degraded: Cache::builder()
+                .max_capacity(capacity)
+                .time_to_live(hour)
+                .build(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// Looks `key` up in `cache`, counting the hit or miss.
+    pub fn get<K, V>(&self, cache: &Cache<K, V>, key: &K) -> Option<V>
+    where
+        K: std::hash::Hash + Eq + Send + Sync + 'static,
+        V: Clone + Send + Sync + 'static,
+    {
+        let found = cache.get(key);
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+        }
+    }
+
+    pub fn reset_stats(&self) {
+        self.hits.store(0, Ordering::Relaxed);
+        self.misses.store(0, Ordering::Relaxed);
+    }
+
+    /// Drops everything (benchmarks measure cold paths with this).
+    pub fn clear(&self) {
+        self.today.invalidate_all();
+        self.past_days.invalidate_all();
+        self.history.invalidate_all();
+        self.merged.invalidate_all();
+        self.facts.invalidate_all();
+        self.degraded.invalidate_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_hashes_are_unambiguous() {
+        assert_ne!(hash_parts(&["ab", "c"]), hash_parts(&["a", "bc"]));
+        assert_eq!(hash_parts(&["x", ""]), hash_parts(&["x", ""]));
+    }
+
+    #[test]
+    fn lookups_are_counted() {
+        let c = MemoryCaches::new(10);
+        c.merged.insert((PersonId(1), [0; 32]), Arc::from("m"));
+        assert!(c.get(&c.merged, &(PersonId(1), [0; 32])).is_some());
+        assert!(c.get(&c.merged, &(PersonId(2), [0; 32])).is_none());
+        assert_eq!(c.stats(), CacheStats { hits: 1, misses: 1 });
+        assert_eq!(c.stats().hit_ratio(), 0.5);
+    }
+}

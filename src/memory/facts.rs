@@ -1,0 +1,343 @@
+//! Track 1, explicit facts: "remember that …" and "forget that …" merged into a person's
+//! third-person facts text per privacy scope, with the LLM at temperature 0 or the verbatim
+//! offline fallback. Writes are optimistic (versioned), so concurrent updates are re-merged,
+//! never lost, and every change lands in the version history.
+
+use super::offline;
+use super::{MemoryError, MemoryManager, Method};
+use crate::domain::{MessageId, PersonId, Place, Scope};
+use crate::llm::prompts::{self, element};
+use crate::store::{FactChange, FactsRecord, StoreError};
+use serde::Deserialize;
+use std::sync::Arc;
+use tracing::{info, warn};
+
+/// A remember or forget request, as the router resolved it.
+#[derive(Debug, Clone)]
+pub struct FactRequest<'a> {
+    pub subject: PersonId,
+    pub subject_name: &'a str,
+    pub actor: PersonId,
+    pub actor_name: &'a str,
+    /// Moderators may make the bot forget things about anyone.
+    pub actor_is_moderator: bool,
+    pub place: &'a Place,
+    pub text: &'a str,
+    pub source: Option<MessageId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RememberOutcome {
+    Saved { method: Method },
+    AlreadyKnown,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForgetOutcome {
+    Forgotten { method: Method },
+    NotFound { method: Method },
+}
+
+#[derive(Deserialize)]
+struct MergedFacts {
+    facts: String,
+}
+
+#[derive(Deserialize)]
+struct ForgetAnswer {
+    found: bool,
+    facts: String,
+}
+
+const MAX_ATTEMPTS: usize = 8;
+
+impl MemoryManager {
+    /// The current facts of `person` in `scope` (cached; every write here invalidates it).
+    pub async fn facts(
+        &self,
+        person: PersonId,
+        scope: &Scope,
+    ) -> Result<Arc<FactsRecord>, MemoryError> {
+        let key = (person, scope.key());
+        if let Some(hit) = self.caches.get(&self.caches.facts, &key) {
+            return Ok(hit);
+        }
+        let record = Arc::new(self.store.facts(person, scope).await?);
+        self.caches.facts.insert(key, record.clone());
+        Ok(record)
+    }
+
+    fn check_fact_text(&self, text: &str, what: &str) -> Result<String, MemoryError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(MemoryError::Invalid(format!(
+                "{what} what? Say it after the command, e.g. \"{} that I love Rust\".",
+                what.to_lowercase()
+            )));
+        }
+        let len = text.chars().count();
+        if len > self.settings.max_fact_chars {
+            return Err(MemoryError::Invalid(format!(
+                "That is too long to {} as a fact ({len} characters; the limit is {}). Nothing was changed.",
+                what.to_lowercase(),
+                self.settings.max_fact_chars
+            )));
+        }
+        Ok(text.to_string())
+    }
+
+    /// Merges a new fact about `req.subject` into the facts of the scope where it was said.
+    pub async fn remember(&self, req: &FactRequest<'_>) -> Result<RememberOutcome, MemoryError> {
+        let fact = self.check_fact_text(req.text, "Remember")?;
+        let scope = req.place.home_scope();
+        for _ in 0..MAX_ATTEMPTS {
+            let current = self.store.facts(req.subject, &scope).await?;
+            let (text, method) = match self.merge_fact_llm(req, &current.text, &fact).await {
+                Ok(t) => (t, Method::Llm),
+                Err(why) => {
+                    if self.has_llm() {
+                        warn!(subject = %req.subject, reason = %why, "remember: offline fallback (verbatim)");
+                    }
+                    match offline::remember_verbatim(
+                        &current.text,
+                        req.subject_name,
+                        req.actor_name,
+                        &fact,
+                    ) {
+                        Some(t) => (t, Method::Offline),
+                        None => return Ok(RememberOutcome::AlreadyKnown),
+                    }
+                }
+            };
+            if text.trim() == current.text.trim() {
+                return Ok(RememberOutcome::AlreadyKnown);
+            }
+            if text.chars().count() > self.settings.max_facts_chars {
+                return Err(MemoryError::Invalid(format!(
+                    "I already keep a lot about {} here ({} characters at most). Ask me to forget something first; nothing was changed.",
+                    req.subject_name, self.settings.max_facts_chars
+                )));
+            }
+            let change = FactChange {
+                op: "remember".into(),
+                request: fact.clone(),
+                method: method.as_str().into(),
+                changed_by: Some(req.actor),
+                source_message: req.source,
+                at: self.clock.now(),
+            };
+            match self
+                .store
+                .update_facts(req.subject, &scope, current.version, &text, &change)
+                .await
+            {
+                Ok(version) => {
+                    self.caches.facts.invalidate(&(req.subject, scope.key()));
+                    info!(subject = %req.subject, scope = %scope.key(), version, method = method.as_str(), "fact remembered");
+                    return Ok(RememberOutcome::Saved { method });
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(MemoryError::Busy)
+    }
+
+    /// The LLM merge, checked: a merge that is empty or drops much of what was there is
+    /// refused, so a garbled answer can never shrink memory.
+    async fn merge_fact_llm(
+        &self,
+        req: &FactRequest<'_>,
+        current: &str,
+        fact: &str,
+    ) -> Result<String, String> {
+        let user = [
+            element(
+                "subject",
+                &[("id", &req.subject.to_string())],
+                req.subject_name,
+            ),
+            element("facts", &[], current),
+            element("new_fact", &[("told_by", req.actor_name)], fact),
+        ]
+        .join("\n");
+        let answer: MergedFacts = self
+            .ask_json("remember", prompts::REMEMBER.to_string(), user)
+            .await
+            .map_err(|e| {
+                self.note_fallback("remember", &e);
+                e.to_string()
+            })?;
+        let merged = answer.facts.trim().to_string();
+        if merged.is_empty() {
+            return Err("the model returned empty facts".into());
+        }
+        if merged.chars().count() * 2 < current.trim().chars().count() {
+            return Err("the model's merge dropped more than half of the existing facts".into());
+        }
+        Ok(merged)
+    }
+
+    /// Removes what matches `req.text` from the facts about `req.subject` that are visible in
+    /// this place. Only the subject or a moderator may do this.
+    pub async fn forget(&self, req: &FactRequest<'_>) -> Result<ForgetOutcome, MemoryError> {
+        if req.actor != req.subject && !req.actor_is_moderator {
+            return Err(MemoryError::NotAllowed(format!(
+                "Only {} (or a moderator) can make me forget things about {}. Nothing was changed.",
+                req.subject_name, req.subject_name
+            )));
+        }
+        let target = self.check_fact_text(req.text, "Forget")?;
+        let mut outcome = ForgetOutcome::NotFound {
+            method: Method::Offline,
+        };
+        for scope in req.place.visible_scopes(req.subject) {
+            let (found, method) = self.forget_in_scope(req, &scope, &target).await?;
+            outcome = match (found, &outcome) {
+                (true, _) => ForgetOutcome::Forgotten { method },
+                (false, ForgetOutcome::Forgotten { .. }) => outcome,
+                (false, _) => ForgetOutcome::NotFound { method },
+            };
+        }
+        Ok(outcome)
+    }
+
+    async fn forget_in_scope(
+        &self,
+        req: &FactRequest<'_>,
+        scope: &Scope,
+        target: &str,
+    ) -> Result<(bool, Method), MemoryError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let current = self.store.facts(req.subject, scope).await?;
+            if current.text.trim().is_empty() {
+                return Ok((false, Method::Offline));
+            }
+            let (found, text, method) = match self.forget_llm(req, &current.text, target).await {
+                Ok((found, text)) => (found, text, Method::Llm),
+                Err(why) => {
+                    if self.has_llm() {
+                        warn!(subject = %req.subject, reason = %why, "forget: offline fallback (exact wording)");
+                    }
+                    let (text, found) = offline::forget_matching(&current.text, target);
+                    (found, text, Method::Offline)
+                }
+            };
+            if !found {
+                return Ok((false, method));
+            }
+            let change = FactChange {
+                op: "forget".into(),
+                request: target.to_string(),
+                method: method.as_str().into(),
+                changed_by: Some(req.actor),
+                source_message: req.source,
+                at: self.clock.now(),
+            };
+            match self
+                .store
+                .update_facts(req.subject, scope, current.version, &text, &change)
+                .await
+            {
+                Ok(version) => {
+                    self.caches.facts.invalidate(&(req.subject, scope.key()));
+                    info!(subject = %req.subject, scope = %scope.key(), version, method = method.as_str(), "fact forgotten");
+                    return Ok((true, method));
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(MemoryError::Busy)
+    }
+
+    /// The LLM removal, checked: "found" must shrink the text, and a removal of most of a
+    /// longer text for one narrow request is refused as garbled.
+    async fn forget_llm(
+        &self,
+        req: &FactRequest<'_>,
+        current: &str,
+        target: &str,
+    ) -> Result<(bool, String), String> {
+        let user = [
+            element(
+                "subject",
+                &[("id", &req.subject.to_string())],
+                req.subject_name,
+            ),
+            element("facts", &[], current),
+            element("forget", &[("asked_by", req.actor_name)], target),
+        ]
+        .join("\n");
+        let answer: ForgetAnswer = self
+            .ask_json("forget", prompts::FORGET.to_string(), user)
+            .await
+            .map_err(|e| {
+                self.note_fallback("forget", &e);
+                e.to_string()
+            })?;
+        let remaining = answer.facts.trim().to_string();
+        if !answer.found {
+            return Ok((false, current.to_string()));
+        }
+        let (old_len, new_len) = (current.trim().chars().count(), remaining.chars().count());
+        if new_len >= old_len {
+            return Ok((false, current.to_string()));
+        }
+        let sentences = current
+            .split_inclusive(['.', '\n'])
+            .filter(|s| !s.trim().is_empty())
+            .count();
+        if sentences >= 3 && new_len * 3 < old_len {
+            return Err("the model's removal dropped most of the facts for one request".into());
+        }
+        Ok((true, remaining))
+    }
+}
+
+impl MemoryManager {
+    /// Clears every fact about `req.subject` visible in this place (subject or moderator only).
+    /// Returns how many scopes had facts.
+    pub async fn forget_everything(&self, req: &FactRequest<'_>) -> Result<usize, MemoryError> {
+        if req.actor != req.subject && !req.actor_is_moderator {
+            return Err(MemoryError::NotAllowed(format!(
+                "Only {} (or a moderator) can make me forget things about {}. Nothing was changed.",
+                req.subject_name, req.subject_name
+            )));
+        }
+        let mut cleared = 0;
+        for scope in req.place.visible_scopes(req.subject) {
+            for attempt in 0..=MAX_ATTEMPTS {
+                if attempt == MAX_ATTEMPTS {
+                    return Err(MemoryError::Busy);
+                }
+                let current = self.store.facts(req.subject, &scope).await?;
+                if current.text.trim().is_empty() {
+                    break;
+                }
+                let change = FactChange {
+                    op: "forget_everything".into(),
+                    request: String::new(),
+                    method: Method::Offline.as_str().into(),
+                    changed_by: Some(req.actor),
+                    source_message: req.source,
+                    at: self.clock.now(),
+                };
+                match self
+                    .store
+                    .update_facts(req.subject, &scope, current.version, "", &change)
+                    .await
+                {
+                    Ok(_) => {
+                        self.caches.facts.invalidate(&(req.subject, scope.key()));
+                        cleared += 1;
+                        break;
+                    }
+                    Err(StoreError::Conflict { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(cleared)
+    }
+}

@@ -1,0 +1,142 @@
+//! The memory tier: `MemoryManager` owns facts (remember/forget), day and history summaries,
+//! the 3-way merge into one context per person, and the caches in front of them. It sits
+//! between the router/responder above and the store and LLM below.
+
+pub mod cache;
+pub mod context;
+pub mod facts;
+pub mod offline;
+pub mod summaries;
+pub mod tokens;
+
+use crate::config::MemoryConfig;
+use crate::domain::Clock;
+use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
+use crate::store::{Store, StoreError};
+use cache::MemoryCaches;
+use std::sync::Arc;
+use tokens::TokenCounter;
+use tracing::{debug, warn};
+
+pub use context::{ContextBundle, PersonMemory, RenderedPrompt, render_prompt};
+pub use facts::{FactRequest, ForgetOutcome, RememberOutcome};
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The request itself is unusable (empty, too long); nothing was changed.
+    #[error("{0}")]
+    Invalid(String),
+    /// The actor may not do this to the subject's memory; nothing was changed.
+    #[error("{0}")]
+    NotAllowed(String),
+    /// Facts kept changing under us (many concurrent writers); nothing was lost, try again.
+    #[error("memory is busy with other updates; try again")]
+    Busy,
+}
+
+impl MemoryError {
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            MemoryError::Store(e) => e.is_retryable(),
+            MemoryError::Busy => true,
+            _ => false,
+        }
+    }
+}
+
+/// How a memory change or view was produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Llm,
+    Offline,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Llm => "llm",
+            Method::Offline => "offline",
+        }
+    }
+}
+
+pub struct MemoryManager {
+    store: Arc<dyn Store>,
+    llm: Option<Arc<dyn ChatModel>>,
+    clock: Arc<dyn Clock>,
+    caches: MemoryCaches,
+    settings: MemoryConfig,
+    tokens: TokenCounter,
+}
+
+impl MemoryManager {
+    pub fn new(
+        store: Arc<dyn Store>,
+        llm: Option<Arc<dyn ChatModel>>,
+        clock: Arc<dyn Clock>,
+        settings: MemoryConfig,
+    ) -> Result<MemoryManager, String> {
+        let tokens = TokenCounter::new(&settings.tokenizer)?;
+        Ok(MemoryManager {
+            store,
+            llm,
+            clock,
+            caches: MemoryCaches::new(settings.cache_capacity),
+            settings,
+            tokens,
+        })
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn caches(&self) -> &MemoryCaches {
+        &self.caches
+    }
+
+    pub fn tokens(&self) -> &TokenCounter {
+        &self.tokens
+    }
+
+    pub fn settings(&self) -> &MemoryConfig {
+        &self.settings
+    }
+
+    pub fn has_llm(&self) -> bool {
+        self.llm.is_some()
+    }
+
+    /// One JSON-answering LLM call at temperature 0 (all memory operations are deterministic).
+    async fn ask_json<T: serde::de::DeserializeOwned>(
+        &self,
+        task: &'static str,
+        system: String,
+        user: String,
+    ) -> Result<T, LlmError> {
+        let llm = self.llm.as_ref().ok_or(LlmError::NotConfigured)?;
+        let request = ChatRequest {
+            task,
+            messages: vec![ChatMessage::system(system), ChatMessage::user(user)],
+            temperature: 0.0,
+            json: true,
+            max_tokens: None,
+        };
+        let response = llm.complete(&request).await?;
+        parse_json_answer(&response.content)
+    }
+
+    /// Logs that `task` fell back to the offline path, and why.
+    fn note_fallback(&self, task: &'static str, error: &LlmError) {
+        match error {
+            LlmError::NotConfigured => debug!(task, "no LLM configured: offline fallback"),
+            _ => warn!(task, error = %error, "LLM unavailable: using the offline fallback"),
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! Track 2, transient memory: one day summary per scope and day for all active people (one LLM
+//! call), refreshed at most hourly for today and computed once for past days; a history summary
+//! per person over days 2–7. Without an LLM, per-person extractive summaries stand in.
+
+use super::cache::DaySummaries;
+use super::offline;
+use super::{MemoryError, MemoryManager};
+use crate::domain::{PersonId, Scope, StoredMessage, day_of};
+use crate::llm::LlmError;
+use crate::llm::prompts::{self, element, fill};
+use crate::store::DaySummaryRecord;
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tracing::info;
+
+/// The absolute hour a time falls in (hours since the Unix epoch): today's summaries are
+/// refreshed at most once per bucket.
+pub fn hour_bucket(t: DateTime<Utc>) -> i64 {
+    t.timestamp().div_euclid(3600)
+}
+
+pub fn day_bounds(day: NaiveDate) -> (DateTime<Utc>, DateTime<Utc>) {
+    let start = day.and_hms_opt(0, 0, 0).expect("midnight").and_utc();
+    (start, start + Duration::days(1))
+}
+
+#[derive(Deserialize)]
+struct DayAnswer {
+    summaries: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct HistoryAnswer {
+    summary: String,
+}
+
+/// Extractive summaries for every author in `messages`.
+fn offline_day_map(messages: &[StoredMessage], max_chars: usize) -> BTreeMap<PersonId, String> {
+    let mut by_author: BTreeMap<PersonId, (String, Vec<&str>)> = BTreeMap::new();
+    for m in messages.iter().filter(|m| !m.is_bot) {
+        by_author
+            .entry(m.author)
+            .or_insert_with(|| (m.author_name.clone(), Vec::new()))
+            .1
+            .push(&m.text);
+    }
+    by_author
+        .into_iter()
+        .map(|(id, (name, texts))| (id, offline::extractive_summary(&name, &texts, max_chars)))
+        .collect()
+}
+
+impl MemoryManager {
+    /// Summaries of everyone active in `scope` on `day`, as seen at `now`.
+    ///
+    /// Today: at most one LLM call per scope per hour bucket, and none when nothing new was
+    /// said. Past days: computed once after the day ended, stored, never recomputed.
+    pub async fn day_summaries(
+        &self,
+        scope: &Scope,
+        day: NaiveDate,
+        now: DateTime<Utc>,
+    ) -> Result<Arc<DaySummaries>, MemoryError> {
+        let today = day_of(now);
+        let is_past = day < today;
+        let scope_key = scope.key();
+        let hour_key = (scope_key.clone(), day, hour_bucket(now));
+        if is_past
+            && let Some(hit) = self
+                .caches
+                .get(&self.caches.past_days, &(scope_key.clone(), day))
+        {
+            return Ok(hit);
+        }
+        if let Some(hit) = self.caches.get(&self.caches.today, &hour_key) {
+            return Ok(hit);
+        }
+        let remember = |value: Arc<DaySummaries>, permanent: bool| {
+            if permanent {
+                self.caches
+                    .past_days
+                    .insert((scope_key.clone(), day), value.clone());
+            } else {
+                self.caches.today.insert(hour_key.clone(), value.clone());
+            }
+            value
+        };
+
+        let (from, to) = day_bounds(day);
+        let stats = self.store.chatter_stats(scope, from, to).await?;
+        if let Some(stored) = self.store.day_summary(scope, day).await? {
+            let same_hour = hour_bucket(stored.computed_at) == hour_bucket(now);
+            let up_to_date = stored.through_message >= stats.last_message;
+            if stored.is_final || up_to_date || (!is_past && same_hour) {
+                if is_past && !stored.is_final {
+                    // Computed while it was today and nothing was said since: final as it is.
+                    let mut finished = stored.clone();
+                    finished.is_final = true;
+                    self.store.put_day_summary(scope, day, &finished).await?;
+                }
+                let value = Arc::new(DaySummaries {
+                    by_person: stored.summaries,
+                    degraded: false,
+                });
+                return Ok(remember(value, is_past));
+            }
+        }
+        if stats.count == 0 {
+            return Ok(remember(Arc::new(DaySummaries::default()), is_past));
+        }
+
+        let messages = self
+            .store
+            .chatter_in_range(scope, from, to, self.settings.max_summary_messages)
+            .await?;
+        match self.summarize_day_llm(&messages).await {
+            Ok(by_person) => {
+                let record = DaySummaryRecord {
+                    summaries: by_person.clone(),
+                    through_message: stats.last_message,
+                    message_count: stats.count,
+                    is_final: is_past,
+                    computed_at: now,
+                };
+                self.store.put_day_summary(scope, day, &record).await?;
+                info!(scope = %scope_key, %day, people = by_person.len(), messages = stats.count, final_ = is_past, "day summary computed");
+                Ok(remember(
+                    Arc::new(DaySummaries {
+                        by_person,
+                        degraded: false,
+                    }),
+                    is_past,
+                ))
+            }
+            Err(e) => {
+                self.note_fallback("day_summary", &e);
+                let by_person = offline_day_map(&messages, self.settings.day_summary_chars);
+                // Degraded results stay at most an hour, so the LLM gets another chance later.
+                self.caches.today.insert(
+                    hour_key.clone(),
+                    Arc::new(DaySummaries {
+                        by_person: by_person.clone(),
+                        degraded: true,
+                    }),
+                );
+                Ok(Arc::new(DaySummaries {
+                    by_person,
+                    degraded: true,
+                }))
+            }
+        }
+    }
+
+    async fn summarize_day_llm(
+        &self,
+        messages: &[StoredMessage],
+    ) -> Result<BTreeMap<PersonId, String>, LlmError> {
+        if self.llm.is_none() {
+            return Err(LlmError::NotConfigured);
+        }
+        let mut people: BTreeMap<PersonId, &str> = BTreeMap::new();
+        let mut lines = Vec::with_capacity(messages.len());
+        for m in messages.iter().filter(|m| !m.is_bot) {
+            people.entry(m.author).or_insert(&m.author_name);
+            let text = offline::clip_chars(&m.text, self.settings.max_message_chars_in_prompt);
+            lines.push(element(
+                "message",
+                &[
+                    ("author_id", &m.author.to_string()),
+                    ("author", &m.author_name),
+                    ("time", &m.sent_at.format("%H:%M").to_string()),
+                ],
+                &text,
+            ));
+        }
+        if people.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let people_xml: Vec<String> = people
+            .iter()
+            .map(|(id, name)| element("person", &[("id", &id.to_string())], name))
+            .collect();
+        let user = format!(
+            "<people>\n{}\n</people>\n<messages>\n{}\n</messages>",
+            people_xml.join("\n"),
+            lines.join("\n")
+        );
+        let system = fill(
+            prompts::DAY_SUMMARY,
+            &[("max_chars", &self.settings.day_summary_chars.to_string())],
+        );
+        let answer: DayAnswer = self.ask_json("day_summary", system, user).await?;
+        let limit = self.settings.day_summary_chars * 2;
+        let mut out = BTreeMap::new();
+        for (key, summary) in answer.summaries {
+            let Ok(id) = key.trim().parse::<i64>() else {
+                continue;
+            };
+            let id = PersonId(id);
+            if people.contains_key(&id) && !summary.trim().is_empty() {
+                out.insert(id, offline::clip_chars(summary.trim(), limit));
+            }
+        }
+        if out.is_empty() {
+            return Err(LlmError::BadResponse(
+                "the day summary names none of the active people".into(),
+            ));
+        }
+        // Anyone the model skipped still gets an extractive line rather than nothing.
+        let missing: Vec<StoredMessage> = messages
+            .iter()
+            .filter(|m| !out.contains_key(&m.author))
+            .cloned()
+            .collect();
+        out.extend(offline_day_map(&missing, self.settings.day_summary_chars));
+        Ok(out)
+    }
+
+    /// The summary of `person` in `scope` over the days before today (days 2..=history_days+1).
+    pub async fn history_summary(
+        &self,
+        scope: &Scope,
+        person: PersonId,
+        name: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(Arc<str>, bool), MemoryError> {
+        let today = day_of(now);
+        let end = today - Duration::days(1);
+        let key = (scope.key(), person, end);
+        if let Some(hit) = self.caches.get(&self.caches.history, &key) {
+            return Ok((hit, false));
+        }
+        let degraded_key = format!("history:{}:{}:{end}", scope.key(), person);
+        if let Some(hit) = self.caches.get(&self.caches.degraded, &degraded_key) {
+            return Ok((hit, true));
+        }
+        if let Some(stored) = self.store.history_summary(scope, person, end).await? {
+            let value: Arc<str> = Arc::from(stored);
+            self.caches.history.insert(key, value.clone());
+            return Ok((value, false));
+        }
+        let mut days = Vec::new();
+        let mut degraded = false;
+        for back in (1..=self.settings.history_days as i64).rev() {
+            let day = today - Duration::days(back);
+            let map = self.day_summaries(scope, day, now).await?;
+            degraded |= map.degraded;
+            if let Some(s) = map.by_person.get(&person) {
+                days.push((day, s.clone()));
+            }
+        }
+        let max = self.settings.history_summary_chars;
+        let total: usize = days.iter().map(|(_, s)| s.chars().count() + 12).sum();
+        let text = if days.is_empty() || total <= max {
+            // Short enough as it is: no LLM call needed.
+            offline::history_concat(&days, max)
+        } else {
+            match self.summarize_history_llm(person, name, &days).await {
+                Ok(t) => t,
+                Err(e) => {
+                    self.note_fallback("history_summary", &e);
+                    degraded = true;
+                    offline::history_concat(&days, max)
+                }
+            }
+        };
+        let value: Arc<str> = Arc::from(text.as_str());
+        if degraded {
+            self.caches.degraded.insert(degraded_key, value.clone());
+        } else {
+            if !days.is_empty() {
+                self.store
+                    .put_history_summary(scope, person, end, &text, now)
+                    .await?;
+            }
+            self.caches.history.insert(key, value.clone());
+        }
+        Ok((value, degraded))
+    }
+
+    async fn summarize_history_llm(
+        &self,
+        person: PersonId,
+        name: &str,
+        days: &[(NaiveDate, String)],
+    ) -> Result<String, LlmError> {
+        let days_xml: Vec<String> = days
+            .iter()
+            .map(|(d, s)| element("day", &[("date", &d.to_string())], s))
+            .collect();
+        let user = format!(
+            "{}\n<days>\n{}\n</days>",
+            element("subject", &[("id", &person.to_string())], name),
+            days_xml.join("\n")
+        );
+        let system = fill(
+            prompts::HISTORY_SUMMARY,
+            &[(
+                "max_chars",
+                &self.settings.history_summary_chars.to_string(),
+            )],
+        );
+        let answer: HistoryAnswer = self.ask_json("history_summary", system, user).await?;
+        let text = answer.summary.trim();
+        if text.is_empty() {
+            return Err(LlmError::BadResponse("empty history summary".into()));
+        }
+        Ok(offline::clip_chars(
+            text,
+            self.settings.history_summary_chars * 2,
+        ))
+    }
+
+    /// Offline (no LLM configured): today's and the history's extractive summaries of one
+    /// person, straight from their own messages (two indexed queries, nothing cached).
+    pub async fn offline_person_summaries(
+        &self,
+        scope: &Scope,
+        person: PersonId,
+        name: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(String, String), MemoryError> {
+        let today = day_of(now);
+        let (today_start, _) = day_bounds(today);
+        let todays = self
+            .store
+            .author_chatter_in_range(scope, person, today_start, now + Duration::seconds(1), 60)
+            .await?;
+        let texts: Vec<&str> = todays.iter().map(|m| m.text.as_str()).collect();
+        let today_text = offline::extractive_summary(name, &texts, self.settings.day_summary_chars);
+        let history_start = today_start - Duration::days(self.settings.history_days as i64);
+        let earlier = self
+            .store
+            .author_chatter_in_range(scope, person, history_start, today_start, 300)
+            .await?;
+        let mut by_day: BTreeMap<NaiveDate, Vec<&str>> = BTreeMap::new();
+        for m in &earlier {
+            by_day.entry(day_of(m.sent_at)).or_default().push(&m.text);
+        }
+        let days: Vec<(NaiveDate, String)> = by_day
+            .into_iter()
+            .map(|(d, texts)| {
+                (
+                    d,
+                    offline::extractive_summary(name, &texts, self.settings.day_summary_chars),
+                )
+            })
+            .collect();
+        Ok((
+            today_text,
+            offline::history_concat(&days, self.settings.history_summary_chars),
+        ))
+    }
+}

@@ -1,0 +1,98 @@
+//! Token counting with a real BPE tokenizer (tiktoken's embedded cl100k_base / o200k_base,
+//! offline) for context budgets.
+
+use std::sync::{Arc, OnceLock};
+use tiktoken_rs::CoreBPE;
+
+#[derive(Clone)]
+pub struct TokenCounter {
+    bpe: Arc<CoreBPE>,
+}
+
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenCounter")
+    }
+}
+
+static CL100K: OnceLock<Arc<CoreBPE>> = OnceLock::new();
+static O200K: OnceLock<Arc<CoreBPE>> = OnceLock::new();
+
+impl TokenCounter {
+    /// `name` is "cl100k_base" or "o200k_base"; the tables are built once per process.
+    pub fn new(name: &str) -> Result<TokenCounter, String> {
+        let bpe = match name {
+            "cl100k_base" => CL100K.get_or_init(|| {
+                Arc::new(tiktoken_rs::cl100k_base().expect("embedded cl100k_base"))
+            }),
+            "o200k_base" => O200K
+                .get_or_init(|| Arc::new(tiktoken_rs::o200k_base().expect("embedded o200k_base"))),
+            other => return Err(format!("unknown tokenizer {other:?}")),
+        };
+        Ok(TokenCounter { bpe: bpe.clone() })
+    }
+
+    pub fn count(&self, text: &str) -> usize {
+        self.bpe.encode_ordinary(text).len()
+    }
+
+    /// The longest prefix of `text` within `max_tokens`, cut at a sentence end or else a word
+    /// boundary, with "…" when something was cut. Never splits a character.
+    pub fn truncate(&self, text: &str, max_tokens: usize) -> String {
+        if self.count(text) <= max_tokens {
+            return text.to_string();
+        }
+        if max_tokens < 2 {
+            return String::new();
+        }
+        // Binary search over char boundaries for the longest prefix that fits (leaving one
+        // token for the ellipsis).
+        let bounds: Vec<usize> = text
+            .char_indices()
+            .map(|(i, _)| i)
+            .chain([text.len()])
+            .collect();
+        let (mut lo, mut hi) = (0usize, bounds.len() - 1);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if self.count(&text[..bounds[mid]]) < max_tokens {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let prefix = &text[..bounds[lo]];
+        let cut = prefix
+            .rfind(['.', '!', '?', '\n'])
+            .filter(|&i| i >= prefix.len() / 2)
+            .map(|i| i + 1)
+            .or_else(|| prefix.rfind(char::is_whitespace))
+            .unwrap_or(prefix.len());
+        let kept = prefix[..cut].trim_end();
+        if kept.is_empty() {
+            String::new()
+        } else {
+            format!("{kept}…")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_truncates_within_budget() {
+        let t = TokenCounter::new("cl100k_base").unwrap();
+        assert_eq!(t.count(""), 0);
+        assert!(t.count("hello world") >= 2);
+        let long = "Alice loves Rust. She lives in Berlin. She plays chess on Sundays. ".repeat(20);
+        let cut = t.truncate(&long, 30);
+        assert!(t.count(&cut) <= 30, "{}", t.count(&cut));
+        assert!(cut.ends_with('…') && cut.contains("Alice loves Rust."));
+        let emoji = "🦀🧠🎉".repeat(50);
+        let cut = t.truncate(&emoji, 10);
+        assert!(t.count(&cut) <= 10);
+        assert!(TokenCounter::new("gpt2").is_err());
+    }
+}

@@ -1,0 +1,99 @@
+//! The responder: conversation that is not a memory command. Asks `MemoryManager` for the
+//! context of the speaker (and people mentioned), renders the prompt within the token budget,
+//! and calls the chat model; without one, it says so and shows the memory it would have used.
+
+use crate::config::Config;
+use crate::ingest::Ingested;
+use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
+use crate::memory::{ContextBundle, MemoryError, MemoryManager, render_prompt};
+use std::sync::Arc;
+use tracing::warn;
+
+pub struct Responder {
+    memory: Arc<MemoryManager>,
+    llm: Option<Arc<dyn ChatModel>>,
+    bot_name: String,
+    budget: usize,
+    temperature: f32,
+    max_tokens: u32,
+}
+
+/// The memory part of an offline answer, readable by a person.
+pub fn describe_memory(bundle: &ContextBundle) -> String {
+    let people: Vec<String> = bundle
+        .people
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| format!("About {}:\n{}", p.name, p.text.trim()))
+        .collect();
+    if people.is_empty() {
+        "(no memory about anyone here yet)".to_string()
+    } else {
+        people.join("\n\n")
+    }
+}
+
+impl Responder {
+    pub fn new(
+        memory: Arc<MemoryManager>,
+        llm: Option<Arc<dyn ChatModel>>,
+        config: &Config,
+    ) -> Responder {
+        Responder {
+            memory,
+            llm,
+            bot_name: config.bot.name.clone(),
+            budget: config.memory.context_budget_tokens,
+            temperature: config.llm.reply_temperature,
+            max_tokens: config.llm.max_reply_tokens,
+        }
+    }
+
+    pub async fn reply(&self, msg: &Ingested) -> Result<String, MemoryError> {
+        let mut people = vec![(msg.message.author, msg.message.author_name.clone())];
+        people.extend(msg.mentions.iter().cloned());
+        let bundle = self.memory.context(&people, &msg.place).await?;
+        let prompt = render_prompt(
+            &self.bot_name,
+            &bundle,
+            &msg.message,
+            self.budget,
+            self.memory.tokens(),
+        );
+        let Some(llm) = &self.llm else {
+            return Ok(format!(
+                "I have no language model configured, so I can't chat yet (set llm.base_url). \
+                 Here is the memory I would have used ({} tokens of {}):\n\n{}",
+                prompt.tokens,
+                self.budget,
+                describe_memory(&bundle)
+            ));
+        };
+        let request = ChatRequest {
+            task: "reply",
+            messages: vec![
+                ChatMessage::system(prompt.system),
+                ChatMessage::user(prompt.user),
+            ],
+            temperature: self.temperature,
+            json: false,
+            max_tokens: Some(self.max_tokens),
+        };
+        match llm.complete(&request).await {
+            Ok(answer) => Ok(answer.content.trim().to_string()),
+            Err(e) => {
+                warn!(error = %e, "reply: LLM failed; answering from memory");
+                let why = match e {
+                    LlmError::CircuitOpen { .. } => {
+                        "My language model is failing right now".to_string()
+                    }
+                    other => format!("I couldn't reach my language model ({other})"),
+                };
+                Ok(format!(
+                    "{why}, so here is what I remember instead:\n\n{}",
+                    describe_memory(&bundle)
+                ))
+            }
+        }
+    }
+}

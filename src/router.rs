@@ -1,0 +1,264 @@
+//! The router: reads what an addressed message asks for. Freeform memory commands
+//! ("remember that …", "forget that …", "what do you know about @user") go to memory; anything
+//! else is conversation for the responder. Pure parsing, tested directly.
+
+/// Whom a command is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// The person speaking ("me", "I", or no one named).
+    Speaker,
+    /// Someone named with @ or by a "about NAME" phrase.
+    Named(String),
+    /// The fact starts with a word that may be a known person ("gruzilkin is Sergey"):
+    /// that person if the bot knows them, else the speaker.
+    MaybeNamed(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Remember { subject: Subject, fact: String },
+    Forget { subject: Subject, fact: String },
+    ForgetEverything { subject: Subject },
+    Recall { subject: Subject },
+    Help,
+    Chat,
+}
+
+/// `rest` after a case-insensitive `prefix` that ends at a word boundary.
+fn after<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    if !head.eq_ignore_ascii_case(prefix) {
+        return None;
+    }
+    let rest = &text[prefix.len()..];
+    if rest.chars().next().is_some_and(|c| c.is_alphanumeric()) {
+        return None;
+    }
+    Some(rest.trim_start_matches([' ', ':', ',', '\t', '\n']))
+}
+
+fn subject_word(word: &str) -> Subject {
+    let word = word.trim_end_matches([',', ':', '?', '!', '.']);
+    match word.to_lowercase().as_str() {
+        "me" | "myself" | "i" => Subject::Speaker,
+        _ => Subject::Named(word.trim_start_matches('@').to_string()),
+    }
+}
+
+/// For "remember that X": who X is about, and the fact text.
+fn fact_subject(fact: &str) -> (Subject, String) {
+    let first = fact.split_whitespace().next().unwrap_or("");
+    if let Some(name) = first.strip_prefix('@').filter(|n| !n.is_empty()) {
+        let name = name
+            .trim_end_matches([',', ':', '\'', '’'])
+            .trim_end_matches("'s");
+        return (Subject::Named(name.to_string()), fact.replacen('@', "", 1));
+    }
+    let lower = first.to_lowercase();
+    let pronoun =
+        ["i", "i'm", "i’m", "my", "me", "i've", "i'd", "i'll", "mine"].contains(&lower.as_str());
+    if pronoun || first.is_empty() {
+        return (Subject::Speaker, fact.to_string());
+    }
+    (
+        Subject::MaybeNamed(
+            first
+                .trim_end_matches([',', ':'])
+                .trim_end_matches("'s")
+                .to_string(),
+        ),
+        fact.to_string(),
+    )
+}
+
+/// "about @X: fact" / "about X that fact" → (X, fact).
+fn about_clause(rest: &str) -> Option<(Subject, String)> {
+    let rest = after(rest, "about")?;
+    let mut parts = rest.splitn(2, char::is_whitespace);
+    let who = parts.next().filter(|w| !w.is_empty())?;
+    let fact = parts
+        .next()
+        .unwrap_or("")
+        .trim_start_matches([':', ',', ' ']);
+    let fact = after(fact, "that").unwrap_or(fact);
+    Some((subject_word(who), fact.trim().to_string()))
+}
+
+pub fn parse_command(text: &str) -> Command {
+    let text = text.trim().trim_start_matches([',', ':', '!', ' ']);
+    if text.eq_ignore_ascii_case("help") || text == "?" {
+        return Command::Help;
+    }
+    if let Some(rest) = after(text, "remember") {
+        let rest = after(rest, "this").unwrap_or(rest);
+        if let Some((subject, fact)) = about_clause(rest) {
+            return Command::Remember { subject, fact };
+        }
+        let fact = after(rest, "that").unwrap_or(rest).trim();
+        let (subject, fact) = fact_subject(fact);
+        return Command::Remember { subject, fact };
+    }
+    if let Some(rest) = after(text, "forget") {
+        for everything in ["everything about", "all about", "everything you know about"] {
+            if let Some(who) = after(rest, everything) {
+                let who = who.split_whitespace().next().unwrap_or("me");
+                return Command::ForgetEverything {
+                    subject: subject_word(who),
+                };
+            }
+        }
+        if let Some((subject, fact)) = about_clause(rest).filter(|(_, f)| !f.is_empty()) {
+            return Command::Forget { subject, fact };
+        }
+        let fact = after(rest, "that").unwrap_or(rest).trim();
+        let (subject, fact) = fact_subject(fact);
+        return Command::Forget { subject, fact };
+    }
+    for ask in [
+        "what do you know about",
+        "what do you remember about",
+        "what do you know of",
+    ] {
+        if let Some(rest) = after(text, ask) {
+            let who = rest.split_whitespace().next().unwrap_or("me");
+            return Command::Recall {
+                subject: subject_word(who.trim_end_matches('?')),
+            };
+        }
+    }
+    if [
+        "who am i",
+        "who am i?",
+        "what do you know",
+        "what do you know?",
+    ]
+    .contains(&text.to_lowercase().as_str())
+    {
+        return Command::Recall {
+            subject: Subject::Speaker,
+        };
+    }
+    Command::Chat
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(s: &str) -> Subject {
+        Subject::Named(s.into())
+    }
+
+    #[test]
+    fn remember_forms() {
+        assert_eq!(
+            parse_command("remember that I love Rust"),
+            Command::Remember {
+                subject: Subject::Speaker,
+                fact: "I love Rust".into()
+            }
+        );
+        assert_eq!(
+            parse_command("Remember this about @bob: he plays chess"),
+            Command::Remember {
+                subject: named("bob"),
+                fact: "he plays chess".into()
+            }
+        );
+        assert_eq!(
+            parse_command("remember about bob that he likes tea"),
+            Command::Remember {
+                subject: named("bob"),
+                fact: "he likes tea".into()
+            }
+        );
+        assert_eq!(
+            parse_command("remember that @bob likes tea"),
+            Command::Remember {
+                subject: named("bob"),
+                fact: "bob likes tea".into()
+            }
+        );
+        assert_eq!(
+            parse_command("remember that gruzilkin is Sergey"),
+            Command::Remember {
+                subject: Subject::MaybeNamed("gruzilkin".into()),
+                fact: "gruzilkin is Sergey".into()
+            }
+        );
+        assert_eq!(
+            parse_command("remember that"),
+            Command::Remember {
+                subject: Subject::Speaker,
+                fact: "".into()
+            }
+        );
+        assert_eq!(parse_command("remembering things is hard"), Command::Chat);
+    }
+
+    #[test]
+    fn forget_and_recall_forms() {
+        assert_eq!(
+            parse_command("forget that I love Rust"),
+            Command::Forget {
+                subject: Subject::Speaker,
+                fact: "I love Rust".into()
+            }
+        );
+        assert_eq!(
+            parse_command("forget everything about @bob"),
+            Command::ForgetEverything {
+                subject: named("bob")
+            }
+        );
+        assert_eq!(
+            parse_command("Forget everything about me"),
+            Command::ForgetEverything {
+                subject: Subject::Speaker
+            }
+        );
+        assert_eq!(
+            parse_command("forget that @bob likes pizza"),
+            Command::Forget {
+                subject: named("bob"),
+                fact: "bob likes pizza".into()
+            }
+        );
+        assert_eq!(
+            parse_command("what do you know about me?"),
+            Command::Recall {
+                subject: Subject::Speaker
+            }
+        );
+        assert_eq!(
+            parse_command("What do you know about @alice"),
+            Command::Recall {
+                subject: named("alice")
+            }
+        );
+        assert_eq!(
+            parse_command("who am I"),
+            Command::Recall {
+                subject: Subject::Speaker
+            }
+        );
+        assert_eq!(parse_command("how are you?"), Command::Chat);
+        assert_eq!(parse_command(""), Command::Chat);
+    }
+
+    #[test]
+    fn odd_input_never_panics() {
+        for s in [
+            "remember",
+            "forget",
+            "forget about",
+            "remember this about",
+            "ⓡemember",
+            "remember\u{0301} x",
+            "🦀",
+            "what do you know about",
+        ] {
+            let _ = parse_command(s);
+        }
+    }
+}

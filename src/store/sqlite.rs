@@ -1,0 +1,645 @@
+//! The embedded SQLite backend of `Store` (sqlx, WAL, numbered migrations in
+//! `migrations/sqlite`). Default for one machine: `sqlite://data/engram.db`.
+
+use super::*;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{Row, SqlitePool};
+use std::str::FromStr;
+use std::time::Duration;
+
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+fn ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+fn from_ms(v: i64) -> StoreResult<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(v)
+        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {v} out of range")))
+}
+
+fn parse_scope(key: &str) -> StoreResult<Scope> {
+    Scope::parse(key).ok_or_else(|| StoreError::Corrupt(format!("unknown scope {key:?}")))
+}
+
+fn db_err(e: sqlx::Error) -> StoreError {
+    match &e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+            StoreError::Unavailable(e.to_string())
+        }
+        sqlx::Error::Database(d)
+            if matches!(d.code().as_deref(), Some("5") | Some("6") | Some("517")) =>
+        {
+            StoreError::Unavailable(e.to_string())
+        }
+        _ => StoreError::Query(e.to_string()),
+    }
+}
+
+const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at";
+
+fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
+    let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    Ok(StoredMessage {
+        id: MessageId(row.try_get(0).map_err(get)?),
+        space: SpaceId(row.try_get(1).map_err(get)?),
+        channel: row.try_get(2).map_err(get)?,
+        scope: parse_scope(row.try_get::<&str, _>(3).map_err(get)?)?,
+        author: PersonId(row.try_get(4).map_err(get)?),
+        author_name: row.try_get(5).map_err(get)?,
+        is_bot: row.try_get::<i64, _>(6).map_err(get)? != 0,
+        text: row.try_get(7).map_err(get)?,
+        sent_at: from_ms(row.try_get(8).map_err(get)?)?,
+    })
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the database at `url` and applies pending migrations.
+    pub async fn open(
+        url: &str,
+        max_connections: u32,
+        busy_timeout: Duration,
+    ) -> StoreResult<SqliteStore> {
+        let open_err = |reason: String| StoreError::Open {
+            url: crate::config::redact_url(url),
+            reason,
+        };
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|e| open_err(e.to_string()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(busy_timeout)
+            .foreign_keys(true);
+        let path = options.get_filename().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max_connections)
+            .connect_with(options)
+            .await
+            .map_err(|e| open_err(e.to_string()))?;
+        sqlx::migrate!("./migrations/sqlite")
+            .run(&pool)
+            .await
+            .map_err(|e| StoreError::Migrate(e.to_string()))?;
+        Ok(SqliteStore { pool })
+    }
+
+    /// A private in-memory database (tests, benchmarks).
+    pub async fn in_memory() -> StoreResult<SqliteStore> {
+        // One connection: every connection to ":memory:" would be its own database.
+        SqliteStore::open("sqlite::memory:", 1, Duration::from_secs(5)).await
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    async fn person_for_identity(
+        &self,
+        platform: Platform,
+        external_id: &str,
+    ) -> StoreResult<Option<(PersonId, String)>> {
+        let row: Option<(i64, String)> = sqlx::query_as(
+            "SELECT person_id, display_name FROM identities WHERE platform = ? AND external_id = ?",
+        )
+        .bind(platform.as_str())
+        .bind(external_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(row.map(|(id, name)| (PersonId(id), name)))
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn resolve_person(
+        &self,
+        platform: Platform,
+        external_id: &str,
+        display_name: &str,
+    ) -> StoreResult<PersonId> {
+        let now = ms(Utc::now());
+        if let Some((id, name)) = self.person_for_identity(platform, external_id).await? {
+            if name != display_name {
+                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                sqlx::query(
+                    "UPDATE identities SET display_name = ? WHERE platform = ? AND external_id = ?",
+                )
+                .bind(display_name)
+                .bind(platform.as_str())
+                .bind(external_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                sqlx::query("UPDATE people SET display_name = ? WHERE id = ?")
+                    .bind(display_name)
+                    .bind(id.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                tx.commit().await.map_err(db_err)?;
+            }
+            return Ok(id);
+        }
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let person: i64 = sqlx::query_scalar(
+            "INSERT INTO people (display_name, created_at) VALUES (?, ?) RETURNING id",
+        )
+        .bind(display_name)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let inserted = sqlx::query(
+            "INSERT INTO identities (platform, external_id, person_id, display_name, created_at) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (platform, external_id) DO NOTHING",
+        )
+        .bind(platform.as_str())
+        .bind(external_id)
+        .bind(person)
+        .bind(display_name)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        if inserted == 0 {
+            // Another writer created this identity first: use theirs, drop our person row.
+            tx.rollback().await.map_err(db_err)?;
+            return self
+                .person_for_identity(platform, external_id)
+                .await?
+                .map(|(id, _)| id)
+                .ok_or_else(|| StoreError::Conflict {
+                    what: "identity".into(),
+                });
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(PersonId(person))
+    }
+
+    async fn find_identity(
+        &self,
+        platform: Platform,
+        external_id: &str,
+    ) -> StoreResult<Option<PersonId>> {
+        Ok(self
+            .person_for_identity(platform, external_id)
+            .await?
+            .map(|(id, _)| id))
+    }
+
+    async fn find_person_by_name(
+        &self,
+        platform: Platform,
+        name: &str,
+    ) -> StoreResult<Option<PersonId>> {
+        let id: Option<i64> = sqlx::query_scalar(
+            "SELECT person_id FROM identities WHERE platform = ? AND display_name = ? COLLATE NOCASE ORDER BY created_at LIMIT 1",
+        )
+        .bind(platform.as_str())
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(id.map(PersonId))
+    }
+
+    async fn person(&self, id: PersonId) -> StoreResult<Option<Person>> {
+        let name: Option<String> =
+            sqlx::query_scalar("SELECT display_name FROM people WHERE id = ?")
+                .bind(id.0)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(name.map(|display_name| Person { id, display_name }))
+    }
+
+    async fn resolve_space(
+        &self,
+        platform: Platform,
+        external_id: &str,
+        kind: SpaceKind,
+        title: &str,
+    ) -> StoreResult<SpaceId> {
+        let existing: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM spaces WHERE platform = ? AND external_id = ?")
+                .bind(platform.as_str())
+                .bind(external_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+        if let Some(id) = existing {
+            return Ok(SpaceId(id));
+        }
+        sqlx::query(
+            "INSERT INTO spaces (platform, external_id, kind, title, created_at) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (platform, external_id) DO NOTHING",
+        )
+        .bind(platform.as_str())
+        .bind(external_id)
+        .bind(kind.as_str())
+        .bind(title)
+        .bind(ms(Utc::now()))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        let id: i64 =
+            sqlx::query_scalar("SELECT id FROM spaces WHERE platform = ? AND external_id = ?")
+                .bind(platform.as_str())
+                .bind(external_id)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(SpaceId(id))
+    }
+
+    async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
+        let mut conn = self.pool.acquire().await.map_err(db_err)?;
+        insert_one(&mut conn, msg).await
+    }
+
+    async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut ids = Vec::with_capacity(msgs.len());
+        for msg in msgs {
+            ids.push(insert_one(&mut tx, msg).await?);
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(ids)
+    }
+
+    async fn recent_messages(
+        &self,
+        space: SpaceId,
+        channel: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let sql = format!(
+            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
+             WHERE m.space_id = ? AND m.channel = ? ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(space.0)
+            .bind(channel)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    async fn chatter_in_range(
+        &self,
+        scope: &Scope,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let sql = format!(
+            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
+             WHERE m.scope = ? AND m.sent_at >= ? AND m.sent_at < ? AND m.is_bot = 0 AND m.is_command = 0 ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(scope.key())
+            .bind(ms(from))
+            .bind(ms(to))
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    async fn author_chatter_in_range(
+        &self,
+        scope: &Scope,
+        author: PersonId,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let sql = format!(
+            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
+             WHERE m.scope = ? AND m.author_id = ? AND m.sent_at >= ? AND m.sent_at < ? AND m.is_bot = 0 AND m.is_command = 0 \
+             ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(scope.key())
+            .bind(author.0)
+            .bind(ms(from))
+            .bind(ms(to))
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    async fn chatter_stats(
+        &self,
+        scope: &Scope,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<RangeStats> {
+        let (last, count): (Option<i64>, i64) =
+            sqlx::query_as("SELECT MAX(id), COUNT(*) FROM messages WHERE scope = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0")
+                .bind(scope.key())
+                .bind(ms(from))
+                .bind(ms(to))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(RangeStats {
+            last_message: last.unwrap_or(0),
+            count,
+        })
+    }
+
+    async fn facts(&self, person: PersonId, scope: &Scope) -> StoreResult<FactsRecord> {
+        let row: Option<(String, i64, i64)> = sqlx::query_as(
+            "SELECT text, version, updated_at FROM facts WHERE person_id = ? AND scope = ?",
+        )
+        .bind(person.0)
+        .bind(scope.key())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        match row {
+            None => Ok(FactsRecord {
+                text: String::new(),
+                version: 0,
+                updated_at: None,
+            }),
+            Some((text, version, at)) => Ok(FactsRecord {
+                text,
+                version,
+                updated_at: Some(from_ms(at)?),
+            }),
+        }
+    }
+
+    async fn update_facts(
+        &self,
+        person: PersonId,
+        scope: &Scope,
+        expected_version: i64,
+        text: &str,
+        change: &FactChange,
+    ) -> StoreResult<i64> {
+        let new_version = expected_version + 1;
+        let key = scope.key();
+        let at = ms(change.at);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let written = if expected_version == 0 {
+            sqlx::query(
+                "INSERT INTO facts (person_id, scope, text, version, updated_at) VALUES (?, ?, ?, 1, ?) \
+                 ON CONFLICT (person_id, scope) DO NOTHING",
+            )
+            .bind(person.0)
+            .bind(&key)
+            .bind(text)
+            .bind(at)
+            .execute(&mut *tx)
+            .await
+        } else {
+            sqlx::query("UPDATE facts SET text = ?, version = ?, updated_at = ? WHERE person_id = ? AND scope = ? AND version = ?")
+                .bind(text)
+                .bind(new_version)
+                .bind(at)
+                .bind(person.0)
+                .bind(&key)
+                .bind(expected_version)
+                .execute(&mut *tx)
+                .await
+        }
+        .map_err(db_err)?
+        .rows_affected();
+        if written == 0 {
+            tx.rollback().await.map_err(db_err)?;
+            return Err(StoreError::Conflict {
+                what: format!("facts of person {person} in {key}"),
+            });
+        }
+        sqlx::query(
+            "INSERT INTO fact_versions (person_id, scope, version, op, request, text, method, changed_by, source_message_id, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(person.0)
+        .bind(&key)
+        .bind(new_version)
+        .bind(&change.op)
+        .bind(&change.request)
+        .bind(text)
+        .bind(&change.method)
+        .bind(change.changed_by.map(|p| p.0))
+        .bind(change.source_message.map(|m| m.0))
+        .bind(at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(new_version)
+    }
+
+    async fn fact_history(&self, person: PersonId, scope: &Scope) -> StoreResult<Vec<FactVersion>> {
+        type Row = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            Option<i64>,
+            Option<i64>,
+            i64,
+        );
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT version, op, request, text, method, changed_by, source_message_id, created_at FROM fact_versions \
+             WHERE person_id = ? AND scope = ? ORDER BY version",
+        )
+        .bind(person.0)
+        .bind(scope.key())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(version, op, request, text, method, by, src, at)| {
+                Ok(FactVersion {
+                    version,
+                    op,
+                    request,
+                    text,
+                    method,
+                    changed_by: by.map(PersonId),
+                    source_message: src.map(MessageId),
+                    at: from_ms(at)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn day_summary(
+        &self,
+        scope: &Scope,
+        day: NaiveDate,
+    ) -> StoreResult<Option<DaySummaryRecord>> {
+        let row: Option<(String, i64, i64, i64, i64)> = sqlx::query_as(
+            "SELECT summaries, through_message_id, message_count, is_final, computed_at FROM day_summaries WHERE scope = ? AND day = ?",
+        )
+        .bind(scope.key())
+        .bind(day.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        let Some((json, through, count, is_final, at)) = row else {
+            return Ok(None);
+        };
+        let raw: BTreeMap<i64, String> = serde_json::from_str(&json)
+            .map_err(|e| StoreError::Corrupt(format!("day summary {}/{day}: {e}", scope.key())))?;
+        Ok(Some(DaySummaryRecord {
+            summaries: raw.into_iter().map(|(k, v)| (PersonId(k), v)).collect(),
+            through_message: through,
+            message_count: count,
+            is_final: is_final != 0,
+            computed_at: from_ms(at)?,
+        }))
+    }
+
+    async fn put_day_summary(
+        &self,
+        scope: &Scope,
+        day: NaiveDate,
+        record: &DaySummaryRecord,
+    ) -> StoreResult<()> {
+        let raw: BTreeMap<i64, &String> = record.summaries.iter().map(|(k, v)| (k.0, v)).collect();
+        let json = serde_json::to_string(&raw).map_err(|e| StoreError::Query(e.to_string()))?;
+        // A final summary is never replaced by a non-final one (two processes racing).
+        sqlx::query(
+            "INSERT INTO day_summaries (scope, day, summaries, through_message_id, message_count, is_final, computed_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (scope, day) DO UPDATE SET summaries = excluded.summaries, \
+               through_message_id = excluded.through_message_id, message_count = excluded.message_count, \
+               is_final = excluded.is_final, computed_at = excluded.computed_at \
+             WHERE day_summaries.is_final = 0",
+        )
+        .bind(scope.key())
+        .bind(day.to_string())
+        .bind(json)
+        .bind(record.through_message)
+        .bind(record.message_count)
+        .bind(record.is_final as i64)
+        .bind(ms(record.computed_at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn history_summary(
+        &self,
+        scope: &Scope,
+        person: PersonId,
+        end_day: NaiveDate,
+    ) -> StoreResult<Option<String>> {
+        sqlx::query_scalar("SELECT summary FROM history_summaries WHERE scope = ? AND person_id = ? AND end_day = ?")
+            .bind(scope.key())
+            .bind(person.0)
+            .bind(end_day.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    async fn put_history_summary(
+        &self,
+        scope: &Scope,
+        person: PersonId,
+        end_day: NaiveDate,
+        summary: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO history_summaries (scope, person_id, end_day, summary, computed_at) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (scope, person_id, end_day) DO NOTHING",
+        )
+        .bind(scope.key())
+        .bind(person.0)
+        .bind(end_day.to_string())
+        .bind(summary)
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
+        const TABLES: [(&str, &str); 8] = [
+            ("people", "SELECT COUNT(*) FROM people"),
+            ("identities", "SELECT COUNT(*) FROM identities"),
+            ("spaces", "SELECT COUNT(*) FROM spaces"),
+            ("messages", "SELECT COUNT(*) FROM messages"),
+            ("facts", "SELECT COUNT(*) FROM facts"),
+            ("fact_versions", "SELECT COUNT(*) FROM fact_versions"),
+            ("day_summaries", "SELECT COUNT(*) FROM day_summaries"),
+            (
+                "history_summaries",
+                "SELECT COUNT(*) FROM history_summaries",
+            ),
+        ];
+        let mut out = Vec::with_capacity(TABLES.len());
+        for (table, sql) in TABLES {
+            let rows: i64 = sqlx::query_scalar(sql)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_err)?;
+            out.push(TableCount { table, rows });
+        }
+        Ok(out)
+    }
+}
+
+async fn insert_one(conn: &mut sqlx::SqliteConnection, msg: &NewMessage) -> StoreResult<MessageId> {
+    let id: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id",
+    )
+    .bind(msg.space.0)
+    .bind(&msg.channel)
+    .bind(msg.scope.key())
+    .bind(msg.privacy.as_str())
+    .bind(msg.author.0)
+    .bind(msg.is_bot as i64)
+    .bind(msg.is_command as i64)
+    .bind(&msg.external_id)
+    .bind(&msg.reply_to)
+    .bind(&msg.text)
+    .bind(ms(msg.sent_at))
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    match id {
+        Some(id) => Ok(MessageId(id)),
+        None => {
+            let id: i64 = sqlx::query_scalar(
+                "SELECT id FROM messages WHERE space_id = ? AND channel = ? AND external_id = ?",
+            )
+            .bind(msg.space.0)
+            .bind(&msg.channel)
+            .bind(&msg.external_id)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            Ok(MessageId(id))
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Test harness: the whole bot on a real SQLite file in a temp dir, a manual clock, and
+//! optionally the fake OpenAI-compatible server on 127.0.0.1 driven by the real client.
+#![allow(dead_code)]
+
+use chrono::{DateTime, TimeZone, Utc};
+use engram::adapters::console::{ConsoleOptions, console_message};
+use engram::app;
+use engram::bot::Bot;
+use engram::config::{Config, Secrets};
+pub use engram::domain::Clock;
+use engram::domain::{ManualClock, PersonId, Platform, Scope, SpaceKind};
+use engram::llm::fake::FakeLlmServer;
+use engram::store::Store;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub struct Harness {
+    pub bot: Bot,
+    pub clock: Arc<ManualClock>,
+    pub store: Arc<dyn Store>,
+    pub fake: Option<FakeLlmServer>,
+    pub config: Config,
+    pub dir: tempfile::TempDir,
+    seq: AtomicU64,
+}
+
+pub fn start_time() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 20, 9, 0, 0)
+        .single()
+        .unwrap()
+}
+
+pub fn test_config(dir: &std::path::Path, llm_url: Option<String>) -> Config {
+    let mut config = Config::defaults();
+    config.store.url = format!("sqlite://{}", dir.join("engram.db").display());
+    config.llm.base_url = llm_url.unwrap_or_default();
+    config.llm.timeout_secs = 2.0;
+    config.llm.max_retries = 1;
+    config.llm.backoff_ms = 1;
+    config.llm.breaker_failures = 1000;
+    config.bot.moderators = vec!["console:mod".into()];
+    config
+}
+
+impl Harness {
+    pub async fn offline() -> Harness {
+        Harness::build(false, |_| {}).await
+    }
+
+    pub async fn with_llm() -> Harness {
+        Harness::build(true, |_| {}).await
+    }
+
+    pub async fn build(llm: bool, tweak: impl FnOnce(&mut Config)) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = if llm {
+            Some(FakeLlmServer::start().await.unwrap())
+        } else {
+            None
+        };
+        let mut config = test_config(dir.path(), fake.as_ref().map(|f| f.base_url()));
+        tweak(&mut config);
+        Harness::assemble(dir, fake, config, Arc::new(ManualClock::new(start_time()))).await
+    }
+
+    pub async fn assemble(
+        dir: tempfile::TempDir,
+        fake: Option<FakeLlmServer>,
+        config: Config,
+        clock: Arc<ManualClock>,
+    ) -> Harness {
+        let store = app::open_store(&config).await.unwrap();
+        let llm = app::chat_model(&config, &Secrets::default(), clock.clone()).unwrap();
+        let bot = app::build_bot(&config, store.clone(), llm, clock.clone()).unwrap();
+        Harness {
+            bot,
+            clock,
+            store,
+            fake,
+            config,
+            dir,
+            seq: AtomicU64::new(0),
+        }
+    }
+
+    /// A new bot process on the same database and fake server (a restart).
+    pub async fn restart(self) -> Harness {
+        let Harness {
+            dir,
+            fake,
+            config,
+            clock,
+            ..
+        } = self;
+        Harness::assemble(dir, fake, config, clock).await
+    }
+
+    pub fn fake(&self) -> &FakeLlmServer {
+        self.fake.as_ref().expect("harness has a fake LLM")
+    }
+
+    /// `who` says `text` where `opts` says; the bot's reply, if any.
+    pub async fn say_in(&self, opts: &ConsoleOptions, who: &str, text: &str) -> Option<String> {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let msg = console_message(opts, who, text, seq, self.clock.now(), false);
+        self.bot
+            .handle(&msg)
+            .await
+            .expect("handled")
+            .map(|r| r.text)
+    }
+
+    /// In `who`'s private chat with the bot.
+    pub async fn dm(&self, who: &str, text: &str) -> String {
+        self.say_in(&ConsoleOptions::private(who), who, text)
+            .await
+            .expect("a DM always gets a reply")
+    }
+
+    pub async fn person(&self, name: &str) -> PersonId {
+        self.store
+            .find_identity(Platform::Console, name)
+            .await
+            .unwrap()
+            .expect("known person")
+    }
+
+    pub async fn space_scope(&self, space: &str) -> Scope {
+        Scope::Space(
+            self.store
+                .resolve_space(Platform::Console, space, SpaceKind::Group, space)
+                .await
+                .unwrap(),
+        )
+    }
+
+    pub async fn message_count(&self) -> i64 {
+        self.store
+            .table_counts()
+            .await
+            .unwrap()
+            .iter()
+            .find(|t| t.table == "messages")
+            .unwrap()
+            .rows
+    }
+
+    pub async fn fact_versions(&self) -> i64 {
+        self.store
+            .table_counts()
+            .await
+            .unwrap()
+            .iter()
+            .find(|t| t.table == "fact_versions")
+            .unwrap()
+            .rows
+    }
+}
+
+pub fn group(space: &str) -> ConsoleOptions {
+    ConsoleOptions {
+        speaker: String::new(),
+        space: Some(space.to_string()),
+        channel: "general".into(),
+        restricted: false,
+        moderator: false,
+    }
+}
+
+pub fn restricted(space: &str, channel: &str) -> ConsoleOptions {
+    ConsoleOptions {
+        speaker: String::new(),
+        space: Some(space.to_string()),
+        channel: channel.into(),
+        restricted: true,
+        moderator: false,
+    }
+}

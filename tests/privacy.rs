@@ -1,0 +1,166 @@
+//! Privacy boundaries: each test tries a way for memory to surface where it must not.
+
+mod common;
+use common::*;
+
+#[tokio::test]
+async fn dm_facts_never_surface_in_a_group() {
+    let h = Harness::offline().await;
+    h.dm("alice", "remember that my salary is 90k").await;
+    let lab = group("lab");
+    let reply = h
+        .say_in(&lab, "alice", "Engram, what do you know about me")
+        .await
+        .unwrap();
+    assert!(!reply.contains("90k"), "{reply}");
+    let reply = h
+        .say_in(&lab, "bob", "Engram, what do you know about @alice")
+        .await
+        .unwrap();
+    assert!(!reply.contains("90k"), "{reply}");
+    let reply = h
+        .say_in(&lab, "alice", "Engram, how are you?")
+        .await
+        .unwrap();
+    assert!(!reply.contains("90k"), "{reply}");
+    // Still there in her own private chat.
+    assert!(
+        h.dm("alice", "what do you know about me")
+            .await
+            .contains("90k")
+    );
+}
+
+#[tokio::test]
+async fn one_persons_dm_never_reaches_another_persons_dm() {
+    let h = Harness::offline().await;
+    h.dm(
+        "alice",
+        "remember that I am planning a surprise party for bob",
+    )
+    .await;
+    let reply = h.dm("bob", "what do you know about @alice").await;
+    assert!(!reply.contains("surprise"), "{reply}");
+    let reply = h.dm("bob", "what do you know about me").await;
+    assert!(!reply.contains("surprise"), "{reply}");
+    let reply = h.dm("bob", "tell me about alice's plans").await;
+    assert!(!reply.contains("surprise"), "{reply}");
+}
+
+#[tokio::test]
+async fn group_facts_stay_in_their_group() {
+    let h = Harness::offline().await;
+    let lab = group("lab");
+    let home = group("home");
+    h.say_in(
+        &lab,
+        "alice",
+        "Engram, remember that I am interviewing at another company",
+    )
+    .await;
+    let reply = h
+        .say_in(&home, "alice", "Engram, what do you know about me")
+        .await
+        .unwrap();
+    assert!(!reply.contains("interviewing"), "{reply}");
+    let reply = h
+        .say_in(&home, "bob", "Engram, what do you know about @alice")
+        .await
+        .unwrap();
+    assert!(!reply.contains("interviewing"), "{reply}");
+    let reply = h.dm("alice", "what do you know about me").await;
+    assert!(!reply.contains("interviewing"), "{reply}");
+    let reply = h
+        .say_in(&lab, "bob", "Engram, what do you know about @alice")
+        .await
+        .unwrap();
+    assert!(reply.contains("interviewing"), "{reply}");
+}
+
+#[tokio::test]
+async fn restricted_channel_facts_stay_in_that_channel() {
+    let h = Harness::offline().await;
+    let staff = restricted("lab", "staff");
+    h.say_in(
+        &staff,
+        "alice",
+        "Engram, remember that I am leaving in March",
+    )
+    .await;
+    let public = group("lab");
+    let reply = h
+        .say_in(&public, "bob", "Engram, what do you know about @alice")
+        .await
+        .unwrap();
+    assert!(!reply.contains("March"), "{reply}");
+    let other = restricted("lab", "ops");
+    let reply = h
+        .say_in(&other, "bob", "Engram, what do you know about @alice")
+        .await
+        .unwrap();
+    assert!(!reply.contains("March"), "{reply}");
+    let reply = h
+        .say_in(&staff, "bob", "Engram, what do you know about @alice")
+        .await
+        .unwrap();
+    assert!(reply.contains("March"), "{reply}");
+    // Public facts do reach the restricted channel of the same space.
+    h.say_in(&public, "alice", "Engram, remember that I like tea")
+        .await;
+    let reply = h
+        .say_in(&staff, "bob", "Engram, what do you know about @alice")
+        .await
+        .unwrap();
+    assert!(reply.contains("tea"), "{reply}");
+}
+
+#[tokio::test]
+async fn chatter_summaries_respect_the_same_boundaries() {
+    let h = Harness::offline().await;
+    h.dm("alice", "my divorce papers arrive tomorrow").await;
+    h.say_in(
+        &restricted("lab", "staff"),
+        "alice",
+        "the layoffs list is final",
+    )
+    .await;
+    h.say_in(&group("home"), "alice", "we adopted a kitten")
+        .await;
+    let reply = h
+        .say_in(
+            &group("lab"),
+            "bob",
+            "Engram, what do you know about @alice",
+        )
+        .await
+        .unwrap();
+    for secret in ["divorce", "layoffs", "kitten"] {
+        assert!(!reply.contains(secret), "{secret} leaked: {reply}");
+    }
+}
+
+#[tokio::test]
+async fn dm_facts_stay_private_with_the_llm_too() {
+    let h = Harness::with_llm().await;
+    h.dm("alice", "remember that my salary is 90k").await;
+    h.say_in(&group("lab"), "alice", "Engram, how is everyone?")
+        .await;
+    h.say_in(&group("lab"), "bob", "Engram, what do you think of @alice?")
+        .await;
+    for r in h
+        .fake()
+        .requests()
+        .iter()
+        .filter(|r| r.task == "reply" || r.task == "merge_context" || r.task == "day_summary")
+    {
+        let text = r.text();
+        if text.contains("lab") || !text.contains("salary") {
+            continue;
+        }
+        // Only prompts built for alice's DM may carry the DM fact.
+        assert!(
+            !text.contains("how is everyone") && !text.contains("think of"),
+            "DM fact sent in a group prompt: {text}"
+        );
+    }
+}
