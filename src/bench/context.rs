@@ -68,6 +68,8 @@ pub struct ContextBenchReport {
     pub cold_llm: Latency,
     /// Caches filled, inputs unchanged.
     pub warm: Latency,
+    /// `MemoryManager::context` for a reply, warm: memory plus the channel's working memory.
+    pub reply_context_warm: Latency,
     pub llm_calls: u64,
     pub llm_calls_by_task: std::collections::BTreeMap<String, u64>,
     pub llm_calls_per_1000_messages: f64,
@@ -138,7 +140,11 @@ pub async fn run(opts: &ContextBenchOptions) -> anyhow::Result<ContextBenchRepor
     std::fs::create_dir_all(&dir)?;
     let url = format!("sqlite://{}", dir.join("bench.db").display());
     let result = run_in(opts, &url).await;
-    let _ = std::fs::remove_dir_all(&dir);
+    if std::env::var_os("ENGRAM_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        eprintln!("kept {}", dir.display());
+    }
     result
 }
 
@@ -265,6 +271,14 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
         }
     }
     let hit_ratio = memory.caches().stats().hit_ratio();
+    // The whole reply context: the speaker's memory plus the channel's working memory (one
+    // indexed query that is never cached).
+    let mut reply_warm = Vec::new();
+    for (id, name) in &people {
+        let t = Instant::now();
+        std::hint::black_box(memory.context(&[(*id, name.clone())], &place).await?);
+        reply_warm.push(t.elapsed().as_secs_f64() * 1e6);
+    }
     let (rss, peak) = resident_memory_kib();
 
     // Chat goes on: every 10 minutes for 3 hours, 20 new messages and 10 context builds.
@@ -312,6 +326,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
         cold_offline: latency(cold),
         cold_llm: latency(cold_llm),
         warm: latency(warm),
+        reply_context_warm: latency(reply_warm),
         llm_calls: usage.calls,
         llm_calls_by_task: usage.calls_by_task.clone(),
         llm_calls_per_1000_messages: usage.calls as f64 / per_1000,

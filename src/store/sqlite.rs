@@ -329,7 +329,7 @@ impl Store for SqliteStore {
         limit: usize,
     ) -> StoreResult<Vec<StoredMessage>> {
         let sql = format!(
-            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
+            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m INDEXED BY messages_by_scope_author_time JOIN people p ON p.id = m.author_id \
              WHERE m.scope = ? AND m.author_id = ? AND m.sent_at >= ? AND m.sent_at < ? AND m.is_bot = 0 AND m.is_command = 0 \
              ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
         );

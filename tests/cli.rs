@@ -1,0 +1,176 @@
+//! The `engram` binary as a new user runs it: console chat on the embedded SQLite default with
+//! no configuration, a script with several people, and clear start-up errors.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn engram(
+    dir: &std::path::Path,
+    args: &[&str],
+    stdin: &str,
+    env: &[(&str, &str)],
+) -> (String, String, bool) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, _) in std::env::vars()
+        .filter(|(k, _)| k.starts_with("ENGRAM") || k == "OPENAI_API_KEY" || k.ends_with("_TOKEN"))
+    {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("engram starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+#[test]
+fn run_opens_a_console_chat_that_remembers_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err, ok) = engram(
+        dir.path(),
+        &["run"],
+        "remember that I love Rust\n",
+        &[("USER", "alice")],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("Got it, I'll remember that"), "{out}");
+    assert!(
+        dir.path().join("data/engram.db").exists(),
+        "the default database is data/engram.db"
+    );
+    let (out, err, ok) = engram(
+        dir.path(),
+        &["run"],
+        "what do you know about me\n",
+        &[("USER", "alice")],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("I love Rust"), "{out}");
+}
+
+#[test]
+fn a_script_plays_several_people_in_one_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = "\
+# chatter, then commands
+[2026-11-20 10:00] alice: morning all, deploying the new release today
+[2026-11-20 10:01] bob: good luck, I'm off climbing
+[2026-11-20 10:02] alice: Engram, remember that I love Rust
+[2026-11-20 10:03] bob: Engram, what do you know about @alice?
+bob: Engram, forget that alice loves Rust
+this line is malformed
+";
+    let (out, err, ok) = engram(
+        dir.path(),
+        &["chat", "--space", "lab", "--script", "-"],
+        script,
+        &[],
+    );
+    assert!(ok, "{err}");
+    let replies: Vec<&str> = out.lines().filter(|l| l.starts_with("Engram: ")).collect();
+    assert_eq!(replies.len(), 3, "chatter gets no reply: {out}");
+    assert!(replies[0].contains("Got it"), "{out}");
+    assert!(out.contains("I love Rust"), "{out}");
+    assert!(
+        out.contains("Only alice"),
+        "bob cannot make the bot forget alice's facts: {out}"
+    );
+    assert!(out.contains("line 7 skipped"), "{out}");
+}
+
+#[test]
+fn bad_configuration_is_reported_clearly_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, err, ok) = engram(
+        dir.path(),
+        &["chat"],
+        "",
+        &[("ENGRAM__MEMORY__CONTEXT_BUDGET_TOKENS", "lots")],
+    );
+    assert!(!ok);
+    assert!(
+        err.to_lowercase().contains("context_budget_tokens"),
+        "{err}"
+    );
+    let (_, err, ok) = engram(
+        dir.path(),
+        &["chat"],
+        "",
+        &[("ENGRAM__STORE__URL", "mysql://root:hunter2@db/x")],
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("store.url") && !err.contains("hunter2"),
+        "{err}"
+    );
+    let (_, err, ok) = engram(dir.path(), &["chat", "--config", "nope.toml"], "", &[]);
+    assert!(!ok && err.contains("does not exist"), "{err}");
+    std::fs::write(
+        dir.path().join("leak.toml"),
+        "[llm]\napi_key = \"sk-123456\"\n",
+    )
+    .unwrap();
+    let (_, err, ok) = engram(dir.path(), &["chat", "--config", "leak.toml"], "", &[]);
+    assert!(
+        !ok && err.contains("environment") && !err.contains("sk-123456"),
+        "{err}"
+    );
+}
+
+#[test]
+fn secrets_never_reach_the_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, err, ok) = engram(
+        dir.path(),
+        &["chat"],
+        "remember that I love Rust\nhello\n",
+        &[
+            ("ENGRAM_LLM_API_KEY", "sk-secret-value-123"),
+            ("ENGRAM__LLM__BASE_URL", "http://127.0.0.1:9/v1"),
+            ("ENGRAM__LLM__TIMEOUT_SECS", "0.2"),
+            ("ENGRAM__LLM__MAX_RETRIES", "0"),
+            ("RUST_LOG", "trace"),
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(err.contains("LLM"), "logs were written: {err}");
+    assert!(
+        !err.contains("sk-secret-value-123"),
+        "the key leaked into the logs"
+    );
+}
+
+#[test]
+fn bench_context_prints_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err, ok) = engram(
+        dir.path(),
+        &["bench", "context", "--people", "6", "--days", "3", "--messages", "300", "--warm-rounds", "2"],
+        "",
+        &[],
+    );
+    assert!(ok, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).expect("JSON on stdout");
+    assert_eq!(report["people"], 6);
+    assert_eq!(report["messages"], 300);
+    assert!(report["warm"]["p99_us"].as_f64().unwrap() > 0.0);
+    assert!(report["llm_calls"].as_u64().unwrap() >= 3, "summaries and merges went to the fake LLM");
+    assert_eq!(report["warm_cache_hit_ratio"], 1.0);
+    assert!(report["max_day_summary_calls_per_space_hour"].as_u64().unwrap() <= 1);
+}
