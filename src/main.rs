@@ -180,22 +180,18 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
     let sink = ConsoleSink::new(tokio::io::stdout(), &config.bot.name);
     match (args.script, manual) {
         (Some(path), Some(clock)) => {
-            let played = if path.as_os_str() == "-" {
-                console::run_script(
-                    &bot,
-                    opts,
-                    clock,
-                    tokio::io::BufReader::new(tokio::io::stdin()),
-                    &sink,
-                )
-                .await?
+            let input: Box<dyn tokio::io::AsyncRead + Unpin> = if path.as_os_str() == "-" {
+                Box::new(tokio::io::stdin())
             } else {
-                let file = tokio::fs::File::open(&path)
-                    .await
-                    .with_context(|| format!("opening script {}", path.display()))?;
-                console::run_script(&bot, opts, clock, tokio::io::BufReader::new(file), &sink)
-                    .await?
+                Box::new(
+                    tokio::fs::File::open(&path)
+                        .await
+                        .with_context(|| format!("opening script {}", path.display()))?,
+                )
             };
+            let played =
+                console::run_script(&bot, opts, clock, tokio::io::BufReader::new(input), &sink)
+                    .await?;
             tracing::info!(lines = played, "script finished");
         }
         _ => {

@@ -161,7 +161,18 @@ fn bench_context_prints_json() {
     let dir = tempfile::tempdir().unwrap();
     let (out, err, ok) = engram(
         dir.path(),
-        &["bench", "context", "--people", "6", "--days", "3", "--messages", "300", "--warm-rounds", "2"],
+        &[
+            "bench",
+            "context",
+            "--people",
+            "6",
+            "--days",
+            "3",
+            "--messages",
+            "300",
+            "--warm-rounds",
+            "2",
+        ],
         "",
         &[],
     );
@@ -170,7 +181,15 @@ fn bench_context_prints_json() {
     assert_eq!(report["people"], 6);
     assert_eq!(report["messages"], 300);
     assert!(report["warm"]["p99_us"].as_f64().unwrap() > 0.0);
-    assert!(report["llm_calls"].as_u64().unwrap() >= 3, "summaries and merges went to the fake LLM");
+    assert!(
+        report["llm_calls"].as_u64().unwrap() >= 3,
+        "summaries and merges went to the fake LLM"
+    );
     assert_eq!(report["warm_cache_hit_ratio"], 1.0);
-    assert!(report["max_day_summary_calls_per_space_hour"].as_u64().unwrap() <= 1);
+    assert!(
+        report["max_day_summary_calls_per_space_hour"]
+            .as_u64()
+            .unwrap()
+            <= 1
+    );
 }

@@ -51,6 +51,55 @@ struct ForgetAnswer {
 
 const MAX_ATTEMPTS: usize = 8;
 
+/// Only the person a fact is about, or a moderator, may remove it.
+fn check_may_forget(req: &FactRequest<'_>) -> Result<(), MemoryError> {
+    if req.actor != req.subject && !req.actor_is_moderator {
+        return Err(MemoryError::NotAllowed(format!(
+            "Only {} (or a moderator) can make me forget things about {}. Nothing was changed.",
+            req.subject_name, req.subject_name
+        )));
+    }
+    Ok(())
+}
+
+impl MemoryManager {
+    /// Writes `text` as the new facts if they are still at version `expected`, with the change
+    /// in the history; false when someone else wrote first (re-read and merge again).
+    #[allow(clippy::too_many_arguments)]
+    async fn write_facts(
+        &self,
+        req: &FactRequest<'_>,
+        scope: &Scope,
+        expected: i64,
+        text: &str,
+        op: &str,
+        request: &str,
+        method: Method,
+    ) -> Result<bool, MemoryError> {
+        let change = FactChange {
+            op: op.into(),
+            request: request.into(),
+            method: method.as_str().into(),
+            changed_by: Some(req.actor),
+            source_message: req.source,
+            at: self.clock.now(),
+        };
+        match self
+            .store
+            .update_facts(req.subject, scope, expected, text, &change)
+            .await
+        {
+            Ok(version) => {
+                self.caches.facts.invalidate(&(req.subject, scope.key()));
+                info!(subject = %req.subject, scope = %scope.key(), version, op, method = method.as_str(), "facts changed");
+                Ok(true)
+            }
+            Err(StoreError::Conflict { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
 impl MemoryManager {
     /// The current facts of `person` in `scope` (cached; every write here invalidates it).
     pub async fn facts(
@@ -118,29 +167,49 @@ impl MemoryManager {
                     req.subject_name, self.settings.max_facts_chars
                 )));
             }
-            let change = FactChange {
-                op: "remember".into(),
-                request: fact.clone(),
-                method: method.as_str().into(),
-                changed_by: Some(req.actor),
-                source_message: req.source,
-                at: self.clock.now(),
-            };
-            match self
-                .store
-                .update_facts(req.subject, &scope, current.version, &text, &change)
-                .await
+            if self
+                .write_facts(
+                    req,
+                    &scope,
+                    current.version,
+                    &text,
+                    "remember",
+                    &fact,
+                    method,
+                )
+                .await?
             {
-                Ok(version) => {
-                    self.caches.facts.invalidate(&(req.subject, scope.key()));
-                    info!(subject = %req.subject, scope = %scope.key(), version, method = method.as_str(), "fact remembered");
-                    return Ok(RememberOutcome::Saved { method });
-                }
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
+                return Ok(RememberOutcome::Saved { method });
             }
         }
         Err(MemoryError::Busy)
+    }
+
+    /// Asks the model about `req.subject`'s current facts and one request (as XML data).
+    async fn ask_about_facts<T: serde::de::DeserializeOwned>(
+        &self,
+        task: &'static str,
+        prompt: &str,
+        req: &FactRequest<'_>,
+        current: &str,
+        request_xml: String,
+    ) -> Result<T, String> {
+        let user = [
+            element(
+                "subject",
+                &[("id", &req.subject.to_string())],
+                req.subject_name,
+            ),
+            element("facts", &[], current),
+            request_xml,
+        ]
+        .join("\n");
+        self.ask_json(task, prompt.to_string(), user)
+            .await
+            .map_err(|e| {
+                self.note_fallback(task, &e);
+                e.to_string()
+            })
     }
 
     /// The LLM merge, checked: a merge that is empty or drops much of what was there is
@@ -151,23 +220,15 @@ impl MemoryManager {
         current: &str,
         fact: &str,
     ) -> Result<String, String> {
-        let user = [
-            element(
-                "subject",
-                &[("id", &req.subject.to_string())],
-                req.subject_name,
-            ),
-            element("facts", &[], current),
-            element("new_fact", &[("told_by", req.actor_name)], fact),
-        ]
-        .join("\n");
         let answer: MergedFacts = self
-            .ask_json("remember", prompts::REMEMBER.to_string(), user)
-            .await
-            .map_err(|e| {
-                self.note_fallback("remember", &e);
-                e.to_string()
-            })?;
+            .ask_about_facts(
+                "remember",
+                prompts::REMEMBER,
+                req,
+                current,
+                element("new_fact", &[("told_by", req.actor_name)], fact),
+            )
+            .await?;
         let merged = answer.facts.trim().to_string();
         if merged.is_empty() {
             return Err("the model returned empty facts".into());
@@ -181,12 +242,7 @@ impl MemoryManager {
     /// Removes what matches `req.text` from the facts about `req.subject` that are visible in
     /// this place. Only the subject or a moderator may do this.
     pub async fn forget(&self, req: &FactRequest<'_>) -> Result<ForgetOutcome, MemoryError> {
-        if req.actor != req.subject && !req.actor_is_moderator {
-            return Err(MemoryError::NotAllowed(format!(
-                "Only {} (or a moderator) can make me forget things about {}. Nothing was changed.",
-                req.subject_name, req.subject_name
-            )));
-        }
+        check_may_forget(req)?;
         let target = self.check_fact_text(req.text, "Forget")?;
         let mut outcome = ForgetOutcome::NotFound {
             method: Method::Offline,
@@ -226,26 +282,11 @@ impl MemoryManager {
             if !found {
                 return Ok((false, method));
             }
-            let change = FactChange {
-                op: "forget".into(),
-                request: target.to_string(),
-                method: method.as_str().into(),
-                changed_by: Some(req.actor),
-                source_message: req.source,
-                at: self.clock.now(),
-            };
-            match self
-                .store
-                .update_facts(req.subject, scope, current.version, &text, &change)
-                .await
+            if self
+                .write_facts(req, scope, current.version, &text, "forget", target, method)
+                .await?
             {
-                Ok(version) => {
-                    self.caches.facts.invalidate(&(req.subject, scope.key()));
-                    info!(subject = %req.subject, scope = %scope.key(), version, method = method.as_str(), "fact forgotten");
-                    return Ok((true, method));
-                }
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
+                return Ok((true, method));
             }
         }
         Err(MemoryError::Busy)
@@ -259,23 +300,15 @@ impl MemoryManager {
         current: &str,
         target: &str,
     ) -> Result<(bool, String), String> {
-        let user = [
-            element(
-                "subject",
-                &[("id", &req.subject.to_string())],
-                req.subject_name,
-            ),
-            element("facts", &[], current),
-            element("forget", &[("asked_by", req.actor_name)], target),
-        ]
-        .join("\n");
         let answer: ForgetAnswer = self
-            .ask_json("forget", prompts::FORGET.to_string(), user)
-            .await
-            .map_err(|e| {
-                self.note_fallback("forget", &e);
-                e.to_string()
-            })?;
+            .ask_about_facts(
+                "forget",
+                prompts::FORGET,
+                req,
+                current,
+                element("forget", &[("asked_by", req.actor_name)], target),
+            )
+            .await?;
         let remaining = answer.facts.trim().to_string();
         if !answer.found {
             return Ok((false, current.to_string()));
@@ -299,12 +332,7 @@ impl MemoryManager {
     /// Clears every fact about `req.subject` visible in this place (subject or moderator only).
     /// Returns how many scopes had facts.
     pub async fn forget_everything(&self, req: &FactRequest<'_>) -> Result<usize, MemoryError> {
-        if req.actor != req.subject && !req.actor_is_moderator {
-            return Err(MemoryError::NotAllowed(format!(
-                "Only {} (or a moderator) can make me forget things about {}. Nothing was changed.",
-                req.subject_name, req.subject_name
-            )));
-        }
+        check_may_forget(req)?;
         let mut cleared = 0;
         for scope in req.place.visible_scopes(req.subject) {
             for attempt in 0..=MAX_ATTEMPTS {
@@ -315,26 +343,20 @@ impl MemoryManager {
                 if current.text.trim().is_empty() {
                     break;
                 }
-                let change = FactChange {
-                    op: "forget_everything".into(),
-                    request: String::new(),
-                    method: Method::Offline.as_str().into(),
-                    changed_by: Some(req.actor),
-                    source_message: req.source,
-                    at: self.clock.now(),
-                };
-                match self
-                    .store
-                    .update_facts(req.subject, &scope, current.version, "", &change)
-                    .await
+                if self
+                    .write_facts(
+                        req,
+                        &scope,
+                        current.version,
+                        "",
+                        "forget_everything",
+                        "",
+                        Method::Offline,
+                    )
+                    .await?
                 {
-                    Ok(_) => {
-                        self.caches.facts.invalidate(&(req.subject, scope.key()));
-                        cleared += 1;
-                        break;
-                    }
-                    Err(StoreError::Conflict { .. }) => continue,
-                    Err(e) => return Err(e.into()),
+                    cleared += 1;
+                    break;
                 }
             }
         }

@@ -102,6 +102,43 @@ impl SqliteStore {
         &self.pool
     }
 
+    /// Chatter of a scope (optionally of one author) in [from, to): the latest `limit`, oldest first.
+    async fn chatter(
+        &self,
+        scope: &Scope,
+        author: Option<PersonId>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        // The planner would rather walk the (scope, time) index to avoid a sort, scanning a
+        // whole range for a quiet author; pin the author index when there is one.
+        let (index, author_clause) = match author {
+            Some(_) => (
+                "INDEXED BY messages_by_scope_author_time",
+                "AND m.author_id = ?",
+            ),
+            None => ("", ""),
+        };
+        let sql = format!(
+            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m {index} JOIN people p ON p.id = m.author_id \
+             WHERE m.scope = ? {author_clause} AND m.sent_at >= ? AND m.sent_at < ? AND m.is_bot = 0 AND m.is_command = 0 \
+             ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(scope.key());
+        if let Some(author) = author {
+            query = query.bind(author.0);
+        }
+        let rows = query
+            .bind(ms(from))
+            .bind(ms(to))
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+
     async fn person_for_identity(
         &self,
         platform: Platform,
@@ -305,19 +342,7 @@ impl Store for SqliteStore {
         to: DateTime<Utc>,
         limit: usize,
     ) -> StoreResult<Vec<StoredMessage>> {
-        let sql = format!(
-            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
-             WHERE m.scope = ? AND m.sent_at >= ? AND m.sent_at < ? AND m.is_bot = 0 AND m.is_command = 0 ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(scope.key())
-            .bind(ms(from))
-            .bind(ms(to))
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
+        self.chatter(scope, None, from, to, limit).await
     }
 
     async fn author_chatter_in_range(
@@ -328,21 +353,7 @@ impl Store for SqliteStore {
         to: DateTime<Utc>,
         limit: usize,
     ) -> StoreResult<Vec<StoredMessage>> {
-        let sql = format!(
-            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m INDEXED BY messages_by_scope_author_time JOIN people p ON p.id = m.author_id \
-             WHERE m.scope = ? AND m.author_id = ? AND m.sent_at >= ? AND m.sent_at < ? AND m.is_bot = 0 AND m.is_command = 0 \
-             ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(scope.key())
-            .bind(author.0)
-            .bind(ms(from))
-            .bind(ms(to))
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
+        self.chatter(scope, Some(author), from, to, limit).await
     }
 
     async fn chatter_stats(
