@@ -3,11 +3,12 @@
 //! server and a manual clock.
 
 use crate::bot::Bot;
-use crate::config::{Config, Secrets};
+use crate::config::{Config, Secrets, StoreConfig};
 use crate::domain::Clock;
 use crate::llm::{ChatModel, LlmError, OpenAiClient};
 use crate::memory::MemoryManager;
-use crate::store::{SqliteStore, Store, StoreError};
+use crate::store::postgres::PgSettings;
+use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::info;
@@ -22,12 +23,28 @@ pub enum AppError {
     Setup(String),
 }
 
-/// Opens the database named by `store.url` and applies migrations.
+/// Opens the database named by `store.url` (SQLite or PostgreSQL) and applies migrations.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+    open_store_url(&config.store.url, &config.store).await
+}
+
+/// Opens `url` with the pool settings of `settings`.
+pub async fn open_store_url(
+    url: &str,
+    settings: &StoreConfig,
+) -> Result<Arc<dyn Store>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let pg = PgSettings {
+            max_connections: settings.max_connections,
+            acquire_timeout: Duration::from_millis(settings.acquire_timeout_ms),
+            statement_timeout: Duration::from_millis(settings.statement_timeout_ms),
+        };
+        return Ok(Arc::new(PostgresStore::open(url, &pg).await?));
+    }
     let store = SqliteStore::open(
-        &config.store.url,
-        config.store.max_connections,
-        Duration::from_millis(config.store.busy_timeout_ms),
+        url,
+        settings.max_connections,
+        Duration::from_millis(settings.busy_timeout_ms),
     )
     .await?;
     Ok(Arc::new(store))
@@ -51,6 +68,25 @@ pub fn chat_model(
         secrets.llm_api_key.clone(),
         clock,
     )?)))
+}
+
+/// Starts the scheduled jobs of this process in the background; send `true` to stop them.
+pub fn start_scheduler(
+    config: &Config,
+    memory: Arc<crate::memory::MemoryManager>,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::watch::Sender<bool>,
+) {
+    let scheduler = Arc::new(crate::jobs::Scheduler::new(
+        memory,
+        crate::jobs::Scheduler::process_holder(),
+        chrono::Duration::seconds(config.jobs.lease_secs as i64),
+        config.jobs.day_summaries_time(),
+    ));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let every = Duration::from_secs(config.jobs.tick_secs);
+    (tokio::spawn(scheduler.run_until(every, stopped)), stop)
 }
 
 /// Builds the bot from its parts.

@@ -27,7 +27,22 @@ pub struct Config {
     pub store: StoreConfig,
     pub llm: LlmConfig,
     pub memory: MemoryConfig,
+    pub jobs: JobsConfig,
     pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobsConfig {
+    pub day_summaries_after: String,
+    pub tick_secs: u64,
+    pub lease_secs: u64,
+}
+
+impl JobsConfig {
+    pub fn day_summaries_time(&self) -> chrono::NaiveTime {
+        chrono::NaiveTime::parse_from_str(&self.day_summaries_after, "%H:%M").expect("validated")
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -44,6 +59,8 @@ pub struct StoreConfig {
     pub url: String,
     pub max_connections: u32,
     pub busy_timeout_ms: u64,
+    pub acquire_timeout_ms: u64,
+    pub statement_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -182,11 +199,14 @@ impl Config {
                 ));
             }
         }
-        if !self.store.url.starts_with("sqlite:") {
+        if !["sqlite:", "postgres://", "postgresql://"]
+            .iter()
+            .any(|p| self.store.url.starts_with(p))
+        {
             return Err(invalid(
                 "store.url",
                 format!(
-                    "unsupported database URL {:?}: use sqlite://PATH",
+                    "unsupported database URL {:?}: use sqlite://PATH or postgres://USER@HOST/DB",
                     redact_url(&self.store.url)
                 ),
             ));
@@ -239,6 +259,18 @@ impl Config {
             return Err(invalid(
                 "memory.max_facts_chars",
                 "must be at least memory.max_fact_chars (and both above 0)",
+            ));
+        }
+        if chrono::NaiveTime::parse_from_str(&self.jobs.day_summaries_after, "%H:%M").is_err() {
+            return Err(invalid(
+                "jobs.day_summaries_after",
+                "must be a UTC time HH:MM",
+            ));
+        }
+        if self.jobs.tick_secs == 0 || self.jobs.lease_secs < 10 {
+            return Err(invalid(
+                "jobs.tick_secs",
+                "tick_secs must be at least 1 and lease_secs at least 10",
             ));
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {

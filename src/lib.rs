@@ -9,6 +9,7 @@ pub mod bot;
 pub mod config;
 pub mod domain;
 pub mod ingest;
+pub mod jobs;
 pub mod llm;
 pub mod memory;
 pub mod responder;

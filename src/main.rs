@@ -195,14 +195,11 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
             tracing::info!(lines = played, "script finished");
         }
         _ => {
-            console::run_interactive(
-                &bot,
-                opts,
-                clock,
-                tokio::io::BufReader::new(tokio::io::stdin()),
-                &sink,
-            )
-            .await?
+            let (jobs, stop_jobs) = app::start_scheduler(config, bot.memory().clone());
+            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+            console::run_interactive(&bot, opts, clock, stdin, &sink).await?;
+            let _ = stop_jobs.send(true);
+            let _ = jobs.await;
         }
     }
     Ok(())

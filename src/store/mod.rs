@@ -2,6 +2,8 @@
 //! memory) talks to `dyn Store`; `sqlite` is the embedded backend, PostgreSQL comes behind the
 //! same trait.
 
+pub mod copy;
+pub mod postgres;
 pub mod sqlite;
 
 use crate::domain::{
@@ -11,6 +13,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
 
+pub use copy::{Table, Value};
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +33,16 @@ pub enum StoreError {
     Conflict { what: String },
     #[error("stored data is malformed: {0}")]
     Corrupt(String),
+}
+
+/// Migration failures, with the one an operator can act on spelled out.
+pub(crate) fn migrate_error(e: sqlx::migrate::MigrateError) -> StoreError {
+    match e {
+        sqlx::migrate::MigrateError::VersionMissing(v) => StoreError::Migrate(format!(
+            "the database has migration {v}, which this engram does not know: it was upgraded by a newer engram; run that version or newer"
+        )),
+        other => StoreError::Migrate(other.to_string()),
+    }
 }
 
 impl StoreError {
@@ -113,6 +127,38 @@ pub struct DaySummaryRecord {
 pub struct RangeStats {
     pub last_message: i64,
     pub count: i64,
+}
+
+/// The outcome of claiming one run of a scheduled job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobClaim {
+    /// This holder runs it now (first claim, a retry after failure, or a takeover after the
+    /// previous holder's lease expired).
+    Acquired { attempt: i64 },
+    /// It ran to completion already.
+    AlreadyDone,
+    /// Another live holder is running it.
+    HeldByOther {
+        holder: String,
+        until: DateTime<Utc>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRun {
+    pub job: String,
+    pub run_key: String,
+    pub holder: String,
+    pub status: String,
+    pub attempts: i64,
+    pub detail: String,
+}
+
+/// A full-text hit: the message and its backend's relevance score (higher is better).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    pub message: StoredMessage,
+    pub score: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,4 +275,90 @@ pub trait Store: Send + Sync {
 
     /// Row counts per table (operations, migration checks).
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;
+
+    /// Scopes with chatter in [from, to) (what a scheduled summary job has to cover).
+    async fn active_scopes(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Scope>>;
+
+    /// Claims one run of a scheduled job for `holder` until `now + lease`. Several processes
+    /// may race: exactly one gets `Acquired`; a crashed holder's claim expires with its lease.
+    async fn claim_job(
+        &self,
+        job: &str,
+        run_key: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        lease: chrono::Duration,
+    ) -> StoreResult<JobClaim>;
+    /// Marks a claimed run done (or failed, to be retried). False if `holder` lost the claim.
+    async fn finish_job(
+        &self,
+        job: &str,
+        run_key: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        ok: bool,
+        detail: &str,
+    ) -> StoreResult<bool>;
+    async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>>;
+
+    /// Full-text search over messages in the given scopes (the privacy filter is part of the
+    /// query). `terms` are plain words; they are never interpreted as query syntax.
+    async fn search_messages(
+        &self,
+        scopes: &[Scope],
+        terms: &[String],
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>>;
+
+    /// Rows of `table` in primary-key order, as canonical values (copying between backends).
+    async fn dump_rows(
+        &self,
+        table: Table,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<Vec<Value>>>;
+    /// Inserts rows from `dump_rows`; rows already present are left alone. Returns rows added.
+    async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64>;
+    /// After loading rows with explicit ids: move id sequences past them.
+    async fn finish_load(&self) -> StoreResult<()>;
+}
+
+/// Splits user text into plain search terms: letters and digits only, lowercased, deduplicated,
+/// at most `max` of them. Quotes, operators, NEAR, parentheses and SQL never survive this.
+pub fn search_terms(text: &str, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        let w: String = word.to_lowercase().chars().take(64).collect();
+        if !out.contains(&w) {
+            out.push(w);
+        }
+        if out.len() == max {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::search_terms;
+
+    #[test]
+    fn search_terms_strip_all_syntax() {
+        assert_eq!(
+            search_terms("\"rust\" AND (NEAR kube*) OR -x; DROP TABLE", 10),
+            ["rust", "and", "near", "kube", "or", "x", "drop", "table"]
+        );
+        assert!(search_terms("🦀 … ()\"", 10).is_empty());
+        assert_eq!(search_terms("a a a b", 10), ["a", "b"]);
+        assert_eq!(search_terms(&"word ".repeat(5000), 32), ["word"]);
+        assert_eq!(search_terms("Zoë 中文", 10), ["zoë", "中文"]);
+    }
 }

@@ -1,6 +1,7 @@
 //! The embedded SQLite backend of `Store` (sqlx, WAL, numbered migrations in
 //! `migrations/sqlite`). Default for one machine: `sqlite://data/engram.db`.
 
+use super::copy::Kind;
 use super::*;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
@@ -88,7 +89,7 @@ impl SqliteStore {
         sqlx::migrate!("./migrations/sqlite")
             .run(&pool)
             .await
-            .map_err(|e| StoreError::Migrate(e.to_string()))?;
+            .map_err(super::migrate_error)?;
         Ok(SqliteStore { pool })
     }
 
@@ -594,28 +595,267 @@ impl Store for SqliteStore {
     }
 
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
-        const TABLES: [(&str, &str); 8] = [
-            ("people", "SELECT COUNT(*) FROM people"),
-            ("identities", "SELECT COUNT(*) FROM identities"),
-            ("spaces", "SELECT COUNT(*) FROM spaces"),
-            ("messages", "SELECT COUNT(*) FROM messages"),
-            ("facts", "SELECT COUNT(*) FROM facts"),
-            ("fact_versions", "SELECT COUNT(*) FROM fact_versions"),
-            ("day_summaries", "SELECT COUNT(*) FROM day_summaries"),
-            (
-                "history_summaries",
-                "SELECT COUNT(*) FROM history_summaries",
-            ),
-        ];
-        let mut out = Vec::with_capacity(TABLES.len());
-        for (table, sql) in TABLES {
-            let rows: i64 = sqlx::query_scalar(sql)
+        let mut out = Vec::with_capacity(Table::ALL.len());
+        for table in Table::ALL {
+            let sql = format!("SELECT COUNT(*) FROM {}", table.name());
+            let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                 .fetch_one(&self.pool)
                 .await
                 .map_err(db_err)?;
-            out.push(TableCount { table, rows });
+            out.push(TableCount {
+                table: table.name(),
+                rows,
+            });
         }
         Ok(out)
+    }
+
+    async fn active_scopes(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Scope>> {
+        let keys: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT scope FROM messages WHERE sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 ORDER BY scope",
+        )
+        .bind(ms(from))
+        .bind(ms(to))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        keys.iter().map(|k| parse_scope(k)).collect()
+    }
+
+    async fn claim_job(
+        &self,
+        job: &str,
+        run_key: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        lease: chrono::Duration,
+    ) -> StoreResult<JobClaim> {
+        let until = ms(now + lease);
+        let inserted = sqlx::query(
+            "INSERT INTO job_runs (job, run_key, holder, status, lease_until, attempts, started_at) VALUES (?, ?, ?, 'running', ?, 1, ?) \
+             ON CONFLICT (job, run_key) DO NOTHING",
+        )
+        .bind(job)
+        .bind(run_key)
+        .bind(holder)
+        .bind(until)
+        .bind(ms(now))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        if inserted == 1 {
+            return Ok(JobClaim::Acquired { attempt: 1 });
+        }
+        let taken: Option<i64> = sqlx::query_scalar(
+            "UPDATE job_runs SET holder = ?, status = 'running', lease_until = ?, attempts = attempts + 1, started_at = ? \
+             WHERE job = ? AND run_key = ? AND (status = 'failed' OR (status = 'running' AND lease_until < ?)) RETURNING attempts",
+        )
+        .bind(holder)
+        .bind(until)
+        .bind(ms(now))
+        .bind(job)
+        .bind(run_key)
+        .bind(ms(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if let Some(attempt) = taken {
+            return Ok(JobClaim::Acquired { attempt });
+        }
+        let (status, owner, lease_until): (String, String, i64) = sqlx::query_as(
+            "SELECT status, holder, lease_until FROM job_runs WHERE job = ? AND run_key = ?",
+        )
+        .bind(job)
+        .bind(run_key)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(if status == "done" {
+            JobClaim::AlreadyDone
+        } else {
+            JobClaim::HeldByOther {
+                holder: owner,
+                until: from_ms(lease_until)?,
+            }
+        })
+    }
+
+    async fn finish_job(
+        &self,
+        job: &str,
+        run_key: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        ok: bool,
+        detail: &str,
+    ) -> StoreResult<bool> {
+        let updated = sqlx::query(
+            "UPDATE job_runs SET status = ?, finished_at = ?, detail = ? WHERE job = ? AND run_key = ? AND holder = ? AND status = 'running'",
+        )
+        .bind(if ok { "done" } else { "failed" })
+        .bind(ms(now))
+        .bind(detail)
+        .bind(job)
+        .bind(run_key)
+        .bind(holder)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        Ok(updated == 1)
+    }
+
+    async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>> {
+        let rows: Vec<(String, String, String, String, i64, String)> = sqlx::query_as(
+            "SELECT job, run_key, holder, status, attempts, detail FROM job_runs WHERE job = ? ORDER BY run_key",
+        )
+        .bind(job)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(job, run_key, holder, status, attempts, detail)| JobRun {
+                job,
+                run_key,
+                holder,
+                status,
+                attempts,
+                detail,
+            })
+            .collect())
+    }
+
+    async fn search_messages(
+        &self,
+        scopes: &[Scope],
+        terms: &[String],
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>> {
+        if scopes.is_empty() || terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Every term becomes a quoted FTS5 string: no operator, column filter or NEAR survives.
+        let expr = terms
+            .iter()
+            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let marks = vec!["?"; scopes.len()].join(", ");
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS}, bm25(messages_fts) AS rank FROM messages_fts \
+             JOIN messages m ON m.id = messages_fts.rowid JOIN people p ON p.id = m.author_id \
+             WHERE messages_fts MATCH ? AND m.scope IN ({marks}) ORDER BY rank LIMIT ?"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(expr);
+        for scope in scopes {
+            query = query.bind(scope.key());
+        }
+        let rows = query
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|row| {
+                let rank: f64 = row
+                    .try_get(9)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                Ok(SearchHit {
+                    message: message_from_row(row)?,
+                    score: -rank,
+                })
+            })
+            .collect()
+    }
+
+    async fn dump_rows(
+        &self,
+        table: Table,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<Vec<Value>>> {
+        let spec = table.spec();
+        let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
+        let sql = format!(
+            "SELECT {} FROM {} ORDER BY {} LIMIT ? OFFSET ?",
+            cols.join(", "),
+            spec.name,
+            spec.order_by
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        let bad = |e: sqlx::Error| StoreError::Corrupt(format!("{}: {e}", spec.name));
+        rows.iter()
+            .map(|row| {
+                spec.columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, kind))| {
+                        Ok(match kind {
+                            Kind::Int | Kind::Bool => Value::Int(row.try_get(i).map_err(bad)?),
+                            Kind::Text => Value::Text(row.try_get(i).map_err(bad)?),
+                            Kind::NullInt => row
+                                .try_get::<Option<i64>, _>(i)
+                                .map_err(bad)?
+                                .map_or(Value::Null, Value::Int),
+                            Kind::NullText => row
+                                .try_get::<Option<String>, _>(i)
+                                .map_err(bad)?
+                                .map_or(Value::Null, Value::Text),
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64> {
+        let spec = table.spec();
+        let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
+        let per_statement = (30_000 / cols.len()).min(500);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut added = 0;
+        for chunk in rows.chunks(per_statement) {
+            let one = format!("({})", vec!["?"; cols.len()].join(", "));
+            let sql = format!(
+                "INSERT INTO {} ({}) VALUES {} ON CONFLICT DO NOTHING",
+                spec.name,
+                cols.join(", "),
+                vec![one; chunk.len()].join(", ")
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for row in chunk {
+                for value in row {
+                    query = match value {
+                        Value::Null => query.bind(None::<i64>),
+                        Value::Int(v) => query.bind(*v),
+                        Value::Text(t) => query.bind(t.as_str()),
+                    };
+                }
+            }
+            added += query
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(added)
+    }
+
+    async fn finish_load(&self) -> StoreResult<()> {
+        // SQLite hands out max(rowid) + 1: nothing to move.
+        Ok(())
     }
 }
 

@@ -101,7 +101,9 @@ impl Harness {
 
     /// `who` says `text` where `opts` says; the bot's reply, if any.
     pub async fn say_in(&self, opts: &ConsoleOptions, who: &str, text: &str) -> Option<String> {
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        // One counter for all harnesses: two "processes" never reuse a platform message id.
+        static MESSAGE_SEQ: AtomicU64 = AtomicU64::new(0);
+        let seq = MESSAGE_SEQ.fetch_add(1, Ordering::Relaxed) + self.seq.load(Ordering::Relaxed);
         let msg = console_message(opts, who, text, seq, self.clock.now(), false);
         self.bot
             .handle(&msg)
@@ -175,4 +177,45 @@ pub fn restricted(space: &str, channel: &str) -> ConsoleOptions {
         restricted: true,
         moderator: false,
     }
+}
+
+/// A fresh, empty PostgreSQL database on the test server named by ENGRAM_TEST_POSTGRES_URL.
+/// None when the variable is unset locally; in CI (CI=true) a missing server is a failure.
+pub async fn fresh_postgres_url() -> Option<String> {
+    let Some(base) = std::env::var("ENGRAM_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!(
+                "CI=true but ENGRAM_TEST_POSTGRES_URL is not set: PostgreSQL tests must run in CI (see scripts/pg-test-server.sh)"
+            );
+        }
+        eprintln!("ENGRAM_TEST_POSTGRES_URL not set: skipping the PostgreSQL half of this test");
+        return None;
+    };
+    use sqlx::Connection;
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "engram_t_{}_{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed),
+        Utc::now().timestamp_micros() % 1_000_000_000
+    );
+    let mut admin = sqlx::PgConnection::connect(&base)
+        .await
+        .expect("connect to the test PostgreSQL server");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .expect("create a test database");
+    let (prefix, _) = base.rsplit_once('/').expect("URL with a database name");
+    Some(format!("{prefix}/{name}"))
+}
+
+/// Opens a store on `url` with the default pool settings.
+pub async fn open_url(url: &str) -> Arc<dyn Store> {
+    app::open_store_url(url, &Config::defaults().store)
+        .await
+        .expect("store opens")
 }

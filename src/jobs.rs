@@ -1,0 +1,173 @@
+//! Scheduled jobs, coordinated through the store so that any number of bot processes run each
+//! job once: a run is claimed with a lease (`Store::claim_job`), finished or failed, and taken
+//! over by another process if its holder dies. Today: `day_summaries`, which finalizes
+//! yesterday's day summaries of every active scope shortly after midnight UTC, so the first
+//! reply of the day does not wait for them.
+
+use crate::domain::day_of;
+use crate::memory::summaries::day_bounds;
+use crate::memory::{MemoryError, MemoryManager};
+use crate::store::JobClaim;
+use chrono::{Duration, NaiveTime};
+use serde::Serialize;
+use std::sync::Arc;
+use tracing::{info, warn};
+
+pub const DAY_SUMMARIES: &str = "day_summaries";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum JobOutcome {
+    /// Not time yet today.
+    NotDue,
+    /// Nothing to do without an LLM: offline summaries are computed on the fly.
+    NoLlm,
+    Ran {
+        run_key: String,
+        scopes: usize,
+        degraded: usize,
+    },
+    AlreadyDone {
+        run_key: String,
+    },
+    HeldByOther {
+        run_key: String,
+        holder: String,
+    },
+}
+
+pub struct Scheduler {
+    memory: Arc<MemoryManager>,
+    holder: String,
+    lease: Duration,
+    day_summaries_after: NaiveTime,
+}
+
+impl Scheduler {
+    /// `holder` names this process in the job table (host, pid, random suffix).
+    pub fn new(
+        memory: Arc<MemoryManager>,
+        holder: String,
+        lease: Duration,
+        day_summaries_after: NaiveTime,
+    ) -> Scheduler {
+        Scheduler {
+            memory,
+            holder,
+            lease,
+            day_summaries_after,
+        }
+    }
+
+    /// A holder name unique to this process.
+    pub fn process_holder() -> String {
+        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+        format!(
+            "{}-{}-{:08x}",
+            host.trim(),
+            std::process::id(),
+            rand::random::<u32>()
+        )
+    }
+
+    /// Runs what is due now. Safe to call from every process at once, and again after a crash:
+    /// a finished run is never repeated, an abandoned one is taken over after its lease.
+    pub async fn run_due(&self) -> Result<JobOutcome, MemoryError> {
+        let now = self.memory.clock().now();
+        if now.time() < self.day_summaries_after {
+            return Ok(JobOutcome::NotDue);
+        }
+        if !self.memory.has_llm() {
+            return Ok(JobOutcome::NoLlm);
+        }
+        let yesterday = day_of(now) - Duration::days(1);
+        let run_key = yesterday.to_string();
+        let store = self.memory.store();
+        match store
+            .claim_job(DAY_SUMMARIES, &run_key, &self.holder, now, self.lease)
+            .await?
+        {
+            JobClaim::AlreadyDone => return Ok(JobOutcome::AlreadyDone { run_key }),
+            JobClaim::HeldByOther { holder, .. } => {
+                return Ok(JobOutcome::HeldByOther { run_key, holder });
+            }
+            JobClaim::Acquired { attempt } => {
+                info!(job = DAY_SUMMARIES, %run_key, attempt, holder = %self.holder, "job started")
+            }
+        }
+        let result = self.finalize_day(yesterday, now).await;
+        let finished_at = self.memory.clock().now();
+        match result {
+            Ok((scopes, degraded)) => {
+                let detail = format!("{scopes} scopes, {degraded} degraded");
+                // Degraded summaries (LLM down) are not final: fail the run so it is retried.
+                let ok = degraded == 0;
+                store
+                    .finish_job(
+                        DAY_SUMMARIES,
+                        &run_key,
+                        &self.holder,
+                        finished_at,
+                        ok,
+                        &detail,
+                    )
+                    .await?;
+                info!(job = DAY_SUMMARIES, %run_key, scopes, degraded, "job finished");
+                Ok(JobOutcome::Ran {
+                    run_key,
+                    scopes,
+                    degraded,
+                })
+            }
+            Err(e) => {
+                warn!(job = DAY_SUMMARIES, %run_key, error = %e, "job failed; it will be retried");
+                store
+                    .finish_job(
+                        DAY_SUMMARIES,
+                        &run_key,
+                        &self.holder,
+                        finished_at,
+                        false,
+                        &e.to_string(),
+                    )
+                    .await?;
+                Err(e)
+            }
+        }
+    }
+
+    async fn finalize_day(
+        &self,
+        day: chrono::NaiveDate,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(usize, usize), MemoryError> {
+        let (from, to) = day_bounds(day);
+        let scopes = self.memory.store().active_scopes(from, to).await?;
+        let mut degraded = 0;
+        for scope in &scopes {
+            if self.memory.day_summaries(scope, day, now).await?.degraded {
+                degraded += 1;
+            }
+        }
+        Ok((scopes.len(), degraded))
+    }
+
+    /// Calls `run_due` every `every` until `shutdown` fires.
+    pub async fn run_until(
+        self: Arc<Self>,
+        every: std::time::Duration,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let mut ticks = tokio::time::interval(every);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => {
+                    if let Err(e) = self.run_due().await {
+                        warn!(error = %e, "scheduled jobs failed");
+                    }
+                }
+                _ = shutdown.changed() => break,
+            }
+        }
+    }
+}

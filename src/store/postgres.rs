@@ -1,0 +1,912 @@
+//! The PostgreSQL + pgvector backend of `Store`, chosen by a `postgres://` URL: shared by any
+//! number of bot processes. Same rows as SQLite (times in Unix ms), plus tsvector/GIN full text
+//! and vector/HNSW columns; numbered migrations in `migrations/postgres`.
+
+use super::copy::Kind;
+use super::*;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
+use sqlx::{PgPool, Row};
+use std::str::FromStr;
+use std::time::Duration;
+
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+/// Pool and timeout settings of the PostgreSQL backend.
+#[derive(Debug, Clone)]
+pub struct PgSettings {
+    pub max_connections: u32,
+    pub acquire_timeout: Duration,
+    pub statement_timeout: Duration,
+}
+
+fn ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+fn from_ms(v: i64) -> StoreResult<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(v)
+        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {v} out of range")))
+}
+
+fn parse_scope(key: &str) -> StoreResult<Scope> {
+    Scope::parse(key).ok_or_else(|| StoreError::Corrupt(format!("unknown scope {key:?}")))
+}
+
+fn db_err(e: sqlx::Error) -> StoreError {
+    match &e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+            StoreError::Unavailable(e.to_string())
+        }
+        // serialization_failure, deadlock_detected, too_many_connections, admin shutdown
+        sqlx::Error::Database(d)
+            if matches!(
+                d.code().as_deref(),
+                Some("40001") | Some("40P01") | Some("53300") | Some("57P01")
+            ) =>
+        {
+            StoreError::Unavailable(e.to_string())
+        }
+        _ => StoreError::Query(e.to_string()),
+    }
+}
+
+const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at";
+
+fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
+    let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    Ok(StoredMessage {
+        id: MessageId(row.try_get(0).map_err(get)?),
+        space: SpaceId(row.try_get(1).map_err(get)?),
+        channel: row.try_get(2).map_err(get)?,
+        scope: parse_scope(row.try_get::<&str, _>(3).map_err(get)?)?,
+        author: PersonId(row.try_get(4).map_err(get)?),
+        author_name: row.try_get(5).map_err(get)?,
+        is_bot: row.try_get(6).map_err(get)?,
+        text: row.try_get(7).map_err(get)?,
+        sent_at: from_ms(row.try_get(8).map_err(get)?)?,
+    })
+}
+
+impl PostgresStore {
+    /// Connects, checks that pgvector is available, and applies pending migrations (under
+    /// sqlx's advisory lock, so several processes may start at once).
+    pub async fn open(url: &str, settings: &PgSettings) -> StoreResult<PostgresStore> {
+        let open_err = |reason: String| StoreError::Open {
+            url: crate::config::redact_url(url),
+            reason,
+        };
+        let statement_timeout = format!("{}ms", settings.statement_timeout.as_millis());
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| open_err(format!("not a valid PostgreSQL URL: {e}")))?
+            .options([("statement_timeout", statement_timeout.as_str())]);
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.max_connections)
+            .acquire_timeout(settings.acquire_timeout)
+            .connect_with(options)
+            .await
+            .map_err(|e| open_err(e.to_string()))?;
+        let has_vector: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')",
+        )
+        .fetch_one(&pool)
+        .await
+        .map_err(|e| open_err(e.to_string()))?;
+        if !has_vector {
+            return Err(open_err(
+                "the pgvector extension is not installed on this PostgreSQL server; install pgvector (or use the pgvector/pgvector image)".into(),
+            ));
+        }
+        sqlx::migrate!("./migrations/postgres")
+            .run(&pool)
+            .await
+            .map_err(super::migrate_error)?;
+        Ok(PostgresStore { pool })
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    async fn person_for_identity(
+        &self,
+        platform: Platform,
+        external_id: &str,
+    ) -> StoreResult<Option<(PersonId, String)>> {
+        let row: Option<(i64, String)> =
+            sqlx::query_as("SELECT person_id, display_name FROM identities WHERE platform = $1 AND external_id = $2")
+                .bind(platform.as_str())
+                .bind(external_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(row.map(|(id, name)| (PersonId(id), name)))
+    }
+
+    async fn chatter(
+        &self,
+        scope: &Scope,
+        author: Option<PersonId>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let sql = format!(
+            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
+             WHERE m.scope = $1 AND ($2::BIGINT IS NULL OR m.author_id = $2) AND m.sent_at >= $3 AND m.sent_at < $4 \
+             AND NOT m.is_bot AND NOT m.is_command ORDER BY m.sent_at DESC, m.id DESC LIMIT $5) t ORDER BY sent_at, id"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(scope.key())
+            .bind(author.map(|a| a.0))
+            .bind(ms(from))
+            .bind(ms(to))
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn resolve_person(
+        &self,
+        platform: Platform,
+        external_id: &str,
+        display_name: &str,
+    ) -> StoreResult<PersonId> {
+        if let Some((id, name)) = self.person_for_identity(platform, external_id).await? {
+            if name != display_name {
+                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                sqlx::query("UPDATE identities SET display_name = $1 WHERE platform = $2 AND external_id = $3")
+                    .bind(display_name)
+                    .bind(platform.as_str())
+                    .bind(external_id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query("UPDATE people SET display_name = $1 WHERE id = $2")
+                    .bind(display_name)
+                    .bind(id.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                tx.commit().await.map_err(db_err)?;
+            }
+            return Ok(id);
+        }
+        let now = ms(Utc::now());
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let person: i64 = sqlx::query_scalar(
+            "INSERT INTO people (display_name, created_at) VALUES ($1, $2) RETURNING id",
+        )
+        .bind(display_name)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        // A concurrent insert of the same identity waits here for the other transaction, then
+        // does nothing: one person per identity, whoever came second uses the first's.
+        let inserted = sqlx::query(
+            "INSERT INTO identities (platform, external_id, person_id, display_name, created_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (platform, external_id) DO NOTHING",
+        )
+        .bind(platform.as_str())
+        .bind(external_id)
+        .bind(person)
+        .bind(display_name)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        if inserted == 0 {
+            tx.rollback().await.map_err(db_err)?;
+            return self
+                .person_for_identity(platform, external_id)
+                .await?
+                .map(|(id, _)| id)
+                .ok_or_else(|| StoreError::Conflict {
+                    what: "identity".into(),
+                });
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(PersonId(person))
+    }
+
+    async fn find_identity(
+        &self,
+        platform: Platform,
+        external_id: &str,
+    ) -> StoreResult<Option<PersonId>> {
+        Ok(self
+            .person_for_identity(platform, external_id)
+            .await?
+            .map(|(id, _)| id))
+    }
+
+    async fn find_person_by_name(
+        &self,
+        platform: Platform,
+        name: &str,
+    ) -> StoreResult<Option<PersonId>> {
+        let id: Option<i64> = sqlx::query_scalar(
+            "SELECT person_id FROM identities WHERE platform = $1 AND lower(display_name) = lower($2) ORDER BY created_at LIMIT 1",
+        )
+        .bind(platform.as_str())
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(id.map(PersonId))
+    }
+
+    async fn person(&self, id: PersonId) -> StoreResult<Option<Person>> {
+        let name: Option<String> =
+            sqlx::query_scalar("SELECT display_name FROM people WHERE id = $1")
+                .bind(id.0)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(name.map(|display_name| Person { id, display_name }))
+    }
+
+    async fn resolve_space(
+        &self,
+        platform: Platform,
+        external_id: &str,
+        kind: SpaceKind,
+        title: &str,
+    ) -> StoreResult<SpaceId> {
+        let id: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO spaces (platform, external_id, kind, title, created_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (platform, external_id) DO NOTHING RETURNING id",
+        )
+        .bind(platform.as_str())
+        .bind(external_id)
+        .bind(kind.as_str())
+        .bind(title)
+        .bind(ms(Utc::now()))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if let Some(id) = id {
+            return Ok(SpaceId(id));
+        }
+        let id: i64 =
+            sqlx::query_scalar("SELECT id FROM spaces WHERE platform = $1 AND external_id = $2")
+                .bind(platform.as_str())
+                .bind(external_id)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(SpaceId(id))
+    }
+
+    async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
+        let mut conn = self.pool.acquire().await.map_err(db_err)?;
+        insert_one(&mut conn, msg).await
+    }
+
+    async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut ids = Vec::with_capacity(msgs.len());
+        for msg in msgs {
+            ids.push(insert_one(&mut tx, msg).await?);
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(ids)
+    }
+
+    async fn recent_messages(
+        &self,
+        space: SpaceId,
+        channel: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let sql = format!(
+            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
+             WHERE m.space_id = $1 AND m.channel = $2 ORDER BY m.sent_at DESC, m.id DESC LIMIT $3) t ORDER BY sent_at, id"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(space.0)
+            .bind(channel)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    async fn chatter_in_range(
+        &self,
+        scope: &Scope,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        self.chatter(scope, None, from, to, limit).await
+    }
+
+    async fn author_chatter_in_range(
+        &self,
+        scope: &Scope,
+        author: PersonId,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        self.chatter(scope, Some(author), from, to, limit).await
+    }
+
+    async fn chatter_stats(
+        &self,
+        scope: &Scope,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<RangeStats> {
+        let (last, count): (Option<i64>, i64) = sqlx::query_as(
+            "SELECT MAX(id), COUNT(*) FROM messages WHERE scope = $1 AND sent_at >= $2 AND sent_at < $3 AND NOT is_bot AND NOT is_command",
+        )
+        .bind(scope.key())
+        .bind(ms(from))
+        .bind(ms(to))
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(RangeStats {
+            last_message: last.unwrap_or(0),
+            count,
+        })
+    }
+
+    async fn facts(&self, person: PersonId, scope: &Scope) -> StoreResult<FactsRecord> {
+        let row: Option<(String, i64, i64)> = sqlx::query_as(
+            "SELECT text, version, updated_at FROM facts WHERE person_id = $1 AND scope = $2",
+        )
+        .bind(person.0)
+        .bind(scope.key())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        match row {
+            None => Ok(FactsRecord {
+                text: String::new(),
+                version: 0,
+                updated_at: None,
+            }),
+            Some((text, version, at)) => Ok(FactsRecord {
+                text,
+                version,
+                updated_at: Some(from_ms(at)?),
+            }),
+        }
+    }
+
+    async fn update_facts(
+        &self,
+        person: PersonId,
+        scope: &Scope,
+        expected_version: i64,
+        text: &str,
+        change: &FactChange,
+    ) -> StoreResult<i64> {
+        let new_version = expected_version + 1;
+        let key = scope.key();
+        let at = ms(change.at);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let written = if expected_version == 0 {
+            sqlx::query(
+                "INSERT INTO facts (person_id, scope, text, version, updated_at) VALUES ($1, $2, $3, 1, $4) \
+                 ON CONFLICT (person_id, scope) DO NOTHING",
+            )
+            .bind(person.0)
+            .bind(&key)
+            .bind(text)
+            .bind(at)
+            .execute(&mut *tx)
+            .await
+        } else {
+            sqlx::query(
+                "UPDATE facts SET text = $1, version = $2, updated_at = $3 WHERE person_id = $4 AND scope = $5 AND version = $6",
+            )
+            .bind(text)
+            .bind(new_version)
+            .bind(at)
+            .bind(person.0)
+            .bind(&key)
+            .bind(expected_version)
+            .execute(&mut *tx)
+            .await
+        }
+        .map_err(db_err)?
+        .rows_affected();
+        if written == 0 {
+            tx.rollback().await.map_err(db_err)?;
+            return Err(StoreError::Conflict {
+                what: format!("facts of person {person} in {key}"),
+            });
+        }
+        sqlx::query(
+            "INSERT INTO fact_versions (person_id, scope, version, op, request, text, method, changed_by, source_message_id, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(person.0)
+        .bind(&key)
+        .bind(new_version)
+        .bind(&change.op)
+        .bind(&change.request)
+        .bind(text)
+        .bind(&change.method)
+        .bind(change.changed_by.map(|p| p.0))
+        .bind(change.source_message.map(|m| m.0))
+        .bind(at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(new_version)
+    }
+
+    async fn fact_history(&self, person: PersonId, scope: &Scope) -> StoreResult<Vec<FactVersion>> {
+        type Row = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            Option<i64>,
+            Option<i64>,
+            i64,
+        );
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT version, op, request, text, method, changed_by, source_message_id, created_at FROM fact_versions \
+             WHERE person_id = $1 AND scope = $2 ORDER BY version",
+        )
+        .bind(person.0)
+        .bind(scope.key())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(version, op, request, text, method, by, src, at)| {
+                Ok(FactVersion {
+                    version,
+                    op,
+                    request,
+                    text,
+                    method,
+                    changed_by: by.map(PersonId),
+                    source_message: src.map(MessageId),
+                    at: from_ms(at)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn day_summary(
+        &self,
+        scope: &Scope,
+        day: NaiveDate,
+    ) -> StoreResult<Option<DaySummaryRecord>> {
+        let row: Option<(String, i64, i64, bool, i64)> = sqlx::query_as(
+            "SELECT summaries, through_message_id, message_count, is_final, computed_at FROM day_summaries WHERE scope = $1 AND day = $2",
+        )
+        .bind(scope.key())
+        .bind(day.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        let Some((json, through, count, is_final, at)) = row else {
+            return Ok(None);
+        };
+        let raw: BTreeMap<i64, String> = serde_json::from_str(&json)
+            .map_err(|e| StoreError::Corrupt(format!("day summary {}/{day}: {e}", scope.key())))?;
+        Ok(Some(DaySummaryRecord {
+            summaries: raw.into_iter().map(|(k, v)| (PersonId(k), v)).collect(),
+            through_message: through,
+            message_count: count,
+            is_final,
+            computed_at: from_ms(at)?,
+        }))
+    }
+
+    async fn put_day_summary(
+        &self,
+        scope: &Scope,
+        day: NaiveDate,
+        record: &DaySummaryRecord,
+    ) -> StoreResult<()> {
+        let raw: BTreeMap<i64, &String> = record.summaries.iter().map(|(k, v)| (k.0, v)).collect();
+        let json = serde_json::to_string(&raw).map_err(|e| StoreError::Query(e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO day_summaries (scope, day, summaries, through_message_id, message_count, is_final, computed_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (scope, day) DO UPDATE SET summaries = excluded.summaries, \
+               through_message_id = excluded.through_message_id, message_count = excluded.message_count, \
+               is_final = excluded.is_final, computed_at = excluded.computed_at \
+             WHERE NOT day_summaries.is_final",
+        )
+        .bind(scope.key())
+        .bind(day.to_string())
+        .bind(json)
+        .bind(record.through_message)
+        .bind(record.message_count)
+        .bind(record.is_final)
+        .bind(ms(record.computed_at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn history_summary(
+        &self,
+        scope: &Scope,
+        person: PersonId,
+        end_day: NaiveDate,
+    ) -> StoreResult<Option<String>> {
+        sqlx::query_scalar("SELECT summary FROM history_summaries WHERE scope = $1 AND person_id = $2 AND end_day = $3")
+            .bind(scope.key())
+            .bind(person.0)
+            .bind(end_day.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
+    async fn put_history_summary(
+        &self,
+        scope: &Scope,
+        person: PersonId,
+        end_day: NaiveDate,
+        summary: &str,
+        at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO history_summaries (scope, person_id, end_day, summary, computed_at) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (scope, person_id, end_day) DO NOTHING",
+        )
+        .bind(scope.key())
+        .bind(person.0)
+        .bind(end_day.to_string())
+        .bind(summary)
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
+        let mut out = Vec::with_capacity(Table::ALL.len());
+        for table in Table::ALL {
+            let sql = format!("SELECT COUNT(*) FROM {}", table.name());
+            let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db_err)?;
+            out.push(TableCount {
+                table: table.name(),
+                rows,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn active_scopes(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Scope>> {
+        let keys: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT scope FROM messages WHERE sent_at >= $1 AND sent_at < $2 AND NOT is_bot AND NOT is_command ORDER BY scope",
+        )
+        .bind(ms(from))
+        .bind(ms(to))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        keys.iter().map(|k| parse_scope(k)).collect()
+    }
+
+    async fn claim_job(
+        &self,
+        job: &str,
+        run_key: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        lease: chrono::Duration,
+    ) -> StoreResult<JobClaim> {
+        let until = ms(now + lease);
+        let inserted = sqlx::query(
+            "INSERT INTO job_runs (job, run_key, holder, status, lease_until, attempts, started_at) VALUES ($1, $2, $3, 'running', $4, 1, $5) \
+             ON CONFLICT (job, run_key) DO NOTHING",
+        )
+        .bind(job)
+        .bind(run_key)
+        .bind(holder)
+        .bind(until)
+        .bind(ms(now))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        if inserted == 1 {
+            return Ok(JobClaim::Acquired { attempt: 1 });
+        }
+        let taken: Option<i64> = sqlx::query_scalar(
+            "UPDATE job_runs SET holder = $1, status = 'running', lease_until = $2, attempts = attempts + 1, started_at = $3 \
+             WHERE job = $4 AND run_key = $5 AND (status = 'failed' OR (status = 'running' AND lease_until < $3)) RETURNING attempts",
+        )
+        .bind(holder)
+        .bind(until)
+        .bind(ms(now))
+        .bind(job)
+        .bind(run_key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if let Some(attempt) = taken {
+            return Ok(JobClaim::Acquired { attempt });
+        }
+        let (status, owner, lease_until): (String, String, i64) = sqlx::query_as(
+            "SELECT status, holder, lease_until FROM job_runs WHERE job = $1 AND run_key = $2",
+        )
+        .bind(job)
+        .bind(run_key)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(if status == "done" {
+            JobClaim::AlreadyDone
+        } else {
+            JobClaim::HeldByOther {
+                holder: owner,
+                until: from_ms(lease_until)?,
+            }
+        })
+    }
+
+    async fn finish_job(
+        &self,
+        job: &str,
+        run_key: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        ok: bool,
+        detail: &str,
+    ) -> StoreResult<bool> {
+        let updated = sqlx::query(
+            "UPDATE job_runs SET status = $1, finished_at = $2, detail = $3 WHERE job = $4 AND run_key = $5 AND holder = $6 AND status = 'running'",
+        )
+        .bind(if ok { "done" } else { "failed" })
+        .bind(ms(now))
+        .bind(detail)
+        .bind(job)
+        .bind(run_key)
+        .bind(holder)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        Ok(updated == 1)
+    }
+
+    async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>> {
+        let rows: Vec<(String, String, String, String, i64, String)> = sqlx::query_as(
+            "SELECT job, run_key, holder, status, attempts, detail FROM job_runs WHERE job = $1 ORDER BY run_key",
+        )
+        .bind(job)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(job, run_key, holder, status, attempts, detail)| JobRun {
+                job,
+                run_key,
+                holder,
+                status,
+                attempts,
+                detail,
+            })
+            .collect())
+    }
+
+    async fn search_messages(
+        &self,
+        scopes: &[Scope],
+        terms: &[String],
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>> {
+        if scopes.is_empty() || terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Terms are letters and digits only (`search_terms`); each is quoted as a tsquery lexeme.
+        let query = terms
+            .iter()
+            .map(|t| format!("'{}'", t.replace('\'', "''")))
+            .collect::<Vec<_>>()
+            .join(" | ");
+        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS}, ts_rank_cd(m.tsv, q)::FLOAT8 AS rank \
+             FROM messages m JOIN people p ON p.id = m.author_id, to_tsquery('simple', $1) q \
+             WHERE m.tsv @@ q AND m.scope = ANY($2) ORDER BY rank DESC, m.id DESC LIMIT $3"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(query)
+            .bind(&keys)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter()
+            .map(|row| {
+                let score: f64 = row
+                    .try_get(9)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                Ok(SearchHit {
+                    message: message_from_row(row)?,
+                    score,
+                })
+            })
+            .collect()
+    }
+
+    async fn dump_rows(
+        &self,
+        table: Table,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<Vec<Value>>> {
+        let spec = table.spec();
+        let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
+        let sql = format!(
+            "SELECT {} FROM {} ORDER BY {} LIMIT $1 OFFSET $2",
+            cols.join(", "),
+            spec.name,
+            spec.order_by
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(limit)
+            .bind(offset)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        let bad = |e: sqlx::Error| StoreError::Corrupt(format!("{}: {e}", spec.name));
+        rows.iter()
+            .map(|row| {
+                spec.columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, kind))| {
+                        Ok(match kind {
+                            Kind::Int => Value::Int(row.try_get(i).map_err(bad)?),
+                            Kind::Bool => {
+                                Value::Int(row.try_get::<bool, _>(i).map_err(bad)? as i64)
+                            }
+                            Kind::Text => Value::Text(row.try_get(i).map_err(bad)?),
+                            Kind::NullInt => row
+                                .try_get::<Option<i64>, _>(i)
+                                .map_err(bad)?
+                                .map_or(Value::Null, Value::Int),
+                            Kind::NullText => row
+                                .try_get::<Option<String>, _>(i)
+                                .map_err(bad)?
+                                .map_or(Value::Null, Value::Text),
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64> {
+        let spec = table.spec();
+        let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
+        let per_statement = (60_000 / cols.len()).min(1000);
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut added = 0;
+        for chunk in rows.chunks(per_statement) {
+            let mut n = 0;
+            let tuples: Vec<String> = chunk
+                .iter()
+                .map(|_| {
+                    let marks: Vec<String> = cols
+                        .iter()
+                        .map(|_| {
+                            n += 1;
+                            format!("${n}")
+                        })
+                        .collect();
+                    format!("({})", marks.join(", "))
+                })
+                .collect();
+            let overriding = if spec.has_identity {
+                " OVERRIDING SYSTEM VALUE"
+            } else {
+                ""
+            };
+            let sql = format!(
+                "INSERT INTO {} ({}){overriding} VALUES {} ON CONFLICT DO NOTHING",
+                spec.name,
+                cols.join(", "),
+                tuples.join(", ")
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for row in chunk {
+                for ((_, kind), value) in spec.columns.iter().zip(row) {
+                    query = match (kind, value) {
+                        (Kind::Bool, Value::Int(v)) => query.bind(*v != 0),
+                        (Kind::NullText | Kind::Text, Value::Null) => query.bind(None::<String>),
+                        (_, Value::Null) => query.bind(None::<i64>),
+                        (_, Value::Int(v)) => query.bind(*v),
+                        (_, Value::Text(t)) => query.bind(t.as_str()),
+                    };
+                }
+            }
+            added += query
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(added)
+    }
+
+    async fn finish_load(&self) -> StoreResult<()> {
+        for table in Table::ALL.iter().filter(|t| t.spec().has_identity) {
+            let name = table.name();
+            let sql = format!(
+                "SELECT setval(pg_get_serial_sequence('{name}', 'id'), COALESCE((SELECT MAX(id) FROM {name}), 0) + 1, false)"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+        }
+        Ok(())
+    }
+}
+
+async fn insert_one(conn: &mut sqlx::PgConnection, msg: &NewMessage) -> StoreResult<MessageId> {
+    let id: Option<i64> = sqlx::query_scalar(
+        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id",
+    )
+    .bind(msg.space.0)
+    .bind(&msg.channel)
+    .bind(msg.scope.key())
+    .bind(msg.privacy.as_str())
+    .bind(msg.author.0)
+    .bind(msg.is_bot)
+    .bind(msg.is_command)
+    .bind(&msg.external_id)
+    .bind(&msg.reply_to)
+    .bind(&msg.text)
+    .bind(ms(msg.sent_at))
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    match id {
+        Some(id) => Ok(MessageId(id)),
+        None => {
+            let id: i64 = sqlx::query_scalar(
+                "SELECT id FROM messages WHERE space_id = $1 AND channel = $2 AND external_id = $3",
+            )
+            .bind(msg.space.0)
+            .bind(&msg.channel)
+            .bind(&msg.external_id)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            Ok(MessageId(id))
+        }
+    }
+}

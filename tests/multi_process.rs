@@ -1,0 +1,247 @@
+//! Several bot processes on one database (separate pools, as separate processes have): one run
+//! of a scheduled job, one person per identity, and no lost concurrent fact update. Runs on
+//! PostgreSQL (required in CI) and on a shared SQLite file.
+
+mod common;
+use chrono::{Duration, TimeZone, Utc};
+use common::*;
+use engram::domain::{ManualClock, Platform, Scope};
+use engram::jobs::{JobOutcome, Scheduler};
+use engram::llm::fake::FakeLlmServer;
+use std::sync::Arc;
+
+/// Two bots on `url`, both using one fake LLM, with one shared manual clock.
+async fn two_bots(url: &str, fake: &FakeLlmServer) -> (Harness, Harness) {
+    let clock = Arc::new(ManualClock::new(
+        Utc.with_ymd_and_hms(2026, 11, 20, 15, 0, 0)
+            .single()
+            .unwrap(),
+    ));
+    let mut bots = Vec::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(dir.path(), Some(fake.base_url()));
+        config.store.url = url.to_string();
+        bots.push(Harness::assemble(dir, None, config, clock.clone()).await);
+    }
+    let b = bots.pop().unwrap();
+    (bots.pop().unwrap(), b)
+}
+
+fn scheduler(h: &Harness, name: &str) -> Scheduler {
+    Scheduler::new(
+        h.bot.memory().clone(),
+        name.into(),
+        Duration::minutes(15),
+        chrono::NaiveTime::from_hms_opt(0, 5, 0).unwrap(),
+    )
+}
+
+async fn scheduled_job_runs_once(url: String) {
+    let fake = FakeLlmServer::start().await.unwrap();
+    let (a, b) = two_bots(&url, &fake).await;
+    a.say_in(&group("lab"), "alice", "shipping the release tonight")
+        .await;
+    b.say_in(&group("home"), "bob", "the garden needs water")
+        .await;
+    b.say_in(&group("home"), "carol", "Engram, remember that I like tea")
+        .await;
+    a.clock.set(
+        Utc.with_ymd_and_hms(2026, 11, 21, 0, 1, 0)
+            .single()
+            .unwrap(),
+    );
+    let (sa, sb) = (scheduler(&a, "process-a"), scheduler(&b, "process-b"));
+    assert_eq!(sa.run_due().await.unwrap(), JobOutcome::NotDue);
+    a.clock.set(
+        Utc.with_ymd_and_hms(2026, 11, 21, 0, 10, 0)
+            .single()
+            .unwrap(),
+    );
+    fake.clear();
+    let (ra, rb) = tokio::join!(sa.run_due(), sb.run_due());
+    let outcomes = [ra.unwrap(), rb.unwrap()];
+    let ran: Vec<_> = outcomes
+        .iter()
+        .filter(|o| matches!(o, JobOutcome::Ran { .. }))
+        .collect();
+    assert_eq!(ran.len(), 1, "{outcomes:?}");
+    assert_eq!(
+        *ran[0],
+        JobOutcome::Ran {
+            run_key: "2026-11-20".into(),
+            scopes: 2,
+            degraded: 0
+        }
+    );
+    assert_eq!(
+        fake.count("day_summary"),
+        2,
+        "one call per active scope, from one process"
+    );
+    // Later ticks, from either process, do nothing.
+    assert_eq!(
+        sb.run_due().await.unwrap(),
+        JobOutcome::AlreadyDone {
+            run_key: "2026-11-20".into()
+        }
+    );
+    assert_eq!(
+        sa.run_due().await.unwrap(),
+        JobOutcome::AlreadyDone {
+            run_key: "2026-11-20".into()
+        }
+    );
+    assert_eq!(fake.count("day_summary"), 2);
+    let runs = a.store.job_runs(engram::jobs::DAY_SUMMARIES).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!((runs[0].status.as_str(), runs[0].attempts), ("done", 1));
+    // And the summaries it stored serve both processes: no further day-summary call.
+    a.say_in(&group("lab"), "alice", "Engram, what do you know about me")
+        .await;
+    b.say_in(&group("home"), "bob", "Engram, what do you know about me")
+        .await;
+    assert_eq!(fake.count("day_summary"), 2);
+}
+
+async fn a_crashed_job_is_taken_over(url: String) {
+    let fake = FakeLlmServer::start().await.unwrap();
+    let (a, b) = two_bots(&url, &fake).await;
+    a.say_in(&group("lab"), "alice", "shipping the release tonight")
+        .await;
+    a.clock.set(
+        Utc.with_ymd_and_hms(2026, 11, 21, 0, 10, 0)
+            .single()
+            .unwrap(),
+    );
+    // Process A claimed the run and died before finishing.
+    let claim = a
+        .store
+        .claim_job(
+            engram::jobs::DAY_SUMMARIES,
+            "2026-11-20",
+            "process-a",
+            a.clock_now(),
+            Duration::minutes(15),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(claim, engram::store::JobClaim::Acquired { .. }));
+    let sb = scheduler(&b, "process-b");
+    assert!(matches!(
+        sb.run_due().await.unwrap(),
+        JobOutcome::HeldByOther { .. }
+    ));
+    a.clock.advance(Duration::minutes(16));
+    assert!(matches!(
+        sb.run_due().await.unwrap(),
+        JobOutcome::Ran { scopes: 1, .. }
+    ));
+    let runs = b.store.job_runs(engram::jobs::DAY_SUMMARIES).await.unwrap();
+    assert_eq!(
+        (
+            runs[0].holder.as_str(),
+            runs[0].status.as_str(),
+            runs[0].attempts
+        ),
+        ("process-b", "done", 2)
+    );
+}
+
+async fn one_person_per_identity(url: String) {
+    let fake = FakeLlmServer::start().await.unwrap();
+    let (a, b) = two_bots(&url, &fake).await;
+    let lab = group("lab");
+    let texts: Vec<String> = (0..6).map(|i| format!("hello {i}")).collect();
+    let mut tasks = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let bot = if i % 2 == 0 { &a } else { &b };
+        tasks.push(bot.say_in(&lab, "newbie", text));
+        tasks.push(bot.say_in(&lab, "newbie", text));
+    }
+    futures::future::join_all(tasks).await;
+    let id = a
+        .store
+        .find_identity(Platform::Console, "newbie")
+        .await
+        .unwrap()
+        .unwrap();
+    let counts = a.store.table_counts().await.unwrap();
+    assert_eq!(
+        counts.iter().find(|c| c.table == "people").unwrap().rows,
+        1,
+        "one person for newbie ({id:?})"
+    );
+    assert_eq!(
+        counts.iter().find(|c| c.table == "messages").unwrap().rows,
+        6 + 6,
+        "12 messages (each said twice, distinct ids)"
+    );
+}
+
+async fn concurrent_fact_updates_both_land(url: String) {
+    let fake = FakeLlmServer::start().await.unwrap();
+    let (a, b) = two_bots(&url, &fake).await;
+    let lab = group("lab");
+    a.say_in(&lab, "carol", "hi").await;
+    for round in 0..3 {
+        let (ta, tb) = (
+            format!("Engram, remember this about @carol: she ran marathon {round}"),
+            format!("Engram, remember this about @carol: she speaks Greek level {round}"),
+        );
+        let (ra, rb) = tokio::join!(a.say_in(&lab, "alice", &ta), b.say_in(&lab, "bob", &tb));
+        assert!(ra.unwrap().starts_with("Got it") && rb.unwrap().starts_with("Got it"));
+    }
+    let carol = a.person("carol").await;
+    let scope = a.space_scope("lab").await;
+    let facts = a.store.facts(carol, &scope).await.unwrap().text;
+    for round in 0..3 {
+        assert!(
+            facts.contains(&format!("marathon {round}"))
+                && facts.contains(&format!("Greek level {round}")),
+            "{facts}"
+        );
+    }
+    assert_eq!(a.store.fact_history(carol, &scope).await.unwrap().len(), 6);
+    assert!(matches!(scope, Scope::Space(_)));
+}
+
+trait ClockNow {
+    fn clock_now(&self) -> chrono::DateTime<Utc>;
+}
+impl ClockNow for Harness {
+    fn clock_now(&self) -> chrono::DateTime<Utc> {
+        self.clock.now()
+    }
+}
+
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(url) = super::fresh_postgres_url().await {
+                        super::$name(url).await;
+                    }
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let dir = tempfile::tempdir().unwrap();
+                    super::$name(format!("sqlite://{}", dir.path().join("shared.db").display())).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both!(
+    scheduled_job_runs_once,
+    a_crashed_job_is_taken_over,
+    one_person_per_identity,
+    concurrent_fact_updates_both_land
+);

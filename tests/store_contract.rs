@@ -1,0 +1,644 @@
+//! The store contract, written once and run against SQLite and PostgreSQL (`sqlite::*` and
+//! `postgres::*`). PostgreSQL runs when ENGRAM_TEST_POSTGRES_URL is set, and must in CI.
+
+mod common;
+use chrono::{Duration, TimeZone, Utc};
+use common::*;
+use engram::domain::{MessageId, PersonId, Platform, Privacy, Scope, SpaceId, SpaceKind};
+use engram::store::copy::{copy_all, summarize};
+use engram::store::{
+    DaySummaryRecord, FactChange, JobClaim, NewMessage, Store, StoreError, search_terms,
+};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+fn t(h: i64) -> chrono::DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 20, 0, 0, 0)
+        .single()
+        .unwrap()
+        + Duration::hours(h)
+}
+
+fn msg(
+    space: SpaceId,
+    scope: Scope,
+    author: PersonId,
+    ext: &str,
+    text: &str,
+    at: chrono::DateTime<Utc>,
+) -> NewMessage {
+    NewMessage {
+        space,
+        channel: "general".into(),
+        privacy: scope.privacy(),
+        scope,
+        author,
+        is_bot: false,
+        is_command: false,
+        external_id: ext.into(),
+        reply_to: None,
+        text: text.into(),
+        sent_at: at,
+    }
+}
+
+fn change(by: PersonId, op: &str) -> FactChange {
+    FactChange {
+        op: op.into(),
+        request: "r".into(),
+        method: "offline".into(),
+        changed_by: Some(by),
+        source_message: None,
+        at: t(1),
+    }
+}
+
+async fn identities_map_to_one_person(s: Arc<dyn Store>) {
+    let a = s
+        .resolve_person(Platform::Discord, "111", "Alice")
+        .await
+        .unwrap();
+    assert_eq!(
+        s.resolve_person(Platform::Discord, "111", "Alice")
+            .await
+            .unwrap(),
+        a
+    );
+    let renamed = s
+        .resolve_person(Platform::Discord, "111", "Alicia")
+        .await
+        .unwrap();
+    assert_eq!(renamed, a);
+    assert_eq!(s.person(a).await.unwrap().unwrap().display_name, "Alicia");
+    let other = s
+        .resolve_person(Platform::Telegram, "111", "Alice")
+        .await
+        .unwrap();
+    assert_ne!(other, a, "identities are per platform");
+    assert_eq!(
+        s.find_person_by_name(Platform::Discord, "ALICIA")
+            .await
+            .unwrap(),
+        Some(a)
+    );
+    assert_eq!(
+        s.find_identity(Platform::Discord, "999").await.unwrap(),
+        None
+    );
+}
+
+async fn concurrent_first_sight_creates_one_person(s: Arc<dyn Store>) {
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                s.resolve_person(Platform::Discord, "42", "Zed")
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for task in tasks {
+        ids.push(task.await.unwrap());
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    let counts = s.table_counts().await.unwrap();
+    assert_eq!(
+        counts
+            .iter()
+            .find(|c| c.table == "identities")
+            .unwrap()
+            .rows,
+        1
+    );
+}
+
+async fn messages_are_idempotent_and_chatter_excludes_bot_and_commands(s: Arc<dyn Store>) {
+    let space = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    assert_eq!(
+        s.resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+            .await
+            .unwrap(),
+        space
+    );
+    let a = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let scope = Scope::Space(space);
+    let first = s
+        .insert_message(&msg(space, scope.clone(), a, "m1", "hello", t(1)))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.insert_message(&msg(space, scope.clone(), a, "m1", "hello again", t(1)))
+            .await
+            .unwrap(),
+        first
+    );
+    let mut bot = msg(space, scope.clone(), a, "m2", "bot says", t(2));
+    bot.is_bot = true;
+    let mut cmd = msg(space, scope.clone(), a, "m3", "remember that x", t(3));
+    cmd.is_command = true;
+    let ids = s
+        .insert_messages(&[bot, cmd, msg(space, scope.clone(), a, "m4", "later", t(4))])
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+    let recent = s.recent_messages(space, "general", 10).await.unwrap();
+    assert_eq!(
+        recent.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+        ["hello", "bot says", "remember that x", "later"]
+    );
+    assert_eq!(
+        s.recent_messages(space, "general", 2).await.unwrap()[1].text,
+        "later"
+    );
+    let chatter = s.chatter_in_range(&scope, t(0), t(24), 10).await.unwrap();
+    assert_eq!(
+        chatter.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
+        ["hello", "later"]
+    );
+    assert_eq!(
+        s.author_chatter_in_range(&scope, a, t(0), t(2), 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let stats = s.chatter_stats(&scope, t(0), t(24)).await.unwrap();
+    assert_eq!((stats.count, stats.last_message), (2, ids[2].0));
+    assert_eq!(
+        s.chatter_in_range(&scope, t(0), t(24), 1).await.unwrap()[0].text,
+        "later",
+        "the latest are kept"
+    );
+    assert_eq!(
+        s.active_scopes(t(0), t(24)).await.unwrap(),
+        vec![scope.clone()]
+    );
+    assert!(s.active_scopes(t(5), t(24)).await.unwrap().is_empty());
+    let odd = "🦀 \u{202e} ש \u{0301} \"quotes\" 'single' \\ ;DROP";
+    let id = s
+        .insert_message(&msg(space, scope, a, "m5", odd, t(5)))
+        .await
+        .unwrap();
+    assert!(s.recent_messages(space, "general", 1).await.unwrap()[0].text == odd && id.0 > first.0);
+}
+
+async fn fact_updates_are_versioned_and_conflicts_detected(s: Arc<dyn Store>) {
+    let a = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let b = s
+        .resolve_person(Platform::Console, "bob", "bob")
+        .await
+        .unwrap();
+    let scope = Scope::Dm(a);
+    assert_eq!(s.facts(a, &scope).await.unwrap().version, 0);
+    assert_eq!(
+        s.update_facts(a, &scope, 0, "loves Rust", &change(a, "remember"))
+            .await
+            .unwrap(),
+        1
+    );
+    let stale = s
+        .update_facts(a, &scope, 0, "other", &change(b, "remember"))
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "{stale:?}"
+    );
+    assert!(stale.unwrap_err().is_retryable());
+    assert_eq!(
+        s.update_facts(
+            a,
+            &scope,
+            1,
+            "loves Rust. Lives in Berlin.",
+            &change(b, "remember")
+        )
+        .await
+        .unwrap(),
+        2
+    );
+    let current = s.facts(a, &scope).await.unwrap();
+    assert_eq!(
+        (current.text.as_str(), current.version),
+        ("loves Rust. Lives in Berlin.", 2)
+    );
+    let history = s.fact_history(a, &scope).await.unwrap();
+    assert_eq!(
+        history
+            .iter()
+            .map(|v| (v.version, v.changed_by))
+            .collect::<Vec<_>>(),
+        [(1, Some(a)), (2, Some(b))]
+    );
+    assert!(
+        s.facts(a, &Scope::Global).await.unwrap().text.is_empty(),
+        "scopes are separate"
+    );
+}
+
+async fn concurrent_fact_writers_never_overwrite_each_other(s: Arc<dyn Store>) {
+    let a = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let scope = Scope::Global;
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let (s, scope) = (s.clone(), scope.clone());
+            tokio::spawn(async move {
+                loop {
+                    let cur = s.facts(a, &scope).await.unwrap();
+                    let text = format!("{} fact{i}.", cur.text).trim().to_string();
+                    match s
+                        .update_facts(a, &scope, cur.version, &text, &change(a, "remember"))
+                        .await
+                    {
+                        Ok(_) => break,
+                        Err(StoreError::Conflict { .. }) => continue,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let text = s.facts(a, &scope).await.unwrap().text;
+    for i in 0..8 {
+        assert!(text.contains(&format!("fact{i}.")), "fact{i} lost: {text}");
+    }
+    assert_eq!(s.fact_history(a, &scope).await.unwrap().len(), 8);
+}
+
+async fn summaries_round_trip_and_final_days_stay_final(s: Arc<dyn Store>) {
+    let a = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let scope = Scope::Space(SpaceId(7));
+    let day = t(0).date_naive();
+    assert_eq!(s.day_summary(&scope, day).await.unwrap(), None);
+    let mut record = DaySummaryRecord {
+        summaries: BTreeMap::from([(a, "alice was busy".to_string())]),
+        through_message: 10,
+        message_count: 3,
+        is_final: false,
+        computed_at: t(5),
+    };
+    s.put_day_summary(&scope, day, &record).await.unwrap();
+    assert_eq!(s.day_summary(&scope, day).await.unwrap().unwrap(), record);
+    record.is_final = true;
+    record.through_message = 12;
+    s.put_day_summary(&scope, day, &record).await.unwrap();
+    let mut late = record.clone();
+    late.is_final = false;
+    late.summaries.insert(a, "overwritten".into());
+    s.put_day_summary(&scope, day, &late).await.unwrap();
+    assert_eq!(
+        s.day_summary(&scope, day).await.unwrap().unwrap(),
+        record,
+        "a final day is never replaced"
+    );
+    s.put_history_summary(&scope, a, day, "a calm week", t(6))
+        .await
+        .unwrap();
+    s.put_history_summary(&scope, a, day, "second writer", t(7))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.history_summary(&scope, a, day).await.unwrap().as_deref(),
+        Some("a calm week")
+    );
+}
+
+async fn job_claims_are_exclusive_and_survive_a_crashed_holder(s: Arc<dyn Store>) {
+    let lease = Duration::minutes(10);
+    assert_eq!(
+        s.claim_job("day_summaries", "2026-11-19", "p1", t(1), lease)
+            .await
+            .unwrap(),
+        JobClaim::Acquired { attempt: 1 }
+    );
+    match s
+        .claim_job("day_summaries", "2026-11-19", "p2", t(1), lease)
+        .await
+        .unwrap()
+    {
+        JobClaim::HeldByOther { holder, .. } => assert_eq!(holder, "p1"),
+        other => panic!("{other:?}"),
+    }
+    // p1 crashed; after its lease, p2 takes over and finishes; p1's late finish is refused.
+    assert_eq!(
+        s.claim_job(
+            "day_summaries",
+            "2026-11-19",
+            "p2",
+            t(1) + Duration::minutes(11),
+            lease
+        )
+        .await
+        .unwrap(),
+        JobClaim::Acquired { attempt: 2 }
+    );
+    assert!(
+        !s.finish_job("day_summaries", "2026-11-19", "p1", t(2), true, "")
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.finish_job("day_summaries", "2026-11-19", "p2", t(2), true, "2 scopes")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        s.claim_job("day_summaries", "2026-11-19", "p3", t(3), lease)
+            .await
+            .unwrap(),
+        JobClaim::AlreadyDone
+    );
+    // A failed run is retried at once.
+    assert_eq!(
+        s.claim_job("day_summaries", "2026-11-20", "p1", t(3), lease)
+            .await
+            .unwrap(),
+        JobClaim::Acquired { attempt: 1 }
+    );
+    assert!(
+        s.finish_job("day_summaries", "2026-11-20", "p1", t(3), false, "llm down")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        s.claim_job("day_summaries", "2026-11-20", "p2", t(3), lease)
+            .await
+            .unwrap(),
+        JobClaim::Acquired { attempt: 2 }
+    );
+    let runs = s.job_runs("day_summaries").await.unwrap();
+    assert_eq!(
+        runs.iter()
+            .map(|r| (r.run_key.as_str(), r.status.as_str(), r.holder.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("2026-11-19", "done", "p2"),
+            ("2026-11-20", "running", "p2")
+        ]
+    );
+}
+
+async fn concurrent_claims_have_one_winner(s: Arc<dyn Store>) {
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                s.claim_job("j", "k", &format!("p{i}"), t(1), Duration::minutes(5))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for task in tasks {
+        if matches!(task.await.unwrap(), JobClaim::Acquired { .. }) {
+            winners += 1;
+        }
+    }
+    assert_eq!(winners, 1);
+}
+
+async fn search_stays_in_scope_and_survives_hostile_queries(s: Arc<dyn Store>) {
+    let lab = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    let home = s
+        .resolve_space(Platform::Console, "home", SpaceKind::Group, "home")
+        .await
+        .unwrap();
+    let a = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let b = s
+        .resolve_person(Platform::Console, "bob", "bob")
+        .await
+        .unwrap();
+    s.insert_messages(&[
+        msg(
+            lab,
+            Scope::Space(lab),
+            a,
+            "1",
+            "the postgres migration finished",
+            t(1),
+        ),
+        msg(lab, Scope::Space(lab), a, "2", "lunch was good", t(2)),
+        msg(
+            home,
+            Scope::Space(home),
+            a,
+            "3",
+            "postgres at home too",
+            t(3),
+        ),
+        msg(
+            lab,
+            Scope::Dm(b),
+            b,
+            "4",
+            "my secret postgres password",
+            t(4),
+        ),
+        msg(
+            lab,
+            Scope::Channel(lab, "staff".into()),
+            a,
+            "5",
+            "postgres layoffs",
+            t(5),
+        ),
+    ])
+    .await
+    .unwrap();
+    let hits = s
+        .search_messages(
+            &[Scope::Global, Scope::Space(lab)],
+            &search_terms("Postgres migration?", 16),
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].message.text, "the postgres migration finished");
+    let restricted = s
+        .search_messages(
+            &[Scope::Space(lab), Scope::Channel(lab, "staff".into())],
+            &search_terms("postgres", 16),
+            10,
+        )
+        .await
+        .unwrap();
+    assert_eq!(restricted.len(), 2);
+    assert!(
+        restricted
+            .iter()
+            .all(|h| !h.message.text.contains("secret") && !h.message.text.contains("home"))
+    );
+    for hostile in [
+        "\"",
+        "\"unbalanced",
+        "a AND OR NOT",
+        "NEAR(postgres migration, 2)",
+        "((((",
+        "text:postgres",
+        "*",
+        "'; DROP TABLE messages; --",
+        "🦀🦀🦀",
+        "",
+        "   ",
+        "-postgres",
+        "postgres*",
+        "^postgres",
+    ] {
+        let r = s
+            .search_messages(&[Scope::Space(lab)], &search_terms(hostile, 16), 10)
+            .await;
+        assert!(r.is_ok(), "{hostile:?}: {r:?}");
+    }
+    let long = "postgres ".repeat(1200);
+    assert_eq!(
+        s.search_messages(&[Scope::Space(lab)], &search_terms(&long, 16), 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        s.search_messages(&[], &search_terms("postgres", 16), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) {
+    let space = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    let a = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let mut m = msg(
+        space,
+        Scope::Space(space),
+        a,
+        "1",
+        "hello 'world' \"x\" 🦀",
+        t(1),
+    );
+    m.reply_to = Some("0".into());
+    m.is_command = true;
+    s.insert_messages(&[m, msg(space, Scope::Space(space), a, "2", "second", t(2))])
+        .await
+        .unwrap();
+    let mut c = change(a, "remember");
+    c.source_message = Some(MessageId(1));
+    s.update_facts(a, &Scope::Space(space), 0, "facts", &c)
+        .await
+        .unwrap();
+    s.put_day_summary(
+        &Scope::Space(space),
+        t(0).date_naive(),
+        &DaySummaryRecord {
+            summaries: BTreeMap::from([(a, "s".to_string())]),
+            through_message: 2,
+            message_count: 2,
+            is_final: true,
+            computed_at: t(3),
+        },
+    )
+    .await
+    .unwrap();
+    s.claim_job("j", "k", "p", t(1), Duration::minutes(1))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let target = open_url(&format!(
+        "sqlite://{}",
+        dir.path().join("copy.db").display()
+    ))
+    .await;
+    let added = copy_all(s.as_ref(), target.as_ref(), |_, _| {})
+        .await
+        .unwrap();
+    assert!(added >= 8, "{added}");
+    assert_eq!(
+        summarize(s.as_ref()).await.unwrap(),
+        summarize(target.as_ref()).await.unwrap()
+    );
+    assert_eq!(
+        copy_all(s.as_ref(), target.as_ref(), |_, _| {})
+            .await
+            .unwrap(),
+        0,
+        "a second copy adds nothing"
+    );
+    // Ids continue after the copied ones.
+    let b = target
+        .resolve_person(Platform::Console, "bob", "bob")
+        .await
+        .unwrap();
+    assert!(b.0 > a.0);
+}
+
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let dir = tempfile::tempdir().unwrap();
+                    let store = super::open_url(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+                    super::$name(store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(url) = super::fresh_postgres_url().await {
+                        super::$name(super::open_url(&url).await).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    identities_map_to_one_person,
+    concurrent_first_sight_creates_one_person,
+    messages_are_idempotent_and_chatter_excludes_bot_and_commands,
+    fact_updates_are_versioned_and_conflicts_detected,
+    concurrent_fact_writers_never_overwrite_each_other,
+    summaries_round_trip_and_final_days_stay_final,
+    job_claims_are_exclusive_and_survive_a_crashed_holder,
+    concurrent_claims_have_one_winner,
+    search_stays_in_scope_and_survives_hostile_queries,
+    dumps_copy_into_an_empty_store_with_equal_checksums,
+);
