@@ -31,6 +31,15 @@ enum Command {
     Run(ChatArgs),
     /// Chat with the bot on stdin/stdout.
     Chat(ChatArgs),
+    /// Copy a deployment to another database (e.g. SQLite to PostgreSQL); safe to repeat.
+    Migrate {
+        /// Source database URL (sqlite://PATH or postgres://...).
+        #[arg(long)]
+        from: String,
+        /// Target database URL.
+        #[arg(long)]
+        to: String,
+    },
     /// Benchmarks (print JSON).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -128,6 +137,7 @@ async fn main() -> anyhow::Result<()> {
             chat(&config, &secrets, args).await
         }
         Command::Chat(args) => chat(&config, &secrets, args).await,
+        Command::Migrate { from, to } => migrate(&config, &from, &to).await,
         Command::Bench(BenchCommand::Context {
             people,
             days,
@@ -202,5 +212,63 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
             let _ = jobs.await;
         }
     }
+    Ok(())
+}
+
+async fn migrate(config: &Config, from: &str, to: &str) -> anyhow::Result<()> {
+    use engram::config::redact_url;
+    use engram::store::copy::{copy_all, summarize};
+    if let Some(path) = from
+        .strip_prefix("sqlite://")
+        .or_else(|| from.strip_prefix("sqlite:"))
+    {
+        anyhow::ensure!(
+            std::path::Path::new(path).exists(),
+            "the source database {path} does not exist"
+        );
+    }
+    anyhow::ensure!(from != to, "--from and --to name the same database");
+    let source = app::open_store_url(from, &config.store)
+        .await
+        .with_context(|| format!("opening the source {}", redact_url(from)))?;
+    let target = app::open_store_url(to, &config.store)
+        .await
+        .with_context(|| format!("opening the target {}", redact_url(to)))?;
+    eprintln!("copying {} -> {}", redact_url(from), redact_url(to));
+    let mut last = String::new();
+    let added = copy_all(source.as_ref(), target.as_ref(), |table, rows| {
+        if table != last || rows % 20_000 == 0 {
+            eprintln!("  {table}: {rows} rows read");
+            last = table.to_string();
+        }
+    })
+    .await?;
+    let (before, after) = (
+        summarize(source.as_ref()).await?,
+        summarize(target.as_ref()).await?,
+    );
+    println!(
+        "{:<18} {:>10} {:>10}  {:<16} {:<16} {}",
+        "table", "from rows", "to rows", "from checksum", "to checksum", ""
+    );
+    let mut equal = true;
+    for (a, b) in before.iter().zip(&after) {
+        let same = a == b;
+        equal &= same;
+        println!(
+            "{:<18} {:>10} {:>10}  {:<16} {:<16} {}",
+            a.table,
+            a.rows,
+            b.rows,
+            &a.checksum[..16],
+            &b.checksum[..16],
+            if same { "ok" } else { "DIFFERENT" }
+        );
+    }
+    println!("{added} rows added");
+    anyhow::ensure!(
+        equal,
+        "the target differs from the source (it held other data before?)"
+    );
     Ok(())
 }

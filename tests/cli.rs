@@ -1,6 +1,7 @@
 //! The `engram` binary as a new user runs it: console chat on the embedded SQLite default with
 //! no configuration, a script with several people, and clear start-up errors.
 
+mod common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -191,5 +192,85 @@ fn bench_context_prints_json() {
             .as_u64()
             .unwrap()
             <= 1
+    );
+}
+
+#[tokio::test]
+async fn migrate_copies_sqlite_to_postgres_and_the_bot_remembers_there() {
+    let Some(pg) = common::fresh_postgres_url().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = "\
+[2026-11-20 10:00] alice: deploying the new release today
+[2026-11-20 10:02] alice: Engram, remember that I love Rust
+[2026-11-20 10:03] bob: Engram, remember this about @alice: she plays chess
+";
+    let (_, err, ok) = engram(
+        dir.path(),
+        &["chat", "--space", "lab", "--script", "-"],
+        script,
+        &[],
+    );
+    assert!(ok, "{err}");
+    let sqlite = format!("sqlite://{}", dir.path().join("data/engram.db").display());
+    for run in 0..2 {
+        let (out, err, ok) = engram(
+            dir.path(),
+            &["migrate", "--from", &sqlite, "--to", &pg],
+            "",
+            &[],
+        );
+        assert!(ok, "run {run}: {out}\n{err}");
+        let rows: Vec<&str> = out.lines().filter(|l| l.ends_with(" ok")).collect();
+        assert_eq!(rows.len(), 9, "every table matches: {out}");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("messages") && l.contains(" 5 ")),
+            "3 messages and 2 replies: {out}"
+        );
+        assert!(
+            out.contains(if run == 0 {
+                "rows added"
+            } else {
+                "0 rows added"
+            }),
+            "{out}"
+        );
+    }
+    let (out, err, ok) = engram(
+        dir.path(),
+        &["chat", "--space", "lab", "--script", "-"],
+        "alice: Engram, what do you know about me\n",
+        &[("ENGRAM__STORE__URL", &pg)],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("I love Rust") && out.contains("plays chess"),
+        "{out}"
+    );
+    // Bad input: a missing source, a wrong URL, a server that is not there.
+    let (_, err, ok) = engram(
+        dir.path(),
+        &["migrate", "--from", "sqlite://nope.db", "--to", &pg],
+        "",
+        &[],
+    );
+    assert!(!ok && err.contains("does not exist"), "{err}");
+    let (_, err, ok) = engram(
+        dir.path(),
+        &[
+            "migrate",
+            "--from",
+            &sqlite,
+            "--to",
+            "postgres://u:pw@127.0.0.1:1/x",
+        ],
+        "",
+        &[],
+    );
+    assert!(
+        !ok && err.contains("opening the target") && !err.contains(":pw@"),
+        "{err}"
     );
 }

@@ -642,3 +642,76 @@ contract!(
     search_stays_in_scope_and_survives_hostile_queries,
     dumps_copy_into_an_empty_store_with_equal_checksums,
 );
+
+/// Marks the database as migrated by a newer engram (an unknown migration 9999).
+async fn add_future_migration(url: &str) {
+    use sqlx::Connection;
+    if url.starts_with("sqlite") {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query("INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (9999, 'future', TRUE, x'00', 0)")
+            .execute(&mut c)
+            .await
+            .unwrap();
+    } else {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query("INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (9999, 'future', TRUE, '\\x00', 0)")
+            .execute(&mut c)
+            .await
+            .unwrap();
+    }
+}
+
+async fn open_error(url: &str) -> String {
+    match engram::app::open_store_url(url, &engram::config::Config::defaults().store).await {
+        Ok(_) => panic!("{url} opened"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn sqlite_start_up_errors_are_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    drop(open_url(&url).await);
+    add_future_migration(&url).await;
+    let err = open_error(&url).await;
+    assert!(err.contains("newer engram"), "{err}");
+    let err = open_error(&format!(
+        "sqlite://{}/no/such/dir\0/x.db",
+        dir.path().display()
+    ))
+    .await;
+    assert!(err.contains("cannot open database"), "{err}");
+}
+
+#[tokio::test]
+async fn postgres_start_up_errors_are_clear() {
+    let Some(url) = fresh_postgres_url().await else {
+        return;
+    };
+    drop(open_url(&url).await);
+    add_future_migration(&url).await;
+    let err = open_error(&url).await;
+    assert!(err.contains("newer engram"), "{err}");
+    let (prefix, _) = url.rsplit_once('/').unwrap();
+    let err = open_error(&format!("{prefix}/no_such_database")).await;
+    assert!(
+        err.contains("cannot open database") && err.contains("no_such_database"),
+        "{err}"
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = open_error(&format!(
+        "postgres://engram:secret-pw@127.0.0.1:{port}/engram"
+    ))
+    .await;
+    assert!(
+        err.contains("cannot open database") && !err.contains("secret-pw"),
+        "{err}"
+    );
+    let err = open_error("postgres://[::1").await;
+    assert!(err.contains("not a valid PostgreSQL URL"), "{err}");
+}

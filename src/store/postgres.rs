@@ -81,6 +81,15 @@ impl PostgresStore {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| open_err(format!("not a valid PostgreSQL URL: {e}")))?
             .options([("statement_timeout", statement_timeout.as_str())]);
+        // One direct connection first: a wrong host, port, database or password fails now with
+        // the server's own words, instead of after the pool's acquire timeout.
+        {
+            use sqlx::Connection;
+            let conn = sqlx::PgConnection::connect_with(&options)
+                .await
+                .map_err(|e| open_err(e.to_string()))?;
+            let _ = conn.close().await;
+        }
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
