@@ -14,6 +14,7 @@ use std::sync::Arc;
 use tracing::{info, warn};
 
 pub const DAY_SUMMARIES: &str = "day_summaries";
+pub const MAINTENANCE: &str = "maintenance";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -68,6 +69,50 @@ impl Scheduler {
             std::process::id(),
             rand::random::<u32>()
         )
+    }
+
+    /// Database upkeep (`Store::maintain`), once a day by one process.
+    pub async fn run_maintenance(&self) -> Result<JobOutcome, MemoryError> {
+        let now = self.memory.clock().now();
+        if now.time() < self.day_summaries_after {
+            return Ok(JobOutcome::NotDue);
+        }
+        let run_key = day_of(now).to_string();
+        let store = self.memory.store();
+        match store
+            .claim_job(MAINTENANCE, &run_key, &self.holder, now, self.lease)
+            .await?
+        {
+            JobClaim::AlreadyDone => return Ok(JobOutcome::AlreadyDone { run_key }),
+            JobClaim::HeldByOther { holder, .. } => {
+                return Ok(JobOutcome::HeldByOther { run_key, holder });
+            }
+            JobClaim::Acquired { .. } => {}
+        }
+        let result = store.maintain().await;
+        let ok = result.is_ok();
+        let detail = result
+            .as_ref()
+            .err()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        store
+            .finish_job(
+                MAINTENANCE,
+                &run_key,
+                &self.holder,
+                self.memory.clock().now(),
+                ok,
+                &detail,
+            )
+            .await?;
+        result?;
+        info!(job = MAINTENANCE, %run_key, "job finished");
+        Ok(JobOutcome::Ran {
+            run_key,
+            scopes: 0,
+            degraded: 0,
+        })
     }
 
     /// Runs what is due now. Safe to call from every process at once, and again after a crash:
@@ -163,7 +208,10 @@ impl Scheduler {
             tokio::select! {
                 _ = ticks.tick() => {
                     if let Err(e) = self.run_due().await {
-                        warn!(error = %e, "scheduled jobs failed");
+                        warn!(job = DAY_SUMMARIES, error = %e, "scheduled job failed");
+                    }
+                    if let Err(e) = self.run_maintenance().await {
+                        warn!(job = MAINTENANCE, error = %e, "scheduled job failed");
                     }
                 }
                 _ = shutdown.changed() => break,

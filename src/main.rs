@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use engram::adapters::console::{self, ConsoleOptions, ConsoleSink};
 use engram::app;
 use engram::bench::context::{ContextBenchOptions, run as bench_context};
+use engram::bench::store as bench_store;
 use engram::config::{Config, Secrets};
 use engram::domain::{Clock, ManualClock, SystemClock};
 use std::path::PathBuf;
@@ -72,6 +73,28 @@ struct ChatArgs {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Messages stored per second, one at a time and batched, on SQLite and PostgreSQL.
+    Ingest {
+        /// PostgreSQL server to measure too (a new database is created and dropped).
+        #[arg(long, env = "ENGRAM_BENCH_POSTGRES_URL")]
+        postgres: Option<String>,
+        #[arg(long, default_value_t = 2_000)]
+        single: usize,
+        #[arg(long, default_value_t = 100_000)]
+        batched: usize,
+        #[arg(long, default_value_t = 1_000)]
+        batch_size: usize,
+    },
+    /// Full-text search latency as one space grows, on SQLite and PostgreSQL.
+    Search {
+        #[arg(long, env = "ENGRAM_BENCH_POSTGRES_URL")]
+        postgres: Option<String>,
+        /// Comma-separated sizes, ascending.
+        #[arg(long, default_value = "10000,100000,1000000", value_delimiter = ',')]
+        sizes: Vec<usize>,
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
+    },
     /// Context build time, LLM calls and cache behaviour on a synthetic community.
     Context {
         #[arg(long, default_value_t = 100)]
@@ -138,6 +161,41 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Chat(args) => chat(&config, &secrets, args).await,
         Command::Migrate { from, to } => migrate(&config, &from, &to).await,
+        Command::Bench(BenchCommand::Ingest {
+            postgres,
+            single,
+            batched,
+            batch_size,
+        }) => {
+            anyhow::ensure!(batch_size > 0, "--batch-size must be positive");
+            let mut reports = Vec::new();
+            for db in bench_dbs(postgres.as_deref()).await? {
+                eprintln!("ingest: {}", db.backend);
+                reports.push(bench_store::ingest(&db, single, batched, batch_size).await?);
+                db.drop_db().await;
+            }
+            println!("{}", serde_json::to_string_pretty(&reports)?);
+            Ok(())
+        }
+        Command::Bench(BenchCommand::Search {
+            postgres,
+            sizes,
+            queries,
+        }) => {
+            anyhow::ensure!(
+                sizes.windows(2).all(|w| w[0] < w[1]) && !sizes.is_empty(),
+                "--sizes must be ascending"
+            );
+            let mut reports = Vec::new();
+            for db in bench_dbs(postgres.as_deref()).await? {
+                reports.push(
+                    bench_store::search(&db, &sizes, queries, |line| eprintln!("{line}")).await?,
+                );
+                db.drop_db().await;
+            }
+            println!("{}", serde_json::to_string_pretty(&reports)?);
+            Ok(())
+        }
         Command::Bench(BenchCommand::Context {
             people,
             days,
@@ -161,6 +219,22 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// SQLite always; PostgreSQL when a server URL is given.
+async fn bench_dbs(postgres: Option<&str>) -> anyhow::Result<Vec<bench_store::BenchDb>> {
+    let mut dbs = vec![bench_store::BenchDb::sqlite().await?];
+    match postgres {
+        Some(url) => dbs.push(
+            bench_store::BenchDb::postgres(url)
+                .await
+                .context("creating the PostgreSQL bench database")?,
+        ),
+        None => {
+            eprintln!("no --postgres URL (or ENGRAM_BENCH_POSTGRES_URL): measuring SQLite only")
+        }
+    }
+    Ok(dbs)
 }
 
 async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Result<()> {

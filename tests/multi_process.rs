@@ -146,6 +146,18 @@ async fn a_crashed_job_is_taken_over(url: String) {
         ),
         ("process-b", "done", 2)
     );
+    // Maintenance: once a day, whoever comes first.
+    let sa = scheduler(&a, "process-a");
+    let (ma, mb) = tokio::join!(sa.run_maintenance(), sb.run_maintenance());
+    let ran = [ma.unwrap(), mb.unwrap()]
+        .iter()
+        .filter(|o| matches!(o, JobOutcome::Ran { .. }))
+        .count();
+    assert_eq!(ran, 1);
+    assert_eq!(
+        b.store.job_runs(engram::jobs::MAINTENANCE).await.unwrap()[0].status,
+        "done"
+    );
 }
 
 async fn one_person_per_identity(url: String) {

@@ -146,10 +146,26 @@ async fn messages_are_idempotent_and_chatter_excludes_bot_and_commands(s: Arc<dy
     let mut cmd = msg(space, scope.clone(), a, "m3", "remember that x", t(3));
     cmd.is_command = true;
     let ids = s
-        .insert_messages(&[bot, cmd, msg(space, scope.clone(), a, "m4", "later", t(4))])
+        .insert_messages(&[
+            msg(space, scope.clone(), a, "m1", "redelivered", t(1)),
+            bot,
+            cmd,
+            msg(space, scope.clone(), a, "m4", "later", t(4)),
+            msg(
+                space,
+                scope.clone(),
+                a,
+                "m4",
+                "later, twice in one batch",
+                t(4),
+            ),
+        ])
         .await
         .unwrap();
-    assert_eq!(ids.len(), 3);
+    assert_eq!(ids.len(), 5);
+    assert_eq!(ids[0], first, "a redelivered message keeps its id");
+    assert_eq!(ids[3], ids[4], "one row per key, even within a batch");
+    let ids = &ids[1..];
     let recent = s.recent_messages(space, "general", 10).await.unwrap();
     assert_eq!(
         recent.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),

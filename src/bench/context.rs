@@ -3,7 +3,7 @@
 //! OpenAI-compatible server on 127.0.0.1), and warm; LLM calls and tokens per 1,000 messages,
 //! day-summary calls per space and hour while chat goes on, cache hit ratio, resident memory.
 
-use super::{percentile, resident_memory_kib};
+use super::{Latency, percentile, resident_memory_kib};
 use crate::config::Config;
 use crate::domain::{Clock, ManualClock, Place, Platform, Privacy, Scope, SpaceKind};
 use crate::llm::fake::FakeLlmServer;
@@ -36,14 +36,6 @@ impl Default for ContextBenchOptions {
             seed: 42,
         }
     }
-}
-
-#[derive(Debug, Serialize)]
-pub struct Latency {
-    pub samples: usize,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub max_us: f64,
 }
 
 fn latency(mut us: Vec<f64>) -> Latency {

@@ -2,6 +2,18 @@
 //! against local fakes, never against the network.
 
 pub mod context;
+pub mod store;
+
+use serde::Serialize;
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Serialize)]
+pub struct Latency {
+    pub samples: usize,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
 
 /// p-th percentile (0..=100) of durations in microseconds, nearest rank.
 pub fn percentile(sorted_us: &[f64], p: f64) -> f64 {

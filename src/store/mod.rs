@@ -325,6 +325,10 @@ pub trait Store: Send + Sync {
     async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64>;
     /// After loading rows with explicit ids: move id sequences past them.
     async fn finish_load(&self) -> StoreResult<()>;
+
+    /// Routine upkeep that keeps query plans and indexes good after much writing: planner
+    /// statistics, index merges, dead rows. Safe to run any time; the daily job runs it.
+    async fn maintain(&self) -> StoreResult<()>;
 }
 
 /// Splits user text into plain search terms: letters and digits only, lowercased, deduplicated,

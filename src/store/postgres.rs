@@ -301,10 +301,40 @@ impl Store for PostgresStore {
     }
 
     async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
+        // One INSERT ... SELECT FROM UNNEST per chunk; ids are matched back by unique key.
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let mut ids = Vec::with_capacity(msgs.len());
-        for msg in msgs {
-            ids.push(insert_one(&mut tx, msg).await?);
+        for chunk in msgs.chunks(2000) {
+            let rows: Vec<(i64, i64, String, String)> = sqlx::query_as(
+                "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
+                 SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
+                                      $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[]) \
+                 ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
+            )
+            .bind(chunk.iter().map(|m| m.space.0).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| m.channel.as_str()).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| m.scope.key()).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| m.privacy.as_str()).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| m.author.0).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| m.is_bot).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| m.is_command).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| m.external_id.as_str()).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| m.reply_to.as_deref()).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| m.text.as_str()).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|m| ms(m.sent_at)).collect::<Vec<_>>())
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let inserted: std::collections::HashMap<(i64, String, String), i64> = rows
+                .into_iter()
+                .map(|(id, s, c, e)| ((s, c, e), id))
+                .collect();
+            for m in chunk {
+                match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
+                    Some(id) => ids.push(MessageId(*id)),
+                    None => ids.push(insert_one(&mut tx, m).await?),
+                }
+            }
         }
         tx.commit().await.map_err(db_err)?;
         Ok(ids)
@@ -867,6 +897,19 @@ impl Store for PostgresStore {
         }
         tx.commit().await.map_err(db_err)?;
         Ok(added)
+    }
+
+    async fn maintain(&self) -> StoreResult<()> {
+        // Fresh statistics keep the planner on the full-text index instead of ANDing it with
+        // a whole-scope bitmap; VACUUM sets hint bits and the visibility map after bulk loads.
+        for table in ["messages", "facts", "fact_versions", "identities", "people"] {
+            let sql = format!("VACUUM (ANALYZE) {table}");
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?;
+        }
+        Ok(())
     }
 
     async fn finish_load(&self) -> StoreResult<()> {

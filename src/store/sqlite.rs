@@ -307,10 +307,45 @@ impl Store for SqliteStore {
     }
 
     async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
+        // Multi-row INSERTs in one transaction; ids are matched back by each row's unique key.
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let mut ids = Vec::with_capacity(msgs.len());
-        for msg in msgs {
-            ids.push(insert_one(&mut tx, msg).await?);
+        for chunk in msgs.chunks(500) {
+            let sql = format!(
+                "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
+                 VALUES {} ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
+                vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+            );
+            let mut query =
+                sqlx::query_as::<_, (i64, i64, String, String)>(sqlx::AssertSqlSafe(sql));
+            for m in chunk {
+                query = query
+                    .bind(m.space.0)
+                    .bind(&m.channel)
+                    .bind(m.scope.key())
+                    .bind(m.privacy.as_str())
+                    .bind(m.author.0)
+                    .bind(m.is_bot as i64)
+                    .bind(m.is_command as i64)
+                    .bind(&m.external_id)
+                    .bind(&m.reply_to)
+                    .bind(&m.text)
+                    .bind(ms(m.sent_at));
+            }
+            let inserted: std::collections::HashMap<(i64, String, String), i64> = query
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .into_iter()
+                .map(|(id, s, c, e)| ((s, c, e), id))
+                .collect();
+            for m in chunk {
+                match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
+                    Some(id) => ids.push(MessageId(*id)),
+                    // Already stored (a redelivered message): its existing id.
+                    None => ids.push(insert_one(&mut tx, m).await?),
+                }
+            }
         }
         tx.commit().await.map_err(db_err)?;
         Ok(ids)
@@ -741,6 +776,9 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         // Every term becomes a quoted FTS5 string: no operator, column filter or NEAR survives.
+        // CROSS JOIN makes SQLite walk the (few) full-text matches and look their rows up,
+        // rather than probe the index once per message of the scope; the scope filter still
+        // runs before ORDER BY/LIMIT, so a top-k cut never drops an allowed hit.
         let expr = terms
             .iter()
             .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
@@ -749,7 +787,7 @@ impl Store for SqliteStore {
         let marks = vec!["?"; scopes.len()].join(", ");
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS}, bm25(messages_fts) AS rank FROM messages_fts \
-             JOIN messages m ON m.id = messages_fts.rowid JOIN people p ON p.id = m.author_id \
+             CROSS JOIN messages m ON m.id = messages_fts.rowid JOIN people p ON p.id = m.author_id \
              WHERE messages_fts MATCH ? AND m.scope IN ({marks}) ORDER BY rank LIMIT ?"
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(expr);
@@ -851,6 +889,16 @@ impl Store for SqliteStore {
         }
         tx.commit().await.map_err(db_err)?;
         Ok(added)
+    }
+
+    async fn maintain(&self) -> StoreResult<()> {
+        for sql in [
+            "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
+            "PRAGMA optimize=0x10002",
+        ] {
+            sqlx::query(sql).execute(&self.pool).await.map_err(db_err)?;
+        }
+        Ok(())
     }
 
     async fn finish_load(&self) -> StoreResult<()> {
