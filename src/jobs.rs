@@ -71,6 +71,33 @@ impl Scheduler {
         )
     }
 
+    /// Claims a run for this process: None when it is ours to run, else why not.
+    async fn claim(
+        &self,
+        job: &'static str,
+        run_key: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<JobOutcome>, MemoryError> {
+        let run_key = run_key.to_string();
+        Ok(
+            match self
+                .memory
+                .store()
+                .claim_job(job, &run_key, &self.holder, now, self.lease)
+                .await?
+            {
+                JobClaim::AlreadyDone => Some(JobOutcome::AlreadyDone { run_key }),
+                JobClaim::HeldByOther { holder, .. } => {
+                    Some(JobOutcome::HeldByOther { run_key, holder })
+                }
+                JobClaim::Acquired { attempt } => {
+                    info!(job, %run_key, attempt, holder = %self.holder, "job started");
+                    None
+                }
+            },
+        )
+    }
+
     /// Database upkeep (`Store::maintain`), once a day by one process.
     pub async fn run_maintenance(&self) -> Result<JobOutcome, MemoryError> {
         let now = self.memory.clock().now();
@@ -79,15 +106,8 @@ impl Scheduler {
         }
         let run_key = day_of(now).to_string();
         let store = self.memory.store();
-        match store
-            .claim_job(MAINTENANCE, &run_key, &self.holder, now, self.lease)
-            .await?
-        {
-            JobClaim::AlreadyDone => return Ok(JobOutcome::AlreadyDone { run_key }),
-            JobClaim::HeldByOther { holder, .. } => {
-                return Ok(JobOutcome::HeldByOther { run_key, holder });
-            }
-            JobClaim::Acquired { .. } => {}
+        if let Some(refused) = self.claim(MAINTENANCE, &run_key, now).await? {
+            return Ok(refused);
         }
         let result = store.maintain().await;
         let ok = result.is_ok();
@@ -128,17 +148,8 @@ impl Scheduler {
         let yesterday = day_of(now) - Duration::days(1);
         let run_key = yesterday.to_string();
         let store = self.memory.store();
-        match store
-            .claim_job(DAY_SUMMARIES, &run_key, &self.holder, now, self.lease)
-            .await?
-        {
-            JobClaim::AlreadyDone => return Ok(JobOutcome::AlreadyDone { run_key }),
-            JobClaim::HeldByOther { holder, .. } => {
-                return Ok(JobOutcome::HeldByOther { run_key, holder });
-            }
-            JobClaim::Acquired { attempt } => {
-                info!(job = DAY_SUMMARIES, %run_key, attempt, holder = %self.holder, "job started")
-            }
+        if let Some(refused) = self.claim(DAY_SUMMARIES, &run_key, now).await? {
+            return Ok(refused);
         }
         let result = self.finalize_day(yesterday, now).await;
         let finished_at = self.memory.clock().now();

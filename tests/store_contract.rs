@@ -728,6 +728,37 @@ async fn postgres_start_up_errors_are_clear() {
         err.contains("cannot open database") && !err.contains("secret-pw"),
         "{err}"
     );
+    // pgvector not enabled in the database, and a user who may not enable it.
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let role = format!("engram_limited_{}", std::process::id());
+    let db = format!("{role}_db");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE ROLE {role} LOGIN PASSWORD 'pw'"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE DATABASE {db} OWNER {role}"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let limited = format!(
+        "postgres://{role}:pw@{}/{db}",
+        prefix.rsplit_once('@').unwrap().1
+    );
+    let err = open_error(&limited).await;
+    assert!(err.contains("CREATE EXTENSION vector"), "{err}");
+    let mut super_in_db = sqlx::PgConnection::connect(&format!("{prefix}/{db}"))
+        .await
+        .unwrap();
+    sqlx::query("CREATE EXTENSION vector")
+        .execute(&mut super_in_db)
+        .await
+        .unwrap();
+    drop(open_url(&limited).await);
     let err = open_error("postgres://[::1").await;
     assert!(err.contains("not a valid PostgreSQL URL"), "{err}");
 }

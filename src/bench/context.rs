@@ -3,7 +3,7 @@
 //! OpenAI-compatible server on 127.0.0.1), and warm; LLM calls and tokens per 1,000 messages,
 //! day-summary calls per space and hour while chat goes on, cache hit ratio, resident memory.
 
-use super::{Latency, percentile, resident_memory_kib};
+use super::{Latency, latency, resident_memory_kib};
 use crate::config::Config;
 use crate::domain::{Clock, ManualClock, Place, Platform, Privacy, Scope, SpaceKind};
 use crate::llm::fake::FakeLlmServer;
@@ -35,16 +35,6 @@ impl Default for ContextBenchOptions {
             warm_rounds: 20,
             seed: 42,
         }
-    }
-}
-
-fn latency(mut us: Vec<f64>) -> Latency {
-    us.sort_by(f64::total_cmp);
-    Latency {
-        samples: us.len(),
-        p50_us: percentile(&us, 50.0),
-        p99_us: percentile(&us, 99.0),
-        max_us: us.last().copied().unwrap_or(0.0),
     }
 }
 

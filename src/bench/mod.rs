@@ -15,6 +15,17 @@ pub struct Latency {
     pub max_us: f64,
 }
 
+/// Percentiles of samples in microseconds.
+pub fn latency(mut us: Vec<f64>) -> Latency {
+    us.sort_by(f64::total_cmp);
+    Latency {
+        samples: us.len(),
+        p50_us: percentile(&us, 50.0),
+        p99_us: percentile(&us, 99.0),
+        max_us: us.last().copied().unwrap_or(0.0),
+    }
+}
+
 /// p-th percentile (0..=100) of durations in microseconds, nearest rank.
 pub fn percentile(sorted_us: &[f64], p: f64) -> f64 {
     if sorted_us.is_empty() {

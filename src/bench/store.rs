@@ -3,7 +3,7 @@
 //! on SQLite and, when given a server, PostgreSQL. Text is drawn from a Zipf-distributed
 //! vocabulary, so term frequencies look like chat rather than like a 36-word toy.
 
-use super::{Latency, percentile};
+use super::{Latency, latency};
 use crate::config::Config;
 use crate::domain::{PersonId, Platform, Privacy, Scope, SpaceId, SpaceKind};
 use crate::store::{NewMessage, Store, search_terms};
@@ -71,16 +71,6 @@ impl Corpus {
             .map(|_| self.words[rng.random_range(50..5000.min(self.words.len()))].as_str())
             .collect::<Vec<_>>()
             .join(" ")
-    }
-}
-
-fn latency(mut us: Vec<f64>) -> Latency {
-    us.sort_by(f64::total_cmp);
-    Latency {
-        samples: us.len(),
-        p50_us: percentile(&us, 50.0),
-        p99_us: percentile(&us, 99.0),
-        max_us: us.last().copied().unwrap_or(0.0),
     }
 }
 

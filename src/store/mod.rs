@@ -4,6 +4,7 @@
 
 pub mod copy;
 pub mod postgres;
+mod rows;
 pub mod sqlite;
 
 use crate::domain::{

@@ -2,6 +2,7 @@
 //! `migrations/sqlite`). Default for one machine: `sqlite://data/engram.db`.
 
 use super::copy::Kind;
+use super::rows::{self, from_ms, ms, parse_scope};
 use super::*;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
@@ -12,19 +13,6 @@ use std::time::Duration;
 
 pub struct SqliteStore {
     pool: SqlitePool,
-}
-
-fn ms(t: DateTime<Utc>) -> i64 {
-    t.timestamp_millis()
-}
-
-fn from_ms(v: i64) -> StoreResult<DateTime<Utc>> {
-    DateTime::from_timestamp_millis(v)
-        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {v} out of range")))
-}
-
-fn parse_scope(key: &str) -> StoreResult<Scope> {
-    Scope::parse(key).ok_or_else(|| StoreError::Corrupt(format!("unknown scope {key:?}")))
 }
 
 fn db_err(e: sqlx::Error) -> StoreError {
@@ -499,17 +487,7 @@ impl Store for SqliteStore {
     }
 
     async fn fact_history(&self, person: PersonId, scope: &Scope) -> StoreResult<Vec<FactVersion>> {
-        type Row = (
-            i64,
-            String,
-            String,
-            String,
-            String,
-            Option<i64>,
-            Option<i64>,
-            i64,
-        );
-        let rows: Vec<Row> = sqlx::query_as(
+        let rows: Vec<rows::FactVersionRow> = sqlx::query_as(
             "SELECT version, op, request, text, method, changed_by, source_message_id, created_at FROM fact_versions \
              WHERE person_id = ? AND scope = ? ORDER BY version",
         )
@@ -518,20 +496,7 @@ impl Store for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
-        rows.into_iter()
-            .map(|(version, op, request, text, method, by, src, at)| {
-                Ok(FactVersion {
-                    version,
-                    op,
-                    request,
-                    text,
-                    method,
-                    changed_by: by.map(PersonId),
-                    source_message: src.map(MessageId),
-                    at: from_ms(at)?,
-                })
-            })
-            .collect()
+        rows::fact_versions(rows)
     }
 
     async fn day_summary(
@@ -550,15 +515,7 @@ impl Store for SqliteStore {
         let Some((json, through, count, is_final, at)) = row else {
             return Ok(None);
         };
-        let raw: BTreeMap<i64, String> = serde_json::from_str(&json)
-            .map_err(|e| StoreError::Corrupt(format!("day summary {}/{day}: {e}", scope.key())))?;
-        Ok(Some(DaySummaryRecord {
-            summaries: raw.into_iter().map(|(k, v)| (PersonId(k), v)).collect(),
-            through_message: through,
-            message_count: count,
-            is_final: is_final != 0,
-            computed_at: from_ms(at)?,
-        }))
+        rows::day_summary(scope, day, &json, through, count, is_final != 0, at).map(Some)
     }
 
     async fn put_day_summary(
@@ -567,8 +524,7 @@ impl Store for SqliteStore {
         day: NaiveDate,
         record: &DaySummaryRecord,
     ) -> StoreResult<()> {
-        let raw: BTreeMap<i64, &String> = record.summaries.iter().map(|(k, v)| (k.0, v)).collect();
-        let json = serde_json::to_string(&raw).map_err(|e| StoreError::Query(e.to_string()))?;
+        let json = rows::summaries_json(record)?;
         // A final summary is never replaced by a non-final one (two processes racing).
         sqlx::query(
             "INSERT INTO day_summaries (scope, day, summaries, through_message_id, message_count, is_final, computed_at) \
@@ -710,14 +666,7 @@ impl Store for SqliteStore {
         .fetch_one(&self.pool)
         .await
         .map_err(db_err)?;
-        Ok(if status == "done" {
-            JobClaim::AlreadyDone
-        } else {
-            JobClaim::HeldByOther {
-                holder: owner,
-                until: from_ms(lease_until)?,
-            }
-        })
+        rows::claim_refused(&status, owner, lease_until)
     }
 
     async fn finish_job(
@@ -746,24 +695,14 @@ impl Store for SqliteStore {
     }
 
     async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>> {
-        let rows: Vec<(String, String, String, String, i64, String)> = sqlx::query_as(
+        let rows: Vec<rows::JobRunRow> = sqlx::query_as(
             "SELECT job, run_key, holder, status, attempts, detail FROM job_runs WHERE job = ? ORDER BY run_key",
         )
         .bind(job)
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
-        Ok(rows
-            .into_iter()
-            .map(|(job, run_key, holder, status, attempts, detail)| JobRun {
-                job,
-                run_key,
-                holder,
-                status,
-                attempts,
-                detail,
-            })
-            .collect())
+        Ok(rows::job_runs(rows))
     }
 
     async fn search_messages(

@@ -1,0 +1,104 @@
+//! Conversions both backends share: times as Unix milliseconds, scope keys, and the row shapes
+//! of fact history, day summaries and job runs. SQL stays in each backend; what a row means is
+//! decided once, here.
+
+use super::{DaySummaryRecord, FactVersion, JobClaim, JobRun, StoreError, StoreResult};
+use crate::domain::{MessageId, PersonId, Scope};
+use chrono::{DateTime, NaiveDate, Utc};
+use std::collections::BTreeMap;
+
+pub fn ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub fn from_ms(v: i64) -> StoreResult<DateTime<Utc>> {
+    DateTime::from_timestamp_millis(v)
+        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {v} out of range")))
+}
+
+pub fn parse_scope(key: &str) -> StoreResult<Scope> {
+    Scope::parse(key).ok_or_else(|| StoreError::Corrupt(format!("unknown scope {key:?}")))
+}
+
+/// version, op, request, text, method, changed_by, source_message_id, created_at
+pub type FactVersionRow = (
+    i64,
+    String,
+    String,
+    String,
+    String,
+    Option<i64>,
+    Option<i64>,
+    i64,
+);
+
+pub fn fact_versions(rows: Vec<FactVersionRow>) -> StoreResult<Vec<FactVersion>> {
+    rows.into_iter()
+        .map(|(version, op, request, text, method, by, src, at)| {
+            Ok(FactVersion {
+                version,
+                op,
+                request,
+                text,
+                method,
+                changed_by: by.map(PersonId),
+                source_message: src.map(MessageId),
+                at: from_ms(at)?,
+            })
+        })
+        .collect()
+}
+
+/// The person → summary map as stored (JSON keyed by person id).
+pub fn summaries_json(record: &DaySummaryRecord) -> StoreResult<String> {
+    let raw: BTreeMap<i64, &String> = record.summaries.iter().map(|(k, v)| (k.0, v)).collect();
+    serde_json::to_string(&raw).map_err(|e| StoreError::Query(e.to_string()))
+}
+
+pub fn day_summary(
+    scope: &Scope,
+    day: NaiveDate,
+    json: &str,
+    through: i64,
+    count: i64,
+    is_final: bool,
+    at: i64,
+) -> StoreResult<DaySummaryRecord> {
+    let raw: BTreeMap<i64, String> = serde_json::from_str(json)
+        .map_err(|e| StoreError::Corrupt(format!("day summary {}/{day}: {e}", scope.key())))?;
+    Ok(DaySummaryRecord {
+        summaries: raw.into_iter().map(|(k, v)| (PersonId(k), v)).collect(),
+        through_message: through,
+        message_count: count,
+        is_final,
+        computed_at: from_ms(at)?,
+    })
+}
+
+/// A claim that neither inserted nor took over: done, or held by someone alive.
+pub fn claim_refused(status: &str, holder: String, lease_until: i64) -> StoreResult<JobClaim> {
+    Ok(if status == "done" {
+        JobClaim::AlreadyDone
+    } else {
+        JobClaim::HeldByOther {
+            holder,
+            until: from_ms(lease_until)?,
+        }
+    })
+}
+
+/// job, run_key, holder, status, attempts, detail
+pub type JobRunRow = (String, String, String, String, i64, String);
+
+pub fn job_runs(rows: Vec<JobRunRow>) -> Vec<JobRun> {
+    rows.into_iter()
+        .map(|(job, run_key, holder, status, attempts, detail)| JobRun {
+            job,
+            run_key,
+            holder,
+            status,
+            attempts,
+            detail,
+        })
+        .collect()
+}
