@@ -322,8 +322,8 @@ async fn migrate(config: &Config, from: &str, to: &str) -> anyhow::Result<()> {
         summarize(target.as_ref()).await?,
     );
     println!(
-        "{:<18} {:>10} {:>10}  {:<16} {:<16} {}",
-        "table", "from rows", "to rows", "from checksum", "to checksum", ""
+        "{:<18} {:>10} {:>10}  {:<16} {:<16} ",
+        "table", "from rows", "to rows", "from checksum", "to checksum"
     );
     let mut equal = true;
     for (a, b) in before.iter().zip(&after) {

@@ -4,7 +4,7 @@
 mod common;
 use chrono::{Duration, TimeZone, Utc};
 use common::*;
-use engram::domain::{MessageId, PersonId, Platform, Privacy, Scope, SpaceId, SpaceKind};
+use engram::domain::{MessageId, PersonId, Platform, Scope, SpaceId, SpaceKind};
 use engram::store::copy::{copy_all, summarize};
 use engram::store::{
     DaySummaryRecord, FactChange, JobClaim, NewMessage, Store, StoreError, search_terms,

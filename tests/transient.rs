@@ -179,7 +179,7 @@ async fn day_summaries_refresh_at_most_hourly_and_past_days_are_never_recomputed
             .requests()
             .into_iter()
             .filter(|r| r.task == "day_summary")
-            .last()
+            .next_back()
             .unwrap()
             .text()
             .contains("pizza")

@@ -216,7 +216,7 @@ mod tests {
             s.starts_with("alice said: ") && s.contains("Kubernetes"),
             "{s}"
         );
-        let long = vec!["word ".repeat(200)];
+        let long = ["word ".repeat(200)];
         let refs: Vec<&str> = long.iter().map(String::as_str).collect();
         assert!(extractive_summary("a", &refs, 100).chars().count() <= 100);
         assert_eq!(extractive_summary("a", &["", "  "], 100), "");

@@ -100,14 +100,14 @@ impl SqliteStore {
         to: DateTime<Utc>,
         limit: usize,
     ) -> StoreResult<Vec<StoredMessage>> {
-        // The planner would rather walk the (scope, time) index to avoid a sort, scanning a
-        // whole range for a quiet author; pin the author index when there is one.
+        // SQLite's planner likes any index that avoids the sort (time only, or scope only for a
+        // quiet author) and then scans a whole range; pin the index that matches the filter.
         let (index, author_clause) = match author {
             Some(_) => (
                 "INDEXED BY messages_by_scope_author_time",
                 "AND m.author_id = ?",
             ),
-            None => ("", ""),
+            None => ("INDEXED BY messages_by_scope_time", ""),
         };
         let sql = format!(
             "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m {index} JOIN people p ON p.id = m.author_id \
@@ -346,7 +346,7 @@ impl Store for SqliteStore {
         limit: usize,
     ) -> StoreResult<Vec<StoredMessage>> {
         let sql = format!(
-            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
+            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m INDEXED BY messages_by_channel_time JOIN people p ON p.id = m.author_id \
              WHERE m.space_id = ? AND m.channel = ? ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -387,7 +387,7 @@ impl Store for SqliteStore {
         to: DateTime<Utc>,
     ) -> StoreResult<RangeStats> {
         let (last, count): (Option<i64>, i64) =
-            sqlx::query_as("SELECT MAX(id), COUNT(*) FROM messages WHERE scope = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0")
+            sqlx::query_as("SELECT MAX(id), COUNT(*) FROM messages INDEXED BY messages_by_scope_time WHERE scope = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0")
                 .bind(scope.key())
                 .bind(ms(from))
                 .bind(ms(to))
