@@ -718,20 +718,25 @@ impl Store for PostgresStore {
         if scopes.is_empty() || terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        // Terms are letters and digits only (`search_terms`); each is quoted as a tsquery lexeme.
-        let query = terms
-            .iter()
-            .map(|t| format!("'{}'", t.replace('\'', "''")))
-            .collect::<Vec<_>>()
-            .join(" | ");
+        // BM25 (k1 = 1.2, b = 0.75) over the searched scopes: N, average length and document
+        // frequencies are those of the scopes the asker may see, so idf follows the scope.
+        // Terms pass through to_tsvector('simple') like the indexed text, as plain data.
         let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, ts_rank_cd(m.tsv, q)::FLOAT8 AS rank \
-             FROM messages m JOIN people p ON p.id = m.author_id, to_tsquery('simple', $1) q \
-             WHERE m.tsv @@ q AND m.scope = ANY($2) ORDER BY rank DESC, m.id DESC LIMIT $3"
+            "WITH st AS (SELECT GREATEST(SUM(docs), 1)::FLOAT8 AS n, (GREATEST(SUM(total_len), 1)::FLOAT8 / GREATEST(SUM(docs), 1)) AS avgdl \
+                    FROM scope_term_stats WHERE scope = ANY($2)), \
+             df AS (SELECT t.term, count(*)::FLOAT8 AS df FROM message_terms t \
+                    WHERE t.term = ANY(tsvector_to_array(to_tsvector('simple', $1))) AND t.scope = ANY($2) GROUP BY t.term), \
+             scored AS (SELECT t.message_id, \
+                    SUM(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * t.tf * 2.2 / (t.tf + 1.2 * (0.25 + 0.75 * t.doc_len / st.avgdl))) AS score \
+                    FROM message_terms t JOIN df ON df.term = t.term CROSS JOIN st \
+                    WHERE t.term = ANY(tsvector_to_array(to_tsvector('simple', $1))) AND t.scope = ANY($2) \
+                    GROUP BY t.message_id ORDER BY score DESC, t.message_id DESC LIMIT $3) \
+             SELECT {MESSAGE_COLUMNS}, scored.score FROM scored JOIN messages m ON m.id = scored.message_id \
+             JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(query)
+            .bind(terms.join(" "))
             .bind(&keys)
             .bind(limit as i64)
             .fetch_all(&self.pool)
@@ -855,7 +860,14 @@ impl Store for PostgresStore {
     async fn maintain(&self) -> StoreResult<()> {
         // Fresh statistics keep the planner on the full-text index instead of ANDing it with
         // a whole-scope bitmap; VACUUM sets hint bits and the visibility map after bulk loads.
-        for table in ["messages", "facts", "fact_versions", "identities", "people"] {
+        for table in [
+            "messages",
+            "message_terms",
+            "facts",
+            "fact_versions",
+            "identities",
+            "people",
+        ] {
             let sql = format!("VACUUM (ANALYZE) {table}");
             sqlx::query(sqlx::AssertSqlSafe(sql))
                 .execute(&self.pool)
