@@ -621,6 +621,64 @@ async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) 
     assert!(b.0 > a.0);
 }
 
+async fn search_ranks_by_bm25(s: Arc<dyn Store>) {
+    let lab = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    let a = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let scope = Scope::Space(lab);
+    let mut batch: Vec<NewMessage> = (0..8)
+        .map(|i| {
+            msg(
+                lab,
+                scope.clone(),
+                a,
+                &format!("c{i}"),
+                &format!("coffee break number {i} with the team"),
+                t(i),
+            )
+        })
+        .collect();
+    batch.push(msg(
+        lab,
+        scope.clone(),
+        a,
+        "rare",
+        "coffee with kubernetes folks",
+        t(9),
+    ));
+    batch.push(msg(
+        lab,
+        scope.clone(),
+        a,
+        "long",
+        &format!("kubernetes {}", "filler words ".repeat(40)),
+        t(10),
+    ));
+    s.insert_messages(&batch).await.unwrap();
+    let hits = s
+        .search_messages(&[scope.clone()], &search_terms("coffee kubernetes", 16), 5)
+        .await
+        .unwrap();
+    assert_eq!(
+        hits[0].message.text, "coffee with kubernetes folks",
+        "both terms, short: first"
+    );
+    assert!(
+        hits[1].message.text.starts_with("kubernetes filler"),
+        "the rare term outweighs the common one: {hits:?}"
+    );
+    assert!(
+        hits.windows(2).all(|w| w[0].score >= w[1].score),
+        "best first"
+    );
+    assert_eq!(hits.len(), 5);
+}
+
 macro_rules! contract {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -657,6 +715,7 @@ contract!(
     concurrent_claims_have_one_winner,
     search_stays_in_scope_and_survives_hostile_queries,
     dumps_copy_into_an_empty_store_with_equal_checksums,
+    search_ranks_by_bm25,
 );
 
 /// Marks the database as migrated by a newer engram (an unknown migration 9999).
@@ -761,4 +820,59 @@ async fn postgres_start_up_errors_are_clear() {
     drop(open_url(&limited).await);
     let err = open_error("postgres://[::1").await;
     assert!(err.contains("not a valid PostgreSQL URL"), "{err}");
+}
+
+#[tokio::test]
+async fn postgres_postings_follow_deleted_messages() {
+    let Some(url) = fresh_postgres_url().await else {
+        return;
+    };
+    let s = open_url(&url).await;
+    let lab = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    let a = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let scope = Scope::Space(lab);
+    s.insert_messages(&[
+        msg(lab, scope.clone(), a, "1", "secret plans here", t(1)),
+        msg(lab, scope.clone(), a, "2", "public plans", t(2)),
+    ])
+    .await
+    .unwrap();
+    use sqlx::Connection;
+    let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+    const POSTINGS: &str = "SELECT count(*) FROM message_terms";
+    assert_eq!(
+        sqlx::query_scalar::<_, i64>(POSTINGS)
+            .fetch_one(&mut c)
+            .await
+            .unwrap(),
+        5
+    );
+    sqlx::query("DELETE FROM messages WHERE external_id = '1'")
+        .execute(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        sqlx::query_scalar::<_, i64>(POSTINGS)
+            .fetch_one(&mut c)
+            .await
+            .unwrap(),
+        2
+    );
+    let (docs, len): (i64, i64) = sqlx::query_as("SELECT docs, total_len FROM scope_term_stats")
+        .fetch_one(&mut c)
+        .await
+        .unwrap();
+    assert_eq!((docs, len), (1, 2));
+    assert!(
+        s.search_messages(&[scope], &search_terms("secret", 4), 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
