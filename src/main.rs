@@ -254,6 +254,7 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
     })?;
     let llm = app::chat_model(config, secrets, clock.clone())?;
     let bot = app::build_bot(config, store, llm, clock.clone())?;
+    bot.memory().follow_changes().await?;
     let opts = ConsoleOptions {
         speaker: args.speaker.unwrap_or_else(default_speaker),
         space: args.space,

@@ -257,3 +257,47 @@ on_both!(
     one_person_per_identity,
     concurrent_fact_updates_both_land
 );
+
+/// Process B cached carol's facts; process A changes them: B must never serve the old text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
+    let Some(url) = fresh_postgres_url().await else {
+        return;
+    };
+    let fake = FakeLlmServer::start().await.unwrap();
+    let (a, b) = two_bots(&url, &fake).await;
+    let lab = group("lab");
+    a.say_in(
+        &lab,
+        "alice",
+        "Engram, remember this about @carol: she likes tea",
+    )
+    .await;
+    let ask = "Engram, what do you know about @carol";
+    assert!(
+        b.say_in(&lab, "bob", ask).await.unwrap().contains("tea"),
+        "B reads and caches carol's facts"
+    );
+    let mut applied = b.bot.memory().changes_applied();
+    let before = *applied.borrow_and_update();
+    a.say_in(
+        &lab,
+        "alice",
+        "Engram, remember this about @carol: she moved to Lisbon",
+    )
+    .await;
+    // Event-driven: B's listener reports each change it applied (bounded so a bug fails, not hangs).
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        applied.wait_for(|n| *n > before),
+    )
+    .await
+    .expect("B heard about the change")
+    .unwrap();
+    let reply = b.say_in(&lab, "bob", ask).await.unwrap();
+    assert!(reply.contains("Lisbon") && reply.contains("tea"), "{reply}");
+    assert_eq!(
+        engram::store::Change::parse(&engram::store::Change::Unknown.payload()),
+        engram::store::Change::Unknown
+    );
+}

@@ -1,7 +1,8 @@
 //! In-process moka caches of the memory tier, keyed as DESIGN.md says: today's day summaries
 //! by (scope, date, hour) with a 1-hour TTL, past days by (scope, date) in a permanent LRU,
 //! history summaries by (scope, person, end date), merged contexts by content hash, and facts
-//! by (person, scope), invalidated on write. Degraded (offline-fallback) results live at most an
+//! by (person, scope), invalidated on write here and, on PostgreSQL, on writes by any other
+//! process (`MemoryManager::follow_changes`). Degraded (offline-fallback) results live at most an
 //! hour so the LLM gets another chance.
 
 use crate::domain::PersonId;

@@ -12,7 +12,7 @@ pub mod tokens;
 use crate::config::MemoryConfig;
 use crate::domain::Clock;
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
-use crate::store::{Store, StoreError};
+use crate::store::{Change, Store, StoreError};
 use cache::MemoryCaches;
 use std::sync::Arc;
 use tokens::TokenCounter;
@@ -69,6 +69,7 @@ pub struct MemoryManager {
     caches: MemoryCaches,
     settings: MemoryConfig,
     tokens: TokenCounter,
+    changes_applied: tokio::sync::watch::Sender<u64>,
 }
 
 impl MemoryManager {
@@ -86,6 +87,7 @@ impl MemoryManager {
             caches: MemoryCaches::new(settings.cache_capacity),
             settings,
             tokens,
+            changes_applied: tokio::sync::watch::channel(0).0,
         })
     }
 
@@ -107,6 +109,35 @@ impl MemoryManager {
 
     pub fn settings(&self) -> &MemoryConfig {
         &self.settings
+    }
+
+    /// Applies changes made by other processes to this process's caches, for as long as the
+    /// store reports them. Call once at start-up, before serving messages.
+    pub async fn follow_changes(self: &Arc<Self>) -> Result<(), MemoryError> {
+        let Some(mut changes) = self.store.watch_changes().await? else {
+            return Ok(());
+        };
+        let memory = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some(change) = changes.recv().await {
+                let Some(memory) = memory.upgrade() else {
+                    break;
+                };
+                match change {
+                    Change::Facts { person, scope } => {
+                        memory.caches.facts.invalidate(&(person, scope.key()))
+                    }
+                    Change::Unknown => memory.caches.facts.invalidate_all(),
+                }
+                memory.changes_applied.send_modify(|n| *n += 1);
+            }
+        });
+        Ok(())
+    }
+
+    /// How many external changes this process has applied (tests wait on it).
+    pub fn changes_applied(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes_applied.subscribe()
     }
 
     pub fn has_llm(&self) -> bool {

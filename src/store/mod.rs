@@ -155,6 +155,41 @@ pub struct JobRun {
     pub detail: String,
 }
 
+/// A change another process made that per-process caches must forget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Facts {
+        person: PersonId,
+        scope: Scope,
+    },
+    /// The change feed was interrupted: anything may have changed meanwhile.
+    Unknown,
+}
+
+impl Change {
+    pub fn payload(&self) -> String {
+        match self {
+            Change::Facts { person, scope } => format!("facts|{}|{}", person.0, scope.key()),
+            Change::Unknown => "unknown".to_string(),
+        }
+    }
+
+    pub fn parse(payload: &str) -> Change {
+        let mut parts = payload.splitn(3, '|');
+        match (
+            parts.next(),
+            parts.next().and_then(|p| p.parse().ok()),
+            parts.next().and_then(Scope::parse),
+        ) {
+            (Some("facts"), Some(person), Some(scope)) => Change::Facts {
+                person: PersonId(person),
+                scope,
+            },
+            _ => Change::Unknown,
+        }
+    }
+}
+
 /// A full-text hit: the message and its backend's relevance score (higher is better).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchHit {
@@ -326,6 +361,10 @@ pub trait Store: Send + Sync {
     async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64>;
     /// After loading rows with explicit ids: move id sequences past them.
     async fn finish_load(&self) -> StoreResult<()>;
+
+    /// Changes written by other processes sharing this database, for cache invalidation.
+    /// None when the store is not shared between processes (SQLite: one bot process).
+    async fn watch_changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>>;
 
     /// Routine upkeep that keeps query plans and indexes good after much writing: planner
     /// statistics, index merges, dead rows. Safe to run any time; the daily job runs it.

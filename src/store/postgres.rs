@@ -10,6 +10,9 @@ use sqlx::{PgPool, Row};
 use std::str::FromStr;
 use std::time::Duration;
 
+/// NOTIFY channel on which writers announce changes that other processes' caches hold.
+const CHANGES_CHANNEL: &str = "engram_changes";
+
 pub struct PostgresStore {
     pool: PgPool,
 }
@@ -488,6 +491,19 @@ impl Store for PostgresStore {
         .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        // Delivered at commit, to every process listening (see `watch_changes`).
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANGES_CHANNEL)
+            .bind(
+                Change::Facts {
+                    person,
+                    scope: scope.clone(),
+                }
+                .payload(),
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
         tx.commit().await.map_err(db_err)?;
         Ok(new_version)
     }
@@ -855,6 +871,32 @@ impl Store for PostgresStore {
         }
         tx.commit().await.map_err(db_err)?;
         Ok(added)
+    }
+
+    async fn watch_changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .map_err(db_err)?;
+        listener.listen(CHANGES_CHANNEL).await.map_err(db_err)?;
+        let (tx, rx) = tokio::sync::mpsc::channel(1024);
+        tokio::spawn(async move {
+            loop {
+                let change = match listener.try_recv().await {
+                    Ok(Some(note)) => Change::parse(note.payload()),
+                    // Reconnecting: notifications sent meanwhile are lost.
+                    Ok(None) => Change::Unknown,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "change feed interrupted; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        Change::Unknown
+                    }
+                };
+                if tx.send(change).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Some(rx))
     }
 
     async fn maintain(&self) -> StoreResult<()> {

@@ -830,6 +830,10 @@ impl Store for SqliteStore {
         Ok(added)
     }
 
+    async fn watch_changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
+        Ok(None)
+    }
+
     async fn maintain(&self) -> StoreResult<()> {
         for sql in [
             "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
