@@ -214,10 +214,10 @@ impl Config {
         if self.store.max_connections == 0 {
             return Err(invalid("store.max_connections", "must be at least 1"));
         }
-        if !self.llm.base_url.is_empty()
-            && !(self.llm.base_url.starts_with("http://")
-                || self.llm.base_url.starts_with("https://"))
-        {
+        let url = &self.llm.base_url;
+        let offline_or_http =
+            url.is_empty() || url.starts_with("http://") || url.starts_with("https://");
+        if !offline_or_http {
             return Err(invalid(
                 "llm.base_url",
                 format!(

@@ -60,7 +60,8 @@ pub fn forget_matching(facts: &str, target: &str) -> (String, bool) {
             continue;
         }
         found = true;
-        if !kept.is_empty() && !(kept.len() == 1 && words(kept[0]).is_empty()) {
+        // Keep what is left of the line, unless only punctuation is.
+        if kept.iter().any(|s| !words(s).is_empty()) {
             lines.push(kept.join(" "));
         }
     }
@@ -141,7 +142,7 @@ pub fn extractive_summary(name: &str, messages: &[&str], max_chars: usize) -> St
 pub fn history_concat(days: &[(NaiveDate, String)], max_chars: usize) -> String {
     let mut sorted: Vec<&(NaiveDate, String)> =
         days.iter().filter(|(_, s)| !s.trim().is_empty()).collect();
-    sorted.sort_by(|a, b| b.0.cmp(&a.0));
+    sorted.sort_by_key(|d| std::cmp::Reverse(d.0));
     let text = sorted
         .iter()
         .map(|(d, s)| format!("{}: {}", d.format("%a %d %b"), s.trim()))
