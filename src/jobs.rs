@@ -153,43 +153,33 @@ impl Scheduler {
         }
         let result = self.finalize_day(yesterday, now).await;
         let finished_at = self.memory.clock().now();
-        match result {
-            Ok((scopes, degraded)) => {
-                let detail = format!("{scopes} scopes, {degraded} degraded");
-                // Degraded summaries (LLM down) are not final: fail the run so it is retried.
-                let ok = degraded == 0;
-                store
-                    .finish_job(
-                        DAY_SUMMARIES,
-                        &run_key,
-                        &self.holder,
-                        finished_at,
-                        ok,
-                        &detail,
-                    )
-                    .await?;
-                info!(job = DAY_SUMMARIES, %run_key, scopes, degraded, "job finished");
-                Ok(JobOutcome::Ran {
-                    run_key,
-                    scopes,
-                    degraded,
-                })
-            }
-            Err(e) => {
-                warn!(job = DAY_SUMMARIES, %run_key, error = %e, "job failed; it will be retried");
-                store
-                    .finish_job(
-                        DAY_SUMMARIES,
-                        &run_key,
-                        &self.holder,
-                        finished_at,
-                        false,
-                        &e.to_string(),
-                    )
-                    .await?;
-                Err(e)
-            }
-        }
+        // Degraded summaries (LLM down) are not final: the run fails and is retried.
+        let (ok, detail) = match &result {
+            Ok((scopes, degraded)) => (
+                *degraded == 0,
+                format!("{scopes} scopes, {degraded} degraded"),
+            ),
+            Err(e) => (false, e.to_string()),
+        };
+        store
+            .finish_job(
+                DAY_SUMMARIES,
+                &run_key,
+                &self.holder,
+                finished_at,
+                ok,
+                &detail,
+            )
+            .await?;
+        let (scopes, degraded) = result.inspect_err(
+            |e| warn!(job = DAY_SUMMARIES, %run_key, error = %e, "job failed; it will be retried"),
+        )?;
+        info!(job = DAY_SUMMARIES, %run_key, scopes, degraded, "job finished");
+        Ok(JobOutcome::Ran {
+            run_key,
+            scopes,
+            degraded,
+        })
     }
 
     async fn finalize_day(
