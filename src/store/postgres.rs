@@ -301,45 +301,16 @@ impl Store for PostgresStore {
     }
 
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
+        // Autocommit on a plain connection: the hot path, one round trip per message.
         let mut conn = self.pool.acquire().await.map_err(db_err)?;
-        insert_one(&mut conn, msg).await
+        Ok(insert_chunk(&mut conn, std::slice::from_ref(msg)).await?[0])
     }
 
     async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
-        // One INSERT ... SELECT FROM UNNEST per chunk; ids are matched back by unique key.
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let mut ids = Vec::with_capacity(msgs.len());
         for chunk in msgs.chunks(2000) {
-            let rows: Vec<(i64, i64, String, String)> = sqlx::query_as(
-                "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
-                 SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
-                                      $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[]) \
-                 ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
-            )
-            .bind(chunk.iter().map(|m| m.space.0).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| m.channel.as_str()).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| m.scope.key()).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| m.privacy.as_str()).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| m.author.0).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| m.is_bot).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| m.is_command).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| m.external_id.as_str()).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| m.reply_to.as_deref()).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| m.text.as_str()).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|m| ms(m.sent_at)).collect::<Vec<_>>())
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            let inserted: std::collections::HashMap<(i64, String, String), i64> = rows
-                .into_iter()
-                .map(|(id, s, c, e)| ((s, c, e), id))
-                .collect();
-            for m in chunk {
-                match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
-                    Some(id) => ids.push(MessageId(*id)),
-                    None => ids.push(insert_one(&mut tx, m).await?),
-                }
-            }
+            ids.extend(insert_chunk(&mut tx, chunk).await?);
         }
         tx.commit().await.map_err(db_err)?;
         Ok(ids)
@@ -934,38 +905,59 @@ impl Store for PostgresStore {
     }
 }
 
-async fn insert_one(conn: &mut sqlx::PgConnection, msg: &NewMessage) -> StoreResult<MessageId> {
-    let id: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id",
+/// Stores `chunk` with one multi-row INSERT; ids are matched back by each row's unique key,
+/// and a message stored before (a redelivery) keeps its id.
+async fn insert_chunk(
+    conn: &mut sqlx::PgConnection,
+    chunk: &[NewMessage],
+) -> StoreResult<Vec<MessageId>> {
+    let mut ids = Vec::with_capacity(chunk.len());
+    let rows: Vec<(i64, i64, String, String)> = sqlx::query_as(
+            "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
+             SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
+                                  $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[]) \
+             ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
+        )
+        .bind(chunk.iter().map(|m| m.space.0).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.channel.as_str()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.scope.key()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.privacy.as_str()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.author.0).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.is_bot).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.is_command).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.external_id.as_str()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.reply_to.as_deref()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.text.as_str()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| ms(m.sent_at)).collect::<Vec<_>>())
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    let inserted: std::collections::HashMap<(i64, String, String), i64> = rows
+        .into_iter()
+        .map(|(id, s, c, e)| ((s, c, e), id))
+        .collect();
+    for m in chunk {
+        match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
+            Some(id) => ids.push(MessageId(*id)),
+            None => ids.push(existing_message(conn, m).await?),
+        }
+    }
+    Ok(ids)
+}
+
+/// The id of a message already stored under `msg`'s key (a redelivery).
+async fn existing_message(
+    conn: &mut sqlx::PgConnection,
+    msg: &NewMessage,
+) -> StoreResult<MessageId> {
+    let id: i64 = sqlx::query_scalar(
+        "SELECT id FROM messages WHERE space_id = $1 AND channel = $2 AND external_id = $3",
     )
     .bind(msg.space.0)
     .bind(&msg.channel)
-    .bind(msg.scope.key())
-    .bind(msg.privacy.as_str())
-    .bind(msg.author.0)
-    .bind(msg.is_bot)
-    .bind(msg.is_command)
     .bind(&msg.external_id)
-    .bind(&msg.reply_to)
-    .bind(&msg.text)
-    .bind(ms(msg.sent_at))
-    .fetch_optional(&mut *conn)
+    .fetch_one(&mut *conn)
     .await
     .map_err(db_err)?;
-    match id {
-        Some(id) => Ok(MessageId(id)),
-        None => {
-            let id: i64 = sqlx::query_scalar(
-                "SELECT id FROM messages WHERE space_id = $1 AND channel = $2 AND external_id = $3",
-            )
-            .bind(msg.space.0)
-            .bind(&msg.channel)
-            .bind(&msg.external_id)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            Ok(MessageId(id))
-        }
-    }
+    Ok(MessageId(id))
 }

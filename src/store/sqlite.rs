@@ -87,6 +87,16 @@ impl SqliteStore {
         SqliteStore::open("sqlite::memory:", 1, Duration::from_secs(5)).await
     }
 
+    /// A write transaction that takes the write lock at BEGIN: SQLite then waits its busy
+    /// timeout for other writers instead of failing with "database is locked" when a deferred
+    /// transaction cannot be upgraded.
+    async fn write_tx(&self) -> StoreResult<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_err)
+    }
+
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
@@ -156,7 +166,7 @@ impl Store for SqliteStore {
         let now = ms(Utc::now());
         if let Some((id, name)) = self.person_for_identity(platform, external_id).await? {
             if name != display_name {
-                let mut tx = self.pool.begin().await.map_err(db_err)?;
+                let mut tx = self.write_tx().await?;
                 sqlx::query(
                     "UPDATE identities SET display_name = ? WHERE platform = ? AND external_id = ?",
                 )
@@ -176,7 +186,7 @@ impl Store for SqliteStore {
             }
             return Ok(id);
         }
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.write_tx().await?;
         let person: i64 = sqlx::query_scalar(
             "INSERT INTO people (display_name, created_at) VALUES (?, ?) RETURNING id",
         )
@@ -290,50 +300,16 @@ impl Store for SqliteStore {
     }
 
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
+        // Autocommit on a plain connection: the hot path, one round trip per message.
         let mut conn = self.pool.acquire().await.map_err(db_err)?;
-        insert_one(&mut conn, msg).await
+        Ok(insert_chunk(&mut conn, std::slice::from_ref(msg)).await?[0])
     }
 
     async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
-        // Multi-row INSERTs in one transaction; ids are matched back by each row's unique key.
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.write_tx().await?;
         let mut ids = Vec::with_capacity(msgs.len());
         for chunk in msgs.chunks(500) {
-            let sql = format!(
-                "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
-                 VALUES {} ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
-                vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
-            );
-            let mut query =
-                sqlx::query_as::<_, (i64, i64, String, String)>(sqlx::AssertSqlSafe(sql));
-            for m in chunk {
-                query = query
-                    .bind(m.space.0)
-                    .bind(&m.channel)
-                    .bind(m.scope.key())
-                    .bind(m.privacy.as_str())
-                    .bind(m.author.0)
-                    .bind(m.is_bot as i64)
-                    .bind(m.is_command as i64)
-                    .bind(&m.external_id)
-                    .bind(&m.reply_to)
-                    .bind(&m.text)
-                    .bind(ms(m.sent_at));
-            }
-            let inserted: std::collections::HashMap<(i64, String, String), i64> = query
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .into_iter()
-                .map(|(id, s, c, e)| ((s, c, e), id))
-                .collect();
-            for m in chunk {
-                match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
-                    Some(id) => ids.push(MessageId(*id)),
-                    // Already stored (a redelivered message): its existing id.
-                    None => ids.push(insert_one(&mut tx, m).await?),
-                }
-            }
+            ids.extend(insert_chunk(&mut tx, chunk).await?);
         }
         tx.commit().await.map_err(db_err)?;
         Ok(ids)
@@ -434,7 +410,7 @@ impl Store for SqliteStore {
         let new_version = expected_version + 1;
         let key = scope.key();
         let at = ms(change.at);
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.write_tx().await?;
         let written = if expected_version == 0 {
             sqlx::query(
                 "INSERT INTO facts (person_id, scope, text, version, updated_at) VALUES (?, ?, ?, 1, ?) \
@@ -800,7 +776,7 @@ impl Store for SqliteStore {
         let spec = table.spec();
         let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
         let per_statement = (30_000 / cols.len()).min(500);
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.write_tx().await?;
         let mut added = 0;
         for chunk in rows.chunks(per_statement) {
             let one = format!("({})", vec!["?"; cols.len()].join(", "));
@@ -850,38 +826,63 @@ impl Store for SqliteStore {
     }
 }
 
-async fn insert_one(conn: &mut sqlx::SqliteConnection, msg: &NewMessage) -> StoreResult<MessageId> {
-    let id: Option<i64> = sqlx::query_scalar(
+/// Stores `chunk` with one multi-row INSERT; ids are matched back by each row's unique key,
+/// and a message stored before (a redelivery) keeps its id.
+async fn insert_chunk(
+    conn: &mut sqlx::SqliteConnection,
+    chunk: &[NewMessage],
+) -> StoreResult<Vec<MessageId>> {
+    let mut ids = Vec::with_capacity(chunk.len());
+    let sql = format!(
         "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id",
+             VALUES {} ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
+        vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+    );
+    let mut query = sqlx::query_as::<_, (i64, i64, String, String)>(sqlx::AssertSqlSafe(sql));
+    for m in chunk {
+        query = query
+            .bind(m.space.0)
+            .bind(&m.channel)
+            .bind(m.scope.key())
+            .bind(m.privacy.as_str())
+            .bind(m.author.0)
+            .bind(m.is_bot as i64)
+            .bind(m.is_command as i64)
+            .bind(&m.external_id)
+            .bind(&m.reply_to)
+            .bind(&m.text)
+            .bind(ms(m.sent_at));
+    }
+    let inserted: std::collections::HashMap<(i64, String, String), i64> = query
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?
+        .into_iter()
+        .map(|(id, s, c, e)| ((s, c, e), id))
+        .collect();
+    for m in chunk {
+        match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
+            Some(id) => ids.push(MessageId(*id)),
+            // Already stored (a redelivered message): its existing id.
+            None => ids.push(existing_message(conn, m).await?),
+        }
+    }
+    Ok(ids)
+}
+
+/// The id of a message already stored under `msg`'s key (a redelivery).
+async fn existing_message(
+    conn: &mut sqlx::SqliteConnection,
+    msg: &NewMessage,
+) -> StoreResult<MessageId> {
+    let id: i64 = sqlx::query_scalar(
+        "SELECT id FROM messages WHERE space_id = ? AND channel = ? AND external_id = ?",
     )
     .bind(msg.space.0)
     .bind(&msg.channel)
-    .bind(msg.scope.key())
-    .bind(msg.privacy.as_str())
-    .bind(msg.author.0)
-    .bind(msg.is_bot as i64)
-    .bind(msg.is_command as i64)
     .bind(&msg.external_id)
-    .bind(&msg.reply_to)
-    .bind(&msg.text)
-    .bind(ms(msg.sent_at))
-    .fetch_optional(&mut *conn)
+    .fetch_one(&mut *conn)
     .await
     .map_err(db_err)?;
-    match id {
-        Some(id) => Ok(MessageId(id)),
-        None => {
-            let id: i64 = sqlx::query_scalar(
-                "SELECT id FROM messages WHERE space_id = ? AND channel = ? AND external_id = ?",
-            )
-            .bind(msg.space.0)
-            .bind(&msg.channel)
-            .bind(&msg.external_id)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            Ok(MessageId(id))
-        }
-    }
+    Ok(MessageId(id))
 }
