@@ -5,8 +5,10 @@
 use crate::bot::Bot;
 use crate::config::{Config, Secrets, StoreConfig};
 use crate::domain::Clock;
+use crate::embed::{EmbedError, Embedder, MiniLmEmbedder, OpenAiEmbedder, SharedEmbedder};
 use crate::llm::{ChatModel, LlmError, OpenAiClient};
 use crate::memory::MemoryManager;
+use crate::retrieval::{Indexer, Retriever};
 use crate::store::postgres::PgSettings;
 use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
 use std::sync::Arc;
@@ -19,6 +21,8 @@ pub enum AppError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Llm(#[from] LlmError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
     #[error("{0}")]
     Setup(String),
 }
@@ -70,6 +74,47 @@ pub fn chat_model(
     )?)))
 }
 
+/// The configured embedder: the local MiniLM, an OpenAI-compatible API, or None (BM25 only).
+/// "auto" uses the local model when its weights are in `embed.model_dir`.
+pub fn embedder(config: &Config, secrets: &Secrets) -> Result<Option<SharedEmbedder>, EmbedError> {
+    let e = &config.embed;
+    let dir = std::path::Path::new(&e.model_dir);
+    let provider = match e.provider.as_str() {
+        "auto" if MiniLmEmbedder::present(dir) => "local",
+        "auto" => {
+            info!(model_dir = %e.model_dir, "no embedding model found: retrieval uses BM25 only (set embed.model_dir, see README)");
+            return Ok(None);
+        }
+        other => other,
+    };
+    match provider {
+        "local" => {
+            let model = MiniLmEmbedder::load(dir, e.max_tokens, e.batch_size)?;
+            if model.dimensions() != e.dimensions {
+                return Err(EmbedError::Load(format!(
+                    "the model in {} gives {} dimensions, embed.dimensions is {}",
+                    e.model_dir,
+                    model.dimensions(),
+                    e.dimensions
+                )));
+            }
+            info!(model_dir = %e.model_dir, "embeddings: local all-MiniLM-L6-v2");
+            Ok(Some(Arc::new(model)))
+        }
+        "openai" => {
+            info!(base_url = %crate::config::redact_url(&e.base_url), model = %e.model, "embeddings: OpenAI-compatible API");
+            Ok(Some(Arc::new(OpenAiEmbedder::new(
+                e,
+                secrets.embed_api_key.clone(),
+            )?)))
+        }
+        _ => {
+            info!("embeddings off (embed.provider = \"none\"): retrieval uses BM25 only");
+            Ok(None)
+        }
+    }
+}
+
 /// Starts the scheduled jobs of this process in the background; send `true` to stop them.
 pub fn start_scheduler(
     config: &Config,
@@ -89,14 +134,44 @@ pub fn start_scheduler(
     (tokio::spawn(scheduler.run_until(every, stopped)), stop)
 }
 
-/// Builds the bot from its parts.
+/// Starts the background indexer (embeddings, episodes, episodic memories) of this process;
+/// send `true` to stop it.
+pub fn start_indexer(
+    config: &Config,
+    store: Arc<dyn Store>,
+    embedder: Option<SharedEmbedder>,
+    clock: Arc<dyn Clock>,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::watch::Sender<bool>,
+) {
+    let indexer = Arc::new(Indexer::new(
+        store,
+        embedder,
+        clock,
+        config.retrieval.clone(),
+        config.embed.batch_size * 4,
+    ));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let idle = Duration::from_secs(config.embed.idle_secs.max(1));
+    (tokio::spawn(indexer.run_until(idle, stopped)), stop)
+}
+
+/// Builds the bot from its parts; `embedder` (None: BM25 only) serves retrieval.
 pub fn build_bot(
     config: &Config,
     store: Arc<dyn Store>,
     llm: Option<Arc<dyn ChatModel>>,
+    embedder: Option<SharedEmbedder>,
     clock: Arc<dyn Clock>,
 ) -> Result<Bot, AppError> {
+    let retriever = Arc::new(Retriever::new(
+        store.clone(),
+        embedder,
+        config.retrieval.clone(),
+    ));
     let memory = MemoryManager::new(store.clone(), llm.clone(), clock, config.memory.clone())
-        .map_err(AppError::Setup)?;
+        .map_err(AppError::Setup)?
+        .with_retriever(retriever);
     Ok(Bot::new(config.clone(), store, Arc::new(memory), llm))
 }

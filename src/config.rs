@@ -28,7 +28,41 @@ pub struct Config {
     pub llm: LlmConfig,
     pub memory: MemoryConfig,
     pub jobs: JobsConfig,
+    pub embed: EmbedConfig,
+    pub retrieval: RetrievalConfig,
     pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedConfig {
+    pub provider: String,
+    pub model_dir: String,
+    pub base_url: String,
+    pub model: String,
+    pub dimensions: usize,
+    pub batch_size: usize,
+    pub max_tokens: usize,
+    pub timeout_secs: f64,
+    pub idle_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrievalConfig {
+    pub k1: f64,
+    pub b: f64,
+    pub candidates: usize,
+    pub episode_candidates: usize,
+    pub rrf_k: f64,
+    pub bm25_weight: f64,
+    pub vector_weight: f64,
+    pub episode_weight: f64,
+    pub time_weight: f64,
+    pub max_query_terms: usize,
+    pub items: usize,
+    pub episode_gap_minutes: i64,
+    pub episode_merge_similarity: f32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -105,6 +139,7 @@ pub struct LogConfig {
 #[derive(Clone, Default)]
 pub struct Secrets {
     pub llm_api_key: Option<String>,
+    pub embed_api_key: Option<String>,
     pub discord_token: Option<String>,
     pub telegram_token: Option<String>,
 }
@@ -114,6 +149,7 @@ impl fmt::Debug for Secrets {
         let shown = |s: &Option<String>| if s.is_some() { "<set>" } else { "<unset>" };
         f.debug_struct("Secrets")
             .field("llm_api_key", &shown(&self.llm_api_key))
+            .field("embed_api_key", &shown(&self.embed_api_key))
             .field("discord_token", &shown(&self.discord_token))
             .field("telegram_token", &shown(&self.telegram_token))
             .finish()
@@ -125,6 +161,9 @@ impl Secrets {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         Secrets {
             llm_api_key: var("ENGRAM_LLM_API_KEY").or_else(|| var("OPENAI_API_KEY")),
+            embed_api_key: var("ENGRAM_EMBED_API_KEY")
+                .or_else(|| var("ENGRAM_LLM_API_KEY"))
+                .or_else(|| var("OPENAI_API_KEY")),
             discord_token: var("DISCORD_TOKEN"),
             telegram_token: var("TELEGRAM_TOKEN"),
         }
@@ -271,6 +310,52 @@ impl Config {
             return Err(invalid(
                 "jobs.tick_secs",
                 "tick_secs must be at least 1 and lease_secs at least 10",
+            ));
+        }
+        if !matches!(
+            self.embed.provider.as_str(),
+            "auto" | "local" | "openai" | "none"
+        ) {
+            return Err(invalid(
+                "embed.provider",
+                "must be \"auto\", \"local\", \"openai\" or \"none\"",
+            ));
+        }
+        if self.embed.provider == "openai"
+            && !(self.embed.base_url.starts_with("http://")
+                || self.embed.base_url.starts_with("https://"))
+        {
+            return Err(invalid(
+                "embed.base_url",
+                "must start with http:// or https:// when embed.provider = \"openai\"",
+            ));
+        }
+        if self.embed.dimensions == 0 || self.embed.dimensions > 4096 {
+            return Err(invalid("embed.dimensions", "must be between 1 and 4096"));
+        }
+        if self.embed.batch_size == 0 || self.embed.max_tokens < 8 || self.embed.max_tokens > 512 {
+            return Err(invalid(
+                "embed.batch_size",
+                "batch_size must be at least 1 and max_tokens between 8 and 512",
+            ));
+        }
+        let r = &self.retrieval;
+        if !(r.k1 >= 0.0 && r.k1 <= 10.0 && (0.0..=1.0).contains(&r.b)) {
+            return Err(invalid(
+                "retrieval.k1",
+                "k1 must be between 0 and 10 and b between 0 and 1",
+            ));
+        }
+        if r.candidates == 0 || r.items == 0 || r.rrf_k <= 0.0 || r.max_query_terms == 0 {
+            return Err(invalid(
+                "retrieval.candidates",
+                "candidates, items, max_query_terms and rrf_k must be above 0",
+            ));
+        }
+        if !(0.0..=1.0).contains(&r.episode_merge_similarity) || r.episode_gap_minutes <= 0 {
+            return Err(invalid(
+                "retrieval.episode_merge_similarity",
+                "must be between 0 and 1, and episode_gap_minutes above 0",
             ));
         }
         if !matches!(self.log.format.as_str(), "text" | "json") {

@@ -170,6 +170,7 @@ impl Ingestor {
                 is_bot: msg.author_is_bot,
                 text,
                 sent_at: msg.sent_at,
+                episode: None,
             },
             place,
             author_external_id: msg.author_external_id.clone(),

@@ -95,6 +95,31 @@ enum BenchCommand {
         #[arg(long, default_value_t = 200)]
         queries: usize,
     },
+    /// Retrieval quality (R@k, nDCG@10 at turn and session level) and query latency on
+    /// LongMemEval-format data, through the real ingest path and the bot's search.
+    Retrieval {
+        /// Data file, .jsonl or .jsonl.gz (format: shared/data/README.md).
+        #[arg(long)]
+        data: PathBuf,
+        /// Where to write the JSON report (it is printed too).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// "config" (the [embed] settings), "local", "openai" or "none".
+        #[arg(long, default_value = "config")]
+        embedder: String,
+        /// Directory of the local model's weights (overrides embed.model_dir).
+        #[arg(long)]
+        model_dir: Option<PathBuf>,
+        /// Keep vectors in this file between runs (keyed by text hash).
+        #[arg(long)]
+        embed_cache: Option<PathBuf>,
+        /// Measure on PostgreSQL (a new database is created and dropped) instead of SQLite.
+        #[arg(long)]
+        postgres: Option<String>,
+        /// Only the first N records.
+        #[arg(long)]
+        records: Option<usize>,
+    },
     /// Context build time, LLM calls and cache behaviour on a synthetic community.
     Context {
         #[arg(long, default_value_t = 100)]
@@ -196,6 +221,67 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&reports)?);
             Ok(())
         }
+        Command::Bench(BenchCommand::Retrieval {
+            data,
+            out,
+            embedder,
+            model_dir,
+            embed_cache,
+            postgres,
+            records,
+        }) => {
+            let mut config = config.clone();
+            if let Some(dir) = model_dir {
+                config.embed.model_dir = dir.display().to_string();
+            }
+            if embedder != "config" {
+                config.embed.provider = embedder.clone();
+            }
+            config.validate()?;
+            let mut chosen = app::embedder(&config, &secrets)?;
+            let name = match &chosen {
+                Some(e) => e.model().to_string(),
+                None => "none".to_string(),
+            };
+            if let (Some(path), Some(inner)) = (embed_cache, chosen.take()) {
+                chosen = Some(Arc::new(
+                    engram::bench::retrieval::CachedEmbedder::open(
+                        inner,
+                        format!("max_tokens={}", config.embed.max_tokens),
+                        path,
+                    )
+                    .map_err(anyhow::Error::msg)?,
+                ));
+            }
+            let db = match &postgres {
+                Some(url) => bench_store::BenchDb::postgres(url).await?,
+                None => bench_store::BenchDb::sqlite().await?,
+            };
+            let report = engram::bench::retrieval::run(
+                engram::bench::retrieval::RetrievalBenchOptions {
+                    data,
+                    store: db.store.clone(),
+                    backend: db.backend.to_string(),
+                    embedder: chosen,
+                    embedder_name: name,
+                    settings: config.retrieval.clone(),
+                    records,
+                },
+                |line| eprintln!("{line}"),
+            )
+            .await
+            .map_err(anyhow::Error::msg);
+            db.drop_db().await;
+            let report = report?;
+            let json = serde_json::to_string_pretty(&report)?;
+            if let Some(path) = out {
+                std::fs::write(&path, &json)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            println!("{json}");
+            eprintln!("{}", engram::bench::retrieval::table(&report));
+            Ok(())
+        }
         Command::Bench(BenchCommand::Context {
             people,
             days,
@@ -253,8 +339,10 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
         )
     })?;
     let llm = app::chat_model(config, secrets, clock.clone())?;
-    let bot = app::build_bot(config, store, llm, clock.clone())?;
+    let embedder = app::embedder(config, secrets).context("loading the embedding model")?;
+    let bot = app::build_bot(config, store.clone(), llm, embedder.clone(), clock.clone())?;
     bot.memory().follow_changes().await?;
+    let (indexer, stop_indexer) = app::start_indexer(config, store, embedder, clock.clone());
     let opts = ConsoleOptions {
         speaker: args.speaker.unwrap_or_else(default_speaker),
         space: args.space,
@@ -287,6 +375,8 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
             let _ = jobs.await;
         }
     }
+    let _ = stop_indexer.send(true);
+    let _ = indexer.await;
     Ok(())
 }
 

@@ -52,7 +52,10 @@ impl Responder {
     pub async fn reply(&self, msg: &Ingested) -> Result<String, MemoryError> {
         let mut people = vec![(msg.message.author, msg.message.author_name.clone())];
         people.extend(msg.mentions.iter().cloned());
-        let bundle = self.memory.context(&people, &msg.place).await?;
+        let bundle = self
+            .memory
+            .context(&people, &msg.place, &msg.command_text)
+            .await?;
         let prompt = render_prompt(
             &self.bot_name,
             &bundle,

@@ -258,7 +258,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
     let mut reply_warm = Vec::new();
     for (id, name) in &people {
         let t = Instant::now();
-        std::hint::black_box(memory.context(&[(*id, name.clone())], &place).await?);
+        std::hint::black_box(memory.context(&[(*id, name.clone())], &place, "").await?);
         reply_warm.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let (rss, peak) = resident_memory_kib();

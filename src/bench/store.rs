@@ -6,7 +6,7 @@
 use super::{Latency, latency};
 use crate::config::Config;
 use crate::domain::{PersonId, Platform, Privacy, Scope, SpaceId, SpaceKind};
-use crate::store::{NewMessage, Store, search_terms};
+use crate::store::{Bm25, NewMessage, Store, query_terms};
 use chrono::{Duration, TimeZone, Utc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -297,15 +297,24 @@ pub async fn search(
         // Warm-up: first queries pay for cold caches on both backends.
         for _ in 0..10 {
             db.store
-                .search_messages(&scopes, &search_terms(&corpus.query(&mut qrng), 16), 10)
+                .search_messages(
+                    &scopes,
+                    &query_terms(&corpus.query(&mut qrng), 16),
+                    Bm25::default(),
+                    10,
+                )
                 .await?;
         }
         let mut us = Vec::with_capacity(queries);
         let mut hits = 0;
         for _ in 0..queries {
-            let terms = search_terms(&corpus.query(&mut qrng), 16);
+            let terms = query_terms(&corpus.query(&mut qrng), 16);
             let t = Instant::now();
-            hits += db.store.search_messages(&scopes, &terms, 10).await?.len();
+            hits += db
+                .store
+                .search_messages(&scopes, &terms, Bm25::default(), 10)
+                .await?
+                .len();
             us.push(t.elapsed().as_secs_f64() * 1e6);
         }
         progress(&format!("{}: searched {size} messages", db.backend));

@@ -289,6 +289,8 @@ pub struct StoredMessage {
     pub is_bot: bool,
     pub text: String,
     pub sent_at: DateTime<Utc>,
+    /// The conversation (episode) the background indexer put it in; None until indexed.
+    pub episode: Option<i64>,
 }
 
 /// The UTC calendar day of a time; day summaries are per UTC day.

@@ -74,6 +74,7 @@ impl FakeLlmServer {
         }));
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
+            .route("/v1/embeddings", post(handle_embeddings))
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -174,6 +175,86 @@ async fn handle(State(shared): State<Arc<Mutex<Shared>>>, Json(body): Json<Value
         Behavior::InvalidJson => completion("Sure! Here is what I think: {facts: oops", &body),
         Behavior::Smart => completion(&smart_answer(&task, &body), &body),
     }
+}
+
+/// `/v1/embeddings`: deterministic vectors (hashed words, so texts sharing words are
+/// similar) of the requested dimensions; failures follow the same behaviours as chat.
+async fn handle_embeddings(
+    State(shared): State<Arc<Mutex<Shared>>>,
+    Json(body): Json<Value>,
+) -> Response {
+    let behavior = {
+        let mut s = shared.lock().expect("fake lock");
+        s.requests.push(RecordedRequest {
+            task: "embeddings".into(),
+            body: body.clone(),
+        });
+        s.once
+            .pop_front()
+            .or_else(|| s.behavior.clone())
+            .unwrap_or(Behavior::Smart)
+    };
+    let dims = body["dimensions"].as_u64().unwrap_or(384) as usize;
+    let inputs: Vec<String> = match &body["input"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(a) => a
+            .iter()
+            .map(|v| v.as_str().unwrap_or("").to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
+    match behavior {
+        Behavior::Status(code) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, Json(json!({"error": {"message": "fake failure"}}))).into_response()
+        }
+        Behavior::Hang => {
+            std::future::pending::<()>().await;
+            unreachable!()
+        }
+        // Garbled: one vector short and of the wrong size.
+        Behavior::InvalidJson | Behavior::Content(_) => Json(json!({
+            "data": [{"index": 0, "embedding": [0.5, 0.5]}]
+        }))
+        .into_response(),
+        Behavior::RateLimited => {
+            let mut headers = HeaderMap::new();
+            headers.insert("retry-after", HeaderValue::from_static("0"));
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                headers,
+                Json(json!({"error": {"message": "slow down"}})),
+            )
+                .into_response()
+        }
+        Behavior::Smart => {
+            let data: Vec<Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, text)| json!({"object": "embedding", "index": i, "embedding": hashed_vector(text, dims)}))
+                .collect();
+            Json(json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 0, "total_tokens": 0}}))
+                .into_response()
+        }
+    }
+}
+
+/// Words hashed into `dims` buckets (not normalised: the client normalises).
+fn hashed_vector(text: &str, dims: usize) -> Vec<f32> {
+    use sha2::{Digest, Sha256};
+    let mut v = vec![0.0f32; dims.max(1)];
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let h = Sha256::digest(word.to_lowercase().as_bytes());
+        let bucket = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize % v.len();
+        v[bucket] += 1.0;
+    }
+    if v.iter().all(|x| *x == 0.0) {
+        v[0] = 1.0;
+    }
+    v
 }
 
 fn completion(content: &str, request: &Value) -> Response {

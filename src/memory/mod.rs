@@ -12,6 +12,7 @@ pub mod tokens;
 use crate::config::MemoryConfig;
 use crate::domain::Clock;
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
+use crate::retrieval::Retriever;
 use crate::store::{Change, Store, StoreError};
 use cache::MemoryCaches;
 use std::sync::Arc;
@@ -69,6 +70,7 @@ pub struct MemoryManager {
     caches: MemoryCaches,
     settings: MemoryConfig,
     tokens: TokenCounter,
+    retriever: Arc<Retriever>,
     changes_applied: tokio::sync::watch::Sender<u64>,
 }
 
@@ -80,7 +82,13 @@ impl MemoryManager {
         settings: MemoryConfig,
     ) -> Result<MemoryManager, String> {
         let tokens = TokenCounter::new(&settings.tokenizer)?;
+        let retriever = Arc::new(Retriever::new(
+            store.clone(),
+            None,
+            crate::config::Config::defaults().retrieval,
+        ));
         Ok(MemoryManager {
+            retriever,
             store,
             llm,
             clock,
@@ -89,6 +97,16 @@ impl MemoryManager {
             tokens,
             changes_applied: tokio::sync::watch::channel(0).0,
         })
+    }
+
+    /// Uses `retriever` (its embedder and settings) for the retrieved part of every context.
+    pub fn with_retriever(mut self, retriever: Arc<Retriever>) -> MemoryManager {
+        self.retriever = retriever;
+        self
+    }
+
+    pub fn retriever(&self) -> &Arc<Retriever> {
+        &self.retriever
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {

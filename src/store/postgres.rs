@@ -5,8 +5,10 @@
 use super::copy::Kind;
 use super::rows::{self, from_ms, ms, parse_scope};
 use super::*;
+use crate::embed;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Row};
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -43,7 +45,7 @@ fn db_err(e: sqlx::Error) -> StoreError {
     }
 }
 
-const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at";
+const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
 
 fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
     let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
@@ -57,10 +59,41 @@ fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
         is_bot: row.try_get(6).map_err(get)?,
         text: row.try_get(7).map_err(get)?,
         sent_at: from_ms(row.try_get(8).map_err(get)?)?,
+        episode: row.try_get(9).map_err(get)?,
     })
 }
 
 impl PostgresStore {
+    /// Writes the postings of messages queued in `message_terms_backlog` (stored before the
+    /// retrieval migration, or copied in by `engram migrate`). Processes opening at once
+    /// share the work: each takes rows the others have not locked.
+    async fn drain_terms_backlog(&self) -> StoreResult<()> {
+        loop {
+            let mut tx = self.pool.begin().await.map_err(db_err)?;
+            let rows: Vec<(i64, String, String)> = sqlx::query_as(
+                "WITH taken AS (DELETE FROM message_terms_backlog WHERE message_id IN                     (SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING message_id)                  SELECT m.id, m.scope, m.text FROM taken JOIN messages m ON m.id = taken.message_id",
+            )
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if rows.is_empty() {
+                let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM message_terms_backlog")
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                tx.commit().await.map_err(db_err)?;
+                if left == 0 {
+                    return Ok(());
+                }
+                // Another process holds the rest; its commit empties the queue.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            write_postings(&mut tx, &rows).await?;
+            tx.commit().await.map_err(db_err)?;
+        }
+    }
+
     /// Connects, checks that pgvector is available, and applies pending migrations (under
     /// sqlx's advisory lock, so several processes may start at once).
     pub async fn open(url: &str, settings: &PgSettings) -> StoreResult<PostgresStore> {
@@ -116,7 +149,9 @@ impl PostgresStore {
             .run(&pool)
             .await
             .map_err(super::migrate_error)?;
-        Ok(PostgresStore { pool })
+        let store = PostgresStore { pool };
+        store.drain_terms_backlog().await?;
+        Ok(store)
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -301,9 +336,11 @@ impl Store for PostgresStore {
     }
 
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
-        // Autocommit on a plain connection: the hot path, one round trip per message.
-        let mut conn = self.pool.acquire().await.map_err(db_err)?;
-        Ok(insert_chunk(&mut conn, std::slice::from_ref(msg)).await?[0])
+        // The message and its postings commit together, so it is searchable once stored.
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let id = insert_chunk(&mut tx, std::slice::from_ref(msg)).await?[0];
+        tx.commit().await.map_err(db_err)?;
+        Ok(id)
     }
 
     async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
@@ -700,46 +737,422 @@ impl Store for PostgresStore {
         &self,
         scopes: &[Scope],
         terms: &[String],
+        bm25: Bm25,
         limit: usize,
     ) -> StoreResult<Vec<SearchHit>> {
         if scopes.is_empty() || terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        // BM25 (k1 = 1.2, b = 0.75) over the searched scopes: N, average length and document
-        // frequencies are those of the scopes the asker may see, so idf follows the scope.
-        // Terms pass through to_tsvector('simple') like the indexed text, as plain data.
         let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        let sql = format!(
-            "WITH st AS (SELECT GREATEST(SUM(docs), 1)::FLOAT8 AS n, (GREATEST(SUM(total_len), 1)::FLOAT8 / GREATEST(SUM(docs), 1)) AS avgdl \
-                    FROM scope_term_stats WHERE scope = ANY($2)), \
-             df AS (SELECT t.term, count(*)::FLOAT8 AS df FROM message_terms t \
-                    WHERE t.term = ANY(tsvector_to_array(to_tsvector('simple', $1))) AND t.scope = ANY($2) GROUP BY t.term), \
-             scored AS (SELECT t.message_id, \
-                    SUM(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * t.tf * 2.2 / (t.tf + 1.2 * (0.25 + 0.75 * t.doc_len / st.avgdl))) AS score \
-                    FROM message_terms t JOIN df ON df.term = t.term CROSS JOIN st \
-                    WHERE t.term = ANY(tsvector_to_array(to_tsvector('simple', $1))) AND t.scope = ANY($2) \
-                    GROUP BY t.message_id ORDER BY score DESC, t.message_id DESC LIMIT $3) \
-             SELECT {MESSAGE_COLUMNS}, scored.score FROM scored JOIN messages m ON m.id = scored.message_id \
+        // N and average length of the scopes the asker may see, then each term's document
+        // frequency there: idf follows the searched scopes, not the whole database.
+        let (n, total_len): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(SUM(docs), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM scope_term_stats WHERE scope = ANY($1)",
+        )
+        .bind(&keys)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let dfs: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT term, COUNT(*) FROM message_terms WHERE term = ANY($1) AND scope = ANY($2) GROUP BY term",
+        )
+        .bind(terms)
+        .bind(&keys)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if dfs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let idfs = terms::idfs(n, &dfs);
+        let avg_len = total_len as f64 / n as f64;
+        // The scope filter sits in the postings scan (index condition), before ORDER BY/LIMIT.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "WITH q AS (SELECT * FROM UNNEST($1::TEXT[], $2::FLOAT8[]) AS q(term, idf)), \
+             scored AS (SELECT t.message_id AS id, SUM(q.idf * t.tf * ($4 + 1.0) / (t.tf + $4 * (1.0 - $5 + $5 * t.doc_len / $6))) AS score \
+                FROM q JOIN message_terms t ON t.term = q.term WHERE t.scope = ANY($3) \
+                GROUP BY t.message_id ORDER BY score DESC, t.message_id DESC LIMIT $7) \
+             SELECT {MESSAGE_COLUMNS}, scored.score FROM scored JOIN messages m ON m.id = scored.id \
              JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(terms.join(" "))
-            .bind(&keys)
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
+        )))
+        .bind(idfs.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>())
+        .bind(idfs.iter().map(|(_, i)| *i).collect::<Vec<_>>())
+        .bind(&keys)
+        .bind(bm25.k1)
+        .bind(bm25.b)
+        .bind(avg_len)
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(|row| hit_from_row(row, 10)).collect()
+    }
+
+    async fn search_episodes(
+        &self,
+        scopes: &[Scope],
+        terms: &[String],
+        bm25: Bm25,
+        limit: usize,
+    ) -> StoreResult<Vec<EpisodeHit>> {
+        if scopes.is_empty() || terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+        let (n, total_len): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(SUM(episodes), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM scope_episode_stats WHERE scope = ANY($1)",
+        )
+        .bind(&keys)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT t.term, m.episode_id, SUM(t.tf)::BIGINT, MAX(e.total_len) FROM message_terms t \
+             JOIN messages m ON m.id = t.message_id JOIN episodes e ON e.id = m.episode_id \
+             WHERE t.term = ANY($1) AND t.scope = ANY($2) GROUP BY t.term, m.episode_id",
+        )
+        .bind(terms)
+        .bind(&keys)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rank_episode_postings(bm25, rows, n, total_len, limit))
+    }
+
+    async fn nearest_messages(
+        &self,
+        scopes: &[Scope],
+        vector: &[f32],
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>> {
+        if scopes.is_empty() || vector.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+        // The scope filter is in the same query as the HNSW scan; iterative scans keep
+        // walking the graph until `limit` allowed rows are found, so the filter never
+        // starves the top k. (Small scopes are scanned exactly through the scope index.)
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|row| {
-                let score: f64 = row
-                    .try_get(9)
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                Ok(SearchHit {
-                    message: message_from_row(row)?,
-                    score,
-                })
-            })
-            .collect()
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "WITH near AS (SELECT id, 1.0 - (embedding <=> $1::vector) AS sim FROM messages \
+                WHERE scope = ANY($2) AND embedding IS NOT NULL ORDER BY embedding <=> $1::vector LIMIT $3) \
+             SELECT {MESSAGE_COLUMNS}, near.sim FROM near JOIN messages m ON m.id = near.id \
+             JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC"
+        )))
+        .bind(embed::to_pgvector(vector))
+        .bind(&keys)
+        .bind(limit as i64)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        rows.iter().map(|row| hit_from_row(row, 10)).collect()
+    }
+
+    async fn nearest_episodes(
+        &self,
+        scopes: &[Scope],
+        vector: &[f32],
+        limit: usize,
+    ) -> StoreResult<Vec<EpisodeHit>> {
+        if scopes.is_empty() || vector.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+        let rows: Vec<(i64, f64)> = sqlx::query_as(
+            "SELECT id, 1.0 - (embedding <=> $1::vector) AS sim FROM episodes \
+             WHERE scope = ANY($2) AND closed AND embedding IS NOT NULL ORDER BY embedding <=> $1::vector, id DESC LIMIT $3",
+        )
+        .bind(embed::to_pgvector(vector))
+        .bind(&keys)
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(episode, score)| EpisodeHit { episode, score })
+            .collect())
+    }
+
+    async fn unindexed_messages(&self, limit: usize) -> StoreResult<Vec<StoredMessage>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
+             WHERE NOT m.indexed ORDER BY m.id LIMIT $1"
+        )))
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    async fn index_messages(
+        &self,
+        items: &[IndexedMessage],
+        gap: chrono::Duration,
+    ) -> StoreResult<usize> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // One indexer writes at a time across processes: episodes are built in time order
+        // per channel, and two processes must not open two episodes for one conversation.
+        sqlx::query("SELECT pg_advisory_xact_lock(7311)")
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let mut done = 0;
+        let mut open: HashMap<(i64, String), OpenEpisode> = HashMap::new();
+        for item in sorted_for_episodes(items) {
+            let m = &item.message;
+            let key = (m.space.0, m.channel.clone());
+            if !open.contains_key(&key) {
+                let row: Option<(i64, i64, i64)> = sqlx::query_as(
+                    "SELECT id, started_at, ended_at FROM episodes WHERE space_id = $1 AND channel = $2 AND NOT closed ORDER BY ended_at DESC LIMIT 1",
+                )
+                .bind(m.space.0)
+                .bind(&m.channel)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                if let Some((id, started, ended)) = row {
+                    open.insert(key.clone(), OpenEpisode { id, started, ended });
+                }
+            }
+            let len = document_terms(&m.text).len as i64;
+            let at = ms(m.sent_at);
+            let episode = match open.get_mut(&key).filter(|e| e.takes(at, gap)) {
+                Some(e) => {
+                    e.started = e.started.min(at);
+                    e.ended = e.ended.max(at);
+                    e.id
+                }
+                None => {
+                    let id: i64 = sqlx::query_scalar(
+                        "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at) VALUES ($1, $2, $3, $4, $4, 0, 0, $4) RETURNING id",
+                    )
+                    .bind(m.scope.key())
+                    .bind(m.space.0)
+                    .bind(&m.channel)
+                    .bind(at)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    sqlx::query("INSERT INTO scope_episode_stats AS s (scope, episodes, total_len) VALUES ($1, 1, 0) ON CONFLICT (scope) DO UPDATE SET episodes = s.episodes + 1")
+                        .bind(m.scope.key())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    open.insert(
+                        key,
+                        OpenEpisode {
+                            id,
+                            started: at,
+                            ended: at,
+                        },
+                    );
+                    id
+                }
+            };
+            let claimed = sqlx::query(
+                "UPDATE messages SET indexed = true, episode_id = $2, embedding = $3::vector WHERE id = $1 AND NOT indexed",
+            )
+            .bind(m.id.0)
+            .bind(episode)
+            .bind(item.embedding.as_deref().map(embed::to_pgvector))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            if claimed == 0 {
+                continue;
+            }
+            sqlx::query("UPDATE episodes SET started_at = LEAST(started_at, $1), ended_at = GREATEST(ended_at, $1), messages = messages + 1, total_len = total_len + $2, updated_at = $1 WHERE id = $3")
+                .bind(at)
+                .bind(len)
+                .bind(episode)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            sqlx::query(
+                "UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2",
+            )
+            .bind(len)
+            .bind(m.scope.key())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            done += 1;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(done)
+    }
+
+    async fn episodes_to_close(
+        &self,
+        ended_before: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<Episode>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {EPISODE_COLUMNS} FROM episodes WHERE NOT closed AND ended_at < $1 ORDER BY ended_at, id LIMIT $2"
+        )))
+        .bind(ms(ended_before))
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(episode_from_row).collect()
+    }
+
+    async fn episodes(&self, ids: &[i64]) -> StoreResult<Vec<Episode>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {EPISODE_COLUMNS} FROM episodes WHERE id = ANY($1) ORDER BY id"
+        )))
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(episode_from_row).collect()
+    }
+
+    async fn episode_messages(
+        &self,
+        episode: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
+             WHERE m.episode_id = $1 ORDER BY m.sent_at, m.id LIMIT $2"
+        )))
+        .bind(episode)
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT id, embedding::TEXT FROM messages WHERE id = ANY($1) AND embedding IS NOT NULL ORDER BY id",
+        )
+        .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, v)| (MessageId(id), embed::from_pgvector(&v)))
+            .collect())
+    }
+
+    async fn similar_episode(
+        &self,
+        scope: &Scope,
+        vector: &[f32],
+        min: f32,
+        except: i64,
+    ) -> StoreResult<Option<(i64, f32)>> {
+        let row: Option<(i64, f64)> = sqlx::query_as(
+            "SELECT id, 1.0 - (embedding <=> $1::vector) AS sim FROM episodes \
+             WHERE scope = $2 AND closed AND id <> $3 AND embedding IS NOT NULL ORDER BY embedding <=> $1::vector, id LIMIT 1",
+        )
+        .bind(embed::to_pgvector(vector))
+        .bind(scope.key())
+        .bind(except)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(row
+            .map(|(id, sim)| (id, sim as f32))
+            .filter(|(_, sim)| *sim >= min))
+    }
+
+    async fn close_episode(&self, episode: i64, close: &EpisodeClose) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let row: Option<(String, i64, i64, i32, i64)> = sqlx::query_as(
+            "SELECT scope, started_at, ended_at, messages, total_len FROM episodes WHERE id = $1 AND NOT closed FOR UPDATE",
+        )
+        .bind(episode)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        // Closed (or merged away) already: closing again changes nothing.
+        let Some((scope, started, ended, count, total_len)) = row else {
+            return Ok(());
+        };
+        match close {
+            EpisodeClose::Add { summary, embedding } => {
+                sqlx::query("UPDATE episodes SET summary = $1, embedding = $2::vector, closed = true, updated_at = $3 WHERE id = $4")
+                    .bind(summary)
+                    .bind(embedding.as_deref().map(embed::to_pgvector))
+                    .bind(ended)
+                    .bind(episode)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            EpisodeClose::Merge {
+                into,
+                summary,
+                embedding,
+            } => {
+                let target_scope: Option<String> = sqlx::query_scalar(
+                    "SELECT scope FROM episodes WHERE id = $1 AND closed FOR UPDATE",
+                )
+                .bind(into)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                // Only within one scope, and so one privacy level.
+                if target_scope.as_deref() != Some(scope.as_str()) {
+                    return Err(StoreError::Conflict {
+                        what: format!(
+                            "episode {episode} cannot merge into {into}: not a closed episode of the same scope"
+                        ),
+                    });
+                }
+                sqlx::query("UPDATE messages SET episode_id = $1 WHERE episode_id = $2")
+                    .bind(into)
+                    .bind(episode)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query("UPDATE episodes SET started_at = LEAST(started_at, $1), ended_at = GREATEST(ended_at, $2), messages = messages + $3, total_len = total_len + $4, summary = $5, embedding = COALESCE($6::vector, embedding), updated_at = $2 WHERE id = $7")
+                    .bind(started)
+                    .bind(ended)
+                    .bind(count)
+                    .bind(total_len)
+                    .bind(summary)
+                    .bind(embedding.as_deref().map(embed::to_pgvector))
+                    .bind(into)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query("DELETE FROM episodes WHERE id = $1")
+                    .bind(episode)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query(
+                    "UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = $1",
+                )
+                .bind(&scope)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(())
     }
 
     async fn dump_rows(
@@ -816,8 +1229,14 @@ impl Store for PostgresStore {
             } else {
                 ""
             };
+            // Copied messages need postings: the ones actually added join the backlog.
+            let returning = if spec.name == "messages" {
+                " RETURNING id"
+            } else {
+                ""
+            };
             let sql = format!(
-                "INSERT INTO {} ({}){overriding} VALUES {} ON CONFLICT DO NOTHING",
+                "INSERT INTO {} ({}){overriding} VALUES {} ON CONFLICT DO NOTHING{returning}",
                 spec.name,
                 cols.join(", "),
                 tuples.join(", ")
@@ -834,11 +1253,20 @@ impl Store for PostgresStore {
                     };
                 }
             }
-            added += query
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
+            let inserted = query.fetch_all(&mut *tx).await.map_err(db_err)?;
+            added += inserted.len() as u64;
+            if spec.name == "messages" && !inserted.is_empty() {
+                let ids = inserted
+                    .iter()
+                    .map(|row| row.try_get::<i64, _>(0))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(db_err)?;
+                sqlx::query("INSERT INTO message_terms_backlog (message_id) SELECT * FROM UNNEST($1::BIGINT[]) ON CONFLICT DO NOTHING")
+                    .bind(&ids)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
         }
         tx.commit().await.map_err(db_err)?;
         Ok(added)
@@ -876,6 +1304,7 @@ impl Store for PostgresStore {
         for table in [
             "messages",
             "message_terms",
+            "episodes",
             "facts",
             "fact_versions",
             "identities",
@@ -891,6 +1320,7 @@ impl Store for PostgresStore {
     }
 
     async fn finish_load(&self) -> StoreResult<()> {
+        self.drain_terms_backlog().await?;
         for table in Table::ALL.iter().filter(|t| t.spec().has_identity) {
             let name = table.name();
             let sql = format!(
@@ -936,12 +1366,17 @@ async fn insert_chunk(
         .into_iter()
         .map(|(id, s, c, e)| ((s, c, e), id))
         .collect();
+    let mut fresh: Vec<(i64, String, String)> = Vec::with_capacity(inserted.len());
     for m in chunk {
         match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
-            Some(id) => ids.push(MessageId(*id)),
+            Some(id) => {
+                ids.push(MessageId(*id));
+                fresh.push((*id, m.scope.key(), m.text.clone()));
+            }
             None => ids.push(existing_message(conn, m).await?),
         }
     }
+    write_postings(conn, &fresh).await?;
     Ok(ids)
 }
 
@@ -960,4 +1395,91 @@ async fn existing_message(
     .await
     .map_err(db_err)?;
     Ok(MessageId(id))
+}
+
+fn hit_from_row(row: &PgRow, score_column: usize) -> StoreResult<SearchHit> {
+    let score: f64 = row
+        .try_get(score_column)
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(SearchHit {
+        message: message_from_row(row)?,
+        score,
+    })
+}
+
+const EPISODE_COLUMNS: &str =
+    "id, scope, space_id, channel, started_at, ended_at, messages::BIGINT, summary, closed";
+
+fn episode_from_row(row: &PgRow) -> StoreResult<Episode> {
+    let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    Ok(Episode {
+        id: row.try_get(0).map_err(get)?,
+        scope: parse_scope(row.try_get::<&str, _>(1).map_err(get)?)?,
+        space: SpaceId(row.try_get(2).map_err(get)?),
+        channel: row.try_get(3).map_err(get)?,
+        started_at: from_ms(row.try_get(4).map_err(get)?)?,
+        ended_at: from_ms(row.try_get(5).map_err(get)?)?,
+        messages: row.try_get(6).map_err(get)?,
+        summary: row.try_get(7).map_err(get)?,
+        closed: row.try_get(8).map_err(get)?,
+    })
+}
+
+/// Postings and scope statistics of freshly stored messages (id, scope, text).
+async fn write_postings(
+    conn: &mut sqlx::PgConnection,
+    messages: &[(i64, String, String)],
+) -> StoreResult<()> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let (mut terms, mut scopes, mut ids, mut tfs, mut lens) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut stats: std::collections::BTreeMap<&str, (i64, i64)> = Default::default();
+    for (id, scope, text) in messages {
+        let doc = document_terms(text);
+        let s = stats.entry(scope.as_str()).or_insert((0, 0));
+        s.0 += 1;
+        s.1 += doc.len as i64;
+        for (term, tf) in doc.terms {
+            terms.push(term);
+            scopes.push(scope.as_str());
+            ids.push(*id);
+            tfs.push(tf as i32);
+            lens.push(doc.len as i32);
+        }
+    }
+    sqlx::query(
+        "INSERT INTO message_terms (term, scope, message_id, tf, doc_len) \
+         SELECT * FROM UNNEST($1::TEXT[], $2::TEXT[], $3::BIGINT[], $4::INT[], $5::INT[]) ON CONFLICT DO NOTHING",
+    )
+    .bind(&terms)
+    .bind(&scopes)
+    .bind(&ids)
+    .bind(&tfs)
+    .bind(&lens)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    // Sorted scopes: concurrent writers take the stats rows' locks in one order.
+    let (keys, docs, totals): (Vec<&str>, Vec<i64>, Vec<i64>) = stats.into_iter().fold(
+        (Vec::new(), Vec::new(), Vec::new()),
+        |mut acc, (k, (d, l))| {
+            acc.0.push(k);
+            acc.1.push(d);
+            acc.2.push(l);
+            acc
+        },
+    );
+    sqlx::query(
+        "INSERT INTO scope_term_stats AS s (scope, docs, total_len) SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::BIGINT[]) \
+         ON CONFLICT (scope) DO UPDATE SET docs = s.docs + excluded.docs, total_len = s.total_len + excluded.total_len",
+    )
+    .bind(&keys)
+    .bind(&docs)
+    .bind(&totals)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }

@@ -4,10 +4,12 @@
 use super::copy::Kind;
 use super::rows::{self, from_ms, ms, parse_scope};
 use super::*;
+use crate::embed;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
 use sqlx::{Row, SqlitePool};
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -29,7 +31,7 @@ fn db_err(e: sqlx::Error) -> StoreError {
     }
 }
 
-const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at";
+const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
 
 fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
     let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
@@ -43,6 +45,7 @@ fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
         is_bot: row.try_get::<i64, _>(6).map_err(get)? != 0,
         text: row.try_get(7).map_err(get)?,
         sent_at: from_ms(row.try_get(8).map_err(get)?)?,
+        episode: row.try_get(9).map_err(get)?,
     })
 }
 
@@ -64,6 +67,7 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(busy_timeout)
             .foreign_keys(true);
+        register_sqlite_vec();
         let path = options.get_filename().to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
@@ -78,7 +82,40 @@ impl SqliteStore {
             .run(&pool)
             .await
             .map_err(super::migrate_error)?;
-        Ok(SqliteStore { pool })
+        let store = SqliteStore { pool };
+        store.drain_terms_backlog().await?;
+        Ok(store)
+    }
+
+    /// Writes the postings of messages queued in `message_terms_backlog` (stored before the
+    /// retrieval migration, or copied in by `engram migrate`).
+    async fn drain_terms_backlog(&self) -> StoreResult<()> {
+        loop {
+            let mut tx = self.write_tx().await?;
+            let rows: Vec<(i64, String, String)> = sqlx::query_as(
+                "SELECT m.id, m.scope, m.text FROM message_terms_backlog b JOIN messages m ON m.id = b.message_id ORDER BY b.message_id LIMIT 1000",
+            )
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let ids: Vec<i64> = sqlx::query_scalar(
+                "SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000",
+            )
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if ids.is_empty() {
+                return Ok(());
+            }
+            write_postings(&mut tx, &rows).await?;
+            let last = *ids.last().expect("not empty");
+            sqlx::query("DELETE FROM message_terms_backlog WHERE message_id <= ?")
+                .bind(last)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+        }
     }
 
     /// A private in-memory database (tests, benchmarks).
@@ -300,9 +337,11 @@ impl Store for SqliteStore {
     }
 
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
-        // Autocommit on a plain connection: the hot path, one round trip per message.
-        let mut conn = self.pool.acquire().await.map_err(db_err)?;
-        Ok(insert_chunk(&mut conn, std::slice::from_ref(msg)).await?[0])
+        // The message and its postings commit together, so it is searchable once stored.
+        let mut tx = self.write_tx().await?;
+        let id = insert_chunk(&mut tx, std::slice::from_ref(msg)).await?[0];
+        tx.commit().await.map_err(db_err)?;
+        Ok(id)
     }
 
     async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
@@ -685,46 +724,461 @@ impl Store for SqliteStore {
         &self,
         scopes: &[Scope],
         terms: &[String],
+        bm25: Bm25,
         limit: usize,
     ) -> StoreResult<Vec<SearchHit>> {
         if scopes.is_empty() || terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        // Every term becomes a quoted FTS5 string: no operator, column filter or NEAR survives.
-        // CROSS JOIN makes SQLite walk the (few) full-text matches and look their rows up,
-        // rather than probe the index once per message of the scope; the scope filter still
-        // runs before ORDER BY/LIMIT, so a top-k cut never drops an allowed hit.
-        let expr = terms
-            .iter()
-            .map(|t| format!("\"{}\"", t.replace('"', "\"\"")))
-            .collect::<Vec<_>>()
-            .join(" OR ");
-        let marks = vec!["?"; scopes.len()].join(", ");
+        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+        let scope_marks = marks(keys.len());
+        let term_marks = marks(terms.len());
+        // N and average length of the scopes the asker may see, then each term's document
+        // frequency there: idf follows the searched scopes, not the whole database.
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS}, bm25(messages_fts) AS rank FROM messages_fts \
-             CROSS JOIN messages m ON m.id = messages_fts.rowid JOIN people p ON p.id = m.author_id \
-             WHERE messages_fts MATCH ? AND m.scope IN ({marks}) ORDER BY rank LIMIT ?"
+            "SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(total_len), 0) FROM scope_term_stats WHERE scope IN ({scope_marks})"
         );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(expr);
-        for scope in scopes {
-            query = query.bind(scope.key());
+        let mut q = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(sql));
+        for k in &keys {
+            q = q.bind(k);
         }
-        let rows = query
+        let (n, total_len) = q.fetch_one(&self.pool).await.map_err(db_err)?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT term, COUNT(*) FROM message_terms WHERE term IN ({term_marks}) AND scope IN ({scope_marks}) GROUP BY term"
+        );
+        let mut q = sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql));
+        for t in terms {
+            q = q.bind(t);
+        }
+        for k in &keys {
+            q = q.bind(k);
+        }
+        let dfs = q.fetch_all(&self.pool).await.map_err(db_err)?;
+        if dfs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let idfs = terms::idfs(n, &dfs);
+        let avg_len = total_len as f64 / n as f64;
+        // The scope filter sits in the postings scan, before ORDER BY/LIMIT: a top-k cut
+        // never drops an allowed hit, and nothing outside the scopes is ever scored.
+        let sql = format!(
+            "WITH q(term, idf) AS (VALUES {}), \
+             scored AS (SELECT t.message_id AS id, SUM(q.idf * t.tf * (?1 + 1.0) / (t.tf + ?1 * (1.0 - ?2 + ?2 * t.doc_len / ?3))) AS score \
+                FROM q JOIN message_terms t ON t.term = q.term WHERE t.scope IN ({}) \
+                GROUP BY t.message_id ORDER BY score DESC, t.message_id DESC LIMIT ?4) \
+             SELECT {MESSAGE_COLUMNS}, scored.score FROM scored JOIN messages m ON m.id = scored.id \
+             JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC",
+            numbered_pairs(5, idfs.len()),
+            numbered(5 + 2 * idfs.len(), keys.len()),
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(bm25.k1)
+            .bind(bm25.b)
+            .bind(avg_len)
+            .bind(limit as i64);
+        for (t, idf) in &idfs {
+            q = q.bind(t).bind(idf);
+        }
+        for k in &keys {
+            q = q.bind(k);
+        }
+        let rows = q.fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.iter().map(|row| hit_from_row(row, 10)).collect()
+    }
+
+    async fn search_episodes(
+        &self,
+        scopes: &[Scope],
+        terms: &[String],
+        bm25: Bm25,
+        limit: usize,
+    ) -> StoreResult<Vec<EpisodeHit>> {
+        if scopes.is_empty() || terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+        let scope_marks = marks(keys.len());
+        let sql = format!(
+            "SELECT COALESCE(SUM(episodes), 0), COALESCE(SUM(total_len), 0) FROM scope_episode_stats WHERE scope IN ({scope_marks})"
+        );
+        let mut q = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(sql));
+        for k in &keys {
+            q = q.bind(k);
+        }
+        let (n, total_len) = q.fetch_one(&self.pool).await.map_err(db_err)?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        // Each term's frequency per episode; idf and scores are computed from these below.
+        let sql = format!(
+            "SELECT t.term, m.episode_id, SUM(t.tf), MAX(e.total_len) FROM message_terms t \
+             JOIN messages m ON m.id = t.message_id JOIN episodes e ON e.id = m.episode_id \
+             WHERE t.term IN ({}) AND t.scope IN ({scope_marks}) GROUP BY t.term, m.episode_id",
+            marks(terms.len())
+        );
+        let mut q = sqlx::query_as::<_, (String, i64, i64, i64)>(sqlx::AssertSqlSafe(sql));
+        for t in terms {
+            q = q.bind(t);
+        }
+        for k in &keys {
+            q = q.bind(k);
+        }
+        let rows = q.fetch_all(&self.pool).await.map_err(db_err)?;
+        Ok(rank_episode_postings(bm25, rows, n, total_len, limit))
+    }
+
+    async fn nearest_messages(
+        &self,
+        scopes: &[Scope],
+        vector: &[f32],
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>> {
+        if scopes.is_empty() || vector.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+        // Exact scan of the scopes' vectors (sqlite-vec computes the distances in C): the
+        // privacy filter comes first, so the top k are always k allowed messages.
+        let sql = format!(
+            "WITH near AS (SELECT message_id AS id, 1.0 - vec_distance_cosine(embedding, ?) AS sim \
+                FROM message_vectors WHERE scope IN ({}) ORDER BY sim DESC, message_id DESC LIMIT ?) \
+             SELECT {MESSAGE_COLUMNS}, near.sim FROM near JOIN messages m ON m.id = near.id \
+             JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC",
+            marks(keys.len())
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(embed::to_bytes(vector));
+        for k in &keys {
+            q = q.bind(k);
+        }
+        let rows = q
             .bind(limit as i64)
             .fetch_all(&self.pool)
             .await
             .map_err(db_err)?;
-        rows.iter()
-            .map(|row| {
-                let rank: f64 = row
-                    .try_get(9)
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                Ok(SearchHit {
-                    message: message_from_row(row)?,
-                    score: -rank,
-                })
-            })
-            .collect()
+        rows.iter().map(|row| hit_from_row(row, 10)).collect()
+    }
+
+    async fn nearest_episodes(
+        &self,
+        scopes: &[Scope],
+        vector: &[f32],
+        limit: usize,
+    ) -> StoreResult<Vec<EpisodeHit>> {
+        if scopes.is_empty() || vector.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+        let sql = format!(
+            "SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS sim FROM episodes \
+             WHERE scope IN ({}) AND closed = 1 AND embedding IS NOT NULL ORDER BY sim DESC, id DESC LIMIT ?",
+            marks(keys.len())
+        );
+        let mut q =
+            sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql)).bind(embed::to_bytes(vector));
+        for k in &keys {
+            q = q.bind(k);
+        }
+        let rows = q
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(episode, score)| EpisodeHit { episode, score })
+            .collect())
+    }
+
+    async fn unindexed_messages(&self, limit: usize) -> StoreResult<Vec<StoredMessage>> {
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m INDEXED BY messages_unindexed JOIN people p ON p.id = m.author_id \
+             WHERE m.indexed = 0 ORDER BY m.id LIMIT ?"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    async fn index_messages(
+        &self,
+        items: &[IndexedMessage],
+        gap: chrono::Duration,
+    ) -> StoreResult<usize> {
+        let mut tx = self.write_tx().await?;
+        let mut done = 0;
+        let mut open: HashMap<(i64, String), OpenEpisode> = HashMap::new();
+        for item in sorted_for_episodes(items) {
+            let m = &item.message;
+            let claimed =
+                sqlx::query("UPDATE messages SET indexed = 1 WHERE id = ? AND indexed = 0")
+                    .bind(m.id.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?
+                    .rows_affected();
+            if claimed == 0 {
+                continue;
+            }
+            let key = (m.space.0, m.channel.clone());
+            if !open.contains_key(&key) {
+                let row: Option<(i64, i64, i64)> = sqlx::query_as(
+                    "SELECT id, started_at, ended_at FROM episodes WHERE space_id = ? AND channel = ? AND closed = 0 ORDER BY ended_at DESC LIMIT 1",
+                )
+                .bind(m.space.0)
+                .bind(&m.channel)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                if let Some((id, started, ended)) = row {
+                    open.insert(key.clone(), OpenEpisode { id, started, ended });
+                }
+            }
+            let len = document_terms(&m.text).len as i64;
+            let at = ms(m.sent_at);
+            let episode = match open.get_mut(&key).filter(|e| e.takes(at, gap)) {
+                Some(e) => {
+                    e.started = e.started.min(at);
+                    e.ended = e.ended.max(at);
+                    sqlx::query("UPDATE episodes SET started_at = MIN(started_at, ?1), ended_at = MAX(ended_at, ?1), messages = messages + 1, total_len = total_len + ?2, updated_at = ?1 WHERE id = ?3")
+                        .bind(at)
+                        .bind(len)
+                        .bind(e.id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    e.id
+                }
+                None => {
+                    let id: i64 = sqlx::query_scalar(
+                        "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?) RETURNING id",
+                    )
+                    .bind(m.scope.key())
+                    .bind(m.space.0)
+                    .bind(&m.channel)
+                    .bind(at)
+                    .bind(at)
+                    .bind(len)
+                    .bind(at)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    sqlx::query("INSERT INTO scope_episode_stats (scope, episodes, total_len) VALUES (?, 1, 0) ON CONFLICT (scope) DO UPDATE SET episodes = episodes + 1")
+                        .bind(m.scope.key())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    open.insert(
+                        key,
+                        OpenEpisode {
+                            id,
+                            started: at,
+                            ended: at,
+                        },
+                    );
+                    id
+                }
+            };
+            sqlx::query("UPDATE scope_episode_stats SET total_len = total_len + ? WHERE scope = ?")
+                .bind(len)
+                .bind(m.scope.key())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            sqlx::query("UPDATE messages SET episode_id = ? WHERE id = ?")
+                .bind(episode)
+                .bind(m.id.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            if let Some(v) = &item.embedding {
+                sqlx::query("INSERT OR REPLACE INTO message_vectors (message_id, scope, embedding) VALUES (?, ?, ?)")
+                    .bind(m.id.0)
+                    .bind(m.scope.key())
+                    .bind(embed::to_bytes(v))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            done += 1;
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(done)
+    }
+
+    async fn episodes_to_close(
+        &self,
+        ended_before: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<Episode>> {
+        let sql = format!(
+            "SELECT {EPISODE_COLUMNS} FROM episodes WHERE closed = 0 AND ended_at < ? ORDER BY ended_at, id LIMIT ?"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(ms(ended_before))
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(episode_from_row).collect()
+    }
+
+    async fn episodes(&self, ids: &[i64]) -> StoreResult<Vec<Episode>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {EPISODE_COLUMNS} FROM episodes WHERE id IN ({}) ORDER BY id",
+            marks(ids.len())
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for id in ids {
+            q = q.bind(id);
+        }
+        let rows = q.fetch_all(&self.pool).await.map_err(db_err)?;
+        rows.iter().map(episode_from_row).collect()
+    }
+
+    async fn episode_messages(
+        &self,
+        episode: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>> {
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m INDEXED BY messages_by_episode JOIN people p ON p.id = m.author_id \
+             WHERE m.episode_id = ? ORDER BY m.sent_at, m.id LIMIT ?"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(episode)
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(500) {
+            let sql = format!(
+                "SELECT message_id, embedding FROM message_vectors WHERE message_id IN ({}) ORDER BY message_id",
+                marks(chunk.len())
+            );
+            let mut q = sqlx::query_as::<_, (i64, Vec<u8>)>(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                q = q.bind(id.0);
+            }
+            for (id, blob) in q.fetch_all(&self.pool).await.map_err(db_err)? {
+                out.push((MessageId(id), embed::from_bytes(&blob)));
+            }
+        }
+        Ok(out)
+    }
+
+    async fn similar_episode(
+        &self,
+        scope: &Scope,
+        vector: &[f32],
+        min: f32,
+        except: i64,
+    ) -> StoreResult<Option<(i64, f32)>> {
+        let row: Option<(i64, f64)> = sqlx::query_as(
+            "SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS sim FROM episodes \
+             WHERE scope = ? AND closed = 1 AND id <> ? AND embedding IS NOT NULL ORDER BY sim DESC, id LIMIT 1",
+        )
+        .bind(embed::to_bytes(vector))
+        .bind(scope.key())
+        .bind(except)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(row
+            .map(|(id, sim)| (id, sim as f32))
+            .filter(|(_, sim)| *sim >= min))
+    }
+
+    async fn close_episode(&self, episode: i64, close: &EpisodeClose) -> StoreResult<()> {
+        let mut tx = self.write_tx().await?;
+        let row: Option<(String, i64, i64, i64, i64)> = sqlx::query_as(
+            "SELECT scope, started_at, ended_at, messages, total_len FROM episodes WHERE id = ? AND closed = 0",
+        )
+        .bind(episode)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        // Closed (or merged away) already: closing again changes nothing.
+        let Some((scope, started, ended, count, total_len)) = row else {
+            return Ok(());
+        };
+        match close {
+            EpisodeClose::Add { summary, embedding } => {
+                sqlx::query("UPDATE episodes SET summary = ?, embedding = ?, closed = 1, updated_at = ? WHERE id = ?")
+                    .bind(summary)
+                    .bind(embedding.as_deref().map(embed::to_bytes))
+                    .bind(ended)
+                    .bind(episode)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            EpisodeClose::Merge {
+                into,
+                summary,
+                embedding,
+            } => {
+                let target_scope: Option<String> =
+                    sqlx::query_scalar("SELECT scope FROM episodes WHERE id = ? AND closed = 1")
+                        .bind(into)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                // Only within one scope, and so one privacy level.
+                if target_scope.as_deref() != Some(scope.as_str()) {
+                    return Err(StoreError::Conflict {
+                        what: format!(
+                            "episode {episode} cannot merge into {into}: not a closed episode of the same scope"
+                        ),
+                    });
+                }
+                sqlx::query("UPDATE messages SET episode_id = ? WHERE episode_id = ?")
+                    .bind(into)
+                    .bind(episode)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query("UPDATE episodes SET started_at = MIN(started_at, ?), ended_at = MAX(ended_at, ?), messages = messages + ?, total_len = total_len + ?, summary = ?, embedding = COALESCE(?, embedding), updated_at = ? WHERE id = ?")
+                    .bind(started)
+                    .bind(ended)
+                    .bind(count)
+                    .bind(total_len)
+                    .bind(summary)
+                    .bind(embedding.as_deref().map(embed::to_bytes))
+                    .bind(ended)
+                    .bind(into)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query("DELETE FROM episodes WHERE id = ?")
+                    .bind(episode)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query(
+                    "UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = ?",
+                )
+                .bind(&scope)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(())
     }
 
     async fn dump_rows(
@@ -780,8 +1234,14 @@ impl Store for SqliteStore {
         let mut added = 0;
         for chunk in rows.chunks(per_statement) {
             let one = format!("({})", vec!["?"; cols.len()].join(", "));
+            // Copied messages need postings: the ones actually added join the backlog.
+            let returning = if spec.name == "messages" {
+                " RETURNING id"
+            } else {
+                ""
+            };
             let sql = format!(
-                "INSERT INTO {} ({}) VALUES {} ON CONFLICT DO NOTHING",
+                "INSERT INTO {} ({}) VALUES {} ON CONFLICT DO NOTHING{returning}",
                 spec.name,
                 cols.join(", "),
                 vec![one; chunk.len()].join(", ")
@@ -796,11 +1256,19 @@ impl Store for SqliteStore {
                     };
                 }
             }
-            added += query
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
+            let inserted = query.fetch_all(&mut *tx).await.map_err(db_err)?;
+            added += inserted.len() as u64;
+            if spec.name == "messages" && !inserted.is_empty() {
+                let sql = format!(
+                    "INSERT OR IGNORE INTO message_terms_backlog (message_id) VALUES {}",
+                    vec!["(?)"; inserted.len()].join(", ")
+                );
+                let mut backlog = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for row in &inserted {
+                    backlog = backlog.bind(row.try_get::<i64, _>(0).map_err(db_err)?);
+                }
+                backlog.execute(&mut *tx).await.map_err(db_err)?;
+            }
         }
         tx.commit().await.map_err(db_err)?;
         Ok(added)
@@ -811,18 +1279,15 @@ impl Store for SqliteStore {
     }
 
     async fn maintain(&self) -> StoreResult<()> {
-        for sql in [
-            "INSERT INTO messages_fts (messages_fts) VALUES ('optimize')",
-            "PRAGMA optimize=0x10002",
-        ] {
+        for sql in ["PRAGMA optimize=0x10002"] {
             sqlx::query(sql).execute(&self.pool).await.map_err(db_err)?;
         }
         Ok(())
     }
 
     async fn finish_load(&self) -> StoreResult<()> {
-        // SQLite hands out max(rowid) + 1: nothing to move.
-        Ok(())
+        // SQLite hands out max(rowid) + 1: no sequence to move. Copied messages get postings.
+        self.drain_terms_backlog().await
     }
 }
 
@@ -860,13 +1325,18 @@ async fn insert_chunk(
         .into_iter()
         .map(|(id, s, c, e)| ((s, c, e), id))
         .collect();
+    let mut fresh: Vec<(i64, String, String)> = Vec::with_capacity(inserted.len());
     for m in chunk {
         match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
-            Some(id) => ids.push(MessageId(*id)),
+            Some(id) => {
+                ids.push(MessageId(*id));
+                fresh.push((*id, m.scope.key(), m.text.clone()));
+            }
             // Already stored (a redelivered message): its existing id.
             None => ids.push(existing_message(conn, m).await?),
         }
     }
+    write_postings(conn, &fresh).await?;
     Ok(ids)
 }
 
@@ -885,4 +1355,112 @@ async fn existing_message(
     .await
     .map_err(db_err)?;
     Ok(MessageId(id))
+}
+
+/// Registers sqlite-vec (vec_distance_cosine, vec0) for every connection opened afterwards.
+fn register_sqlite_vec() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: sqlite3_vec_init has the signature SQLite expects of an extension entry
+        // point; sqlite3_auto_extension only stores the pointer.
+        unsafe {
+            libsqlite3_sys::sqlite3_auto_extension(Some(std::mem::transmute::<
+                *const (),
+                unsafe extern "C" fn(
+                    *mut libsqlite3_sys::sqlite3,
+                    *mut *mut std::os::raw::c_char,
+                    *const libsqlite3_sys::sqlite3_api_routines,
+                ) -> std::os::raw::c_int,
+            >(
+                sqlite_vec::sqlite3_vec_init as *const (),
+            )));
+        }
+    });
+}
+
+fn marks(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// `?first, ?first+1, ...` for `n` parameters.
+fn numbered(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `(?first, ?first+1), ...` for `n` pairs.
+fn numbered_pairs(first: usize, n: usize) -> String {
+    (0..n)
+        .map(|i| format!("(?{}, ?{})", first + 2 * i, first + 2 * i + 1))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn hit_from_row(row: &SqliteRow, score_column: usize) -> StoreResult<SearchHit> {
+    let score: f64 = row
+        .try_get(score_column)
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(SearchHit {
+        message: message_from_row(row)?,
+        score,
+    })
+}
+
+const EPISODE_COLUMNS: &str =
+    "id, scope, space_id, channel, started_at, ended_at, messages, summary, closed";
+
+fn episode_from_row(row: &SqliteRow) -> StoreResult<Episode> {
+    let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    Ok(Episode {
+        id: row.try_get(0).map_err(get)?,
+        scope: parse_scope(row.try_get::<&str, _>(1).map_err(get)?)?,
+        space: SpaceId(row.try_get(2).map_err(get)?),
+        channel: row.try_get(3).map_err(get)?,
+        started_at: from_ms(row.try_get(4).map_err(get)?)?,
+        ended_at: from_ms(row.try_get(5).map_err(get)?)?,
+        messages: row.try_get(6).map_err(get)?,
+        summary: row.try_get(7).map_err(get)?,
+        closed: row.try_get::<i64, _>(8).map_err(get)? != 0,
+    })
+}
+
+/// Postings and scope statistics of freshly stored messages (id, scope, text).
+async fn write_postings(
+    conn: &mut sqlx::SqliteConnection,
+    messages: &[(i64, String, String)],
+) -> StoreResult<()> {
+    let mut rows: Vec<(String, &str, i64, i64, i64)> = Vec::new();
+    let mut stats: HashMap<&str, (i64, i64)> = HashMap::new();
+    for (id, scope, text) in messages {
+        let doc = document_terms(text);
+        let s = stats.entry(scope.as_str()).or_insert((0, 0));
+        s.0 += 1;
+        s.1 += doc.len as i64;
+        for (term, tf) in doc.terms {
+            rows.push((term, scope.as_str(), *id, tf as i64, doc.len as i64));
+        }
+    }
+    for chunk in rows.chunks(6000) {
+        let sql = format!(
+            "INSERT OR IGNORE INTO message_terms (term, scope, message_id, tf, doc_len) VALUES {}",
+            vec!["(?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (term, scope, id, tf, len) in chunk {
+            q = q.bind(term).bind(*scope).bind(*id).bind(*tf).bind(*len);
+        }
+        q.execute(&mut *conn).await.map_err(db_err)?;
+    }
+    for (scope, (docs, len)) in stats {
+        sqlx::query("INSERT INTO scope_term_stats (scope, docs, total_len) VALUES (?, ?, ?) ON CONFLICT (scope) DO UPDATE SET docs = docs + excluded.docs, total_len = total_len + excluded.total_len")
+            .bind(scope)
+            .bind(docs)
+            .bind(len)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+    }
+    Ok(())
 }

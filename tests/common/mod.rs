@@ -71,7 +71,7 @@ impl Harness {
     ) -> Harness {
         let store = app::open_store(&config).await.unwrap();
         let llm = app::chat_model(&config, &Secrets::default(), clock.clone()).unwrap();
-        let bot = app::build_bot(&config, store.clone(), llm, clock.clone()).unwrap();
+        let bot = app::build_bot(&config, store.clone(), llm, None, clock.clone()).unwrap();
         bot.memory().follow_changes().await.unwrap();
         Harness {
             bot,

@@ -1,0 +1,505 @@
+//! `engram bench retrieval`: LongMemEval-format data (see shared/data/README.md) through the
+//! real ingest path and the same hybrid search the bot uses for replies; reports R@5, R@10
+//! and nDCG@10 at turn and session level, per category and overall, query latency and
+//! indexing time.
+
+use crate::config::RetrievalConfig;
+use crate::domain::{IncomingMessage, MessageId, Platform, Privacy, SpaceKind, StoredMessage};
+use crate::embed::{EmbedError, Embedder, SharedEmbedder};
+use crate::ingest::Ingestor;
+use crate::retrieval::{Indexer, Retriever};
+use crate::store::Store;
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+#[derive(Deserialize)]
+pub struct Record {
+    pub conversation_id: String,
+    pub sessions: Vec<Session>,
+    pub questions: Vec<Question>,
+}
+
+#[derive(Deserialize)]
+pub struct Session {
+    pub session_id: String,
+    pub date: String,
+    pub turns: Vec<Turn>,
+}
+
+#[derive(Deserialize)]
+pub struct Turn {
+    pub turn_id: String,
+    pub speaker: String,
+    pub text: String,
+}
+
+#[derive(Deserialize)]
+pub struct Question {
+    pub question_id: String,
+    pub question: String,
+    pub category: String,
+    pub question_date: String,
+    #[serde(default)]
+    pub evidence_turn_ids: Vec<String>,
+    #[serde(default)]
+    pub evidence_session_ids: Vec<String>,
+}
+
+/// Reads `.jsonl` or `.jsonl.gz`, one record per line.
+pub fn read_records(path: &Path) -> Result<Vec<Record>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let reader: Box<dyn BufRead> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(file)))
+    } else {
+        Box::new(std::io::BufReader::new(file))
+    };
+    let mut records = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.map_err(|e| format!("{}: line {}: {e}", path.display(), i + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        records.push(
+            serde_json::from_str(&line)
+                .map_err(|e| format!("{}: line {}: {e}", path.display(), i + 1))?,
+        );
+    }
+    Ok(records)
+}
+
+/// "2023/05/20 (Sat) 02:21" (the data's format), or RFC 3339.
+pub fn parse_date(s: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = NaiveDateTime::parse_from_str(s.trim(), "%Y/%m/%d (%a) %H:%M") {
+        return Ok(t.and_utc());
+    }
+    DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| format!("cannot read the date {s:?}"))
+}
+
+/// Recall of `evidence` in the first `k` of `ranked`.
+pub fn recall_at(ranked: &[String], evidence: &[String], k: usize) -> f64 {
+    if evidence.is_empty() {
+        return 0.0;
+    }
+    let top = &ranked[..ranked.len().min(k)];
+    evidence.iter().filter(|e| top.contains(e)).count() as f64 / evidence.len() as f64
+}
+
+/// nDCG@k with binary relevance and a log2 discount; ideal = all evidence first.
+pub fn ndcg_at(ranked: &[String], evidence: &[String], k: usize) -> f64 {
+    let dcg: f64 = ranked
+        .iter()
+        .take(k)
+        .enumerate()
+        .filter(|(_, id)| evidence.contains(id))
+        .map(|(i, _)| 1.0 / ((i + 2) as f64).log2())
+        .sum();
+    let ideal: f64 = (0..evidence.len().min(k))
+        .map(|i| 1.0 / ((i + 2) as f64).log2())
+        .sum();
+    if ideal == 0.0 { 0.0 } else { dcg / ideal }
+}
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Scores {
+    pub questions: usize,
+    pub r_at_5: f64,
+    pub r_at_10: f64,
+    pub ndcg_at_10: f64,
+}
+
+impl Scores {
+    fn add(&mut self, ranked: &[String], evidence: &[String]) {
+        self.questions += 1;
+        self.r_at_5 += recall_at(ranked, evidence, 5);
+        self.r_at_10 += recall_at(ranked, evidence, 10);
+        self.ndcg_at_10 += ndcg_at(ranked, evidence, 10);
+    }
+
+    fn mean(&self) -> Scores {
+        let n = self.questions.max(1) as f64;
+        let r = |x: f64| (x / n * 1000.0).round() / 1000.0;
+        Scores {
+            questions: self.questions,
+            r_at_5: r(self.r_at_5),
+            r_at_10: r(self.r_at_10),
+            ndcg_at_10: r(self.ndcg_at_10),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Level {
+    pub overall: Scores,
+    pub by_category: BTreeMap<String, Scores>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RetrievalReport {
+    pub data: String,
+    pub backend: String,
+    pub embedder: String,
+    pub records: usize,
+    pub turns: usize,
+    pub questions: usize,
+    pub skipped_without_evidence: usize,
+    pub turn: Level,
+    pub session: Level,
+    pub query_latency: super::Latency,
+    pub ingest_seconds: f64,
+    pub index_seconds: f64,
+    pub embedded_texts: usize,
+}
+
+/// Vectors remembered on disk by text hash, so re-running the benchmark (or tuning fusion)
+/// does not re-embed 30,000 turns. Stands in front of any embedder.
+pub struct CachedEmbedder {
+    inner: SharedEmbedder,
+    /// Part of every key: vectors of texts cut at another length are different vectors.
+    variant: String,
+    path: PathBuf,
+    cache: Mutex<HashMap<[u8; 32], Vec<f32>>>,
+    pub computed: std::sync::atomic::AtomicUsize,
+}
+
+impl CachedEmbedder {
+    pub fn open(inner: SharedEmbedder, variant: String, path: PathBuf) -> Result<Self, String> {
+        let dims = inner.dimensions();
+        let mut cache = HashMap::new();
+        if let Ok(bytes) = std::fs::read(&path) {
+            for rec in bytes.chunks_exact(32 + dims * 4) {
+                let key: [u8; 32] = rec[..32].try_into().expect("32 bytes");
+                cache.insert(key, crate::embed::from_bytes(&rec[32..]));
+            }
+        }
+        Ok(CachedEmbedder {
+            inner,
+            variant,
+            path,
+            cache: Mutex::new(cache),
+            computed: Default::default(),
+        })
+    }
+
+    fn key(&self, text: &str) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(self.inner.model().as_bytes());
+        h.update([0]);
+        h.update(self.variant.as_bytes());
+        h.update([0]);
+        h.update(text.as_bytes());
+        h.finalize().into()
+    }
+}
+
+#[async_trait]
+impl Embedder for CachedEmbedder {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let keys: Vec<[u8; 32]> = texts.iter().map(|t| self.key(t)).collect();
+        let missing: Vec<usize> = {
+            let cache = self.cache.lock().expect("cache lock");
+            (0..texts.len())
+                .filter(|&i| !cache.contains_key(&keys[i]))
+                .collect()
+        };
+        if !missing.is_empty() {
+            let batch: Vec<String> = missing.iter().map(|&i| texts[i].clone()).collect();
+            let vectors = self.inner.embed(&batch).await?;
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .map_err(|e| EmbedError::Model(e.to_string()))?;
+            let mut cache = self.cache.lock().expect("cache lock");
+            for (&i, v) in missing.iter().zip(vectors) {
+                let mut rec = keys[i].to_vec();
+                rec.extend(crate::embed::to_bytes(&v));
+                file.write_all(&rec)
+                    .map_err(|e| EmbedError::Model(e.to_string()))?;
+                cache.insert(keys[i], v);
+            }
+            self.computed
+                .fetch_add(missing.len(), std::sync::atomic::Ordering::Relaxed);
+        }
+        let cache = self.cache.lock().expect("cache lock");
+        Ok(keys.iter().map(|k| cache[k].clone()).collect())
+    }
+}
+
+pub struct RetrievalBenchOptions {
+    pub data: PathBuf,
+    pub store: Arc<dyn Store>,
+    pub backend: String,
+    pub embedder: Option<SharedEmbedder>,
+    pub embedder_name: String,
+    pub settings: RetrievalConfig,
+    pub records: Option<usize>,
+}
+
+fn incoming(conv: &str, turn: &Turn, at: DateTime<Utc>) -> IncomingMessage {
+    IncomingMessage {
+        platform: Platform::Console,
+        space_external_id: format!("dm:{conv}"),
+        space_kind: SpaceKind::Private,
+        space_title: String::new(),
+        channel_external_id: format!("dm:{conv}"),
+        channel_privacy: Privacy::Dm,
+        author_external_id: format!("user:{conv}"),
+        author_display_name: "user".into(),
+        author_is_bot: false,
+        external_id: turn.turn_id.clone(),
+        text: turn.text.clone(),
+        sent_at: at,
+        reply_to_external_id: None,
+        replies_to_bot: false,
+        mentions: Vec::new(),
+        attachments: Vec::new(),
+        author_is_moderator: false,
+    }
+}
+
+/// Runs the benchmark; `progress` hears (records done, total).
+pub async fn run(
+    opts: RetrievalBenchOptions,
+    mut progress: impl FnMut(&str),
+) -> Result<RetrievalReport, String> {
+    let mut records = read_records(&opts.data)?;
+    if let Some(n) = opts.records {
+        records.truncate(n);
+    }
+    let store = opts.store.clone();
+    let ingestor = Ingestor::new(store.clone(), "Engram");
+    let clock = Arc::new(crate::domain::ManualClock::new(
+        DateTime::from_timestamp(0, 0).expect("epoch"),
+    ));
+    let indexer = Indexer::new(
+        store.clone(),
+        opts.embedder.clone(),
+        clock.clone(),
+        opts.settings.clone(),
+        64,
+    );
+    let retriever = Retriever::new(store.clone(), opts.embedder.clone(), opts.settings.clone());
+    let (mut turn_scores, mut session_scores) = (
+        BTreeMap::<String, Scores>::new(),
+        BTreeMap::<String, Scores>::new(),
+    );
+    let (mut turn_all, mut session_all) = (Scores::default(), Scores::default());
+    let (mut latencies, mut ingest_s, mut index_s) = (Vec::new(), 0.0, 0.0);
+    let (mut turns_total, mut questions, mut skipped) = (0, 0, 0);
+    let total = records.len();
+    for (n, record) in records.iter().enumerate() {
+        let conv = &record.conversation_id;
+        // Ingest every turn, in time order, through the normal path.
+        let started = Instant::now();
+        let mut sessions: Vec<&Session> = record.sessions.iter().collect();
+        let mut dated = Vec::new();
+        for s in &sessions {
+            dated.push(parse_date(&s.date)?);
+        }
+        let mut order: Vec<usize> = (0..sessions.len()).collect();
+        order.sort_by_key(|&i| dated[i]);
+        sessions = order.iter().map(|&i| sessions[i]).collect();
+        let dated: Vec<DateTime<Utc>> = order.iter().map(|&i| dated[i]).collect();
+        let mut turn_of: HashMap<MessageId, (&str, &str)> = HashMap::new();
+        let mut last_user: Option<(crate::domain::Place, StoredMessage)> = None;
+        let mut waiting: Vec<(&Turn, DateTime<Utc>, &str)> = Vec::new();
+        let mut dm_scopes = Vec::new();
+        for (s, at) in sessions.iter().zip(&dated) {
+            for (i, turn) in s.turns.iter().enumerate() {
+                let t = *at + chrono::Duration::seconds(i as i64);
+                turns_total += 1;
+                if turn.speaker == "user" {
+                    let Some(ing) = ingestor
+                        .ingest(&incoming(conv, turn, t))
+                        .await
+                        .map_err(|e| e.to_string())?
+                    else {
+                        continue;
+                    };
+                    turn_of.insert(
+                        ing.message.id,
+                        (turn.turn_id.as_str(), s.session_id.as_str()),
+                    );
+                    if dm_scopes.is_empty() {
+                        dm_scopes = ing.place.visible_scopes(ing.message.author);
+                    }
+                    last_user = Some((ing.place.clone(), ing.message.clone()));
+                    // Assistant turns that came before any user turn, now that the chat exists.
+                    for (wt, wat, sid) in waiting.drain(..) {
+                        let id = ingestor
+                            .ingest_reply(
+                                Platform::Console,
+                                &ing.place,
+                                &wt.text,
+                                &ing.message,
+                                wat,
+                            )
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        turn_of.insert(id, (wt.turn_id.as_str(), sid));
+                    }
+                } else if let Some((place, user_msg)) = &last_user {
+                    if turn.text.trim().is_empty() {
+                        continue;
+                    }
+                    let id = ingestor
+                        .ingest_reply(Platform::Console, place, &turn.text, user_msg, t)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    turn_of.insert(id, (turn.turn_id.as_str(), s.session_id.as_str()));
+                } else {
+                    waiting.push((turn, t, s.session_id.as_str()));
+                }
+            }
+        }
+        ingest_s += started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        indexer.index_all(|_| {}).await.map_err(|e| e.to_string())?;
+        index_s += started.elapsed().as_secs_f64();
+
+        for q in &record.questions {
+            let asked = parse_date(&q.question_date)?;
+            clock.set(asked);
+            let started = Instant::now();
+            indexer.close_episodes().await.map_err(|e| e.to_string())?;
+            index_s += started.elapsed().as_secs_f64();
+            if q.evidence_turn_ids.is_empty() && q.evidence_session_ids.is_empty() {
+                skipped += 1;
+                continue;
+            }
+            questions += 1;
+            let started = Instant::now();
+            let hits = retriever
+                .search(&q.question, &dm_scopes, asked, 50)
+                .await
+                .map_err(|e| e.to_string())?;
+            latencies.push(started.elapsed().as_secs_f64() * 1e6);
+            let ranked_turns: Vec<String> = hits
+                .iter()
+                .filter_map(|h| turn_of.get(&h.message.id).map(|t| t.0.to_string()))
+                .collect();
+            let mut ranked_sessions: Vec<String> = Vec::new();
+            for h in &hits {
+                if let Some((_, s)) = turn_of.get(&h.message.id)
+                    && !ranked_sessions.iter().any(|x| x == s)
+                {
+                    ranked_sessions.push(s.to_string());
+                }
+            }
+            if !q.evidence_turn_ids.is_empty() {
+                turn_all.add(&ranked_turns, &q.evidence_turn_ids);
+                turn_scores
+                    .entry(q.category.clone())
+                    .or_default()
+                    .add(&ranked_turns, &q.evidence_turn_ids);
+            }
+            if !q.evidence_session_ids.is_empty() {
+                session_all.add(&ranked_sessions, &q.evidence_session_ids);
+                session_scores
+                    .entry(q.category.clone())
+                    .or_default()
+                    .add(&ranked_sessions, &q.evidence_session_ids);
+            }
+            tracing::debug!(question = %q.question_id, "scored");
+        }
+        progress(&format!("record {}/{total} ({conv})", n + 1));
+    }
+    Ok(RetrievalReport {
+        data: opts.data.display().to_string(),
+        backend: opts.backend,
+        embedder: opts.embedder_name,
+        records: total,
+        turns: turns_total,
+        questions,
+        skipped_without_evidence: skipped,
+        turn: Level {
+            overall: turn_all.mean(),
+            by_category: turn_scores
+                .iter()
+                .map(|(k, v)| (k.clone(), v.mean()))
+                .collect(),
+        },
+        session: Level {
+            overall: session_all.mean(),
+            by_category: session_scores
+                .iter()
+                .map(|(k, v)| (k.clone(), v.mean()))
+                .collect(),
+        },
+        query_latency: super::latency(latencies),
+        ingest_seconds: (ingest_s * 10.0).round() / 10.0,
+        index_seconds: (index_s * 10.0).round() / 10.0,
+        embedded_texts: 0,
+    })
+}
+
+/// The summary table printed after the JSON.
+pub fn table(r: &RetrievalReport) -> String {
+    let mut out = format!(
+        "{} records, {} questions, embedder {}, backend {}\n\n| level | category | R@5 | R@10 | nDCG@10 |\n|---|---|---|---|---|\n",
+        r.records, r.questions, r.embedder, r.backend
+    );
+    for (name, level) in [("turn", &r.turn), ("session", &r.session)] {
+        for (cat, s) in &level.by_category {
+            out.push_str(&format!(
+                "| {name} | {cat} | {:.3} | {:.3} | {:.3} |\n",
+                s.r_at_5, s.r_at_10, s.ndcg_at_10
+            ));
+        }
+        let s = &level.overall;
+        out.push_str(&format!(
+            "| {name} | **overall** | {:.3} | {:.3} | {:.3} |\n",
+            s.r_at_5, s.r_at_10, s.ndcg_at_10
+        ));
+    }
+    out.push_str(&format!(
+        "\nquery latency p50 {:.1} ms, p99 {:.1} ms; ingest {:.1} s, indexing (embeddings, episodes) {:.1} s\n",
+        r.query_latency.p50_us / 1000.0,
+        r.query_latency.p99_us / 1000.0,
+        r.ingest_seconds,
+        r.index_seconds
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn recall_and_ndcg() {
+        let ranked = ids(&["a", "b", "c", "d"]);
+        assert_eq!(recall_at(&ranked, &ids(&["a", "d"]), 2), 0.5);
+        assert_eq!(recall_at(&ranked, &ids(&["a", "d"]), 10), 1.0);
+        assert_eq!(ndcg_at(&ranked, &ids(&["a"]), 10), 1.0);
+        let second = ndcg_at(&ranked, &ids(&["b"]), 10);
+        assert!((second - 1.0 / 3f64.log2()).abs() < 1e-12);
+        assert_eq!(ndcg_at(&ranked, &ids(&["z"]), 10), 0.0);
+    }
+
+    #[test]
+    fn dates_in_the_data_format() {
+        let t = parse_date("2023/05/20 (Sat) 02:21").unwrap();
+        assert_eq!(t.to_rfc3339(), "2023-05-20T02:21:00+00:00");
+        assert!(parse_date("yesterday").is_err());
+    }
+}

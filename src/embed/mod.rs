@@ -1,0 +1,135 @@
+//! The embedding seam at the bottom of the retrieval flow: the batch-first `Embedder` trait,
+//! the in-process all-MiniLM-L6-v2 (`local`), the OpenAI-compatible `/v1/embeddings` client
+//! (`openai`), and vector helpers shared by the stores and retrieval.
+
+pub mod local;
+pub mod openai;
+
+use async_trait::async_trait;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use local::MiniLmEmbedder;
+pub use openai::OpenAiEmbedder;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("cannot load the embedding model: {0}")]
+    Load(String),
+    #[error("the embedding model failed: {0}")]
+    Model(String),
+    #[error("cannot reach the embedding API: {0}")]
+    Connect(String),
+    #[error("the embedding API answered HTTP {status}: {detail}")]
+    Http {
+        status: u16,
+        detail: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("the embedding API's answer is unusable: {0}")]
+    BadResponse(String),
+}
+
+impl EmbedError {
+    /// Worth trying again later (the background embedder keeps the texts pending).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            EmbedError::Connect(_) => true,
+            EmbedError::Http { status, .. } => *status == 429 || *status >= 500,
+            _ => false,
+        }
+    }
+}
+
+/// Turns texts into unit-length vectors, many at a time (one call per batch).
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    /// Names the vector space: vectors of different models are never compared.
+    fn model(&self) -> &str;
+    fn dimensions(&self) -> usize;
+    /// One vector per text, in order, each of length `dimensions()` and L2-normalised.
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+pub type SharedEmbedder = Arc<dyn Embedder>;
+
+/// Scales `v` to unit length (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// Cosine similarity of two unit vectors.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Little-endian f32 bytes: the BLOB form SQLite and sqlite-vec use.
+pub fn to_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+pub fn from_bytes(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// pgvector's text form, `[0.1,0.2,...]`.
+pub fn to_pgvector(v: &[f32]) -> String {
+    let mut s = String::with_capacity(v.len() * 10 + 2);
+    s.push('[');
+    for (i, x) in v.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&x.to_string());
+    }
+    s.push(']');
+    s
+}
+
+pub fn from_pgvector(s: &str) -> Vec<f32> {
+    s.trim_matches(|c| c == '[' || c == ']')
+        .split(',')
+        .filter_map(|x| x.trim().parse().ok())
+        .collect()
+}
+
+/// Mean of unit vectors, normalised: the centroid an episode is compared by.
+pub fn centroid<'a>(vectors: impl IntoIterator<Item = &'a [f32]>) -> Option<Vec<f32>> {
+    let mut sum: Option<Vec<f32>> = None;
+    for v in vectors {
+        match &mut sum {
+            None => sum = Some(v.to_vec()),
+            Some(s) => s.iter_mut().zip(v).for_each(|(a, b)| *a += b),
+        }
+    }
+    let mut s = sum?;
+    normalize(&mut s);
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_forms_round_trip() {
+        let v = vec![0.25f32, -1.5, 3.0e-7, 0.0];
+        assert_eq!(from_bytes(&to_bytes(&v)), v);
+        assert_eq!(from_pgvector(&to_pgvector(&v)), v);
+    }
+
+    #[test]
+    fn centroid_is_unit_and_between() {
+        let a = [1.0f32, 0.0];
+        let b = [0.0f32, 1.0];
+        let c = centroid([&a[..], &b[..]]).unwrap();
+        assert!((c[0] - c[1]).abs() < 1e-6);
+        assert!((cosine(&c, &c) - 1.0).abs() < 1e-6);
+        assert!(centroid(std::iter::empty()).is_none());
+    }
+}

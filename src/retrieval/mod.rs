@@ -1,0 +1,204 @@
+//! Hybrid retrieval, below memory and above the store and embedder: BM25 and vector search
+//! over chat history and episodes, always inside the asker's privacy scopes, fused with
+//! reciprocal rank fusion, favouring the time a question names (`time`), and the background
+//! `indexer` that embeds messages and builds episodic memories off the reply path.
+
+pub mod fusion;
+pub mod indexer;
+pub mod time;
+
+use crate::config::RetrievalConfig;
+use crate::domain::{Scope, StoredMessage};
+use crate::embed::SharedEmbedder;
+use crate::store::{Bm25, Store, StoreError, query_terms};
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tracing::warn;
+
+pub use indexer::Indexer;
+
+/// One retrieved message with its fused score and where the score came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retrieved {
+    pub message: StoredMessage,
+    pub score: f64,
+    /// Rank in the BM25 list, in the vector list, and of its episode (1 = best).
+    pub bm25_rank: Option<usize>,
+    pub vector_rank: Option<usize>,
+    pub episode_rank: Option<usize>,
+    /// Inside the time window the question names.
+    pub in_window: bool,
+}
+
+/// Hybrid search over what the asker may see.
+pub struct Retriever {
+    store: Arc<dyn Store>,
+    embedder: Option<SharedEmbedder>,
+    settings: RetrievalConfig,
+    /// Query vectors by text: the same question asked again costs no model call.
+    query_vectors: moka::sync::Cache<String, Arc<Vec<f32>>>,
+}
+
+impl Retriever {
+    pub fn new(
+        store: Arc<dyn Store>,
+        embedder: Option<SharedEmbedder>,
+        settings: RetrievalConfig,
+    ) -> Retriever {
+        Retriever {
+            store,
+            embedder,
+            settings,
+            query_vectors: moka::sync::Cache::new(1024),
+        }
+    }
+
+    pub fn settings(&self) -> &RetrievalConfig {
+        &self.settings
+    }
+
+    pub fn embedder(&self) -> Option<&SharedEmbedder> {
+        self.embedder.as_ref()
+    }
+
+    fn bm25(&self) -> Bm25 {
+        Bm25 {
+            k1: self.settings.k1,
+            b: self.settings.b,
+        }
+    }
+
+    async fn query_vector(&self, text: &str) -> Option<Arc<Vec<f32>>> {
+        let embedder = self.embedder.as_ref()?;
+        if let Some(v) = self.query_vectors.get(text) {
+            return Some(v);
+        }
+        match embedder.embed(&[text.to_string()]).await {
+            Ok(mut v) if v.len() == 1 => {
+                let v = Arc::new(v.remove(0));
+                self.query_vectors.insert(text.to_string(), v.clone());
+                Some(v)
+            }
+            Ok(_) => None,
+            Err(e) => {
+                // BM25 still answers; the outage is logged, not hidden as "no results".
+                warn!(error = %e, "query embedding failed; searching with BM25 only");
+                None
+            }
+        }
+    }
+
+    /// The `limit` messages of `scopes` that best match `text`, asked at `now`. The scopes
+    /// are the privacy filter and go into every store query. Hostile text (query syntax,
+    /// SQL, huge or emoji-only input) gives results or an empty list, never an error.
+    pub async fn search(
+        &self,
+        text: &str,
+        scopes: &[Scope],
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Retrieved>, StoreError> {
+        if scopes.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        // Long pastes: the first part carries the question; the embedder cuts anyway.
+        let text: String = text.chars().take(4000).collect();
+        let terms = query_terms(&text, self.settings.max_query_terms);
+        let c = self.settings.candidates;
+        let e = self.settings.episode_candidates;
+        let bm25 = self.bm25();
+        let vector = if text.trim().is_empty() {
+            None
+        } else {
+            self.query_vector(&text).await
+        };
+        let (bm25_hits, episode_hits, vector_hits, near_episodes) = tokio::try_join!(
+            self.store.search_messages(scopes, &terms, bm25, c),
+            self.store.search_episodes(scopes, &terms, bm25, e),
+            async {
+                match &vector {
+                    Some(v) => self.store.nearest_messages(scopes, v, c).await,
+                    None => Ok(Vec::new()),
+                }
+            },
+            async {
+                match &vector {
+                    Some(v) => self.store.nearest_episodes(scopes, v, e).await,
+                    None => Ok(Vec::new()),
+                }
+            },
+        )?;
+
+        let mut messages: HashMap<i64, StoredMessage> = HashMap::new();
+        let bm25_ids: Vec<i64> = bm25_hits.iter().map(|h| h.message.id.0).collect();
+        let vector_ids: Vec<i64> = vector_hits.iter().map(|h| h.message.id.0).collect();
+        for h in bm25_hits.into_iter().chain(vector_hits.iter().cloned()) {
+            messages.entry(h.message.id.0).or_insert(h.message);
+        }
+
+        // Episodes: BM25 over whole conversations, their closed-memory vectors, and the best
+        // message similarity inside each, fused into one episode ranking.
+        let mut best_sim: Vec<(i64, f64)> = Vec::new();
+        for h in &vector_hits {
+            if let Some(ep) = h.message.episode
+                && !best_sim.iter().any(|(e, _)| *e == ep)
+            {
+                best_sim.push((ep, h.score));
+            }
+        }
+        let ep_bm25: Vec<i64> = episode_hits.iter().map(|h| h.episode).collect();
+        let ep_vec: Vec<i64> = near_episodes.iter().map(|h| h.episode).collect();
+        let ep_msg: Vec<i64> = best_sim.iter().map(|(e, _)| *e).collect();
+        let k = self.settings.rrf_k;
+        let episode_scores = fusion::rrf(
+            &[(1.0, &ep_bm25[..]), (1.0, &ep_vec[..]), (1.0, &ep_msg[..])],
+            k,
+        );
+        let episode_rank: HashMap<i64, usize> = fusion::ranked(&episode_scores)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (ep, _))| (ep, i + 1))
+            .collect();
+
+        let mut scores = fusion::rrf(
+            &[
+                (self.settings.bm25_weight, &bm25_ids[..]),
+                (self.settings.vector_weight, &vector_ids[..]),
+            ],
+            k,
+        );
+        let window = time::window(&text, now);
+        for (id, score) in scores.iter_mut() {
+            let m = &messages[id];
+            if let Some(rank) = m.episode.and_then(|ep| episode_rank.get(&ep)) {
+                *score += self.settings.episode_weight / (k + *rank as f64);
+            }
+            if window.is_some_and(|w| w.contains(m.sent_at)) {
+                *score += self.settings.time_weight / (k + 1.0);
+            }
+        }
+        let position = |list: &[i64], id: i64| list.iter().position(|x| *x == id).map(|p| p + 1);
+        let results: Vec<Retrieved> = fusion::ranked(&scores)
+            .into_iter()
+            .map(|(id, score)| {
+                let message = messages.remove(&id).expect("scored messages are known");
+                Retrieved {
+                    bm25_rank: position(&bm25_ids, id),
+                    vector_rank: position(&vector_ids, id),
+                    episode_rank: message
+                        .episode
+                        .and_then(|ep| episode_rank.get(&ep).copied()),
+                    in_window: window.is_some_and(|w| w.contains(message.sent_at)),
+                    message,
+                    score,
+                }
+            })
+            .collect();
+        let mut results = fusion::dedup_by_key(results, |r| {
+            (r.message.scope.key(), r.message.text.trim().to_lowercase())
+        });
+        results.truncate(limit);
+        Ok(results)
+    }
+}

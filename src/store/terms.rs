@@ -1,0 +1,366 @@
+//! The one tokenizer behind BM25, on both backends and for both sides of a search: lowercase
+//! letters-and-digits words, English stop words dropped, English (Porter2) stems. Messages are
+//! indexed with `document_terms`; queries go through `query_terms`, so no user text ever
+//! reaches a query language.
+
+use rust_stemmers::{Algorithm, Stemmer};
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// Longest word kept (characters); longer runs are cut, so a pasted blob cannot bloat the index.
+const MAX_WORD_CHARS: usize = 40;
+
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
+
+/// English stop words: too common to say anything about a message.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "s",
+    "t",
+    "d",
+    "ll",
+    "m",
+    "re",
+    "ve",
+    "don",
+    "didn",
+    "doesn",
+    "isn",
+    "wasn",
+    "aren",
+    "weren",
+    "won",
+    "wouldn",
+    "couldn",
+    "shouldn",
+    "haven",
+    "hasn",
+    "hadn",
+    "let",
+    "also",
+    "get",
+    "got",
+    "ok",
+    "okay",
+];
+
+fn is_stop_word(w: &str) -> bool {
+    STOP_WORDS.contains(&w)
+}
+
+/// The words of `text` in order, normalised and stemmed, stop words removed.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .filter_map(|w| {
+            let lower: String = w.to_lowercase().chars().take(MAX_WORD_CHARS).collect();
+            if is_stop_word(&lower) {
+                return None;
+            }
+            Some(STEMMER.stem(&lower).into_owned())
+        })
+}
+
+/// A message as BM25 sees it: each distinct term with its frequency, and the document length
+/// (terms counted with repeats).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DocumentTerms {
+    pub terms: Vec<(String, u32)>,
+    pub len: u32,
+}
+
+pub fn document_terms(text: &str) -> DocumentTerms {
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    let mut len = 0u32;
+    for w in words(text) {
+        len += 1;
+        *counts.entry(w).or_insert(0) += 1;
+    }
+    let mut terms: Vec<(String, u32)> = counts.into_iter().collect();
+    terms.sort();
+    DocumentTerms {
+        terms,
+        len: len.max(1),
+    }
+}
+
+/// Search terms of a query: distinct, in order of first use, at most `max`. Quotes,
+/// operators, NEAR, parentheses and SQL never survive this; only words do.
+pub fn query_terms(text: &str, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in words(text) {
+        if out.len() == max {
+            break;
+        }
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+/// BM25's parameters: term-frequency saturation `k1` and length normalisation `b`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25 {
+    pub k1: f64,
+    pub b: f64,
+}
+
+impl Default for Bm25 {
+    fn default() -> Self {
+        Bm25 { k1: 1.2, b: 0.75 }
+    }
+}
+
+impl Bm25 {
+    /// Inverse document frequency of a term found in `df` of `n` documents (never negative).
+    pub fn idf(n: f64, df: f64) -> f64 {
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// One term's contribution to a document's score.
+    pub fn term_score(&self, idf: f64, tf: f64, doc_len: f64, avg_len: f64) -> f64 {
+        let norm = 1.0 - self.b + self.b * doc_len / avg_len.max(1e-9);
+        idf * tf * (self.k1 + 1.0) / (tf + self.k1 * norm)
+    }
+}
+
+/// Scope statistics and per-term document frequencies turned into each term's idf.
+pub fn idfs(n: i64, dfs: &[(String, i64)]) -> Vec<(String, f64)> {
+    dfs.iter()
+        .map(|(t, df)| (t.clone(), Bm25::idf(n.max(1) as f64, *df as f64)))
+        .collect()
+}
+
+/// BM25 over groups of postings: `postings` are (term, document, tf); a document's length and
+/// the collection size come from the caller. Returns the top `limit` documents, best first
+/// (ties: higher id first, the newer).
+pub fn rank_documents(
+    bm25: Bm25,
+    postings: &[(String, i64, i64)],
+    doc_len: &HashMap<i64, f64>,
+    n: f64,
+    avg_len: f64,
+    limit: usize,
+) -> Vec<(i64, f64)> {
+    let mut df: HashMap<&str, f64> = HashMap::new();
+    for (term, _, _) in postings {
+        *df.entry(term.as_str()).or_insert(0.0) += 1.0;
+    }
+    let mut scores: HashMap<i64, f64> = HashMap::new();
+    for (term, doc, tf) in postings {
+        let idf = Bm25::idf(n.max(1.0), df[term.as_str()]);
+        let len = doc_len.get(doc).copied().unwrap_or(avg_len);
+        *scores.entry(*doc).or_insert(0.0) += bm25.term_score(idf, *tf as f64, len, avg_len);
+    }
+    let mut ranked: Vec<(i64, f64)> = scores.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    ranked.truncate(limit);
+    ranked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_syntax_never_survives() {
+        assert_eq!(
+            query_terms("\"rust\" AND (NEAR kube*) OR -x; DROP TABLE", 10),
+            ["rust", "near", "kube", "x", "drop", "tabl"]
+        );
+        assert!(query_terms("🦀 … ()\"", 10).is_empty());
+        assert!(query_terms("", 10).is_empty());
+        assert!(query_terms("what is it that you do", 10).is_empty());
+        assert_eq!(query_terms(&"word ".repeat(5000), 32), ["word"]);
+        assert_eq!(query_terms("Zoë 中文", 10), ["zoë", "中文"]);
+        assert_eq!(query_terms("a b c d e f g", 3), ["b", "c", "e"]);
+    }
+
+    #[test]
+    fn bm25_matches_the_reference_formula() {
+        // idf = ln(1 + (N - df + 0.5) / (df + 0.5)); tf part with k1 = 1.2, b = 0.75.
+        let idf = Bm25::idf(10.0, 2.0);
+        assert!((idf - (1.0f64 + 8.5 / 2.5).ln()).abs() < 1e-12);
+        let s = Bm25::default().term_score(idf, 3.0, 20.0, 10.0);
+        let expected = idf * 3.0 * 2.2 / (3.0 + 1.2 * (0.25 + 0.75 * 2.0));
+        assert!((s - expected).abs() < 1e-12);
+        // b = 0: no length normalisation; k1 = 0: term presence only.
+        let flat = Bm25 { k1: 1.2, b: 0.0 };
+        assert_eq!(
+            flat.term_score(1.0, 2.0, 5.0, 50.0),
+            flat.term_score(1.0, 2.0, 500.0, 50.0)
+        );
+        let presence = Bm25 { k1: 0.0, b: 0.75 };
+        assert_eq!(
+            presence.term_score(1.0, 1.0, 9.0, 3.0),
+            presence.term_score(1.0, 7.0, 9.0, 3.0)
+        );
+    }
+
+    #[test]
+    fn rank_documents_prefers_rare_terms_and_short_documents() {
+        let postings = vec![
+            ("common".to_string(), 1, 1),
+            ("common".to_string(), 2, 1),
+            ("common".to_string(), 3, 1),
+            ("rare".to_string(), 3, 1),
+        ];
+        let lens: HashMap<i64, f64> = [(1, 10.0), (2, 2.0), (3, 10.0)].into();
+        let ranked = rank_documents(Bm25::default(), &postings, &lens, 10.0, 6.0, 10);
+        assert_eq!(ranked.iter().map(|r| r.0).collect::<Vec<_>>(), [3, 2, 1]);
+        assert_eq!(
+            rank_documents(Bm25::default(), &postings, &lens, 10.0, 6.0, 1).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn documents_and_queries_meet_on_stems() {
+        let doc = document_terms("I recommended two recommendations; Recommending is fun!");
+        assert_eq!(
+            doc.terms,
+            [
+                ("fun".to_string(), 1),
+                ("recommend".to_string(), 3),
+                ("two".to_string(), 1)
+            ]
+        );
+        assert_eq!(doc.len, 5);
+        assert_eq!(
+            query_terms("can you recommend something", 10),
+            ["recommend", "someth"]
+        );
+        assert_eq!(document_terms("").len, 1);
+        let long = "x".repeat(10_000);
+        assert_eq!(
+            document_terms(&long).terms[0].0.chars().count(),
+            MAX_WORD_CHARS
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! Embedders: the OpenAI-compatible client against a fake `/v1/embeddings` on 127.0.0.1 (real
+//! reqwest), and the local all-MiniLM-L6-v2 (ENGRAM_TEST_MODEL_DIR; required in CI).
+
+use engram::config::Config;
+use engram::embed::{Embedder, MiniLmEmbedder, OpenAiEmbedder, cosine};
+use engram::llm::fake::{Behavior, FakeLlmServer};
+
+fn texts(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test]
+async fn openai_embeddings_in_order_normalised_and_batched() {
+    let fake = FakeLlmServer::start().await.unwrap();
+    let mut config = Config::defaults().embed;
+    config.provider = "openai".into();
+    config.base_url = fake.base_url();
+    config.batch_size = 2;
+    let e = OpenAiEmbedder::new(&config, Some("sk-test".into())).unwrap();
+    let input = texts(&["red apples", "green apples", "", "tax forms"]);
+    let v = e.embed(&input).await.unwrap();
+    assert_eq!(v.len(), 4);
+    assert!(v.iter().all(|x| x.len() == 384));
+    assert!(v.iter().all(|x| (cosine(x, x) - 1.0).abs() < 1e-4));
+    assert!(cosine(&v[0], &v[1]) > cosine(&v[0], &v[3]));
+    assert_eq!(fake.count("embeddings"), 2, "batches of 2");
+    let body = &fake.requests()[0].body;
+    assert_eq!(body["dimensions"], 384);
+    assert_eq!(body["input"][1], "green apples");
+    // The API refuses empty strings: it never gets one.
+    assert_eq!(fake.requests()[1].body["input"][0], " ");
+}
+
+#[tokio::test]
+async fn openai_embedding_failures_are_typed_errors() {
+    let fake = FakeLlmServer::start().await.unwrap();
+    let mut config = Config::defaults().embed;
+    config.base_url = fake.base_url();
+    let e = OpenAiEmbedder::new(&config, None).unwrap();
+    fake.set_behavior(Behavior::Status(503));
+    let err = e.embed(&texts(&["x"])).await.unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    fake.set_behavior(Behavior::Status(401));
+    assert!(!e.embed(&texts(&["x"])).await.unwrap_err().is_retryable());
+    fake.set_behavior(Behavior::InvalidJson);
+    let err = e.embed(&texts(&["x", "y"])).await.unwrap_err();
+    assert!(err.to_string().contains("unusable"), "{err}");
+    drop(fake);
+    let err = e.embed(&texts(&["x"])).await.unwrap_err();
+    assert!(err.is_retryable(), "connection refused is retryable: {err}");
+}
+
+#[tokio::test]
+async fn local_minilm_embeds_meaning() {
+    let Some(dir) = std::env::var("ENGRAM_TEST_MODEL_DIR")
+        .ok()
+        .filter(|d| !d.is_empty())
+    else {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "CI=true but ENGRAM_TEST_MODEL_DIR is not set"
+        );
+        eprintln!("ENGRAM_TEST_MODEL_DIR not set: skipped");
+        return;
+    };
+    let e = MiniLmEmbedder::load(std::path::Path::new(&dir), 128, 4).unwrap();
+    assert_eq!(e.dimensions(), 384);
+    let input = texts(&[
+        "My dog loves playing fetch in the park",
+        "The puppy enjoys chasing balls outside",
+        "Quarterly tax filings are due in April",
+        "",
+        &"a very long text ".repeat(500),
+        "🦀 中文 עברית",
+    ]);
+    let v = e.embed(&input).await.unwrap();
+    assert_eq!(v.len(), input.len());
+    assert!(
+        v.iter()
+            .all(|x| x.len() == 384 && (cosine(x, x) - 1.0).abs() < 1e-3)
+    );
+    assert!(cosine(&v[0], &v[1]) > 0.4, "{}", cosine(&v[0], &v[1]));
+    assert!(cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]) + 0.2);
+    // A text's vector does not depend on its batch neighbours (padding is masked).
+    let alone = e
+        .embed(&texts(&["My dog loves playing fetch in the park"]))
+        .await
+        .unwrap();
+    assert!(cosine(&alone[0], &v[0]) > 0.9999);
+    // Missing weights: a clear error naming the file.
+    let err = MiniLmEmbedder::load(std::path::Path::new("/nonexistent"), 128, 4)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("config.json is missing"), "{err}");
+}

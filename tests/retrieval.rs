@@ -1,0 +1,606 @@
+//! Hybrid retrieval on both backends (`sqlite::*`, `postgres::*`): the privacy filter against
+//! every way to leak, hostile queries, BM25 parameters, the background indexer (vectors and
+//! episodes), ADD/MERGE of episodic memories and time awareness. Vector parts use the local
+//! all-MiniLM-L6-v2 from ENGRAM_TEST_MODEL_DIR (required in CI).
+
+mod common;
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use common::*;
+use engram::config::Config;
+use engram::domain::{ManualClock, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind};
+use engram::embed::{MiniLmEmbedder, SharedEmbedder};
+use engram::retrieval::{Indexer, Retriever};
+use engram::store::{Bm25, NewMessage, Store, query_terms};
+use std::sync::Arc;
+
+fn t(h: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 2, 9, 0, 0).single().unwrap() + Duration::hours(h)
+}
+
+/// The local model, or None outside CI when ENGRAM_TEST_MODEL_DIR is not set.
+fn local_embedder() -> Option<SharedEmbedder> {
+    let dir = std::env::var("ENGRAM_TEST_MODEL_DIR")
+        .ok()
+        .filter(|d| !d.is_empty());
+    let Some(dir) = dir else {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!(
+                "CI=true but ENGRAM_TEST_MODEL_DIR is not set: retrieval tests need the local model"
+            );
+        }
+        eprintln!("ENGRAM_TEST_MODEL_DIR not set: vector parts of this test are skipped");
+        return None;
+    };
+    Some(Arc::new(
+        MiniLmEmbedder::load(std::path::Path::new(&dir), 128, 16).expect("model loads"),
+    ))
+}
+
+struct World {
+    store: Arc<dyn Store>,
+    embedder: Option<SharedEmbedder>,
+    clock: Arc<ManualClock>,
+    alice: PersonId,
+    bob: PersonId,
+    guild_a: SpaceId,
+    guild_b: SpaceId,
+    alice_dm: SpaceId,
+    bob_dm: SpaceId,
+}
+
+impl World {
+    async fn new(store: Arc<dyn Store>) -> World {
+        let p = |n: &'static str| {
+            let s = store.clone();
+            async move { s.resolve_person(Platform::Discord, n, n).await.unwrap() }
+        };
+        let sp = |n: &'static str, kind| {
+            let s = store.clone();
+            async move {
+                s.resolve_space(Platform::Discord, n, kind, n)
+                    .await
+                    .unwrap()
+            }
+        };
+        World {
+            alice: p("alice").await,
+            bob: p("bob").await,
+            guild_a: sp("guild-a", SpaceKind::Group).await,
+            guild_b: sp("guild-b", SpaceKind::Group).await,
+            alice_dm: sp("dm-alice", SpaceKind::Private).await,
+            bob_dm: sp("dm-bob", SpaceKind::Private).await,
+            embedder: local_embedder(),
+            clock: Arc::new(ManualClock::new(t(0))),
+            store,
+        }
+    }
+
+    fn settings(&self) -> engram::config::RetrievalConfig {
+        Config::defaults().retrieval
+    }
+
+    fn retriever(&self) -> Retriever {
+        Retriever::new(self.store.clone(), self.embedder.clone(), self.settings())
+    }
+
+    fn indexer(&self) -> Indexer {
+        Indexer::new(
+            self.store.clone(),
+            self.embedder.clone(),
+            self.clock.clone(),
+            self.settings(),
+            32,
+        )
+    }
+
+    fn dm(&self, who: PersonId) -> Place {
+        let space = if who == self.alice {
+            self.alice_dm
+        } else {
+            self.bob_dm
+        };
+        Place {
+            platform: Platform::Discord,
+            space,
+            space_kind: SpaceKind::Private,
+            channel: format!("dm-{}", who.0),
+            privacy: Privacy::Dm,
+            dm_owner: Some(who),
+        }
+    }
+
+    fn channel(&self, space: SpaceId, channel: &str, privacy: Privacy) -> Place {
+        Place {
+            platform: Platform::Discord,
+            space,
+            space_kind: SpaceKind::Group,
+            channel: channel.into(),
+            privacy,
+            dm_owner: None,
+        }
+    }
+
+    async fn say(&self, place: &Place, who: PersonId, ext: &str, text: &str, at: DateTime<Utc>) {
+        self.store
+            .insert_message(&NewMessage {
+                space: place.space,
+                channel: place.channel.clone(),
+                scope: place.home_scope(),
+                privacy: place.privacy,
+                author: who,
+                is_bot: false,
+                is_command: false,
+                external_id: ext.into(),
+                reply_to: None,
+                text: text.into(),
+                sent_at: at,
+            })
+            .await
+            .unwrap();
+    }
+
+    async fn found(
+        &self,
+        place: &Place,
+        asker: PersonId,
+        query: &str,
+        limit: usize,
+    ) -> Vec<String> {
+        self.retriever()
+            .search(query, &place.visible_scopes(asker), self.clock.now(), limit)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.message.text)
+            .collect()
+    }
+}
+
+async fn privacy_filter_holds_for_every_way_to_leak(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public_a = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let staff_a = w.channel(w.guild_a, "staff", Privacy::ChannelRestricted);
+    let other_a = w.channel(w.guild_a, "random", Privacy::ChannelRestricted);
+    let public_b = w.channel(w.guild_b, "general", Privacy::GuildPublic);
+    let (dm_a, dm_b) = (w.dm(w.alice), w.dm(w.bob));
+    w.say(
+        &dm_a,
+        w.alice,
+        "1",
+        "DM-ALICE my passport is hidden in the blue drawer",
+        t(1),
+    )
+    .await;
+    w.say(
+        &dm_b,
+        w.bob,
+        "2",
+        "DM-BOB my passport is hidden under the mattress",
+        t(1),
+    )
+    .await;
+    w.say(
+        &public_a,
+        w.bob,
+        "3",
+        "PUBLIC-A the passport office opens at nine",
+        t(2),
+    )
+    .await;
+    w.say(
+        &staff_a,
+        w.bob,
+        "4",
+        "STAFF-A passport scans of the team are on the share",
+        t(2),
+    )
+    .await;
+    w.say(
+        &public_b,
+        w.bob,
+        "5",
+        "PUBLIC-B lost my passport at the airport",
+        t(3),
+    )
+    .await;
+    // Many strong matches in one DM must not crowd the allowed ones out of a top-k cut.
+    for i in 0..60 {
+        w.say(
+            &dm_b,
+            w.bob,
+            &format!("b{i}"),
+            &format!("DM-BOB passport passport drawer hidden {i}"),
+            t(4),
+        )
+        .await;
+    }
+    // Before indexing (BM25 only), then after (BM25 + vectors + episodes).
+    for round in ["bm25", "hybrid"] {
+        if round == "hybrid" {
+            w.indexer().index_all(|_| {}).await.unwrap();
+        }
+        for query in ["where is my passport hidden?", "passport", "drawer"] {
+            let tag = |v: &[String]| -> Vec<String> {
+                let mut tags: Vec<String> = v
+                    .iter()
+                    .map(|t| t.split_whitespace().next().unwrap().to_string())
+                    .collect();
+                tags.sort();
+                tags.dedup();
+                tags
+            };
+            let case = |name: &str, got: Vec<String>, allowed: &[&str]| {
+                for tag in tag(&got) {
+                    assert!(
+                        allowed.contains(&tag.as_str()),
+                        "{round} {query:?} {name}: {tag} leaked ({got:?})"
+                    );
+                }
+            };
+            case(
+                "alice's DM",
+                w.found(&dm_a, w.alice, query, 5).await,
+                &["DM-ALICE"],
+            );
+            case(
+                "bob's DM",
+                w.found(&dm_b, w.bob, query, 50).await,
+                &["DM-BOB"],
+            );
+            case(
+                "guild A public",
+                w.found(&public_a, w.alice, query, 50).await,
+                &["PUBLIC-A"],
+            );
+            case(
+                "guild A staff",
+                w.found(&staff_a, w.alice, query, 50).await,
+                &["PUBLIC-A", "STAFF-A"],
+            );
+            case(
+                "guild A other restricted",
+                w.found(&other_a, w.alice, query, 50).await,
+                &["PUBLIC-A"],
+            );
+            case(
+                "guild B",
+                w.found(&public_b, w.alice, query, 50).await,
+                &["PUBLIC-B"],
+            );
+            // Bob asking in Alice's DM place is not Alice: nothing of hers.
+            case(
+                "bob in alice's DM",
+                w.found(&dm_a, w.bob, query, 50).await,
+                &[],
+            );
+        }
+        // What is allowed is found despite 60 stronger matches elsewhere.
+        let mine = w.found(&dm_a, w.alice, "passport drawer hidden", 3).await;
+        assert!(
+            mine.iter().any(|t| t.starts_with("DM-ALICE")),
+            "{round}: {mine:?}"
+        );
+        let staff = w.found(&staff_a, w.alice, "passport scans", 3).await;
+        assert!(
+            staff.iter().any(|t| t.starts_with("STAFF-A")),
+            "{round}: {staff:?}"
+        );
+    }
+}
+
+async fn hostile_queries_give_results_or_nothing(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    w.say(
+        &public,
+        w.alice,
+        "1",
+        "the postgres migration finished",
+        t(1),
+    )
+    .await;
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let long = "postgres ".repeat(1200) + &"x".repeat(10_000);
+    for hostile in [
+        "\"",
+        "\"unbalanced",
+        "a AND OR NOT",
+        "NEAR(postgres migration, 2)",
+        "((((",
+        "text:postgres",
+        "*",
+        "'; DROP TABLE messages; --",
+        "1) OR 1=1 --",
+        "🦀🦀🦀",
+        "",
+        "   ",
+        "-postgres",
+        "postgres*",
+        "^postgres",
+        "\u{202e}gresql\u{200d}",
+        "\0postgres",
+        long.as_str(),
+    ] {
+        let r = w
+            .retriever()
+            .search(hostile, &public.visible_scopes(w.alice), t(2), 10)
+            .await;
+        assert!(r.is_ok(), "{hostile:?}: {r:?}");
+    }
+    let found = w
+        .found(&public, w.alice, "'; DROP TABLE messages; -- postgres", 5)
+        .await;
+    assert_eq!(found, ["the postgres migration finished"]);
+    assert_eq!(w.found(&public, w.alice, &long, 5).await.len(), 1);
+}
+
+async fn bm25_parameters_are_settings(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let long = format!("kayak kayak kayak {}", "filler words here ".repeat(30));
+    w.say(&public, w.alice, "1", "kayak trip", t(1)).await;
+    w.say(&public, w.alice, "2", &long, t(1)).await;
+    for i in 0..5 {
+        w.say(
+            &public,
+            w.alice,
+            &format!("n{i}"),
+            "unrelated chatter about lunch",
+            t(1),
+        )
+        .await;
+    }
+    let scopes = public.visible_scopes(w.alice);
+    let terms = query_terms("kayak", 8);
+    let top = |bm25: Bm25| {
+        let s = w.store.clone();
+        let (scopes, terms) = (scopes.clone(), terms.clone());
+        async move {
+            s.search_messages(&scopes, &terms, bm25, 5).await.unwrap()[0]
+                .message
+                .text
+                .clone()
+        }
+    };
+    // Full length normalisation: the short message wins; none: three mentions win.
+    assert_eq!(top(Bm25 { k1: 1.2, b: 1.0 }).await, "kayak trip");
+    assert!(
+        top(Bm25 { k1: 1.2, b: 0.0 })
+            .await
+            .starts_with("kayak kayak kayak")
+    );
+    let a = w
+        .store
+        .search_messages(&scopes, &terms, Bm25 { k1: 0.5, b: 0.75 }, 5)
+        .await
+        .unwrap();
+    let b = w
+        .store
+        .search_messages(&scopes, &terms, Bm25 { k1: 2.0, b: 0.75 }, 5)
+        .await
+        .unwrap();
+    assert_ne!(a[0].score, b[0].score, "k1 changes scores");
+}
+
+async fn pending_messages_are_found_by_bm25_and_indexed_ones_by_meaning(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let dm = w.dm(w.alice);
+    w.say(
+        &dm,
+        w.alice,
+        "1",
+        "I adopted a golden retriever puppy named Biscuit",
+        t(1),
+    )
+    .await;
+    w.say(
+        &dm,
+        w.alice,
+        "2",
+        "the quarterly tax forms are due soon",
+        t(1),
+    )
+    .await;
+    // Not indexed yet: BM25 finds it at once.
+    assert_eq!(
+        w.found(&dm, w.alice, "Biscuit the retriever", 1).await,
+        ["I adopted a golden retriever puppy named Biscuit"]
+    );
+    assert_eq!(w.store.unindexed_messages(10).await.unwrap().len(), 2);
+    assert_eq!(w.indexer().index_all(|_| {}).await.unwrap(), 2);
+    assert!(w.store.unindexed_messages(10).await.unwrap().is_empty());
+    assert_eq!(
+        w.indexer().index_all(|_| {}).await.unwrap(),
+        0,
+        "indexing again does nothing"
+    );
+    if w.embedder.is_some() {
+        // No shared word: only the vectors can connect "dog" to the puppy.
+        let found = w
+            .found(&dm, w.alice, "what kind of dog do I have?", 1)
+            .await;
+        assert_eq!(found, ["I adopted a golden retriever puppy named Biscuit"]);
+    }
+}
+
+async fn episodes_split_on_pauses_and_merge_only_within_a_scope(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let staff = w.channel(w.guild_a, "staff", Privacy::ChannelRestricted);
+    let topic = [
+        "we should plan the summer hiking trip to the alps",
+        "the alps hiking trip needs train tickets",
+    ];
+    for (i, text) in topic.iter().enumerate() {
+        w.say(
+            &public,
+            w.alice,
+            &format!("p{i}"),
+            text,
+            t(0) + Duration::minutes(i as i64),
+        )
+        .await;
+        // The same talk in a restricted channel: a different privacy level, never merged.
+        w.say(
+            &staff,
+            w.alice,
+            &format!("s{i}"),
+            text,
+            t(0) + Duration::minutes(i as i64),
+        )
+        .await;
+    }
+    // A long pause, then the same conversation again in the public channel.
+    for (i, text) in topic.iter().enumerate() {
+        w.say(
+            &public,
+            w.bob,
+            &format!("q{i}"),
+            text,
+            t(5) + Duration::minutes(i as i64),
+        )
+        .await;
+    }
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let first = w.store.unindexed_messages(1).await.unwrap();
+    assert!(first.is_empty());
+    // The store's own BM25 list (the retriever shows a repeated text once).
+    let public_episodes = || {
+        let store = w.store.clone();
+        let scopes = public.visible_scopes(w.alice);
+        async move {
+            let hits = store
+                .search_messages(&scopes, &query_terms("alps hiking", 8), Bm25::default(), 10)
+                .await
+                .unwrap();
+            assert_eq!(hits.len(), 4);
+            hits.iter()
+                .filter_map(|h| h.message.episode)
+                .collect::<std::collections::BTreeSet<i64>>()
+        }
+    };
+    assert_eq!(
+        public_episodes().await.len(),
+        2,
+        "a pause of hours starts a new episode"
+    );
+    // Close everything: quiet for longer than the gap.
+    w.clock.set(t(8));
+    let closed = w.indexer().close_episodes().await.unwrap();
+    assert_eq!(closed, 3);
+    assert_eq!(
+        w.indexer().close_episodes().await.unwrap(),
+        0,
+        "closing again changes nothing"
+    );
+    let episodes = public_episodes().await;
+    let staff_hits = w
+        .retriever()
+        .search("alps hiking", &staff.visible_scopes(w.alice), t(8), 10)
+        .await
+        .unwrap();
+    let staff_episodes: std::collections::BTreeSet<i64> = staff_hits
+        .iter()
+        .filter(|h| matches!(h.message.scope, Scope::Channel(..)))
+        .filter_map(|h| h.message.episode)
+        .collect();
+    assert_eq!(staff_episodes.len(), 1);
+    assert!(
+        staff_episodes.is_disjoint(&episodes),
+        "never merged across privacy levels"
+    );
+    let stored = w
+        .store
+        .episodes(&episodes.iter().copied().collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert!(
+        stored
+            .iter()
+            .all(|e| e.closed && e.summary.as_deref().is_some_and(|s| s.contains("alps")))
+    );
+    if w.embedder.is_some() {
+        // The second talk is the same topic (similarity ≥ 0.85): MERGE, one episodic memory.
+        assert_eq!(episodes.len(), 1, "{episodes:?}");
+        assert_eq!(stored[0].messages, 4);
+    } else {
+        assert_eq!(episodes.len(), 2, "without vectors every episode is ADDed");
+    }
+}
+
+async fn a_named_time_is_favoured(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let dm = w.dm(w.alice);
+    // Same words, one from last week and one from today.
+    w.say(
+        &dm,
+        w.alice,
+        "old",
+        "we went to the italian restaurant downtown",
+        t(-24 * 7),
+    )
+    .await;
+    w.say(
+        &dm,
+        w.alice,
+        "new",
+        "we went to the italian restaurant by the river",
+        t(0),
+    )
+    .await;
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let scopes = dm.visible_scopes(w.alice);
+    let r = w.retriever();
+    // t(0) is Monday 2026-11-02; "last week" is Oct 26 – Nov 1.
+    let last_week = r
+        .search("which restaurant did we go to last week?", &scopes, t(1), 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        last_week[0].message.text,
+        "we went to the italian restaurant downtown"
+    );
+    assert!(last_week[0].in_window);
+    let today = r
+        .search("which restaurant did we go to today?", &scopes, t(1), 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        today[0].message.text,
+        "we went to the italian restaurant by the river"
+    );
+}
+
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let dir = tempfile::tempdir().unwrap();
+                    let store = super::open_url(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+                    super::$name(store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(url) = super::fresh_postgres_url().await {
+                        super::$name(super::open_url(&url).await).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    privacy_filter_holds_for_every_way_to_leak,
+    hostile_queries_give_results_or_nothing,
+    bm25_parameters_are_settings,
+    pending_messages_are_found_by_bm25_and_indexed_ones_by_meaning,
+    episodes_split_on_pauses_and_merge_only_within_a_scope,
+    a_named_time_is_favoured,
+);
