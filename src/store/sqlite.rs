@@ -1256,8 +1256,18 @@ impl Store for SqliteStore {
                     };
                 }
             }
-            let inserted = query.fetch_all(&mut *tx).await.map_err(db_err)?;
-            added += inserted.len() as u64;
+            let inserted = if returning.is_empty() {
+                added += query
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?
+                    .rows_affected();
+                Vec::new()
+            } else {
+                let rows = query.fetch_all(&mut *tx).await.map_err(db_err)?;
+                added += rows.len() as u64;
+                rows
+            };
             if spec.name == "messages" && !inserted.is_empty() {
                 let sql = format!(
                     "INSERT OR IGNORE INTO message_terms_backlog (message_id) VALUES {}",
