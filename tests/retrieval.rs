@@ -3,6 +3,7 @@
 //! episodes), ADD/MERGE of episodic memories and time awareness. Vector parts use the local
 //! all-MiniLM-L6-v2 from ENGRAM_TEST_MODEL_DIR (required in CI).
 
+#[macro_use]
 mod common;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use common::*;
@@ -569,31 +570,6 @@ async fn a_named_time_is_favoured(s: Arc<dyn Store>) {
         today[0].message.text,
         "we went to the italian restaurant by the river"
     );
-}
-
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let dir = tempfile::tempdir().unwrap();
-                    let store = super::open_url(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
-                    super::$name(store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Some(url) = super::fresh_postgres_url().await {
-                        super::$name(super::open_url(&url).await).await;
-                    }
-                }
-            )*
-        }
-    };
 }
 
 on_both_backends!(

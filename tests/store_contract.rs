@@ -1,6 +1,7 @@
 //! The store contract, written once and run against SQLite and PostgreSQL (`sqlite::*` and
 //! `postgres::*`). PostgreSQL runs when ENGRAM_TEST_POSTGRES_URL is set, and must in CI.
 
+#[macro_use]
 mod common;
 use chrono::{Duration, TimeZone, Utc};
 use common::*;
@@ -696,32 +697,7 @@ async fn search_ranks_by_bm25(s: Arc<dyn Store>) {
     assert_eq!(hits.len(), 5);
 }
 
-macro_rules! contract {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let dir = tempfile::tempdir().unwrap();
-                    let store = super::open_url(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
-                    super::$name(store).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Some(url) = super::fresh_postgres_url().await {
-                        super::$name(super::open_url(&url).await).await;
-                    }
-                }
-            )*
-        }
-    };
-}
-
-contract!(
+on_both_backends!(
     identities_map_to_one_person,
     concurrent_first_sight_creates_one_person,
     messages_are_idempotent_and_chatter_excludes_bot_and_commands,

@@ -152,28 +152,41 @@ async fn handle(State(shared): State<Arc<Mutex<Shared>>>, Json(body): Json<Value
             .or_else(|| s.behavior.clone())
             .unwrap_or(Behavior::Smart)
     };
+    if let Some(failure) = failure(&behavior).await {
+        return failure;
+    }
+    match behavior {
+        Behavior::Status(_) | Behavior::RateLimited | Behavior::Hang => unreachable!(),
+        Behavior::Content(content) => completion(&content, &body),
+        Behavior::InvalidJson => completion("Sure! Here is what I think: {facts: oops", &body),
+        Behavior::Smart => completion(&smart_answer(&task, &body), &body),
+    }
+}
+
+/// The HTTP failures both endpoints fake: a status, a rate limit (Retry-After: 0), a hang.
+async fn failure(behavior: &Behavior) -> Option<Response> {
     match behavior {
         Behavior::Status(code) => {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            (status, Json(json!({"error": {"message": "fake failure"}}))).into_response()
+            let status = StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            Some((status, Json(json!({"error": {"message": "fake failure"}}))).into_response())
         }
         Behavior::RateLimited => {
             let mut headers = HeaderMap::new();
             headers.insert("retry-after", HeaderValue::from_static("0"));
-            (
-                StatusCode::TOO_MANY_REQUESTS,
-                headers,
-                Json(json!({"error": {"message": "slow down"}})),
+            Some(
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    headers,
+                    Json(json!({"error": {"message": "slow down"}})),
+                )
+                    .into_response(),
             )
-                .into_response()
         }
         Behavior::Hang => {
             std::future::pending::<()>().await;
             unreachable!()
         }
-        Behavior::Content(content) => completion(&content, &body),
-        Behavior::InvalidJson => completion("Sure! Here is what I think: {facts: oops", &body),
-        Behavior::Smart => completion(&smart_answer(&task, &body), &body),
+        _ => None,
     }
 }
 
@@ -203,30 +216,16 @@ async fn handle_embeddings(
             .collect(),
         _ => Vec::new(),
     };
+    if let Some(failure) = failure(&behavior).await {
+        return failure;
+    }
     match behavior {
-        Behavior::Status(code) => {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            (status, Json(json!({"error": {"message": "fake failure"}}))).into_response()
-        }
-        Behavior::Hang => {
-            std::future::pending::<()>().await;
-            unreachable!()
-        }
+        Behavior::Status(_) | Behavior::RateLimited | Behavior::Hang => unreachable!(),
         // Garbled: one vector short and of the wrong size.
         Behavior::InvalidJson | Behavior::Content(_) => Json(json!({
             "data": [{"index": 0, "embedding": [0.5, 0.5]}]
         }))
         .into_response(),
-        Behavior::RateLimited => {
-            let mut headers = HeaderMap::new();
-            headers.insert("retry-after", HeaderValue::from_static("0"));
-            (
-                StatusCode::TOO_MANY_REQUESTS,
-                headers,
-                Json(json!({"error": {"message": "slow down"}})),
-            )
-                .into_response()
-        }
         Behavior::Smart => {
             let data: Vec<Value> = inputs
                 .iter()

@@ -220,3 +220,31 @@ pub async fn open_url(url: &str) -> Arc<dyn Store> {
         .await
         .expect("store opens")
 }
+
+/// Generates `sqlite::NAME` and `postgres::NAME` tests that call `NAME(store)` on a fresh
+/// database of each backend (PostgreSQL when ENGRAM_TEST_POSTGRES_URL is set; required in CI).
+#[allow(unused_macros)]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let dir = tempfile::tempdir().unwrap();
+                    let store = super::open_url(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+                    super::$name(store).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(url) = super::fresh_postgres_url().await {
+                        super::$name(super::open_url(&url).await).await;
+                    }
+                }
+            )*
+        }
+    };
+}
