@@ -58,7 +58,9 @@ pub struct RetrievalConfig {
     pub bm25_weight: f64,
     pub vector_weight: f64,
     pub episode_weight: f64,
+    pub episode_rrf_k: f64,
     pub time_weight: f64,
+    pub speaker_weight: f64,
     pub max_query_terms: usize,
     pub items: usize,
     pub episode_gap_minutes: i64,
@@ -346,7 +348,12 @@ impl Config {
                 "k1 must be between 0 and 10 and b between 0 and 1",
             ));
         }
-        if r.candidates == 0 || r.items == 0 || r.rrf_k <= 0.0 || r.max_query_terms == 0 {
+        if r.candidates == 0
+            || r.items == 0
+            || r.rrf_k <= 0.0
+            || r.episode_rrf_k <= 0.0
+            || r.max_query_terms == 0
+        {
             return Err(invalid(
                 "retrieval.candidates",
                 "candidates, items, max_query_terms and rrf_k must be above 0",

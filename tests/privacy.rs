@@ -170,14 +170,19 @@ async fn replies_recall_old_messages_only_where_they_may_surface() {
     let h = Harness::with_llm().await;
     let lab = group("lab");
     let other = group("other");
-    h.say_in(&lab, "alice", "our kayak club meets at the boathouse on pier 39")
-        .await;
+    h.say_in(
+        &lab,
+        "alice",
+        "our kayak club meets at the boathouse on pier 39",
+    )
+    .await;
     h.dm("bob", "my kayak is stored in the garage at 12 Elm Street")
         .await;
     // Enough later chatter that the kayak line has left the working memory.
     for i in 0..30 {
         h.clock.advance(chrono::Duration::minutes(1));
-        h.say_in(&lab, "carol", &format!("lunch order number {i}")).await;
+        h.say_in(&lab, "carol", &format!("lunch order number {i}"))
+            .await;
     }
     h.clock.advance(chrono::Duration::days(3));
     let recalled = |h: &Harness| {
@@ -195,16 +200,25 @@ async fn replies_recall_old_messages_only_where_they_may_surface() {
     let prompt = recalled(&h);
     assert!(prompt.contains("<recalled"), "{prompt}");
     assert!(prompt.contains("pier 39"), "{prompt}");
-    assert!(!prompt.contains("Elm Street"), "a DM leaked into a group: {prompt}");
+    assert!(
+        !prompt.contains("Elm Street"),
+        "a DM leaked into a group: {prompt}"
+    );
     h.say_in(&other, "bob", "Engram, where does the kayak club meet?")
         .await
         .unwrap();
     let prompt = recalled(&h);
-    assert!(!prompt.contains("pier 39"), "another group's talk leaked: {prompt}");
+    assert!(
+        !prompt.contains("pier 39"),
+        "another group's talk leaked: {prompt}"
+    );
     assert!(!prompt.contains("Elm Street"), "{prompt}");
     h.dm("alice", "where is my kayak?").await;
     let prompt = recalled(&h);
-    assert!(!prompt.contains("Elm Street"), "bob's DM in alice's: {prompt}");
+    assert!(
+        !prompt.contains("Elm Street"),
+        "bob's DM in alice's: {prompt}"
+    );
     h.dm("bob", "where is my kayak?").await;
     assert!(recalled(&h).contains("Elm Street"));
 }

@@ -148,7 +148,13 @@ impl World {
         limit: usize,
     ) -> Vec<String> {
         self.retriever()
-            .search(query, &place.visible_scopes(asker), self.clock.now(), limit)
+            .search(
+                query,
+                &place.visible_scopes(asker),
+                Some(asker),
+                self.clock.now(),
+                limit,
+            )
             .await
             .unwrap()
             .into_iter()
@@ -324,7 +330,7 @@ async fn hostile_queries_give_results_or_nothing(s: Arc<dyn Store>) {
     ] {
         let r = w
             .retriever()
-            .search(hostile, &public.visible_scopes(w.alice), t(2), 10)
+            .search(hostile, &public.visible_scopes(w.alice), None, t(2), 10)
             .await;
         assert!(r.is_ok(), "{hostile:?}: {r:?}");
     }
@@ -497,7 +503,13 @@ async fn episodes_split_on_pauses_and_merge_only_within_a_scope(s: Arc<dyn Store
     let episodes = public_episodes().await;
     let staff_hits = w
         .retriever()
-        .search("alps hiking", &staff.visible_scopes(w.alice), t(8), 10)
+        .search(
+            "alps hiking",
+            &staff.visible_scopes(w.alice),
+            None,
+            t(8),
+            10,
+        )
         .await
         .unwrap();
     let staff_episodes: std::collections::BTreeSet<i64> = staff_hits
@@ -554,7 +566,13 @@ async fn a_named_time_is_favoured(s: Arc<dyn Store>) {
     let r = w.retriever();
     // t(0) is Monday 2026-11-02; "last week" is Oct 26 – Nov 1.
     let last_week = r
-        .search("which restaurant did we go to last week?", &scopes, t(1), 2)
+        .search(
+            "which restaurant did we go to last week?",
+            &scopes,
+            None,
+            t(1),
+            2,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -563,7 +581,13 @@ async fn a_named_time_is_favoured(s: Arc<dyn Store>) {
     );
     assert!(last_week[0].in_window);
     let today = r
-        .search("which restaurant did we go to today?", &scopes, t(1), 2)
+        .search(
+            "which restaurant did we go to today?",
+            &scopes,
+            None,
+            t(1),
+            2,
+        )
         .await
         .unwrap();
     assert_eq!(

@@ -156,7 +156,16 @@ pub struct RetrievalReport {
     pub query_latency: super::Latency,
     pub ingest_seconds: f64,
     pub index_seconds: f64,
-    pub embedded_texts: usize,
+    /// Per question: turn R@10 and session R@5 (to see which ones miss).
+    pub per_question: Vec<QuestionResult>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct QuestionResult {
+    pub question_id: String,
+    pub category: String,
+    pub turn_r_at_10: f64,
+    pub session_r_at_5: f64,
 }
 
 /// Vectors remembered on disk by text hash, so re-running the benchmark (or tuning fusion)
@@ -301,6 +310,7 @@ pub async fn run(
     let (mut turn_all, mut session_all) = (Scores::default(), Scores::default());
     let (mut latencies, mut ingest_s, mut index_s) = (Vec::new(), 0.0, 0.0);
     let (mut turns_total, mut questions, mut skipped) = (0, 0, 0);
+    let mut per_question = Vec::new();
     let total = records.len();
     for (n, record) in records.iter().enumerate() {
         let conv = &record.conversation_id;
@@ -319,6 +329,7 @@ pub async fn run(
         let mut last_user: Option<(crate::domain::Place, StoredMessage)> = None;
         let mut waiting: Vec<(&Turn, DateTime<Utc>, &str)> = Vec::new();
         let mut dm_scopes = Vec::new();
+        let mut asker = None;
         for (s, at) in sessions.iter().zip(&dated) {
             for (i, turn) in s.turns.iter().enumerate() {
                 let t = *at + chrono::Duration::seconds(i as i64);
@@ -337,6 +348,7 @@ pub async fn run(
                     );
                     if dm_scopes.is_empty() {
                         dm_scopes = ing.place.visible_scopes(ing.message.author);
+                        asker = Some(ing.message.author);
                     }
                     last_user = Some((ing.place.clone(), ing.message.clone()));
                     // Assistant turns that came before any user turn, now that the chat exists.
@@ -385,7 +397,7 @@ pub async fn run(
             questions += 1;
             let started = Instant::now();
             let hits = retriever
-                .search(&q.question, &dm_scopes, asked, 50)
+                .search(&q.question, &dm_scopes, asker, asked, 50)
                 .await
                 .map_err(|e| e.to_string())?;
             latencies.push(started.elapsed().as_secs_f64() * 1e6);
@@ -415,7 +427,12 @@ pub async fn run(
                     .or_default()
                     .add(&ranked_sessions, &q.evidence_session_ids);
             }
-            tracing::debug!(question = %q.question_id, "scored");
+            per_question.push(QuestionResult {
+                question_id: q.question_id.clone(),
+                category: q.category.clone(),
+                turn_r_at_10: recall_at(&ranked_turns, &q.evidence_turn_ids, 10),
+                session_r_at_5: recall_at(&ranked_sessions, &q.evidence_session_ids, 5),
+            });
         }
         progress(&format!("record {}/{total} ({conv})", n + 1));
     }
@@ -444,7 +461,7 @@ pub async fn run(
         query_latency: super::latency(latencies),
         ingest_seconds: (ingest_s * 10.0).round() / 10.0,
         index_seconds: (index_s * 10.0).round() / 10.0,
-        embedded_texts: 0,
+        per_question,
     })
 }
 

@@ -194,7 +194,13 @@ impl MemoryManager {
                 let items = self.retriever.settings().items;
                 let found = self
                     .retriever
-                    .search(query, &scopes, self.clock.now(), items + working.len())
+                    .search(
+                        query,
+                        &scopes,
+                        Some(*speaker),
+                        self.clock.now(),
+                        items + working.len(),
+                    )
                     .await?;
                 let mut found: Vec<Retrieved> = found
                     .into_iter()

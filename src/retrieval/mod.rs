@@ -8,7 +8,7 @@ pub mod indexer;
 pub mod time;
 
 use crate::config::RetrievalConfig;
-use crate::domain::{Scope, StoredMessage};
+use crate::domain::{PersonId, Scope, StoredMessage};
 use crate::embed::SharedEmbedder;
 use crate::store::{Bm25, Store, StoreError, query_terms};
 use chrono::{DateTime, Utc};
@@ -89,13 +89,16 @@ impl Retriever {
         }
     }
 
-    /// The `limit` messages of `scopes` that best match `text`, asked at `now`. The scopes
-    /// are the privacy filter and go into every store query. Hostile text (query syntax,
-    /// SQL, huge or emoji-only input) gives results or an empty list, never an error.
+    /// The `limit` messages of `scopes` that best match `text`, asked by `asker` at `now`.
+    /// The scopes are the privacy filter and go into every store query. What the asker said
+    /// is favoured (memory about a person comes from their own words), unless the question
+    /// asks what the bot said. Hostile text (query syntax, SQL, huge or emoji-only input)
+    /// gives results or an empty list, never an error.
     pub async fn search(
         &self,
         text: &str,
         scopes: &[Scope],
+        asker: Option<PersonId>,
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<Retrieved>, StoreError> {
@@ -169,10 +172,21 @@ impl Retriever {
             k,
         );
         let window = time::window(&text, now);
+        let about_bot = asks_what_the_bot_said(&text);
+        let speaker_bonus = self.settings.speaker_weight / (k + 1.0);
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
+            let favoured = if about_bot {
+                m.is_bot
+            } else {
+                asker == Some(m.author)
+            };
+            if favoured {
+                *score += speaker_bonus;
+            }
             if let Some(rank) = m.episode.and_then(|ep| episode_rank.get(&ep)) {
-                *score += self.settings.episode_weight / (k + *rank as f64);
+                *score +=
+                    self.settings.episode_weight / (self.settings.episode_rrf_k + *rank as f64);
             }
             if window.is_some_and(|w| w.contains(m.sent_at)) {
                 *score += self.settings.time_weight / (k + 1.0);
@@ -200,5 +214,63 @@ impl Retriever {
         });
         results.truncate(limit);
         Ok(results)
+    }
+}
+
+/// Whether a question is about the bot's own words ("what did you recommend", "your list").
+pub fn asks_what_the_bot_said(text: &str) -> bool {
+    let words: Vec<String> = text
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect();
+    // Past tense only: "can you recommend …" asks for something new, not about old words.
+    const VERBS: [&str; 10] = [
+        "said",
+        "told",
+        "recommended",
+        "suggested",
+        "mentioned",
+        "gave",
+        "listed",
+        "provided",
+        "wrote",
+        "shared",
+    ];
+    words.windows(2).any(|w| {
+        (w[0] == "you" && VERBS.contains(&w[1].as_str()))
+            || (w[0] == "your"
+                && [
+                    "answer",
+                    "suggestion",
+                    "suggestions",
+                    "recommendation",
+                    "recommendations",
+                    "list",
+                    "advice",
+                    "response",
+                ]
+                .contains(&w[1].as_str()))
+    }) || words
+        .windows(3)
+        .any(|w| w[0] == "you" && w[1] == "previously")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asks_what_the_bot_said;
+
+    #[test]
+    fn questions_about_the_bots_words() {
+        assert!(asks_what_the_bot_said(
+            "What was the book you recommended last time?"
+        ));
+        assert!(asks_what_the_bot_said("Remind me of your list of hikes"));
+        assert!(!asks_what_the_bot_said(
+            "What book did I say I was reading?"
+        ));
+        assert!(!asks_what_the_bot_said("Can you recommend a hotel?"));
+        assert!(!asks_what_the_bot_said(""));
     }
 }
