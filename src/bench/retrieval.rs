@@ -176,7 +176,6 @@ pub struct CachedEmbedder {
     variant: String,
     path: PathBuf,
     cache: Mutex<HashMap<[u8; 32], Vec<f32>>>,
-    pub computed: std::sync::atomic::AtomicUsize,
 }
 
 impl CachedEmbedder {
@@ -194,7 +193,6 @@ impl CachedEmbedder {
             variant,
             path,
             cache: Mutex::new(cache),
-            computed: Default::default(),
         })
     }
 
@@ -241,8 +239,6 @@ impl Embedder for CachedEmbedder {
                     .map_err(|e| EmbedError::Model(e.to_string()))?;
                 cache.insert(keys[i], v);
             }
-            self.computed
-                .fetch_add(missing.len(), std::sync::atomic::Ordering::Relaxed);
         }
         let cache = self.cache.lock().expect("cache lock");
         Ok(keys.iter().map(|k| cache[k].clone()).collect())

@@ -276,48 +276,27 @@ pub fn render_prompt(
     }
     used += tokens.count(&current_xml);
 
+    // The speaker's memory, then recalled messages, then the people mentioned.
     let mut people_xml = Vec::new();
     let mut recalled_xml = Vec::new();
-    let people: Vec<&PersonMemory> = bundle.people.iter().filter(|p| !p.is_empty()).collect();
-    let speaker_first = bundle.people.first().is_some_and(|p| !p.is_empty());
-    for (i, p) in people.iter().enumerate() {
-        if i == usize::from(speaker_first) {
-            pack_recalled(
-                bundle,
-                current,
-                budget,
-                tokens,
-                &mut used,
-                &mut cut,
-                &mut recalled_xml,
-            );
-        }
-        let open = format!("<person name=\"{}\" id=\"{}\">", escape(&p.name), p.person);
-        let overhead = tokens.count(&open) + tokens.count("</person>\n");
-        let body = escape(&p.text);
-        let body_tokens = tokens.count(&body);
-        if used + overhead + body_tokens <= budget {
-            used += overhead + body_tokens;
-            people_xml.push(format!("{open}{body}</person>"));
-        } else if used + overhead + 16 <= budget {
-            let short = escape(&tokens.truncate(&p.text, budget - used - overhead));
-            used += overhead + tokens.count(&short);
-            people_xml.push(format!("{open}{short}</person>"));
-            cut += 1;
-        } else {
-            cut += 1;
-        }
+    let (speaker, mentioned) = match bundle.people.split_first() {
+        Some((first, rest)) => (Some(first), rest),
+        None => (None, &[][..]),
+    };
+    if let Some(p) = speaker.filter(|p| !p.is_empty()) {
+        pack_person(p, budget, tokens, &mut used, &mut cut, &mut people_xml);
     }
-    if people.len() <= usize::from(speaker_first) {
-        pack_recalled(
-            bundle,
-            current,
-            budget,
-            tokens,
-            &mut used,
-            &mut cut,
-            &mut recalled_xml,
-        );
+    pack_recalled(
+        bundle,
+        current,
+        budget,
+        tokens,
+        &mut used,
+        &mut cut,
+        &mut recalled_xml,
+    );
+    for p in mentioned.iter().filter(|p| !p.is_empty()) {
+        pack_person(p, budget, tokens, &mut used, &mut cut, &mut people_xml);
     }
 
     let mut history_xml = Vec::new();
@@ -353,6 +332,32 @@ pub fn render_prompt(
         user,
         tokens: tokens_used,
         cut,
+    }
+}
+
+/// One person's memory: whole when it fits, else cut to the room left (at least 16 tokens).
+fn pack_person(
+    p: &PersonMemory,
+    budget: usize,
+    tokens: &TokenCounter,
+    used: &mut usize,
+    cut: &mut usize,
+    out: &mut Vec<String>,
+) {
+    let open = format!("<person name=\"{}\" id=\"{}\">", escape(&p.name), p.person);
+    let overhead = tokens.count(&open) + tokens.count("</person>\n");
+    let body = escape(&p.text);
+    let body_tokens = tokens.count(&body);
+    if *used + overhead + body_tokens <= budget {
+        *used += overhead + body_tokens;
+        out.push(format!("{open}{body}</person>"));
+    } else if *used + overhead + 16 <= budget {
+        let short = escape(&tokens.truncate(&p.text, budget - *used - overhead));
+        *used += overhead + tokens.count(&short);
+        out.push(format!("{open}{short}</person>"));
+        *cut += 1;
+    } else {
+        *cut += 1;
     }
 }
 

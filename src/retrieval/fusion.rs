@@ -1,5 +1,5 @@
-//! Pure ranking arithmetic for hybrid search: reciprocal rank fusion of ranked lists,
-//! episode-level scores spread to their messages, the time-window bonus, and de-duplication.
+//! Pure ranking arithmetic for hybrid search (`Retriever::search` uses it): reciprocal rank
+//! fusion of ranked lists, ordering by score, and de-duplication.
 
 use std::collections::HashMap;
 use std::hash::Hash;

@@ -58,10 +58,6 @@ impl Retriever {
         &self.settings
     }
 
-    pub fn embedder(&self) -> Option<&SharedEmbedder> {
-        self.embedder.as_ref()
-    }
-
     fn bm25(&self) -> Bm25 {
         Bm25 {
             k1: self.settings.k1,
@@ -111,26 +107,25 @@ impl Retriever {
         let c = self.settings.candidates;
         let e = self.settings.episode_candidates;
         let bm25 = self.bm25();
-        let vector = if text.trim().is_empty() {
-            None
-        } else {
-            self.query_vector(&text).await
+        // The query's vector is computed while the BM25 queries run.
+        let vector_side = async {
+            let vector = if text.trim().is_empty() {
+                None
+            } else {
+                self.query_vector(&text).await
+            };
+            match vector {
+                Some(v) => tokio::try_join!(
+                    self.store.nearest_messages(scopes, &v, c),
+                    self.store.nearest_episodes(scopes, &v, e),
+                ),
+                None => Ok((Vec::new(), Vec::new())),
+            }
         };
-        let (bm25_hits, episode_hits, vector_hits, near_episodes) = tokio::try_join!(
+        let (bm25_hits, episode_hits, (vector_hits, near_episodes)) = tokio::try_join!(
             self.store.search_messages(scopes, &terms, bm25, c),
             self.store.search_episodes(scopes, &terms, bm25, e),
-            async {
-                match &vector {
-                    Some(v) => self.store.nearest_messages(scopes, v, c).await,
-                    None => Ok(Vec::new()),
-                }
-            },
-            async {
-                match &vector {
-                    Some(v) => self.store.nearest_episodes(scopes, v, e).await,
-                    None => Ok(Vec::new()),
-                }
-            },
+            vector_side,
         )?;
 
         let mut messages: HashMap<i64, StoredMessage> = HashMap::new();
@@ -142,17 +137,15 @@ impl Retriever {
 
         // Episodes: BM25 over whole conversations, their closed-memory vectors, and the best
         // message similarity inside each, fused into one episode ranking.
-        let mut best_sim: Vec<(i64, f64)> = Vec::new();
-        for h in &vector_hits {
-            if let Some(ep) = h.message.episode
-                && !best_sim.iter().any(|(e, _)| *e == ep)
-            {
-                best_sim.push((ep, h.score));
+        // (Vector hits come best first, so an episode's first appearance is its best message.)
+        let mut ep_msg: Vec<i64> = Vec::new();
+        for ep in vector_hits.iter().filter_map(|h| h.message.episode) {
+            if !ep_msg.contains(&ep) {
+                ep_msg.push(ep);
             }
         }
         let ep_bm25: Vec<i64> = episode_hits.iter().map(|h| h.episode).collect();
         let ep_vec: Vec<i64> = near_episodes.iter().map(|h| h.episode).collect();
-        let ep_msg: Vec<i64> = best_sim.iter().map(|(e, _)| *e).collect();
         let k = self.settings.rrf_k;
         let episode_scores = fusion::rrf(
             &[(1.0, &ep_bm25[..]), (1.0, &ep_vec[..]), (1.0, &ep_msg[..])],

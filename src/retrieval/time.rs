@@ -176,10 +176,10 @@ pub fn window(query: &str, now: DateTime<Utc>) -> Option<Window> {
                     today.year()
                 }
             });
-            if let (Some(d), None) = (day_word, year_word) {
-                if let Some(date) = NaiveDate::from_ymd_opt(year, m, d) {
-                    return Some(days(date, 1));
-                }
+            if let (Some(d), None) = (day_word, year_word)
+                && let Some(date) = NaiveDate::from_ymd_opt(year, m, d)
+            {
+                return Some(days(date, 1));
             }
             return month(year, m);
         }

@@ -477,6 +477,29 @@ pub trait Store: Send + Sync {
     async fn maintain(&self) -> StoreResult<()>;
 }
 
+/// The per-scope statistics behind BM25's N and average length: of messages, or of episodes.
+#[derive(Debug, Clone, Copy)]
+enum StatsTable {
+    Messages,
+    Episodes,
+}
+
+impl StatsTable {
+    fn name(self) -> &'static str {
+        match self {
+            StatsTable::Messages => "scope_term_stats",
+            StatsTable::Episodes => "scope_episode_stats",
+        }
+    }
+
+    fn count_column(self) -> &'static str {
+        match self {
+            StatsTable::Messages => "docs",
+            StatsTable::Episodes => "episodes",
+        }
+    }
+}
+
 /// The open episode of a channel while the indexer walks new messages (times in Unix ms).
 struct OpenEpisode {
     id: i64,

@@ -64,6 +64,20 @@ fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
 }
 
 impl PostgresStore {
+    /// Documents and their total length over `keys`, for BM25's N and average length.
+    async fn scope_totals(&self, table: StatsTable, keys: &[String]) -> StoreResult<(i64, i64)> {
+        let sql = format!(
+            "SELECT COALESCE(SUM({}), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM {} WHERE scope = ANY($1)",
+            table.count_column(),
+            table.name()
+        );
+        sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(keys)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_err)
+    }
+
     /// Writes the postings of messages queued in `message_terms_backlog` (stored before the
     /// retrieval migration, or copied in by `engram migrate`). Processes opening at once
     /// share the work: each takes rows the others have not locked.
@@ -104,7 +118,12 @@ impl PostgresStore {
         let statement_timeout = format!("{}ms", settings.statement_timeout.as_millis());
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| open_err(format!("not a valid PostgreSQL URL: {e}")))?
-            .options([("statement_timeout", statement_timeout.as_str())]);
+            .options([
+                ("statement_timeout", statement_timeout.as_str()),
+                // Filtered vector searches keep walking the HNSW graph until they have
+                // `limit` allowed rows, so a privacy filter never starves the top k.
+                ("hnsw.iterative_scan", "relaxed_order"),
+            ]);
         // One direct connection first: a wrong host, port, database or password fails now with
         // the server's own words, instead of after the pool's acquire timeout.
         {
@@ -746,13 +765,7 @@ impl Store for PostgresStore {
         let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
         // N and average length of the scopes the asker may see, then each term's document
         // frequency there: idf follows the searched scopes, not the whole database.
-        let (n, total_len): (i64, i64) = sqlx::query_as(
-            "SELECT COALESCE(SUM(docs), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM scope_term_stats WHERE scope = ANY($1)",
-        )
-        .bind(&keys)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_err)?;
+        let (n, total_len) = self.scope_totals(StatsTable::Messages, &keys).await?;
         if n == 0 {
             return Ok(Vec::new());
         }
@@ -802,13 +815,7 @@ impl Store for PostgresStore {
             return Ok(Vec::new());
         }
         let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        let (n, total_len): (i64, i64) = sqlx::query_as(
-            "SELECT COALESCE(SUM(episodes), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM scope_episode_stats WHERE scope = ANY($1)",
-        )
-        .bind(&keys)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_err)?;
+        let (n, total_len) = self.scope_totals(StatsTable::Episodes, &keys).await?;
         if n == 0 {
             return Ok(Vec::new());
         }
@@ -835,14 +842,8 @@ impl Store for PostgresStore {
             return Ok(Vec::new());
         }
         let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        // The scope filter is in the same query as the HNSW scan; iterative scans keep
-        // walking the graph until `limit` allowed rows are found, so the filter never
-        // starves the top k. (Small scopes are scanned exactly through the scope index.)
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        // The scope filter is in the same query as the HNSW scan, and every connection runs
+        // iterative scans (see `open`). Small scopes are scanned exactly via the scope index.
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "WITH near AS (SELECT id, 1.0 - (embedding <=> $1::vector) AS sim FROM messages \
                 WHERE scope = ANY($2) AND embedding IS NOT NULL ORDER BY embedding <=> $1::vector LIMIT $3) \
@@ -852,10 +853,9 @@ impl Store for PostgresStore {
         .bind(embed::to_pgvector(vector))
         .bind(&keys)
         .bind(limit as i64)
-        .fetch_all(&mut *tx)
+        .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
         rows.iter().map(|row| hit_from_row(row, 10)).collect()
     }
 
@@ -913,6 +913,18 @@ impl Store for PostgresStore {
         let mut open: HashMap<(i64, String), OpenEpisode> = HashMap::new();
         for item in sorted_for_episodes(items) {
             let m = &item.message;
+            // Claimed before any episode is touched: a message another process indexed
+            // meanwhile must not open an empty episode.
+            let claimed =
+                sqlx::query("UPDATE messages SET indexed = true WHERE id = $1 AND NOT indexed")
+                    .bind(m.id.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?
+                    .rows_affected();
+            if claimed == 0 {
+                continue;
+            }
             let key = (m.space.0, m.channel.clone());
             if !open.contains_key(&key) {
                 let row: Option<(i64, i64, i64)> = sqlx::query_as(
@@ -962,19 +974,15 @@ impl Store for PostgresStore {
                     id
                 }
             };
-            let claimed = sqlx::query(
-                "UPDATE messages SET indexed = true, episode_id = $2, embedding = $3::vector WHERE id = $1 AND NOT indexed",
+            sqlx::query(
+                "UPDATE messages SET episode_id = $2, embedding = $3::vector WHERE id = $1",
             )
             .bind(m.id.0)
             .bind(episode)
             .bind(item.embedding.as_deref().map(embed::to_pgvector))
             .execute(&mut *tx)
             .await
-            .map_err(db_err)?
-            .rows_affected();
-            if claimed == 0 {
-                continue;
-            }
+            .map_err(db_err)?;
             sqlx::query("UPDATE episodes SET started_at = LEAST(started_at, $1), ended_at = GREATEST(ended_at, $1), messages = messages + 1, total_len = total_len + $2, updated_at = $1 WHERE id = $3")
                 .bind(at)
                 .bind(len)

@@ -95,23 +95,21 @@ impl SqliteStore {
     async fn drain_terms_backlog(&self) -> StoreResult<()> {
         loop {
             let mut tx = self.write_tx().await?;
-            let rows: Vec<(i64, String, String)> = sqlx::query_as(
-                "SELECT m.id, m.scope, m.text FROM message_terms_backlog b JOIN messages m ON m.id = b.message_id ORDER BY b.message_id LIMIT 1000",
+            // LEFT JOIN: an id whose message is gone leaves the queue all the same.
+            let queued: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
+                "SELECT b.message_id, m.scope, m.text FROM message_terms_backlog b LEFT JOIN messages m ON m.id = b.message_id ORDER BY b.message_id LIMIT 1000",
             )
             .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
-            let ids: Vec<i64> = sqlx::query_scalar(
-                "SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000",
-            )
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if ids.is_empty() {
+            let Some(&(last, _, _)) = queued.last() else {
                 return Ok(());
-            }
+            };
+            let rows: Vec<(i64, String, String)> = queued
+                .into_iter()
+                .filter_map(|(id, scope, text)| Some((id, scope?, text?)))
+                .collect();
             write_postings(&mut tx, &rows).await?;
-            let last = *ids.last().expect("not empty");
             sqlx::query("DELETE FROM message_terms_backlog WHERE message_id <= ?")
                 .bind(last)
                 .execute(&mut *tx)
@@ -119,6 +117,21 @@ impl SqliteStore {
                 .map_err(db_err)?;
             tx.commit().await.map_err(db_err)?;
         }
+    }
+
+    /// Documents and their total length over `keys`, for BM25's N and average length.
+    async fn scope_totals(&self, table: StatsTable, keys: &[String]) -> StoreResult<(i64, i64)> {
+        let sql = format!(
+            "SELECT COALESCE(SUM({}), 0), COALESCE(SUM(total_len), 0) FROM {} WHERE scope IN ({})",
+            table.count_column(),
+            table.name(),
+            marks(keys.len())
+        );
+        let mut q = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(sql));
+        for k in keys {
+            q = q.bind(k);
+        }
+        q.fetch_one(&self.pool).await.map_err(db_err)
     }
 
     /// A private in-memory database (tests, benchmarks).
@@ -738,14 +751,7 @@ impl Store for SqliteStore {
         let term_marks = marks(terms.len());
         // N and average length of the scopes the asker may see, then each term's document
         // frequency there: idf follows the searched scopes, not the whole database.
-        let sql = format!(
-            "SELECT COALESCE(SUM(docs), 0), COALESCE(SUM(total_len), 0) FROM scope_term_stats WHERE scope IN ({scope_marks})"
-        );
-        let mut q = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(sql));
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let (n, total_len) = q.fetch_one(&self.pool).await.map_err(db_err)?;
+        let (n, total_len) = self.scope_totals(StatsTable::Messages, &keys).await?;
         if n == 0 {
             return Ok(Vec::new());
         }
@@ -804,14 +810,7 @@ impl Store for SqliteStore {
         }
         let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
         let scope_marks = marks(keys.len());
-        let sql = format!(
-            "SELECT COALESCE(SUM(episodes), 0), COALESCE(SUM(total_len), 0) FROM scope_episode_stats WHERE scope IN ({scope_marks})"
-        );
-        let mut q = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(sql));
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let (n, total_len) = q.fetch_one(&self.pool).await.map_err(db_err)?;
+        let (n, total_len) = self.scope_totals(StatsTable::Episodes, &keys).await?;
         if n == 0 {
             return Ok(Vec::new());
         }
