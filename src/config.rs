@@ -59,8 +59,10 @@ pub struct RetrievalConfig {
     pub vector_weight: f64,
     pub episode_weight: f64,
     pub episode_rrf_k: f64,
+    pub episode_rrf_k_bm25_only: f64,
     pub time_weight: f64,
     pub speaker_weight: f64,
+    pub phrase_weight: f64,
     pub max_query_terms: usize,
     pub items: usize,
     pub episode_gap_minutes: i64,
@@ -352,6 +354,7 @@ impl Config {
             || r.items == 0
             || r.rrf_k <= 0.0
             || r.episode_rrf_k <= 0.0
+            || r.episode_rrf_k_bm25_only <= 0.0
             || r.max_query_terms == 0
         {
             return Err(invalid(

@@ -596,7 +596,46 @@ async fn a_named_time_is_favoured(s: Arc<dyn Store>) {
     );
 }
 
+async fn words_side_by_side_are_favoured(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let apart = "school starts high up";
+    let together = "I loved my high school years: the debate team, the long bus rides home";
+    w.say(&public, w.alice, "1", apart, t(1)).await;
+    w.say(&public, w.alice, "2", together, t(1)).await;
+    for i in 0..5 {
+        w.say(&public, w.bob, &format!("n{i}"), "lunch plans", t(1))
+            .await;
+    }
+    let top = |phrase_weight: f64| {
+        let mut settings = w.settings();
+        settings.phrase_weight = phrase_weight;
+        let retriever = Retriever::new(w.store.clone(), None, settings);
+        let scopes = public.visible_scopes(w.alice);
+        let now = w.clock.now();
+        async move {
+            retriever
+                .search(
+                    "going to my high school reunion?",
+                    &scopes,
+                    Some(w.alice),
+                    now,
+                    2,
+                )
+                .await
+                .unwrap()[0]
+                .message
+                .text
+                .clone()
+        }
+    };
+    // Plain BM25 prefers the short message; the pair "high school" turns it round.
+    assert_eq!(top(0.0).await, apart);
+    assert_eq!(top(0.5).await, together);
+}
+
 on_both_backends!(
+    words_side_by_side_are_favoured,
     privacy_filter_holds_for_every_way_to_leak,
     hostile_queries_give_results_or_nothing,
     bm25_parameters_are_settings,

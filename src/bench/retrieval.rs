@@ -166,6 +166,26 @@ pub struct QuestionResult {
     pub category: String,
     pub turn_r_at_10: f64,
     pub session_r_at_5: f64,
+    /// Where each evidence turn landed (null: not among the candidates at all).
+    pub evidence: Vec<Option<HitTrace>>,
+    /// The top 10 as the retriever scored them, kept only when evidence is missing from it,
+    /// to see what pushed it out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<HitTrace>,
+}
+
+/// One retrieved turn and why it ranked where it did.
+#[derive(Debug, Serialize)]
+pub struct HitTrace {
+    pub turn_id: String,
+    pub rank: usize,
+    pub evidence: bool,
+    pub score: f64,
+    pub bm25_rank: Option<usize>,
+    pub vector_rank: Option<usize>,
+    pub episode_rank: Option<usize>,
+    pub in_window: bool,
+    pub text: String,
 }
 
 /// Vectors remembered on disk by text hash, so re-running the benchmark (or tuning fusion)
@@ -393,7 +413,7 @@ pub async fn run(
             questions += 1;
             let started = Instant::now();
             let hits = retriever
-                .search(&q.question, &dm_scopes, asker, asked, 50)
+                .search(&q.question, &dm_scopes, asker, asked, 200)
                 .await
                 .map_err(|e| e.to_string())?;
             latencies.push(started.elapsed().as_secs_f64() * 1e6);
@@ -423,11 +443,46 @@ pub async fn run(
                     .or_default()
                     .add(&ranked_sessions, &q.evidence_session_ids);
             }
+            let turn_r_at_10 = recall_at(&ranked_turns, &q.evidence_turn_ids, 10);
+            let trace = |rank: usize, h: &crate::retrieval::Retrieved| {
+                let (turn, _) = turn_of.get(&h.message.id)?;
+                Some(HitTrace {
+                    turn_id: turn.to_string(),
+                    rank,
+                    evidence: q.evidence_turn_ids.iter().any(|e| e == turn),
+                    score: h.score,
+                    bm25_rank: h.bm25_rank,
+                    vector_rank: h.vector_rank,
+                    episode_rank: h.episode_rank,
+                    in_window: h.in_window,
+                    text: h.message.text.chars().take(160).collect(),
+                })
+            };
+            let top = if turn_r_at_10 < 1.0 {
+                hits.iter()
+                    .take(10)
+                    .enumerate()
+                    .filter_map(|(i, h)| trace(i + 1, h))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let evidence = q
+                .evidence_turn_ids
+                .iter()
+                .map(|e| {
+                    hits.iter()
+                        .enumerate()
+                        .find_map(|(i, h)| trace(i + 1, h).filter(|t| &t.turn_id == e))
+                })
+                .collect();
             per_question.push(QuestionResult {
                 question_id: q.question_id.clone(),
                 category: q.category.clone(),
-                turn_r_at_10: recall_at(&ranked_turns, &q.evidence_turn_ids, 10),
+                turn_r_at_10,
                 session_r_at_5: recall_at(&ranked_sessions, &q.evidence_session_ids, 5),
+                evidence,
+                top,
             });
         }
         progress(&format!("record {}/{total} ({conv})", n + 1));

@@ -10,13 +10,16 @@ pub mod time;
 use crate::config::RetrievalConfig;
 use crate::domain::{PersonId, Scope, StoredMessage};
 use crate::embed::SharedEmbedder;
-use crate::store::{Bm25, Store, StoreError, query_terms};
+use crate::store::{Bm25, Store, StoreError, WordPairs, query_terms};
 use chrono::{DateTime, Utc};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tracing::warn;
 
 pub use indexer::Indexer;
+
+/// BM25 hits checked for the question's word pairs (reading a message costs microseconds).
+const PHRASE_CHECKS: usize = 50;
 
 /// One retrieved message with its fused score and where the score came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,24 +134,23 @@ impl Retriever {
         let mut messages: HashMap<i64, StoredMessage> = HashMap::new();
         let bm25_ids: Vec<i64> = bm25_hits.iter().map(|h| h.message.id.0).collect();
         let vector_ids: Vec<i64> = vector_hits.iter().map(|h| h.message.id.0).collect();
-        for h in bm25_hits.into_iter().chain(vector_hits.iter().cloned()) {
+        for h in bm25_hits.into_iter().chain(vector_hits) {
             messages.entry(h.message.id.0).or_insert(h.message);
         }
 
         // Episodes: BM25 over whole conversations, their closed-memory vectors, and the best
-        // message similarity inside each, fused into one episode ranking.
-        // (Vector hits come best first, so an episode's first appearance is its best message.)
-        let mut ep_msg: Vec<i64> = Vec::new();
-        for ep in vector_hits.iter().filter_map(|h| h.message.episode) {
-            if !ep_msg.contains(&ep) {
-                ep_msg.push(ep);
-            }
-        }
+        // message similarity inside each, fused into one episode ranking. (The best BM25
+        // message per episode was tried as a fourth list: no gain with vectors, a loss without.)
         let ep_bm25: Vec<i64> = episode_hits.iter().map(|h| h.episode).collect();
         let ep_vec: Vec<i64> = near_episodes.iter().map(|h| h.episode).collect();
+        let ep_by_msg_vec = episodes_in_order(&vector_ids, &messages);
         let k = self.settings.rrf_k;
         let episode_scores = fusion::rrf(
-            &[(1.0, &ep_bm25[..]), (1.0, &ep_vec[..]), (1.0, &ep_msg[..])],
+            &[
+                (1.0, &ep_bm25[..]),
+                (1.0, &ep_vec[..]),
+                (1.0, &ep_by_msg_vec[..]),
+            ],
             k,
         );
         let episode_rank: HashMap<i64, usize> = fusion::ranked(&episode_scores)
@@ -167,6 +169,14 @@ impl Retriever {
         let window = time::window(&text, now);
         let about_bot = asks_what_the_bot_said(&text);
         let speaker_bonus = self.settings.speaker_weight / (k + 1.0);
+        let episode_k = if self.embedder.is_some() {
+            self.settings.episode_rrf_k
+        } else {
+            self.settings.episode_rrf_k_bm25_only
+        };
+        let pairs = WordPairs::of(&text);
+        let lexical: HashSet<i64> = bm25_ids.iter().take(PHRASE_CHECKS).copied().collect();
+        let phrase_bonus = self.settings.phrase_weight / (k + 1.0);
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
             let favoured = if about_bot {
@@ -177,9 +187,13 @@ impl Retriever {
             if favoured {
                 *score += speaker_bonus;
             }
+            // A pair needs both its words, so only BM25's hits can hold one; its best half
+            // is where a pair can still change the top of the ranking.
+            if phrase_bonus > 0.0 && lexical.contains(id) {
+                *score += phrase_bonus * pairs.shared_with(&m.text) as f64;
+            }
             if let Some(rank) = m.episode.and_then(|ep| episode_rank.get(&ep)) {
-                *score +=
-                    self.settings.episode_weight / (self.settings.episode_rrf_k + *rank as f64);
+                *score += self.settings.episode_weight / (episode_k + *rank as f64);
             }
             if window.is_some_and(|w| w.contains(m.sent_at)) {
                 *score += self.settings.time_weight / (k + 1.0);
@@ -208,6 +222,17 @@ impl Retriever {
         results.truncate(limit);
         Ok(results)
     }
+}
+
+/// The episodes of ranked messages, each at the rank of its best message.
+fn episodes_in_order(ranked: &[i64], messages: &HashMap<i64, StoredMessage>) -> Vec<i64> {
+    let mut out: Vec<i64> = Vec::new();
+    for ep in ranked.iter().filter_map(|id| messages.get(id)?.episode) {
+        if !out.contains(&ep) {
+            out.push(ep);
+        }
+    }
+    out
 }
 
 /// Whether a question is about the bot's own words ("what did you recommend", "your list").

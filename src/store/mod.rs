@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap};
 pub use copy::{Table, Value};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
-pub use terms::{Bm25, DocumentTerms, document_terms, query_terms};
+pub use terms::{Bm25, DocumentTerms, WordPairs, document_terms, query_terms};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -4,7 +4,7 @@
 //! reaches a query language.
 
 use rust_stemmers::{Algorithm, Stemmer};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 /// Longest word kept (characters); longer runs are cut, so a pasted blob cannot bloat the index.
@@ -169,8 +169,11 @@ const STOP_WORDS: &[&str] = &[
     "okay",
 ];
 
+static STOP_SET: LazyLock<HashSet<&'static str>> =
+    LazyLock::new(|| STOP_WORDS.iter().copied().collect());
+
 fn is_stop_word(w: &str) -> bool {
-    STOP_WORDS.contains(&w)
+    STOP_SET.contains(w)
 }
 
 /// The words of `text` in order, normalised and stemmed, stop words removed.
@@ -184,6 +187,83 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
             }
             Some(STEMMER.stem(&lower).into_owned())
         })
+}
+
+/// The adjacent word pairs of a question once stop words are dropped: "high school" in a
+/// question matches "high school" in a message, which the two loose words do not say.
+#[derive(Debug, Clone, Default)]
+pub struct WordPairs {
+    pairs: HashSet<(String, String)>,
+    /// The first three characters of each stem: a word that starts otherwise cannot stem to
+    /// one of the question's terms (stemming keeps them, but for "dying", "lying", "tying"),
+    /// so most words of a message are never stemmed.
+    prefixes: HashSet<Prefix>,
+}
+
+type Prefix = (char, Option<char>, Option<char>);
+
+fn prefix3(w: &str) -> Prefix {
+    let mut chars = w.chars();
+    (chars.next().unwrap_or(' '), chars.next(), chars.next())
+}
+
+impl WordPairs {
+    pub fn of(text: &str) -> WordPairs {
+        let mut pairs = HashSet::new();
+        let mut prefixes = HashSet::new();
+        let mut previous: Option<String> = None;
+        for w in words(text) {
+            prefixes.insert(prefix3(&w));
+            if let Some(p) = previous.replace(w.clone())
+                && p != w
+            {
+                pairs.insert((p, w));
+            }
+        }
+        WordPairs { pairs, prefixes }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// How many of the question's pairs stand side by side in `text`.
+    pub fn shared_with(&self, text: &str) -> usize {
+        if self.pairs.is_empty() {
+            return 0;
+        }
+        let mut found: Vec<(&str, &str)> = Vec::new();
+        let mut previous: Option<String> = None;
+        // One buffer for every word: a long message is mostly words that match nothing.
+        let mut lower = String::new();
+        for raw in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            lower.clear();
+            lower.extend(
+                raw.chars()
+                    .flat_map(char::to_lowercase)
+                    .take(MAX_WORD_CHARS),
+            );
+            if is_stop_word(&lower) {
+                continue;
+            }
+            if !self.prefixes.contains(&prefix3(&lower)) {
+                previous = None;
+                continue;
+            }
+            let stem = STEMMER.stem(&lower).into_owned();
+            if let Some(p) = previous.take()
+                && let Some((a, b)) = self.pairs.get(&(p, stem.clone()))
+                && !found.contains(&(a.as_str(), b.as_str()))
+            {
+                found.push((a.as_str(), b.as_str()));
+            }
+            previous = Some(stem);
+        }
+        found.len()
+    }
 }
 
 /// A message as BM25 sees it: each distinct term with its frequency, and the document length
@@ -300,6 +380,26 @@ mod tests {
         assert_eq!(query_terms(&"word ".repeat(5000), 32), ["word"]);
         assert_eq!(query_terms("Zoë 中文", 10), ["zoë", "中文"]);
         assert_eq!(query_terms("a b c d e f g", 3), ["b", "c", "e"]);
+    }
+
+    #[test]
+    fn word_pairs_are_found_side_by_side_only() {
+        let q = WordPairs::of("Should I attend my high school reunion?");
+        // Stop words between the words do not break a pair; stems match other forms.
+        assert_eq!(
+            q.shared_with("Happy HIGH-school memories, and the reunions."),
+            1
+        );
+        assert_eq!(q.shared_with("high school reunion"), 2);
+        assert_eq!(q.shared_with("I attended the high school"), 2);
+        // Both words, apart: no pair. A pair counts once however often it appears.
+        assert_eq!(q.shared_with("school is high on my list"), 0);
+        assert_eq!(q.shared_with("high school, high school, high school"), 1);
+        assert_eq!(q.shared_with(""), 0);
+        // One word (or none) makes no pair; odd input is just text.
+        assert!(WordPairs::of("reunion").is_empty());
+        assert!(WordPairs::of("🦀 \"AND\" (NEAR)").is_empty());
+        assert_eq!(WordPairs::of("high high").shared_with("high high"), 0);
     }
 
     #[test]
