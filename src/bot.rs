@@ -5,11 +5,12 @@ use crate::config::Config;
 use crate::domain::{IncomingMessage, PersonId, Platform};
 use crate::ingest::{Ingested, Ingestor};
 use crate::llm::ChatModel;
+use crate::memory::entries::Captured;
 use crate::memory::{
     FactRequest, ForgetOutcome, MemoryError, MemoryManager, Method, RememberOutcome,
 };
 use crate::responder::Responder;
-use crate::router::{Command, Subject, parse_command};
+use crate::router::{Command, MemoryCommand, Subject, parse_command};
 use crate::store::{Store, StoreError};
 use std::sync::Arc;
 use tracing::{error, info};
@@ -24,7 +25,16 @@ pub struct Reply {
     pub text: String,
 }
 
+/// A destructive /memory request waiting for the person's "yes".
+#[derive(Debug, Clone)]
+enum Pending {
+    Clear,
+    Forget(Vec<i64>),
+}
+
 pub struct Bot {
+    /// Keyed by (person, platform, space, channel): a "yes" counts only where it was asked.
+    pending: moka::sync::Cache<(PersonId, String), Pending>,
     config: Config,
     store: Arc<dyn Store>,
     ingestor: Ingestor,
@@ -38,6 +48,9 @@ const HELP: &str = "I remember things about the people here. Try:\n\
   forget that I love Rust\n\
   forget everything about me\n\
   what do you know about me / about @bob\n\
+  note that / keep in mind … (goes into your MEMORY.md)\n\
+  /memory, /memory search <words>, /memory forget <topic>,\n\
+  /memory pause, /memory resume, /memory clear, /memory export\n\
 Anything else is conversation.";
 
 impl Bot {
@@ -50,6 +63,10 @@ impl Bot {
         let ingestor = Ingestor::new(store.clone(), &config.bot.name);
         let responder = Responder::new(memory.clone(), llm, &config);
         Bot {
+            pending: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(std::time::Duration::from_secs(600))
+                .build(),
             config,
             store,
             ingestor,
@@ -121,11 +138,24 @@ impl Bot {
             || self
                 .config
                 .is_moderator(msg.platform, &ingested.author_external_id);
-        match parse_command(text) {
+        let command = parse_command(text);
+        if !matches!(command, Command::Confirm(_)) {
+            // A question the bot asked lapses once the person moves on.
+            self.pending.invalidate(&Self::pending_key(ingested));
+        }
+        match command {
             Command::Help => Ok(HELP.to_string()),
             Command::Chat => self.responder.reply(ingested).await,
+            Command::Memory(cmd) => self.memory_command(ingested, cmd).await,
+            Command::Confirm(yes) => match self.confirm(ingested, yes).await? {
+                Some(answer) => Ok(answer),
+                None => self.responder.reply(ingested).await,
+            },
             Command::Remember { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
+                if subject == ingested.message.author {
+                    return self.capture(ingested, &fact).await;
+                }
                 let req = self.fact_request(ingested, subject, &name, moderator, &fact);
                 info!(actor = %ingested.message.author, subject = %subject, "remember");
                 Ok(match self.memory.remember(&req).await? {
@@ -184,6 +214,173 @@ impl Bot {
                 })
             }
         }
+    }
+
+    fn pending_key(ingested: &Ingested) -> (PersonId, String) {
+        (
+            ingested.message.author,
+            ingested.place.home_scope().key() + "/" + &ingested.place.channel,
+        )
+    }
+
+    /// "remember that …" about oneself: a structured entry (MEMORY.md) and the facts text.
+    async fn capture(&self, ingested: &Ingested, fact: &str) -> Result<String, MemoryError> {
+        let person = ingested.message.author;
+        let entries = self.memory.entries();
+        if entries.paused(person).await? {
+            return Ok("Your memory is paused, so I didn't save that. Say \"/memory resume\" to turn it back on.".to_string());
+        }
+        if fact.chars().count() > self.memory.settings().max_fact_chars {
+            return Err(MemoryError::Invalid(format!(
+                "That is too long to remember (the limit is {} characters). Nothing was changed.",
+                self.memory.settings().max_fact_chars
+            )));
+        }
+        info!(actor = %person, "capture");
+        match entries
+            .capture(person, &ingested.place, fact, ingested.message.id.0)
+            .await?
+        {
+            Captured::Refused(why) => Ok(why),
+            Captured::Written(crate::domain::EntryWrite::Unchanged(_)) => {
+                Ok("I already knew that.".to_string())
+            }
+            Captured::Written(_) => {
+                // The facts text feeds the merged per-person context; a failure there is
+                // logged and never undoes the entry.
+                let name = ingested.message.author_name.clone();
+                let req = self.fact_request(ingested, person, &name, false, fact);
+                Ok(match self.memory.remember(&req).await {
+                    Ok(RememberOutcome::Saved {
+                        method: Method::Offline,
+                    }) => "Got it, I'll remember that (noted word for word: my language model is not available).".to_string(),
+                    Ok(_) => "Got it, I'll remember that.".to_string(),
+                    Err(e) => {
+                        error!(error = %e, "facts update after capture failed; the entry is kept");
+                        "Got it, I'll remember that.".to_string()
+                    }
+                })
+            }
+        }
+    }
+
+    async fn memory_command(
+        &self,
+        ingested: &Ingested,
+        cmd: MemoryCommand,
+    ) -> Result<String, MemoryError> {
+        let person = ingested.message.author;
+        let place = &ingested.place;
+        let entries = self.memory.entries();
+        let private = place.privacy == crate::domain::Privacy::Dm;
+        Ok(match cmd {
+            MemoryCommand::View => {
+                let md = entries.memory_md(person, place).await?;
+                let paused = if entries.paused(person).await? {
+                    "\n(Memory is paused: nothing new is collected. /memory resume turns it back on.)"
+                } else {
+                    ""
+                };
+                if md.lines().count() <= 1 {
+                    format!("I have no notes about you that I may show here.{paused}")
+                } else if private {
+                    format!("{md}{paused}")
+                } else {
+                    format!(
+                        "{md}(Only what may be shown in this channel; ask me in a private chat for all of it.){paused}"
+                    )
+                }
+            }
+            MemoryCommand::Pause => {
+                entries.set_paused(person, true).await?;
+                "Memory paused: I won't collect or extract anything new about you. Say \"/memory resume\" to turn it back on.".to_string()
+            }
+            MemoryCommand::Resume => {
+                entries.set_paused(person, false).await?;
+                "Memory is back on.".to_string()
+            }
+            MemoryCommand::Clear => {
+                self.pending
+                    .insert(Self::pending_key(ingested), Pending::Clear);
+                "This removes everything I have derived about you: your MEMORY.md entries, their history, daily notes and facts. Reply \"yes\" to confirm or \"no\" to keep it.".to_string()
+            }
+            MemoryCommand::Forget(topic) => {
+                if topic.trim().is_empty() {
+                    return Err(MemoryError::Invalid(
+                        "Forget what? Try \"/memory forget <topic>\".".into(),
+                    ));
+                }
+                let found = entries.search(person, place, &topic, 20).await?;
+                if found.is_empty() {
+                    format!(
+                        "I have nothing about \"{}\" that I may show here, so nothing changed.",
+                        topic.trim()
+                    )
+                } else {
+                    let list: Vec<String> = found
+                        .iter()
+                        .map(|(e, _)| format!("- {}", e.value))
+                        .collect();
+                    self.pending.insert(
+                        Self::pending_key(ingested),
+                        Pending::Forget(found.iter().map(|(e, _)| e.id).collect()),
+                    );
+                    format!(
+                        "This matches:\n{}\nReply \"yes\" to forget it, or \"no\" to keep it.",
+                        list.join("\n")
+                    )
+                }
+            }
+            MemoryCommand::Search(query) => {
+                let found = entries.search(person, place, &query, 10).await?;
+                if found.is_empty() {
+                    format!("Nothing in your memory matches \"{}\".", query.trim())
+                } else {
+                    let list: Vec<String> = found
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (e, _))| {
+                            format!("{}. {} ({})", i + 1, e.value, e.category.heading())
+                        })
+                        .collect();
+                    list.join("\n")
+                }
+            }
+            MemoryCommand::Export => entries.memory_md(person, place).await?,
+            MemoryCommand::Unknown(word) => format!(
+                "I don't know \"/memory {word}\". Try /memory, /memory search <words>, /memory forget <topic>, /memory pause, /memory resume, /memory clear or /memory export."
+            ),
+        })
+    }
+
+    async fn confirm(&self, ingested: &Ingested, yes: bool) -> Result<Option<String>, MemoryError> {
+        let key = Self::pending_key(ingested);
+        let Some(pending) = self.pending.remove(&key) else {
+            return Ok(None);
+        };
+        if !yes {
+            return Ok(Some("OK, nothing was changed.".to_string()));
+        }
+        let person = ingested.message.author;
+        let entries = self.memory.entries();
+        Ok(Some(match pending {
+            Pending::Forget(ids) => {
+                let n = entries.delete(person, &ids).await?;
+                info!(actor = %person, entries = n, "memory forget");
+                format!(
+                    "Done, I've forgotten {n} {}.",
+                    if n == 1 { "entry" } else { "entries" }
+                )
+            }
+            Pending::Clear => {
+                let n = entries.clear(person).await?;
+                let name = ingested.message.author_name.clone();
+                let req = self.fact_request(ingested, person, &name, false, "");
+                let facts = self.memory.forget_everything(&req).await?;
+                info!(actor = %person, rows = n, facts, "memory clear");
+                "Done, I've cleared everything I had derived about you.".to_string()
+            }
+        }))
     }
 
     fn who(&self, ingested: &Ingested, subject: PersonId, name: &str) -> String {

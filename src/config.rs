@@ -130,6 +130,10 @@ pub struct MemoryConfig {
     pub max_summary_messages: usize,
     pub max_message_chars_in_prompt: usize,
     pub cache_capacity: u64,
+    pub memory_md_max_words: usize,
+    pub durable_confidence: f64,
+    pub extraction_at: String,
+    pub max_extraction_messages: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]

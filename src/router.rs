@@ -16,12 +16,57 @@ pub enum Subject {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    Remember { subject: Subject, fact: String },
-    Forget { subject: Subject, fact: String },
-    ForgetEverything { subject: Subject },
-    Recall { subject: Subject },
+    Remember {
+        subject: Subject,
+        fact: String,
+    },
+    Forget {
+        subject: Subject,
+        fact: String,
+    },
+    ForgetEverything {
+        subject: Subject,
+    },
+    Recall {
+        subject: Subject,
+    },
+    /// `/memory …`: the person's structured memory.
+    Memory(MemoryCommand),
+    /// "yes" / "no" to a question the bot asked (clear, forget).
+    Confirm(bool),
     Help,
     Chat,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryCommand {
+    View,
+    Pause,
+    Resume,
+    Clear,
+    Forget(String),
+    Search(String),
+    Export,
+    /// `/memory something-else`: says what the subcommands are.
+    Unknown(String),
+}
+
+fn memory_command(rest: &str) -> MemoryCommand {
+    let rest = rest.trim();
+    let (word, arg) = match rest.split_once(char::is_whitespace) {
+        Some((w, a)) => (w, a.trim()),
+        None => (rest, ""),
+    };
+    match word.to_lowercase().as_str() {
+        "" | "view" | "show" => MemoryCommand::View,
+        "pause" => MemoryCommand::Pause,
+        "resume" => MemoryCommand::Resume,
+        "clear" => MemoryCommand::Clear,
+        "forget" => MemoryCommand::Forget(arg.to_string()),
+        "search" => MemoryCommand::Search(arg.to_string()),
+        "export" => MemoryCommand::Export,
+        _ => MemoryCommand::Unknown(word.to_string()),
+    }
 }
 
 /// `rest` after a case-insensitive `prefix` that ends at a word boundary.
@@ -88,6 +133,39 @@ pub fn parse_command(text: &str) -> Command {
     let text = text.trim().trim_start_matches([',', ':', '!', ' ']);
     if text.eq_ignore_ascii_case("help") || text == "?" {
         return Command::Help;
+    }
+    for prefix in ["/memory", "memory"] {
+        if let Some(rest) = after(text, prefix)
+            && (prefix == "/memory" || rest.is_empty())
+        {
+            return Command::Memory(memory_command(rest));
+        }
+    }
+    let lower = text.to_lowercase();
+    let lower = lower.trim_end_matches(['.', '!']);
+    if [
+        "yes",
+        "y",
+        "confirm",
+        "/memory confirm",
+        "yes please",
+        "do it",
+    ]
+    .contains(&lower)
+    {
+        return Command::Confirm(true);
+    }
+    if ["no", "n", "cancel", "/memory cancel", "stop"].contains(&lower) {
+        return Command::Confirm(false);
+    }
+    // The other explicit-capture phrases of the seed: always about the speaker.
+    if after(text, "remember").is_none()
+        && let Some(fact) = crate::memory::entries::explicit_capture(text)
+    {
+        return Command::Remember {
+            subject: Subject::Speaker,
+            fact,
+        };
     }
     if let Some(rest) = after(text, "remember") {
         let rest = after(rest, "this").unwrap_or(rest);
@@ -243,6 +321,28 @@ mod tests {
             }
         );
         assert_eq!(parse_command("how are you?"), Command::Chat);
+        assert_eq!(
+            parse_command("note that I'm vegetarian"),
+            Command::Remember {
+                subject: Subject::Speaker,
+                fact: "I'm vegetarian".into()
+            }
+        );
+        assert_eq!(
+            parse_command("/memory forget presentation"),
+            Command::Memory(MemoryCommand::Forget("presentation".into()))
+        );
+        assert_eq!(
+            parse_command("/memory"),
+            Command::Memory(MemoryCommand::View)
+        );
+        assert_eq!(
+            parse_command("/memory search db perf"),
+            Command::Memory(MemoryCommand::Search("db perf".into()))
+        );
+        assert_eq!(parse_command("memory is hard"), Command::Chat);
+        assert_eq!(parse_command("Yes."), Command::Confirm(true));
+        assert_eq!(parse_command("cancel"), Command::Confirm(false));
         assert_eq!(parse_command(""), Command::Chat);
     }
 

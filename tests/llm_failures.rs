@@ -113,7 +113,7 @@ async fn rate_limits_are_retried_after_retry_after() {
     h.fake().push_once(Behavior::RateLimited);
     let reply = h.dm("alice", "remember that I love Rust").await;
     assert_eq!(
-        reply, "Got it, I'll remember that about you.",
+        reply, "Got it, I'll remember that.",
         "retried and merged by the LLM"
     );
     assert_eq!(h.fake().count("remember"), 2, "one 429, one success");
@@ -153,7 +153,7 @@ async fn the_breaker_stops_calling_a_dead_llm() {
     h.clock.advance(chrono::Duration::seconds(61));
     assert_eq!(
         h.dm("alice", "remember that I love Rust").await,
-        "Got it, I'll remember that about you."
+        "Got it, I'll remember that."
     );
 }
 

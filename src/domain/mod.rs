@@ -2,12 +2,14 @@
 //! `IncomingMessage` every platform adapter produces. Nothing here does I/O.
 
 pub mod clock;
+pub mod entry;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use entry::{Category, DailyNote, Entry, EntryVersion, EntryWrite, NewEntry};
 
 /// Internal id of a person; platform user ids map onto it through identities.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

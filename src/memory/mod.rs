@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod context;
+pub mod entries;
 pub mod facts;
 pub mod offline;
 pub mod summaries;
@@ -71,6 +72,7 @@ pub struct MemoryManager {
     settings: MemoryConfig,
     tokens: TokenCounter,
     retriever: Arc<Retriever>,
+    entries: Arc<entries::EntryBook>,
     changes_applied: tokio::sync::watch::Sender<u64>,
 }
 
@@ -87,7 +89,13 @@ impl MemoryManager {
             None,
             crate::config::Config::defaults().retrieval,
         ));
+        let entries = Arc::new(entries::EntryBook::new(
+            store.clone(),
+            clock.clone(),
+            settings.memory_md_max_words,
+        ));
         Ok(MemoryManager {
+            entries,
             retriever,
             store,
             llm,
@@ -103,6 +111,11 @@ impl MemoryManager {
     pub fn with_retriever(mut self, retriever: Arc<Retriever>) -> MemoryManager {
         self.retriever = retriever;
         self
+    }
+
+    /// Structured entries (MEMORY.md, daily notes, /memory).
+    pub fn entries(&self) -> &Arc<entries::EntryBook> {
+        &self.entries
     }
 
     pub fn retriever(&self) -> &Arc<Retriever> {

@@ -9,7 +9,8 @@ pub mod sqlite;
 pub mod terms;
 
 use crate::domain::{
-    MessageId, Person, PersonId, Platform, Privacy, Scope, SpaceId, SpaceKind, StoredMessage,
+    DailyNote, Entry, EntryVersion, EntryWrite, MessageId, NewEntry, Person, PersonId, Platform,
+    Privacy, Scope, SpaceId, SpaceKind, StoredMessage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -18,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 pub use copy::{Table, Value};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
-pub use terms::{Bm25, DocumentTerms, WordPairs, document_terms, query_terms};
+pub use terms::{Bm25, DocumentTerms, WordPairs, document_terms, query_terms, rank_documents};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -356,6 +357,33 @@ pub trait Store: Send + Sync {
         summary: &str,
         at: DateTime<Utc>,
     ) -> StoreResult<()>;
+
+    /// Writes a structured memory entry: added when (person, scope, category, key) is new,
+    /// updated (the old value kept in the history) when its value changed, else unchanged.
+    async fn write_entry(&self, entry: &NewEntry) -> StoreResult<EntryWrite>;
+    /// A person's entries in `scopes` (every scope when `None`), newest first.
+    async fn entries(&self, person: PersonId, scopes: Option<&[Scope]>) -> StoreResult<Vec<Entry>>;
+    /// Earlier values of a person's entries, oldest first.
+    async fn entry_history(&self, person: PersonId) -> StoreResult<Vec<EntryVersion>>;
+    /// Deletes these entries of `person` and their history; ids of others are left alone.
+    async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64>;
+    /// Appends a block to a person's daily notes for `day`.
+    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<()>;
+    /// A person's daily notes in `scopes` (every scope when `None`), by day, then as appended.
+    async fn daily_notes(
+        &self,
+        person: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<DailyNote>>;
+    /// Deletes every entry, entry version and daily note of `person`; returns rows removed.
+    async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
+    async fn set_memory_paused(
+        &self,
+        person: PersonId,
+        paused: bool,
+        at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+    async fn memory_paused(&self, person: PersonId) -> StoreResult<bool>;
 
     /// Row counts per table (operations, migration checks).
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;

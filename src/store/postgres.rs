@@ -633,6 +633,214 @@ impl Store for PostgresStore {
         Ok(())
     }
 
+    async fn write_entry(&self, e: &NewEntry) -> StoreResult<EntryWrite> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // Row lock: two writers of the same key queue up instead of both inserting.
+        let old: Option<(i64, String, f64, String)> = sqlx::query_as(
+            "SELECT id, value, confidence, source FROM memory_entries \
+             WHERE person_id = $1 AND scope = $2 AND category = $3 AND key = $4 FOR UPDATE",
+        )
+        .bind(e.person.0)
+        .bind(e.scope.key())
+        .bind(e.category.as_str())
+        .bind(&e.key)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let write = match old {
+            Some((id, value, _, _)) if value == e.value => EntryWrite::Unchanged(id),
+            Some((id, value, confidence, source)) => {
+                sqlx::query(
+                    "INSERT INTO memory_entry_history (entry_id, person_id, value, confidence, source, replaced_at, replaced_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(id)
+                .bind(e.person.0)
+                .bind(value)
+                .bind(confidence)
+                .bind(source)
+                .bind(ms(e.at))
+                .bind(&e.source)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                sqlx::query(
+                    "UPDATE memory_entries SET value = $1, confidence = $2, source = $3, origin = $4, updated_at = $5, expires_at = $6 WHERE id = $7",
+                )
+                .bind(&e.value)
+                .bind(e.confidence)
+                .bind(&e.source)
+                .bind(&e.origin)
+                .bind(ms(e.at))
+                .bind(e.expires_at.map(ms))
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                EntryWrite::Updated(id)
+            }
+            None => {
+                let row: Option<(i64,)> = sqlx::query_as(
+                    "INSERT INTO memory_entries (person_id, scope, category, key, value, confidence, source, origin, created_at, updated_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) \
+                     ON CONFLICT (person_id, scope, category, key) DO NOTHING RETURNING id",
+                )
+                .bind(e.person.0)
+                .bind(e.scope.key())
+                .bind(e.category.as_str())
+                .bind(&e.key)
+                .bind(&e.value)
+                .bind(e.confidence)
+                .bind(&e.source)
+                .bind(&e.origin)
+                .bind(ms(e.at))
+                .bind(e.expires_at.map(ms))
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                match row {
+                    Some((id,)) => EntryWrite::Added(id),
+                    None => {
+                        return Err(StoreError::Conflict {
+                            what: format!("memory entry {}", e.key),
+                        });
+                    }
+                }
+            }
+        };
+        tx.commit().await.map_err(db_err)?;
+        Ok(write)
+    }
+
+    async fn entries(&self, person: PersonId, scopes: Option<&[Scope]>) -> StoreResult<Vec<Entry>> {
+        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
+        let sql = format!(
+            "SELECT {} FROM memory_entries WHERE person_id = $1 AND ($2::TEXT[] IS NULL OR scope = ANY($2)) \
+             ORDER BY updated_at DESC, id DESC",
+            rows::ENTRY_COLUMNS
+        );
+        let rows: Vec<rows::EntryRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(person.0)
+            .bind(keys)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows::entries(rows)
+    }
+
+    async fn entry_history(&self, person: PersonId) -> StoreResult<Vec<EntryVersion>> {
+        let rows: Vec<rows::EntryVersionRow> = sqlx::query_as(
+            "SELECT entry_id, value, confidence, source, replaced_at, replaced_by \
+             FROM memory_entry_history WHERE person_id = $1 ORDER BY id",
+        )
+        .bind(person.0)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::entry_versions(rows)
+    }
+
+    async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        sqlx::query("DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id = ANY($2)")
+            .bind(person.0)
+            .bind(ids)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        let removed =
+            sqlx::query("DELETE FROM memory_entries WHERE person_id = $1 AND id = ANY($2)")
+                .bind(person.0)
+                .bind(ids)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+        tx.commit().await.map_err(db_err)?;
+        Ok(removed)
+    }
+
+    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO daily_notes (person_id, day, scope, text, added_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(person.0)
+        .bind(note.day.format("%Y-%m-%d").to_string())
+        .bind(note.scope.key())
+        .bind(&note.text)
+        .bind(ms(note.added_at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn daily_notes(
+        &self,
+        person: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<DailyNote>> {
+        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
+        let rows: Vec<rows::DailyNoteRow> = sqlx::query_as(
+            "SELECT day, scope, text, added_at FROM daily_notes \
+             WHERE person_id = $1 AND ($2::TEXT[] IS NULL OR scope = ANY($2)) ORDER BY day, id",
+        )
+        .bind(person.0)
+        .bind(keys)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::daily_notes(rows)
+    }
+
+    async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut removed = 0;
+        for table in ["memory_entry_history", "memory_entries", "daily_notes"] {
+            let sql = format!("DELETE FROM {table} WHERE person_id = $1");
+            removed += sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(person.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(removed)
+    }
+
+    async fn set_memory_paused(
+        &self,
+        person: PersonId,
+        paused: bool,
+        at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO memory_settings (person_id, paused, updated_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (person_id) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at",
+        )
+        .bind(person.0)
+        .bind(paused)
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn memory_paused(&self, person: PersonId) -> StoreResult<bool> {
+        let row: Option<(bool,)> =
+            sqlx::query_as("SELECT paused FROM memory_settings WHERE person_id = $1")
+                .bind(person.0)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(row.is_some_and(|r| r.0))
+    }
+
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
         let mut out = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {

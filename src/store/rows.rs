@@ -102,3 +102,82 @@ pub fn job_runs(rows: Vec<JobRunRow>) -> Vec<JobRun> {
         })
         .collect()
 }
+
+/// id, person_id, scope, category, key, value, confidence, source, origin, created_at,
+/// updated_at, expires_at
+pub type EntryRow = (
+    i64,
+    i64,
+    String,
+    String,
+    String,
+    String,
+    f64,
+    String,
+    String,
+    i64,
+    i64,
+    Option<i64>,
+);
+
+pub const ENTRY_COLUMNS: &str = "id, person_id, scope, category, key, value, confidence, source, origin, created_at, updated_at, expires_at";
+
+pub fn entries(rows: Vec<EntryRow>) -> StoreResult<Vec<crate::domain::Entry>> {
+    rows.into_iter()
+        .map(
+            |(id, person, scope, category, key, value, confidence, source, origin, c, u, e)| {
+                Ok(crate::domain::Entry {
+                    id,
+                    person: PersonId(person),
+                    scope: parse_scope(&scope)?,
+                    category: crate::domain::Category::parse(&category).ok_or_else(|| {
+                        StoreError::Corrupt(format!("unknown entry category {category:?}"))
+                    })?,
+                    key,
+                    value,
+                    confidence,
+                    source,
+                    origin,
+                    created_at: from_ms(c)?,
+                    updated_at: from_ms(u)?,
+                    expires_at: e.map(from_ms).transpose()?,
+                })
+            },
+        )
+        .collect()
+}
+
+/// entry_id, value, confidence, source, replaced_at, replaced_by
+pub type EntryVersionRow = (i64, String, f64, String, i64, String);
+
+pub fn entry_versions(rows: Vec<EntryVersionRow>) -> StoreResult<Vec<crate::domain::EntryVersion>> {
+    rows.into_iter()
+        .map(|(entry_id, value, confidence, source, at, by)| {
+            Ok(crate::domain::EntryVersion {
+                entry_id,
+                value,
+                confidence,
+                source,
+                replaced_at: from_ms(at)?,
+                replaced_by: by,
+            })
+        })
+        .collect()
+}
+
+/// day, scope, text, added_at
+pub type DailyNoteRow = (String, String, String, i64);
+
+pub fn daily_notes(rows: Vec<DailyNoteRow>) -> StoreResult<Vec<crate::domain::DailyNote>> {
+    rows.into_iter()
+        .map(|(day, scope, text, at)| {
+            Ok(crate::domain::DailyNote {
+                day: NaiveDate::parse_from_str(&day, "%Y-%m-%d")
+                    .map_err(|e| StoreError::Corrupt(format!("daily note day {day:?}: {e}")))?,
+                scope: parse_scope(&scope)?,
+                text,
+                added_at: from_ms(at)?,
+            })
+        })
+        .collect()
+}

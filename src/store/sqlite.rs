@@ -616,6 +616,224 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    async fn write_entry(&self, e: &NewEntry) -> StoreResult<EntryWrite> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let old: Option<(i64, String, f64, String)> = sqlx::query_as(
+            "SELECT id, value, confidence, source FROM memory_entries \
+             WHERE person_id = ? AND scope = ? AND category = ? AND key = ?",
+        )
+        .bind(e.person.0)
+        .bind(e.scope.key())
+        .bind(e.category.as_str())
+        .bind(&e.key)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let write = match old {
+            Some((id, value, _, _)) if value == e.value => EntryWrite::Unchanged(id),
+            Some((id, value, confidence, source)) => {
+                sqlx::query(
+                    "INSERT INTO memory_entry_history (entry_id, person_id, value, confidence, source, replaced_at, replaced_by) \
+                     VALUES (?, ?, ?, ?, ?, ?, ?)",
+                )
+                .bind(id)
+                .bind(e.person.0)
+                .bind(value)
+                .bind(confidence)
+                .bind(source)
+                .bind(ms(e.at))
+                .bind(&e.source)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                sqlx::query(
+                    "UPDATE memory_entries SET value = ?, confidence = ?, source = ?, origin = ?, updated_at = ?, expires_at = ? WHERE id = ?",
+                )
+                .bind(&e.value)
+                .bind(e.confidence)
+                .bind(&e.source)
+                .bind(&e.origin)
+                .bind(ms(e.at))
+                .bind(e.expires_at.map(ms))
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                EntryWrite::Updated(id)
+            }
+            None => {
+                let (id,): (i64,) = sqlx::query_as(
+                    "INSERT INTO memory_entries (person_id, scope, category, key, value, confidence, source, origin, created_at, updated_at, expires_at) \
+                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                )
+                .bind(e.person.0)
+                .bind(e.scope.key())
+                .bind(e.category.as_str())
+                .bind(&e.key)
+                .bind(&e.value)
+                .bind(e.confidence)
+                .bind(&e.source)
+                .bind(&e.origin)
+                .bind(ms(e.at))
+                .bind(ms(e.at))
+                .bind(e.expires_at.map(ms))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                EntryWrite::Added(id)
+            }
+        };
+        tx.commit().await.map_err(db_err)?;
+        Ok(write)
+    }
+
+    async fn entries(&self, person: PersonId, scopes: Option<&[Scope]>) -> StoreResult<Vec<Entry>> {
+        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
+        let filter = match scopes {
+            Some(_) => format!("AND scope IN ({})", marks(keys.len().max(1))),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT {} FROM memory_entries WHERE person_id = ? {filter} ORDER BY updated_at DESC, id DESC",
+            rows::ENTRY_COLUMNS
+        );
+        let mut q = sqlx::query_as::<_, rows::EntryRow>(sqlx::AssertSqlSafe(sql)).bind(person.0);
+        if scopes.is_some() {
+            if keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            for k in &keys {
+                q = q.bind(k);
+            }
+        }
+        rows::entries(q.fetch_all(&self.pool).await.map_err(db_err)?)
+    }
+
+    async fn entry_history(&self, person: PersonId) -> StoreResult<Vec<EntryVersion>> {
+        let rows: Vec<rows::EntryVersionRow> = sqlx::query_as(
+            "SELECT entry_id, value, confidence, source, replaced_at, replaced_by \
+             FROM memory_entry_history WHERE person_id = ? ORDER BY id",
+        )
+        .bind(person.0)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::entry_versions(rows)
+    }
+
+    async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut removed = 0;
+        for table in ["memory_entry_history", "memory_entries"] {
+            let column = if table == "memory_entries" {
+                "id"
+            } else {
+                "entry_id"
+            };
+            let sql = format!(
+                "DELETE FROM {table} WHERE person_id = ? AND {column} IN ({})",
+                marks(ids.len())
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(person.0);
+            for id in ids {
+                q = q.bind(id);
+            }
+            let done = q.execute(&mut *tx).await.map_err(db_err)?;
+            if table == "memory_entries" {
+                removed = done.rows_affected();
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(removed)
+    }
+
+    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO daily_notes (person_id, day, scope, text, added_at) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(person.0)
+        .bind(note.day.format("%Y-%m-%d").to_string())
+        .bind(note.scope.key())
+        .bind(&note.text)
+        .bind(ms(note.added_at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn daily_notes(
+        &self,
+        person: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<DailyNote>> {
+        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
+        if scopes.is_some() && keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = match scopes {
+            Some(_) => format!("AND scope IN ({})", marks(keys.len())),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT day, scope, text, added_at FROM daily_notes WHERE person_id = ? {filter} ORDER BY day, id"
+        );
+        let mut q =
+            sqlx::query_as::<_, rows::DailyNoteRow>(sqlx::AssertSqlSafe(sql)).bind(person.0);
+        for k in &keys {
+            q = q.bind(k);
+        }
+        rows::daily_notes(q.fetch_all(&self.pool).await.map_err(db_err)?)
+    }
+
+    async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut removed = 0;
+        for table in ["memory_entry_history", "memory_entries", "daily_notes"] {
+            let sql = format!("DELETE FROM {table} WHERE person_id = ?");
+            removed += sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(person.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(removed)
+    }
+
+    async fn set_memory_paused(
+        &self,
+        person: PersonId,
+        paused: bool,
+        at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO memory_settings (person_id, paused, updated_at) VALUES (?, ?, ?) \
+             ON CONFLICT (person_id) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at",
+        )
+        .bind(person.0)
+        .bind(paused)
+        .bind(ms(at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn memory_paused(&self, person: PersonId) -> StoreResult<bool> {
+        let row: Option<(bool,)> =
+            sqlx::query_as("SELECT paused FROM memory_settings WHERE person_id = ?")
+                .bind(person.0)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_err)?;
+        Ok(row.is_some_and(|r| r.0))
+    }
+
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
         let mut out = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {

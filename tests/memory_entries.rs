@@ -1,0 +1,327 @@
+//! Structured memory through the whole bot: explicit capture, /memory view, search, forget and
+//! clear with confirmation, pause, and who may see what, on SQLite and PostgreSQL.
+
+#[macro_use]
+mod common;
+use common::*;
+use engram::domain::{Category, DailyNote, NewEntry, PersonId, Scope};
+use engram::store::Store;
+use std::sync::Arc;
+
+/// A harness whose store is `store`'s database (the console bot on either backend).
+async fn harness_on(url: Option<String>) -> Harness {
+    Harness::build(false, |c| {
+        if let Some(url) = url {
+            c.store.url = url;
+        }
+    })
+    .await
+}
+
+async fn console_remember_view_forget_search(url: Option<String>) {
+    let h = harness_on(url).await;
+    let reply = h
+        .dm(
+            "alice",
+            "remember that I'm presenting on database performance next week",
+        )
+        .await;
+    assert!(reply.starts_with("Got it, I'll remember that"), "{reply}");
+
+    let view = h.dm("alice", "/memory").await;
+    let section = view
+        .split("## Work Context\n")
+        .nth(1)
+        .expect("a Work Context section");
+    assert!(
+        section.starts_with("- I'm presenting on database performance next week"),
+        "{view}"
+    );
+
+    let found = h.dm("alice", "/memory search presentation").await;
+    assert!(found.contains("database performance"), "{found}");
+
+    let asked = h.dm("alice", "/memory forget presentation").await;
+    assert!(asked.contains("database performance"), "{asked}");
+    assert!(asked.contains("yes"), "{asked}");
+    // Nothing is removed before the confirmation.
+    let alice = h.person("alice").await;
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 1);
+    let done = h.dm("alice", "yes").await;
+    assert!(done.contains("forgotten 1 entry"), "{done}");
+
+    let found = h.dm("alice", "/memory search presentation").await;
+    assert!(
+        found.starts_with("Nothing in your memory matches"),
+        "{found}"
+    );
+    assert!(h.store.entries(alice, None).await.unwrap().is_empty());
+    assert!(h.store.entry_history(alice).await.unwrap().is_empty());
+}
+
+async fn memory_shows_only_what_may_surface_where_asked(url: Option<String>) {
+    let h = harness_on(url).await;
+    h.dm("alice", "note that I prefer oolong over coffee").await;
+    let mut public = group("rustaceans");
+    public.speaker = "alice".into();
+    let mut secret = restricted("rustaceans", "mods");
+    secret.speaker = "alice".into();
+    let reply = h
+        .say_in(
+            &public,
+            "alice",
+            "Engram, keep in mind I work at the payments team",
+        )
+        .await
+        .unwrap();
+    assert!(reply.starts_with("Got it"), "{reply}");
+    h.say_in(
+        &secret,
+        "alice",
+        "Engram, note that I'm interviewing at another company",
+    )
+    .await
+    .unwrap();
+
+    let shown = h.say_in(&public, "alice", "Engram, /memory").await.unwrap();
+    assert!(shown.contains("payments team"), "{shown}");
+    assert!(
+        !shown.contains("oolong"),
+        "a DM entry leaked into a channel: {shown}"
+    );
+    assert!(
+        !shown.contains("interviewing"),
+        "a restricted entry leaked: {shown}"
+    );
+    let found = h
+        .say_in(
+            &public,
+            "alice",
+            "Engram, /memory search interviewing company oolong",
+        )
+        .await
+        .unwrap();
+    assert!(found.starts_with("Nothing"), "search leaked: {found}");
+
+    let in_mods = h.say_in(&secret, "alice", "Engram, /memory").await.unwrap();
+    assert!(
+        in_mods.contains("interviewing") && in_mods.contains("payments"),
+        "{in_mods}"
+    );
+    assert!(!in_mods.contains("oolong"), "{in_mods}");
+
+    // The private chat has the full view.
+    let full = h.dm("alice", "/memory").await;
+    for part in ["oolong", "payments", "interviewing"] {
+        assert!(full.contains(part), "{part} missing from {full}");
+    }
+
+    // Bob sees none of Alice's entries and cannot forget them, even with her words.
+    let mut bob_public = group("rustaceans");
+    bob_public.speaker = "bob".into();
+    let bob_view = h.dm("bob", "/memory").await;
+    assert!(bob_view.contains("no notes"), "{bob_view}");
+    let forget = h.dm("bob", "/memory forget payments").await;
+    assert!(forget.contains("nothing changed"), "{forget}");
+    // Bob's "yes" does not confirm Alice's pending forget in the same channel.
+    let asked = h
+        .say_in(&public, "alice", "Engram, /memory forget payments")
+        .await
+        .unwrap();
+    assert!(asked.contains("payments"), "{asked}");
+    h.say_in(&bob_public, "bob", "Engram, yes").await;
+    let alice = h.person("alice").await;
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 3);
+    // Moving on cancels the question: a later "yes" changes nothing.
+    h.say_in(&public, "alice", "Engram, what's up?").await;
+    h.say_in(&public, "alice", "Engram, yes").await;
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 3);
+}
+
+async fn pause_clear_and_resume(url: Option<String>) {
+    let h = harness_on(url).await;
+    h.dm("alice", "remember that my timezone is CET").await;
+    h.dm("alice", "note that I like short answers").await;
+    let alice = h.person("alice").await;
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 2);
+    assert!(
+        h.dm("alice", "/memory")
+            .await
+            .contains("## Key Facts\n- my timezone is CET")
+    );
+
+    let paused = h.dm("alice", "/memory pause").await;
+    assert!(paused.contains("paused"), "{paused}");
+    let refused = h.dm("alice", "note that I'm moving to Lisbon").await;
+    assert!(refused.contains("paused"), "{refused}");
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 2);
+    assert!(h.store.memory_paused(alice).await.unwrap());
+
+    let asked = h.dm("alice", "/memory clear").await;
+    assert!(asked.contains("yes"), "{asked}");
+    assert_eq!(h.dm("alice", "no").await, "OK, nothing was changed.");
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 2);
+    h.dm("alice", "/memory clear").await;
+    let done = h.dm("alice", "yes").await;
+    assert!(done.contains("cleared"), "{done}");
+    assert!(h.store.entries(alice, None).await.unwrap().is_empty());
+    assert!(h.store.daily_notes(alice, None).await.unwrap().is_empty());
+    let recall = h.dm("alice", "what do you know about me").await;
+    assert!(!recall.contains("CET"), "facts survived a clear: {recall}");
+
+    h.dm("alice", "/memory resume").await;
+    assert!(!h.store.memory_paused(alice).await.unwrap());
+    assert!(
+        h.dm("alice", "note that I'm moving to Lisbon")
+            .await
+            .starts_with("Got it")
+    );
+}
+
+async fn odd_input_changes_nothing(url: Option<String>) {
+    let h = harness_on(url).await;
+    for text in [
+        "note that",
+        "/memory forget",
+        "/memory search \"' OR 1=1 --",
+        "/memory search 🦀",
+        "/memory frobnicate",
+        "note that ```rust\nfn main() { let x = 1; }\n```",
+    ] {
+        let reply = h.dm("alice", text).await;
+        assert!(!reply.is_empty(), "{text}");
+    }
+    let alice = h.person("alice").await;
+    assert!(h.store.entries(alice, None).await.unwrap().is_empty());
+}
+
+macro_rules! on_both_harnesses {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_bot {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(None).await;
+                }
+            )*
+        }
+        mod postgres_bot {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(url) = super::fresh_postgres_url().await {
+                        super::$name(Some(url)).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_both_harnesses!(
+    console_remember_view_forget_search,
+    memory_shows_only_what_may_surface_where_asked,
+    pause_clear_and_resume,
+    odd_input_changes_nothing,
+);
+
+fn entry(person: PersonId, key: &str, value: &str, at_s: i64) -> NewEntry {
+    NewEntry {
+        person,
+        scope: Scope::Dm(person),
+        category: Category::Preference,
+        key: key.into(),
+        value: value.into(),
+        confidence: 0.8,
+        source: "job:extract:2026-11-21".into(),
+        origin: "a private chat".into(),
+        at: start_time() + chrono::Duration::seconds(at_s),
+        expires_at: None,
+    }
+}
+
+async fn entries_keep_history_and_delete_only_their_owners(s: Arc<dyn Store>) {
+    use engram::domain::{EntryWrite, Platform};
+    let alice = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let bob = s
+        .resolve_person(Platform::Console, "bob", "bob")
+        .await
+        .unwrap();
+    let first = s
+        .write_entry(&entry(alice, "drink", "tea", 0))
+        .await
+        .unwrap();
+    assert!(matches!(first, EntryWrite::Added(_)));
+    assert_eq!(
+        s.write_entry(&entry(alice, "drink", "tea", 1))
+            .await
+            .unwrap(),
+        EntryWrite::Unchanged(first.id())
+    );
+    assert_eq!(
+        s.write_entry(&entry(alice, "drink", "coffee", 2))
+            .await
+            .unwrap(),
+        EntryWrite::Updated(first.id())
+    );
+    let history = s.entry_history(alice).await.unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].value, "tea");
+    let bobs = s
+        .write_entry(&entry(bob, "drink", "water", 0))
+        .await
+        .unwrap();
+
+    // Scopes filter; an empty scope list shows nothing.
+    assert_eq!(
+        s.entries(alice, Some(&[Scope::Dm(alice)]))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        s.entries(alice, Some(&[Scope::Global]))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(s.entries(alice, Some(&[])).await.unwrap().is_empty());
+
+    // Alice cannot delete Bob's entry by id.
+    assert_eq!(s.delete_entries(alice, &[bobs.id()]).await.unwrap(), 0);
+    assert_eq!(s.entries(bob, None).await.unwrap().len(), 1);
+    assert_eq!(s.delete_entries(alice, &[first.id()]).await.unwrap(), 1);
+    assert!(s.entry_history(alice).await.unwrap().is_empty());
+
+    // Daily notes append; clear removes only the person's rows.
+    for (i, text) in ["one", "two"].iter().enumerate() {
+        s.append_daily_note(
+            alice,
+            &DailyNote {
+                day: start_time().date_naive(),
+                scope: Scope::Dm(alice),
+                text: text.to_string(),
+                added_at: start_time() + chrono::Duration::seconds(i as i64),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    let notes = s.daily_notes(alice, None).await.unwrap();
+    assert_eq!(
+        notes.iter().map(|n| n.text.as_str()).collect::<Vec<_>>(),
+        ["one", "two"]
+    );
+    s.write_entry(&entry(alice, "food", "pasta", 3))
+        .await
+        .unwrap();
+    assert_eq!(s.clear_entries(alice).await.unwrap(), 3);
+    assert!(s.daily_notes(alice, None).await.unwrap().is_empty());
+    assert_eq!(s.entries(bob, None).await.unwrap().len(), 1);
+}
+
+on_both_backends!(entries_keep_history_and_delete_only_their_owners);
