@@ -41,6 +41,16 @@ enum Command {
         #[arg(long)]
         to: String,
     },
+    /// Write everyone's MEMORY.md and daily notes to DIR/{person id}/ (MEMORY.md, memory/*.md).
+    Export {
+        #[arg(long, default_value = "data/memory")]
+        out: PathBuf,
+    },
+    /// Read an export back (DIR/{person id}/...); importing twice changes nothing.
+    Import {
+        #[arg(long = "dir", default_value = "data/memory")]
+        dir: PathBuf,
+    },
     /// Benchmarks (print JSON).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -186,6 +196,8 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Chat(args) => chat(&config, &secrets, args).await,
         Command::Migrate { from, to } => migrate(&config, &from, &to).await,
+        Command::Export { out } => export(&config, &out).await,
+        Command::Import { dir } => import(&config, &dir).await,
         Command::Bench(BenchCommand::Ingest {
             postgres,
             single,
@@ -377,6 +389,80 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
     }
     let _ = stop_indexer.send(true);
     let _ = indexer.await;
+    Ok(())
+}
+
+/// The memory tier of a command-line run: the store and `MemoryManager`, no platform.
+async fn memory_manager(config: &Config) -> anyhow::Result<engram::memory::MemoryManager> {
+    let store = app::open_store(config).await?;
+    engram::memory::MemoryManager::new(
+        store,
+        None,
+        Arc::new(engram::domain::SystemClock),
+        config.memory.clone(),
+    )
+    .map_err(anyhow::Error::msg)
+}
+
+async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
+    let memory = memory_manager(config).await?;
+    let people = memory.store().people_with_memory().await?;
+    for (n, person) in people.iter().enumerate() {
+        let dir = out.join(person.0.to_string());
+        for (path, text) in memory.entries().export(*person).await? {
+            let file = dir.join(&path);
+            std::fs::create_dir_all(file.parent().expect("a file in a directory"))?;
+            std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+        }
+        eprintln!("exported {}/{} (person {})", n + 1, people.len(), person);
+    }
+    println!("{} people exported to {}", people.len(), out.display());
+    Ok(())
+}
+
+async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
+    let memory = memory_manager(config).await?;
+    let mut people = 0;
+    let mut dirs: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .collect::<Result<_, _>>()?;
+    dirs.sort_by_key(|d| d.file_name());
+    for d in dirs {
+        let name = d.file_name().to_string_lossy().to_string();
+        let Ok(id) = name.parse::<i64>() else {
+            anyhow::bail!(
+                "{}: export folders are named by person id",
+                d.path().display()
+            );
+        };
+        let person = engram::domain::PersonId(id);
+        anyhow::ensure!(
+            memory.store().person(person).await?.is_some(),
+            "person {id} is not in this database; import into the database the export came from"
+        );
+        let mut files = Vec::new();
+        let main = d.path().join("MEMORY.md");
+        if main.exists() {
+            files.push(("MEMORY.md".to_string(), std::fs::read_to_string(&main)?));
+        }
+        let notes = d.path().join("memory");
+        if notes.exists() {
+            let mut days: Vec<_> = std::fs::read_dir(&notes)?.collect::<Result<_, _>>()?;
+            days.sort_by_key(|f| f.file_name());
+            for f in days {
+                let name = f.file_name().to_string_lossy().to_string();
+                files.push((format!("memory/{name}"), std::fs::read_to_string(f.path())?));
+            }
+        }
+        let (entries, notes) = memory
+            .entries()
+            .import(person, &files)
+            .await
+            .with_context(|| format!("importing {}", d.path().display()))?;
+        eprintln!("person {id}: {entries} entries written, {notes} daily notes added");
+        people += 1;
+    }
+    println!("{people} people imported from {}", dir.display());
     Ok(())
 }
 

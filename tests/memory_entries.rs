@@ -195,6 +195,51 @@ async fn odd_input_changes_nothing(url: Option<String>) {
     assert!(h.store.entries(alice, None).await.unwrap().is_empty());
 }
 
+async fn export_import_export_is_identical(url: Option<String>) {
+    let h = harness_on(url).await;
+    for text in [
+        "remember that I'm presenting on database performance next week",
+        "note that my timezone is CET",
+        "keep in mind I prefer short answers",
+        "for future reference I'm reading Dune",
+        "note that my cat is called Tom",
+    ] {
+        assert!(h.dm("alice", text).await.starts_with("Got it"), "{text}");
+    }
+    let mut public = group("rustaceans");
+    public.speaker = "alice".into();
+    h.say_in(
+        &public,
+        "alice",
+        "Engram, note that I work at the payments team",
+    )
+    .await
+    .unwrap();
+    let alice = h.person("alice").await;
+    let book = h.bot.memory().entries();
+    let first = book.export(alice).await.unwrap();
+    assert_eq!(first[0].0, "MEMORY.md");
+    assert!(
+        first
+            .iter()
+            .any(|(p, _)| p.starts_with("memory/") && p.ends_with(".md"))
+    );
+    assert!(first[0].1.split_whitespace().count() <= 2000);
+
+    // Into an emptied memory, then again: the same files, and the second import adds nothing.
+    assert!(book.clear(alice).await.unwrap() > 0);
+    let (entries, notes) = book.import(alice, &first).await.unwrap();
+    assert_eq!((entries, notes), (6, 1));
+    assert_eq!(book.import(alice, &first).await.unwrap(), (0, 0));
+    let second = book.export(alice).await.unwrap();
+    assert_eq!(first, second);
+
+    // A malformed file is refused whole.
+    let bad = vec![("MEMORY.md".to_string(), "## Secrets\n- x\n".to_string())];
+    assert!(book.import(alice, &bad).await.is_err());
+    assert_eq!(book.export(alice).await.unwrap(), first);
+}
+
 macro_rules! on_both_harnesses {
     ($($name:ident),* $(,)?) => {
         mod sqlite_bot {
@@ -223,6 +268,7 @@ on_both_harnesses!(
     memory_shows_only_what_may_surface_where_asked,
     pause_clear_and_resume,
     odd_input_changes_nothing,
+    export_import_export_is_identical,
 );
 
 fn entry(person: PersonId, key: &str, value: &str, at_s: i64) -> NewEntry {

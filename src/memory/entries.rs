@@ -169,7 +169,7 @@ pub fn render_memory_md(entries: &[Entry], max_words: usize) -> String {
         let mut lines: Vec<(&str, String)> = fitted
             .iter()
             .filter(|e| e.category == category && !is_key_fact(e))
-            .map(|e| (e.key.as_str(), line(e)))
+            .map(|e| (e.value.as_str(), line(e)))
             .collect();
         lines.sort();
         if lines.is_empty() {
@@ -183,7 +183,7 @@ pub fn render_memory_md(entries: &[Entry], max_words: usize) -> String {
     let mut facts: Vec<(&str, String)> = fitted
         .iter()
         .filter(|e| is_key_fact(e))
-        .map(|e| (e.key.as_str(), line(e)))
+        .map(|e| (e.value.as_str(), line(e)))
         .collect();
     facts.sort();
     if !facts.is_empty() {
@@ -209,6 +209,53 @@ fn is_key_fact(e: &Entry) -> bool {
 fn line(e: &Entry) -> String {
     let value = e.value.replace(['\n', '\r'], " ");
     format!("- {}\n", value.trim())
+}
+
+/// Reads a MEMORY.md back: (category, value) per line. Key Facts become personal context.
+/// Lines outside a known section, and an unknown section, are an error naming the line.
+pub fn parse_memory_md(text: &str) -> Result<Vec<(Category, String)>, String> {
+    let mut out = Vec::new();
+    let mut section: Option<Category> = None;
+    for (n, raw) in text.lines().enumerate() {
+        let l = raw.trim_end();
+        if l.is_empty() || l == "# User Memory" {
+            continue;
+        }
+        if let Some(heading) = l.strip_prefix("## ") {
+            section = Some(if heading == "Key Facts" {
+                Category::PersonalContext
+            } else {
+                Category::ALL
+                    .into_iter()
+                    .find(|c| c.heading() == heading)
+                    .ok_or_else(|| format!("line {}: unknown section {heading:?}", n + 1))?
+            });
+            continue;
+        }
+        match (section, l.strip_prefix("- ")) {
+            (Some(c), Some(value)) if !value.trim().is_empty() => {
+                out.push((c, value.trim().to_string()))
+            }
+            _ => {
+                return Err(format!(
+                    "line {}: expected \"- entry\" under a section",
+                    n + 1
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Reads `memory/YYYY-MM-DD.md` back: the day and its notes as one block.
+pub fn parse_daily(name: &str, text: &str) -> Result<(NaiveDate, String), String> {
+    let day = NaiveDate::parse_from_str(name.trim_end_matches(".md"), "%Y-%m-%d")
+        .map_err(|_| format!("{name}: not a YYYY-MM-DD.md daily note"))?;
+    let header = format!("# {}\n", day.format("%Y-%m-%d"));
+    let body = text
+        .strip_prefix(&header)
+        .ok_or_else(|| format!("{name}: must start with {:?}", header.trim()))?;
+    Ok((day, body.trim().to_string()))
 }
 
 /// Renders one day's notes as `memory/YYYY-MM-DD.md`: the blocks in the order they were added.
@@ -357,6 +404,83 @@ impl EntryBook {
 
     pub async fn paused(&self, person: PersonId) -> Result<bool, MemoryError> {
         Ok(self.store.memory_paused(person).await?)
+    }
+
+    /// Reads exported files back for `person`: entries into their private scope (the safest
+    /// place, as MEMORY.md does not say where each was learned), daily notes for days that
+    /// have none yet. Importing the same files twice changes nothing. Nothing is written
+    /// when any file is malformed.
+    pub async fn import(
+        &self,
+        person: PersonId,
+        files: &[(String, String)],
+    ) -> Result<(usize, usize), MemoryError> {
+        let mut entries = Vec::new();
+        let mut days = Vec::new();
+        for (path, text) in files {
+            if path == "MEMORY.md" {
+                entries = parse_memory_md(text).map_err(MemoryError::Invalid)?;
+            } else if let Some(name) = path.strip_prefix("memory/") {
+                days.push(parse_daily(name, text).map_err(MemoryError::Invalid)?);
+            } else {
+                return Err(MemoryError::Invalid(format!(
+                    "{path}: not part of a memory export"
+                )));
+            }
+        }
+        let now = self.clock.now();
+        let mut keys: HashMap<(Category, String), usize> = HashMap::new();
+        let mut written = 0;
+        for (category, value) in entries {
+            let base = key_for(&value);
+            let n = keys.entry((category, base.clone())).or_insert(0);
+            *n += 1;
+            let key = if *n == 1 { base } else { format!("{base}_{n}") };
+            let w = self
+                .store
+                .write_entry(&NewEntry {
+                    person,
+                    scope: Scope::Dm(person),
+                    category,
+                    key,
+                    value,
+                    confidence: EXPLICIT_CONFIDENCE,
+                    source: "import".into(),
+                    origin: "an import".into(),
+                    at: now,
+                    expires_at: None,
+                })
+                .await?;
+            if !matches!(w, EntryWrite::Unchanged(_)) {
+                written += 1;
+            }
+        }
+        let existing: std::collections::HashSet<NaiveDate> = self
+            .store
+            .daily_notes(person, None)
+            .await?
+            .into_iter()
+            .map(|n| n.day)
+            .collect();
+        let mut notes = 0;
+        for (day, text) in days {
+            if existing.contains(&day) || text.is_empty() {
+                continue;
+            }
+            self.store
+                .append_daily_note(
+                    person,
+                    &DailyNote {
+                        day,
+                        scope: Scope::Dm(person),
+                        text,
+                        added_at: now,
+                    },
+                )
+                .await?;
+            notes += 1;
+        }
+        Ok((written, notes))
     }
 
     /// MEMORY.md and `memory/YYYY-MM-DD.md` of everything about `person`, as (relative path,
@@ -524,6 +648,14 @@ mod tests {
             md,
             "# User Memory\n\n## User Preferences\n- Prefers concise answers\n\n## Work Context\n- Presenting next week\n- Senior backend engineer\n\n## Key Facts\n- My timezone is CET\n"
         );
+        let parsed = parse_memory_md(&md).unwrap();
+        assert_eq!(parsed.len(), 4);
+        assert_eq!(
+            parsed[3],
+            (Category::PersonalContext, "My timezone is CET".into())
+        );
+        assert!(parse_memory_md("# User Memory\n- orphan\n").is_err());
+        assert!(parse_memory_md("## Secrets\n- x\n").is_err());
         // Many entries: cut to the limit, the weakest first.
         let mut many: Vec<Entry> = (0..400)
             .map(|i| {

@@ -375,6 +375,8 @@ pub trait Store: Send + Sync {
         person: PersonId,
         scopes: Option<&[Scope]>,
     ) -> StoreResult<Vec<DailyNote>>;
+    /// People with entries or daily notes, by id.
+    async fn people_with_memory(&self) -> StoreResult<Vec<PersonId>>;
     /// Deletes every entry, entry version and daily note of `person`; returns rows removed.
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
     async fn set_memory_paused(

@@ -789,6 +789,16 @@ impl Store for SqliteStore {
         rows::daily_notes(q.fetch_all(&self.pool).await.map_err(db_err)?)
     }
 
+    async fn people_with_memory(&self) -> StoreResult<Vec<PersonId>> {
+        let rows: Vec<(i64,)> = sqlx::query_as(
+            "SELECT person_id FROM memory_entries UNION SELECT person_id FROM daily_notes ORDER BY 1",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows.into_iter().map(|r| PersonId(r.0)).collect())
+    }
+
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let mut removed = 0;
