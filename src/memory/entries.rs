@@ -7,7 +7,7 @@ use crate::domain::{
     Category, Clock, DailyNote, Entry, EntryWrite, NewEntry, PersonId, Place, Privacy, Scope,
 };
 use crate::memory::MemoryError;
-use crate::store::{Bm25, Store, document_terms, query_terms, rank_documents};
+use crate::store::{Bm25, Store, document_terms, plain_words, query_terms, rank_documents};
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -60,12 +60,7 @@ fn strip_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
 /// The category a stated fact most likely belongs to (no model call: explicit capture is
 /// instant and free).
 pub fn categorize(text: &str) -> Category {
-    let words: Vec<String> = text
-        .to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect();
+    let words = plain_words(text);
     let has = |list: &[&str]| words.iter().any(|w| list.iter().any(|l| w.starts_with(l)));
     if has(&[
         "work",

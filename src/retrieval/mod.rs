@@ -10,7 +10,7 @@ pub mod time;
 use crate::config::RetrievalConfig;
 use crate::domain::{PersonId, Scope, StoredMessage};
 use crate::embed::SharedEmbedder;
-use crate::store::{Bm25, Store, StoreError, WordPairs, query_terms};
+use crate::store::{Bm25, Store, StoreError, WordPairs, plain_words, query_terms};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -237,12 +237,7 @@ fn episodes_in_order(ranked: &[i64], messages: &HashMap<i64, StoredMessage>) -> 
 
 /// Whether a question is about the bot's own words ("what did you recommend", "your list").
 pub fn asks_what_the_bot_said(text: &str) -> bool {
-    let words: Vec<String> = text
-        .to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect();
+    let words = plain_words(text);
     // Past tense only: "can you recommend …" asks for something new, not about old words.
     const VERBS: [&str; 10] = [
         "said",

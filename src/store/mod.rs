@@ -19,7 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 pub use copy::{Table, Value};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
-pub use terms::{Bm25, DocumentTerms, WordPairs, document_terms, query_terms, rank_documents};
+pub use terms::{
+    Bm25, DocumentTerms, WordPairs, document_terms, plain_words, query_terms, rank_documents,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

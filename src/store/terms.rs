@@ -176,6 +176,16 @@ fn is_stop_word(w: &str) -> bool {
     STOP_SET.contains(w)
 }
 
+/// The words of `text` in order, lowercased, nothing dropped or stemmed (for phrase rules
+/// such as "what did you recommend").
+pub fn plain_words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The words of `text` in order, normalised and stemmed, stop words removed.
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
