@@ -115,20 +115,52 @@ pub fn embedder(config: &Config, secrets: &Secrets) -> Result<Option<SharedEmbed
     }
 }
 
+/// The daily extraction of structured memory; none without an LLM (it needs one).
+pub fn extractor(
+    config: &Config,
+    store: Arc<dyn Store>,
+    llm: Option<Arc<dyn ChatModel>>,
+    clock: Arc<dyn Clock>,
+    holder: String,
+) -> Option<crate::memory::extraction::Extractor> {
+    Some(crate::memory::extraction::Extractor::new(
+        store,
+        llm?,
+        clock,
+        holder,
+        chrono::Duration::seconds(config.jobs.lease_secs as i64),
+        config.memory.durable_confidence,
+        config.memory.max_extraction_messages,
+        config.memory.extraction_time(),
+    ))
+}
+
 /// Starts the scheduled jobs of this process in the background; send `true` to stop them.
 pub fn start_scheduler(
     config: &Config,
     memory: Arc<crate::memory::MemoryManager>,
+    llm: Option<Arc<dyn ChatModel>>,
 ) -> (
     tokio::task::JoinHandle<()>,
     tokio::sync::watch::Sender<bool>,
 ) {
-    let scheduler = Arc::new(crate::jobs::Scheduler::new(
-        memory,
-        crate::jobs::Scheduler::process_holder(),
-        chrono::Duration::seconds(config.jobs.lease_secs as i64),
-        config.jobs.day_summaries_time(),
-    ));
+    let holder = crate::jobs::Scheduler::process_holder();
+    let extractor = extractor(
+        config,
+        memory.store().clone(),
+        llm,
+        memory.clock().clone(),
+        holder.clone(),
+    );
+    let scheduler = Arc::new(
+        crate::jobs::Scheduler::new(
+            memory,
+            holder,
+            chrono::Duration::seconds(config.jobs.lease_secs as i64),
+            config.jobs.day_summaries_time(),
+        )
+        .with_extractor(extractor),
+    );
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let every = Duration::from_secs(config.jobs.tick_secs);
     (tokio::spawn(scheduler.run_until(every, stopped)), stop)

@@ -136,6 +136,12 @@ pub struct MemoryConfig {
     pub max_extraction_messages: usize,
 }
 
+impl MemoryConfig {
+    pub fn extraction_time(&self) -> chrono::NaiveTime {
+        chrono::NaiveTime::parse_from_str(&self.extraction_at, "%H:%M").expect("validated")
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogConfig {
@@ -312,6 +318,17 @@ impl Config {
             return Err(invalid(
                 "jobs.day_summaries_after",
                 "must be a UTC time HH:MM",
+            ));
+        }
+        if chrono::NaiveTime::parse_from_str(&self.memory.extraction_at, "%H:%M").is_err() {
+            return Err(invalid("memory.extraction_at", "must be a UTC time HH:MM"));
+        }
+        if !(0.0..=1.0).contains(&self.memory.durable_confidence)
+            || self.memory.memory_md_max_words < 50
+        {
+            return Err(invalid(
+                "memory.durable_confidence",
+                "must be within 0..1 (and memory_md_max_words at least 50)",
             ));
         }
         if self.jobs.tick_secs == 0 || self.jobs.lease_secs < 10 {

@@ -1,8 +1,9 @@
 //! Scheduled jobs, coordinated through the store so that any number of bot processes run each
 //! job once: a run is claimed with a lease (`Store::claim_job`), finished or failed, and taken
-//! over by another process if its holder dies. Today: `day_summaries`, which finalizes
-//! yesterday's day summaries of every active scope shortly after midnight UTC, so the first
-//! reply of the day does not wait for them.
+//! over by another process if its holder dies. `day_summaries` finalizes yesterday's day
+//! summaries of every active scope shortly after midnight UTC, so the first reply of the day
+//! does not wait for them; `extract_all` runs the daily extraction of structured memory
+//! (default 23:00 UTC).
 
 use crate::domain::day_of;
 use crate::memory::summaries::day_bounds;
@@ -15,6 +16,8 @@ use tracing::{info, warn};
 
 pub const DAY_SUMMARIES: &str = "day_summaries";
 pub const MAINTENANCE: &str = "maintenance";
+/// The daily extraction pass over everyone (each person's runs are claimed on their own too).
+pub const EXTRACT_ALL: &str = "extract_all";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -42,9 +45,64 @@ pub struct Scheduler {
     holder: String,
     lease: Duration,
     day_summaries_after: NaiveTime,
+    extractor: Option<crate::memory::extraction::Extractor>,
 }
 
 impl Scheduler {
+    /// Runs the daily extraction too (none without an LLM).
+    pub fn with_extractor(
+        mut self,
+        extractor: Option<crate::memory::extraction::Extractor>,
+    ) -> Scheduler {
+        self.extractor = extractor;
+        self
+    }
+
+    /// The daily extraction of structured memory, once its time has come today.
+    pub async fn run_extraction(&self) -> Result<JobOutcome, MemoryError> {
+        let Some(extractor) = &self.extractor else {
+            return Ok(JobOutcome::NoLlm);
+        };
+        let now = self.memory.clock().now();
+        let Some(day) = extractor.due_day(now) else {
+            return Ok(JobOutcome::NotDue);
+        };
+        let run_key = day.to_string();
+        if let Some(refused) = self.claim(EXTRACT_ALL, &run_key, now).await? {
+            return Ok(refused);
+        }
+        let result = extractor.extract_all(day, false, |_, _| {}).await;
+        let (ok, detail) = match &result {
+            Ok(runs) => (
+                runs.iter().all(|r| r.error.is_none()),
+                format!(
+                    "{} runs, {} failed",
+                    runs.len(),
+                    runs.iter().filter(|r| r.error.is_some()).count()
+                ),
+            ),
+            Err(e) => (false, e.to_string()),
+        };
+        self.memory
+            .store()
+            .finish_job(
+                EXTRACT_ALL,
+                &run_key,
+                &self.holder,
+                self.memory.clock().now(),
+                ok,
+                &detail,
+            )
+            .await?;
+        let runs = result?;
+        info!(job = EXTRACT_ALL, %run_key, runs = runs.len(), "job finished");
+        Ok(JobOutcome::Ran {
+            run_key,
+            scopes: runs.len(),
+            degraded: runs.iter().filter(|r| r.error.is_some()).count(),
+        })
+    }
+
     /// `holder` names this process in the job table (host, pid, random suffix).
     pub fn new(
         memory: Arc<MemoryManager>,
@@ -57,6 +115,7 @@ impl Scheduler {
             holder,
             lease,
             day_summaries_after,
+            extractor: None,
         }
     }
 
@@ -213,6 +272,9 @@ impl Scheduler {
                     }
                     if let Err(e) = self.run_maintenance().await {
                         warn!(job = MAINTENANCE, error = %e, "scheduled job failed");
+                    }
+                    if let Err(e) = self.run_extraction().await {
+                        warn!(job = EXTRACT_ALL, error = %e, "scheduled job failed");
                     }
                 }
                 _ = shutdown.changed() => break,

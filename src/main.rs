@@ -41,6 +41,27 @@ enum Command {
         #[arg(long)]
         to: String,
     },
+    /// Daily extraction of structured memory now: for one person or everyone active.
+    Extract {
+        /// Person id, or a name (console user, display name).
+        #[arg(long, conflicts_with = "all", required_unless_present = "all")]
+        user: Option<String>,
+        #[arg(long)]
+        all: bool,
+        /// Ask the LLM and show what would change, write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The day whose 24 hours (ending at memory.extraction_at) to read (default: today).
+        #[arg(long)]
+        day: Option<chrono::NaiveDate>,
+    },
+    /// Search a person's memory entries (all of them, as in their private chat).
+    Search {
+        #[arg(long)]
+        user: String,
+        #[arg(long)]
+        query: String,
+    },
     /// Write everyone's MEMORY.md and daily notes to DIR/{person id}/ (MEMORY.md, memory/*.md).
     Export {
         #[arg(long, default_value = "data/memory")]
@@ -197,6 +218,13 @@ async fn main() -> anyhow::Result<()> {
         Command::Chat(args) => chat(&config, &secrets, args).await,
         Command::Migrate { from, to } => migrate(&config, &from, &to).await,
         Command::Export { out } => export(&config, &out).await,
+        Command::Extract {
+            user,
+            all,
+            dry_run,
+            day,
+        } => extract(&config, &secrets, user, all, dry_run, day).await,
+        Command::Search { user, query } => search(&config, &user, &query).await,
         Command::Import { dir } => import(&config, &dir).await,
         Command::Bench(BenchCommand::Ingest {
             postgres,
@@ -352,7 +380,13 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
     })?;
     let llm = app::chat_model(config, secrets, clock.clone())?;
     let embedder = app::embedder(config, secrets).context("loading the embedding model")?;
-    let bot = app::build_bot(config, store.clone(), llm, embedder.clone(), clock.clone())?;
+    let bot = app::build_bot(
+        config,
+        store.clone(),
+        llm.clone(),
+        embedder.clone(),
+        clock.clone(),
+    )?;
     bot.memory().follow_changes().await?;
     let (indexer, stop_indexer) = app::start_indexer(config, store, embedder, clock.clone());
     let opts = ConsoleOptions {
@@ -380,7 +414,7 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
             tracing::info!(lines = played, "script finished");
         }
         _ => {
-            let (jobs, stop_jobs) = app::start_scheduler(config, bot.memory().clone());
+            let (jobs, stop_jobs) = app::start_scheduler(config, bot.memory().clone(), llm);
             let stdin = tokio::io::BufReader::new(tokio::io::stdin());
             console::run_interactive(&bot, opts, clock, stdin, &sink).await?;
             let _ = stop_jobs.send(true);
@@ -402,6 +436,101 @@ async fn memory_manager(config: &Config) -> anyhow::Result<engram::memory::Memor
         config.memory.clone(),
     )
     .map_err(anyhow::Error::msg)
+}
+
+/// A person by id or by name on any platform.
+async fn find_person(
+    store: &Arc<dyn engram::store::Store>,
+    user: &str,
+) -> anyhow::Result<engram::domain::PersonId> {
+    use engram::domain::Platform;
+    if let Ok(id) = user.parse::<i64>()
+        && store.person(engram::domain::PersonId(id)).await?.is_some()
+    {
+        return Ok(engram::domain::PersonId(id));
+    }
+    for platform in [Platform::Console, Platform::Discord, Platform::Telegram] {
+        if let Some(id) = store.find_identity(platform, user).await? {
+            return Ok(id);
+        }
+        if let Some(id) = store.find_person_by_name(platform, user).await? {
+            return Ok(id);
+        }
+    }
+    anyhow::bail!("no person {user:?} in this database (give a person id or a name)")
+}
+
+async fn extract(
+    config: &Config,
+    secrets: &Secrets,
+    user: Option<String>,
+    all: bool,
+    dry_run: bool,
+    day: Option<chrono::NaiveDate>,
+) -> anyhow::Result<()> {
+    let store = app::open_store(config).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let llm = app::chat_model(config, secrets, clock.clone())?;
+    let Some(extractor) = app::extractor(
+        config,
+        store.clone(),
+        llm,
+        clock.clone(),
+        engram::jobs::Scheduler::process_holder(),
+    ) else {
+        anyhow::bail!(
+            "extraction needs a language model: set llm.base_url (and ENGRAM_LLM_API_KEY)"
+        );
+    };
+    let day = day.unwrap_or_else(|| clock.now().date_naive());
+    let runs = if all {
+        extractor
+            .extract_all(day, dry_run, |done, total| {
+                let width = 30;
+                let filled = done * width / total.max(1);
+                eprint!(
+                    "\r[{}{}] {done}/{total} people",
+                    "#".repeat(filled),
+                    " ".repeat(width - filled)
+                );
+                if done == total {
+                    eprintln!();
+                }
+            })
+            .await?
+    } else {
+        let person = find_person(&store, user.as_deref().unwrap_or_default()).await?;
+        extractor.extract_person(person, day, dry_run).await?
+    };
+    println!("{}", serde_json::to_string_pretty(&runs)?);
+    let failed = runs.iter().filter(|r| r.error.is_some()).count();
+    anyhow::ensure!(
+        failed == 0,
+        "{failed} of {} runs failed (see \"error\")",
+        runs.len()
+    );
+    Ok(())
+}
+
+async fn search(config: &Config, user: &str, query: &str) -> anyhow::Result<()> {
+    let memory = memory_manager(config).await?;
+    let person = find_person(memory.store(), user).await?;
+    let entries = memory.store().entries(person, None).await?;
+    let found = engram::memory::entries::rank_entries(entries, query, 20);
+    if found.is_empty() {
+        println!("nothing matches {query:?}");
+    }
+    for (i, (e, score)) in found.iter().enumerate() {
+        println!(
+            "{}. [{}] {} (score {score:.2}, confidence {:.2}, {})",
+            i + 1,
+            e.category.as_str(),
+            e.value,
+            e.confidence,
+            e.origin
+        );
+    }
+    Ok(())
 }
 
 async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {

@@ -274,3 +274,69 @@ async fn migrate_copies_sqlite_to_postgres_and_the_bot_remembers_there() {
         "{err}"
     );
 }
+
+#[test]
+fn extract_search_export_and_import_from_the_command_line() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt
+        .block_on(engram::llm::fake::FakeLlmServer::start())
+        .unwrap();
+    let url = fake.base_url();
+    let env = [("USER", "alice"), ("ENGRAM__LLM__BASE_URL", url.as_str())];
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err, ok) = engram(
+        dir.path(),
+        &["run"],
+        "I work at the payments team\nremember that my timezone is CET\n",
+        &env,
+    );
+    assert!(ok && out.contains("Got it"), "{out}\n{err}");
+    // The day whose window (ending at 23:00 UTC) holds the messages just sent.
+    let now = chrono::Utc::now();
+    let day = if now.time() >= chrono::NaiveTime::from_hms_opt(23, 0, 0).unwrap() {
+        now.date_naive() + chrono::Duration::days(1)
+    } else {
+        now.date_naive()
+    }
+    .to_string();
+    let (out, err, ok) = engram(dir.path(), &["extract", "--all", "--day", &day], "", &env);
+    assert!(ok, "{err}");
+    let runs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(runs[0]["status"], "done", "{out}");
+    assert!(runs[0]["written"].as_u64().unwrap() >= 1, "{out}");
+    assert!(err.contains("1/1 people"), "a progress bar: {err}");
+    let (out, _, ok) = engram(dir.path(), &["extract", "--all", "--day", &day], "", &env);
+    assert!(
+        ok && out.contains("already_done") && !out.contains("\"done\""),
+        "{out}"
+    );
+
+    let (out, err, ok) = engram(
+        dir.path(),
+        &["search", "--user", "alice", "--query", "payments"],
+        "",
+        &env,
+    );
+    assert!(ok && out.contains("payments team"), "{out}\n{err}");
+
+    let (_, err, ok) = engram(dir.path(), &["export", "--out", "exp"], "", &env);
+    assert!(ok, "{err}");
+    let (_, err, ok) = engram(dir.path(), &["import", "--dir", "exp"], "", &env);
+    assert!(ok, "{err}");
+    let (_, err, ok) = engram(dir.path(), &["export", "--out", "exp2"], "", &env);
+    assert!(ok, "{err}");
+    let files = |root: &str| {
+        let mut out = Vec::new();
+        for person in std::fs::read_dir(dir.path().join(root)).unwrap() {
+            let person = person.unwrap().path();
+            out.push(std::fs::read(person.join("MEMORY.md")).unwrap());
+            for note in std::fs::read_dir(person.join("memory")).unwrap() {
+                out.push(std::fs::read(note.unwrap().path()).unwrap());
+            }
+        }
+        out
+    };
+    let first = files("exp");
+    assert!(String::from_utf8_lossy(&first[0]).contains("## Key Facts\n- my timezone is CET"));
+    assert_eq!(first, files("exp2"));
+}

@@ -351,6 +351,7 @@ async fn entries_keep_history_and_delete_only_their_owners(s: Arc<dyn Store>) {
                 day: start_time().date_naive(),
                 scope: Scope::Dm(alice),
                 text: text.to_string(),
+                source: format!("test:{i}"),
                 added_at: start_time() + chrono::Duration::seconds(i as i64),
             },
         )

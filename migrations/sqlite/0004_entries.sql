@@ -40,9 +40,13 @@ CREATE TABLE daily_notes (
     day       TEXT    NOT NULL,
     scope     TEXT    NOT NULL,
     text      TEXT    NOT NULL,
+    source    TEXT    NOT NULL,
     added_at  INTEGER NOT NULL
 );
 CREATE INDEX daily_notes_by_person ON daily_notes (person_id, day, id);
+-- One block per source and day ("message:ID", "job:extract:SCOPE", "import"): a job run again
+-- after a crash cannot write its notes twice.
+CREATE UNIQUE INDEX daily_notes_once ON daily_notes (person_id, day, source);
 
 -- Memory switched off by the person (/memory pause): nothing is collected or extracted.
 CREATE TABLE memory_settings (

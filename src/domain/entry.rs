@@ -114,5 +114,7 @@ pub struct DailyNote {
     pub day: chrono::NaiveDate,
     pub scope: Scope,
     pub text: String,
+    /// What wrote it (`message:ID`, `job:extract:SCOPE`, `import`): once per source and day.
+    pub source: String,
     pub added_at: DateTime<Utc>,
 }

@@ -387,6 +387,43 @@ fn smart_answer(task: &str, body: &Value) -> String {
                 .unwrap_or_default();
             format!("(fake reply) you said: {}", clip(&last, 200))
         }
+        "extract" => {
+            // One entry per message about the writer ("I …", "my …"); "maybe" makes it weak.
+            let messages = elements(&user, "message");
+            let updates: Vec<Value> = messages
+                .iter()
+                .filter_map(|(_, t)| {
+                    let t = t.trim();
+                    let lower = t.to_lowercase();
+                    if !["i ", "i'm ", "my "].iter().any(|p| lower.starts_with(p)) {
+                        return None;
+                    }
+                    let key: Vec<String> = lower
+                        .split(|c: char| !c.is_alphanumeric())
+                        .filter(|w| !w.is_empty())
+                        .take(4)
+                        .map(str::to_string)
+                        .collect();
+                    let category = if lower.contains("work") {
+                        "work_context"
+                    } else if lower.contains("like") || lower.contains("prefer") {
+                        "preference"
+                    } else {
+                        "personal_context"
+                    };
+                    let confidence = if lower.contains("maybe") { 0.5 } else { 0.9 };
+                    Some(json!({
+                        "category": category, "key": key.join("_"), "value": t,
+                        "action": "add", "confidence": confidence
+                    }))
+                })
+                .collect();
+            json!({
+                "memory_updates": updates,
+                "daily_notes": format!("- {} messages today", messages.len())
+            })
+            .to_string()
+        }
         _ => json!({ "error": "unknown task" }).to_string(),
     }
 }

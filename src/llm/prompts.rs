@@ -8,6 +8,7 @@ pub const DAY_SUMMARY: &str = include_str!("../../prompts/day_summary.md");
 pub const HISTORY_SUMMARY: &str = include_str!("../../prompts/history_summary.md");
 pub const MERGE_CONTEXT: &str = include_str!("../../prompts/merge_context.md");
 pub const REPLY: &str = include_str!("../../prompts/reply.md");
+pub const EXTRACT: &str = include_str!("../../prompts/extract.md");
 
 /// Fills `{{name}}` placeholders.
 pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {

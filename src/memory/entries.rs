@@ -332,6 +332,7 @@ impl EntryBook {
                         day: now.date_naive(),
                         scope: place.home_scope(),
                         text: format!("## Explicit Memories\n- User said: \"{fact}\""),
+                        source: format!("message:{source_message}"),
                         added_at: now,
                     },
                 )
@@ -424,9 +425,30 @@ impl EntryBook {
             }
         }
         let now = self.clock.now();
+        // What is already known (under any key or scope) is not written twice.
+        let known: std::collections::HashSet<(Category, String)> = self
+            .store
+            .entries(person, None)
+            .await?
+            .into_iter()
+            .map(|e| {
+                (
+                    e.category,
+                    e.value.replace(['\n', '\r'], " ").trim().to_string(),
+                )
+            })
+            .collect();
         let mut keys: HashMap<(Category, String), usize> = HashMap::new();
         let mut written = 0;
         for (category, value) in entries {
+            if known.contains(&(category, value.clone()))
+                || (category == Category::PersonalContext
+                    && Category::ALL
+                        .iter()
+                        .any(|c| known.contains(&(*c, value.clone()))))
+            {
+                continue;
+            }
             let base = key_for(&value);
             let n = keys.entry((category, base.clone())).or_insert(0);
             *n += 1;
@@ -469,6 +491,7 @@ impl EntryBook {
                         day,
                         scope: Scope::Dm(person),
                         text,
+                        source: "import".into(),
                         added_at: now,
                     },
                 )

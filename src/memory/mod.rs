@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod context;
 pub mod entries;
+pub mod extraction;
 pub mod facts;
 pub mod offline;
 pub mod summaries;

@@ -41,6 +41,14 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// What one applied extraction changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ExtractionCounts {
+    pub added: usize,
+    pub updated: usize,
+    pub removed: usize,
+}
+
 /// Migration failures, with the one an operator can act on spelled out.
 pub(crate) fn migrate_error(e: sqlx::migrate::MigrateError) -> StoreError {
     match e {
@@ -369,8 +377,19 @@ pub trait Store: Send + Sync {
     async fn entry_history(&self, person: PersonId) -> StoreResult<Vec<EntryVersion>>;
     /// Deletes these entries of `person` and their history; ids of others are left alone.
     async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64>;
-    /// Appends a block to a person's daily notes for `day`.
-    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<()>;
+    /// Appends a block to a person's daily notes; false (nothing written) when a block of the
+    /// same source and day is there already.
+    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<bool>;
+    /// One extraction run's result, all or nothing: entry writes, removals by (scope,
+    /// category, key), and its daily note, which also marks the run as applied. `None` when
+    /// that note exists already (the run was applied before; nothing is written again).
+    async fn apply_extraction(
+        &self,
+        person: PersonId,
+        writes: &[NewEntry],
+        removals: &[(Scope, crate::domain::Category, String)],
+        note: &DailyNote,
+    ) -> StoreResult<Option<ExtractionCounts>>;
     /// A person's daily notes in `scopes` (every scope when `None`), by day, then as appended.
     async fn daily_notes(
         &self,
@@ -392,6 +411,19 @@ pub trait Store: Send + Sync {
     /// Row counts per table (operations, migration checks).
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;
 
+    /// People (not bots) who wrote in [from, to), by id.
+    async fn authors_in_range(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<PersonId>>;
+    /// Scopes `author` wrote in during [from, to).
+    async fn author_scopes(
+        &self,
+        author: PersonId,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Scope>>;
     /// Scopes with chatter in [from, to) (what a scheduled summary job has to cover).
     async fn active_scopes(
         &self,

@@ -165,17 +165,18 @@ pub fn entry_versions(rows: Vec<EntryVersionRow>) -> StoreResult<Vec<crate::doma
         .collect()
 }
 
-/// day, scope, text, added_at
-pub type DailyNoteRow = (String, String, String, i64);
+/// day, scope, text, source, added_at
+pub type DailyNoteRow = (String, String, String, String, i64);
 
 pub fn daily_notes(rows: Vec<DailyNoteRow>) -> StoreResult<Vec<crate::domain::DailyNote>> {
     rows.into_iter()
-        .map(|(day, scope, text, at)| {
+        .map(|(day, scope, text, source, at)| {
             Ok(crate::domain::DailyNote {
                 day: NaiveDate::parse_from_str(&day, "%Y-%m-%d")
                     .map_err(|e| StoreError::Corrupt(format!("daily note day {day:?}: {e}")))?,
                 scope: parse_scope(&scope)?,
                 text,
+                source,
                 added_at: from_ms(at)?,
             })
         })

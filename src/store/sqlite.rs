@@ -618,71 +618,7 @@ impl Store for SqliteStore {
 
     async fn write_entry(&self, e: &NewEntry) -> StoreResult<EntryWrite> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let old: Option<(i64, String, f64, String)> = sqlx::query_as(
-            "SELECT id, value, confidence, source FROM memory_entries \
-             WHERE person_id = ? AND scope = ? AND category = ? AND key = ?",
-        )
-        .bind(e.person.0)
-        .bind(e.scope.key())
-        .bind(e.category.as_str())
-        .bind(&e.key)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let write = match old {
-            Some((id, value, _, _)) if value == e.value => EntryWrite::Unchanged(id),
-            Some((id, value, confidence, source)) => {
-                sqlx::query(
-                    "INSERT INTO memory_entry_history (entry_id, person_id, value, confidence, source, replaced_at, replaced_by) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?)",
-                )
-                .bind(id)
-                .bind(e.person.0)
-                .bind(value)
-                .bind(confidence)
-                .bind(source)
-                .bind(ms(e.at))
-                .bind(&e.source)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                sqlx::query(
-                    "UPDATE memory_entries SET value = ?, confidence = ?, source = ?, origin = ?, updated_at = ?, expires_at = ? WHERE id = ?",
-                )
-                .bind(&e.value)
-                .bind(e.confidence)
-                .bind(&e.source)
-                .bind(&e.origin)
-                .bind(ms(e.at))
-                .bind(e.expires_at.map(ms))
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                EntryWrite::Updated(id)
-            }
-            None => {
-                let (id,): (i64,) = sqlx::query_as(
-                    "INSERT INTO memory_entries (person_id, scope, category, key, value, confidence, source, origin, created_at, updated_at, expires_at) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                )
-                .bind(e.person.0)
-                .bind(e.scope.key())
-                .bind(e.category.as_str())
-                .bind(&e.key)
-                .bind(&e.value)
-                .bind(e.confidence)
-                .bind(&e.source)
-                .bind(&e.origin)
-                .bind(ms(e.at))
-                .bind(ms(e.at))
-                .bind(e.expires_at.map(ms))
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                EntryWrite::Added(id)
-            }
-        };
+        let write = write_entry_in(&mut tx, e).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(write)
     }
@@ -750,19 +686,53 @@ impl Store for SqliteStore {
         Ok(removed)
     }
 
-    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO daily_notes (person_id, day, scope, text, added_at) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(person.0)
-        .bind(note.day.format("%Y-%m-%d").to_string())
-        .bind(note.scope.key())
-        .bind(&note.text)
-        .bind(ms(note.added_at))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
+    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<bool> {
+        let mut conn = self.pool.acquire().await.map_err(db_err)?;
+        append_note_in(&mut conn, person, note).await
+    }
+
+    async fn apply_extraction(
+        &self,
+        person: PersonId,
+        writes: &[NewEntry],
+        removals: &[(Scope, crate::domain::Category, String)],
+        note: &DailyNote,
+    ) -> StoreResult<Option<ExtractionCounts>> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        // The note first: when it exists, this run was applied already.
+        if !append_note_in(&mut tx, person, note).await? {
+            return Ok(None);
+        }
+        let mut counts = ExtractionCounts::default();
+        for e in writes {
+            match write_entry_in(&mut tx, e).await? {
+                EntryWrite::Added(_) => counts.added += 1,
+                EntryWrite::Updated(_) => counts.updated += 1,
+                EntryWrite::Unchanged(_) => {}
+            }
+        }
+        for (scope, category, key) in removals {
+            let gone: Vec<(i64,)> = sqlx::query_as(
+                "DELETE FROM memory_entries WHERE person_id = ? AND scope = ? AND category = ? AND key = ? RETURNING id",
+            )
+            .bind(person.0)
+            .bind(scope.key())
+            .bind(category.as_str())
+            .bind(key)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            for (id,) in gone {
+                sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = ?")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                counts.removed += 1;
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(Some(counts))
     }
 
     async fn daily_notes(
@@ -779,7 +749,7 @@ impl Store for SqliteStore {
             None => String::new(),
         };
         let sql = format!(
-            "SELECT day, scope, text, added_at FROM daily_notes WHERE person_id = ? {filter} ORDER BY day, id"
+            "SELECT day, scope, text, source, added_at FROM daily_notes WHERE person_id = ? {filter} ORDER BY day, id"
         );
         let mut q =
             sqlx::query_as::<_, rows::DailyNoteRow>(sqlx::AssertSqlSafe(sql)).bind(person.0);
@@ -858,6 +828,40 @@ impl Store for SqliteStore {
             });
         }
         Ok(out)
+    }
+
+    async fn authors_in_range(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<PersonId>> {
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "SELECT DISTINCT author_id FROM messages WHERE sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 ORDER BY author_id",
+        )
+        .bind(ms(from))
+        .bind(ms(to))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(ids.into_iter().map(PersonId).collect())
+    }
+
+    async fn author_scopes(
+        &self,
+        author: PersonId,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Scope>> {
+        let keys: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT scope FROM messages WHERE author_id = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 ORDER BY scope",
+        )
+        .bind(author.0)
+        .bind(ms(from))
+        .bind(ms(to))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        keys.iter().map(|k| parse_scope(k)).collect()
     }
 
     async fn active_scopes(
@@ -1703,4 +1707,99 @@ async fn write_postings(
             .map_err(db_err)?;
     }
     Ok(())
+}
+
+/// `write_entry` inside the caller's transaction.
+async fn write_entry_in(
+    conn: &mut sqlx::SqliteConnection,
+    e: &NewEntry,
+) -> StoreResult<EntryWrite> {
+    let old: Option<(i64, String, f64, String)> = sqlx::query_as(
+        "SELECT id, value, confidence, source FROM memory_entries \
+         WHERE person_id = ? AND scope = ? AND category = ? AND key = ?",
+    )
+    .bind(e.person.0)
+    .bind(e.scope.key())
+    .bind(e.category.as_str())
+    .bind(&e.key)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    let write = match old {
+        Some((id, value, _, _)) if value == e.value => EntryWrite::Unchanged(id),
+        Some((id, value, confidence, source)) => {
+            sqlx::query(
+                "INSERT INTO memory_entry_history (entry_id, person_id, value, confidence, source, replaced_at, replaced_by) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(id)
+            .bind(e.person.0)
+            .bind(value)
+            .bind(confidence)
+            .bind(source)
+            .bind(ms(e.at))
+            .bind(&e.source)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            sqlx::query(
+                "UPDATE memory_entries SET value = ?, confidence = ?, source = ?, origin = ?, updated_at = ?, expires_at = ? WHERE id = ?",
+            )
+            .bind(&e.value)
+            .bind(e.confidence)
+            .bind(&e.source)
+            .bind(&e.origin)
+            .bind(ms(e.at))
+            .bind(e.expires_at.map(ms))
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            EntryWrite::Updated(id)
+        }
+        None => {
+            let (id,): (i64,) = sqlx::query_as(
+                "INSERT INTO memory_entries (person_id, scope, category, key, value, confidence, source, origin, created_at, updated_at, expires_at) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            )
+            .bind(e.person.0)
+            .bind(e.scope.key())
+            .bind(e.category.as_str())
+            .bind(&e.key)
+            .bind(&e.value)
+            .bind(e.confidence)
+            .bind(&e.source)
+            .bind(&e.origin)
+            .bind(ms(e.at))
+            .bind(ms(e.at))
+            .bind(e.expires_at.map(ms))
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            EntryWrite::Added(id)
+        }
+    };
+    Ok(write)
+}
+
+/// Appends a daily-note block unless one of the same source and day exists.
+async fn append_note_in(
+    conn: &mut sqlx::SqliteConnection,
+    person: PersonId,
+    note: &DailyNote,
+) -> StoreResult<bool> {
+    let done = sqlx::query(
+        "INSERT INTO daily_notes (person_id, day, scope, text, source, added_at) VALUES (?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (person_id, day, source) DO NOTHING",
+    )
+    .bind(person.0)
+    .bind(note.day.format("%Y-%m-%d").to_string())
+    .bind(note.scope.key())
+    .bind(&note.text)
+    .bind(&note.source)
+    .bind(ms(note.added_at))
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(done.rows_affected() == 1)
 }

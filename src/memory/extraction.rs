@@ -1,0 +1,466 @@
+//! Daily extraction of structured memory, in the memory tier: for each person with memory on,
+//! their last 24 hours of messages in each place go to the LLM, whose structured updates are
+//! validated and applied all at once with a daily note. One run per (person, place, day),
+//! claimed through the store's job table; a run killed half-way is simply run again.
+
+use crate::domain::{Category, Clock, DailyNote, NewEntry, PersonId, Scope, StoredMessage};
+use crate::llm::prompts::{EXTRACT, element};
+use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
+use crate::memory::MemoryError;
+use crate::memory::entries::looks_like_code;
+use crate::store::{ExtractionCounts, JobClaim, Store};
+use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use tracing::{info, warn};
+
+pub const EXTRACT_JOB: &str = "extract";
+
+/// One update as the model wrote it, before validation.
+#[derive(Debug, Deserialize)]
+struct RawUpdate {
+    category: String,
+    key: String,
+    #[serde(default)]
+    value: String,
+    action: String,
+    confidence: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawAnswer {
+    memory_updates: Vec<RawUpdate>,
+    #[serde(default)]
+    daily_notes: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Write,
+    Remove,
+}
+
+/// One validated update.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub category: Category,
+    pub key: String,
+    pub value: String,
+    pub action: Action,
+    pub confidence: f64,
+}
+
+/// The model's answer, validated as a whole: one bad update rejects the answer, so an answer
+/// is applied completely or not at all.
+pub fn parse_answer(content: &str) -> Result<(Vec<Update>, String), String> {
+    let raw: RawAnswer = parse_json_answer(content).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for (i, u) in raw.memory_updates.into_iter().enumerate() {
+        let category = Category::parse(&u.category)
+            .ok_or_else(|| format!("update {i}: unknown category {:?}", u.category))?;
+        let action = match u.action.as_str() {
+            "add" | "update" => Action::Write,
+            "remove" => Action::Remove,
+            other => return Err(format!("update {i}: unknown action {other:?}")),
+        };
+        if !(0.0..=1.0).contains(&u.confidence) {
+            return Err(format!(
+                "update {i}: confidence {} outside 0..1",
+                u.confidence
+            ));
+        }
+        let key: String = u
+            .key
+            .trim()
+            .to_lowercase()
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { '_' })
+            .take(64)
+            .collect();
+        if key.trim_matches('_').is_empty() {
+            return Err(format!("update {i}: empty key"));
+        }
+        let value = u.value.trim().to_string();
+        if action == Action::Write && (value.is_empty() || value.chars().count() > 500) {
+            return Err(format!("update {i}: value must be 1 to 500 characters"));
+        }
+        out.push(Update {
+            category,
+            key,
+            value,
+            action,
+            confidence: u.confidence,
+        });
+    }
+    Ok((out, raw.daily_notes.trim().to_string()))
+}
+
+/// What one (person, place, day) run did: the run record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExtractionRun {
+    pub person: i64,
+    pub scope: String,
+    pub day: NaiveDate,
+    /// done, dry_run, already_done, held_by_other, failed
+    pub status: String,
+    pub interactions: usize,
+    pub written: usize,
+    pub updated: usize,
+    pub removed: usize,
+    /// Weaker updates that went to the daily notes only.
+    pub noted: usize,
+    pub tokens: u64,
+    pub duration_ms: u64,
+    pub error: Option<String>,
+}
+
+pub struct Extractor {
+    store: Arc<dyn Store>,
+    llm: Arc<dyn ChatModel>,
+    clock: Arc<dyn Clock>,
+    holder: String,
+    lease: Duration,
+    durable: f64,
+    max_messages: usize,
+    at: NaiveTime,
+}
+
+impl Extractor {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        store: Arc<dyn Store>,
+        llm: Arc<dyn ChatModel>,
+        clock: Arc<dyn Clock>,
+        holder: String,
+        lease: Duration,
+        durable: f64,
+        max_messages: usize,
+        at: NaiveTime,
+    ) -> Extractor {
+        Extractor {
+            store,
+            llm,
+            clock,
+            holder,
+            lease,
+            durable,
+            max_messages,
+            at,
+        }
+    }
+
+    /// The 24 hours a run for `day` covers: up to the extraction time of that day.
+    pub fn window(&self, day: NaiveDate) -> (DateTime<Utc>, DateTime<Utc>) {
+        let end = day.and_time(self.at).and_utc();
+        (end - Duration::hours(24), end)
+    }
+
+    /// The day whose run is due at `now` (today once the extraction time has passed).
+    pub fn due_day(&self, now: DateTime<Utc>) -> Option<NaiveDate> {
+        (now.time() >= self.at).then(|| now.date_naive())
+    }
+
+    /// Runs for everyone who wrote in the window and has memory on; `progress` hears
+    /// (done, total) after each person.
+    pub async fn extract_all(
+        &self,
+        day: NaiveDate,
+        dry_run: bool,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<Vec<ExtractionRun>, MemoryError> {
+        let (from, to) = self.window(day);
+        let people = self.store.authors_in_range(from, to).await?;
+        let mut runs = Vec::new();
+        for (n, person) in people.iter().enumerate() {
+            runs.extend(self.extract_person(*person, day, dry_run).await?);
+            progress(n + 1, people.len());
+        }
+        Ok(runs)
+    }
+
+    /// Runs for one person: one run per place they wrote in. A paused person gets none.
+    pub async fn extract_person(
+        &self,
+        person: PersonId,
+        day: NaiveDate,
+        dry_run: bool,
+    ) -> Result<Vec<ExtractionRun>, MemoryError> {
+        if self.store.memory_paused(person).await? {
+            info!(%person, "memory paused: no extraction");
+            return Ok(Vec::new());
+        }
+        let (from, to) = self.window(day);
+        let mut runs = Vec::new();
+        for scope in self.store.author_scopes(person, from, to).await? {
+            // Commands to the bot are not what a person tells about themselves.
+            let messages = self
+                .store
+                .author_chatter_in_range(&scope, person, from, to, self.max_messages)
+                .await?;
+            if messages.is_empty() {
+                continue;
+            }
+            runs.push(
+                self.run_one(person, &scope, day, &messages, dry_run)
+                    .await?,
+            );
+        }
+        Ok(runs)
+    }
+
+    async fn run_one(
+        &self,
+        person: PersonId,
+        scope: &Scope,
+        day: NaiveDate,
+        messages: &[StoredMessage],
+        dry_run: bool,
+    ) -> Result<ExtractionRun, MemoryError> {
+        let started = std::time::Instant::now();
+        let run_key = format!("{}:{}:{}", person.0, scope.key(), day);
+        let mut run = ExtractionRun {
+            person: person.0,
+            scope: scope.key(),
+            day,
+            status: "done".into(),
+            interactions: messages.len(),
+            written: 0,
+            updated: 0,
+            removed: 0,
+            noted: 0,
+            tokens: 0,
+            duration_ms: 0,
+            error: None,
+        };
+        let now = self.clock.now();
+        if !dry_run {
+            match self
+                .store
+                .claim_job(EXTRACT_JOB, &run_key, &self.holder, now, self.lease)
+                .await?
+            {
+                JobClaim::Acquired { .. } => {}
+                JobClaim::AlreadyDone => {
+                    run.status = "already_done".into();
+                    return Ok(run);
+                }
+                JobClaim::HeldByOther { .. } => {
+                    run.status = "held_by_other".into();
+                    return Ok(run);
+                }
+            }
+        }
+        let existing = self
+            .store
+            .entries(person, Some(std::slice::from_ref(scope)))
+            .await?;
+        let prompt = prompt_for(messages, &existing);
+        // Malformed output is retried once, then the run fails with nothing applied.
+        let mut answer = Err("not asked".to_string());
+        for attempt in 0..2 {
+            match self.ask(&prompt).await {
+                Ok((content, tokens)) => {
+                    run.tokens += tokens;
+                    answer = parse_answer(&content);
+                    if let Err(why) = &answer {
+                        warn!(%person, attempt, error = %why, "extraction answer rejected");
+                    } else {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    answer = Err(e.to_string());
+                    if !matches!(e, LlmError::BadResponse(_)) {
+                        break;
+                    }
+                }
+            }
+        }
+        let result = match answer {
+            Ok((updates, notes)) => {
+                let (writes, removals, weak) =
+                    self.plan(person, scope, &updates, &origin_of(scope), &run_key, now);
+                run.noted = weak.len();
+                let note = DailyNote {
+                    day,
+                    scope: scope.clone(),
+                    text: daily_text(&notes, &weak, messages.len()),
+                    source: format!("job:{EXTRACT_JOB}:{}", scope.key()),
+                    added_at: now,
+                };
+                if dry_run {
+                    run.status = "dry_run".into();
+                    run.written = writes.len();
+                    run.removed = removals.len();
+                    Ok(())
+                } else {
+                    match self
+                        .store
+                        .apply_extraction(person, &writes, &removals, &note)
+                        .await?
+                    {
+                        Some(ExtractionCounts {
+                            added,
+                            updated,
+                            removed,
+                        }) => {
+                            run.written = added;
+                            run.updated = updated;
+                            run.removed = removed;
+                        }
+                        None => run.status = "already_done".into(),
+                    }
+                    Ok(())
+                }
+            }
+            Err(why) => Err(why),
+        };
+        if let Err(why) = result {
+            run.status = "failed".into();
+            run.error = Some(why);
+        }
+        run.duration_ms = started.elapsed().as_millis() as u64;
+        if !dry_run {
+            let detail = serde_json::to_string(&run).unwrap_or_default();
+            self.store
+                .finish_job(
+                    EXTRACT_JOB,
+                    &run_key,
+                    &self.holder,
+                    self.clock.now(),
+                    run.error.is_none(),
+                    &detail,
+                )
+                .await?;
+        }
+        info!(%person, scope = %run.scope, %day, status = %run.status, written = run.written,
+              updated = run.updated, tokens = run.tokens, "extraction run");
+        Ok(run)
+    }
+
+    async fn ask(&self, prompt: &str) -> Result<(String, u64), LlmError> {
+        let response = self
+            .llm
+            .complete(&ChatRequest {
+                task: "extract",
+                messages: vec![
+                    ChatMessage::system(EXTRACT.to_string()),
+                    ChatMessage::user(prompt.to_string()),
+                ],
+                temperature: 0.0,
+                json: true,
+                max_tokens: None,
+            })
+            .await?;
+        Ok((
+            response.content,
+            response.prompt_tokens + response.completion_tokens,
+        ))
+    }
+
+    /// Durable writes, removals, and the weaker updates that only go to the daily notes.
+    #[allow(clippy::type_complexity)]
+    fn plan(
+        &self,
+        person: PersonId,
+        scope: &Scope,
+        updates: &[Update],
+        origin: &str,
+        run_key: &str,
+        now: DateTime<Utc>,
+    ) -> (Vec<NewEntry>, Vec<(Scope, Category, String)>, Vec<Update>) {
+        let (mut writes, mut removals, mut weak) = (Vec::new(), Vec::new(), Vec::new());
+        for u in updates {
+            match u.action {
+                Action::Remove => removals.push((scope.clone(), u.category, u.key.clone())),
+                Action::Write if looks_like_code(&u.value) => {}
+                Action::Write if u.confidence < self.durable => weak.push(u.clone()),
+                Action::Write => writes.push(NewEntry {
+                    person,
+                    scope: scope.clone(),
+                    category: u.category,
+                    key: u.key.clone(),
+                    value: u.value.clone(),
+                    confidence: u.confidence,
+                    source: format!("job:{EXTRACT_JOB}:{run_key}"),
+                    origin: origin.to_string(),
+                    at: now,
+                    expires_at: None,
+                }),
+            }
+        }
+        (writes, removals, weak)
+    }
+}
+
+fn origin_of(scope: &Scope) -> String {
+    match scope {
+        Scope::Dm(_) => "a private chat".into(),
+        Scope::Channel(_, c) => format!("restricted channel {c}"),
+        Scope::Space(_) | Scope::Global => "a public channel".into(),
+    }
+}
+
+fn prompt_for(messages: &[StoredMessage], existing: &[crate::domain::Entry]) -> String {
+    let mut out = String::from("<current_entries>\n");
+    for e in existing {
+        out.push_str(&element(
+            "entry",
+            &[("category", e.category.as_str()), ("key", &e.key)],
+            &e.value,
+        ));
+        out.push('\n');
+    }
+    out.push_str("</current_entries>\n<messages>\n");
+    for m in messages {
+        out.push_str(&element(
+            "message",
+            &[("at", &m.sent_at.format("%Y-%m-%d %H:%M").to_string())],
+            &m.text,
+        ));
+        out.push('\n');
+    }
+    out.push_str("</messages>\n");
+    out
+}
+
+fn daily_text(notes: &str, weak: &[Update], interactions: usize) -> String {
+    let mut out = format!("## Extracted Insights\n- {interactions} messages read\n");
+    for u in weak {
+        out.push_str(&format!(
+            "- Maybe ({:.1}): {}\n",
+            u.confidence,
+            u.value.replace('\n', " ")
+        ));
+    }
+    if !notes.is_empty() && !looks_like_code(notes) {
+        out.push_str("\n## Discussions\n");
+        out.push_str(notes);
+        out.push('\n');
+    }
+    out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_validated_as_a_whole() {
+        let ok = r#"{"memory_updates": [{"category": "work_context", "key": "Role", "value": "Backend engineer", "action": "add", "confidence": 0.9}], "daily_notes": "- talked"}"#;
+        let (updates, notes) = parse_answer(ok).unwrap();
+        assert_eq!(updates[0].key, "role");
+        assert_eq!(notes, "- talked");
+        for bad in [
+            "not json",
+            r#"{"memory_updates": [{"category": "secrets", "key": "k", "value": "v", "action": "add", "confidence": 0.9}]}"#,
+            r#"{"memory_updates": [{"category": "preference", "key": "k", "value": "v", "action": "merge", "confidence": 0.9}]}"#,
+            r#"{"memory_updates": [{"category": "preference", "key": "k", "value": "v", "action": "add", "confidence": 7}]}"#,
+            r#"{"memory_updates": [{"category": "preference", "key": "  ", "value": "v", "action": "add", "confidence": 0.9}]}"#,
+            r#"{"memory_updates": [{"category": "preference", "key": "k", "value": "", "action": "add", "confidence": 0.9}]}"#,
+            r#"{"daily_notes": "x"}"#,
+        ] {
+            assert!(parse_answer(bad).is_err(), "{bad}");
+        }
+    }
+}

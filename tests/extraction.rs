@@ -1,0 +1,248 @@
+//! Daily extraction against the fake LLM, on SQLite and PostgreSQL: entries and daily notes for
+//! active people, nobody paused, one run per person and day, garbled answers retried once and
+//! never half-applied, and a run killed half-way that ends like an uninterrupted one.
+
+mod common;
+use common::*;
+use engram::app;
+use engram::config::Secrets;
+use engram::domain::{Clock, PersonId};
+use engram::llm::fake::Behavior;
+use engram::memory::extraction::{ExtractionRun, Extractor};
+
+async fn harness_on(url: Option<String>) -> Harness {
+    Harness::build(true, |c| {
+        if let Some(url) = url {
+            c.store.url = url;
+        }
+    })
+    .await
+}
+
+fn extractor(h: &Harness, holder: &str) -> Extractor {
+    let clock: std::sync::Arc<dyn Clock> = h.clock.clone();
+    let llm = app::chat_model(&h.config, &Secrets::default(), clock.clone())
+        .unwrap()
+        .expect("the fake LLM");
+    app::extractor(&h.config, h.store.clone(), Some(llm), clock, holder.into()).unwrap()
+}
+
+/// Alice talks in her private chat, Bob in a group, Carol pauses her memory and talks.
+async fn a_day_of_chat(h: &Harness) -> (PersonId, PersonId, PersonId) {
+    h.dm("alice", "I work at the payments team").await;
+    h.dm("alice", "I like oolong tea").await;
+    h.dm("alice", "I will maybe learn Zig").await;
+    let mut lab = group("lab");
+    lab.speaker = "bob".into();
+    assert!(
+        h.say_in(&lab, "bob", "I'm moving to Lisbon")
+            .await
+            .is_none()
+    );
+    h.dm("carol", "/memory pause").await;
+    h.dm("carol", "I love chess").await;
+    // Extraction time (23:00) has come.
+    h.clock.set(start_time() + chrono::Duration::hours(14));
+    (
+        h.person("alice").await,
+        h.person("bob").await,
+        h.person("carol").await,
+    )
+}
+
+fn day() -> chrono::NaiveDate {
+    start_time().date_naive()
+}
+
+async fn state(h: &Harness, people: &[PersonId]) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in people {
+        for e in h.store.entries(*p, None).await.unwrap() {
+            out.push(format!(
+                "{p} {} {} {} {}",
+                e.scope.key(),
+                e.category.as_str(),
+                e.key,
+                e.value
+            ));
+        }
+        for n in h.store.daily_notes(*p, None).await.unwrap() {
+            out.push(format!("{p} {} {} {}", n.day, n.source, n.text));
+        }
+    }
+    out.sort();
+    out
+}
+
+async fn extraction_writes_once_per_person_and_day(url: Option<String>) {
+    let h = harness_on(url).await;
+    let (alice, bob, carol) = a_day_of_chat(&h).await;
+    let ex = extractor(&h, "p1");
+    let mut progress = Vec::new();
+    let runs = ex
+        .extract_all(day(), false, |done, total| progress.push((done, total)))
+        .await
+        .unwrap();
+    assert_eq!(progress.last(), Some(&(3, 3)), "{progress:?}");
+    let by =
+        |p: PersonId| -> Vec<&ExtractionRun> { runs.iter().filter(|r| r.person == p.0).collect() };
+    assert_eq!(by(alice).len(), 1);
+    assert_eq!(by(alice)[0].status, "done");
+    assert_eq!(by(alice)[0].interactions, 3);
+    assert_eq!((by(alice)[0].written, by(alice)[0].noted), (2, 1));
+    assert!(by(alice)[0].tokens > 0);
+    assert_eq!(by(bob)[0].written, 1);
+    assert!(by(carol).is_empty());
+
+    let entries = h.store.entries(alice, None).await.unwrap();
+    assert_eq!(entries.len(), 2);
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.value == "I work at the payments team"
+                && e.category == engram::domain::Category::WorkContext)
+    );
+    let notes = h.store.daily_notes(alice, None).await.unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.text.contains("Maybe (0.5): I will maybe learn Zig"))
+    );
+    // Bob's entry stays where he said it: the group, not a private scope.
+    let bobs = h.store.entries(bob, None).await.unwrap();
+    assert!(matches!(bobs[0].scope, engram::domain::Scope::Space(_)));
+    assert!(h.store.entries(carol, None).await.unwrap().is_empty());
+
+    // The run records.
+    let records = h.store.job_runs("extract").await.unwrap();
+    assert_eq!(records.len(), 2);
+    assert!(records.iter().all(|r| r.status == "done"));
+    assert!(
+        records
+            .iter()
+            .any(|r| r.detail.contains("\"interactions\":3"))
+    );
+
+    // Again the same day (another process, too): nothing new, no LLM call.
+    let before = state(&h, &[alice, bob, carol]).await;
+    let calls = h.fake().count("extract");
+    let again = extractor(&h, "p2")
+        .extract_all(day(), false, |_, _| {})
+        .await
+        .unwrap();
+    assert!(
+        again
+            .iter()
+            .all(|r| r.status == "already_done" && r.written == 0),
+        "{again:?}"
+    );
+    assert_eq!(h.fake().count("extract"), calls);
+    assert_eq!(state(&h, &[alice, bob, carol]).await, before);
+
+    // A dry run asks but writes nothing.
+    let before = state(&h, &[alice]).await;
+    let dry = ex.extract_person(alice, day(), true).await.unwrap();
+    assert_eq!(dry[0].status, "dry_run");
+    assert_eq!(state(&h, &[alice]).await, before);
+}
+
+async fn garbled_answers_are_retried_once_then_skipped(url: Option<String>) {
+    let h = harness_on(url).await;
+    let (alice, _, _) = a_day_of_chat(&h).await;
+    let ex = extractor(&h, "p1");
+    // One garbled answer: retried, applied.
+    h.fake().push_once(Behavior::InvalidJson);
+    let runs = ex.extract_person(alice, day(), false).await.unwrap();
+    assert_eq!(runs[0].status, "done", "{runs:?}");
+    assert_eq!(h.fake().count("extract"), 2);
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 2);
+
+    // Bob: two answers that are JSON but invalid (an unknown category): nothing applied.
+    let bob = h.person("bob").await;
+    let bad = r#"{"memory_updates": [{"category": "work_context", "key": "k", "value": "ok", "action": "add", "confidence": 0.9}, {"category": "secrets", "key": "k", "value": "v", "action": "add", "confidence": 0.9}], "daily_notes": "x"}"#;
+    h.fake().push_once(Behavior::Content(bad.into()));
+    h.fake().push_once(Behavior::Content(bad.into()));
+    let runs = ex.extract_person(bob, day(), false).await.unwrap();
+    assert_eq!(runs[0].status, "failed");
+    assert!(runs[0].error.as_deref().unwrap().contains("secrets"));
+    assert!(h.store.entries(bob, None).await.unwrap().is_empty());
+    assert!(h.store.daily_notes(bob, None).await.unwrap().is_empty());
+    // A failed run is tried again later, and then succeeds.
+    let runs = ex.extract_person(bob, day(), false).await.unwrap();
+    assert_eq!(runs[0].status, "done");
+    assert_eq!(h.store.entries(bob, None).await.unwrap().len(), 1);
+}
+
+async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
+    // The reference: one uninterrupted pass.
+    let reference = harness_on(url.clone()).await;
+    let people = a_day_of_chat(&reference).await;
+    extractor(&reference, "p1")
+        .extract_all(day(), false, |_, _| {})
+        .await
+        .unwrap();
+    let people = [people.0, people.1, people.2];
+    let expected = state(&reference, &people).await;
+
+    let second = match url {
+        Some(_) => fresh_postgres_url().await,
+        None => None,
+    };
+    let h = harness_on(second).await;
+    let (alice, bob, carol) = a_day_of_chat(&h).await;
+    // The first pass is killed while the model is thinking about the first person.
+    h.fake().set_behavior(Behavior::Hang);
+    let ex = std::sync::Arc::new(extractor(&h, "p1"));
+    let running = {
+        let ex = ex.clone();
+        tokio::spawn(async move { ex.extract_all(day(), false, |_, _| {}).await })
+    };
+    while h.fake().count("extract") == 0 {
+        tokio::task::yield_now().await;
+    }
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    h.fake().set_behavior(Behavior::Smart);
+    // Another process takes over once the dead holder's lease has run out.
+    h.clock.advance(chrono::Duration::seconds(
+        h.config.jobs.lease_secs as i64 + 1,
+    ));
+    let runs = extractor(&h, "p2")
+        .extract_all(day(), false, |_, _| {})
+        .await
+        .unwrap();
+    assert!(runs.iter().all(|r| r.status == "done"), "{runs:?}");
+    let got = state(&h, &[alice, bob, carol]).await;
+    // Same entries and notes (person ids are the same: both databases saw the same people in
+    // the same order).
+    assert_eq!(got, expected);
+}
+
+macro_rules! on_both_harnesses {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_bot {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(None).await;
+                }
+            )*
+        }
+        mod postgres_bot {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(url) = super::fresh_postgres_url().await {
+                        super::$name(Some(url)).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_both_harnesses!(
+    extraction_writes_once_per_person_and_day,
+    garbled_answers_are_retried_once_then_skipped,
+    a_killed_run_ends_like_an_uninterrupted_one,
+);
