@@ -10,6 +10,7 @@ pub mod facts;
 pub mod offline;
 pub mod summaries;
 pub mod tokens;
+pub mod tools;
 
 use crate::config::MemoryConfig;
 use crate::domain::Clock;
@@ -117,6 +118,17 @@ impl MemoryManager {
     /// Structured entries (MEMORY.md, daily notes, /memory).
     pub fn entries(&self) -> &Arc<entries::EntryBook> {
         &self.entries
+    }
+
+    /// The memory tools (write/read/search/update/delete/get_memory_context) for a model.
+    pub fn tools(&self) -> tools::ToolExecutor {
+        tools::ToolExecutor::new(
+            self.store.clone(),
+            self.entries.clone(),
+            self.clock.clone(),
+            self.settings.durable_confidence,
+            self.settings.memory_md_max_words,
+        )
     }
 
     pub fn retriever(&self) -> &Arc<Retriever> {

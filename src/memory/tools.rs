@@ -1,0 +1,383 @@
+//! The memory tool-calling API (seed memory-tool-calling-api), in the memory tier: the six
+//! tools as OpenAI tool schemas, and the executor that runs a model's tool call for the person
+//! and place the code says it is for. The model never names whose memory it touches: the
+//! caller is fixed by the executor, and anything outside the caller's memory visible in that
+//! place is an error result, never data.
+
+use crate::domain::{Category, Clock, DailyNote, Entry, NewEntry, PersonId, Place};
+use crate::memory::entries::{EntryBook, looks_like_code, origin, rank_entries, render_memory_md};
+use crate::store::Store;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+const CATEGORIES: [&str; 4] = [
+    "preference",
+    "work_context",
+    "personal_context",
+    "reading_history",
+];
+
+/// The six tools as OpenAI `tools` entries.
+pub fn tool_schemas() -> Vec<Value> {
+    let function = |name: &str, description: &str, parameters: Value| {
+        json!({"type": "function", "function": {
+            "name": name, "description": description, "parameters": parameters}})
+    };
+    vec![
+        function(
+            "write_memory",
+            "Write or update a memory entry about the user. Durable entries go to MEMORY.md, daily ones to today's notes.",
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "key": {"type": "string", "description": "Short identifier, e.g. 'role'"},
+                "value": {"type": "string", "description": "The memory, in natural language, no code"},
+                "category": {"type": "string", "enum": CATEGORIES},
+                "durability": {"type": "string", "enum": ["durable", "daily"]},
+                "source": {"type": "string"},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1}},
+                "required": ["key", "value", "category", "durability"]}),
+        ),
+        function(
+            "read_memory",
+            "Read the memory entries of one category.",
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "category": {"type": "string", "enum": CATEGORIES},
+                "limit": {"type": "integer", "default": 20}},
+                "required": ["category"]}),
+        ),
+        function(
+            "search_memory",
+            "Search the user's memory with BM25.",
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "query": {"type": "string"},
+                "limit": {"type": "integer", "default": 5},
+                "category": {"type": "string", "enum": ["preference", "work_context", "personal_context", "reading_history", "all"], "default": "all"}},
+                "required": ["query"]}),
+        ),
+        function(
+            "update_memory",
+            "Update an existing memory entry.",
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "key": {"type": "string"},
+                "value": {"type": "string"},
+                "category": {"type": "string", "enum": CATEGORIES}},
+                "required": ["key", "value"]}),
+        ),
+        function(
+            "delete_memory",
+            "Delete a memory entry.",
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "key": {"type": "string"}}, "required": ["key"]}),
+        ),
+        function(
+            "get_memory_context",
+            "Get the user's memory as text for a prompt, the entries about a topic first.",
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "topic": {"type": "string"},
+                "max_tokens": {"type": "integer", "default": 1500}},
+                "required": ["topic"]}),
+        ),
+    ]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    key: String,
+    value: String,
+    category: Category,
+    durability: String,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    confidence: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    category: Category,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    #[serde(default)]
+    limit: Option<usize>,
+    #[serde(default)]
+    category: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateArgs {
+    key: String,
+    value: String,
+    #[serde(default)]
+    category: Option<Category>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeleteArgs {
+    key: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContextArgs {
+    topic: String,
+    #[serde(default)]
+    max_tokens: Option<usize>,
+}
+
+/// Whose memory a tool call acts on, and where: set by the code that runs the model.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub person: PersonId,
+    pub place: Place,
+}
+
+pub struct ToolExecutor {
+    store: Arc<dyn Store>,
+    book: Arc<EntryBook>,
+    clock: Arc<dyn Clock>,
+    durable: f64,
+    max_words: usize,
+}
+
+fn error(message: impl Into<String>) -> Value {
+    json!({ "error": message.into() })
+}
+
+fn args<T: DeserializeOwned>(arguments: &str) -> Result<T, Value> {
+    serde_json::from_str(arguments).map_err(|e| {
+        error(format!(
+            "invalid arguments ({e}); this tool acts only on the current user's memory"
+        ))
+    })
+}
+
+fn show(e: &Entry) -> Value {
+    json!({"key": e.key, "value": e.value, "category": e.category.as_str(),
+           "confidence": e.confidence, "updated_at": e.updated_at.to_rfc3339()})
+}
+
+impl ToolExecutor {
+    pub fn new(
+        store: Arc<dyn Store>,
+        book: Arc<EntryBook>,
+        clock: Arc<dyn Clock>,
+        durable: f64,
+        max_words: usize,
+    ) -> ToolExecutor {
+        ToolExecutor {
+            store,
+            book,
+            clock,
+            durable,
+            max_words,
+        }
+    }
+
+    /// Runs one tool call for `caller`. The result is JSON for the model: data, or
+    /// `{"error": …}` (bad arguments, another person's key, an unknown tool). A store failure
+    /// is an error result too, and the model is told to try later.
+    pub async fn execute(&self, caller: &Caller, name: &str, arguments: &str) -> Value {
+        let result = match name {
+            "write_memory" => self.write(caller, arguments).await,
+            "read_memory" => self.read(caller, arguments).await,
+            "search_memory" => self.search(caller, arguments).await,
+            "update_memory" => self.update(caller, arguments).await,
+            "delete_memory" => self.delete(caller, arguments).await,
+            "get_memory_context" => self.context(caller, arguments).await,
+            other => Err(error(format!("unknown tool {other:?}"))),
+        };
+        result.unwrap_or_else(|e| e)
+    }
+
+    async fn visible(&self, caller: &Caller) -> Result<Vec<Entry>, Value> {
+        self.book
+            .visible(caller.person, &caller.place)
+            .await
+            .map_err(|e| error(format!("memory is unavailable right now ({e}); try later")))
+    }
+
+    /// The caller's entry with `key` that may be seen here; other people's keys are simply
+    /// not there.
+    async fn own(&self, caller: &Caller, key: &str) -> Result<Entry, Value> {
+        self.visible(caller)
+            .await?
+            .into_iter()
+            .find(|e| e.key == key)
+            .ok_or_else(|| error(format!("no entry {key:?} in this user's memory here")))
+    }
+
+    async fn write(&self, caller: &Caller, arguments: &str) -> Result<Value, Value> {
+        let a: WriteArgs = args(arguments)?;
+        let value = a.value.trim();
+        if value.is_empty() || a.key.trim().is_empty() || value.chars().count() > 1000 {
+            return Err(error(
+                "key and value must be non-empty (value at most 1000 characters)",
+            ));
+        }
+        if looks_like_code(value) {
+            return Err(error("code is never stored in memory"));
+        }
+        let confidence = a.confidence.unwrap_or(0.8);
+        if !(0.0..=1.0).contains(&confidence) {
+            return Err(error("confidence must be within 0..1"));
+        }
+        let now = self.clock.now();
+        let source = format!("tool:write_memory:{}", a.source.unwrap_or_default());
+        if a.durability == "daily" || confidence < self.durable {
+            let noted = self
+                .store
+                .append_daily_note(
+                    caller.person,
+                    &DailyNote {
+                        day: now.date_naive(),
+                        scope: caller.place.home_scope(),
+                        text: format!("## Notes\n- {value}"),
+                        source: format!("tool:{}:{}", a.key.trim(), now.timestamp_millis()),
+                        added_at: now,
+                    },
+                )
+                .await
+                .map_err(|e| error(e.to_string()))?;
+            return Ok(json!({"ok": true, "written_to": "daily_notes", "new": noted}));
+        }
+        let w = self
+            .store
+            .write_entry(&NewEntry {
+                person: caller.person,
+                scope: caller.place.home_scope(),
+                category: a.category,
+                key: a.key.trim().to_string(),
+                value: value.to_string(),
+                confidence,
+                source,
+                origin: origin(&caller.place),
+                at: now,
+                expires_at: None,
+            })
+            .await
+            .map_err(|e| error(e.to_string()))?;
+        Ok(json!({"ok": true, "written_to": "MEMORY.md", "result": format!("{w:?}")}))
+    }
+
+    async fn read(&self, caller: &Caller, arguments: &str) -> Result<Value, Value> {
+        let a: ReadArgs = args(arguments)?;
+        let entries: Vec<Value> = self
+            .visible(caller)
+            .await?
+            .iter()
+            .filter(|e| e.category == a.category)
+            .take(a.limit.unwrap_or(20).min(100))
+            .map(show)
+            .collect();
+        Ok(json!({ "entries": entries }))
+    }
+
+    async fn search(&self, caller: &Caller, arguments: &str) -> Result<Value, Value> {
+        let a: SearchArgs = args(arguments)?;
+        let filter = match a.category.as_deref() {
+            None | Some("all") => None,
+            Some(c) => {
+                Some(Category::parse(c).ok_or_else(|| error(format!("unknown category {c:?}")))?)
+            }
+        };
+        let entries: Vec<Entry> = self
+            .visible(caller)
+            .await?
+            .into_iter()
+            .filter(|e| filter.is_none_or(|c| e.category == c))
+            .collect();
+        let found: Vec<Value> = rank_entries(entries, &a.query, a.limit.unwrap_or(5).min(50))
+            .iter()
+            .map(|(e, score)| {
+                let mut v = show(e);
+                v["score"] = json!(score);
+                v
+            })
+            .collect();
+        Ok(json!({ "results": found }))
+    }
+
+    async fn update(&self, caller: &Caller, arguments: &str) -> Result<Value, Value> {
+        let a: UpdateArgs = args(arguments)?;
+        let old = self.own(caller, a.key.trim()).await?;
+        let value = a.value.trim();
+        if value.is_empty() || looks_like_code(value) {
+            return Err(error("the new value must be non-empty natural language"));
+        }
+        let category = a.category.unwrap_or(old.category);
+        if category != old.category {
+            self.store
+                .delete_entries(caller.person, &[old.id])
+                .await
+                .map_err(|e| error(e.to_string()))?;
+        }
+        let w = self
+            .store
+            .write_entry(&NewEntry {
+                person: caller.person,
+                scope: old.scope.clone(),
+                category,
+                key: old.key.clone(),
+                value: value.to_string(),
+                confidence: old.confidence,
+                source: "tool:update_memory".into(),
+                origin: old.origin.clone(),
+                at: self.clock.now(),
+                expires_at: old.expires_at,
+            })
+            .await
+            .map_err(|e| error(e.to_string()))?;
+        Ok(json!({"ok": true, "result": format!("{w:?}")}))
+    }
+
+    async fn delete(&self, caller: &Caller, arguments: &str) -> Result<Value, Value> {
+        let a: DeleteArgs = args(arguments)?;
+        let old = self.own(caller, a.key.trim()).await?;
+        let n = self
+            .store
+            .delete_entries(caller.person, &[old.id])
+            .await
+            .map_err(|e| error(e.to_string()))?;
+        Ok(json!({"ok": true, "deleted": n}))
+    }
+
+    async fn context(&self, caller: &Caller, arguments: &str) -> Result<Value, Value> {
+        let a: ContextArgs = args(arguments)?;
+        let entries = self.visible(caller).await?;
+        let on_topic: Vec<String> = rank_entries(entries.clone(), &a.topic, 10)
+            .into_iter()
+            .map(|(e, _)| format!("- {}", e.value))
+            .collect();
+        let mut text = String::new();
+        if !on_topic.is_empty() {
+            text.push_str(&format!(
+                "## About {}\n{}\n\n",
+                a.topic.trim(),
+                on_topic.join("\n")
+            ));
+        }
+        text.push_str(&render_memory_md(&entries, self.max_words));
+        // About four characters per token; whole lines only.
+        let budget = a.max_tokens.unwrap_or(1500).clamp(50, 8000) * 4;
+        let mut out = String::new();
+        for line in text.lines() {
+            if out.len() + line.len() + 1 > budget {
+                break;
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+        Ok(json!({ "context": out }))
+    }
+}

@@ -1,0 +1,265 @@
+//! The memory tool executor on SQLite and PostgreSQL: every tool works on the caller's own
+//! memory, and every way a model could reach another person's or another place's memory
+//! gets an error result and changes nothing.
+
+#[macro_use]
+mod common;
+use common::*;
+use engram::domain::{Clock, ManualClock, PersonId, Place, Platform, Privacy, SpaceId, SpaceKind};
+use engram::memory::entries::EntryBook;
+use engram::memory::tools::{Caller, ToolExecutor, tool_schemas};
+use engram::store::Store;
+use serde_json::Value;
+use std::sync::Arc;
+
+fn dm(person: PersonId) -> Place {
+    Place {
+        platform: Platform::Console,
+        space: SpaceId(1),
+        space_kind: SpaceKind::Private,
+        channel: format!("dm:{person}"),
+        privacy: Privacy::Dm,
+        dm_owner: Some(person),
+    }
+}
+
+fn public(space: i64) -> Place {
+    Place {
+        platform: Platform::Console,
+        space: SpaceId(space),
+        space_kind: SpaceKind::Group,
+        channel: "general".into(),
+        privacy: Privacy::GuildPublic,
+        dm_owner: None,
+    }
+}
+
+async fn tools_act_only_on_the_callers_memory(s: Arc<dyn Store>) {
+    let alice = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let bob = s
+        .resolve_person(Platform::Console, "bob", "bob")
+        .await
+        .unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(start_time()));
+    let book = Arc::new(EntryBook::new(s.clone(), clock.clone(), 2000));
+    let tools = ToolExecutor::new(s.clone(), book, clock, 0.7, 2000);
+    let run = |who: PersonId, place: Place, name: &'static str, args: Value| {
+        let tools = &tools;
+        async move {
+            tools
+                .execute(&Caller { person: who, place }, name, &args.to_string())
+                .await
+        }
+    };
+    assert_eq!(tool_schemas().len(), 6);
+
+    // Every tool on Alice's own memory, in her private chat.
+    let w = run(
+        alice,
+        dm(alice),
+        "write_memory",
+        serde_json::json!({
+        "key": "role", "value": "Backend engineer at Acme", "category": "work_context",
+        "durability": "durable", "confidence": 0.9}),
+    )
+    .await;
+    assert_eq!(w["written_to"], "MEMORY.md", "{w}");
+    let w = run(
+        alice,
+        dm(alice),
+        "write_memory",
+        serde_json::json!({
+        "key": "mood", "value": "Tired today", "category": "personal_context",
+        "durability": "daily"}),
+    )
+    .await;
+    assert_eq!(w["written_to"], "daily_notes", "{w}");
+    let weak = run(
+        alice,
+        dm(alice),
+        "write_memory",
+        serde_json::json!({
+        "key": "maybe_zig", "value": "Might learn Zig", "category": "personal_context",
+        "durability": "durable", "confidence": 0.4}),
+    )
+    .await;
+    assert_eq!(
+        weak["written_to"], "daily_notes",
+        "below 0.7 is not durable: {weak}"
+    );
+    let r = run(
+        alice,
+        dm(alice),
+        "read_memory",
+        serde_json::json!({"category": "work_context"}),
+    )
+    .await;
+    assert_eq!(r["entries"][0]["value"], "Backend engineer at Acme", "{r}");
+    let found = run(
+        alice,
+        dm(alice),
+        "search_memory",
+        serde_json::json!({"query": "engineer"}),
+    )
+    .await;
+    assert_eq!(found["results"].as_array().unwrap().len(), 1, "{found}");
+    let u = run(
+        alice,
+        dm(alice),
+        "update_memory",
+        serde_json::json!({"key": "role", "value": "Staff engineer at Acme"}),
+    )
+    .await;
+    assert_eq!(u["ok"], true, "{u}");
+    assert_eq!(
+        s.entry_history(alice).await.unwrap()[0].value,
+        "Backend engineer at Acme"
+    );
+    let c = run(
+        alice,
+        dm(alice),
+        "get_memory_context",
+        serde_json::json!({"topic": "work"}),
+    )
+    .await;
+    assert!(
+        c["context"]
+            .as_str()
+            .unwrap()
+            .contains("Staff engineer at Acme"),
+        "{c}"
+    );
+
+    // Bob's entry, said in a public channel of space 7.
+    let w = run(
+        bob,
+        public(7),
+        "write_memory",
+        serde_json::json!({
+        "key": "drink", "value": "Drinks only water", "category": "preference",
+        "durability": "durable", "confidence": 0.9}),
+    )
+    .await;
+    assert_eq!(w["ok"], true, "{w}");
+    let before_bob = s.entries(bob, None).await.unwrap();
+    let before_alice = s.entries(alice, None).await.unwrap();
+
+    // Alice's model tries to reach Bob's memory every way it can.
+    for (name, args) in [
+        (
+            "read_memory",
+            serde_json::json!({"category": "preference", "user_id": bob.0}),
+        ),
+        (
+            "search_memory",
+            serde_json::json!({"query": "water", "person": "bob"}),
+        ),
+        (
+            "write_memory",
+            serde_json::json!({"key": "drink", "value": "Drinks wine", "category": "preference", "durability": "durable", "user": "bob"}),
+        ),
+        (
+            "update_memory",
+            serde_json::json!({"key": "drink", "value": "Drinks wine"}),
+        ),
+        ("delete_memory", serde_json::json!({"key": "drink"})),
+        (
+            "delete_memory",
+            serde_json::json!({"key": "drink", "scope": "space:7"}),
+        ),
+        (
+            "get_memory_context",
+            serde_json::json!({"topic": "water", "person_id": bob.0}),
+        ),
+        ("forget_everything", serde_json::json!({})),
+    ] {
+        let out = run(alice, public(7), name, args.clone()).await;
+        assert!(
+            out.get("error").is_some(),
+            "{name} {args} was not refused: {out}"
+        );
+    }
+    // Searches and reads that are allowed still show none of Bob's entries.
+    let found = run(
+        alice,
+        public(7),
+        "search_memory",
+        serde_json::json!({"query": "water"}),
+    )
+    .await;
+    assert_eq!(found["results"].as_array().unwrap().len(), 0, "{found}");
+
+    // Alice's DM-only entry is not visible (nor changeable) from a public channel.
+    let r = run(
+        alice,
+        public(7),
+        "read_memory",
+        serde_json::json!({"category": "work_context"}),
+    )
+    .await;
+    assert_eq!(
+        r["entries"].as_array().unwrap().len(),
+        0,
+        "a DM entry leaked: {r}"
+    );
+    let d = run(
+        alice,
+        public(7),
+        "delete_memory",
+        serde_json::json!({"key": "role"}),
+    )
+    .await;
+    assert!(d.get("error").is_some(), "{d}");
+    let c = run(
+        alice,
+        public(7),
+        "get_memory_context",
+        serde_json::json!({"topic": "engineer"}),
+    )
+    .await;
+    assert!(!c["context"].as_str().unwrap().contains("Acme"), "{c}");
+
+    // Malformed arguments are refused too.
+    for bad in ["not json", "{\"category\": \"secrets\"}", "[]"] {
+        let out = tools
+            .execute(
+                &Caller {
+                    person: alice,
+                    place: dm(alice),
+                },
+                "read_memory",
+                bad,
+            )
+            .await;
+        assert!(out.get("error").is_some(), "{bad}: {out}");
+    }
+    let code = run(
+        alice,
+        dm(alice),
+        "write_memory",
+        serde_json::json!({
+        "key": "snippet", "value": "fn main() { let x = 1; println!(\"{x}\"); }",
+        "category": "work_context", "durability": "durable"}),
+    )
+    .await;
+    assert!(code.get("error").is_some(), "{code}");
+
+    assert_eq!(s.entries(bob, None).await.unwrap(), before_bob);
+    assert_eq!(s.entries(alice, None).await.unwrap(), before_alice);
+
+    // And her own delete works.
+    let d = run(
+        alice,
+        dm(alice),
+        "delete_memory",
+        serde_json::json!({"key": "role"}),
+    )
+    .await;
+    assert_eq!(d["deleted"], 1, "{d}");
+    assert!(s.entry_history(alice).await.unwrap().is_empty());
+}
+
+on_both_backends!(tools_act_only_on_the_callers_memory);
