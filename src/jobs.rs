@@ -83,17 +83,7 @@ impl Scheduler {
             ),
             Err(e) => (false, e.to_string()),
         };
-        self.memory
-            .store()
-            .finish_job(
-                EXTRACT_ALL,
-                &run_key,
-                &self.holder,
-                self.memory.clock().now(),
-                ok,
-                &detail,
-            )
-            .await?;
+        self.finish(EXTRACT_ALL, &run_key, ok, &detail).await?;
         let runs = result?;
         info!(job = EXTRACT_ALL, %run_key, runs = runs.len(), "job finished");
         Ok(JobOutcome::Ran {
@@ -128,6 +118,22 @@ impl Scheduler {
             std::process::id(),
             rand::random::<u32>()
         )
+    }
+
+    /// Marks this process's run of `job` finished now (failed runs are retried later).
+    async fn finish(
+        &self,
+        job: &'static str,
+        run_key: &str,
+        ok: bool,
+        detail: &str,
+    ) -> Result<(), MemoryError> {
+        let now = self.memory.clock().now();
+        self.memory
+            .store()
+            .finish_job(job, run_key, &self.holder, now, ok, detail)
+            .await?;
+        Ok(())
     }
 
     /// Claims a run for this process: None when it is ours to run, else why not.
@@ -175,16 +181,7 @@ impl Scheduler {
             .err()
             .map(ToString::to_string)
             .unwrap_or_default();
-        store
-            .finish_job(
-                MAINTENANCE,
-                &run_key,
-                &self.holder,
-                self.memory.clock().now(),
-                ok,
-                &detail,
-            )
-            .await?;
+        self.finish(MAINTENANCE, &run_key, ok, &detail).await?;
         result?;
         info!(job = MAINTENANCE, %run_key, "job finished");
         Ok(JobOutcome::Ran {

@@ -2,6 +2,7 @@
 //! active people, nobody paused, one run per person and day, garbled answers retried once and
 //! never half-applied, and a run killed half-way that ends like an uninterrupted one.
 
+#[macro_use]
 mod common;
 use common::*;
 use engram::app;
@@ -9,15 +10,6 @@ use engram::config::Secrets;
 use engram::domain::{Clock, PersonId};
 use engram::llm::fake::Behavior;
 use engram::memory::extraction::{ExtractionRun, Extractor};
-
-async fn harness_on(url: Option<String>) -> Harness {
-    Harness::build(true, |c| {
-        if let Some(url) = url {
-            c.store.url = url;
-        }
-    })
-    .await
-}
 
 fn extractor(h: &Harness, holder: &str) -> Extractor {
     let clock: std::sync::Arc<dyn Clock> = h.clock.clone();
@@ -75,7 +67,7 @@ async fn state(h: &Harness, people: &[PersonId]) -> Vec<String> {
 }
 
 async fn extraction_writes_once_per_person_and_day(url: Option<String>) {
-    let h = harness_on(url).await;
+    let h = harness_on(url, true).await;
     let (alice, bob, carol) = a_day_of_chat(&h).await;
     let ex = extractor(&h, "p1");
     let mut progress = Vec::new();
@@ -147,7 +139,7 @@ async fn extraction_writes_once_per_person_and_day(url: Option<String>) {
 }
 
 async fn garbled_answers_are_retried_once_then_skipped(url: Option<String>) {
-    let h = harness_on(url).await;
+    let h = harness_on(url, true).await;
     let (alice, _, _) = a_day_of_chat(&h).await;
     let ex = extractor(&h, "p1");
     // One garbled answer: retried, applied.
@@ -175,7 +167,7 @@ async fn garbled_answers_are_retried_once_then_skipped(url: Option<String>) {
 
 async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
     // The reference: one uninterrupted pass.
-    let reference = harness_on(url.clone()).await;
+    let reference = harness_on(url.clone(), true).await;
     let people = a_day_of_chat(&reference).await;
     extractor(&reference, "p1")
         .extract_all(day(), false, |_, _| {})
@@ -188,7 +180,7 @@ async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
         Some(_) => fresh_postgres_url().await,
         None => None,
     };
-    let h = harness_on(second).await;
+    let h = harness_on(second, true).await;
     let (alice, bob, carol) = a_day_of_chat(&h).await;
     // The first pass is killed while the model is thinking about the first person.
     h.fake().set_behavior(Behavior::Hang);
@@ -216,29 +208,6 @@ async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
     // Same entries and notes (person ids are the same: both databases saw the same people in
     // the same order).
     assert_eq!(got, expected);
-}
-
-macro_rules! on_both_harnesses {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite_bot {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(None).await;
-                }
-            )*
-        }
-        mod postgres_bot {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Some(url) = super::fresh_postgres_url().await {
-                        super::$name(Some(url)).await;
-                    }
-                }
-            )*
-        }
-    };
 }
 
 on_both_harnesses!(

@@ -8,18 +8,8 @@ use engram::domain::{Category, DailyNote, NewEntry, PersonId, Scope};
 use engram::store::Store;
 use std::sync::Arc;
 
-/// A harness whose store is `store`'s database (the console bot on either backend).
-async fn harness_on(url: Option<String>) -> Harness {
-    Harness::build(false, |c| {
-        if let Some(url) = url {
-            c.store.url = url;
-        }
-    })
-    .await
-}
-
 async fn console_remember_view_forget_search(url: Option<String>) {
-    let h = harness_on(url).await;
+    let h = harness_on(url, false).await;
     let reply = h
         .dm(
             "alice",
@@ -60,7 +50,7 @@ async fn console_remember_view_forget_search(url: Option<String>) {
 }
 
 async fn memory_shows_only_what_may_surface_where_asked(url: Option<String>) {
-    let h = harness_on(url).await;
+    let h = harness_on(url, false).await;
     h.dm("alice", "note that I prefer oolong over coffee").await;
     let mut public = group("rustaceans");
     public.speaker = "alice".into();
@@ -139,7 +129,7 @@ async fn memory_shows_only_what_may_surface_where_asked(url: Option<String>) {
 }
 
 async fn pause_clear_and_resume(url: Option<String>) {
-    let h = harness_on(url).await;
+    let h = harness_on(url, false).await;
     h.dm("alice", "remember that my timezone is CET").await;
     h.dm("alice", "note that I like short answers").await;
     let alice = h.person("alice").await;
@@ -179,7 +169,7 @@ async fn pause_clear_and_resume(url: Option<String>) {
 }
 
 async fn odd_input_changes_nothing(url: Option<String>) {
-    let h = harness_on(url).await;
+    let h = harness_on(url, false).await;
     for text in [
         "note that",
         "/memory forget",
@@ -196,7 +186,7 @@ async fn odd_input_changes_nothing(url: Option<String>) {
 }
 
 async fn export_import_export_is_identical(url: Option<String>) {
-    let h = harness_on(url).await;
+    let h = harness_on(url, false).await;
     for text in [
         "remember that I'm presenting on database performance next week",
         "note that my timezone is CET",
@@ -238,29 +228,6 @@ async fn export_import_export_is_identical(url: Option<String>) {
     let bad = vec![("MEMORY.md".to_string(), "## Secrets\n- x\n".to_string())];
     assert!(book.import(alice, &bad).await.is_err());
     assert_eq!(book.export(alice).await.unwrap(), first);
-}
-
-macro_rules! on_both_harnesses {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite_bot {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(None).await;
-                }
-            )*
-        }
-        mod postgres_bot {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Some(url) = super::fresh_postgres_url().await {
-                        super::$name(Some(url)).await;
-                    }
-                }
-            )*
-        }
-    };
 }
 
 on_both_harnesses!(

@@ -221,6 +221,43 @@ pub async fn open_url(url: &str) -> Arc<dyn Store> {
         .expect("store opens")
 }
 
+/// A harness (with the fake LLM when `llm`) on `url`'s database, or its own SQLite file.
+#[allow(dead_code)]
+pub async fn harness_on(url: Option<String>, llm: bool) -> Harness {
+    Harness::build(llm, |c| {
+        if let Some(url) = url {
+            c.store.url = url;
+        }
+    })
+    .await
+}
+
+/// Generates `sqlite_bot::NAME` and `postgres_bot::NAME` tests that call `NAME(url)`: the
+/// whole bot on SQLite (`None`) or on a fresh PostgreSQL database (required in CI).
+#[allow(unused_macros)]
+macro_rules! on_both_harnesses {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite_bot {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(None).await;
+                }
+            )*
+        }
+        mod postgres_bot {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(url) = super::fresh_postgres_url().await {
+                        super::$name(Some(url)).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
 /// Generates `sqlite::NAME` and `postgres::NAME` tests that call `NAME(store)` on a fresh
 /// database of each backend (PostgreSQL when ENGRAM_TEST_POSTGRES_URL is set; required in CI).
 #[allow(unused_macros)]
