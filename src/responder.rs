@@ -81,6 +81,7 @@ impl Responder {
             temperature: self.temperature,
             json: false,
             max_tokens: Some(self.max_tokens),
+            tools: Vec::new(),
         };
         match llm.complete(&request).await {
             Ok(answer) => Ok(answer.content.trim().to_string()),

@@ -263,3 +263,79 @@ async fn tools_act_only_on_the_callers_memory(s: Arc<dyn Store>) {
 }
 
 on_both_backends!(tools_act_only_on_the_callers_memory);
+
+/// The tool loop through the real OpenAI client and the fake server's `tool_calls`: calls run
+/// for the caller, results go back as `tool` messages, and the model's answer comes last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tool_loop_runs_calls_for_the_caller_over_the_real_client() {
+    use engram::llm::{ChatMessage, ChatRequest};
+    let h = Harness::with_llm().await;
+    let s = h.store.clone();
+    let alice = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let bob = s
+        .resolve_person(Platform::Console, "bob", "bob")
+        .await
+        .unwrap();
+    let llm = engram::app::chat_model(
+        &h.config,
+        &engram::config::Secrets::default(),
+        h.clock.clone(),
+    )
+    .unwrap()
+    .unwrap();
+    let tools = h.bot.memory().tools();
+    let other = format!(r#"{{"category": "preference", "user_id": {}}}"#, bob.0);
+    let user = format!(
+        "<call name=\"write_memory\">{}</call><call name=\"search_memory\">{}</call><call name=\"read_memory\">{other}</call>",
+        r#"{"key": "editor", "value": "Uses Helix", "category": "preference", "durability": "durable", "confidence": 0.9}"#,
+        r#"{"query": "helix"}"#,
+    );
+    let request = ChatRequest {
+        task: "tool_chat",
+        messages: vec![
+            ChatMessage::system("# Task: tool_chat\nYou may use memory tools."),
+            ChatMessage::user(user),
+        ],
+        temperature: 0.0,
+        json: false,
+        max_tokens: None,
+        tools: Vec::new(),
+    };
+    let caller = Caller {
+        person: alice,
+        place: dm(alice),
+    };
+    let done = engram::memory::tools::run_with_tools(llm.as_ref(), request, &tools, &caller, 3)
+        .await
+        .unwrap();
+    assert_eq!(done.calls.len(), 3);
+    assert!(done.answer.starts_with("tool results:"), "{}", done.answer);
+    assert!(
+        done.answer.contains("Uses Helix"),
+        "the search result went back: {}",
+        done.answer
+    );
+    assert!(
+        done.calls[2].2.get("error").is_some(),
+        "{:?}",
+        done.calls[2]
+    );
+    let entries = s.entries(alice, None).await.unwrap();
+    assert_eq!(entries[0].value, "Uses Helix");
+    assert!(s.entries(bob, None).await.unwrap().is_empty());
+    // What went over the wire: the six schemas, and each result tied to its call.
+    let requests = h.fake().requests();
+    let last = requests.iter().rfind(|r| r.task == "tool_chat").unwrap();
+    assert_eq!(last.body["tools"].as_array().unwrap().len(), 6);
+    let tool_messages: Vec<&Value> = last.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(tool_messages.len(), 3);
+    assert_eq!(tool_messages[0]["tool_call_id"], "call_0");
+}

@@ -159,8 +159,45 @@ async fn handle(State(shared): State<Arc<Mutex<Shared>>>, Json(body): Json<Value
         Behavior::Status(_) | Behavior::RateLimited | Behavior::Hang => unreachable!(),
         Behavior::Content(content) => completion(&content, &body),
         Behavior::InvalidJson => completion("Sure! Here is what I think: {facts: oops", &body),
+        Behavior::Smart if task == "tool_chat" => tool_chat(&body),
         Behavior::Smart => completion(&smart_answer(&task, &body), &body),
     }
+}
+
+/// Task `tool_chat`: the calls written as `<call name="TOOL">ARGS</call>` in the user message
+/// come back as `tool_calls`, all in the first round; once tool results are in, the answer
+/// quotes them.
+fn tool_chat(body: &Value) -> Response {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let results: Vec<String> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    if !results.is_empty() {
+        return completion(&format!("tool results: {}", results.join(" | ")), body);
+    }
+    let user = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    let calls: Vec<Value> = elements(user, "call")
+        .into_iter()
+        .enumerate()
+        .map(|(i, (attrs, args))| {
+            json!({"id": format!("call_{i}"), "type": "function", "function": {
+                "name": attr(&attrs, "name").unwrap_or_default(), "arguments": args}})
+        })
+        .collect();
+    Json(json!({
+        "id": "fake-tools",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+    }))
+    .into_response()
 }
 
 /// The HTTP failures both endpoints fake: a status, a rate limit (Retry-After: 0), a hang.

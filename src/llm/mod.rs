@@ -20,26 +20,68 @@ pub enum Role {
     System,
     User,
     Assistant,
+    /// A tool's result, answering one of the assistant's tool calls.
+    Tool,
+}
+
+/// One function call the model asked for (OpenAI `tool_calls`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: FunctionCall,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    /// JSON text, as the model wrote it (it may be malformed).
+    pub arguments: String,
+}
+
+fn function_type() -> String {
+    "function".into()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: Role,
     pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl ChatMessage {
-    pub fn system(content: impl Into<String>) -> Self {
+    fn new(role: Role, content: String) -> Self {
         ChatMessage {
-            role: Role::System,
-            content: content.into(),
+            role,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
         }
     }
-    pub fn user(content: impl Into<String>) -> Self {
+    /// The assistant's turn that asked for tool calls (sent back with their results).
+    pub fn assistant_calls(content: String, calls: Vec<ToolCall>) -> Self {
         ChatMessage {
-            role: Role::User,
-            content: content.into(),
+            tool_calls: calls,
+            ..ChatMessage::new(Role::Assistant, content)
         }
+    }
+    /// A tool's result for the call `id`.
+    pub fn tool_result(id: &str, content: String) -> Self {
+        ChatMessage {
+            tool_call_id: Some(id.to_string()),
+            ..ChatMessage::new(Role::Tool, content)
+        }
+    }
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage::new(Role::System, content.into())
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage::new(Role::User, content.into())
     }
 }
 
@@ -52,11 +94,15 @@ pub struct ChatRequest {
     /// Ask for a JSON object (`response_format: json_object`).
     pub json: bool,
     pub max_tokens: Option<u32>,
+    /// OpenAI `tools` the model may call (empty: none).
+    pub tools: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatResponse {
     pub content: String,
+    /// Calls the model asked for instead of (or with) an answer.
+    pub tool_calls: Vec<ToolCall>,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
 }

@@ -40,6 +40,8 @@ struct WireRequest<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: &'a [serde_json::Value],
 }
 
 #[derive(Deserialize)]
@@ -58,6 +60,8 @@ struct WireChoice {
 struct WireMessage {
     #[serde(default)]
     content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
 }
 
 #[derive(Deserialize)]
@@ -135,6 +139,7 @@ impl OpenAiClient {
             response_format: request
                 .json
                 .then(|| serde_json::json!({"type": "json_object"})),
+            tools: &request.tools,
         };
         let mut builder = self.http.post(&self.endpoint).json(&body);
         if let Some(key) = &self.api_key {
@@ -167,19 +172,25 @@ impl OpenAiClient {
                 LlmError::BadResponse(e.to_string())
             }
         })?;
-        let content = wire
+        let message = wire
             .choices
             .into_iter()
             .next()
-            .and_then(|c| c.message.content)
-            .filter(|c| !c.trim().is_empty())
-            .ok_or_else(|| LlmError::BadResponse("no message content in the answer".into()))?;
+            .map(|c| c.message)
+            .ok_or_else(|| LlmError::BadResponse("no choices in the answer".into()))?;
+        let content = message.content.unwrap_or_default();
+        if content.trim().is_empty() && message.tool_calls.is_empty() {
+            return Err(LlmError::BadResponse(
+                "no message content in the answer".into(),
+            ));
+        }
         let usage = wire.usage.unwrap_or(WireUsage {
             prompt_tokens: 0,
             completion_tokens: 0,
         });
         Ok(ChatResponse {
             content,
+            tool_calls: message.tool_calls,
             prompt_tokens: usage.prompt_tokens,
             completion_tokens: usage.completion_tokens,
         })

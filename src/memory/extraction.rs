@@ -350,6 +350,7 @@ impl Extractor {
                 temperature: 0.0,
                 json: true,
                 max_tokens: None,
+                tools: Vec::new(),
             })
             .await?;
         Ok((

@@ -202,6 +202,7 @@ impl MemoryManager {
             temperature: 0.0,
             json: true,
             max_tokens: None,
+            tools: Vec::new(),
         };
         let response = llm.complete(&request).await?;
         parse_json_answer(&response.content)

@@ -5,6 +5,7 @@
 //! place is an error result, never data.
 
 use crate::domain::{Category, Clock, DailyNote, Entry, NewEntry, PersonId, Place};
+use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
 use crate::memory::entries::{EntryBook, looks_like_code, origin, rank_entries, render_memory_md};
 use crate::store::Store;
 use serde::Deserialize;
@@ -380,4 +381,54 @@ impl ToolExecutor {
         }
         Ok(json!({ "context": out }))
     }
+}
+
+/// A conversation with the memory tools: the model's final answer and each call it made
+/// (tool, arguments, result).
+#[derive(Debug, Clone)]
+pub struct ToolConversation {
+    pub answer: String,
+    pub calls: Vec<(String, String, Value)>,
+}
+
+/// Runs `request` with the memory tools offered: each call the model makes is executed for
+/// `caller` (never for whoever the model names) and its result sent back, until the model
+/// answers. More than `max_rounds` rounds of calls is a bad answer.
+pub async fn run_with_tools(
+    llm: &dyn ChatModel,
+    mut request: ChatRequest,
+    tools: &ToolExecutor,
+    caller: &Caller,
+    max_rounds: usize,
+) -> Result<ToolConversation, LlmError> {
+    request.tools = tool_schemas();
+    let mut calls = Vec::new();
+    for round in 0..=max_rounds {
+        let response = llm.complete(&request).await?;
+        if response.tool_calls.is_empty() {
+            return Ok(ToolConversation {
+                answer: response.content,
+                calls,
+            });
+        }
+        if round == max_rounds {
+            break;
+        }
+        request.messages.push(ChatMessage::assistant_calls(
+            response.content,
+            response.tool_calls.clone(),
+        ));
+        for call in response.tool_calls {
+            let result = tools
+                .execute(caller, &call.function.name, &call.function.arguments)
+                .await;
+            request
+                .messages
+                .push(ChatMessage::tool_result(&call.id, result.to_string()));
+            calls.push((call.function.name, call.function.arguments, result));
+        }
+    }
+    Err(LlmError::BadResponse(format!(
+        "the model kept calling tools after {max_rounds} rounds"
+    )))
 }
