@@ -302,7 +302,7 @@ impl Bot {
             MemoryCommand::Clear => {
                 self.pending
                     .insert(Self::pending_key(ingested), Pending::Clear);
-                "This removes everything I have derived about you: your MEMORY.md entries, their history, daily notes and facts. Reply \"yes\" to confirm or \"no\" to keep it.".to_string()
+                "This removes everything I have derived about you, everywhere: your MEMORY.md entries, their history, daily notes, and what I know about you (with its history). Reply \"yes\" to confirm or \"no\" to keep it.".to_string()
             }
             MemoryCommand::Forget(topic) => {
                 if topic.trim().is_empty() {
@@ -373,11 +373,8 @@ impl Bot {
                 )
             }
             Pending::Clear => {
-                let n = entries.clear(person).await?;
-                let name = ingested.message.author_name.clone();
-                let req = self.fact_request(ingested, person, &name, false, "");
-                let facts = self.memory.forget_everything(&req).await?;
-                info!(actor = %person, rows = n, facts, "memory clear");
+                let n = self.memory.clear_person(person).await?;
+                info!(actor = %person, rows = n, "memory clear");
                 "Done, I've cleared everything I had derived about you.".to_string()
             }
         }))

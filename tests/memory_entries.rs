@@ -131,9 +131,14 @@ async fn memory_shows_only_what_may_surface_where_asked(url: Option<String>) {
 async fn pause_clear_and_resume(url: Option<String>) {
     let h = harness_on(url, false).await;
     h.dm("alice", "remember that my timezone is CET").await;
+    let mut lab = group("lab");
+    lab.speaker = "alice".into();
+    h.say_in(&lab, "alice", "Engram, remember that I like cats")
+        .await
+        .unwrap();
     h.dm("alice", "note that I like short answers").await;
     let alice = h.person("alice").await;
-    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 2);
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 3);
     assert!(
         h.dm("alice", "/memory")
             .await
@@ -144,13 +149,13 @@ async fn pause_clear_and_resume(url: Option<String>) {
     assert!(paused.contains("paused"), "{paused}");
     let refused = h.dm("alice", "note that I'm moving to Lisbon").await;
     assert!(refused.contains("paused"), "{refused}");
-    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 2);
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 3);
     assert!(h.store.memory_paused(alice).await.unwrap());
 
     let asked = h.dm("alice", "/memory clear").await;
     assert!(asked.contains("yes"), "{asked}");
     assert_eq!(h.dm("alice", "no").await, "OK, nothing was changed.");
-    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 2);
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 3);
     h.dm("alice", "/memory clear").await;
     let done = h.dm("alice", "yes").await;
     assert!(done.contains("cleared"), "{done}");
@@ -158,6 +163,25 @@ async fn pause_clear_and_resume(url: Option<String>) {
     assert!(h.store.daily_notes(alice, None).await.unwrap().is_empty());
     let recall = h.dm("alice", "what do you know about me").await;
     assert!(!recall.contains("CET"), "facts survived a clear: {recall}");
+    let recall = h
+        .say_in(&lab, "alice", "Engram, what do you know about me")
+        .await
+        .unwrap();
+    assert!(
+        !recall.contains("cats"),
+        "group facts survived a clear: {recall}"
+    );
+    let lab_scope = h.space_scope("lab").await;
+    for scope in [Scope::Dm(alice), lab_scope] {
+        assert!(
+            h.store
+                .fact_history(alice, &scope)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(h.store.facts(alice, &scope).await.unwrap().text.is_empty());
+    }
 
     h.dm("alice", "/memory resume").await;
     assert!(!h.store.memory_paused(alice).await.unwrap());
@@ -217,7 +241,7 @@ async fn export_import_export_is_identical(url: Option<String>) {
     assert!(first[0].1.split_whitespace().count() <= 2000);
 
     // Into an emptied memory, then again: the same files, and the second import adds nothing.
-    assert!(book.clear(alice).await.unwrap() > 0);
+    assert!(h.bot.memory().clear_person(alice).await.unwrap() > 0);
     let (entries, notes) = book.import(alice, &first).await.unwrap();
     assert_eq!((entries, notes), (6, 1));
     assert_eq!(book.import(alice, &first).await.unwrap(), (0, 0));

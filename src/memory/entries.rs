@@ -386,11 +386,6 @@ impl EntryBook {
         Ok(self.store.delete_entries(person, ids).await?)
     }
 
-    /// Deletes every entry, entry version and daily note of `person`.
-    pub async fn clear(&self, person: PersonId) -> Result<u64, MemoryError> {
-        Ok(self.store.clear_entries(person).await?)
-    }
-
     pub async fn set_paused(&self, person: PersonId, paused: bool) -> Result<(), MemoryError> {
         Ok(self
             .store

@@ -120,6 +120,16 @@ impl MemoryManager {
         &self.entries
     }
 
+    /// `/memory clear`: deletes everything derived about `person` (entries, their history,
+    /// daily notes, facts of every scope and their versions) and the cached copies.
+    pub async fn clear_person(&self, person: crate::domain::PersonId) -> Result<u64, MemoryError> {
+        let removed = self.store.clear_entries(person).await?;
+        // A clear is rare: dropping every cached facts text is simpler than finding this
+        // person's, and never serves a stale one.
+        self.caches.facts.invalidate_all();
+        Ok(removed)
+    }
+
     /// The memory tools (write/read/search/update/delete/get_memory_context) for a model.
     pub fn tools(&self) -> tools::ToolExecutor {
         tools::ToolExecutor::new(

@@ -398,7 +398,9 @@ pub trait Store: Send + Sync {
     ) -> StoreResult<Vec<DailyNote>>;
     /// People with entries or daily notes, by id.
     async fn people_with_memory(&self) -> StoreResult<Vec<PersonId>>;
-    /// Deletes every entry, entry version and daily note of `person`; returns rows removed.
+    /// Deletes everything derived about `person`: entries and their versions, daily notes, and
+    /// the facts texts of every scope with their versions (other processes are told). Returns
+    /// rows removed.
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
     async fn set_memory_paused(
         &self,

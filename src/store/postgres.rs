@@ -771,7 +771,19 @@ impl Store for PostgresStore {
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let mut removed = 0;
-        for table in ["memory_entry_history", "memory_entries", "daily_notes"] {
+        let fact_scopes: Vec<String> =
+            sqlx::query_scalar("SELECT scope FROM facts WHERE person_id = $1")
+                .bind(person.0)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        for table in [
+            "memory_entry_history",
+            "memory_entries",
+            "daily_notes",
+            "fact_versions",
+            "facts",
+        ] {
             let sql = format!("DELETE FROM {table} WHERE person_id = $1");
             removed += sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(person.0)
@@ -779,6 +791,16 @@ impl Store for PostgresStore {
                 .await
                 .map_err(db_err)?
                 .rows_affected();
+        }
+        // Other processes drop their cached facts at commit.
+        for key in fact_scopes {
+            let scope = parse_scope(&key)?;
+            sqlx::query("SELECT pg_notify($1, $2)")
+                .bind(CHANGES_CHANNEL)
+                .bind(Change::Facts { person, scope }.payload())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(removed)

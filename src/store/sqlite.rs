@@ -772,7 +772,13 @@ impl Store for SqliteStore {
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let mut removed = 0;
-        for table in ["memory_entry_history", "memory_entries", "daily_notes"] {
+        for table in [
+            "memory_entry_history",
+            "memory_entries",
+            "daily_notes",
+            "fact_versions",
+            "facts",
+        ] {
             let sql = format!("DELETE FROM {table} WHERE person_id = ?");
             removed += sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(person.0)
