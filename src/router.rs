@@ -129,6 +129,18 @@ fn about_clause(rest: &str) -> Option<(Subject, String)> {
     Some((subject_word(who), fact.trim().to_string()))
 }
 
+/// Besides "remember …", the seed's phrases that ask the bot to keep what follows.
+const CAPTURE_PHRASES: [&str; 8] = [
+    "note that",
+    "keep in mind",
+    "don't forget",
+    "do not forget",
+    "save this",
+    "for future reference",
+    "important:",
+    "fyi",
+];
+
 pub fn parse_command(text: &str) -> Command {
     let text = text.trim().trim_start_matches([',', ':', '!', ' ']);
     if text.eq_ignore_ascii_case("help") || text == "?" {
@@ -159,13 +171,13 @@ pub fn parse_command(text: &str) -> Command {
         return Command::Confirm(false);
     }
     // The other explicit-capture phrases of the seed: always about the speaker.
-    if after(text, "remember").is_none()
-        && let Some(fact) = crate::memory::entries::explicit_capture(text)
-    {
-        return Command::Remember {
-            subject: Subject::Speaker,
-            fact,
-        };
+    for phrase in CAPTURE_PHRASES {
+        if let Some(rest) = after(text, phrase) {
+            return Command::Remember {
+                subject: Subject::Speaker,
+                fact: after(rest, "that").unwrap_or(rest).trim().to_string(),
+            };
+        }
     }
     if let Some(rest) = after(text, "remember") {
         let rest = after(rest, "this").unwrap_or(rest);
@@ -344,6 +356,34 @@ mod tests {
         assert_eq!(parse_command("Yes."), Command::Confirm(true));
         assert_eq!(parse_command("cancel"), Command::Confirm(false));
         assert_eq!(parse_command(""), Command::Chat);
+    }
+
+    #[test]
+    fn capture_phrases_are_remember_about_the_speaker() {
+        let speaker = |fact: &str| Command::Remember {
+            subject: Subject::Speaker,
+            fact: fact.into(),
+        };
+        assert_eq!(
+            parse_command("remember that I'm presenting on database performance next week"),
+            speaker("I'm presenting on database performance next week")
+        );
+        assert_eq!(
+            parse_command("Note that: my timezone is CET"),
+            speaker("my timezone is CET")
+        );
+        assert_eq!(
+            parse_command("keep in mind I hate long answers"),
+            speaker("I hate long answers")
+        );
+        assert_eq!(
+            parse_command("For future reference, the wifi is slow"),
+            speaker("the wifi is slow")
+        );
+        assert_eq!(parse_command("remembering is hard"), Command::Chat);
+        assert_eq!(parse_command("notes from today"), Command::Chat);
+        assert_eq!(parse_command("what do you remember"), Command::Chat);
+        assert_eq!(parse_command("remember"), speaker(""));
     }
 
     #[test]

@@ -8,54 +8,12 @@ use crate::domain::{
 };
 use crate::memory::MemoryError;
 use crate::store::{Bm25, Store, document_terms, plain_words, query_terms, rank_documents};
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::NaiveDate;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Confidence of what a person tells the bot in so many words.
 pub const EXPLICIT_CONFIDENCE: f64 = 0.95;
-
-/// Phrases that ask the bot to remember what follows (the seed's triggers).
-pub const TRIGGERS: [&str; 11] = [
-    "remember this",
-    "remember that",
-    "note that",
-    "keep in mind",
-    "don't forget",
-    "do not forget",
-    "save this",
-    "for future reference",
-    "important:",
-    "fyi",
-    "remember",
-];
-
-/// What follows a trigger at the start of `text`, when the message is one.
-pub fn explicit_capture(text: &str) -> Option<String> {
-    let trimmed = text.trim();
-    let lower = trimmed.to_lowercase();
-    for t in TRIGGERS {
-        if let Some(rest) = lower.strip_prefix(t) {
-            // Whole words only: "remembering" and "notes" are not triggers.
-            if rest.chars().next().is_some_and(char::is_alphanumeric) && !t.ends_with(':') {
-                continue;
-            }
-            let rest = &trimmed[trimmed.len() - rest.len()..];
-            let rest = rest.trim_start_matches([',', ':', ' ', '-', '\t', '\n']);
-            let rest = strip_word(rest, "that").unwrap_or(rest);
-            let rest = rest.trim();
-            return Some(rest.to_string());
-        }
-    }
-    None
-}
-
-fn strip_word<'a>(text: &'a str, word: &str) -> Option<&'a str> {
-    let head = text.get(..word.len())?;
-    let rest = &text[word.len()..];
-    (head.eq_ignore_ascii_case(word) && rest.starts_with([' ', ',', ':']))
-        .then(|| rest.trim_start_matches([' ', ',', ':']))
-}
 
 /// The category a stated fact most likely belongs to (no model call: explicit capture is
 /// instant and free).
@@ -319,7 +277,7 @@ impl EntryBook {
                 value: fact.to_string(),
                 confidence: EXPLICIT_CONFIDENCE,
                 source: format!("message:{source_message}"),
-                origin: origin(place),
+                origin: origin(&place.home_scope()),
                 at: now,
                 expires_at: None,
             })
@@ -523,12 +481,12 @@ fn is_own_private_chat(person: PersonId, place: &Place) -> bool {
     place.privacy == Privacy::Dm && place.dm_owner == Some(person)
 }
 
-/// Where something was learned, in words.
-pub fn origin(place: &Place) -> String {
-    match place.home_scope() {
+/// Where something learned in `scope` came from, in words (capture, extraction, tools).
+pub fn origin(scope: &Scope) -> String {
+    match scope {
         Scope::Dm(_) => "a private chat".to_string(),
-        Scope::Channel(..) => format!("restricted channel {}", place.channel),
-        Scope::Space(_) | Scope::Global => format!("channel {}", place.channel),
+        Scope::Channel(_, channel) => format!("restricted channel {channel}"),
+        Scope::Space(_) | Scope::Global => "a public channel".to_string(),
     }
 }
 
@@ -559,14 +517,10 @@ pub fn rank_entries(entries: Vec<Entry>, query: &str, limit: usize) -> Vec<(Entr
         .collect()
 }
 
-/// Day boundaries for "today" in daily notes.
-pub fn day_of(at: DateTime<Utc>) -> NaiveDate {
-    at.date_naive()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::DateTime;
 
     fn entry(id: i64, category: Category, value: &str, confidence: f64, source: &str) -> Entry {
         let at = DateTime::from_timestamp(1_700_000_000 + id, 0).unwrap();
@@ -584,30 +538,6 @@ mod tests {
             updated_at: at,
             expires_at: None,
         }
-    }
-
-    #[test]
-    fn triggers_start_a_capture() {
-        assert_eq!(
-            explicit_capture("remember that I'm presenting on database performance next week"),
-            Some("I'm presenting on database performance next week".into())
-        );
-        assert_eq!(
-            explicit_capture("Note that: my timezone is CET"),
-            Some("my timezone is CET".into())
-        );
-        assert_eq!(
-            explicit_capture("keep in mind I hate long answers"),
-            Some("I hate long answers".into())
-        );
-        assert_eq!(
-            explicit_capture("For future reference, the wifi is slow"),
-            Some("the wifi is slow".into())
-        );
-        assert_eq!(explicit_capture("remembering is hard"), None);
-        assert_eq!(explicit_capture("notes from today"), None);
-        assert_eq!(explicit_capture("what do you remember"), None);
-        assert_eq!(explicit_capture("remember"), Some(String::new()));
     }
 
     #[test]

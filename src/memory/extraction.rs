@@ -7,7 +7,7 @@ use crate::domain::{Category, Clock, DailyNote, NewEntry, PersonId, Scope, Store
 use crate::llm::prompts::{EXTRACT, element};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
 use crate::memory::MemoryError;
-use crate::memory::entries::looks_like_code;
+use crate::memory::entries::{looks_like_code, origin};
 use crate::store::{ExtractionCounts, JobClaim, Store};
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -279,7 +279,7 @@ impl Extractor {
         let result = match answer {
             Ok((updates, notes)) => {
                 let (writes, removals, weak) =
-                    self.plan(person, scope, &updates, &origin_of(scope), &run_key, now);
+                    self.plan(person, scope, &updates, &origin(scope), &run_key, now);
                 run.noted = weak.len();
                 let note = DailyNote {
                     day,
@@ -391,14 +391,6 @@ impl Extractor {
             }
         }
         (writes, removals, weak)
-    }
-}
-
-fn origin_of(scope: &Scope) -> String {
-    match scope {
-        Scope::Dm(_) => "a private chat".into(),
-        Scope::Channel(_, c) => format!("restricted channel {c}"),
-        Scope::Space(_) | Scope::Global => "a public channel".into(),
     }
 }
 

@@ -262,7 +262,7 @@ impl ToolExecutor {
                 value: value.to_string(),
                 confidence,
                 source,
-                origin: origin(&caller.place),
+                origin: origin(&caller.place.home_scope()),
                 at: now,
                 expires_at: None,
             })
