@@ -13,7 +13,7 @@ use crate::responder::Responder;
 use crate::router::{Command, MemoryCommand, Subject, parse_command};
 use crate::store::{Store, StoreError};
 use std::sync::Arc;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 /// What the bot says back, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +29,8 @@ pub struct Reply {
 #[derive(Debug, Clone)]
 enum Pending {
     Clear,
-    Forget(Vec<i64>),
+    /// The matching entries: id and value.
+    Forget(Vec<(i64, String)>),
 }
 
 pub struct Bot {
@@ -323,7 +324,9 @@ impl Bot {
                         .collect();
                     self.pending.insert(
                         Self::pending_key(ingested),
-                        Pending::Forget(found.iter().map(|(e, _)| e.id).collect()),
+                        Pending::Forget(
+                            found.iter().map(|(e, _)| (e.id, e.value.clone())).collect(),
+                        ),
                     );
                     format!(
                         "This matches:\n{}\nReply \"yes\" to forget it, or \"no\" to keep it.",
@@ -364,8 +367,18 @@ impl Bot {
         let person = ingested.message.author;
         let entries = self.memory.entries();
         Ok(Some(match pending {
-            Pending::Forget(ids) => {
+            Pending::Forget(found) => {
+                let ids: Vec<i64> = found.iter().map(|(id, _)| *id).collect();
                 let n = entries.delete(person, &ids).await?;
+                // What was said when it was captured is also in the facts text: forget it
+                // there too, or the bot would still know it. The entries are gone either way.
+                let name = ingested.message.author_name.clone();
+                for (_, value) in &found {
+                    let req = self.fact_request(ingested, person, &name, false, value);
+                    if let Err(e) = self.memory.forget(&req).await {
+                        warn!(error = %e, "forgetting a deleted entry in the facts failed");
+                    }
+                }
                 info!(actor = %person, entries = n, "memory forget");
                 format!(
                     "Done, I've forgotten {n} {}.",

@@ -134,6 +134,7 @@ pub struct MemoryConfig {
     pub durable_confidence: f64,
     pub extraction_at: String,
     pub max_extraction_messages: usize,
+    pub daily_notes_days: u32,
 }
 
 impl MemoryConfig {
@@ -325,10 +326,11 @@ impl Config {
         }
         if !(0.0..=1.0).contains(&self.memory.durable_confidence)
             || self.memory.memory_md_max_words < 50
+            || self.memory.daily_notes_days == 0
         {
             return Err(invalid(
                 "memory.durable_confidence",
-                "must be within 0..1 (and memory_md_max_words at least 50)",
+                "must be within 0..1 (memory_md_max_words at least 50, daily_notes_days at least 1)",
             ));
         }
         if self.jobs.tick_secs == 0 || self.jobs.lease_secs < 10 {

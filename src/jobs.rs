@@ -174,7 +174,15 @@ impl Scheduler {
         if let Some(refused) = self.claim(MAINTENANCE, &run_key, now).await? {
             return Ok(refused);
         }
-        let result = store.maintain().await;
+        // Expired entries and old daily notes go first; then the database's own upkeep.
+        let keep = Duration::days(i64::from(self.memory.settings().daily_notes_days));
+        let result = match store.prune_memory(now, day_of(now) - keep).await {
+            Ok(pruned) => {
+                info!(job = MAINTENANCE, pruned, "expired memory removed");
+                store.maintain().await
+            }
+            Err(e) => Err(e),
+        };
         let ok = result.is_ok();
         let detail = result
             .as_ref()

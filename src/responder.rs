@@ -26,10 +26,27 @@ pub fn describe_memory(bundle: &ContextBundle) -> String {
         .filter(|p| !p.is_empty())
         .map(|p| format!("About {}:\n{}", p.name, p.text.trim()))
         .collect();
-    if people.is_empty() {
+    let mut parts = people;
+    if let Some(speaker) = bundle.people.first() {
+        let known = speaker.text.to_lowercase();
+        let notes: Vec<String> = bundle
+            .notes
+            .iter()
+            .filter(|e| !known.contains(&e.value.trim().to_lowercase()))
+            .map(|e| format!("- {}", e.value))
+            .collect();
+        if !notes.is_empty() {
+            parts.push(format!(
+                "Notes about {}:\n{}",
+                speaker.name,
+                notes.join("\n")
+            ));
+        }
+    }
+    if parts.is_empty() {
         "(no memory about anyone here yet)".to_string()
     } else {
-        people.join("\n\n")
+        parts.join("\n\n")
     }
 }
 

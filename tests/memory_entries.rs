@@ -31,6 +31,8 @@ async fn console_remember_view_forget_search(url: Option<String>) {
     let found = h.dm("alice", "/memory search presentation").await;
     assert!(found.contains("database performance"), "{found}");
 
+    let known = h.dm("alice", "what do you know about me").await;
+    assert!(known.contains("database performance"), "{known}");
     let asked = h.dm("alice", "/memory forget presentation").await;
     assert!(asked.contains("database performance"), "{asked}");
     assert!(asked.contains("yes"), "{asked}");
@@ -47,6 +49,9 @@ async fn console_remember_view_forget_search(url: Option<String>) {
     );
     assert!(h.store.entries(alice, None).await.unwrap().is_empty());
     assert!(h.store.entry_history(alice).await.unwrap().is_empty());
+    // Forgotten in the facts too: the bot no longer knows it anywhere.
+    let known = h.dm("alice", "what do you know about me").await;
+    assert!(!known.contains("database performance"), "{known}");
 }
 
 async fn memory_shows_only_what_may_surface_where_asked(url: Option<String>) {
@@ -254,7 +259,53 @@ async fn export_import_export_is_identical(url: Option<String>) {
     assert_eq!(book.export(alice).await.unwrap(), first);
 }
 
+/// Entries reach replies (here the offline answer, which shows the memory it would have
+/// used), only where they may surface.
+async fn replies_use_the_entries_that_may_surface_there(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    let mut lab = group("lab");
+    lab.speaker = "alice".into();
+    h.say_in(&lab, "alice", "hi all").await;
+    let alice = h.person("alice").await;
+    let lab_scope = h.space_scope("lab").await;
+    for (scope, key, value) in [
+        (lab_scope.clone(), "team", "Works on the payments team"),
+        (
+            Scope::Dm(alice),
+            "health",
+            "Has a dentist appointment on Monday",
+        ),
+    ] {
+        let mut e = entry(alice, key, value, 0);
+        e.scope = scope;
+        e.category = Category::WorkContext;
+        h.store.write_entry(&e).await.unwrap();
+    }
+    let reply = h
+        .say_in(&lab, "alice", "Engram, what should I work on today?")
+        .await
+        .unwrap();
+    assert!(reply.contains("payments team"), "{reply}");
+    assert!(
+        !reply.contains("dentist"),
+        "a DM entry leaked into a group: {reply}"
+    );
+    let reply = h.dm("alice", "what is on my calendar?").await;
+    assert!(reply.contains("dentist"), "{reply}");
+    assert!(
+        !reply.contains("payments"),
+        "a group entry surfaced in a DM: {reply}"
+    );
+    // Bob, in the same group, never sees Alice's entries.
+    let reply = h
+        .say_in(&lab, "bob", "Engram, what should I work on today?")
+        .await
+        .unwrap();
+    assert!(!reply.contains("payments"), "{reply}");
+}
+
 on_both_harnesses!(
+    replies_use_the_entries_that_may_surface_there,
     console_remember_view_forget_search,
     memory_shows_only_what_may_surface_where_asked,
     pause_clear_and_resume,
@@ -357,8 +408,92 @@ async fn entries_keep_history_and_delete_only_their_owners(s: Arc<dyn Store>) {
     s.write_entry(&entry(alice, "food", "pasta", 3))
         .await
         .unwrap();
-    assert_eq!(s.clear_entries(alice).await.unwrap(), 3);
+    // Summaries about her go too; Bob's part of the same day stays.
+    let day = start_time().date_naive();
+    let room = Scope::Global;
+    let record = engram::store::DaySummaryRecord {
+        summaries: [
+            (alice, "Alice talked about pasta".to_string()),
+            (bob, "Bob fixed CI".to_string()),
+        ]
+        .into_iter()
+        .collect(),
+        through_message: 1,
+        message_count: 2,
+        is_final: true,
+        computed_at: start_time(),
+    };
+    s.put_day_summary(&room, day, &record).await.unwrap();
+    for person in [alice, bob] {
+        s.put_history_summary(&room, person, day, "a week of chat", start_time())
+            .await
+            .unwrap();
+    }
+    assert_eq!(s.clear_entries(alice).await.unwrap(), 5);
     assert!(s.daily_notes(alice, None).await.unwrap().is_empty());
+    assert_eq!(s.entries(bob, None).await.unwrap().len(), 1);
+    let left = s.day_summary(&room, day).await.unwrap().unwrap();
+    assert_eq!(left.summaries.keys().collect::<Vec<_>>(), [&bob]);
+    assert_eq!(left.summaries[&bob], "Bob fixed CI");
+    assert!(
+        s.history_summary(&room, alice, day)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(s.history_summary(&room, bob, day).await.unwrap().is_some());
+
+    // Pruning: an entry past its expiry (with its history) and notes older than the cut-off.
+    let mut talk = entry(alice, "talk", "presenting on Friday", 0);
+    talk.expires_at = Some(start_time() + chrono::Duration::hours(1));
+    s.write_entry(&talk).await.unwrap();
+    talk.value = "presenting on Saturday".into();
+    s.write_entry(&talk).await.unwrap();
+    s.write_entry(&entry(alice, "food", "pasta", 3))
+        .await
+        .unwrap();
+    for (days_ago, text) in [(100, "old"), (10, "recent")] {
+        s.append_daily_note(
+            alice,
+            &DailyNote {
+                day: day - chrono::Duration::days(days_ago),
+                scope: Scope::Dm(alice),
+                text: text.into(),
+                source: format!("test:{days_ago}"),
+                added_at: start_time(),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    let cut = day - chrono::Duration::days(90);
+    assert_eq!(
+        s.prune_memory(start_time(), cut).await.unwrap(),
+        1,
+        "only the old note"
+    );
+    let later = start_time() + chrono::Duration::hours(2);
+    assert_eq!(
+        s.prune_memory(later, cut).await.unwrap(),
+        2,
+        "the entry and its history"
+    );
+    let kept: Vec<String> = s
+        .entries(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.value)
+        .collect();
+    assert_eq!(kept, ["pasta"]);
+    let notes: Vec<String> = s
+        .daily_notes(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.text)
+        .collect();
+    assert_eq!(notes, ["recent"]);
     assert_eq!(s.entries(bob, None).await.unwrap().len(), 1);
 }
 

@@ -250,6 +250,60 @@ async fn tools_act_only_on_the_callers_memory(s: Arc<dyn Store>) {
     assert_eq!(s.entries(bob, None).await.unwrap(), before_bob);
     assert_eq!(s.entries(alice, None).await.unwrap(), before_alice);
 
+    // An entry that stops being true expires: kept, but no longer shown.
+    let past = run(
+        alice,
+        dm(alice),
+        "write_memory",
+        serde_json::json!({
+        "key": "talk", "value": "Presenting on Friday", "category": "work_context",
+        "durability": "durable", "expires_at": "2020-01-01"}),
+    )
+    .await;
+    assert!(past.get("error").is_some(), "an expiry in the past: {past}");
+    let soon = (start_time() + chrono::Duration::days(3))
+        .date_naive()
+        .to_string();
+    let talk = run(
+        alice,
+        dm(alice),
+        "write_memory",
+        serde_json::json!({
+        "key": "talk", "value": "Presenting on Friday", "category": "work_context",
+        "durability": "durable", "expires_at": soon}),
+    )
+    .await;
+    assert_eq!(talk["written_to"], "MEMORY.md", "{talk}");
+    let stored = s.entries(alice, None).await.unwrap();
+    let talk = stored.iter().find(|e| e.key == "talk").unwrap();
+    assert!(talk.expires_at.unwrap() > start_time());
+    s.delete_entries(alice, &[talk.id]).await.unwrap();
+
+    // A paused person gets nothing new written by the model.
+    s.set_memory_paused(alice, true, start_time())
+        .await
+        .unwrap();
+    for (name, args) in [
+        (
+            "write_memory",
+            serde_json::json!({"key": "pet", "value": "Has a cat", "category": "personal_context", "durability": "durable"}),
+        ),
+        (
+            "update_memory",
+            serde_json::json!({"key": "role", "value": "CTO at Acme"}),
+        ),
+    ] {
+        let out = run(alice, dm(alice), name, args).await;
+        assert!(
+            out["error"].as_str().unwrap_or("").contains("paused"),
+            "{name}: {out}"
+        );
+    }
+    assert_eq!(s.entries(alice, None).await.unwrap(), before_alice);
+    s.set_memory_paused(alice, false, start_time())
+        .await
+        .unwrap();
+
     // And her own delete works.
     let d = run(
         alice,

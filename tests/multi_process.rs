@@ -300,4 +300,8 @@ async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
         engram::store::Change::parse(&engram::store::Change::Unknown.payload()),
         engram::store::Change::Unknown
     );
+    let cleared = engram::store::Change::Cleared {
+        person: engram::domain::PersonId(7),
+    };
+    assert_eq!(engram::store::Change::parse(&cleared.payload()), cleared);
 }

@@ -605,6 +605,37 @@ async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) 
     s.claim_job("j", "k", "p", t(1), Duration::minutes(1))
         .await
         .unwrap();
+    // Structured memory: an entry with an expiry and a changed value (so a history row), a
+    // daily note, and a paused switch.
+    let mut entry = engram::domain::NewEntry {
+        person: a,
+        scope: Scope::Space(space),
+        category: engram::domain::Category::WorkContext,
+        key: "talk".into(),
+        value: "presenting on Friday".into(),
+        confidence: 0.7,
+        source: "message:1".into(),
+        origin: "a public channel".into(),
+        at: t(1),
+        expires_at: Some(t(9)),
+    };
+    s.write_entry(&entry).await.unwrap();
+    entry.value = "presenting on Saturday".into();
+    entry.confidence = 0.123_456_789;
+    s.write_entry(&entry).await.unwrap();
+    s.append_daily_note(
+        a,
+        &engram::domain::DailyNote {
+            day: t(0).date_naive(),
+            scope: Scope::Space(space),
+            text: "## Notes\n- 🦀".into(),
+            source: "test".into(),
+            added_at: t(2),
+        },
+    )
+    .await
+    .unwrap();
+    s.set_memory_paused(a, true, t(3)).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let target = open_url(&format!(
         "sqlite://{}",
@@ -614,7 +645,13 @@ async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) 
     let added = copy_all(s.as_ref(), target.as_ref(), |_, _| {})
         .await
         .unwrap();
-    assert!(added >= 8, "{added}");
+    assert!(added >= 12, "{added}");
+    assert_eq!(
+        target.entries(a, None).await.unwrap(),
+        s.entries(a, None).await.unwrap()
+    );
+    assert_eq!(target.entry_history(a).await.unwrap().len(), 1);
+    assert!(target.memory_paused(a).await.unwrap());
     assert_eq!(
         summarize(s.as_ref()).await.unwrap(),
         summarize(target.as_ref()).await.unwrap()
@@ -675,7 +712,7 @@ async fn search_ranks_by_bm25(s: Arc<dyn Store>) {
     s.insert_messages(&batch).await.unwrap();
     let hits = s
         .search_messages(
-            &[scope.clone()],
+            std::slice::from_ref(&scope),
             &query_terms("coffee kubernetes", 16),
             Bm25::default(),
             5,

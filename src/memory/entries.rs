@@ -319,6 +319,43 @@ impl EntryBook {
             .collect())
     }
 
+    /// The entries of `person` for a reply at `place`: only what may surface there (as for
+    /// facts, even in their own private chat, where a restricted channel's entries stay out),
+    /// those matching `query` first, then the surest and newest, at most `limit`.
+    pub async fn for_reply(
+        &self,
+        person: PersonId,
+        place: &Place,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<Entry>, MemoryError> {
+        let now = self.clock.now();
+        let scopes = place.visible_scopes(person);
+        let mut entries: Vec<Entry> = self
+            .store
+            .entries(person, Some(&scopes))
+            .await?
+            .into_iter()
+            .filter(|e| e.expires_at.is_none_or(|x| x > now))
+            .collect();
+        let matching: Vec<i64> = rank_entries(entries.clone(), query, limit)
+            .into_iter()
+            .map(|(e, _)| e.id)
+            .collect();
+        let position = |e: &Entry| matching.iter().position(|id| *id == e.id);
+        entries.sort_by(|a, b| match (position(a), position(b)) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => b
+                .confidence
+                .total_cmp(&a.confidence)
+                .then(b.updated_at.cmp(&a.updated_at)),
+        });
+        entries.truncate(limit);
+        Ok(entries)
+    }
+
     /// MEMORY.md of what may be shown at `place`.
     pub async fn memory_md(&self, person: PersonId, place: &Place) -> Result<String, MemoryError> {
         Ok(render_memory_md(

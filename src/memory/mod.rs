@@ -121,12 +121,13 @@ impl MemoryManager {
     }
 
     /// `/memory clear`: deletes everything derived about `person` (entries, their history,
-    /// daily notes, facts of every scope and their versions) and the cached copies.
+    /// daily notes, facts of every scope and their versions, their summaries) and every cached
+    /// copy. Their messages stay: they are also the other people's conversation.
     pub async fn clear_person(&self, person: crate::domain::PersonId) -> Result<u64, MemoryError> {
         let removed = self.store.clear_entries(person).await?;
-        // A clear is rare: dropping every cached facts text is simpler than finding this
-        // person's, and never serves a stale one.
-        self.caches.facts.invalidate_all();
+        // A clear is rare: dropping every cache is simpler than finding what holds this
+        // person, and never serves a stale copy.
+        self.caches.clear_all();
         Ok(removed)
     }
 
@@ -181,6 +182,7 @@ impl MemoryManager {
                     Change::Facts { person, scope } => {
                         memory.caches.facts.invalidate(&(person, scope.key()))
                     }
+                    Change::Cleared { .. } => memory.caches.clear_all(),
                     Change::Unknown => memory.caches.facts.invalidate_all(),
                 }
                 memory.changes_applied.send_modify(|n| *n += 1);

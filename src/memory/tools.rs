@@ -36,7 +36,8 @@ pub fn tool_schemas() -> Vec<Value> {
                 "category": {"type": "string", "enum": CATEGORIES},
                 "durability": {"type": "string", "enum": ["durable", "daily"]},
                 "source": {"type": "string"},
-                "confidence": {"type": "number", "minimum": 0, "maximum": 1}},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                "expires_at": {"type": "string", "description": "When it stops being true (YYYY-MM-DD or RFC 3339), e.g. for 'presenting next week'; omit for lasting facts"}},
                 "required": ["key", "value", "category", "durability"]}),
         ),
         function(
@@ -93,6 +94,8 @@ struct WriteArgs {
     source: Option<String>,
     #[serde(default)]
     confidence: Option<f64>,
+    #[serde(default)]
+    expires_at: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -234,6 +237,13 @@ impl ToolExecutor {
             return Err(error("confidence must be within 0..1"));
         }
         let now = self.clock.now();
+        let expires_at = match a.expires_at.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) => Some(parse_expiry(text).filter(|t| *t > now).ok_or_else(|| {
+                error("expires_at must be a future date (YYYY-MM-DD or RFC 3339)")
+            })?),
+        };
+        self.not_paused(caller).await?;
         let source = format!("tool:write_memory:{}", a.source.unwrap_or_default());
         if a.durability == "daily" || confidence < self.durable {
             let noted = self
@@ -264,11 +274,24 @@ impl ToolExecutor {
                 source,
                 origin: origin(&caller.place.home_scope()),
                 at: now,
-                expires_at: None,
+                expires_at,
             })
             .await
             .map_err(|e| error(e.to_string()))?;
         Ok(json!({"ok": true, "written_to": "MEMORY.md", "result": format!("{w:?}")}))
+    }
+
+    /// A person who paused their memory gets nothing new written about them.
+    async fn not_paused(&self, caller: &Caller) -> Result<(), Value> {
+        match self.store.memory_paused(caller.person).await {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(error(
+                "the user has paused their memory: nothing new may be written",
+            )),
+            Err(e) => Err(error(format!(
+                "memory is unavailable right now ({e}); try later"
+            ))),
+        }
     }
 
     async fn read(&self, caller: &Caller, arguments: &str) -> Result<Value, Value> {
@@ -312,6 +335,7 @@ impl ToolExecutor {
     async fn update(&self, caller: &Caller, arguments: &str) -> Result<Value, Value> {
         let a: UpdateArgs = args(arguments)?;
         let old = self.own(caller, a.key.trim()).await?;
+        self.not_paused(caller).await?;
         let value = a.value.trim();
         if value.is_empty() || looks_like_code(value) {
             return Err(error("the new value must be non-empty natural language"));
@@ -381,6 +405,16 @@ impl ToolExecutor {
         }
         Ok(json!({ "context": out }))
     }
+}
+
+/// An expiry given as a date (the end of that day, UTC) or an RFC 3339 time.
+fn parse_expiry(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    if let Ok(day) = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        return day.and_hms_opt(23, 59, 59).map(|t| t.and_utc());
+    }
+    chrono::DateTime::parse_from_rfc3339(text)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
 }
 
 /// A conversation with the memory tools: the model's final answer and each call it made

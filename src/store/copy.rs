@@ -13,7 +13,22 @@ pub enum Value {
     Null,
     Int(i64),
     Text(String),
+    Real(Float),
 }
+
+/// A float column value (REAL in SQLite, DOUBLE PRECISION in PostgreSQL: both 8-byte IEEE,
+/// so it crosses unchanged); equal when the bits are.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(transparent)]
+pub struct Float(pub f64);
+
+impl PartialEq for Float {
+    fn eq(&self, other: &Float) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for Float {}
 
 /// How a column is stored: booleans are INTEGER 0/1 in SQLite and BOOLEAN in PostgreSQL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +38,7 @@ pub enum Kind {
     Bool,
     NullInt,
     NullText,
+    Real,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +52,10 @@ pub enum Table {
     DaySummaries,
     HistorySummaries,
     JobRuns,
+    MemoryEntries,
+    MemoryEntryHistory,
+    DailyNotes,
+    MemorySettings,
 }
 
 pub struct TableSpec {
@@ -51,7 +71,7 @@ use Kind::*;
 
 impl Table {
     /// In dependency order: loading in this order satisfies the foreign keys.
-    pub const ALL: [Table; 9] = [
+    pub const ALL: [Table; 13] = [
         Table::People,
         Table::Identities,
         Table::Spaces,
@@ -61,6 +81,10 @@ impl Table {
         Table::DaySummaries,
         Table::HistorySummaries,
         Table::JobRuns,
+        Table::MemoryEntries,
+        Table::MemoryEntryHistory,
+        Table::DailyNotes,
+        Table::MemorySettings,
     ];
 
     pub fn spec(self) -> TableSpec {
@@ -185,6 +209,60 @@ impl Table {
                     ("detail", Text),
                 ],
                 order_by: "job, run_key",
+                has_identity: false,
+            },
+            Table::MemoryEntries => TableSpec {
+                name: "memory_entries",
+                columns: &[
+                    ("id", Int),
+                    ("person_id", Int),
+                    ("scope", Text),
+                    ("category", Text),
+                    ("key", Text),
+                    ("value", Text),
+                    ("confidence", Real),
+                    ("source", Text),
+                    ("origin", Text),
+                    ("created_at", Int),
+                    ("updated_at", Int),
+                    ("expires_at", NullInt),
+                ],
+                order_by: "id",
+                has_identity: true,
+            },
+            Table::MemoryEntryHistory => TableSpec {
+                name: "memory_entry_history",
+                columns: &[
+                    ("id", Int),
+                    ("entry_id", Int),
+                    ("person_id", Int),
+                    ("value", Text),
+                    ("confidence", Real),
+                    ("source", Text),
+                    ("replaced_at", Int),
+                    ("replaced_by", Text),
+                ],
+                order_by: "id",
+                has_identity: true,
+            },
+            Table::DailyNotes => TableSpec {
+                name: "daily_notes",
+                columns: &[
+                    ("id", Int),
+                    ("person_id", Int),
+                    ("day", Text),
+                    ("scope", Text),
+                    ("text", Text),
+                    ("source", Text),
+                    ("added_at", Int),
+                ],
+                order_by: "id",
+                has_identity: true,
+            },
+            Table::MemorySettings => TableSpec {
+                name: "memory_settings",
+                columns: &[("person_id", Int), ("paused", Bool), ("updated_at", Int)],
+                order_by: "person_id",
                 has_identity: false,
             },
         }

@@ -175,6 +175,10 @@ pub enum Change {
         person: PersonId,
         scope: Scope,
     },
+    /// `/memory clear`: everything derived about the person is gone.
+    Cleared {
+        person: PersonId,
+    },
     /// The change feed was interrupted: anything may have changed meanwhile.
     Unknown,
 }
@@ -183,6 +187,7 @@ impl Change {
     pub fn payload(&self) -> String {
         match self {
             Change::Facts { person, scope } => format!("facts|{}|{}", person.0, scope.key()),
+            Change::Cleared { person } => format!("cleared|{}", person.0),
             Change::Unknown => "unknown".to_string(),
         }
     }
@@ -197,6 +202,9 @@ impl Change {
             (Some("facts"), Some(person), Some(scope)) => Change::Facts {
                 person: PersonId(person),
                 scope,
+            },
+            (Some("cleared"), Some(person), None) => Change::Cleared {
+                person: PersonId(person),
             },
             _ => Change::Unknown,
         }
@@ -402,6 +410,9 @@ pub trait Store: Send + Sync {
     /// the facts texts of every scope with their versions (other processes are told). Returns
     /// rows removed.
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
+    /// Deletes entries whose expiry has passed at `now` and daily notes of days before
+    /// `notes_before`, with the history of those entries; returns the rows removed.
+    async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64>;
     async fn set_memory_paused(
         &self,
         person: PersonId,

@@ -2,7 +2,7 @@
 //! number of bot processes. Same rows as SQLite (times in Unix ms), plus tsvector/GIN full text
 //! and vector/HNSW columns; numbered migrations in `migrations/postgres`.
 
-use super::copy::Kind;
+use super::copy::{Float, Kind};
 use super::rows::{self, from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
@@ -771,18 +771,13 @@ impl Store for PostgresStore {
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
         let mut tx = self.pool.begin().await.map_err(db_err)?;
         let mut removed = 0;
-        let fact_scopes: Vec<String> =
-            sqlx::query_scalar("SELECT scope FROM facts WHERE person_id = $1")
-                .bind(person.0)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?;
         for table in [
             "memory_entry_history",
             "memory_entries",
             "daily_notes",
             "fact_versions",
             "facts",
+            "history_summaries",
         ] {
             let sql = format!("DELETE FROM {table} WHERE person_id = $1");
             removed += sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -792,16 +787,52 @@ impl Store for PostgresStore {
                 .map_err(db_err)?
                 .rows_affected();
         }
-        // Other processes drop their cached facts at commit.
-        for key in fact_scopes {
-            let scope = parse_scope(&key)?;
-            sqlx::query("SELECT pg_notify($1, $2)")
-                .bind(CHANGES_CHANNEL)
-                .bind(Change::Facts { person, scope }.payload())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
+        // Day summaries are one JSON map per scope and day: only this person's part goes.
+        removed += sqlx::query(
+            "UPDATE day_summaries SET summaries = (summaries::jsonb - $1)::text \
+             WHERE summaries::jsonb ? $1",
+        )
+        .bind(person.0.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        // Other processes drop their cached copies at commit.
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANGES_CHANNEL)
+            .bind(Change::Cleared { person }.payload())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(removed)
+    }
+
+    async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut removed = sqlx::query(
+            "DELETE FROM memory_entry_history WHERE entry_id IN \
+             (SELECT id FROM memory_entries WHERE expires_at IS NOT NULL AND expires_at <= $1)",
+        )
+        .bind(ms(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        removed += sqlx::query(
+            "DELETE FROM memory_entries WHERE expires_at IS NOT NULL AND expires_at <= $1",
+        )
+        .bind(ms(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        removed += sqlx::query("DELETE FROM daily_notes WHERE day < $1")
+            .bind(notes_before.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
         tx.commit().await.map_err(db_err)?;
         Ok(removed)
     }
@@ -1440,6 +1471,7 @@ impl Store for PostgresStore {
                                 .try_get::<Option<String>, _>(i)
                                 .map_err(bad)?
                                 .map_or(Value::Null, Value::Text),
+                            Kind::Real => Value::Real(Float(row.try_get(i).map_err(bad)?)),
                         })
                     })
                     .collect()
@@ -1494,6 +1526,7 @@ impl Store for PostgresStore {
                         (_, Value::Null) => query.bind(None::<i64>),
                         (_, Value::Int(v)) => query.bind(*v),
                         (_, Value::Text(t)) => query.bind(t.as_str()),
+                        (_, Value::Real(r)) => query.bind(r.0),
                     };
                 }
             }

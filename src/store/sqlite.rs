@@ -1,7 +1,7 @@
 //! The embedded SQLite backend of `Store` (sqlx, WAL, numbered migrations in
 //! `migrations/sqlite`). Default for one machine: `sqlite://data/engram.db`.
 
-use super::copy::Kind;
+use super::copy::{Float, Kind};
 use super::rows::{self, from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
@@ -778,6 +778,7 @@ impl Store for SqliteStore {
             "daily_notes",
             "fact_versions",
             "facts",
+            "history_summaries",
         ] {
             let sql = format!("DELETE FROM {table} WHERE person_id = ?");
             removed += sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -787,6 +788,46 @@ impl Store for SqliteStore {
                 .map_err(db_err)?
                 .rows_affected();
         }
+        // Day summaries are one JSON map per scope and day: only this person's part goes.
+        let path = format!("$.\"{}\"", person.0);
+        removed += sqlx::query(
+            "UPDATE day_summaries SET summaries = json_remove(summaries, ?1) \
+             WHERE json_type(summaries, ?1) IS NOT NULL",
+        )
+        .bind(&path)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        tx.commit().await.map_err(db_err)?;
+        Ok(removed)
+    }
+
+    async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut removed = sqlx::query(
+            "DELETE FROM memory_entry_history WHERE entry_id IN \
+             (SELECT id FROM memory_entries WHERE expires_at IS NOT NULL AND expires_at <= ?)",
+        )
+        .bind(ms(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        removed += sqlx::query(
+            "DELETE FROM memory_entries WHERE expires_at IS NOT NULL AND expires_at <= ?",
+        )
+        .bind(ms(now))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        removed += sqlx::query("DELETE FROM daily_notes WHERE day < ?")
+            .bind(notes_before.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
         tx.commit().await.map_err(db_err)?;
         Ok(removed)
     }
@@ -1459,6 +1500,7 @@ impl Store for SqliteStore {
                                 .try_get::<Option<String>, _>(i)
                                 .map_err(bad)?
                                 .map_or(Value::Null, Value::Text),
+                            Kind::Real => Value::Real(Float(row.try_get(i).map_err(bad)?)),
                         })
                     })
                     .collect()
@@ -1493,6 +1535,7 @@ impl Store for SqliteStore {
                         Value::Null => query.bind(None::<i64>),
                         Value::Int(v) => query.bind(*v),
                         Value::Text(t) => query.bind(t.as_str()),
+                        Value::Real(r) => query.bind(r.0),
                     };
                 }
             }

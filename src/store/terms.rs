@@ -1,9 +1,9 @@
 //! The one tokenizer behind BM25, on both backends and for both sides of a search: lowercase
-//! letters-and-digits words, English stop words dropped, English (Porter2) stems. Messages are
-//! indexed with `document_terms`; queries go through `query_terms`, so no user text ever
-//! reaches a query language.
+//! letters-and-digits words, English stop words dropped, English stems (Porter2 as in Snowball
+//! 3). Messages are indexed with `document_terms`; queries go through `query_terms`, so no user
+//! text ever reaches a query language.
 
-use rust_stemmers::{Algorithm, Stemmer};
+use snowstem::{Algorithm, Stemmer};
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
@@ -448,6 +448,18 @@ mod tests {
             rank_documents(Bm25::default(), &postings, &lens, 10.0, 6.0, 1).len(),
             1
         );
+    }
+
+    #[test]
+    fn stems_keep_apart_words_that_only_look_alike() {
+        // The older Porter2 rules folded these into unrelated words.
+        let stems = |t: &str| query_terms(t, 10);
+        assert_ne!(stems("evening"), stems("even"));
+        assert_ne!(stems("adding"), stems("ad"));
+        assert_ne!(stems("organization"), stems("organ"));
+        assert_ne!(stems("university"), stems("universal"));
+        assert_eq!(stems("evenings"), stems("evening"));
+        assert_eq!(stems("organizing"), stems("organized"));
     }
 
     #[test]
