@@ -114,6 +114,8 @@ pub struct LlmConfig {
     pub breaker_cooldown_secs: u64,
     pub reply_temperature: f32,
     pub max_reply_tokens: u32,
+    pub reply_tools: bool,
+    pub max_tool_rounds: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -331,6 +333,12 @@ impl Config {
             return Err(invalid(
                 "memory.durable_confidence",
                 "must be within 0..1 (memory_md_max_words at least 50, daily_notes_days at least 1)",
+            ));
+        }
+        if self.llm.reply_tools && self.llm.max_tool_rounds == 0 {
+            return Err(invalid(
+                "llm.max_tool_rounds",
+                "must be at least 1 when reply_tools is on",
             ));
         }
         if self.jobs.tick_secs == 0 || self.jobs.lease_secs < 10 {

@@ -4,10 +4,12 @@
 
 use crate::config::Config;
 use crate::ingest::Ingested;
+use crate::llm::prompts::REPLY_TOOLS;
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
+use crate::memory::tools::{Caller, run_with_tools};
 use crate::memory::{ContextBundle, MemoryError, MemoryManager, render_prompt};
 use std::sync::Arc;
-use tracing::warn;
+use tracing::{info, warn};
 
 pub struct Responder {
     memory: Arc<MemoryManager>,
@@ -16,6 +18,8 @@ pub struct Responder {
     budget: usize,
     temperature: f32,
     max_tokens: u32,
+    /// Rounds of memory tool calls allowed per reply; 0 offers no tools.
+    tool_rounds: usize,
 }
 
 /// The memory part of an offline answer, readable by a person.
@@ -63,6 +67,11 @@ impl Responder {
             budget: config.memory.context_budget_tokens,
             temperature: config.llm.reply_temperature,
             max_tokens: config.llm.max_reply_tokens,
+            tool_rounds: if config.llm.reply_tools {
+                config.llm.max_tool_rounds
+            } else {
+                0
+            },
         }
     }
 
@@ -89,19 +98,39 @@ impl Responder {
                 describe_memory(&bundle)
             ));
         };
+        let system = if self.tool_rounds > 0 {
+            prompt.system + REPLY_TOOLS
+        } else {
+            prompt.system
+        };
         let request = ChatRequest {
             task: "reply",
-            messages: vec![
-                ChatMessage::system(prompt.system),
-                ChatMessage::user(prompt.user),
-            ],
+            messages: vec![ChatMessage::system(system), ChatMessage::user(prompt.user)],
             temperature: self.temperature,
             json: false,
             max_tokens: Some(self.max_tokens),
             tools: Vec::new(),
         };
-        match llm.complete(&request).await {
-            Ok(answer) => Ok(answer.content.trim().to_string()),
+        let answer = if self.tool_rounds > 0 {
+            // The tools act for the speaker, where they spoke, whatever the model asks.
+            let caller = Caller {
+                person: msg.message.author,
+                place: msg.place.clone(),
+            };
+            let tools = self.memory.tools();
+            run_with_tools(llm.as_ref(), request, &tools, &caller, self.tool_rounds)
+                .await
+                .map(|c| {
+                    if !c.calls.is_empty() {
+                        info!(calls = c.calls.len(), "reply used memory tools");
+                    }
+                    c.answer
+                })
+        } else {
+            llm.complete(&request).await.map(|a| a.content)
+        };
+        match answer {
+            Ok(answer) => Ok(answer.trim().to_string()),
             Err(e) => {
                 warn!(error = %e, "reply: LLM failed; answering from memory");
                 let why = match e {

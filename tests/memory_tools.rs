@@ -393,3 +393,64 @@ async fn the_tool_loop_runs_calls_for_the_caller_over_the_real_client() {
     assert_eq!(tool_messages.len(), 3);
     assert_eq!(tool_messages[0]["tool_call_id"], "call_0");
 }
+
+/// Replies with `llm.reply_tools` on: the model's tool calls (written into the message for the
+/// fake server) act on the speaker's memory only, where they spoke, and respect pause.
+async fn replies_use_the_tools_for_the_speaker_only(url: Option<String>) {
+    let h = Harness::build(true, |c| {
+        if let Some(url) = url {
+            c.store.url = url;
+        }
+        c.llm.reply_tools = true;
+    })
+    .await;
+    let write = r#"I moved to Lisbon <call name="search_memory">{"query":"lives"}</call><call name="write_memory">{"key":"home","value":"Lives in Lisbon","category":"personal_context","durability":"durable","confidence":0.9}</call>"#;
+    let reply = h.dm("alice", write).await;
+    assert!(
+        reply.contains("tool results") && reply.contains("MEMORY.md"),
+        "{reply}"
+    );
+    let offered = h
+        .fake()
+        .requests()
+        .into_iter()
+        .rfind(|r| r.task == "reply")
+        .unwrap();
+    assert_eq!(offered.body["tools"].as_array().unwrap().len(), 6);
+    let alice = h.person("alice").await;
+    let entries = h.store.entries(alice, None).await.unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].value, "Lives in Lisbon");
+    assert_eq!(entries[0].scope, engram::domain::Scope::Dm(alice));
+
+    // Naming someone else changes nothing: the arguments are refused.
+    let reply = h
+        .dm(
+            "bob",
+            r#"<call name="delete_memory">{"key":"home","user":"alice"}</call>"#,
+        )
+        .await;
+    assert!(reply.contains("error"), "{reply}");
+    let reply = h
+        .dm("bob", r#"<call name="delete_memory">{"key":"home"}</call>"#)
+        .await;
+    assert!(reply.contains("no entry"), "{reply}");
+    let reply = h
+        .dm(
+            "bob",
+            r#"<call name="search_memory">{"query":"Lisbon"}</call>"#,
+        )
+        .await;
+    assert!(!reply.contains("Lives in Lisbon"), "{reply}");
+    assert_eq!(h.store.entries(alice, None).await.unwrap(), entries);
+
+    // Paused: the model cannot write.
+    h.dm("alice", "/memory pause").await;
+    let reply = h
+        .dm("alice", r#"<call name="write_memory">{"key":"pet","value":"Has a cat","category":"personal_context","durability":"durable"}</call>"#)
+        .await;
+    assert!(reply.contains("paused"), "{reply}");
+    assert_eq!(h.store.entries(alice, None).await.unwrap(), entries);
+}
+
+on_both_harnesses!(replies_use_the_tools_for_the_speaker_only);

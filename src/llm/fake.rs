@@ -160,8 +160,64 @@ async fn handle(State(shared): State<Arc<Mutex<Shared>>>, Json(body): Json<Value
         Behavior::Content(content) => completion(&content, &body),
         Behavior::InvalidJson => completion("Sure! Here is what I think: {facts: oops", &body),
         Behavior::Smart if task == "tool_chat" => tool_chat(&body),
+        Behavior::Smart if task == "reply" && has_tools(&body) => tool_reply(&body),
         Behavior::Smart => completion(&smart_answer(&task, &body), &body),
     }
+}
+
+fn has_tools(body: &Value) -> bool {
+    body["tools"].as_array().is_some_and(|t| !t.is_empty())
+}
+
+/// Task `reply` with the memory tools offered: calls written as `<call name="TOOL">ARGS</call>`
+/// in the current message (the last one of the conversation) are made; once their results
+/// are in, the reply quotes them.
+fn tool_reply(body: &Value) -> Response {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let results: Vec<String> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    if !results.is_empty() {
+        return completion(
+            &format!("(fake reply) tool results: {}", results.join(" | ")),
+            body,
+        );
+    }
+    let user = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    let last = elements(user, "message")
+        .pop()
+        .map(|(_, t)| t)
+        .unwrap_or_default();
+    if elements(&last, "call").is_empty() {
+        return completion(&smart_answer("reply", body), body);
+    }
+    tool_calls(&last)
+}
+
+/// The `<call name="TOOL">ARGS</call>` elements of `text` as one assistant turn of tool calls.
+fn tool_calls(text: &str) -> Response {
+    let calls: Vec<Value> = elements(text, "call")
+        .into_iter()
+        .enumerate()
+        .map(|(i, (attrs, args))| {
+            json!({"id": format!("call_{i}"), "type": "function", "function": {
+                "name": attr(&attrs, "name").unwrap_or_default(), "arguments": args}})
+        })
+        .collect();
+    Json(json!({
+        "id": "fake-tools",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
+    }))
+    .into_response()
 }
 
 /// Task `tool_chat`: the calls written as `<call name="TOOL">ARGS</call>` in the user message
@@ -183,21 +239,7 @@ fn tool_chat(body: &Value) -> Response {
         .find(|m| m["role"] == "user")
         .and_then(|m| m["content"].as_str())
         .unwrap_or("");
-    let calls: Vec<Value> = elements(user, "call")
-        .into_iter()
-        .enumerate()
-        .map(|(i, (attrs, args))| {
-            json!({"id": format!("call_{i}"), "type": "function", "function": {
-                "name": attr(&attrs, "name").unwrap_or_default(), "arguments": args}})
-        })
-        .collect();
-    Json(json!({
-        "id": "fake-tools",
-        "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls}, "finish_reason": "tool_calls"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}
-    }))
-    .into_response()
+    tool_calls(user)
 }
 
 /// The HTTP failures both endpoints fake: a status, a rate limit (Retry-After: 0), a hang.

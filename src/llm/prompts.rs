@@ -8,6 +8,8 @@ pub const DAY_SUMMARY: &str = include_str!("../../prompts/day_summary.md");
 pub const HISTORY_SUMMARY: &str = include_str!("../../prompts/history_summary.md");
 pub const MERGE_CONTEXT: &str = include_str!("../../prompts/merge_context.md");
 pub const REPLY: &str = include_str!("../../prompts/reply.md");
+/// Appended to the reply prompt when the memory tools are offered (`llm.reply_tools`).
+pub const REPLY_TOOLS: &str = include_str!("../../prompts/reply_tools.md");
 pub const EXTRACT: &str = include_str!("../../prompts/extract.md");
 
 /// Fills `{{name}}` placeholders.
