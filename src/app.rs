@@ -129,9 +129,12 @@ pub fn extractor(
         clock,
         holder,
         chrono::Duration::seconds(config.jobs.lease_secs as i64),
-        config.memory.durable_confidence,
-        config.memory.max_extraction_messages,
-        config.memory.extraction_time(),
+        crate::memory::extraction::ExtractionSettings {
+            durable: config.memory.durable_confidence,
+            max_messages: config.memory.max_extraction_messages,
+            at: config.memory.extraction_time(),
+            day_summary_chars: config.memory.day_summary_chars,
+        },
     ))
 }
 

@@ -210,7 +210,103 @@ async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
     assert_eq!(got, expected);
 }
 
+/// In a private chat the extraction call writes the day summary too: after midnight that day
+/// is final without a summary call of its own, while the group still gets one.
+async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let (alice, bob, _) = a_day_of_chat(&h).await;
+    let runs = extractor(&h, "p1")
+        .extract_all(day(), false, |_, _| {})
+        .await
+        .unwrap();
+    let run_of = |p: PersonId| runs.iter().find(|r| r.person == p.0).unwrap();
+    assert!(run_of(alice).day_summary, "{runs:?}");
+    assert!(!run_of(bob).day_summary, "a group is summarized on its own");
+    let dm = engram::domain::Scope::Dm(alice);
+    let stored = h.store.day_summary(&dm, day()).await.unwrap().unwrap();
+    assert!(stored.summaries[&alice].contains("oolong"), "{stored:?}");
+    assert!(!stored.is_final);
+    let records = h.store.job_runs("extract").await.unwrap();
+    assert!(
+        records
+            .iter()
+            .any(|r| r.detail.contains("\"day_summary\":true"))
+    );
+
+    // Past midnight: the scheduled pass finalizes yesterday.
+    h.clock
+        .set(start_time() + chrono::Duration::hours(15) + chrono::Duration::minutes(10));
+    let scheduler = engram::jobs::Scheduler::new(
+        h.bot.memory().clone(),
+        "p1".into(),
+        chrono::Duration::minutes(15),
+        chrono::NaiveTime::from_hms_opt(0, 5, 0).unwrap(),
+    );
+    let calls_before = h.fake().count("day_summary");
+    scheduler.run_due().await.unwrap();
+    let asked: Vec<String> = h
+        .fake()
+        .requests()
+        .into_iter()
+        .filter(|r| r.task == "day_summary")
+        .skip(calls_before)
+        .map(|r| r.text())
+        .collect();
+    assert!(
+        asked.iter().all(|t| !t.contains("oolong")),
+        "the DM was summarized again: {asked:?}"
+    );
+    assert!(
+        asked.iter().any(|t| t.contains("Lisbon")),
+        "the group needs its own: {asked:?}"
+    );
+    let final_ = h.store.day_summary(&dm, day()).await.unwrap().unwrap();
+    assert!(final_.is_final);
+    assert_eq!(final_.summaries, stored.summaries);
+
+    // Something said after the extraction makes it stale: recomputed as before.
+    let h2 = harness_on(None, true).await;
+    let (alice2, _, _) = a_day_of_chat(&h2).await;
+    extractor(&h2, "p1")
+        .extract_all(day(), false, |_, _| {})
+        .await
+        .unwrap();
+    h2.clock
+        .set(start_time() + chrono::Duration::hours(14) + chrono::Duration::minutes(30));
+    h2.dm("alice", "I also adopted a cat").await;
+    h2.clock
+        .set(start_time() + chrono::Duration::hours(15) + chrono::Duration::minutes(10));
+    let dm2 = engram::domain::Scope::Dm(alice2);
+    let calls_before = h2.fake().count("day_summary");
+    h2.bot
+        .memory()
+        .day_summaries(&dm2, day(), h2.clock.now())
+        .await
+        .unwrap();
+    let asked = h2
+        .fake()
+        .requests()
+        .into_iter()
+        .filter(|r| r.task == "day_summary")
+        .skip(calls_before)
+        .map(|r| r.text())
+        .collect::<Vec<_>>();
+    assert!(
+        asked.iter().any(|t| t.contains("adopted a cat")),
+        "{asked:?}"
+    );
+    assert!(
+        h2.store
+            .day_summary(&dm2, day())
+            .await
+            .unwrap()
+            .unwrap()
+            .is_final
+    );
+}
+
 on_both_harnesses!(
+    a_private_chats_day_summary_comes_with_its_extraction,
     extraction_writes_once_per_person_and_day,
     garbled_answers_are_retried_once_then_skipped,
     a_killed_run_ends_like_an_uninterrupted_one,

@@ -497,11 +497,17 @@ fn smart_answer(task: &str, body: &Value) -> String {
                     }))
                 })
                 .collect();
-            json!({
+            let mut answer = json!({
                 "memory_updates": updates,
                 "daily_notes": format!("- {} messages today", messages.len())
-            })
-            .to_string()
+            });
+            // The combined pass asks for the day summary too.
+            let system = body["messages"][0]["content"].as_str().unwrap_or("");
+            if system.contains("\"day_summary\"") {
+                let said: Vec<String> = messages.iter().map(|(_, t)| t.clone()).collect();
+                answer["day_summary"] = json!(clip(&format!("Said: {}", said.join(" / ")), 300));
+            }
+            answer.to_string()
         }
         _ => json!({ "error": "unknown task" }).to_string(),
     }

@@ -11,6 +11,8 @@ pub const REPLY: &str = include_str!("../../prompts/reply.md");
 /// Appended to the reply prompt when the memory tools are offered (`llm.reply_tools`).
 pub const REPLY_TOOLS: &str = include_str!("../../prompts/reply_tools.md");
 pub const EXTRACT: &str = include_str!("../../prompts/extract.md");
+/// Appended to the extraction prompt when the same call also writes the day summary.
+pub const EXTRACT_DAY_SUMMARY: &str = include_str!("../../prompts/extract_day_summary.md");
 
 /// Fills `{{name}}` placeholders.
 pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {

@@ -1,14 +1,17 @@
 //! Daily extraction of structured memory, in the memory tier: for each person with memory on,
 //! their last 24 hours of messages in each place go to the LLM, whose structured updates are
 //! validated and applied all at once with a daily note. One run per (person, place, day),
-//! claimed through the store's job table; a run killed half-way is simply run again.
+//! claimed through the store's job table; a run killed half-way is simply run again. In a
+//! person's private chat, where their messages of the day are exactly what the day summary
+//! reads, the same call writes the day summary too, so that one needs no call of its own.
 
 use crate::domain::{Category, Clock, DailyNote, NewEntry, PersonId, Scope, StoredMessage};
-use crate::llm::prompts::{EXTRACT, element};
+use crate::llm::prompts::{EXTRACT, EXTRACT_DAY_SUMMARY, element, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
 use crate::memory::MemoryError;
 use crate::memory::entries::{looks_like_code, origin};
-use crate::store::{ExtractionCounts, JobClaim, Store};
+use crate::memory::summaries::day_bounds;
+use crate::store::{DaySummaryRecord, ExtractionCounts, JobClaim, RangeStats, Store};
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -32,6 +35,17 @@ struct RawAnswer {
     memory_updates: Vec<RawUpdate>,
     #[serde(default)]
     daily_notes: String,
+    /// Only when asked (the combined pass in a private chat).
+    #[serde(default)]
+    day_summary: Option<String>,
+}
+
+/// A validated answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub updates: Vec<Update>,
+    pub daily_notes: String,
+    pub day_summary: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +66,7 @@ pub struct Update {
 
 /// The model's answer, validated as a whole: one bad update rejects the answer, so an answer
 /// is applied completely or not at all.
-pub fn parse_answer(content: &str) -> Result<(Vec<Update>, String), String> {
+pub fn parse_answer(content: &str) -> Result<Answer, String> {
     let raw: RawAnswer = parse_json_answer(content).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for (i, u) in raw.memory_updates.into_iter().enumerate() {
@@ -92,7 +106,14 @@ pub fn parse_answer(content: &str) -> Result<(Vec<Update>, String), String> {
             confidence: u.confidence,
         });
     }
-    Ok((out, raw.daily_notes.trim().to_string()))
+    Ok(Answer {
+        updates: out,
+        daily_notes: raw.daily_notes.trim().to_string(),
+        day_summary: raw
+            .day_summary
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty()),
+    })
 }
 
 /// What one (person, place, day) run did: the run record.
@@ -112,6 +133,26 @@ pub struct ExtractionRun {
     pub tokens: u64,
     pub duration_ms: u64,
     pub error: Option<String>,
+    /// The day summary of this place was written by the same call.
+    pub day_summary: bool,
+}
+
+/// Settings of the extraction (from `[memory]`).
+#[derive(Debug, Clone)]
+pub struct ExtractionSettings {
+    /// Least confidence of a durable entry.
+    pub durable: f64,
+    pub max_messages: usize,
+    /// When the daily run is due (UTC).
+    pub at: NaiveTime,
+    /// Longest day summary written by the combined pass (characters).
+    pub day_summary_chars: usize,
+}
+
+/// The day summary to write with a run: the private chat's stats over what the run reads.
+struct SummaryPlan {
+    name: String,
+    stats: RangeStats,
 }
 
 pub struct Extractor {
@@ -120,22 +161,17 @@ pub struct Extractor {
     clock: Arc<dyn Clock>,
     holder: String,
     lease: Duration,
-    durable: f64,
-    max_messages: usize,
-    at: NaiveTime,
+    settings: ExtractionSettings,
 }
 
 impl Extractor {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         store: Arc<dyn Store>,
         llm: Arc<dyn ChatModel>,
         clock: Arc<dyn Clock>,
         holder: String,
         lease: Duration,
-        durable: f64,
-        max_messages: usize,
-        at: NaiveTime,
+        settings: ExtractionSettings,
     ) -> Extractor {
         Extractor {
             store,
@@ -143,21 +179,55 @@ impl Extractor {
             clock,
             holder,
             lease,
-            durable,
-            max_messages,
-            at,
+            settings,
         }
     }
 
     /// The 24 hours a run for `day` covers: up to the extraction time of that day.
     pub fn window(&self, day: NaiveDate) -> (DateTime<Utc>, DateTime<Utc>) {
-        let end = day.and_time(self.at).and_utc();
+        let end = day.and_time(self.settings.at).and_utc();
         (end - Duration::hours(24), end)
     }
 
     /// The day whose run is due at `now` (today once the extraction time has passed).
     pub fn due_day(&self, now: DateTime<Utc>) -> Option<NaiveDate> {
-        (now.time() >= self.at).then(|| now.date_naive())
+        (now.time() >= self.settings.at).then(|| now.date_naive())
+    }
+
+    /// Whether the run over `messages` (the person's in their own private chat) can write the
+    /// day summary of `day` as well: every message is from that day, nobody else spoke there,
+    /// and no up-to-date summary exists. What is said later makes the summary stale, and it is
+    /// then recomputed as usual.
+    async fn summary_plan(
+        &self,
+        person: PersonId,
+        scope: &Scope,
+        day: NaiveDate,
+        messages: &[StoredMessage],
+    ) -> Result<Option<SummaryPlan>, MemoryError> {
+        let (day_start, _) = day_bounds(day);
+        let (_, end) = self.window(day);
+        if *scope != Scope::Dm(person) || messages.iter().any(|m| m.sent_at < day_start) {
+            return Ok(None);
+        }
+        let stats = self.store.chatter_stats(scope, day_start, end).await?;
+        let day_messages = self
+            .store
+            .chatter_in_range(scope, day_start, end, self.settings.max_messages + 1)
+            .await?;
+        let humans: Vec<&StoredMessage> = day_messages.iter().filter(|m| !m.is_bot).collect();
+        if humans.len() != messages.len() || humans.iter().any(|m| m.author != person) {
+            return Ok(None);
+        }
+        if let Some(stored) = self.store.day_summary(scope, day).await?
+            && (stored.is_final || stored.through_message >= stats.last_message)
+        {
+            return Ok(None);
+        }
+        Ok(Some(SummaryPlan {
+            name: messages[0].author_name.clone(),
+            stats,
+        }))
     }
 
     /// Runs for everyone who wrote in the window and has memory on; `progress` hears
@@ -195,13 +265,14 @@ impl Extractor {
             // Commands to the bot are not what a person tells about themselves.
             let messages = self
                 .store
-                .author_chatter_in_range(&scope, person, from, to, self.max_messages)
+                .author_chatter_in_range(&scope, person, from, to, self.settings.max_messages)
                 .await?;
             if messages.is_empty() {
                 continue;
             }
+            let summary = self.summary_plan(person, &scope, day, &messages).await?;
             runs.push(
-                self.run_one(person, &scope, day, &messages, dry_run)
+                self.run_one(person, &scope, day, &messages, summary, dry_run)
                     .await?,
             );
         }
@@ -214,6 +285,7 @@ impl Extractor {
         scope: &Scope,
         day: NaiveDate,
         messages: &[StoredMessage],
+        summary: Option<SummaryPlan>,
         dry_run: bool,
     ) -> Result<ExtractionRun, MemoryError> {
         let started = std::time::Instant::now();
@@ -231,6 +303,7 @@ impl Extractor {
             tokens: 0,
             duration_ms: 0,
             error: None,
+            day_summary: false,
         };
         let now = self.clock.now();
         if !dry_run {
@@ -255,10 +328,23 @@ impl Extractor {
             .entries(person, Some(std::slice::from_ref(scope)))
             .await?;
         let prompt = prompt_for(messages, &existing);
+        let system = match &summary {
+            Some(plan) => {
+                EXTRACT.to_string()
+                    + &fill(
+                        EXTRACT_DAY_SUMMARY,
+                        &[
+                            ("max_chars", &self.settings.day_summary_chars.to_string()),
+                            ("name", &plan.name),
+                        ],
+                    )
+            }
+            None => EXTRACT.to_string(),
+        };
         // Malformed output is retried once, then the run fails with nothing applied.
         let mut answer = Err("not asked".to_string());
         for attempt in 0..2 {
-            match self.ask(&prompt).await {
+            match self.ask(&system, &prompt).await {
                 Ok((content, tokens)) => {
                     run.tokens += tokens;
                     answer = parse_answer(&content);
@@ -277,7 +363,11 @@ impl Extractor {
             }
         }
         let result = match answer {
-            Ok((updates, notes)) => {
+            Ok(Answer {
+                updates,
+                daily_notes: notes,
+                day_summary,
+            }) => {
                 let (writes, removals, weak) =
                     self.plan(person, scope, &updates, &origin(scope), &run_key, now);
                 run.noted = weak.len();
@@ -310,6 +400,21 @@ impl Extractor {
                         }
                         None => run.status = "already_done".into(),
                     }
+                    if let (Some(plan), Some(text)) = (&summary, day_summary) {
+                        let text: String = text
+                            .chars()
+                            .take(self.settings.day_summary_chars * 2)
+                            .collect();
+                        let record = DaySummaryRecord {
+                            summaries: [(person, text)].into_iter().collect(),
+                            through_message: plan.stats.last_message,
+                            message_count: plan.stats.count,
+                            is_final: false,
+                            computed_at: now,
+                        };
+                        self.store.put_day_summary(scope, day, &record).await?;
+                        run.day_summary = true;
+                    }
                     Ok(())
                 }
             }
@@ -338,13 +443,13 @@ impl Extractor {
         Ok(run)
     }
 
-    async fn ask(&self, prompt: &str) -> Result<(String, u64), LlmError> {
+    async fn ask(&self, system: &str, prompt: &str) -> Result<(String, u64), LlmError> {
         let response = self
             .llm
             .complete(&ChatRequest {
                 task: "extract",
                 messages: vec![
-                    ChatMessage::system(EXTRACT.to_string()),
+                    ChatMessage::system(system.to_string()),
                     ChatMessage::user(prompt.to_string()),
                 ],
                 temperature: 0.0,
@@ -375,7 +480,7 @@ impl Extractor {
             match u.action {
                 Action::Remove => removals.push((scope.clone(), u.category, u.key.clone())),
                 Action::Write if looks_like_code(&u.value) => {}
-                Action::Write if u.confidence < self.durable => weak.push(u.clone()),
+                Action::Write if u.confidence < self.settings.durable => weak.push(u.clone()),
                 Action::Write => writes.push(NewEntry {
                     person,
                     scope: scope.clone(),
@@ -441,9 +546,10 @@ mod tests {
     #[test]
     fn answers_are_validated_as_a_whole() {
         let ok = r#"{"memory_updates": [{"category": "work_context", "key": "Role", "value": "Backend engineer", "action": "add", "confidence": 0.9}], "daily_notes": "- talked"}"#;
-        let (updates, notes) = parse_answer(ok).unwrap();
-        assert_eq!(updates[0].key, "role");
-        assert_eq!(notes, "- talked");
+        let answer = parse_answer(ok).unwrap();
+        assert_eq!(answer.updates[0].key, "role");
+        assert_eq!(answer.daily_notes, "- talked");
+        assert_eq!(answer.day_summary, None);
         for bad in [
             "not json",
             r#"{"memory_updates": [{"category": "secrets", "key": "k", "value": "v", "action": "add", "confidence": 0.9}]}"#,
