@@ -628,7 +628,7 @@ async fn migrate(config: &Config, from: &str, to: &str) -> anyhow::Result<()> {
         summarize(target.as_ref()).await?,
     );
     println!(
-        "{:<18} {:>10} {:>10}  {:<16} {:<16} ",
+        "{:<22} {:>10} {:>10}  {:<16} {:<16} ",
         "table", "from rows", "to rows", "from checksum", "to checksum"
     );
     let mut equal = true;
@@ -636,7 +636,7 @@ async fn migrate(config: &Config, from: &str, to: &str) -> anyhow::Result<()> {
         let same = a == b;
         equal &= same;
         println!(
-            "{:<18} {:>10} {:>10}  {:<16} {:<16} {}",
+            "{:<22} {:>10} {:>10}  {:<16} {:<16} {}",
             a.table,
             a.rows,
             b.rows,

@@ -223,7 +223,11 @@ async fn migrate_copies_sqlite_to_postgres_and_the_bot_remembers_there() {
         );
         assert!(ok, "run {run}: {out}\n{err}");
         let rows: Vec<&str> = out.lines().filter(|l| l.ends_with(" ok")).collect();
-        assert_eq!(rows.len(), 9, "every table matches: {out}");
+        assert_eq!(
+            rows.len(),
+            engram::store::Table::ALL.len(),
+            "every table matches: {out}"
+        );
         assert!(
             out.lines()
                 .any(|l| l.starts_with("messages") && l.contains(" 5 ")),
