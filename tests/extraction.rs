@@ -210,6 +210,17 @@ async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
     assert_eq!(got, expected);
 }
 
+/// The day summary prompts sent after the first `skip`.
+fn summaries_asked_since(h: &Harness, skip: usize) -> Vec<String> {
+    h.fake()
+        .requests()
+        .into_iter()
+        .filter(|r| r.task == "day_summary")
+        .skip(skip)
+        .map(|r| r.text())
+        .collect()
+}
+
 /// In a private chat the extraction call writes the day summary too: after midnight that day
 /// is final without a summary call of its own, while the group still gets one.
 async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<String>) {
@@ -244,14 +255,7 @@ async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<Strin
     );
     let calls_before = h.fake().count("day_summary");
     scheduler.run_due().await.unwrap();
-    let asked: Vec<String> = h
-        .fake()
-        .requests()
-        .into_iter()
-        .filter(|r| r.task == "day_summary")
-        .skip(calls_before)
-        .map(|r| r.text())
-        .collect();
+    let asked = summaries_asked_since(&h, calls_before);
     assert!(
         asked.iter().all(|t| !t.contains("oolong")),
         "the DM was summarized again: {asked:?}"
@@ -283,14 +287,7 @@ async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<Strin
         .day_summaries(&dm2, day(), h2.clock.now())
         .await
         .unwrap();
-    let asked = h2
-        .fake()
-        .requests()
-        .into_iter()
-        .filter(|r| r.task == "day_summary")
-        .skip(calls_before)
-        .map(|r| r.text())
-        .collect::<Vec<_>>();
+    let asked = summaries_asked_since(&h2, calls_before);
     assert!(
         asked.iter().any(|t| t.contains("adopted a cat")),
         "{asked:?}"

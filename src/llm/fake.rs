@@ -173,25 +173,14 @@ fn has_tools(body: &Value) -> bool {
 /// in the current message (the last one of the conversation) are made; once their results
 /// are in, the reply quotes them.
 fn tool_reply(body: &Value) -> Response {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let results: Vec<String> = messages
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .filter_map(|m| m["content"].as_str().map(str::to_string))
-        .collect();
+    let (results, user) = tool_round(body);
     if !results.is_empty() {
         return completion(
             &format!("(fake reply) tool results: {}", results.join(" | ")),
             body,
         );
     }
-    let user = messages
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or("");
-    let last = elements(user, "message")
+    let last = elements(&user, "message")
         .pop()
         .map(|(_, t)| t)
         .unwrap_or_default();
@@ -224,22 +213,29 @@ fn tool_calls(text: &str) -> Response {
 /// come back as `tool_calls`, all in the first round; once tool results are in, the answer
 /// quotes them.
 fn tool_chat(body: &Value) -> Response {
+    let (results, user) = tool_round(body);
+    if !results.is_empty() {
+        return completion(&format!("tool results: {}", results.join(" | ")), body);
+    }
+    tool_calls(&user)
+}
+
+/// The tool results sent so far, and the last user message.
+fn tool_round(body: &Value) -> (Vec<String>, String) {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let results: Vec<String> = messages
+    let results = messages
         .iter()
         .filter(|m| m["role"] == "tool")
         .filter_map(|m| m["content"].as_str().map(str::to_string))
         .collect();
-    if !results.is_empty() {
-        return completion(&format!("tool results: {}", results.join(" | ")), body);
-    }
     let user = messages
         .iter()
         .rev()
         .find(|m| m["role"] == "user")
         .and_then(|m| m["content"].as_str())
-        .unwrap_or("");
-    tool_calls(user)
+        .unwrap_or("")
+        .to_string();
+    (results, user)
 }
 
 /// The HTTP failures both endpoints fake: a status, a rate limit (Retry-After: 0), a hang.

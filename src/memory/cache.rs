@@ -70,16 +70,6 @@ pub struct MemoryCaches {
 }
 
 impl MemoryCaches {
-    /// Forgets every cached value (after `/memory clear`, here or in another process).
-    pub fn clear_all(&self) {
-        self.today.invalidate_all();
-        self.past_days.invalidate_all();
-        self.history.invalidate_all();
-        self.merged.invalidate_all();
-        self.facts.invalidate_all();
-        self.degraded.invalidate_all();
-    }
-
     pub fn new(capacity: u64) -> MemoryCaches {
         let hour = Duration::from_secs(3600);
         MemoryCaches {
@@ -128,7 +118,8 @@ impl MemoryCaches {
         self.misses.store(0, Ordering::Relaxed);
     }
 
-    /// Drops everything (benchmarks measure cold paths with this).
+    /// Drops everything: after `/memory clear` (here or in another process), and for
+    /// benchmarks that measure cold paths.
     pub fn clear(&self) {
         self.today.invalidate_all();
         self.past_days.invalidate_all();

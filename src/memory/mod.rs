@@ -127,7 +127,7 @@ impl MemoryManager {
         let removed = self.store.clear_entries(person).await?;
         // A clear is rare: dropping every cache is simpler than finding what holds this
         // person, and never serves a stale copy.
-        self.caches.clear_all();
+        self.caches.clear();
         Ok(removed)
     }
 
@@ -182,7 +182,7 @@ impl MemoryManager {
                     Change::Facts { person, scope } => {
                         memory.caches.facts.invalidate(&(person, scope.key()))
                     }
-                    Change::Cleared { .. } => memory.caches.clear_all(),
+                    Change::Cleared { .. } => memory.caches.clear(),
                     Change::Unknown => memory.caches.facts.invalidate_all(),
                 }
                 memory.changes_applied.send_modify(|n| *n += 1);
