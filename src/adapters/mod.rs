@@ -3,6 +3,9 @@
 //! platform types. Console now; Discord and Telegram plug in beside it.
 
 pub mod console;
+pub mod fake_telegram;
+pub mod split;
+pub mod telegram;
 
 use async_trait::async_trait;
 

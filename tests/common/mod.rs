@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct Harness {
-    pub bot: Bot,
+    pub bot: Arc<Bot>,
     pub clock: Arc<ManualClock>,
     pub store: Arc<dyn Store>,
     pub fake: Option<FakeLlmServer>,
@@ -71,7 +71,8 @@ impl Harness {
     ) -> Harness {
         let store = app::open_store(&config).await.unwrap();
         let llm = app::chat_model(&config, &Secrets::default(), clock.clone()).unwrap();
-        let bot = app::build_bot(&config, store.clone(), llm, None, clock.clone()).unwrap();
+        let bot =
+            Arc::new(app::build_bot(&config, store.clone(), llm, None, clock.clone()).unwrap());
         bot.memory().follow_changes().await.unwrap();
         Harness {
             bot,

@@ -1,0 +1,309 @@
+//! A fake Telegram Bot API server on 127.0.0.1 for tests: the real teloxide client talks HTTP
+//! to it (`POST /bot<TOKEN>/<method>`). Tests queue updates (messages in private chats, groups
+//! and forum topics); `getUpdates` long-polls for them; `sendMessage`, `sendChatAction` and
+//! `setMyCommands` are recorded. A wrong token gets 401 Unauthorized, as from Telegram.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+
+/// The bot the fake server is: id and username.
+pub const BOT_ID: i64 = 7_000_000_001;
+pub const BOT_USERNAME: &str = "engram_test_bot";
+
+/// A chat where a test message is posted.
+#[derive(Debug, Clone)]
+pub enum Chat {
+    /// A private chat with user `id` (the chat id is the user id).
+    Private { id: i64, name: String },
+    /// A group or supergroup; `topic` is a forum topic id.
+    Group {
+        id: i64,
+        title: String,
+        topic: Option<i32>,
+    },
+}
+
+impl Chat {
+    fn json(&self) -> Value {
+        match self {
+            Chat::Private { id, name } => json!({"id": id, "type": "private", "first_name": name}),
+            Chat::Group { id, title, topic } => {
+                json!({"id": id, "type": "supergroup", "title": title, "is_forum": topic.is_some()})
+            }
+        }
+    }
+
+    fn id(&self) -> i64 {
+        match self {
+            Chat::Private { id, .. } | Chat::Group { id, .. } => *id,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    token: String,
+    refuse_all: bool,
+    updates: Vec<Value>,
+    next_update: i64,
+    next_message: i64,
+    sent: Vec<Value>,
+    actions: Vec<Value>,
+    commands: Vec<Value>,
+    calls: Vec<String>,
+    chats: std::collections::HashMap<i64, Value>,
+}
+
+pub struct FakeTelegram {
+    addr: SocketAddr,
+    shared: Arc<Mutex<Shared>>,
+    new_update: Arc<Notify>,
+    sent_count: watch::Sender<usize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Clone)]
+struct AppState {
+    shared: Arc<Mutex<Shared>>,
+    new_update: Arc<Notify>,
+    sent_count: watch::Sender<usize>,
+}
+
+impl FakeTelegram {
+    /// Starts the server; only `token` is accepted.
+    pub async fn start(token: &str) -> std::io::Result<FakeTelegram> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Mutex::new(Shared {
+            token: token.to_string(),
+            next_update: 1,
+            next_message: 1,
+            ..Shared::default()
+        }));
+        let new_update = Arc::new(Notify::new());
+        let (sent_count, _) = watch::channel(0);
+        let state = AppState {
+            shared: shared.clone(),
+            new_update: new_update.clone(),
+            sent_count: sent_count.clone(),
+        };
+        let app = Router::new()
+            .route("/{bot}/{method}", post(handle))
+            .with_state(state);
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(FakeTelegram {
+            addr,
+            shared,
+            new_update,
+            sent_count,
+            task,
+        })
+    }
+
+    /// The Bot API base URL (for `telegram.api_url`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Refuse every call as if the service were down (500), until called with false.
+    pub fn refuse_all(&self, refuse: bool) {
+        self.shared.lock().expect("fake lock").refuse_all = refuse;
+    }
+
+    /// Queues a text message from user `from` (id, name) in `chat`; `reply_to_bot` makes it a
+    /// reply to one of the bot's messages. Returns the message id.
+    pub fn push_text(&self, chat: &Chat, from: (i64, &str), text: &str, reply_to_bot: bool) -> i64 {
+        let mut s = self.shared.lock().expect("fake lock");
+        let message_id = s.next_message;
+        s.next_message += 1;
+        let chat_json = chat.json();
+        s.chats.insert(chat.id(), chat_json.clone());
+        let mut message = json!({
+            "message_id": message_id,
+            "date": 1_764_000_000 + message_id,
+            "chat": chat_json,
+            "from": {"id": from.0, "is_bot": false, "first_name": from.1},
+            "text": text,
+        });
+        if let Chat::Group {
+            topic: Some(topic), ..
+        } = chat
+        {
+            message["message_thread_id"] = json!(topic);
+            message["is_topic_message"] = json!(true);
+        }
+        if reply_to_bot {
+            message["reply_to_message"] = json!({
+                "message_id": 999_999, "date": 1_764_000_000, "chat": chat.json(),
+                "from": bot_user(), "text": "an earlier answer"
+            });
+        }
+        let update_id = s.next_update;
+        s.next_update += 1;
+        s.updates
+            .push(json!({"update_id": update_id, "message": message}));
+        drop(s);
+        self.new_update.notify_waiters();
+        self.new_update.notify_one();
+        message_id
+    }
+
+    /// Every `sendMessage` body so far.
+    pub fn sent(&self) -> Vec<Value> {
+        self.shared.lock().expect("fake lock").sent.clone()
+    }
+
+    /// The texts sent to chat `chat`.
+    pub fn sent_to(&self, chat: i64) -> Vec<String> {
+        self.sent()
+            .iter()
+            .filter(|m| m["chat_id"].as_i64() == Some(chat))
+            .filter_map(|m| m["text"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    /// Waits until at least `n` messages were sent (at most `within`, then panics).
+    pub async fn wait_sent(&self, n: usize, within: Duration) {
+        let mut count = self.sent_count.subscribe();
+        tokio::time::timeout(within, count.wait_for(|c| *c >= n))
+            .await
+            .unwrap_or_else(|_| panic!("{n} messages were not sent: {:?}", self.sent()))
+            .expect("the fake is running");
+    }
+
+    pub fn commands(&self) -> Vec<Value> {
+        self.shared.lock().expect("fake lock").commands.clone()
+    }
+
+    pub fn chat_actions(&self) -> Vec<Value> {
+        self.shared.lock().expect("fake lock").actions.clone()
+    }
+
+    /// Method names called, in order (lowercase).
+    pub fn calls(&self) -> Vec<String> {
+        self.shared.lock().expect("fake lock").calls.clone()
+    }
+}
+
+impl Drop for FakeTelegram {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn bot_user() -> Value {
+    json!({"id": BOT_ID, "is_bot": true, "first_name": "Engram", "username": BOT_USERNAME})
+}
+
+fn ok(result: Value) -> Response {
+    Json(json!({"ok": true, "result": result})).into_response()
+}
+
+async fn handle(
+    State(state): State<AppState>,
+    Path((bot, method)): Path<(String, String)>,
+    body: Option<Json<Value>>,
+) -> Response {
+    let body = body.map(|Json(b)| b).unwrap_or(Value::Null);
+    let method = method.to_lowercase();
+    {
+        let mut s = state.shared.lock().expect("fake lock");
+        s.calls.push(method.clone());
+        if s.refuse_all {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Json(
+                    json!({"ok": false, "error_code": 500, "description": "Internal Server Error"}),
+                ),
+            )
+                .into_response();
+        }
+        if bot != format!("bot{}", s.token) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                Json(json!({"ok": false, "error_code": 401, "description": "Unauthorized"})),
+            )
+                .into_response();
+        }
+    }
+    match method.as_str() {
+        "getme" => ok(json!({
+            "id": BOT_ID, "is_bot": true, "first_name": "Engram", "username": BOT_USERNAME,
+            "can_join_groups": true, "can_read_all_group_messages": false,
+            "supports_inline_queries": false, "can_connect_to_business": false,
+            "has_main_web_app": false
+        })),
+        "setmycommands" => {
+            let mut s = state.shared.lock().expect("fake lock");
+            s.commands = body["commands"].as_array().cloned().unwrap_or_default();
+            ok(json!(true))
+        }
+        "deletewebhook" => ok(json!(true)),
+        "getwebhookinfo" => ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})),
+        "getupdates" => get_updates(&state, &body).await,
+        "sendchataction" => {
+            state
+                .shared
+                .lock()
+                .expect("fake lock")
+                .actions
+                .push(body);
+            ok(json!(true))
+        }
+        "sendmessage" => {
+            let mut s = state.shared.lock().expect("fake lock");
+            let chat_id = body["chat_id"].as_i64().unwrap_or_default();
+            let chat = s
+                .chats
+                .get(&chat_id)
+                .cloned()
+                .unwrap_or(json!({"id": chat_id, "type": "private", "first_name": "someone"}));
+            let message_id = s.next_message;
+            s.next_message += 1;
+            s.sent.push(body.clone());
+            let n = s.sent.len();
+            drop(s);
+            state.sent_count.send_replace(n);
+            ok(json!({
+                "message_id": message_id, "date": 1_764_000_000 + message_id, "chat": chat,
+                "from": bot_user(), "text": body["text"]
+            }))
+        }
+        other => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"ok": false, "error_code": 404, "description": format!("Not Found: method {other}")})),
+        )
+            .into_response(),
+    }
+}
+
+/// Updates from `offset` on (earlier ones are confirmed and dropped); waits for one when none
+/// is queued, up to the request's `timeout` seconds.
+async fn get_updates(state: &AppState, body: &Value) -> Response {
+    let offset = body["offset"].as_i64().unwrap_or(0);
+    let timeout = body["timeout"].as_u64().unwrap_or(0);
+    let pending = |s: &mut Shared| -> Vec<Value> {
+        s.updates
+            .retain(|u| u["update_id"].as_i64().unwrap_or_default() >= offset);
+        s.updates.clone()
+    };
+    let notified = state.new_update.notified();
+    let now = pending(&mut state.shared.lock().expect("fake lock"));
+    if !now.is_empty() || timeout == 0 {
+        return ok(Value::Array(now));
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(timeout), notified).await;
+    ok(Value::Array(pending(
+        &mut state.shared.lock().expect("fake lock"),
+    )))
+}

@@ -1,0 +1,362 @@
+//! The Telegram adapter (teloxide), at the top of the flow: long-polls `getUpdates`, turns each
+//! message into an `IncomingMessage` for `Bot::handle`, and sends the reply with
+//! `sendMessage` in parts of at most 4,096 UTF-16 units, as plain text (no parse mode, so
+//! nothing in it is markup). A private chat is a DM; a group or supergroup is one space whose
+//! forum topics are its channels. The bot is addressed by @username, by a reply to it, by its
+//! name first, or by a command; with BotFather's privacy mode on, Telegram only delivers those
+//! messages in groups, so the group's other chatter is not seen.
+
+use crate::adapters::split::{split_message, utf16};
+use crate::bot::{Bot, Reply};
+use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
+use std::sync::Arc;
+use std::time::Duration;
+use teloxide::payloads::setters::*;
+use teloxide::requests::Requester;
+use teloxide::types::{
+    AllowedUpdate, BotCommand, ChatAction, Me, Message, MessageEntityKind, ReplyParameters,
+    ThreadId, UpdateKind,
+};
+use teloxide::{ApiError, RequestError};
+use tokio::sync::watch;
+use tracing::{error, info, warn};
+
+/// Telegram's longest message, in UTF-16 code units.
+pub const MAX_MESSAGE: usize = 4096;
+
+/// The channel name of a group's messages outside forum topics.
+pub const MAIN_CHANNEL: &str = "main";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelegramError {
+    /// The token was refused: retrying cannot help.
+    #[error("Telegram refused the bot token (check TELEGRAM_TOKEN)")]
+    BadToken,
+    #[error("invalid telegram.api_url {0:?}")]
+    BadUrl(String),
+}
+
+/// Where and how to reach the Bot API.
+#[derive(Debug, Clone)]
+pub struct TelegramSettings {
+    /// Base URL of the Bot API ("https://api.telegram.org", or a self-hosted server).
+    pub api_url: String,
+    /// Long-poll wait of one `getUpdates` (seconds, under the client's 17 s timeout).
+    pub poll_secs: u32,
+    /// The bot's name in its own conversation ("Engram"): "@username" becomes "@Name".
+    pub bot_name: String,
+}
+
+/// The commands shown in Telegram's menu (registered at start).
+pub fn commands() -> Vec<BotCommand> {
+    [
+        ("help", "What I can do"),
+        (
+            "memory",
+            "Your memory: /memory, search, forget, pause, resume, clear, export",
+        ),
+        (
+            "link",
+            "Join your Discord and Telegram memory: /link or /link CODE",
+        ),
+        ("unlink", "Separate this Telegram account's memory again"),
+    ]
+    .into_iter()
+    .map(|(c, d)| BotCommand::new(c, d))
+    .collect()
+}
+
+/// Runs until `shutdown` turns true. A bad token ends it with an error; an unreachable API is
+/// retried with a growing pause, logged each time.
+pub async fn run(
+    bot: Arc<Bot>,
+    token: &str,
+    settings: TelegramSettings,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), TelegramError> {
+    let url = reqwest::Url::parse(&settings.api_url)
+        .map_err(|_| TelegramError::BadUrl(settings.api_url.clone()))?;
+    let api = teloxide::Bot::new(token).set_api_url(url);
+    let mut backoff = Backoff::default();
+    let me = loop {
+        tokio::select! {
+            _ = shutdown.changed() => return Ok(()),
+            me = api.get_me() => match me {
+                Ok(me) => break me,
+                Err(e) if refused(&e) => return Err(TelegramError::BadToken),
+                Err(e) => {
+                    let wait = backoff.next();
+                    warn!(platform = "telegram", error = %e, retry_in_s = wait.as_secs(), "Telegram unreachable");
+                    tokio::select! {
+                        _ = shutdown.changed() => return Ok(()),
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+    };
+    info!(platform = "telegram", username = %me.username(), "connected");
+    if !me.can_read_all_group_messages {
+        info!(
+            platform = "telegram",
+            "privacy mode is on: in groups only commands, mentions and replies to the bot arrive (turn it off in BotFather to collect all group chatter)"
+        );
+    }
+    if let Err(e) = api.set_my_commands(commands()).await {
+        warn!(platform = "telegram", error = %e, "could not register the bot commands");
+    }
+    let mut offset: i32 = 0;
+    backoff = Backoff::default();
+    loop {
+        let poll = api
+            .get_updates()
+            .offset(offset)
+            .timeout(settings.poll_secs)
+            .allowed_updates(vec![AllowedUpdate::Message]);
+        let updates = tokio::select! {
+            _ = shutdown.changed() => break,
+            updates = poll => updates,
+        };
+        let updates = match updates {
+            Ok(updates) => {
+                backoff = Backoff::default();
+                updates
+            }
+            Err(e) if refused(&e) => return Err(TelegramError::BadToken),
+            Err(e) => {
+                let wait = backoff.next();
+                warn!(platform = "telegram", error = %e, retry_in_s = wait.as_secs(), "getUpdates failed");
+                tokio::select! {
+                    _ = shutdown.changed() => break,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                continue;
+            }
+        };
+        for update in updates {
+            offset = offset.max(update.id.0 as i32 + 1);
+            if let UpdateKind::Message(m) = &update.kind {
+                handle(&api, &bot, &me, &settings, m).await;
+            }
+        }
+    }
+    info!(platform = "telegram", "stopped");
+    Ok(())
+}
+
+fn refused(e: &RequestError) -> bool {
+    matches!(e, RequestError::Api(ApiError::InvalidToken))
+}
+
+/// Growing pause between attempts: 1 s, 2 s, 4 s … up to a minute.
+#[derive(Default)]
+struct Backoff(u32);
+
+impl Backoff {
+    fn next(&mut self) -> Duration {
+        let secs = 1u64 << self.0.min(6);
+        self.0 += 1;
+        Duration::from_secs(secs.min(60))
+    }
+}
+
+/// One message: stored by the bot (always), answered when addressed, with "typing…" shown
+/// while the answer is being made.
+async fn handle(api: &teloxide::Bot, bot: &Bot, me: &Me, settings: &TelegramSettings, m: &Message) {
+    let Some(incoming) = incoming(m, me, &settings.bot_name) else {
+        return;
+    };
+    let typing = {
+        let (api, chat, thread) = (api.clone(), m.chat.id, topic(m));
+        tokio::spawn(async move {
+            // Telegram shows "typing…" for 5 seconds per action.
+            let mut every = tokio::time::interval(Duration::from_secs(4));
+            loop {
+                every.tick().await;
+                let mut action = api.send_chat_action(chat, ChatAction::Typing);
+                if let Some(t) = thread {
+                    action = action.message_thread_id(t);
+                }
+                if action.await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let reply = bot.handle(&incoming).await;
+    typing.abort();
+    match reply {
+        Ok(Some(reply)) => send(api, m, &reply).await,
+        Ok(None) => {}
+        Err(e) => error!(platform = "telegram", error = %e, "message could not be stored"),
+    }
+}
+
+/// Sends `reply` in parts, the first one as a reply to `to`; Telegram's flood limits
+/// (RetryAfter) are waited out.
+async fn send(api: &teloxide::Bot, to: &Message, reply: &Reply) {
+    for (i, part) in split_message(&reply.text, MAX_MESSAGE, utf16)
+        .into_iter()
+        .enumerate()
+    {
+        for _attempt in 0..3 {
+            let mut request = api.send_message(to.chat.id, part.clone());
+            if let Some(t) = topic(to) {
+                request = request.message_thread_id(t);
+            }
+            if i == 0 {
+                request = request
+                    .reply_parameters(ReplyParameters::new(to.id).allow_sending_without_reply());
+            }
+            match request.await {
+                Ok(_) => break,
+                Err(RequestError::RetryAfter(wait)) => {
+                    warn!(
+                        platform = "telegram",
+                        wait_s = wait.seconds(),
+                        "rate limited"
+                    );
+                    tokio::time::sleep(wait.duration()).await;
+                }
+                Err(e) => {
+                    error!(platform = "telegram", error = %e, chat = to.chat.id.0, "sendMessage failed");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The forum topic of a message, if it was posted in one.
+fn topic(m: &Message) -> Option<ThreadId> {
+    m.thread_id.filter(|_| m.is_topic_message)
+}
+
+/// The message as the bot sees it, or None when it is not for the bot's memory (no text, a
+/// channel post, the bot's own message).
+pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage> {
+    let text = m.text().or(m.caption())?;
+    let from = m.from.as_ref()?;
+    if from.id == me.user.id || m.chat.is_channel() {
+        return None;
+    }
+    let private = m.chat.is_private();
+    let chat = m.chat.id.0.to_string();
+    let (space_kind, channel, privacy, title) = if private {
+        (
+            SpaceKind::Private,
+            chat.clone(),
+            Privacy::Dm,
+            format!("private chat with {}", from.full_name()),
+        )
+    } else {
+        let channel = topic(m).map_or(MAIN_CHANNEL.to_string(), |t| t.0.0.to_string());
+        let title = m.chat.title().unwrap_or("group").to_string();
+        (SpaceKind::Group, channel, Privacy::GuildPublic, title)
+    };
+    let replies_to_bot = m
+        .reply_to_message()
+        .and_then(|r| r.from.as_ref())
+        .is_some_and(|u| u.id == me.user.id);
+    let mentions = m
+        .entities()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            MessageEntityKind::TextMention { user } if user.id != me.user.id => Some(Mention {
+                external_id: user.id.0.to_string(),
+                display_name: user.full_name(),
+            }),
+            _ => None,
+        })
+        .collect();
+    Some(IncomingMessage {
+        platform: Platform::Telegram,
+        space_external_id: chat.clone(),
+        space_kind,
+        space_title: title,
+        channel_external_id: channel,
+        channel_privacy: privacy,
+        author_external_id: from.id.0.to_string(),
+        author_display_name: from.full_name(),
+        author_is_bot: from.is_bot,
+        external_id: format!("{chat}:{}", m.id.0),
+        text: addressed_text(text, me.username(), bot_name, private),
+        sent_at: m.date,
+        reply_to_external_id: m.reply_to_message().map(|r| format!("{chat}:{}", r.id.0)),
+        replies_to_bot,
+        mentions,
+        attachments: Vec::new(),
+        author_is_moderator: false,
+    })
+}
+
+/// The text in the bot's own terms: "@engram_bot" becomes "@Engram", and a command for this
+/// bot ("/memory@engram_bot search x", or "/memory search x") is addressed to it ("@Engram
+/// /memory search x"); "/start" is the help. A command for another bot stays as it is.
+pub fn addressed_text(text: &str, username: &str, bot_name: &str, private: bool) -> String {
+    let handle = format!("@{username}");
+    let ours = format!("@{bot_name}");
+    let mut text = text.trim().to_string();
+    if let Some(rest) = text.strip_prefix('/') {
+        let (first, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        let (command, target) = first.split_once('@').unwrap_or((first, ""));
+        if target.is_empty() || target.eq_ignore_ascii_case(username) {
+            let command = match command.to_lowercase().as_str() {
+                "start" | "help" => "help".to_string(),
+                c => format!("/{c}"),
+            };
+            let line = format!("{command} {}", args.trim()).trim().to_string();
+            return if private {
+                line
+            } else {
+                format!("{ours} {line}")
+            };
+        }
+        return text;
+    }
+    // Mentions of the bot's username, in any case, become its name.
+    let lower = text.to_lowercase();
+    let needle = handle.to_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(i) = lower[at..].find(&needle) {
+        let start = at + i;
+        let end = start + needle.len();
+        let word_ends = lower[end..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        out.push_str(&text[at..start]);
+        out.push_str(if word_ends { &ours } else { &text[start..end] });
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    text = out;
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_and_mentions_address_the_bot() {
+        let t = |s: &str, private: bool| addressed_text(s, "engram_bot", "Engram", private);
+        assert_eq!(
+            t("/memory@engram_bot search rust", false),
+            "@Engram /memory search rust"
+        );
+        assert_eq!(t("/memory", false), "@Engram /memory");
+        assert_eq!(t("/memory search rust", true), "/memory search rust");
+        assert_eq!(t("/start", true), "help");
+        assert_eq!(t("/help@Engram_Bot", false), "@Engram help");
+        assert_eq!(t("/memory@other_bot", false), "/memory@other_bot");
+        assert_eq!(
+            t("@ENGRAM_BOT remember that I love tea", false),
+            "@Engram remember that I love tea"
+        );
+        assert_eq!(t("mail @engram_bots now", false), "mail @engram_bots now");
+        assert_eq!(t("hi all", false), "hi all");
+    }
+}

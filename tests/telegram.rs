@@ -1,0 +1,206 @@
+//! Telegram end to end: the real teloxide client polls a fake Bot API server on 127.0.0.1 for
+//! updates and answers through its sendMessage, in a private chat, a group and a forum topic:
+//! remember → recall, commands registered, long answers split, text sent as plain text.
+
+mod common;
+use common::*;
+use engram::adapters::fake_telegram::{BOT_USERNAME, Chat, FakeTelegram};
+use engram::adapters::split::utf16;
+use engram::adapters::telegram::{self, TelegramError, TelegramSettings};
+use engram::domain::{Platform, SpaceKind};
+use engram::llm::fake::Behavior;
+use std::time::Duration;
+use tokio::sync::watch;
+
+const TOKEN: &str = "4242:test-token";
+/// A bound for waiting on the adapter, so a bug fails instead of hanging (not a sleep).
+const WITHIN: Duration = Duration::from_secs(20);
+
+struct Running {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<(), TelegramError>>,
+}
+
+impl Running {
+    async fn stop(self) -> Result<(), TelegramError> {
+        self.stop.send_replace(true);
+        tokio::time::timeout(WITHIN, self.task)
+            .await
+            .expect("the adapter stops on shutdown")
+            .expect("the adapter task did not panic")
+    }
+}
+
+fn start(h: &Harness, fake: &FakeTelegram, token: &str) -> Running {
+    let (stop, shutdown) = watch::channel(false);
+    let settings = TelegramSettings {
+        api_url: fake.url(),
+        poll_secs: 5,
+        bot_name: h.config.bot.name.clone(),
+    };
+    let (bot, token) = (h.bot.clone(), token.to_string());
+    let task = tokio::spawn(async move { telegram::run(bot, &token, settings, shutdown).await });
+    Running { stop, task }
+}
+
+fn alice_dm() -> Chat {
+    Chat::Private {
+        id: 1001,
+        name: "Alice".into(),
+    }
+}
+
+const ALICE: (i64, &str) = (1001, "Alice");
+const BOB: (i64, &str) = (1002, "Bob");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_chat_remembers_and_recalls_with_commands_registered() {
+    let h = Harness::offline().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+
+    let first = fake.push_text(&alice_dm(), ALICE, "remember that I love Rust", false);
+    fake.wait_sent(1, WITHIN).await;
+    let sent = fake.sent();
+    assert!(
+        sent[0]["text"].as_str().unwrap().starts_with("Got it"),
+        "{sent:?}"
+    );
+    assert_eq!(sent[0]["chat_id"], 1001);
+    assert_eq!(sent[0]["reply_parameters"]["message_id"], first);
+    assert!(
+        sent[0].get("parse_mode").is_none(),
+        "plain text, never markup"
+    );
+
+    fake.push_text(&alice_dm(), ALICE, "what do you know about me", false);
+    fake.wait_sent(2, WITHIN).await;
+    let answer = &fake.sent_to(1001)[1];
+    assert!(answer.contains("Rust"), "{answer}");
+
+    // Commands: registered with descriptions; /start is the help; /memory shows MEMORY.md.
+    let commands = fake.commands();
+    let names: Vec<&str> = commands
+        .iter()
+        .filter_map(|c| c["command"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"memory") && names.contains(&"help"),
+        "{commands:?}"
+    );
+    assert!(
+        commands
+            .iter()
+            .all(|c| !c["description"].as_str().unwrap().is_empty())
+    );
+    fake.push_text(&alice_dm(), ALICE, "/start", false);
+    fake.push_text(&alice_dm(), ALICE, "/memory", false);
+    fake.wait_sent(4, WITHIN).await;
+    let texts = fake.sent_to(1001);
+    assert!(texts[2].contains("remember"), "help: {}", texts[2]);
+    assert!(texts[3].contains("I love Rust"), "MEMORY.md: {}", texts[3]);
+
+    // Stored as Alice's private chat on Telegram.
+    let alice = h
+        .store
+        .resolve_person(Platform::Telegram, "1001", "Alice")
+        .await
+        .unwrap();
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 1);
+    running.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_and_forum_topic_answer_only_when_addressed() {
+    let h = Harness::offline().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let lab = Chat::Group {
+        id: -100500,
+        title: "Lab".into(),
+        topic: None,
+    };
+
+    // Chatter is stored, not answered; then a mention, a command and a reply are.
+    fake.push_text(&lab, BOB, "hello everyone, coffee at 3?", false);
+    let mention = format!("@{BOT_USERNAME} remember that I prefer green tea");
+    fake.push_text(&lab, ALICE, &mention, false);
+    fake.wait_sent(1, WITHIN).await;
+    assert_eq!(
+        fake.sent().len(),
+        1,
+        "chatter got an answer: {:?}",
+        fake.sent()
+    );
+    assert!(fake.sent_to(-100500)[0].starts_with("Got it"));
+    let command = format!("/memory@{BOT_USERNAME}");
+    fake.push_text(&lab, ALICE, &command, false);
+    fake.push_text(&lab, ALICE, "what do you know about me", true);
+    fake.wait_sent(3, WITHIN).await;
+    let texts = fake.sent_to(-100500);
+    assert!(texts[1].contains("green tea"), "{}", texts[1]);
+    assert!(texts[2].contains("green tea"), "{}", texts[2]);
+
+    let space = h
+        .store
+        .resolve_space(Platform::Telegram, "-100500", SpaceKind::Group, "Lab")
+        .await
+        .unwrap();
+    let stored = h.store.recent_messages(space, "main", 20).await.unwrap();
+    assert!(
+        stored.iter().any(|m| m.text.contains("coffee at 3")),
+        "{stored:?}"
+    );
+
+    // A forum topic is a channel of the group: the answer goes to the same topic.
+    let topic = Chat::Group {
+        id: -100500,
+        title: "Lab".into(),
+        topic: Some(77),
+    };
+    fake.push_text(&topic, ALICE, &format!("@{BOT_USERNAME} help"), false);
+    fake.wait_sent(4, WITHIN).await;
+    let last = fake.sent().pop().unwrap();
+    assert_eq!(last["message_thread_id"], 77, "{last}");
+    let in_topic = h.store.recent_messages(space, "77", 20).await.unwrap();
+    assert_eq!(
+        in_topic.len(),
+        2,
+        "the question and the answer: {in_topic:?}"
+    );
+    running.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_answer_arrives_split() {
+    let h = Harness::with_llm().await;
+    let long = "word ".repeat(2000);
+    h.fake().set_behavior(Behavior::Content(long.clone()));
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    fake.push_text(&alice_dm(), ALICE, "tell me a long story", false);
+    fake.wait_sent(3, WITHIN).await;
+    let parts = fake.sent_to(1001);
+    assert_eq!(parts.len(), 3, "10,000 characters in parts of 4,096");
+    assert!(parts.iter().all(|p| utf16(p) <= 4096));
+    let words: usize = parts.iter().map(|p| p.split_whitespace().count()).sum();
+    assert_eq!(words, 2000, "no word lost or broken");
+    // Only the first part is a reply to the question.
+    let sent = fake.sent();
+    assert!(sent[0].get("reply_parameters").is_some());
+    assert!(sent[1].get("reply_parameters").is_none());
+    running.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_token_stops_with_a_clear_error() {
+    let h = Harness::offline().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, "4242:wrong");
+    let result = tokio::time::timeout(WITHIN, running.task)
+        .await
+        .expect("a refused token ends the adapter")
+        .unwrap();
+    assert!(matches!(result, Err(TelegramError::BadToken)), "{result:?}");
+    assert!(result.unwrap_err().to_string().contains("TELEGRAM_TOKEN"));
+}
