@@ -192,6 +192,67 @@ pub fn start_indexer(
     (tokio::spawn(indexer.run_until(idle, stopped)), stop)
 }
 
+/// How one platform adapter ended.
+#[derive(Debug)]
+pub struct PlatformExit {
+    pub platform: crate::domain::Platform,
+    pub error: Option<String>,
+}
+
+/// Runs every platform whose token is set until `shutdown` turns true, each in its own task:
+/// a platform that fails (a refused token, an outage it cannot ride out) is logged and stops
+/// alone, the others go on. Returns when all of them have stopped.
+pub async fn run_platforms(
+    config: &Config,
+    secrets: &Secrets,
+    bot: Arc<crate::bot::Bot>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> Vec<PlatformExit> {
+    use crate::domain::Platform;
+    let mut tasks = tokio::task::JoinSet::new();
+    if let Some(token) = secrets.telegram_token.clone() {
+        let settings = crate::adapters::telegram::TelegramSettings {
+            api_url: config.telegram.api_url.clone(),
+            poll_secs: config.telegram.poll_secs,
+            bot_name: config.bot.name.clone(),
+        };
+        let (bot, shutdown) = (bot.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            let result = crate::adapters::telegram::run(bot, &token, settings, shutdown).await;
+            (Platform::Telegram, result.map_err(|e| e.to_string()))
+        });
+    }
+    if secrets.discord_token.is_some() {
+        tasks.spawn(async move {
+            (
+                Platform::Discord,
+                Err("the Discord adapter is not part of this build yet".to_string()),
+            )
+        });
+    }
+    let mut exits = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        let (platform, result) = match joined {
+            Ok(done) => done,
+            Err(e) => {
+                tracing::error!(error = %e, "a platform task panicked");
+                continue;
+            }
+        };
+        match &result {
+            Ok(()) => info!(platform = platform.as_str(), "platform stopped"),
+            Err(e) => {
+                tracing::error!(platform = platform.as_str(), error = %e, "platform failed; the others keep running")
+            }
+        }
+        exits.push(PlatformExit {
+            platform,
+            error: result.err(),
+        });
+    }
+    exits
+}
+
 /// Builds the bot from its parts; `embedder` (None: BM25 only) serves retrieval.
 pub fn build_bot(
     config: &Config,

@@ -24,6 +24,7 @@ pub enum ConfigError {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub bot: BotConfig,
+    pub telegram: TelegramConfig,
     pub store: StoreConfig,
     pub llm: LlmConfig,
     pub memory: MemoryConfig,
@@ -31,6 +32,13 @@ pub struct Config {
     pub embed: EmbedConfig,
     pub retrieval: RetrievalConfig,
     pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramConfig {
+    pub api_url: String,
+    pub poll_secs: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -333,6 +341,15 @@ impl Config {
             return Err(invalid(
                 "memory.durable_confidence",
                 "must be within 0..1 (memory_md_max_words at least 50, daily_notes_days at least 1)",
+            ));
+        }
+        if !(1..=15).contains(&self.telegram.poll_secs)
+            || !(self.telegram.api_url.starts_with("http://")
+                || self.telegram.api_url.starts_with("https://"))
+        {
+            return Err(invalid(
+                "telegram.api_url",
+                "must be an http(s) URL (and telegram.poll_secs within 1..=15)",
             ));
         }
         if self.llm.reply_tools && self.llm.max_tool_rounds == 0 {

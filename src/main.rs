@@ -209,11 +209,10 @@ async fn main() -> anyhow::Result<()> {
     })) {
         Command::Run(args) => {
             if secrets.discord_token.is_some() || secrets.telegram_token.is_some() {
-                eprintln!(
-                    "engram: DISCORD_TOKEN/TELEGRAM_TOKEN are set, but this build has no platform adapters yet; starting the console chat."
-                );
+                serve(&config, &secrets).await
+            } else {
+                chat(&config, &secrets, args).await
             }
-            chat(&config, &secrets, args).await
         }
         Command::Chat(args) => chat(&config, &secrets, args).await,
         Command::Migrate { from, to } => migrate(&config, &from, &to).await,
@@ -363,6 +362,73 @@ async fn bench_dbs(postgres: Option<&str>) -> anyhow::Result<Vec<bench_store::Be
     Ok(dbs)
 }
 
+/// The bot and what runs beside it: the store, chat model and embedder, wired by `app`.
+struct Running {
+    bot: Arc<engram::bot::Bot>,
+    llm: Option<Arc<dyn engram::llm::ChatModel>>,
+    indexer: tokio::task::JoinHandle<()>,
+    stop_indexer: tokio::sync::watch::Sender<bool>,
+}
+
+async fn start_bot(
+    config: &Config,
+    secrets: &Secrets,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Running> {
+    let store = app::open_store(config).await.with_context(|| {
+        format!(
+            "opening the database {}",
+            engram::config::redact_url(&config.store.url)
+        )
+    })?;
+    let llm = app::chat_model(config, secrets, clock.clone())?;
+    let embedder = app::embedder(config, secrets).context("loading the embedding model")?;
+    let bot = Arc::new(app::build_bot(
+        config,
+        store.clone(),
+        llm.clone(),
+        embedder.clone(),
+        clock.clone(),
+    )?);
+    bot.memory().follow_changes().await?;
+    let (indexer, stop_indexer) = app::start_indexer(config, store, embedder, clock);
+    Ok(Running {
+        bot,
+        llm,
+        indexer,
+        stop_indexer,
+    })
+}
+
+/// `engram run` with platform tokens: Discord and Telegram at once, until Ctrl-C or SIGTERM.
+async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
+    let running = start_bot(config, secrets, Arc::new(SystemClock)).await?;
+    let (jobs, stop_jobs) =
+        app::start_scheduler(config, running.bot.memory().clone(), running.llm.clone());
+    let (stop, shutdown) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutting down");
+        let _ = stop.send(true);
+    });
+    let exits = app::run_platforms(config, secrets, running.bot.clone(), shutdown).await;
+    let _ = stop_jobs.send(true);
+    let _ = jobs.await;
+    let _ = running.stop_indexer.send(true);
+    let _ = running.indexer.await;
+    let failed: Vec<String> = exits
+        .iter()
+        .filter_map(|e| Some(format!("{}: {}", e.platform.as_str(), e.error.as_ref()?)))
+        .collect();
+    anyhow::ensure!(failed.is_empty(), "{}", failed.join("; "));
+    Ok(())
+}
+
 async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Result<()> {
     let manual = args
         .script
@@ -372,23 +438,12 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
         Some(m) => m.clone(),
         None => Arc::new(SystemClock),
     };
-    let store = app::open_store(config).await.with_context(|| {
-        format!(
-            "opening the database {}",
-            engram::config::redact_url(&config.store.url)
-        )
-    })?;
-    let llm = app::chat_model(config, secrets, clock.clone())?;
-    let embedder = app::embedder(config, secrets).context("loading the embedding model")?;
-    let bot = app::build_bot(
-        config,
-        store.clone(),
-        llm.clone(),
-        embedder.clone(),
-        clock.clone(),
-    )?;
-    bot.memory().follow_changes().await?;
-    let (indexer, stop_indexer) = app::start_indexer(config, store, embedder, clock.clone());
+    let Running {
+        bot,
+        llm,
+        indexer,
+        stop_indexer,
+    } = start_bot(config, secrets, clock.clone()).await?;
     let opts = ConsoleOptions {
         speaker: args.speaker.unwrap_or_else(default_speaker),
         space: args.space,

@@ -204,3 +204,59 @@ async fn a_bad_token_stops_with_a_clear_error() {
     assert!(matches!(result, Err(TelegramError::BadToken)), "{result:?}");
     assert!(result.unwrap_err().to_string().contains("TELEGRAM_TOKEN"));
 }
+
+/// `engram run` as a user starts it: TELEGRAM_TOKEN set, the API URL a setting. A good token
+/// serves until SIGTERM and exits cleanly; a refused one exits with a clear error. Neither
+/// prints the token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engram_run_serves_telegram_until_sigterm_and_never_logs_the_token() {
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |token: &str| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"));
+        cmd.arg("run")
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (k, _) in
+            std::env::vars().filter(|(k, _)| k.starts_with("ENGRAM") || k.ends_with("_TOKEN"))
+        {
+            cmd.env_remove(k);
+        }
+        cmd.env("TELEGRAM_TOKEN", token)
+            .env("ENGRAM__TELEGRAM__API_URL", fake.url())
+            .env("ENGRAM__EMBED__PROVIDER", "none")
+            .env("ENGRAM__LOG__LEVEL", "debug");
+        cmd.spawn().expect("engram starts")
+    };
+
+    let refused = tokio::time::timeout(WITHIN, run("4242:wrong").wait_with_output())
+        .await
+        .expect("a refused token ends the process")
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(err.contains("Telegram refused the bot token"), "{err}");
+    assert!(!err.contains("4242:wrong"), "the token was printed: {err}");
+
+    let child = run(TOKEN);
+    fake.push_text(&alice_dm(), ALICE, "remember that I love Rust", false);
+    fake.wait_sent(1, WITHIN).await;
+    assert!(fake.sent_to(1001)[0].starts_with("Got it"));
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = tokio::time::timeout(WITHIN, child.wait_with_output())
+        .await
+        .expect("SIGTERM stops the bot")
+        .unwrap();
+    let logs =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{logs}");
+    assert!(logs.contains("shutting down"), "{logs}");
+    assert!(!logs.contains(TOKEN), "the token was printed: {logs}");
+}

@@ -86,7 +86,7 @@ pub async fn run(
                 Err(e) if refused(&e) => return Err(TelegramError::BadToken),
                 Err(e) => {
                     let wait = backoff.next();
-                    warn!(platform = "telegram", error = %e, retry_in_s = wait.as_secs(), "Telegram unreachable");
+                    warn!(platform = "telegram", error = %redact(&e, token), retry_in_s = wait.as_secs(), "Telegram unreachable");
                     tokio::select! {
                         _ = shutdown.changed() => return Ok(()),
                         _ = tokio::time::sleep(wait) => {}
@@ -103,7 +103,7 @@ pub async fn run(
         );
     }
     if let Err(e) = api.set_my_commands(commands()).await {
-        warn!(platform = "telegram", error = %e, "could not register the bot commands");
+        warn!(platform = "telegram", error = %redact(&e, token), "could not register the bot commands");
     }
     let mut offset: i32 = 0;
     backoff = Backoff::default();
@@ -125,7 +125,7 @@ pub async fn run(
             Err(e) if refused(&e) => return Err(TelegramError::BadToken),
             Err(e) => {
                 let wait = backoff.next();
-                warn!(platform = "telegram", error = %e, retry_in_s = wait.as_secs(), "getUpdates failed");
+                warn!(platform = "telegram", error = %redact(&e, token), retry_in_s = wait.as_secs(), "getUpdates failed");
                 tokio::select! {
                     _ = shutdown.changed() => break,
                     _ = tokio::time::sleep(wait) => {}
@@ -136,12 +136,22 @@ pub async fn run(
         for update in updates {
             offset = offset.max(update.id.0 as i32 + 1);
             if let UpdateKind::Message(m) = &update.kind {
-                handle(&api, &bot, &me, &settings, m).await;
+                handle(&api, token, &bot, &me, &settings, m).await;
             }
         }
     }
     info!(platform = "telegram", "stopped");
     Ok(())
+}
+
+/// The error as text without the token (request URLs carry it: /bot<TOKEN>/method).
+fn redact(e: &RequestError, token: &str) -> String {
+    let text = e.to_string();
+    if token.is_empty() {
+        text
+    } else {
+        text.replace(token, "<TELEGRAM_TOKEN>")
+    }
 }
 
 fn refused(e: &RequestError) -> bool {
@@ -162,7 +172,14 @@ impl Backoff {
 
 /// One message: stored by the bot (always), answered when addressed, with "typing…" shown
 /// while the answer is being made.
-async fn handle(api: &teloxide::Bot, bot: &Bot, me: &Me, settings: &TelegramSettings, m: &Message) {
+async fn handle(
+    api: &teloxide::Bot,
+    token: &str,
+    bot: &Bot,
+    me: &Me,
+    settings: &TelegramSettings,
+    m: &Message,
+) {
     let Some(incoming) = incoming(m, me, &settings.bot_name) else {
         return;
     };
@@ -186,7 +203,7 @@ async fn handle(api: &teloxide::Bot, bot: &Bot, me: &Me, settings: &TelegramSett
     let reply = bot.handle(&incoming).await;
     typing.abort();
     match reply {
-        Ok(Some(reply)) => send(api, m, &reply).await,
+        Ok(Some(reply)) => send(api, token, m, &reply).await,
         Ok(None) => {}
         Err(e) => error!(platform = "telegram", error = %e, "message could not be stored"),
     }
@@ -194,7 +211,7 @@ async fn handle(api: &teloxide::Bot, bot: &Bot, me: &Me, settings: &TelegramSett
 
 /// Sends `reply` in parts, the first one as a reply to `to`; Telegram's flood limits
 /// (RetryAfter) are waited out.
-async fn send(api: &teloxide::Bot, to: &Message, reply: &Reply) {
+async fn send(api: &teloxide::Bot, token: &str, to: &Message, reply: &Reply) {
     for (i, part) in split_message(&reply.text, MAX_MESSAGE, utf16)
         .into_iter()
         .enumerate()
@@ -219,7 +236,7 @@ async fn send(api: &teloxide::Bot, to: &Message, reply: &Reply) {
                     tokio::time::sleep(wait.duration()).await;
                 }
                 Err(e) => {
-                    error!(platform = "telegram", error = %e, chat = to.chat.id.0, "sendMessage failed");
+                    error!(platform = "telegram", error = %redact(&e, token), chat = to.chat.id.0, "sendMessage failed");
                     return;
                 }
             }
