@@ -222,12 +222,15 @@ pub async fn run_platforms(
             (Platform::Telegram, result.map_err(|e| e.to_string()))
         });
     }
-    if secrets.discord_token.is_some() {
+    if let Some(token) = secrets.discord_token.clone() {
+        let settings = crate::adapters::discord::DiscordSettings {
+            api_url: config.discord.api_url.clone(),
+            bot_name: config.bot.name.clone(),
+        };
+        let (bot, shutdown) = (bot.clone(), shutdown.clone());
         tasks.spawn(async move {
-            (
-                Platform::Discord,
-                Err("the Discord adapter is not part of this build yet".to_string()),
-            )
+            let result = crate::adapters::discord::run(bot, &token, settings, shutdown).await;
+            (Platform::Discord, result.map_err(|e| e.to_string()))
         });
     }
     let mut exits = Vec::new();

@@ -24,6 +24,7 @@ pub enum ConfigError {
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub bot: BotConfig,
+    pub discord: DiscordConfig,
     pub telegram: TelegramConfig,
     pub store: StoreConfig,
     pub llm: LlmConfig,
@@ -32,6 +33,12 @@ pub struct Config {
     pub embed: EmbedConfig,
     pub retrieval: RetrievalConfig,
     pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscordConfig {
+    pub api_url: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

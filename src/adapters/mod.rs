@@ -3,6 +3,8 @@
 //! platform types. Console now; Discord and Telegram plug in beside it.
 
 pub mod console;
+pub mod discord;
+pub mod fake_discord;
 pub mod fake_telegram;
 pub mod split;
 pub mod telegram;

@@ -1,0 +1,314 @@
+//! The Discord adapter (serenity), at the top of the flow: gateway message events become
+//! `IncomingMessage`s for `Bot::handle`, and replies go back through serenity's HTTP client in
+//! parts of at most 2,000 characters, the first one as a reply, with "typing…" shown while the
+//! answer is made. Every message in the channels and threads the bot can read is stored; it
+//! answers when mentioned, replied to, addressed by name first, or in a DM. Privacy comes from
+//! the channel's permissions: a channel @everyone cannot view is `channel_restricted` (so is a
+//! private thread), a public one `guild_public`, a thread follows its parent, a DM is `dm`.
+
+use crate::adapters::split::{chars, split_message};
+use crate::bot::{Bot, Reply};
+use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
+use serenity::all::{
+    Channel, ChannelId, ChannelType, Context, CreateMessage, EventHandler, GatewayIntents,
+    GuildChannel, Http, HttpBuilder, Message, PermissionOverwriteType, Permissions, Ready, RoleId,
+    UserId,
+};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::watch;
+use tracing::{error, info, warn};
+
+/// Discord's longest message, in characters.
+pub const MAX_MESSAGE: usize = 2000;
+
+/// Read guild messages and DMs, with their content (a privileged intent: enable "Message
+/// Content Intent" for the bot in the Developer Portal).
+pub fn intents() -> GatewayIntents {
+    GatewayIntents::GUILDS
+        | GatewayIntents::GUILD_MESSAGES
+        | GatewayIntents::DIRECT_MESSAGES
+        | GatewayIntents::MESSAGE_CONTENT
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiscordError {
+    /// The token was refused: retrying cannot help.
+    #[error("Discord refused the bot token (check DISCORD_TOKEN)")]
+    BadToken,
+    #[error("Discord: {0}")]
+    Gateway(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct DiscordSettings {
+    /// Base URL of an HTTP proxy for the Discord API; empty for discord.com.
+    pub api_url: String,
+    /// The bot's name in its own conversation: "<@bot id>" becomes "@Name".
+    pub bot_name: String,
+}
+
+/// The HTTP client: Discord's API, or everything sent to `api_url` (a proxy, or a fake).
+pub fn http(token: &str, settings: &DiscordSettings) -> Http {
+    let builder = HttpBuilder::new(token);
+    if settings.api_url.is_empty() {
+        builder.build()
+    } else {
+        builder
+            .proxy(settings.api_url.trim_end_matches('/'))
+            .ratelimiter_disabled(true)
+            .build()
+    }
+}
+
+/// Turns Discord messages into the bot's and sends its replies.
+pub struct Handler {
+    bot: Arc<Bot>,
+    http: Arc<Http>,
+    bot_name: String,
+    me: OnceLock<UserId>,
+    /// Channel privacy by channel id: permissions rarely change, a lookup costs a request.
+    privacy: moka::sync::Cache<ChannelId, Privacy>,
+}
+
+impl Handler {
+    pub fn new(bot: Arc<Bot>, http: Arc<Http>, bot_name: &str) -> Handler {
+        Handler {
+            bot,
+            http,
+            bot_name: bot_name.to_string(),
+            me: OnceLock::new(),
+            privacy: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(Duration::from_secs(300))
+                .build(),
+        }
+    }
+
+    /// The bot's own user id (from READY; tests set it).
+    pub fn set_me(&self, me: UserId) {
+        let _ = self.me.set(me);
+    }
+
+    /// One message event: stored, and answered when the bot is addressed.
+    pub async fn on_message(&self, msg: &Message) {
+        let Some(me) = self.me.get().copied() else {
+            warn!(platform = "discord", "message before READY; ignored");
+            return;
+        };
+        if msg.author.id == me {
+            return;
+        }
+        let privacy = match msg.guild_id {
+            None => Privacy::Dm,
+            Some(_) => match self.channel_privacy(msg.channel_id).await {
+                Ok(p) => p,
+                Err(e) => {
+                    // Unknown permissions: the safe side is the narrowest place.
+                    warn!(platform = "discord", error = %e, channel = msg.channel_id.get(), "channel lookup failed; treated as restricted");
+                    Privacy::ChannelRestricted
+                }
+            },
+        };
+        let incoming = incoming(msg, me, &self.bot_name, privacy);
+        let typing = {
+            let (http, channel) = (self.http.clone(), msg.channel_id);
+            tokio::spawn(async move {
+                // The indicator lasts about 10 seconds per call.
+                let mut every = tokio::time::interval(Duration::from_secs(8));
+                loop {
+                    every.tick().await;
+                    if channel.broadcast_typing(&http).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        };
+        let reply = self.bot.handle(&incoming).await;
+        typing.abort();
+        match reply {
+            Ok(Some(reply)) => self.send(msg, &reply).await,
+            Ok(None) => {}
+            Err(e) => error!(platform = "discord", error = %e, "message could not be stored"),
+        }
+    }
+
+    async fn send(&self, to: &Message, reply: &Reply) {
+        for (i, part) in split_message(&reply.text, MAX_MESSAGE, chars)
+            .into_iter()
+            .enumerate()
+        {
+            let mut message = CreateMessage::new().content(part);
+            if i == 0 {
+                message = message.reference_message(to);
+            }
+            if let Err(e) = to.channel_id.send_message(&self.http, message).await {
+                error!(platform = "discord", error = %e, channel = to.channel_id.get(), "sending a reply failed");
+                return;
+            }
+        }
+    }
+
+    /// The privacy of a guild channel or thread, from its permissions (cached).
+    async fn channel_privacy(&self, id: ChannelId) -> serenity::Result<Privacy> {
+        if let Some(p) = self.privacy.get(&id) {
+            return Ok(p);
+        }
+        let channel = guild_channel(&self.http, id).await?;
+        let parent = match (&channel.kind, channel.parent_id) {
+            (ChannelType::PublicThread | ChannelType::NewsThread, Some(parent)) => {
+                Some(guild_channel(&self.http, parent).await?)
+            }
+            _ => None,
+        };
+        let p = privacy_of(&channel, parent.as_ref());
+        self.privacy.insert(id, p);
+        Ok(p)
+    }
+}
+
+async fn guild_channel(http: &Http, id: ChannelId) -> serenity::Result<GuildChannel> {
+    match id.to_channel(http).await? {
+        Channel::Guild(c) => Ok(c),
+        _ => Err(serenity::Error::Other("not a guild channel")),
+    }
+}
+
+/// `channel_restricted` when @everyone may not view the channel (a private thread always),
+/// a public thread as its parent, otherwise `guild_public`.
+pub fn privacy_of(channel: &GuildChannel, parent: Option<&GuildChannel>) -> Privacy {
+    match channel.kind {
+        ChannelType::PrivateThread => Privacy::ChannelRestricted,
+        ChannelType::PublicThread | ChannelType::NewsThread => {
+            parent.map_or(Privacy::ChannelRestricted, |p| privacy_of(p, None))
+        }
+        _ if hidden_from_everyone(channel) => Privacy::ChannelRestricted,
+        _ => Privacy::GuildPublic,
+    }
+}
+
+/// Whether the @everyone role (its id is the guild's) is denied View Channel here.
+fn hidden_from_everyone(channel: &GuildChannel) -> bool {
+    let everyone = RoleId::new(channel.guild_id.get());
+    channel.permission_overwrites.iter().any(|o| {
+        o.kind == PermissionOverwriteType::Role(everyone)
+            && o.deny.contains(Permissions::VIEW_CHANNEL)
+    })
+}
+
+/// The message as the bot sees it, in a channel of the given privacy.
+pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> IncomingMessage {
+    let dm = msg.guild_id.is_none();
+    let channel = msg.channel_id.get().to_string();
+    let space = msg
+        .guild_id
+        .map_or_else(|| format!("dm:{channel}"), |g| g.get().to_string());
+    let replies_to_bot = msg
+        .referenced_message
+        .as_ref()
+        .is_some_and(|r| r.author.id == me);
+    let mentions = msg
+        .mentions
+        .iter()
+        .filter(|u| u.id != me)
+        .map(|u| Mention {
+            external_id: u.id.get().to_string(),
+            display_name: u.display_name().to_string(),
+        })
+        .collect();
+    IncomingMessage {
+        platform: Platform::Discord,
+        space_external_id: space,
+        space_kind: if dm {
+            SpaceKind::Private
+        } else {
+            SpaceKind::Group
+        },
+        space_title: msg
+            .guild_id
+            .map_or_else(|| "direct messages".to_string(), |g| format!("guild {g}")),
+        channel_external_id: channel,
+        channel_privacy: if dm { Privacy::Dm } else { privacy },
+        author_external_id: msg.author.id.get().to_string(),
+        author_display_name: msg.author.display_name().to_string(),
+        author_is_bot: msg.author.bot,
+        external_id: msg.id.get().to_string(),
+        text: own_mention_as_name(&msg.content, me, bot_name),
+        sent_at: *msg.timestamp,
+        reply_to_external_id: msg
+            .message_reference
+            .as_ref()
+            .and_then(|r| r.message_id)
+            .map(|id| id.get().to_string()),
+        replies_to_bot,
+        mentions,
+        attachments: msg.attachments.iter().map(|a| a.url.clone()).collect(),
+        author_is_moderator: false,
+    }
+}
+
+/// "<@123>" or "<@!123>" for the bot becomes "@Engram", so addressing works as everywhere.
+pub fn own_mention_as_name(text: &str, me: UserId, bot_name: &str) -> String {
+    let name = format!("@{bot_name}");
+    text.replace(&format!("<@{me}>"), &name)
+        .replace(&format!("<@!{me}>"), &name)
+}
+
+/// Relays serenity's events to the handler.
+struct Events(Arc<Handler>);
+
+#[serenity::async_trait]
+impl EventHandler for Events {
+    async fn ready(&self, _ctx: Context, ready: Ready) {
+        info!(platform = "discord", user = %ready.user.name, guilds = ready.guilds.len(), "connected");
+        self.0.set_me(ready.user.id);
+    }
+
+    async fn message(&self, _ctx: Context, msg: Message) {
+        self.0.on_message(&msg).await;
+    }
+}
+
+/// Connects to the gateway and runs until `shutdown` turns true. A refused token ends it with
+/// an error; serenity reconnects by itself after network trouble.
+pub async fn run(
+    bot: Arc<Bot>,
+    token: &str,
+    settings: DiscordSettings,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), DiscordError> {
+    // A wrong token shows here, before the gateway is tried.
+    if let Err(e) = http(token, &settings).get_current_user().await {
+        return Err(classify(&e));
+    }
+    let handler = Arc::new(Handler::new(
+        bot,
+        Arc::new(http(token, &settings)),
+        &settings.bot_name,
+    ));
+    let mut client = serenity::all::ClientBuilder::new_with_http(http(token, &settings), intents())
+        .event_handler(Events(handler))
+        .await
+        .map_err(|e| classify(&e))?;
+    let shards = client.shard_manager.clone();
+    tokio::select! {
+        result = client.start() => result.map_err(|e| classify(&e)),
+        _ = shutdown.changed() => {
+            shards.shutdown_all().await;
+            info!(platform = "discord", "stopped");
+            Ok(())
+        }
+    }
+}
+
+fn classify(e: &serenity::Error) -> DiscordError {
+    let text = e.to_string();
+    if text.contains("401")
+        || text.to_lowercase().contains("unauthorized")
+        || text.contains("InvalidAuthentication")
+    {
+        DiscordError::BadToken
+    } else {
+        DiscordError::Gateway(text)
+    }
+}

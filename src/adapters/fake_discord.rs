@@ -1,0 +1,233 @@
+//! A fake Discord HTTP API on 127.0.0.1 for tests: serenity's real HTTP client, pointed at it
+//! as a proxy, fetches channels (with their permission overwrites), sends messages and typing
+//! indicators, which are recorded. A wrong token gets 401, as from Discord.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub const BOT_ID: u64 = 900_000_000_000_000_001;
+/// View Channel, as Discord's permission bit.
+pub const VIEW_CHANNEL: u64 = 1 << 10;
+
+#[derive(Default)]
+struct Shared {
+    token: String,
+    channels: HashMap<u64, Value>,
+    sent: Vec<(u64, Value)>,
+    typing: Vec<u64>,
+    next_id: u64,
+}
+
+#[derive(Clone)]
+struct AppState {
+    shared: Arc<Mutex<Shared>>,
+    sent_count: watch::Sender<usize>,
+}
+
+pub struct FakeDiscord {
+    addr: SocketAddr,
+    shared: Arc<Mutex<Shared>>,
+    sent_count: watch::Sender<usize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FakeDiscord {
+    pub async fn start(token: &str) -> std::io::Result<FakeDiscord> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Mutex::new(Shared {
+            token: token.to_string(),
+            next_id: 1_000,
+            ..Shared::default()
+        }));
+        let (sent_count, _) = watch::channel(0);
+        let state = AppState {
+            shared: shared.clone(),
+            sent_count: sent_count.clone(),
+        };
+        let app = Router::new()
+            .route("/api/v10/users/@me", get(me))
+            .route("/api/v10/gateway/bot", get(gateway))
+            .route("/api/v10/channels/{id}", get(channel))
+            .route("/api/v10/channels/{id}/messages", post(send_message))
+            .route("/api/v10/channels/{id}/typing", post(typing))
+            .with_state(state);
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(FakeDiscord {
+            addr,
+            shared,
+            sent_count,
+            task,
+        })
+    }
+
+    /// The proxy URL for `discord.api_url`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Adds a guild text channel; `hidden` denies View Channel to @everyone.
+    pub fn add_text_channel(&self, guild: u64, id: u64, name: &str, hidden: bool) {
+        let overwrites = if hidden {
+            json!([{"id": guild.to_string(), "type": 0, "allow": "0", "deny": VIEW_CHANNEL.to_string()}])
+        } else {
+            json!([])
+        };
+        self.insert(
+            id,
+            json!({"id": id.to_string(), "type": 0, "guild_id": guild.to_string(), "name": name,
+                   "position": 0, "permission_overwrites": overwrites, "nsfw": false}),
+        );
+    }
+
+    /// Adds a thread of `parent`; `private` makes it a private thread.
+    pub fn add_thread(&self, guild: u64, id: u64, parent: u64, private: bool) {
+        self.insert(
+            id,
+            json!({"id": id.to_string(), "type": if private { 12 } else { 11 },
+                   "guild_id": guild.to_string(), "parent_id": parent.to_string(), "name": "thread",
+                   "owner_id": "1", "message_count": 1, "member_count": 1,
+                   "thread_metadata": {"archived": false, "auto_archive_duration": 1440,
+                                       "archive_timestamp": "2026-11-20T09:00:00+00:00", "locked": false}}),
+        );
+    }
+
+    fn insert(&self, id: u64, channel: Value) {
+        self.shared
+            .lock()
+            .expect("fake lock")
+            .channels
+            .insert(id, channel);
+    }
+
+    /// (channel id, message body) of every message sent.
+    pub fn sent(&self) -> Vec<(u64, Value)> {
+        self.shared.lock().expect("fake lock").sent.clone()
+    }
+
+    pub fn typing(&self) -> Vec<u64> {
+        self.shared.lock().expect("fake lock").typing.clone()
+    }
+
+    /// Waits until at least `n` messages were sent (at most `within`, then panics).
+    pub async fn wait_sent(&self, n: usize, within: Duration) {
+        let mut count = self.sent_count.subscribe();
+        tokio::time::timeout(within, count.wait_for(|c| *c >= n))
+            .await
+            .unwrap_or_else(|_| panic!("{n} messages were not sent: {:?}", self.sent()))
+            .expect("the fake is running");
+    }
+}
+
+impl Drop for FakeDiscord {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub fn bot_user() -> Value {
+    json!({"id": BOT_ID.to_string(), "username": "Engram", "discriminator": "0",
+           "global_name": null, "avatar": null, "bot": true})
+}
+
+fn authorized(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+    let expected = format!("Bot {}", state.shared.lock().expect("fake lock").token);
+    let given = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if given == expected {
+        Ok(())
+    } else {
+        Err((
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"message": "401: Unauthorized", "code": 0})),
+        )
+            .into_response())
+    }
+}
+
+async fn me(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorized(&state, &headers) {
+        return r;
+    }
+    Json(bot_user()).into_response()
+}
+
+async fn gateway(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorized(&state, &headers) {
+        return r;
+    }
+    // No gateway here: the connection fails, and serenity keeps retrying.
+    Json(
+        json!({"url": "ws://127.0.0.1:9", "shards": 1, "session_start_limit":
+        {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}}),
+    )
+    .into_response()
+}
+
+async fn channel(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Response {
+    if let Err(r) = authorized(&state, &headers) {
+        return r;
+    }
+    match state.shared.lock().expect("fake lock").channels.get(&id) {
+        Some(c) => Json(c.clone()).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"message": "Unknown Channel", "code": 10003})),
+        )
+            .into_response(),
+    }
+}
+
+async fn send_message(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+    Json(body): Json<Value>,
+) -> Response {
+    if let Err(r) = authorized(&state, &headers) {
+        return r;
+    }
+    let mut s = state.shared.lock().expect("fake lock");
+    s.next_id += 1;
+    let message_id = s.next_id;
+    s.sent.push((id, body.clone()));
+    let n = s.sent.len();
+    drop(s);
+    state.sent_count.send_replace(n);
+    Json(json!({
+        "id": message_id.to_string(), "channel_id": id.to_string(), "author": bot_user(),
+        "content": body["content"], "timestamp": "2026-11-20T09:00:00.000000+00:00",
+        "edited_timestamp": null, "tts": false, "mention_everyone": false, "mentions": [],
+        "mention_roles": [], "attachments": [], "embeds": [], "pinned": false, "type": 0
+    }))
+    .into_response()
+}
+
+async fn typing(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Response {
+    if let Err(r) = authorized(&state, &headers) {
+        return r;
+    }
+    state.shared.lock().expect("fake lock").typing.push(id);
+    StatusCode::NO_CONTENT.into_response()
+}

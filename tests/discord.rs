@@ -1,0 +1,319 @@
+//! Discord: message events built from real Discord JSON payloads (MESSAGE_CREATE) run the
+//! adapter's handler, which looks up channel permissions and sends replies through serenity's
+//! real HTTP client pointed at a fake Discord API on 127.0.0.1. Public channel, restricted
+//! channel, threads and DMs get the right space, channel, author and privacy; replies are
+//! split at 2,000 characters in the right channel. And with both platforms configured, a
+//! Discord that refuses its token stops alone while Telegram keeps answering.
+
+mod common;
+use common::*;
+use engram::adapters::discord::{self, DiscordSettings, Handler};
+use engram::adapters::fake_discord::{BOT_ID, FakeDiscord};
+use engram::adapters::fake_telegram::{Chat, FakeTelegram};
+use engram::config::Secrets;
+use engram::domain::{Platform, Privacy, Scope, SpaceKind};
+use engram::llm::fake::Behavior;
+use serde_json::{Value, json};
+use serenity::all::{Message, UserId};
+use std::sync::Arc;
+use std::time::Duration;
+
+const TOKEN: &str = "discord-test-token";
+const WITHIN: Duration = Duration::from_secs(20);
+const GUILD: u64 = 500;
+const GENERAL: u64 = 10;
+const MODS: u64 = 11;
+const THREAD: u64 = 12;
+const SECRET_THREAD: u64 = 13;
+const DM: u64 = 20;
+
+fn user(id: u64, name: &str) -> Value {
+    json!({"id": id.to_string(), "username": name.to_lowercase(), "discriminator": "0",
+           "global_name": name, "avatar": null})
+}
+
+/// A MESSAGE_CREATE payload as Discord sends it; `guild` None is a DM.
+fn payload(id: u64, channel: u64, guild: Option<u64>, author: (u64, &str), content: &str) -> Value {
+    let mentions: Vec<Value> = if content.contains(&format!("<@{BOT_ID}>")) {
+        vec![
+            json!({"id": BOT_ID.to_string(), "username": "Engram", "discriminator": "0",
+                    "global_name": null, "avatar": null, "bot": true}),
+        ]
+    } else {
+        vec![]
+    };
+    let mut m = json!({
+        "id": id.to_string(), "channel_id": channel.to_string(),
+        "author": user(author.0, author.1), "content": content,
+        "timestamp": format!("2026-11-20T09:{:02}:00.000000+00:00", id % 60),
+        "edited_timestamp": null, "tts": false, "mention_everyone": false,
+        "mentions": mentions, "mention_roles": [], "attachments": [], "embeds": [],
+        "pinned": false, "type": 0, "flags": 0, "components": [], "nonce": id.to_string()
+    });
+    if let Some(g) = guild {
+        m["guild_id"] = json!(g.to_string());
+        m["member"] = json!({"roles": [], "joined_at": "2026-01-01T00:00:00.000000+00:00",
+                             "deaf": false, "mute": false, "flags": 0});
+    }
+    m
+}
+
+fn message(v: Value) -> Message {
+    serde_json::from_value(v).expect("a Discord message payload")
+}
+
+async fn setup(llm: bool) -> (Harness, FakeDiscord, Handler) {
+    let h = if llm {
+        Harness::with_llm().await
+    } else {
+        Harness::offline().await
+    };
+    let fake = FakeDiscord::start(TOKEN).await.unwrap();
+    fake.add_text_channel(GUILD, GENERAL, "general", false);
+    fake.add_text_channel(GUILD, MODS, "mods", true);
+    fake.add_thread(GUILD, THREAD, GENERAL, false);
+    fake.add_thread(GUILD, SECRET_THREAD, GENERAL, true);
+    let settings = DiscordSettings {
+        api_url: fake.url(),
+        bot_name: h.config.bot.name.clone(),
+    };
+    let http = Arc::new(discord::http(TOKEN, &settings));
+    let handler = Handler::new(h.bot.clone(), http, &settings.bot_name);
+    handler.set_me(UserId::new(BOT_ID));
+    (h, fake, handler)
+}
+
+const ALICE: (u64, &str) = (111, "Alice");
+const BOB: (u64, &str) = (222, "Bob");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channels_threads_and_dms_get_their_place_and_privacy() {
+    let (h, fake, handler) = setup(false).await;
+    let at_bot = format!("<@{BOT_ID}>");
+    let cases = [
+        (GENERAL, Some(GUILD), "remember that I love Rust"),
+        (MODS, Some(GUILD), "remember that the launch is on Friday"),
+        (THREAD, Some(GUILD), "remember that I like threads"),
+        (SECRET_THREAD, Some(GUILD), "remember that the raise is 5%"),
+        (DM, None, "remember that my cat is Tom"),
+    ];
+    for (i, (channel, guild, text)) in cases.iter().enumerate() {
+        let content = match guild {
+            Some(_) => format!("{at_bot} {text}"),
+            None => text.to_string(),
+        };
+        handler
+            .on_message(&message(payload(
+                2000 + i as u64,
+                *channel,
+                *guild,
+                ALICE,
+                &content,
+            )))
+            .await;
+        fake.wait_sent(i + 1, WITHIN).await;
+        let (to, body) = fake.sent().pop().unwrap();
+        assert_eq!(to, *channel, "answered in the channel asked");
+        assert!(
+            body["content"].as_str().unwrap().starts_with("Got it"),
+            "{body}"
+        );
+        assert_eq!(
+            body["message_reference"]["message_id"],
+            (2000 + i as u64).to_string()
+        );
+    }
+    // Chatter is stored, not answered.
+    handler
+        .on_message(&message(payload(
+            2100,
+            GENERAL,
+            Some(GUILD),
+            BOB,
+            "lunch anyone?",
+        )))
+        .await;
+    assert_eq!(fake.sent().len(), 5);
+
+    let alice = h
+        .store
+        .resolve_person(Platform::Discord, "111", "Alice")
+        .await
+        .unwrap();
+    let guild = h
+        .store
+        .resolve_space(Platform::Discord, &GUILD.to_string(), SpaceKind::Group, "")
+        .await
+        .unwrap();
+    let scope_of = |channel: u64| {
+        let h = &h;
+        async move {
+            let space = if channel == DM {
+                h.store
+                    .resolve_space(
+                        Platform::Discord,
+                        &format!("dm:{DM}"),
+                        SpaceKind::Private,
+                        "",
+                    )
+                    .await
+                    .unwrap()
+            } else {
+                guild
+            };
+            let stored = h
+                .store
+                .recent_messages(space, &channel.to_string(), 10)
+                .await
+                .unwrap();
+            let said = stored
+                .iter()
+                .find(|m| m.text.contains("remember that"))
+                .expect("stored");
+            assert_eq!(said.author, alice, "author in {channel}");
+            if channel != DM {
+                assert!(
+                    said.text.starts_with("@Engram"),
+                    "the bot mention as its name: {}",
+                    said.text
+                );
+            }
+            said.scope.clone()
+        }
+    };
+    assert_eq!(scope_of(GENERAL).await, Scope::Space(guild));
+    assert_eq!(
+        scope_of(MODS).await,
+        Scope::Channel(guild, MODS.to_string())
+    );
+    assert_eq!(
+        scope_of(THREAD).await,
+        Scope::Space(guild),
+        "a public thread is as its parent"
+    );
+    assert_eq!(
+        scope_of(SECRET_THREAD).await,
+        Scope::Channel(guild, SECRET_THREAD.to_string())
+    );
+    assert_eq!(scope_of(DM).await, Scope::Dm(alice));
+    let lunch = h
+        .store
+        .recent_messages(guild, &GENERAL.to_string(), 10)
+        .await
+        .unwrap();
+    assert!(lunch.iter().any(|m| m.text == "lunch anyone?"));
+    assert_eq!(
+        discord::incoming(
+            &message(payload(1, MODS, Some(GUILD), ALICE, "x")),
+            UserId::new(BOT_ID),
+            "Engram",
+            Privacy::ChannelRestricted
+        )
+        .channel_privacy,
+        Privacy::ChannelRestricted
+    );
+
+    // What was said in #mods or the DM never surfaces in #general.
+    let ask = format!("{at_bot} what do you know about me");
+    handler
+        .on_message(&message(payload(2200, GENERAL, Some(GUILD), ALICE, &ask)))
+        .await;
+    fake.wait_sent(6, WITHIN).await;
+    let (_, body) = fake.sent().pop().unwrap();
+    let answer = body["content"].as_str().unwrap();
+    assert!(answer.contains("Rust"), "{answer}");
+    for secret in ["Friday", "5%", "Tom"] {
+        assert!(
+            !answer.contains(secret),
+            "{secret} leaked into #general: {answer}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_replies_are_split_in_the_right_channel() {
+    let (h, fake, handler) = setup(true).await;
+    let long = "sentence of words. ".repeat(280);
+    h.fake().set_behavior(Behavior::Content(long));
+    let content = format!("<@{BOT_ID}> tell me everything");
+    handler
+        .on_message(&message(payload(
+            3000,
+            THREAD,
+            Some(GUILD),
+            ALICE,
+            &content,
+        )))
+        .await;
+    fake.wait_sent(3, WITHIN).await;
+    let sent = fake.sent();
+    assert_eq!(sent.len(), 3, "5,320 characters in parts of 2,000");
+    assert!(sent.iter().all(|(to, _)| *to == THREAD));
+    let parts: Vec<&str> = sent
+        .iter()
+        .map(|(_, b)| b["content"].as_str().unwrap())
+        .collect();
+    assert!(parts.iter().all(|p| p.chars().count() <= 2000));
+    assert_eq!(
+        parts
+            .iter()
+            .map(|p| p.matches("sentence").count())
+            .sum::<usize>(),
+        280
+    );
+    assert!(sent[0].1.get("message_reference").is_some());
+    assert!(sent[1].1.get("message_reference").is_none());
+    assert!(
+        fake.typing().contains(&THREAD),
+        "typing shown while the LLM works"
+    );
+}
+
+/// Both platforms configured: Discord refuses its token and stops; Telegram keeps answering;
+/// shutdown ends what is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_platform_failing_leaves_the_other_running() {
+    let discord_fake = FakeDiscord::start(TOKEN).await.unwrap();
+    let telegram_fake = FakeTelegram::start("4242:tg").await.unwrap();
+    let h = Harness::build(false, |c| {
+        c.discord.api_url = discord_fake.url();
+        c.telegram.api_url = telegram_fake.url();
+        c.telegram.poll_secs = 5;
+    })
+    .await;
+    let secrets = Secrets {
+        discord_token: Some("wrong-token".into()),
+        telegram_token: Some("4242:tg".into()),
+        ..Secrets::default()
+    };
+    let (stop, shutdown) = tokio::sync::watch::channel(false);
+    let (config, bot) = (h.config.clone(), h.bot.clone());
+    let running =
+        tokio::spawn(
+            async move { engram::app::run_platforms(&config, &secrets, bot, shutdown).await },
+        );
+    let dm = Chat::Private {
+        id: 1001,
+        name: "Alice".into(),
+    };
+    telegram_fake.push_text(&dm, (1001, "Alice"), "remember that I love Rust", false);
+    telegram_fake.wait_sent(1, WITHIN).await;
+    telegram_fake.push_text(&dm, (1001, "Alice"), "what do you know about me", false);
+    telegram_fake.wait_sent(2, WITHIN).await;
+    assert!(telegram_fake.sent_to(1001)[1].contains("Rust"));
+    assert!(discord_fake.sent().is_empty());
+    stop.send_replace(true);
+    let exits = tokio::time::timeout(WITHIN, running)
+        .await
+        .expect("shutdown ends every platform")
+        .unwrap();
+    let of = |p: Platform| exits.iter().find(|e| e.platform == p).expect("an exit");
+    assert!(
+        of(Platform::Discord)
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("DISCORD_TOKEN")),
+        "{exits:?}"
+    );
+    assert_eq!(of(Platform::Telegram).error, None, "{exits:?}");
+}
