@@ -141,32 +141,31 @@ pub fn bot_user() -> Value {
            "global_name": null, "avatar": null, "bot": true})
 }
 
-fn authorized(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+/// None when the request carries the token, else the 401 to answer.
+fn refused(state: &AppState, headers: &HeaderMap) -> Option<Response> {
     let expected = format!("Bot {}", state.shared.lock().expect("fake lock").token);
     let given = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if given == expected {
-        Ok(())
-    } else {
-        Err((
+    (given != expected).then(|| {
+        (
             StatusCode::UNAUTHORIZED,
             Json(json!({"message": "401: Unauthorized", "code": 0})),
         )
-            .into_response())
-    }
+            .into_response()
+    })
 }
 
 async fn me(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&state, &headers) {
+    if let Some(r) = refused(&state, &headers) {
         return r;
     }
     Json(bot_user()).into_response()
 }
 
 async fn gateway(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorized(&state, &headers) {
+    if let Some(r) = refused(&state, &headers) {
         return r;
     }
     // No gateway here: the connection fails, and serenity keeps retrying.
@@ -182,7 +181,7 @@ async fn channel(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Response {
-    if let Err(r) = authorized(&state, &headers) {
+    if let Some(r) = refused(&state, &headers) {
         return r;
     }
     match state.shared.lock().expect("fake lock").channels.get(&id) {
@@ -201,7 +200,7 @@ async fn send_message(
     Path(id): Path<u64>,
     Json(body): Json<Value>,
 ) -> Response {
-    if let Err(r) = authorized(&state, &headers) {
+    if let Some(r) = refused(&state, &headers) {
         return r;
     }
     let mut s = state.shared.lock().expect("fake lock");
@@ -225,7 +224,7 @@ async fn typing(
     headers: HeaderMap,
     Path(id): Path<u64>,
 ) -> Response {
-    if let Err(r) = authorized(&state, &headers) {
+    if let Some(r) = refused(&state, &headers) {
         return r;
     }
     state.shared.lock().expect("fake lock").typing.push(id);
