@@ -25,6 +25,31 @@ pub struct Reply {
     pub text: String,
 }
 
+/// How long a `/memory link` code can be used.
+const LINK_CODE_MINUTES: i64 = 10;
+
+/// A one-time code like "K7QM-X2PD" (no 0/O or 1/I to misread).
+fn new_link_code() -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+    let mut rng = rand::rng();
+    let c: String = (0..8)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{}-{}", &c[..4], &c[4..])
+}
+
+/// Only this is stored: the code's SHA-256, whatever its case and dashes.
+fn link_code_hash(code: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let normal: String = code
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    hex::encode(Sha256::digest(normal.as_bytes()))
+}
+
 /// A destructive /memory request waiting for the person's "yes".
 #[derive(Debug, Clone)]
 enum Pending {
@@ -52,6 +77,7 @@ const HELP: &str = "I remember things about the people here. Try:\n\
   note that / keep in mind … (goes into your MEMORY.md)\n\
   /memory, /memory search <words>, /memory forget <topic>,\n\
   /memory pause, /memory resume, /memory clear, /memory export\n\
+  /memory link (join your Discord and Telegram memory), /memory unlink\n\
 Anything else is conversation.";
 
 impl Bot {
@@ -350,10 +376,82 @@ impl Bot {
                 }
             }
             MemoryCommand::Export => entries.memory_md(person, place).await?,
+            MemoryCommand::Link(code) => self.link(ingested, &code).await?,
+            MemoryCommand::Unlink => {
+                let platform = place.platform;
+                if self
+                    .store
+                    .unlink_identity(platform, &ingested.author_external_id)
+                    .await?
+                {
+                    info!(actor = %person, platform = platform.as_str(), "identity unlinked");
+                    format!(
+                        "Unlinked: this {} account has its own memory again.",
+                        platform.as_str()
+                    )
+                } else {
+                    "This account is not linked to another one, so nothing changed.".to_string()
+                }
+            }
             MemoryCommand::Unknown(word) => format!(
-                "I don't know \"/memory {word}\". Try /memory, /memory search <words>, /memory forget <topic>, /memory pause, /memory resume, /memory clear or /memory export."
+                "I don't know \"/memory {word}\". Try /memory, /memory search <words>, /memory forget <topic>, /memory pause, /memory resume, /memory clear, /memory export, /memory link or /memory unlink."
             ),
         })
+    }
+
+    /// `/memory link`: makes a one-time code (private chats only, as anyone who sees it could
+    /// use it), or with a code made on another platform, joins this account to that person.
+    async fn link(&self, ingested: &Ingested, code: &str) -> Result<String, MemoryError> {
+        let place = &ingested.place;
+        if place.privacy != crate::domain::Privacy::Dm {
+            return Ok(if code.trim().is_empty() {
+                "Ask me for a link code in a private chat: anyone who sees a code can use it."
+                    .to_string()
+            } else {
+                "I won't use a code posted here: anyone could have seen it. Make a new one with \"/memory link\" in a private chat.".to_string()
+            });
+        }
+        let now = self.memory.clock().now();
+        if code.trim().is_empty() {
+            let code = new_link_code();
+            self.store
+                .create_link_code(
+                    &link_code_hash(&code),
+                    ingested.message.author,
+                    place.platform,
+                    now,
+                    now + chrono::Duration::minutes(LINK_CODE_MINUTES),
+                )
+                .await?;
+            info!(actor = %ingested.message.author, platform = place.platform.as_str(), "link code made");
+            return Ok(format!(
+                "Your link code is {code}. Within {LINK_CODE_MINUTES} minutes, send \"/memory link {code}\" to me in a private chat on your other platform (Discord or Telegram). It works once; that account then shares your memory from here: what you told me in private and what I know about you everywhere."
+            ));
+        }
+        use crate::store::LinkRedeem;
+        Ok(
+            match self
+                .store
+                .redeem_link_code(
+                    &link_code_hash(code),
+                    place.platform,
+                    &ingested.author_external_id,
+                    now,
+                )
+                .await?
+            {
+                LinkRedeem::Linked { person } => {
+                    info!(from = %ingested.message.author, to = %person, platform = place.platform.as_str(), "identity linked");
+                    format!(
+                        "Linked: this {} account now shares your memory. \"/memory unlink\" undoes it.",
+                        place.platform.as_str()
+                    )
+                }
+                LinkRedeem::Unknown => "That code is unknown or has expired. Make a new one with \"/memory link\" on the other platform.".to_string(),
+                LinkRedeem::SamePlatform => "That code was made on this platform: use it on the other one.".to_string(),
+                LinkRedeem::AlreadyLinked => "This account is already linked to that one.".to_string(),
+            },
+        )
     }
 
     async fn confirm(&self, ingested: &Ingested, yes: bool) -> Result<Option<String>, MemoryError> {

@@ -47,6 +47,9 @@ pub enum MemoryCommand {
     Forget(String),
     Search(String),
     Export,
+    /// `/memory link` (a code is made) or `/memory link CODE` (the code is used).
+    Link(String),
+    Unlink,
     /// `/memory something-else`: says what the subcommands are.
     Unknown(String),
 }
@@ -65,6 +68,8 @@ fn memory_command(rest: &str) -> MemoryCommand {
         "forget" => MemoryCommand::Forget(arg.to_string()),
         "search" => MemoryCommand::Search(arg.to_string()),
         "export" => MemoryCommand::Export,
+        "link" => MemoryCommand::Link(arg.to_string()),
+        "unlink" => MemoryCommand::Unlink,
         _ => MemoryCommand::Unknown(word.to_string()),
     }
 }

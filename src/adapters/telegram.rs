@@ -321,6 +321,7 @@ pub fn addressed_text(text: &str, username: &str, bot_name: &str, private: bool)
         if target.is_empty() || target.eq_ignore_ascii_case(username) {
             let command = match command.to_lowercase().as_str() {
                 "start" | "help" => "help".to_string(),
+                "link" | "unlink" => format!("/memory {}", command.to_lowercase()),
                 c => format!("/{c}"),
             };
             let line = format!("{command} {}", args.trim()).trim().to_string();

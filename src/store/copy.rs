@@ -103,6 +103,7 @@ impl Table {
                     ("person_id", Int),
                     ("display_name", Text),
                     ("created_at", Int),
+                    ("own_person_id", NullInt),
                 ],
                 order_by: "platform, external_id",
                 has_identity: false,

@@ -168,6 +168,20 @@ pub struct JobRun {
     pub detail: String,
 }
 
+/// What redeeming a link code did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkRedeem {
+    Linked {
+        person: PersonId,
+    },
+    /// No such code, or it has expired.
+    Unknown,
+    /// The code was made on the same platform: a link joins two platforms.
+    SamePlatform,
+    /// This identity already belongs to that person.
+    AlreadyLinked,
+}
+
 /// A change another process made that per-process caches must forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -410,6 +424,28 @@ pub trait Store: Send + Sync {
     /// the facts texts of every scope with their versions (other processes are told). Returns
     /// rows removed.
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
+
+    /// Keeps a one-time link code (its hash) for `person`, made on `platform`; their earlier
+    /// codes and everyone's expired ones go.
+    async fn create_link_code(
+        &self,
+        code_hash: &str,
+        person: PersonId,
+        platform: Platform,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+    /// Joins the identity (platform, external_id) to the person of the code, once: the code is
+    /// used up, and the identity remembers whose it was before.
+    async fn redeem_link_code(
+        &self,
+        code_hash: &str,
+        platform: Platform,
+        external_id: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<LinkRedeem>;
+    /// Gives a linked identity back to the person it had before; false when it was not linked.
+    async fn unlink_identity(&self, platform: Platform, external_id: &str) -> StoreResult<bool>;
     /// Deletes entries whose expiry has passed at `now` and daily notes of days before
     /// `notes_before`, with the history of those entries; returns the rows removed.
     async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64>;

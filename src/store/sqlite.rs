@@ -832,6 +832,106 @@ impl Store for SqliteStore {
         Ok(removed)
     }
 
+    async fn create_link_code(
+        &self,
+        code_hash: &str,
+        person: PersonId,
+        platform: Platform,
+        now: DateTime<Utc>,
+        expires_at: DateTime<Utc>,
+    ) -> StoreResult<()> {
+        let mut tx = self.write_tx().await?;
+        sqlx::query("DELETE FROM link_codes WHERE expires_at <= ? OR person_id = ?")
+            .bind(ms(now))
+            .bind(person.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(
+            "INSERT INTO link_codes (code_hash, person_id, platform, expires_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(code_hash)
+        .bind(person.0)
+        .bind(platform.as_str())
+        .bind(ms(expires_at))
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)
+    }
+
+    async fn redeem_link_code(
+        &self,
+        code_hash: &str,
+        platform: Platform,
+        external_id: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<LinkRedeem> {
+        let mut tx = self.write_tx().await?;
+        let code: Option<(i64, String, i64)> = sqlx::query_as(
+            "SELECT person_id, platform, expires_at FROM link_codes WHERE code_hash = ?",
+        )
+        .bind(code_hash)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let Some((person, code_platform, _)) = code.filter(|c| c.2 > ms(now)) else {
+            return Ok(LinkRedeem::Unknown);
+        };
+        if code_platform == platform.as_str() {
+            return Ok(LinkRedeem::SamePlatform);
+        }
+        let current: Option<i64> = sqlx::query_scalar(
+            "SELECT person_id FROM identities WHERE platform = ? AND external_id = ?",
+        )
+        .bind(platform.as_str())
+        .bind(external_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        if current == Some(person) {
+            return Ok(LinkRedeem::AlreadyLinked);
+        }
+        if current.is_none() {
+            return Ok(LinkRedeem::Unknown);
+        }
+        sqlx::query(
+            "UPDATE identities SET own_person_id = COALESCE(own_person_id, person_id), person_id = ? \
+             WHERE platform = ? AND external_id = ?",
+        )
+        .bind(person)
+        .bind(platform.as_str())
+        .bind(external_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        sqlx::query("DELETE FROM link_codes WHERE code_hash = ?")
+            .bind(code_hash)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(LinkRedeem::Linked {
+            person: PersonId(person),
+        })
+    }
+
+    async fn unlink_identity(&self, platform: Platform, external_id: &str) -> StoreResult<bool> {
+        let mut tx = self.write_tx().await?;
+        let changed = sqlx::query(
+            "UPDATE identities SET person_id = own_person_id, own_person_id = NULL \
+             WHERE platform = ? AND external_id = ? AND own_person_id IS NOT NULL",
+        )
+        .bind(platform.as_str())
+        .bind(external_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        tx.commit().await.map_err(db_err)?;
+        Ok(changed > 0)
+    }
+
     async fn set_memory_paused(
         &self,
         person: PersonId,
