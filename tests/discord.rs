@@ -26,6 +26,7 @@ const MODS: u64 = 11;
 const THREAD: u64 = 12;
 const SECRET_THREAD: u64 = 13;
 const DM: u64 = 20;
+const APP_ID: u64 = 777;
 
 fn user(id: u64, name: &str) -> Value {
     json!({"id": id.to_string(), "username": name.to_lowercase(), "discriminator": "0",
@@ -77,7 +78,9 @@ async fn setup(llm: bool) -> (Harness, FakeDiscord, Handler) {
         api_url: fake.url(),
         bot_name: h.config.bot.name.clone(),
     };
-    let http = Arc::new(discord::http(TOKEN, &settings));
+    let http = discord::http(TOKEN, &settings);
+    http.set_application_id(serenity::all::ApplicationId::new(APP_ID));
+    let http = Arc::new(http);
     let handler = Handler::new(h.bot.clone(), http, &settings.bot_name);
     handler.set_me(UserId::new(BOT_ID));
     (h, fake, handler)
@@ -316,4 +319,97 @@ async fn one_platform_failing_leaves_the_other_running() {
         "{exits:?}"
     );
     assert_eq!(of(Platform::Telegram).error, None, "{exits:?}");
+}
+
+/// An INTERACTION_CREATE payload for `/memory request:<request>`; `guild` None is a DM.
+fn memory_command(
+    id: u64,
+    channel: u64,
+    guild: Option<u64>,
+    author: (u64, &str),
+    request: &str,
+) -> Value {
+    let mut i = json!({
+        "id": id.to_string(), "application_id": APP_ID.to_string(), "type": 2,
+        "token": format!("interaction-token-{id}"), "version": 1, "locale": "en-US",
+        "channel_id": channel.to_string(), "app_permissions": "0", "entitlements": [],
+        "authorizing_integration_owners": {}, "attachment_size_limit": 8388608,
+        "data": {"id": "5000", "name": "memory", "type": 1,
+                 "options": [{"name": "request", "type": 3, "value": request}]}
+    });
+    match guild {
+        Some(g) => {
+            i["guild_id"] = json!(g.to_string());
+            i["member"] = json!({"user": user(author.0, author.1), "roles": [],
+                                 "joined_at": "2026-01-01T00:00:00.000000+00:00",
+                                 "deaf": false, "mute": false, "flags": 0, "permissions": "0"});
+        }
+        None => i["user"] = user(author.0, author.1),
+    }
+    i
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memory_slash_command_answers_ephemerally() {
+    let (_h, fake, handler) = setup(false).await;
+    let at_bot = format!("<@{BOT_ID}>");
+    handler
+        .on_message(&message(payload(
+            4000,
+            GENERAL,
+            Some(GUILD),
+            ALICE,
+            &format!("{at_bot} remember that I love Rust"),
+        )))
+        .await;
+    handler
+        .on_message(&message(payload(
+            4001,
+            DM,
+            None,
+            ALICE,
+            "remember that my cat is Tom",
+        )))
+        .await;
+    fake.wait_sent(2, WITHIN).await;
+
+    let cmd: serenity::all::CommandInteraction = serde_json::from_value(memory_command(
+        4100,
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        "search rust",
+    ))
+    .unwrap();
+    handler.on_memory_command(&cmd).await;
+    let cmd: serenity::all::CommandInteraction =
+        serde_json::from_value(memory_command(4101, GENERAL, Some(GUILD), ALICE, "")).unwrap();
+    handler.on_memory_command(&cmd).await;
+    let answers = fake.interactions();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    for a in &answers {
+        assert_eq!(a["type"], 4, "{a}");
+        assert_eq!(a["data"]["flags"], 64, "ephemeral: {a}");
+    }
+    let found = answers[0]["data"]["content"].as_str().unwrap();
+    assert!(found.contains("I love Rust"), "{found}");
+    let view = answers[1]["data"]["content"].as_str().unwrap();
+    assert!(
+        view.contains("I love Rust") && !view.contains("Tom"),
+        "a DM entry in a guild: {view}"
+    );
+    // In the DM, all of it.
+    let cmd: serenity::all::CommandInteraction =
+        serde_json::from_value(memory_command(4102, DM, None, ALICE, "")).unwrap();
+    handler.on_memory_command(&cmd).await;
+    let view = fake.interactions()[2]["data"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(view.contains("Tom") && view.contains("Rust"), "{view}");
+    assert_eq!(
+        fake.sent().len(),
+        2,
+        "slash answers are not channel messages"
+    );
 }

@@ -10,9 +10,11 @@ use crate::adapters::split::{chars, split_message};
 use crate::bot::{Bot, Reply};
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
 use serenity::all::{
-    Channel, ChannelId, ChannelType, Context, CreateMessage, EventHandler, GatewayIntents,
-    GuildChannel, Http, HttpBuilder, Message, PermissionOverwriteType, Permissions, Ready, RoleId,
-    UserId,
+    Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType, Context,
+    CreateCommand, CreateCommandOption, CreateInteractionResponse,
+    CreateInteractionResponseFollowup, CreateInteractionResponseMessage, CreateMessage,
+    EventHandler, GatewayIntents, GuildChannel, Http, HttpBuilder, Interaction, Message,
+    PermissionOverwriteType, Permissions, Ready, RoleId, UserId,
 };
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -130,6 +132,90 @@ impl Handler {
             Ok(Some(reply)) => self.send(msg, &reply).await,
             Ok(None) => {}
             Err(e) => error!(platform = "discord", error = %e, "message could not be stored"),
+        }
+    }
+
+    /// The `/memory` slash command: the same work as "/memory …" in a message, answered
+    /// ephemerally (only the person who asked sees their memory), split like any reply.
+    pub async fn on_memory_command(&self, cmd: &CommandInteraction) {
+        let request = cmd
+            .data
+            .options
+            .iter()
+            .find(|o| o.name == "request")
+            .and_then(|o| o.value.as_str())
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let privacy = match cmd.guild_id {
+            None => Privacy::Dm,
+            Some(_) => self
+                .channel_privacy(cmd.channel_id)
+                .await
+                .unwrap_or(Privacy::ChannelRestricted),
+        };
+        let dm = cmd.guild_id.is_none();
+        let channel = cmd.channel_id.get().to_string();
+        let text = if dm {
+            format!("/memory {request}")
+        } else {
+            format!("@{} /memory {request}", self.bot_name)
+        };
+        let incoming = IncomingMessage {
+            platform: Platform::Discord,
+            space_external_id: cmd
+                .guild_id
+                .map_or_else(|| format!("dm:{channel}"), |g| g.get().to_string()),
+            space_kind: if dm {
+                SpaceKind::Private
+            } else {
+                SpaceKind::Group
+            },
+            space_title: cmd
+                .guild_id
+                .map_or_else(|| "direct messages".to_string(), |g| format!("guild {g}")),
+            channel_external_id: channel,
+            channel_privacy: if dm { Privacy::Dm } else { privacy },
+            author_external_id: cmd.user.id.get().to_string(),
+            author_display_name: cmd.user.display_name().to_string(),
+            author_is_bot: false,
+            external_id: format!("interaction:{}", cmd.id.get()),
+            text: text.trim().to_string(),
+            sent_at: *cmd.id.created_at(),
+            reply_to_external_id: None,
+            replies_to_bot: false,
+            mentions: Vec::new(),
+            attachments: Vec::new(),
+            author_is_moderator: false,
+        };
+        let text = match self.bot.handle(&incoming).await {
+            Ok(Some(reply)) => reply.text,
+            Ok(None) => "Nothing to do.".to_string(),
+            Err(e) => {
+                error!(platform = "discord", error = %e, "slash command could not be stored");
+                "Something went wrong on my side; please try again.".to_string()
+            }
+        };
+        for (i, part) in split_message(&text, MAX_MESSAGE, chars)
+            .into_iter()
+            .enumerate()
+        {
+            let sent = if i == 0 {
+                let message = CreateInteractionResponseMessage::new()
+                    .content(part)
+                    .ephemeral(true);
+                cmd.create_response(&self.http, CreateInteractionResponse::Message(message))
+                    .await
+            } else {
+                let followup = CreateInteractionResponseFollowup::new()
+                    .content(part)
+                    .ephemeral(true);
+                cmd.create_followup(&self.http, followup).await.map(|_| ())
+            };
+            if let Err(e) = sent {
+                error!(platform = "discord", error = %e, "answering a slash command failed");
+                return;
+            }
         }
     }
 
@@ -254,14 +340,41 @@ pub fn own_mention_as_name(text: &str, me: UserId, bot_name: &str) -> String {
         .replace(&format!("<@!{me}>"), &name)
 }
 
+/// The slash commands registered at start.
+pub fn slash_commands() -> Vec<CreateCommand> {
+    vec![
+        CreateCommand::new("memory")
+            .description("What I remember about you (only you see the answer)")
+            .add_option(
+                CreateCommandOption::new(
+                    CommandOptionType::String,
+                    "request",
+                    "empty to view; or: search <words>, forget <topic>, pause, resume, clear, export, link [code], unlink",
+                )
+                .required(false),
+            ),
+    ]
+}
+
 /// Relays serenity's events to the handler.
 struct Events(Arc<Handler>);
 
 #[serenity::async_trait]
 impl EventHandler for Events {
-    async fn ready(&self, _ctx: Context, ready: Ready) {
+    async fn ready(&self, ctx: Context, ready: Ready) {
         info!(platform = "discord", user = %ready.user.name, guilds = ready.guilds.len(), "connected");
         self.0.set_me(ready.user.id);
+        if let Err(e) = Command::set_global_commands(&ctx.http, slash_commands()).await {
+            warn!(platform = "discord", error = %e, "could not register the slash commands");
+        }
+    }
+
+    async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
+        if let Interaction::Command(cmd) = interaction
+            && cmd.data.name == "memory"
+        {
+            self.0.on_memory_command(&cmd).await;
+        }
     }
 
     async fn message(&self, _ctx: Context, msg: Message) {

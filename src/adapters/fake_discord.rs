@@ -24,6 +24,8 @@ struct Shared {
     channels: HashMap<u64, Value>,
     sent: Vec<(u64, Value)>,
     typing: Vec<u64>,
+    /// Interaction responses and follow-ups, in order.
+    interactions: Vec<Value>,
     next_id: u64,
 }
 
@@ -60,6 +62,11 @@ impl FakeDiscord {
             .route("/api/v10/channels/{id}", get(channel))
             .route("/api/v10/channels/{id}/messages", post(send_message))
             .route("/api/v10/channels/{id}/typing", post(typing))
+            .route(
+                "/api/v10/interactions/{id}/{token}/callback",
+                post(interaction_callback),
+            )
+            .route("/api/v10/webhooks/{app}/{token}", post(followup))
             .with_state(state);
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -114,6 +121,11 @@ impl FakeDiscord {
     /// (channel id, message body) of every message sent.
     pub fn sent(&self) -> Vec<(u64, Value)> {
         self.shared.lock().expect("fake lock").sent.clone()
+    }
+
+    /// Interaction responses (`{"type": 4, "data": …}`) and follow-ups (the message body).
+    pub fn interactions(&self) -> Vec<Value> {
+        self.shared.lock().expect("fake lock").interactions.clone()
     }
 
     pub fn typing(&self) -> Vec<u64> {
@@ -229,4 +241,35 @@ async fn typing(
     }
     state.shared.lock().expect("fake lock").typing.push(id);
     StatusCode::NO_CONTENT.into_response()
+}
+
+async fn interaction_callback(State(state): State<AppState>, Json(body): Json<Value>) -> Response {
+    // Interaction endpoints are authorized by the interaction's token in the URL.
+    state
+        .shared
+        .lock()
+        .expect("fake lock")
+        .interactions
+        .push(body);
+    StatusCode::NO_CONTENT.into_response()
+}
+
+async fn followup(
+    State(state): State<AppState>,
+    Path((_app, _token)): Path<(String, String)>,
+    Json(body): Json<Value>,
+) -> Response {
+    let mut s = state.shared.lock().expect("fake lock");
+    s.next_id += 1;
+    let id = s.next_id;
+    s.interactions.push(body.clone());
+    drop(s);
+    Json(json!({
+        "id": id.to_string(), "channel_id": "0", "author": bot_user(),
+        "content": body["content"], "timestamp": "2026-11-20T09:00:00.000000+00:00",
+        "edited_timestamp": null, "tts": false, "mention_everyone": false, "mentions": [],
+        "mention_roles": [], "attachments": [], "embeds": [], "pinned": false, "type": 0,
+        "flags": 64
+    }))
+    .into_response()
 }
