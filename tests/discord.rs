@@ -413,3 +413,57 @@ async fn the_memory_slash_command_answers_ephemerally() {
         "slash answers are not channel messages"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mentions_are_names_for_the_model_and_ids_in_the_store() {
+    let (h, fake, handler) = setup(true).await;
+    handler
+        .on_message(&message(payload(
+            5000,
+            GENERAL,
+            Some(GUILD),
+            BOB,
+            "I shipped the fix",
+        )))
+        .await;
+    let text = format!("<@{BOT_ID}> please thank <@{}> for the fix", BOB.0);
+    handler
+        .on_message(&message(payload(5001, GENERAL, Some(GUILD), ALICE, &text)))
+        .await;
+    fake.wait_sent(1, WITHIN).await;
+    let prompt = h
+        .fake()
+        .requests()
+        .into_iter()
+        .rfind(|r| r.task == "reply")
+        .unwrap()
+        .text();
+    let conversation = prompt
+        .split("<conversation>")
+        .nth(1)
+        .expect("a conversation");
+    assert!(
+        conversation.contains("please thank @Bob for the fix"),
+        "{prompt}"
+    );
+    assert!(
+        !conversation.contains(&format!("&lt;@{}", BOB.0)),
+        "{conversation}"
+    );
+    let guild = h
+        .store
+        .resolve_space(Platform::Discord, &GUILD.to_string(), SpaceKind::Group, "")
+        .await
+        .unwrap();
+    let stored = h
+        .store
+        .recent_messages(guild, &GENERAL.to_string(), 10)
+        .await
+        .unwrap();
+    assert!(
+        stored
+            .iter()
+            .any(|m| m.text.contains(&format!("<@{}>", BOB.0))),
+        "stored as ids: {stored:?}"
+    );
+}

@@ -425,6 +425,14 @@ pub trait Store: Send + Sync {
     /// rows removed.
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
 
+    /// Display names of platform accounts by their ids (those known), for showing mentions
+    /// stored as ids ("<@123>") by name.
+    async fn identity_names(
+        &self,
+        platform: Platform,
+        external_ids: &[String],
+    ) -> StoreResult<HashMap<String, String>>;
+
     /// Keeps a one-time link code (its hash) for `person`, made on `platform`; their earlier
     /// codes and everyone's expired ones go.
     async fn create_link_code(

@@ -837,6 +837,25 @@ impl Store for PostgresStore {
         Ok(removed)
     }
 
+    async fn identity_names(
+        &self,
+        platform: Platform,
+        external_ids: &[String],
+    ) -> StoreResult<HashMap<String, String>> {
+        if external_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT external_id, display_name FROM identities WHERE platform = $1 AND external_id = ANY($2)",
+        )
+        .bind(platform.as_str())
+        .bind(external_ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows.into_iter().collect())
+    }
+
     async fn create_link_code(
         &self,
         code_hash: &str,

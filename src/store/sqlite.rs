@@ -832,6 +832,30 @@ impl Store for SqliteStore {
         Ok(removed)
     }
 
+    async fn identity_names(
+        &self,
+        platform: Platform,
+        external_ids: &[String],
+    ) -> StoreResult<HashMap<String, String>> {
+        if external_ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let sql = format!(
+            "SELECT external_id, display_name FROM identities WHERE platform = ? AND external_id IN ({})",
+            marks(external_ids.len())
+        );
+        let mut q =
+            sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql)).bind(platform.as_str());
+        for id in external_ids {
+            q = q.bind(id);
+        }
+        Ok(q.fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .collect())
+    }
+
     async fn create_link_code(
         &self,
         code_hash: &str,
