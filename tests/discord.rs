@@ -438,9 +438,10 @@ async fn mentions_are_names_for_the_model_and_ids_in_the_store() {
         .rfind(|r| r.task == "reply")
         .unwrap()
         .text();
+    // The last <conversation> (the system prompt names the tag too).
     let conversation = prompt
-        .split("<conversation>")
-        .nth(1)
+        .rsplit("<conversation>")
+        .next()
         .expect("a conversation");
     assert!(
         conversation.contains("please thank @Bob for the fix"),
