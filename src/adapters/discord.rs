@@ -13,8 +13,8 @@ use serenity::all::{
     Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType, Context,
     CreateCommand, CreateCommandOption, CreateInteractionResponse,
     CreateInteractionResponseFollowup, CreateInteractionResponseMessage, CreateMessage,
-    EventHandler, GatewayIntents, GuildChannel, Http, HttpBuilder, Interaction, Message,
-    PermissionOverwriteType, Permissions, Ready, RoleId, UserId,
+    EventHandler, GatewayIntents, GuildChannel, GuildId, Http, HttpBuilder, Interaction, Message,
+    PermissionOverwriteType, Permissions, Ready, RoleId, User, UserId,
 };
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -154,40 +154,20 @@ impl Handler {
                 .await
                 .unwrap_or(Privacy::ChannelRestricted),
         };
-        let dm = cmd.guild_id.is_none();
-        let channel = cmd.channel_id.get().to_string();
-        let text = if dm {
+        let text = if cmd.guild_id.is_none() {
             format!("/memory {request}")
         } else {
             format!("@{} /memory {request}", self.bot_name)
         };
-        let incoming = IncomingMessage {
-            platform: Platform::Discord,
-            space_external_id: cmd
-                .guild_id
-                .map_or_else(|| format!("dm:{channel}"), |g| g.get().to_string()),
-            space_kind: if dm {
-                SpaceKind::Private
-            } else {
-                SpaceKind::Group
-            },
-            space_title: cmd
-                .guild_id
-                .map_or_else(|| "direct messages".to_string(), |g| format!("guild {g}")),
-            channel_external_id: channel,
-            channel_privacy: if dm { Privacy::Dm } else { privacy },
-            author_external_id: cmd.user.id.get().to_string(),
-            author_display_name: cmd.user.display_name().to_string(),
-            author_is_bot: false,
-            external_id: format!("interaction:{}", cmd.id.get()),
-            text: text.trim().to_string(),
-            sent_at: *cmd.id.created_at(),
-            reply_to_external_id: None,
-            replies_to_bot: false,
-            mentions: Vec::new(),
-            attachments: Vec::new(),
-            author_is_moderator: false,
-        };
+        let incoming = message_in(
+            cmd.guild_id,
+            cmd.channel_id,
+            privacy,
+            &cmd.user,
+            format!("interaction:{}", cmd.id.get()),
+            text.trim().to_string(),
+            *cmd.id.created_at(),
+        );
         let text = match self.bot.handle(&incoming).await {
             Ok(Some(reply)) => reply.text,
             Ok(None) => "Nothing to do.".to_string(),
@@ -284,16 +264,26 @@ fn hidden_from_everyone(channel: &GuildChannel) -> bool {
 
 /// The message as the bot sees it, in a channel of the given privacy.
 pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> IncomingMessage {
-    let dm = msg.guild_id.is_none();
-    let channel = msg.channel_id.get().to_string();
-    let space = msg
-        .guild_id
-        .map_or_else(|| format!("dm:{channel}"), |g| g.get().to_string());
-    let replies_to_bot = msg
+    let mut m = message_in(
+        msg.guild_id,
+        msg.channel_id,
+        privacy,
+        &msg.author,
+        msg.id.get().to_string(),
+        own_mention_as_name(&msg.content, me, bot_name),
+        *msg.timestamp,
+    );
+    m.author_is_bot = msg.author.bot;
+    m.reply_to_external_id = msg
+        .message_reference
+        .as_ref()
+        .and_then(|r| r.message_id)
+        .map(|id| id.get().to_string());
+    m.replies_to_bot = msg
         .referenced_message
         .as_ref()
         .is_some_and(|r| r.author.id == me);
-    let mentions = msg
+    m.mentions = msg
         .mentions
         .iter()
         .filter(|u| u.id != me)
@@ -302,33 +292,46 @@ pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> 
             display_name: u.display_name().to_string(),
         })
         .collect();
+    m.attachments = msg.attachments.iter().map(|a| a.url.clone()).collect();
+    m
+}
+
+/// What `author` said in `channel` of `guild` (None: a DM), as the bot's message type.
+fn message_in(
+    guild: Option<GuildId>,
+    channel: ChannelId,
+    privacy: Privacy,
+    author: &User,
+    external_id: String,
+    text: String,
+    sent_at: chrono::DateTime<chrono::Utc>,
+) -> IncomingMessage {
+    let channel = channel.get().to_string();
     IncomingMessage {
         platform: Platform::Discord,
-        space_external_id: space,
-        space_kind: if dm {
+        space_external_id: guild.map_or_else(|| format!("dm:{channel}"), |g| g.get().to_string()),
+        space_kind: if guild.is_none() {
             SpaceKind::Private
         } else {
             SpaceKind::Group
         },
-        space_title: msg
-            .guild_id
-            .map_or_else(|| "direct messages".to_string(), |g| format!("guild {g}")),
+        space_title: guild.map_or_else(|| "direct messages".to_string(), |g| format!("guild {g}")),
         channel_external_id: channel,
-        channel_privacy: if dm { Privacy::Dm } else { privacy },
-        author_external_id: msg.author.id.get().to_string(),
-        author_display_name: msg.author.display_name().to_string(),
-        author_is_bot: msg.author.bot,
-        external_id: msg.id.get().to_string(),
-        text: own_mention_as_name(&msg.content, me, bot_name),
-        sent_at: *msg.timestamp,
-        reply_to_external_id: msg
-            .message_reference
-            .as_ref()
-            .and_then(|r| r.message_id)
-            .map(|id| id.get().to_string()),
-        replies_to_bot,
-        mentions,
-        attachments: msg.attachments.iter().map(|a| a.url.clone()).collect(),
+        channel_privacy: if guild.is_none() {
+            Privacy::Dm
+        } else {
+            privacy
+        },
+        author_external_id: author.id.get().to_string(),
+        author_display_name: author.display_name().to_string(),
+        author_is_bot: false,
+        external_id,
+        text,
+        sent_at,
+        reply_to_external_id: None,
+        replies_to_bot: false,
+        mentions: Vec::new(),
+        attachments: Vec::new(),
         author_is_moderator: false,
     }
 }

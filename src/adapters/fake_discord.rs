@@ -222,13 +222,7 @@ async fn send_message(
     let n = s.sent.len();
     drop(s);
     state.sent_count.send_replace(n);
-    Json(json!({
-        "id": message_id.to_string(), "channel_id": id.to_string(), "author": bot_user(),
-        "content": body["content"], "timestamp": "2026-11-20T09:00:00.000000+00:00",
-        "edited_timestamp": null, "tts": false, "mention_everyone": false, "mentions": [],
-        "mention_roles": [], "attachments": [], "embeds": [], "pinned": false, "type": 0
-    }))
-    .into_response()
+    Json(sent_message(message_id, id, &body)).into_response()
 }
 
 async fn typing(
@@ -264,12 +258,15 @@ async fn followup(
     let id = s.next_id;
     s.interactions.push(body.clone());
     drop(s);
-    Json(json!({
-        "id": id.to_string(), "channel_id": "0", "author": bot_user(),
+    Json(sent_message(id, 0, &body)).into_response()
+}
+
+/// The message Discord returns for a sent `body`.
+fn sent_message(id: u64, channel: u64, body: &Value) -> Value {
+    json!({
+        "id": id.to_string(), "channel_id": channel.to_string(), "author": bot_user(),
         "content": body["content"], "timestamp": "2026-11-20T09:00:00.000000+00:00",
         "edited_timestamp": null, "tts": false, "mention_everyone": false, "mentions": [],
-        "mention_roles": [], "attachments": [], "embeds": [], "pinned": false, "type": 0,
-        "flags": 64
-    }))
-    .into_response()
+        "mention_roles": [], "attachments": [], "embeds": [], "pinned": false, "type": 0
+    })
 }
