@@ -178,6 +178,8 @@ async fn a_long_answer_arrives_split() {
     h.fake().set_behavior(Behavior::Content(long.clone()));
     let fake = FakeTelegram::start(TOKEN).await.unwrap();
     let running = start(&h, &fake, TOKEN);
+    // Flood control on the first two sends: waited out, nothing lost.
+    fake.rate_limit_next(2);
     fake.push_text(&alice_dm(), ALICE, "tell me a long story", false);
     fake.wait_sent(3, WITHIN).await;
     let parts = fake.sent_to(1001);
@@ -185,6 +187,8 @@ async fn a_long_answer_arrives_split() {
     assert!(parts.iter().all(|p| utf16(p) <= 4096));
     let words: usize = parts.iter().map(|p| p.split_whitespace().count()).sum();
     assert_eq!(words, 2000, "no word lost or broken");
+    let tries = fake.calls().iter().filter(|c| *c == "sendmessage").count();
+    assert_eq!(tries, 5, "two 429s retried");
     // Only the first part is a reply to the question.
     let sent = fake.sent();
     assert!(sent[0].get("reply_parameters").is_some());

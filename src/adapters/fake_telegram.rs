@@ -52,6 +52,8 @@ impl Chat {
 struct Shared {
     token: String,
     refuse_all: bool,
+    /// sendMessage calls still to answer 429 (flood control).
+    rate_limited: usize,
     updates: Vec<Value>,
     next_update: i64,
     next_message: i64,
@@ -118,6 +120,11 @@ impl FakeTelegram {
     /// Refuse every call as if the service were down (500), until called with false.
     pub fn refuse_all(&self, refuse: bool) {
         self.shared.lock().expect("fake lock").refuse_all = refuse;
+    }
+
+    /// The next `n` sendMessage calls get 429 "retry after 0" (flood control).
+    pub fn rate_limit_next(&self, n: usize) {
+        self.shared.lock().expect("fake lock").rate_limited = n;
     }
 
     /// Queues a text message from user `from` (id, name) in `chat`; `reply_to_bot` makes it a
@@ -262,6 +269,16 @@ async fn handle(
         }
         "sendmessage" => {
             let mut s = state.shared.lock().expect("fake lock");
+            if s.rate_limited > 0 {
+                s.rate_limited -= 1;
+                return (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    Json(json!({"ok": false, "error_code": 429,
+                                "description": "Too Many Requests: retry after 0",
+                                "parameters": {"retry_after": 0}})),
+                )
+                    .into_response();
+            }
             let chat_id = body["chat_id"].as_i64().unwrap_or_default();
             let chat = s
                 .chats
