@@ -447,9 +447,21 @@ async fn mentions_are_names_for_the_model_and_ids_in_the_store() {
         conversation.contains("please thank @Bob for the fix"),
         "{prompt}"
     );
+    // Nowhere in what the model sees, summaries included, is the id left.
+    assert!(!prompt.contains(&format!("&lt;@{}", BOB.0)), "{prompt}");
+    let summaries: Vec<String> = h
+        .fake()
+        .requests()
+        .into_iter()
+        .filter(|r| r.task == "day_summary")
+        .map(|r| r.text())
+        .collect();
+    assert!(!summaries.is_empty());
     assert!(
-        !conversation.contains(&format!("&lt;@{}", BOB.0)),
-        "{conversation}"
+        summaries
+            .iter()
+            .all(|t| !t.contains(&format!("&lt;@{}", BOB.0))),
+        "{summaries:?}"
     );
     let guild = h
         .store

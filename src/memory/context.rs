@@ -267,7 +267,7 @@ impl MemoryManager {
         }
         ids.sort();
         ids.dedup();
-        let names = self.store.identity_names(place.platform, &ids).await?;
+        let names = self.store.identity_names(place.space, &ids).await?;
         Ok(ContextBundle {
             people: memories,
             working,

@@ -3,6 +3,7 @@
 //! per person over days 2–7. Without an LLM, per-person extractive summaries stand in.
 
 use super::cache::DaySummaries;
+use super::context::{display_mentions, mention_ids};
 use super::offline;
 use super::{MemoryError, MemoryManager};
 use crate::domain::{PersonId, Scope, StoredMessage, day_of};
@@ -11,7 +12,7 @@ use crate::llm::prompts::{self, element, fill};
 use crate::store::DaySummaryRecord;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tracing::info;
 
@@ -153,6 +154,23 @@ impl MemoryManager {
         }
     }
 
+    /// Names for the accounts mentioned by id in `messages` (one space), so prompts show
+    /// "@Bob" rather than "<@123>". Unknown ones, or a failed lookup, stay as they are.
+    async fn mention_names(&self, messages: &[StoredMessage]) -> HashMap<String, String> {
+        let mut ids: Vec<String> = messages.iter().flat_map(|m| mention_ids(&m.text)).collect();
+        ids.sort();
+        ids.dedup();
+        match messages.first() {
+            Some(m) if !ids.is_empty() => self
+                .store
+                .identity_names(m.space, &ids)
+                .await
+                .inspect_err(|e| tracing::warn!(error = %e, "mention names unavailable; ids shown"))
+                .unwrap_or_default(),
+            _ => HashMap::new(),
+        }
+    }
+
     async fn summarize_day_llm(
         &self,
         messages: &[StoredMessage],
@@ -160,11 +178,15 @@ impl MemoryManager {
         if self.llm.is_none() {
             return Err(LlmError::NotConfigured);
         }
+        let names = self.mention_names(messages).await;
         let mut people: BTreeMap<PersonId, &str> = BTreeMap::new();
         let mut lines = Vec::with_capacity(messages.len());
         for m in messages.iter().filter(|m| !m.is_bot) {
             people.entry(m.author).or_insert(&m.author_name);
-            let text = offline::clip_chars(&m.text, self.settings.max_message_chars_in_prompt);
+            let text = offline::clip_chars(
+                &display_mentions(&m.text, &names),
+                self.settings.max_message_chars_in_prompt,
+            );
             lines.push(element(
                 "message",
                 &[

@@ -425,11 +425,11 @@ pub trait Store: Send + Sync {
     /// rows removed.
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
 
-    /// Display names of platform accounts by their ids (those known), for showing mentions
-    /// stored as ids ("<@123>") by name.
+    /// Display names of the accounts (those known) with these ids on the platform of
+    /// `space`, for showing mentions stored as ids ("<@123>") by name.
     async fn identity_names(
         &self,
-        platform: Platform,
+        space: SpaceId,
         external_ids: &[String],
     ) -> StoreResult<HashMap<String, String>>;
 

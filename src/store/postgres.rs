@@ -839,16 +839,17 @@ impl Store for PostgresStore {
 
     async fn identity_names(
         &self,
-        platform: Platform,
+        space: SpaceId,
         external_ids: &[String],
     ) -> StoreResult<HashMap<String, String>> {
         if external_ids.is_empty() {
             return Ok(HashMap::new());
         }
         let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT external_id, display_name FROM identities WHERE platform = $1 AND external_id = ANY($2)",
+            "SELECT i.external_id, i.display_name FROM identities i JOIN spaces s ON s.platform = i.platform \
+             WHERE s.id = $1 AND i.external_id = ANY($2)",
         )
-        .bind(platform.as_str())
+        .bind(space.0)
         .bind(external_ids)
         .fetch_all(&self.pool)
         .await

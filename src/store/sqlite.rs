@@ -834,18 +834,18 @@ impl Store for SqliteStore {
 
     async fn identity_names(
         &self,
-        platform: Platform,
+        space: SpaceId,
         external_ids: &[String],
     ) -> StoreResult<HashMap<String, String>> {
         if external_ids.is_empty() {
             return Ok(HashMap::new());
         }
         let sql = format!(
-            "SELECT external_id, display_name FROM identities WHERE platform = ? AND external_id IN ({})",
+            "SELECT i.external_id, i.display_name FROM identities i JOIN spaces s ON s.platform = i.platform \
+             WHERE s.id = ? AND i.external_id IN ({})",
             marks(external_ids.len())
         );
-        let mut q =
-            sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql)).bind(platform.as_str());
+        let mut q = sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql)).bind(space.0);
         for id in external_ids {
             q = q.bind(id);
         }
