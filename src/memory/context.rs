@@ -67,6 +67,22 @@ pub fn mention_ids(text: &str) -> Vec<String> {
     out
 }
 
+/// Display names of the accounts mentioned by id in `texts`, said in `space` (whose
+/// platform the ids belong to).
+pub async fn mention_names<'a>(
+    store: &dyn crate::store::Store,
+    space: crate::domain::SpaceId,
+    texts: impl IntoIterator<Item = &'a str>,
+) -> Result<HashMap<String, String>, crate::store::StoreError> {
+    let mut ids: Vec<String> = texts.into_iter().flat_map(mention_ids).collect();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    ids.sort();
+    ids.dedup();
+    store.identity_names(space, &ids).await
+}
+
 /// `text` with each known "<@id>" / "<@!id>" shown as "@name".
 pub fn display_mentions(text: &str, names: &HashMap<String, String>) -> String {
     if names.is_empty() || !text.contains("<@") {
@@ -261,13 +277,16 @@ impl MemoryManager {
             }
             _ => Vec::new(),
         };
-        let mut ids: Vec<String> = mention_ids(query);
-        for m in working.iter().chain(retrieved.iter().map(|r| &r.message)) {
-            ids.extend(mention_ids(&m.text));
-        }
-        ids.sort();
-        ids.dedup();
-        let names = self.store.identity_names(place.space, &ids).await?;
+        let texts = working
+            .iter()
+            .chain(retrieved.iter().map(|r| &r.message))
+            .map(|m| m.text.as_str());
+        let names = mention_names(
+            self.store.as_ref(),
+            place.space,
+            texts.chain(std::iter::once(query)),
+        )
+        .await?;
         Ok(ContextBundle {
             people: memories,
             working,

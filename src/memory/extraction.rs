@@ -9,6 +9,7 @@ use crate::domain::{Category, Clock, DailyNote, NewEntry, PersonId, Scope, Store
 use crate::llm::prompts::{EXTRACT, EXTRACT_DAY_SUMMARY, element, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
 use crate::memory::MemoryError;
+use crate::memory::context::{display_mentions, mention_names};
 use crate::memory::entries::{looks_like_code, origin};
 use crate::memory::summaries::day_bounds;
 use crate::store::{DaySummaryRecord, ExtractionCounts, JobClaim, RangeStats, Store};
@@ -327,7 +328,18 @@ impl Extractor {
             .store
             .entries(person, Some(std::slice::from_ref(scope)))
             .await?;
-        let prompt = prompt_for(messages, &existing);
+        let names = match messages.first() {
+            Some(m) => {
+                mention_names(
+                    self.store.as_ref(),
+                    m.space,
+                    messages.iter().map(|m| m.text.as_str()),
+                )
+                .await?
+            }
+            None => std::collections::HashMap::new(),
+        };
+        let prompt = prompt_for(messages, &existing, &names);
         let system = match &summary {
             Some(plan) => {
                 EXTRACT.to_string()
@@ -499,7 +511,11 @@ impl Extractor {
     }
 }
 
-fn prompt_for(messages: &[StoredMessage], existing: &[crate::domain::Entry]) -> String {
+fn prompt_for(
+    messages: &[StoredMessage],
+    existing: &[crate::domain::Entry],
+    names: &std::collections::HashMap<String, String>,
+) -> String {
     let mut out = String::from("<current_entries>\n");
     for e in existing {
         out.push_str(&element(
@@ -514,7 +530,7 @@ fn prompt_for(messages: &[StoredMessage], existing: &[crate::domain::Entry]) -> 
         out.push_str(&element(
             "message",
             &[("at", &m.sent_at.format("%Y-%m-%d %H:%M").to_string())],
-            &m.text,
+            &display_mentions(&m.text, names),
         ));
         out.push('\n');
     }

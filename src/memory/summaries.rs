@@ -3,7 +3,7 @@
 //! per person over days 2–7. Without an LLM, per-person extractive summaries stand in.
 
 use super::cache::DaySummaries;
-use super::context::{display_mentions, mention_ids};
+use super::context::{display_mentions, mention_names};
 use super::offline;
 use super::{MemoryError, MemoryManager};
 use crate::domain::{PersonId, Scope, StoredMessage, day_of};
@@ -154,23 +154,6 @@ impl MemoryManager {
         }
     }
 
-    /// Names for the accounts mentioned by id in `messages` (one space), so prompts show
-    /// "@Bob" rather than "<@123>". Unknown ones, or a failed lookup, stay as they are.
-    async fn mention_names(&self, messages: &[StoredMessage]) -> HashMap<String, String> {
-        let mut ids: Vec<String> = messages.iter().flat_map(|m| mention_ids(&m.text)).collect();
-        ids.sort();
-        ids.dedup();
-        match messages.first() {
-            Some(m) if !ids.is_empty() => self
-                .store
-                .identity_names(m.space, &ids)
-                .await
-                .inspect_err(|e| tracing::warn!(error = %e, "mention names unavailable; ids shown"))
-                .unwrap_or_default(),
-            _ => HashMap::new(),
-        }
-    }
-
     async fn summarize_day_llm(
         &self,
         messages: &[StoredMessage],
@@ -178,7 +161,18 @@ impl MemoryManager {
         if self.llm.is_none() {
             return Err(LlmError::NotConfigured);
         }
-        let names = self.mention_names(messages).await;
+        // A failed lookup only leaves ids where names would be: not worth failing the summary.
+        let names = match messages.first() {
+            Some(m) => mention_names(
+                self.store.as_ref(),
+                m.space,
+                messages.iter().map(|m| m.text.as_str()),
+            )
+            .await
+            .inspect_err(|e| tracing::warn!(error = %e, "mention names unavailable; ids shown"))
+            .unwrap_or_default(),
+            None => HashMap::new(),
+        };
         let mut people: BTreeMap<PersonId, &str> = BTreeMap::new();
         let mut lines = Vec::with_capacity(messages.len());
         for m in messages.iter().filter(|m| !m.is_bot) {
