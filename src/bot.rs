@@ -112,13 +112,31 @@ impl Bot {
 
     /// Handles one message: always stored first; a reply when the bot was addressed.
     pub async fn handle(&self, msg: &IncomingMessage) -> Result<Option<Reply>, StoreError> {
+        self.handle_with(msg, std::future::pending()).await
+    }
+
+    /// `handle`, running `while_answering` (a platform's typing indicator) only while an
+    /// answer is being made: not for chatter, and dropped as soon as the answer is ready.
+    pub async fn handle_with(
+        &self,
+        msg: &IncomingMessage,
+        while_answering: impl std::future::Future<Output = ()>,
+    ) -> Result<Option<Reply>, StoreError> {
         let Some(ingested) = self.ingestor.ingest(msg).await? else {
             return Ok(None);
         };
         if !ingested.addressed {
             return Ok(None);
         }
-        let text = match self.answer(msg, &ingested).await {
+        let answer = self.answer(msg, &ingested);
+        tokio::pin!(answer);
+        let answer = tokio::select! {
+            biased;
+            done = &mut answer => done,
+            // The indicator stopped early (it failed): the answer still comes.
+            _ = while_answering => answer.await,
+        };
+        let text = match answer {
             Ok(text) => text,
             Err(MemoryError::Invalid(why)) | Err(MemoryError::NotAllowed(why)) => why,
             Err(MemoryError::Busy) => {

@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::ingest::Ingested;
 use crate::llm::prompts::REPLY_TOOLS;
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
+use crate::memory::context::new_notes;
 use crate::memory::tools::{Caller, run_with_tools};
 use crate::memory::{ContextBundle, MemoryError, MemoryManager, render_prompt};
 use std::sync::Arc;
@@ -32,11 +33,7 @@ pub fn describe_memory(bundle: &ContextBundle) -> String {
         .collect();
     let mut parts = people;
     if let Some(speaker) = bundle.people.first() {
-        let known = speaker.text.to_lowercase();
-        let notes: Vec<String> = bundle
-            .notes
-            .iter()
-            .filter(|e| !known.contains(&e.value.trim().to_lowercase()))
+        let notes: Vec<String> = new_notes(speaker, &bundle.notes)
             .map(|e| format!("- {}", e.value))
             .collect();
         if !notes.is_empty() {

@@ -126,7 +126,8 @@ async fn channels_threads_and_dms_get_their_place_and_privacy() {
             (2000 + i as u64).to_string()
         );
     }
-    // Chatter is stored, not answered.
+    // Chatter is stored, not answered, and shows no typing indicator.
+    let typing = fake.typing().len();
     handler
         .on_message(&message(payload(
             2100,
@@ -137,6 +138,7 @@ async fn channels_threads_and_dms_get_their_place_and_privacy() {
         )))
         .await;
     assert_eq!(fake.sent().len(), 5);
+    assert_eq!(fake.typing().len(), typing, "typing shown for chatter");
 
     let alice = h
         .store

@@ -132,6 +132,11 @@ async fn group_and_forum_topic_answer_only_when_addressed() {
         "chatter got an answer: {:?}",
         fake.sent()
     );
+    assert!(
+        fake.chat_actions().len() <= 1,
+        "typing shown for chatter: {:?}",
+        fake.chat_actions()
+    );
     assert!(fake.sent_to(-100500)[0].starts_with("Got it"));
     let command = format!("/memory@{BOT_USERNAME}");
     fake.push_text(&lab, ALICE, &command, false);

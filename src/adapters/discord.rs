@@ -113,21 +113,17 @@ impl Handler {
             },
         };
         let incoming = incoming(msg, me, &self.bot_name, privacy);
-        let typing = {
-            let (http, channel) = (self.http.clone(), msg.channel_id);
-            tokio::spawn(async move {
-                // The indicator lasts about 10 seconds per call.
-                let mut every = tokio::time::interval(Duration::from_secs(8));
-                loop {
-                    every.tick().await;
-                    if channel.broadcast_typing(&http).await.is_err() {
-                        break;
-                    }
+        // The indicator lasts about 10 seconds per call.
+        let typing = async {
+            let mut every = tokio::time::interval(Duration::from_secs(8));
+            loop {
+                every.tick().await;
+                if msg.channel_id.broadcast_typing(&self.http).await.is_err() {
+                    break;
                 }
-            })
+            }
         };
-        let reply = self.bot.handle(&incoming).await;
-        typing.abort();
+        let reply = self.bot.handle_with(&incoming, typing).await;
         match reply {
             Ok(Some(reply)) => self.send(msg, &reply).await,
             Ok(None) => {}

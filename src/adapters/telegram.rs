@@ -183,25 +183,21 @@ async fn handle(
     let Some(incoming) = incoming(m, me, &settings.bot_name) else {
         return;
     };
-    let typing = {
-        let (api, chat, thread) = (api.clone(), m.chat.id, topic(m));
-        tokio::spawn(async move {
-            // Telegram shows "typing…" for 5 seconds per action.
-            let mut every = tokio::time::interval(Duration::from_secs(4));
-            loop {
-                every.tick().await;
-                let mut action = api.send_chat_action(chat, ChatAction::Typing);
-                if let Some(t) = thread {
-                    action = action.message_thread_id(t);
-                }
-                if action.await.is_err() {
-                    break;
-                }
+    // Telegram shows "typing…" for 5 seconds per action.
+    let typing = async {
+        let mut every = tokio::time::interval(Duration::from_secs(4));
+        loop {
+            every.tick().await;
+            let mut action = api.send_chat_action(m.chat.id, ChatAction::Typing);
+            if let Some(t) = topic(m) {
+                action = action.message_thread_id(t);
             }
-        })
+            if action.await.is_err() {
+                break;
+            }
+        }
     };
-    let reply = bot.handle(&incoming).await;
-    typing.abort();
+    let reply = bot.handle_with(&incoming, typing).await;
     match reply {
         Ok(Some(reply)) => send(api, token, m, &reply).await,
         Ok(None) => {}
