@@ -1,17 +1,24 @@
 //! The bot: ingest → route → memory command or responder → store the reply. One `handle` call
-//! per incoming message, the same for every platform adapter.
+//! per incoming message, the same for every platform adapter; `message_deleted` and
+//! `message_edited` keep memory in step with the platform's own history. Who may change what:
+//! a person changes their own memory; what others tell about them is kept as the teller's
+//! words (`MemoryManager::tell`); a moderator of the space may forget things about anyone.
 
 use crate::config::Config;
-use crate::domain::{IncomingMessage, PersonId, Platform};
-use crate::ingest::{Ingested, Ingestor};
+use crate::domain::link;
+use crate::domain::{IncomingMessage, PersonId, Platform, Privacy, StoredMessage};
+use crate::ingest::{Ingested, Ingestor, sanitize, strip_address};
 use crate::llm::ChatModel;
 use crate::memory::entries::Captured;
+use crate::memory::forgetting::is_forgotten;
+use crate::memory::hearsay::hearsay_lines;
+use crate::memory::tools::StagedChange;
 use crate::memory::{
     FactRequest, ForgetOutcome, MemoryError, MemoryManager, Method, RememberOutcome,
 };
-use crate::responder::Responder;
+use crate::responder::{Answer, Responder};
 use crate::router::{Command, MemoryCommand, Subject, parse_command};
-use crate::store::{Store, StoreError};
+use crate::store::{LinkRedeem, Store, StoreError, document_terms, query_terms};
 use std::sync::Arc;
 use tracing::{error, info, warn};
 
@@ -25,42 +32,33 @@ pub struct Reply {
     pub text: String,
 }
 
-/// How long a `/memory link` code can be used.
+/// How long a `/memory link` code can be used, and the window of the wrong-code limit.
 const LINK_CODE_MINUTES: i64 = 10;
+/// Wrong link codes one account may try within that window.
+const LINK_ATTEMPTS: u32 = 5;
 
-/// A one-time code like "K7QM-X2PD" (no 0/O or 1/I to misread).
-fn new_link_code() -> String {
-    use rand::Rng;
-    const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-    let mut rng = rand::rng();
-    let c: String = (0..8)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect();
-    format!("{}-{}", &c[..4], &c[4..])
-}
-
-/// Only this is stored: the code's SHA-256, whatever its case and dashes.
-fn link_code_hash(code: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let normal: String = code
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .map(|c| c.to_ascii_uppercase())
-        .collect();
-    hex::encode(Sha256::digest(normal.as_bytes()))
-}
-
-/// A destructive /memory request waiting for the person's "yes".
+/// A request waiting for the person's "yes".
 #[derive(Debug, Clone)]
 enum Pending {
     Clear,
-    /// The matching entries: id and value.
-    Forget(Vec<(i64, String)>),
+    /// The matching entries and statements others made: id and text.
+    Forget {
+        entries: Vec<(i64, String)>,
+        told: Vec<(i64, String)>,
+    },
+    /// Joining this account to the person of a code.
+    Link {
+        code_hash: String,
+    },
+    /// Changes to their entries the model asked for while answering.
+    Tools(Vec<StagedChange>),
 }
 
 pub struct Bot {
     /// Keyed by (person, platform, space, channel): a "yes" counts only where it was asked.
     pending: moka::sync::Cache<(PersonId, String), Pending>,
+    /// Wrong link codes per account (platform, account id), for the attempt limit.
+    link_failures: moka::sync::Cache<(Platform, String), u32>,
     config: Config,
     store: Arc<dyn Store>,
     ingestor: Ingestor,
@@ -70,14 +68,14 @@ pub struct Bot {
 
 const HELP: &str = "I remember things about the people here. Try:\n\
   remember that I love Rust\n\
-  remember this about @bob: he plays chess\n\
+  remember this about @bob: he plays chess (kept as what you told me)\n\
   forget that I love Rust\n\
   forget everything about me\n\
   what do you know about me / about @bob\n\
   note that / keep in mind … (goes into your MEMORY.md)\n\
   /memory, /memory search <words>, /memory forget <topic>,\n\
   /memory pause, /memory resume, /memory clear, /memory export\n\
-  /memory link (join your Discord and Telegram memory), /memory unlink\n\
+  /memory link (join your Discord and Telegram memory), /memory links, /memory unlink\n\
 Anything else is conversation.";
 
 impl Bot {
@@ -89,10 +87,15 @@ impl Bot {
     ) -> Bot {
         let ingestor = Ingestor::new(store.clone(), &config.bot.name);
         let responder = Responder::new(memory.clone(), llm, &config);
+        let window = std::time::Duration::from_secs(LINK_CODE_MINUTES as u64 * 60);
         Bot {
             pending: moka::sync::Cache::builder()
                 .max_capacity(10_000)
-                .time_to_live(std::time::Duration::from_secs(600))
+                .time_to_live(window)
+                .build(),
+            link_failures: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(window)
                 .build(),
             config,
             store,
@@ -136,8 +139,9 @@ impl Bot {
             // The indicator stopped early (it failed): the answer still comes.
             _ = while_answering => answer.await,
         };
-        let text = match answer {
-            Ok(text) => text,
+        let mut text = match answer {
+            Ok(Answer { text, staged }) if staged.is_empty() => text,
+            Ok(Answer { text, staged }) => self.ask_to_confirm(&ingested, text, staged),
             Err(MemoryError::Invalid(why)) | Err(MemoryError::NotAllowed(why)) => why,
             Err(MemoryError::Busy) => {
                 "Memory is busy with other updates right now; please try again.".to_string()
@@ -147,9 +151,21 @@ impl Bot {
                 "Something went wrong on my side; your message is saved, but I couldn't act on it. Please try again.".to_string()
             }
         };
+        if text.trim().is_empty() {
+            text = "…".to_string();
+        }
         let now = self.memory.clock().now().max(ingested.message.sent_at);
+        let is_command = !matches!(parse_command(ingested.command_text.trim()), Command::Chat);
         self.ingestor
-            .ingest_reply(msg.platform, &ingested.place, &text, &ingested.message, now)
+            .ingest_reply(
+                msg.platform,
+                &ingested.record,
+                &text,
+                &ingested.message,
+                now,
+                ingested.withheld,
+                is_command,
+            )
             .await?;
         Ok(Some(Reply {
             platform: msg.platform,
@@ -160,24 +176,98 @@ impl Bot {
         }))
     }
 
+    /// Platform messages deleted (Discord's delete and bulk delete): each leaves the history
+    /// and everything derived from it. Returns the messages removed (with the bot's replies).
+    pub async fn message_deleted(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel_external_id: &str,
+        external_ids: &[String],
+    ) -> Result<u64, MemoryError> {
+        let mut removed = 0;
+        for id in external_ids {
+            let Some(message) = self
+                .store
+                .message_by_external(platform, space_external_id, channel_external_id, id)
+                .await?
+            else {
+                continue;
+            };
+            let fact = self.remembered_in(&message);
+            removed += self
+                .memory
+                .forget_message(&message, fact.as_deref())
+                .await?;
+        }
+        if removed > 0 {
+            info!(
+                platform = platform.as_str(),
+                removed, "deleted messages forgotten"
+            );
+        }
+        Ok(removed)
+    }
+
+    /// A platform message was edited: the old text leaves everything (as for a delete), and
+    /// the new one is stored in its place, as said at the same time. It is not answered.
+    pub async fn message_edited(&self, msg: &IncomingMessage) -> Result<(), MemoryError> {
+        let mut msg = msg.clone();
+        if let Some(old) = self
+            .store
+            .message_by_external(
+                msg.platform,
+                &msg.space_external_id,
+                &msg.channel_external_id,
+                &msg.external_id,
+            )
+            .await?
+        {
+            if old.text == link::redact(&sanitize(&msg.text)) {
+                return Ok(());
+            }
+            let fact = self.remembered_in(&old);
+            self.memory.forget_message(&old, fact.as_deref()).await?;
+            msg.sent_at = old.sent_at;
+        }
+        self.ingestor.ingest(&msg).await?;
+        Ok(())
+    }
+
+    /// The fact a stored "remember that …" about its author carried, if it was one.
+    fn remembered_in(&self, message: &StoredMessage) -> Option<String> {
+        if message.is_bot {
+            return None;
+        }
+        let text =
+            strip_address(&message.text, &self.config.bot.name).unwrap_or(message.text.clone());
+        match parse_command(&text) {
+            Command::Remember {
+                subject: Subject::Speaker,
+                fact,
+            } => Some(fact),
+            _ => None,
+        }
+    }
+
     async fn answer(
         &self,
         msg: &IncomingMessage,
         ingested: &Ingested,
-    ) -> Result<String, MemoryError> {
+    ) -> Result<Answer, MemoryError> {
         let text = ingested.command_text.trim();
         if text.is_empty() {
-            return Ok(format!(
+            return Ok(Answer::from(format!(
                 "Yes? Say \"{} help\" to see what I can do.",
                 self.config.bot.name
-            ));
+            )));
         }
         let len = text.chars().count();
         if len > self.config.bot.max_command_chars {
-            return Ok(format!(
+            return Ok(Answer::from(format!(
                 "That message is too long for me to act on ({len} characters; the limit is {}). I kept it in the chat history, but did nothing else with it.",
                 self.config.bot.max_command_chars
-            ));
+            )));
         }
         let moderator = ingested.author_is_moderator
             || self
@@ -188,62 +278,51 @@ impl Bot {
             // A question the bot asked lapses once the person moves on.
             self.pending.invalidate(&Self::pending_key(ingested));
         }
-        match command {
-            Command::Help => Ok(HELP.to_string()),
-            Command::Chat => self.responder.reply(ingested).await,
-            Command::Memory(cmd) => self.memory_command(ingested, cmd).await,
+        let said = match command {
+            Command::Help => HELP.to_string(),
+            Command::Chat => return self.responder.reply(ingested).await,
+            Command::Memory(cmd) => self.memory_command(ingested, cmd).await?,
             Command::Confirm(yes) => match self.confirm(ingested, yes).await? {
-                Some(answer) => Ok(answer),
-                None => self.responder.reply(ingested).await,
+                Some(answer) => answer,
+                None => return self.responder.reply(ingested).await,
             },
             Command::Remember { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 if subject == ingested.message.author {
-                    return self.capture(ingested, &fact).await;
+                    return self.capture(ingested, &fact).await.map(Answer::from);
                 }
                 let req = self.fact_request(ingested, subject, &name, moderator, &fact);
-                info!(actor = %ingested.message.author, subject = %subject, "remember");
-                Ok(match self.memory.remember(&req).await? {
-                    RememberOutcome::Saved {
-                        method: Method::Llm,
-                    } => format!(
-                        "Got it, I'll remember that about {}.",
-                        self.who(ingested, subject, &name)
-                    ),
-                    RememberOutcome::Saved {
-                        method: Method::Offline,
-                    } => format!(
-                        "Got it, I'll remember that about {} (noted word for word: my language model is not available).",
-                        self.who(ingested, subject, &name)
-                    ),
-                    RememberOutcome::AlreadyKnown => "I already knew that.".to_string(),
-                })
+                info!(actor = %ingested.message.author, subject = %subject, "told about someone");
+                if self.memory.tell(&req).await? {
+                    format!(
+                        "Got it, I'll keep that as what you told me about {name}. {name} can see it and remove it."
+                    )
+                } else {
+                    "I already knew that.".to_string()
+                }
             }
             Command::Forget { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 let req = self.fact_request(ingested, subject, &name, moderator, &fact);
                 info!(actor = %ingested.message.author, subject = %subject, "forget");
-                Ok(match self.memory.forget(&req).await? {
+                match self.memory.forget(&req).await? {
                     ForgetOutcome::Forgotten { .. } => "Done, I've forgotten that.".to_string(),
-                    ForgetOutcome::NotFound { method: Method::Llm } => "I didn't find that in what I know, so nothing changed.".to_string(),
-                    ForgetOutcome::NotFound { method: Method::Offline } => {
-                        "I didn't find that wording in what I know, so nothing changed. Try the exact words you used when you told me.".to_string()
+                    ForgetOutcome::NotFound { method: Method::Llm } => {
+                        "I didn't find that in what I know, so nothing changed.".to_string()
                     }
-                })
+                    ForgetOutcome::NotFound {
+                        method: Method::Offline,
+                    } => "I didn't find that wording in what I know, so nothing changed. Try the exact words you used when you told me.".to_string(),
+                }
             }
             Command::ForgetEverything { subject } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 let req = self.fact_request(ingested, subject, &name, moderator, "");
-                Ok(match self.memory.forget_everything(&req).await? {
-                    0 => format!(
-                        "I had no facts about {} here, so nothing changed.",
-                        self.who(ingested, subject, &name)
-                    ),
-                    _ => format!(
-                        "Done, I've forgotten every fact about {} that I keep here.",
-                        self.who(ingested, subject, &name)
-                    ),
-                })
+                let who = self.who(ingested, subject, &name);
+                match self.memory.forget_everything(&req).await? {
+                    0 => format!("I had nothing about {who} here, so nothing changed."),
+                    _ => format!("Done, I've forgotten everything about {who} that I keep here."),
+                }
             }
             Command::Recall { subject } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
@@ -252,13 +331,33 @@ impl Bot {
                     .person_memory(subject, &name, &ingested.place)
                     .await?;
                 let who = self.who(ingested, subject, &name);
-                Ok(if memory.is_empty() {
+                if memory.is_empty() {
                     format!("I don't know anything about {who} yet.")
                 } else {
                     format!("Here's what I know about {who}:\n{}", memory.text.trim())
-                })
+                }
             }
-        }
+        };
+        Ok(Answer::from(said))
+    }
+
+    /// Keeps what the model asked to change for the person's "yes", and says so.
+    fn ask_to_confirm(
+        &self,
+        ingested: &Ingested,
+        text: String,
+        staged: Vec<StagedChange>,
+    ) -> String {
+        let list: Vec<String> = staged
+            .iter()
+            .map(|c| format!("- {}", c.describe()))
+            .collect();
+        self.pending
+            .insert(Self::pending_key(ingested), Pending::Tools(staged));
+        format!(
+            "{text}\n\nBefore I change your memory: should I\n{}\nReply \"yes\" to do it or \"no\" to keep it as it is.",
+            list.join("\n")
+        )
     }
 
     fn pending_key(ingested: &Ingested) -> (PersonId, String) {
@@ -317,28 +416,37 @@ impl Bot {
         let person = ingested.message.author;
         let place = &ingested.place;
         let entries = self.memory.entries();
-        let private = place.privacy == crate::domain::Privacy::Dm;
+        let private = place.privacy == Privacy::Dm;
         Ok(match cmd {
             MemoryCommand::View => {
                 let md = entries.memory_md(person, place).await?;
+                let told = self.told_about(person, ingested).await?;
+                let told = if told.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "\n## What others told me about you\n{}\n(Their words, not yours: \"/memory forget <words>\" removes one.)\n",
+                        hearsay_lines(&told)
+                    )
+                };
                 let paused = if entries.paused(person).await? {
                     "\n(Memory is paused: nothing new is collected. /memory resume turns it back on.)"
                 } else {
                     ""
                 };
-                if md.lines().count() <= 1 {
+                if md.lines().count() <= 1 && told.is_empty() {
                     format!("I have no notes about you that I may show here.{paused}")
                 } else if private {
-                    format!("{md}{paused}")
+                    format!("{md}{told}{paused}")
                 } else {
                     format!(
-                        "{md}(Only what may be shown in this channel; ask me in a private chat for all of it.){paused}"
+                        "{md}{told}(Only what may be shown in this channel; ask me in a private chat for all of it.){paused}"
                     )
                 }
             }
             MemoryCommand::Pause => {
                 entries.set_paused(person, true).await?;
-                "Memory paused: I won't collect or extract anything new about you. Say \"/memory resume\" to turn it back on.".to_string()
+                "Memory paused: nothing new about you is collected, summarized, extracted or written, by me or by anyone telling me about you. What I already know stays until you remove it. Say \"/memory resume\" to turn it back on.".to_string()
             }
             MemoryCommand::Resume => {
                 entries.set_paused(person, false).await?;
@@ -347,7 +455,7 @@ impl Bot {
             MemoryCommand::Clear => {
                 self.pending
                     .insert(Self::pending_key(ingested), Pending::Clear);
-                "This removes everything I have derived about you, everywhere: your MEMORY.md entries, their history, daily notes, and what I know about you (with its history). Reply \"yes\" to confirm or \"no\" to keep it.".to_string()
+                "This removes everything I have about you, everywhere: your MEMORY.md entries and their history, daily notes, what I know about you (with its history), what others told me about you and what you told me about others, and every message of yours I kept, with my replies to them (the platform keeps its own copy). Reply \"yes\" to confirm or \"no\" to keep it.".to_string()
             }
             MemoryCommand::Forget(topic) => {
                 if topic.trim().is_empty() {
@@ -356,21 +464,37 @@ impl Bot {
                     ));
                 }
                 let found = entries.search(person, place, &topic, 20).await?;
-                if found.is_empty() {
+                let terms = query_terms(&topic, 32);
+                let told: Vec<(i64, String, String)> = self
+                    .told_about(person, ingested)
+                    .await?
+                    .into_iter()
+                    .filter(|h| {
+                        is_forgotten(&h.text, &topic, "")
+                            || document_terms(&h.text)
+                                .terms
+                                .iter()
+                                .any(|(t, _)| terms.contains(t))
+                    })
+                    .map(|h| (h.id, h.text, h.told_by_name))
+                    .collect();
+                if found.is_empty() && told.is_empty() {
                     format!(
                         "I have nothing about \"{}\" that I may show here, so nothing changed.",
                         topic.trim()
                     )
                 } else {
-                    let list: Vec<String> = found
+                    let mut list: Vec<String> = found
                         .iter()
                         .map(|(e, _)| format!("- {}", e.value))
                         .collect();
+                    list.extend(told.iter().map(|(_, t, by)| format!("- {by} says: {t}")));
                     self.pending.insert(
                         Self::pending_key(ingested),
-                        Pending::Forget(
-                            found.iter().map(|(e, _)| (e.id, e.value.clone())).collect(),
-                        ),
+                        Pending::Forget {
+                            entries: found.iter().map(|(e, _)| (e.id, e.value.clone())).collect(),
+                            told: told.into_iter().map(|(id, t, _)| (id, t)).collect(),
+                        },
                     );
                     format!(
                         "This matches:\n{}\nReply \"yes\" to forget it, or \"no\" to keep it.",
@@ -395,46 +519,49 @@ impl Bot {
             }
             MemoryCommand::Export => entries.memory_md(person, place).await?,
             MemoryCommand::Link(code) => self.link(ingested, &code).await?,
-            MemoryCommand::Unlink => {
-                let platform = place.platform;
-                if self
-                    .store
-                    .unlink_identity(platform, &ingested.author_external_id)
-                    .await?
-                {
-                    info!(actor = %person, platform = platform.as_str(), "identity unlinked");
-                    format!(
-                        "Unlinked: this {} account has its own memory again.",
-                        platform.as_str()
-                    )
-                } else {
-                    "This account is not linked to another one, so nothing changed.".to_string()
-                }
-            }
+            MemoryCommand::Links => self.links(person).await?,
+            MemoryCommand::Unlink(which) => self.unlink(ingested, &which).await?,
             MemoryCommand::Unknown(word) => format!(
-                "I don't know \"/memory {word}\". Try /memory, /memory search <words>, /memory forget <topic>, /memory pause, /memory resume, /memory clear, /memory export, /memory link or /memory unlink."
+                "I don't know \"/memory {word}\". Try /memory, /memory search <words>, /memory forget <topic>, /memory pause, /memory resume, /memory clear, /memory export, /memory link, /memory links or /memory unlink."
             ),
         })
     }
 
+    /// What others told about `person` that they may see where they ask: in their own
+    /// private chat all of it (but others' private notes), elsewhere what may surface there.
+    async fn told_about(
+        &self,
+        person: PersonId,
+        ingested: &Ingested,
+    ) -> Result<Vec<crate::store::Hearsay>, MemoryError> {
+        let place = &ingested.place;
+        if place.privacy == Privacy::Dm && place.dm_owner == Some(person) {
+            self.memory.hearsay_about(person).await
+        } else {
+            self.memory.hearsay_here(person, place).await
+        }
+    }
+
     /// `/memory link`: makes a one-time code (private chats only, as anyone who sees it could
-    /// use it), or with a code made on another platform, joins this account to that person.
+    /// use it), or with a code made on another platform, names both accounts and asks for a
+    /// "yes" before joining them. A code posted anywhere else is dead already (the ingestor
+    /// revoked it); wrong codes are limited per account.
     async fn link(&self, ingested: &Ingested, code: &str) -> Result<String, MemoryError> {
         let place = &ingested.place;
-        if place.privacy != crate::domain::Privacy::Dm {
+        if place.privacy != Privacy::Dm {
             return Ok(if code.trim().is_empty() {
                 "Ask me for a link code in a private chat: anyone who sees a code can use it."
                     .to_string()
             } else {
-                "I won't use a code posted here: anyone could have seen it. Make a new one with \"/memory link\" in a private chat.".to_string()
+                "I won't use a code posted here: anyone could have seen it, so it no longer works. Make a new one with \"/memory link\" in a private chat.".to_string()
             });
         }
         let now = self.memory.clock().now();
         if code.trim().is_empty() {
-            let code = new_link_code();
+            let code = link::new_code();
             self.store
                 .create_link_code(
-                    &link_code_hash(&code),
+                    &link::code_hash(&code),
                     ingested.message.author,
                     place.platform,
                     now,
@@ -443,33 +570,127 @@ impl Bot {
                 .await?;
             info!(actor = %ingested.message.author, platform = place.platform.as_str(), "link code made");
             return Ok(format!(
-                "Your link code is {code}. Within {LINK_CODE_MINUTES} minutes, send \"/memory link {code}\" to me in a private chat on your other platform (Discord or Telegram). It works once; that account then shares your memory from here: what you told me in private and what I know about you everywhere."
+                "Your link code is {code}. Within {LINK_CODE_MINUTES} minutes, send \"/memory link {code}\" to me in a private chat on your other platform (Discord or Telegram). It works once; that account then shares your memory from here: what you told me in private and what I know about you everywhere. Never post it anywhere else."
             ));
         }
-        use crate::store::LinkRedeem;
-        Ok(
-            match self
+        let account = (place.platform, ingested.author_external_id.clone());
+        let failures = self.link_failures.get(&account).unwrap_or(0);
+        if failures >= LINK_ATTEMPTS {
+            warn!(
+                platform = place.platform.as_str(),
+                "too many wrong link codes"
+            );
+            return Ok(format!(
+                "Too many wrong codes. Wait {LINK_CODE_MINUTES} minutes, then make a new code on the other platform."
+            ));
+        }
+        let code_hash = link::code_hash(code);
+        let Some((person, platform)) = self.store.peek_link_code(&code_hash, now).await? else {
+            self.link_failures.insert(account, failures + 1);
+            return Ok("That code is unknown or has expired. Make a new one with \"/memory link\" on the other platform.".to_string());
+        };
+        if platform == place.platform {
+            return Ok("That code was made on this platform: use it on the other one.".to_string());
+        }
+        if person == ingested.message.author {
+            return Ok("This account is already linked to that one.".to_string());
+        }
+        let others: Vec<String> = self
+            .store
+            .accounts(person)
+            .await?
+            .iter()
+            .map(|a| format!("{} on {}", a.display_name, a.platform))
+            .collect();
+        self.pending
+            .insert(Self::pending_key(ingested), Pending::Link { code_hash });
+        Ok(format!(
+            "This joins this {} account ({}) with {}: your private memory and what I know about you everywhere will be shared between them. Reply \"yes\" to link them or \"no\" to cancel.",
+            place.platform,
+            ingested.message.author_name,
+            others.join(", ")
+        ))
+    }
+
+    /// `/memory links`: the accounts that share this memory.
+    async fn links(&self, person: PersonId) -> Result<String, MemoryError> {
+        let accounts = self.store.accounts(person).await?;
+        if accounts.len() <= 1 {
+            return Ok("This account is not linked to another one.".to_string());
+        }
+        let list: Vec<String> = accounts
+            .iter()
+            .map(|a| format!("- {} on {}", a.display_name, a.platform))
+            .collect();
+        Ok(format!(
+            "These accounts share your memory:\n{}\n\"/memory unlink\" separates them (\"/memory unlink discord\" or \"/memory unlink telegram\" cuts that one).",
+            list.join("\n")
+        ))
+    }
+
+    /// `/memory unlink [platform]`: cuts a join from either side. Without a platform, this
+    /// account leaves (or, if it is the one the others joined, they all do); with one, the
+    /// accounts on that platform do.
+    async fn unlink(&self, ingested: &Ingested, which: &str) -> Result<String, MemoryError> {
+        let person = ingested.message.author;
+        let here = ingested.place.platform;
+        let which = which.trim().to_lowercase();
+        let only = match which.as_str() {
+            "" => None,
+            p => match Platform::parse(p) {
+                Some(p) => Some(p),
+                None => {
+                    return Ok(format!(
+                        "\"{which}\" is not a platform: say \"/memory unlink discord\" or \"/memory unlink telegram\"."
+                    ));
+                }
+            },
+        };
+        let accounts = self.store.accounts(person).await?;
+        let me = accounts
+            .iter()
+            .find(|a| a.platform == here && a.external_id == ingested.author_external_id);
+        let cut: Vec<&crate::store::Account> = match (only, me) {
+            (None, Some(me)) if me.linked => vec![me],
+            (None, _) => accounts.iter().filter(|a| a.linked).collect(),
+            (Some(p), me) => {
+                let joined: Vec<_> = accounts
+                    .iter()
+                    .filter(|a| a.platform == p && a.linked)
+                    .collect();
+                match me {
+                    // The join goes the other way: this account is the one that joined.
+                    Some(me)
+                        if joined.is_empty()
+                            && me.linked
+                            && accounts.iter().any(|a| a.platform == p) =>
+                    {
+                        vec![me]
+                    }
+                    _ => joined,
+                }
+            }
+        };
+        let mut done = Vec::new();
+        for a in cut {
+            if self
                 .store
-                .redeem_link_code(
-                    &link_code_hash(code),
-                    place.platform,
-                    &ingested.author_external_id,
-                    now,
-                )
+                .unlink_identity(a.platform, &a.external_id)
                 .await?
             {
-                LinkRedeem::Linked { person } => {
-                    info!(from = %ingested.message.author, to = %person, platform = place.platform.as_str(), "identity linked");
-                    format!(
-                        "Linked: this {} account now shares your memory. \"/memory unlink\" undoes it.",
-                        place.platform.as_str()
-                    )
-                }
-                LinkRedeem::Unknown => "That code is unknown or has expired. Make a new one with \"/memory link\" on the other platform.".to_string(),
-                LinkRedeem::SamePlatform => "That code was made on this platform: use it on the other one.".to_string(),
-                LinkRedeem::AlreadyLinked => "This account is already linked to that one.".to_string(),
-            },
-        )
+                done.push(format!("{} on {}", a.display_name, a.platform));
+            }
+        }
+        if done.is_empty() {
+            return Ok(
+                "This account is not linked to another one, so nothing changed.".to_string(),
+            );
+        }
+        info!(actor = %person, accounts = done.len(), "identities unlinked");
+        Ok(format!(
+            "Unlinked: {} has its own memory again.",
+            done.join(" and ")
+        ))
     }
 
     async fn confirm(&self, ingested: &Ingested, yes: bool) -> Result<Option<String>, MemoryError> {
@@ -481,18 +702,19 @@ impl Bot {
             return Ok(Some("OK, nothing was changed.".to_string()));
         }
         let person = ingested.message.author;
-        let entries = self.memory.entries();
+        let name = ingested.message.author_name.clone();
         Ok(Some(match pending {
-            Pending::Forget(found) => {
-                let ids: Vec<i64> = found.iter().map(|(id, _)| *id).collect();
-                let n = entries.delete(person, &ids).await?;
-                // What was said when it was captured is also in the facts text: forget it
-                // there too, or the bot would still know it. The entries are gone either way.
-                let name = ingested.message.author_name.clone();
-                for (_, value) in &found {
+            Pending::Forget { entries, told } => {
+                let ids: Vec<i64> = entries.iter().map(|(id, _)| *id).collect();
+                let mut n = self.memory.entries().delete(person, &ids).await? as usize;
+                let told_ids: Vec<i64> = told.iter().map(|(id, _)| *id).collect();
+                n += self.store.delete_hearsay(person, &told_ids).await? as usize;
+                // What was said when it was captured is also in the facts text, the notes,
+                // the messages and the bot's answers: forget it there too.
+                for (_, value) in entries.iter().chain(told.iter()) {
                     let req = self.fact_request(ingested, person, &name, false, value);
                     if let Err(e) = self.memory.forget(&req).await {
-                        warn!(error = %e, "forgetting a deleted entry in the facts failed");
+                        warn!(error = %e, "forgetting a deleted entry everywhere failed");
                     }
                 }
                 info!(actor = %person, entries = n, "memory forget");
@@ -504,7 +726,46 @@ impl Bot {
             Pending::Clear => {
                 let n = self.memory.clear_person(person).await?;
                 info!(actor = %person, rows = n, "memory clear");
-                "Done, I've cleared everything I had derived about you.".to_string()
+                "Done, I've cleared everything I had about you.".to_string()
+            }
+            Pending::Link { code_hash } => {
+                let place = &ingested.place;
+                let now = self.memory.clock().now();
+                match self
+                    .store
+                    .redeem_link_code(&code_hash, place.platform, &ingested.author_external_id, now)
+                    .await?
+                {
+                    LinkRedeem::Linked { person: into } => {
+                        info!(from = %person, to = %into, platform = place.platform.as_str(), "identity linked");
+                        self.memory.purge_caches();
+                        format!(
+                            "Linked: this {} account now shares your memory. \"/memory links\" lists the accounts, \"/memory unlink\" undoes it.",
+                            place.platform
+                        )
+                    }
+                    LinkRedeem::Unknown => "That code has expired meanwhile. Make a new one with \"/memory link\" on the other platform.".to_string(),
+                    LinkRedeem::SamePlatform => "That code was made on this platform: use it on the other one.".to_string(),
+                    LinkRedeem::AlreadyLinked => "This account is already linked to that one.".to_string(),
+                }
+            }
+            Pending::Tools(changes) => {
+                let tools = self.memory.tools();
+                let n = tools.apply_staged(person, &changes).await?;
+                for change in &changes {
+                    if let StagedChange::Delete { value, .. } = change {
+                        let req = self.fact_request(ingested, person, &name, false, value);
+                        if let Err(e) = self.memory.forget(&req).await {
+                            warn!(error = %e, "forgetting a deleted entry everywhere failed");
+                        }
+                    }
+                }
+                self.memory.purge_caches();
+                info!(actor = %person, changes = n, "memory changes confirmed");
+                format!(
+                    "Done: {n} {} changed.",
+                    if n == 1 { "entry" } else { "entries" }
+                )
             }
         }))
     }
@@ -537,7 +798,8 @@ impl Bot {
         }
     }
 
-    /// The person a command is about: the speaker, someone mentioned, or a known name.
+    /// The person a command is about: the speaker, someone mentioned, or a known name. A name
+    /// that fits several people is not guessed: the speaker is asked to mention the one meant.
     async fn resolve_subject(
         &self,
         msg: &IncomingMessage,
@@ -554,6 +816,10 @@ impl Bot {
         };
         if name.eq_ignore_ascii_case(&ingested.message.author_name)
             || name.eq_ignore_ascii_case(&ingested.author_external_id)
+            || msg
+                .author_username
+                .as_deref()
+                .is_some_and(|u| name.eq_ignore_ascii_case(u))
         {
             return Ok(speaker);
         }
@@ -564,24 +830,47 @@ impl Bot {
         {
             return Ok((*id, shown.clone()));
         }
-        let found = match self.store.find_identity(msg.platform, name).await? {
-            Some(id) => Some(id),
-            None => self.store.find_person_by_name(msg.platform, name).await?,
-        };
-        match (found, subject) {
-            (Some(id), _) => {
-                let shown = self
-                    .store
-                    .person(id)
-                    .await?
-                    .map(|p| p.display_name)
-                    .unwrap_or_else(|| name.clone());
+        // Account ids are unambiguous; names and usernames only count among the people of
+        // this space (anywhere on the platform from a private chat).
+        let place = &ingested.place;
+        let space = (place.privacy != Privacy::Dm).then_some(place.space);
+        let mut found: Vec<(PersonId, String, Option<String>)> = Vec::new();
+        if let Some(id) = self.store.find_identity(msg.platform, name).await? {
+            let shown = self
+                .store
+                .person(id)
+                .await?
+                .map(|p| p.display_name)
+                .unwrap_or_else(|| name.clone());
+            found.push((id, shown, None));
+        }
+        for m in self.store.find_people(msg.platform, name, space).await? {
+            if !found.iter().any(|(id, _, _)| *id == m.person) {
+                found.push((m.person, m.display_name, m.username));
+            }
+        }
+        match (found.len(), subject) {
+            (1, _) => {
+                let (id, shown, _) = found.remove(0);
                 Ok((id, shown))
             }
-            (None, Subject::MaybeNamed(_)) => Ok(speaker),
-            (None, _) => Err(MemoryError::Invalid(format!(
+            (0, Subject::MaybeNamed(_)) => Ok(speaker),
+            (0, _) => Err(MemoryError::Invalid(format!(
                 "I don't know anyone called {name} here yet. Nothing was changed."
             ))),
+            _ => {
+                let who: Vec<String> = found
+                    .iter()
+                    .map(|(_, shown, username)| match username {
+                        Some(u) => format!("{shown} (@{u})"),
+                        None => shown.clone(),
+                    })
+                    .collect();
+                Err(MemoryError::Invalid(format!(
+                    "More than one person here goes by {name}: {}. Mention the one you mean with @ (or reply to their message). Nothing was changed.",
+                    who.join(", ")
+                )))
+            }
         }
     }
 }

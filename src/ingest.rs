@@ -1,7 +1,10 @@
 //! The ingestor: turns an `IncomingMessage` into stored chat history before anything else can
 //! fail, resolves people and places, decides whether the bot was addressed, and marks memory
 //! commands (explicit triggers) so summaries do not treat them as chatter. Next: the router.
+//! What a paused person says is stored withheld (nothing is derived from it); link codes are
+//! taken out of stored text, and a code seen outside a private chat is revoked at once.
 
+use crate::domain::link;
 use crate::domain::{
     IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceKind, StoredMessage,
 };
@@ -10,6 +13,7 @@ use crate::store::{NewMessage, Store, StoreError};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use tracing::warn;
 
 /// A stored incoming message with everything the router needs.
 #[derive(Debug, Clone)]
@@ -23,6 +27,11 @@ pub struct Ingested {
     /// The text with the bot's name or mention taken off.
     pub command_text: String,
     pub author_is_moderator: bool,
+    /// The author's memory is paused: nothing is derived from this message.
+    pub withheld: bool,
+    /// Where the message and the bot's answer are kept: `place`, or for an answer only the
+    /// author sees, their private scope.
+    pub record: Place,
 }
 
 pub struct Ingestor {
@@ -100,8 +109,14 @@ impl Ingestor {
         };
         let author = self
             .store
-            .resolve_person(msg.platform, &msg.author_external_id, &author_name)
+            .resolve_account(
+                msg.platform,
+                &msg.author_external_id,
+                &author_name,
+                msg.author_username.as_deref(),
+            )
             .await?;
+        let withheld = self.store.memory_paused(author).await?;
         let space = self
             .store
             .resolve_space(
@@ -132,20 +147,46 @@ impl Ingestor {
             ),
         };
         let is_command = addressed && !matches!(parse_command(&command_text), Command::Chat);
+        if !private {
+            // Anyone here could use a code they saw: it is dead now.
+            let seen: Vec<String> = link::code_words(&text)
+                .into_iter()
+                .map(link::code_hash)
+                .collect();
+            if !seen.is_empty() && self.store.revoke_link_codes(&seen).await? > 0 {
+                warn!(
+                    platform = msg.platform.as_str(),
+                    "a link code was posted outside a private chat: revoked"
+                );
+            }
+        }
+        // An answer only the author sees is kept with them: a channel of its own in their
+        // private scope, out of the channel's history and everyone else's search.
+        let record = if msg.private_answer && !private {
+            Place {
+                channel: format!("private:{}", msg.author_external_id),
+                privacy: Privacy::Dm,
+                dm_owner: Some(author),
+                ..place.clone()
+            }
+        } else {
+            place.clone()
+        };
         let id = self
             .store
             .insert_message(&NewMessage {
                 space,
-                channel: place.channel.clone(),
-                scope: place.home_scope(),
-                privacy: place.privacy,
+                channel: record.channel.clone(),
+                scope: record.home_scope(),
+                privacy: record.privacy,
                 author,
                 is_bot: msg.author_is_bot,
                 is_command,
                 external_id: msg.external_id.clone(),
                 reply_to: msg.reply_to_external_id.clone(),
-                text: text.clone(),
+                text: link::redact(&text),
                 sent_at: msg.sent_at,
+                withheld,
             })
             .await?;
         let mut mentions = Vec::new();
@@ -153,22 +194,38 @@ impl Ingestor {
             if m.display_name.eq_ignore_ascii_case(&self.bot_name) {
                 continue;
             }
-            let id = self
-                .store
-                .resolve_person(msg.platform, &m.external_id, &sanitize(&m.display_name))
-                .await?;
-            mentions.push((id, m.display_name.clone()));
+            let id = if m.external_id.is_empty() {
+                // Known by username only ("@dana_k" on Telegram): someone the bot has seen.
+                match &m.username {
+                    Some(u) => self.store.find_username(msg.platform, u).await?,
+                    None => None,
+                }
+            } else {
+                Some(
+                    self.store
+                        .resolve_account(
+                            msg.platform,
+                            &m.external_id,
+                            &sanitize(&m.display_name),
+                            m.username.as_deref(),
+                        )
+                        .await?,
+                )
+            };
+            if let Some(id) = id {
+                mentions.push((id, m.display_name.clone()));
+            }
         }
         Ok(Some(Ingested {
             message: StoredMessage {
                 id,
                 space,
-                channel: place.channel.clone(),
-                scope: place.home_scope(),
+                channel: record.channel.clone(),
+                scope: record.home_scope(),
                 author,
                 author_name,
                 is_bot: msg.author_is_bot,
-                text,
+                text: link::redact(&text),
                 sent_at: msg.sent_at,
                 episode: None,
             },
@@ -178,10 +235,15 @@ impl Ingestor {
             addressed,
             command_text,
             author_is_moderator: msg.author_is_moderator,
+            withheld,
+            record,
         }))
     }
 
-    /// Stores the bot's own reply in the same place (before it is sent).
+    /// Stores the bot's own reply in the same place (before it is sent), link codes taken out;
+    /// a reply to a paused person is withheld like their message, and an answer to a memory
+    /// command is marked as one.
+    #[allow(clippy::too_many_arguments)]
     pub async fn ingest_reply(
         &self,
         platform: Platform,
@@ -189,6 +251,8 @@ impl Ingestor {
         text: &str,
         in_reply_to: &StoredMessage,
         at: DateTime<Utc>,
+        withheld: bool,
+        is_command: bool,
     ) -> Result<MessageId, StoreError> {
         let bot = self
             .store
@@ -203,11 +267,12 @@ impl Ingestor {
                 privacy: place.privacy,
                 author: bot,
                 is_bot: true,
-                is_command: false,
+                is_command,
                 external_id: format!("reply:{}:{seq}", in_reply_to.id.0),
                 reply_to: Some(in_reply_to.id.0.to_string()),
-                text: text.to_string(),
+                text: link::redact(text),
                 sent_at: at,
+                withheld,
             })
             .await
     }

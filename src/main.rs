@@ -508,8 +508,17 @@ async fn find_person(
         if let Some(id) = store.find_identity(platform, user).await? {
             return Ok(id);
         }
-        if let Some(id) = store.find_person_by_name(platform, user).await? {
-            return Ok(id);
+        match store.find_people(platform, user, None).await?.as_slice() {
+            [] => {}
+            [one] => return Ok(one.person),
+            many => anyhow::bail!(
+                "{} people on {platform} go by {user:?}: give a person id ({})",
+                many.len(),
+                many.iter()
+                    .map(|m| m.person.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
     anyhow::bail!("no person {user:?} in this database (give a person id or a name)")

@@ -7,10 +7,27 @@ use crate::ingest::Ingested;
 use crate::llm::prompts::REPLY_TOOLS;
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
 use crate::memory::context::new_notes;
-use crate::memory::tools::{Caller, run_with_tools};
+use crate::memory::tools::{Caller, StagedChange, run_with_tools};
 use crate::memory::{ContextBundle, MemoryError, MemoryManager, render_prompt};
 use std::sync::Arc;
 use tracing::{info, warn};
+
+/// What the responder answers: the text, and memory changes the model asked for that wait for
+/// the person's confirmation.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub text: String,
+    pub staged: Vec<StagedChange>,
+}
+
+impl From<String> for Answer {
+    fn from(text: String) -> Answer {
+        Answer {
+            text,
+            staged: Vec::new(),
+        }
+    }
+}
 
 pub struct Responder {
     memory: Arc<MemoryManager>,
@@ -72,7 +89,7 @@ impl Responder {
         }
     }
 
-    pub async fn reply(&self, msg: &Ingested) -> Result<String, MemoryError> {
+    pub async fn reply(&self, msg: &Ingested) -> Result<Answer, MemoryError> {
         let mut people = vec![(msg.message.author, msg.message.author_name.clone())];
         people.extend(msg.mentions.iter().cloned());
         let bundle = self
@@ -87,13 +104,13 @@ impl Responder {
             self.memory.tokens(),
         );
         let Some(llm) = &self.llm else {
-            return Ok(format!(
+            return Ok(Answer::from(format!(
                 "I have no language model configured, so I can't chat yet (set llm.base_url). \
                  Here is the memory I would have used ({} tokens of {}):\n\n{}",
                 prompt.tokens,
                 self.budget,
                 describe_memory(&bundle)
-            ));
+            )));
         };
         let system = if self.tool_rounds > 0 {
             prompt.system + REPLY_TOOLS
@@ -108,13 +125,14 @@ impl Responder {
             max_tokens: Some(self.max_tokens),
             tools: Vec::new(),
         };
+        // The tools act for the speaker, where they spoke, whatever the model asks; what
+        // would delete or rewrite their memory waits for their own "yes".
+        let tools = self.memory.tools().staging();
         let answer = if self.tool_rounds > 0 {
-            // The tools act for the speaker, where they spoke, whatever the model asks.
             let caller = Caller {
                 person: msg.message.author,
                 place: msg.place.clone(),
             };
-            let tools = self.memory.tools();
             run_with_tools(llm.as_ref(), request, &tools, &caller, self.tool_rounds)
                 .await
                 .map(|c| {
@@ -127,19 +145,21 @@ impl Responder {
             llm.complete(&request).await.map(|a| a.content)
         };
         match answer {
-            Ok(answer) => Ok(answer.trim().to_string()),
+            Ok(answer) => Ok(Answer {
+                text: answer.trim().to_string(),
+                staged: tools.take_staged(),
+            }),
             Err(e) => {
+                // The provider's words (which may carry account ids) go to the log only.
                 warn!(error = %e, "reply: LLM failed; answering from memory");
                 let why = match e {
-                    LlmError::CircuitOpen { .. } => {
-                        "My language model is failing right now".to_string()
-                    }
-                    other => format!("I couldn't reach my language model ({other})"),
+                    LlmError::CircuitOpen { .. } => "My language model is failing right now",
+                    _ => "I couldn't reach my language model",
                 };
-                Ok(format!(
+                Ok(Answer::from(format!(
                     "{why}, so here is what I remember instead:\n\n{}",
                     describe_memory(&bundle)
-                ))
+                )))
             }
         }
     }

@@ -49,7 +49,10 @@ pub enum MemoryCommand {
     Export,
     /// `/memory link` (a code is made) or `/memory link CODE` (the code is used).
     Link(String),
-    Unlink,
+    /// `/memory links`: the accounts that share this memory.
+    Links,
+    /// `/memory unlink [platform]`.
+    Unlink(String),
     /// `/memory something-else`: says what the subcommands are.
     Unknown(String),
 }
@@ -69,7 +72,8 @@ fn memory_command(rest: &str) -> MemoryCommand {
         "search" => MemoryCommand::Search(arg.to_string()),
         "export" => MemoryCommand::Export,
         "link" => MemoryCommand::Link(arg.to_string()),
-        "unlink" => MemoryCommand::Unlink,
+        "links" | "accounts" => MemoryCommand::Links,
+        "unlink" => MemoryCommand::Unlink(arg.to_string()),
         _ => MemoryCommand::Unknown(word.to_string()),
     }
 }

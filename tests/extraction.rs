@@ -75,7 +75,9 @@ async fn extraction_writes_once_per_person_and_day(url: Option<String>) {
         .extract_all(day(), false, |done, total| progress.push((done, total)))
         .await
         .unwrap();
-    assert_eq!(progress.last(), Some(&(3, 3)), "{progress:?}");
+    // Carol's messages were said while her memory was paused: withheld, they are not read at
+    // all, so only alice and bob are gone through.
+    assert_eq!(progress.last(), Some(&(2, 2)), "{progress:?}");
     let by =
         |p: PersonId| -> Vec<&ExtractionRun> { runs.iter().filter(|r| r.person == p.0).collect() };
     assert_eq!(by(alice).len(), 1);

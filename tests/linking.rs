@@ -32,6 +32,7 @@ fn message(platform: Platform, user: &str, text: &str, public: bool) -> Incoming
         channel_privacy: privacy,
         author_external_id: user.into(),
         author_display_name: user.into(),
+        author_username: None,
         author_is_bot: false,
         external_id: format!("m{seq}"),
         text: text.into(),
@@ -41,6 +42,7 @@ fn message(platform: Platform, user: &str, text: &str, public: bool) -> Incoming
         mentions: vec![],
         attachments: vec![],
         author_is_moderator: false,
+        private_answer: false,
     }
 }
 
@@ -65,6 +67,15 @@ fn code_in(reply: &str) -> String {
         })
         .unwrap_or_else(|| panic!("no code in {reply}"))
         .to_string()
+}
+
+/// Redeems `code` as `user` on `platform` in a private chat and confirms with "yes".
+async fn link(h: &Harness, platform: Platform, user: &str, code: &str) -> String {
+    let asked = say(h, platform, user, &format!("/memory link {code}"), false).await;
+    if !asked.contains("Reply \"yes\"") {
+        return asked;
+    }
+    say(h, platform, user, "yes", false).await
 }
 
 async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
@@ -100,11 +111,19 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
     )
     .await;
     assert!(public.contains("won't use"), "{public}");
+    // Seen in public, it is dead: nobody who saw it can use it.
+    let stolen = link(&h, Telegram, "t-mallory", &code).await;
+    assert!(
+        stolen.contains("unknown"),
+        "a code seen in public still works: {stolen}"
+    );
     assert!(
         say(&h, Telegram, "t-alice", "/memory link ABCD-EFGH", false)
             .await
             .contains("unknown")
     );
+
+    let code = code_in(&say(&h, Discord, "d-alice", "/memory link", false).await);
     let same = say(
         &h,
         Discord,
@@ -114,8 +133,8 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
     )
     .await;
     assert!(same.contains("other one"), "{same}");
-
-    let linked = say(
+    // Redeeming names both accounts and waits for a yes; "no" leaves the code unused.
+    let asked = say(
         &h,
         Telegram,
         "t-alice",
@@ -123,6 +142,18 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
         false,
     )
     .await;
+    assert!(
+        asked.contains("t-alice") && asked.contains("d-alice on discord") && asked.contains("yes"),
+        "{asked}"
+    );
+    assert!(
+        say(&h, Telegram, "t-alice", "no", false)
+            .await
+            .contains("nothing was changed")
+    );
+    let still = say(&h, Telegram, "t-alice", "what do you know about me", false).await;
+    assert!(!still.contains("Rust"), "linked without a yes: {still}");
+    let linked = link(&h, Telegram, "t-alice", &code).await;
     assert!(linked.starts_with("Linked"), "{linked}");
     let after = say(&h, Telegram, "t-alice", "what do you know about me", false).await;
     assert!(after.contains("Rust"), "private memory followed: {after}");
@@ -141,40 +172,57 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
     .await;
     let discord = say(&h, Discord, "d-alice", "what do you know about me", false).await;
     assert!(discord.contains("Lisbon"), "{discord}");
+    // Both sides list the accounts.
+    for (platform, user) in [(Discord, "d-alice"), (Telegram, "t-alice")] {
+        let list = say(&h, platform, user, "/memory links", false).await;
+        assert!(
+            list.contains("d-alice on discord") && list.contains("t-alice on telegram"),
+            "{list}"
+        );
+    }
 
     // Used up: nobody else can take it; a new code expires after 10 minutes.
-    assert!(
-        say(
-            &h,
-            Telegram,
-            "t-bob",
-            &format!("/memory link {code}"),
-            false
-        )
-        .await
-        .contains("unknown")
-    );
+    assert!(link(&h, Telegram, "t-bob", &code).await.contains("unknown"));
     let second = code_in(&say(&h, Discord, "d-alice", "/memory link", false).await);
     h.clock.advance(chrono::Duration::minutes(11));
     assert!(
+        link(&h, Telegram, "t-bob", &second)
+            .await
+            .contains("expired")
+    );
+    let bob = say(&h, Telegram, "t-bob", "what do you know about me", false).await;
+    assert!(!bob.contains("Rust"), "{bob}");
+    // Guessing is limited: after five wrong codes even the right one is refused for a while.
+    let third = code_in(&say(&h, Discord, "d-alice", "/memory link", false).await);
+    for i in 0..5 {
         say(
             &h,
             Telegram,
             "t-bob",
-            &format!("/memory link {second}"),
-            false
+            &format!("/memory link ZZZZ-ZZZ{}", i + 2),
+            false,
         )
-        .await
-        .contains("expired")
-    );
+        .await;
+    }
+    let limited = link(&h, Telegram, "t-bob", &third).await;
+    assert!(limited.contains("Too many"), "{limited}");
     let bob = say(&h, Telegram, "t-bob", "what do you know about me", false).await;
     assert!(!bob.contains("Rust"), "{bob}");
 
-    // Unlink: the Telegram account has its own memory again.
+    // No code is ever kept in the history or the search index.
+    for c in [&code, &second, &third] {
+        let dump = all_text(&h).await;
+        assert!(
+            !dump.to_lowercase().contains(&c.to_lowercase()),
+            "code {c} stored: {dump}"
+        );
+    }
+
+    // Unlink from the side that was joined: the Discord account cuts the Telegram one.
+    let cut = say(&h, Discord, "d-alice", "/memory unlink telegram", false).await;
     assert!(
-        say(&h, Telegram, "t-alice", "/memory unlink", false)
-            .await
-            .starts_with("Unlinked")
+        cut.starts_with("Unlinked") && cut.contains("t-alice"),
+        "{cut}"
     );
     let own = say(&h, Telegram, "t-alice", "what do you know about me", false).await;
     assert!(!own.contains("Rust"), "{own}");
@@ -188,6 +236,40 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
         discord.contains("Rust") && discord.contains("Lisbon"),
         "{discord}"
     );
+    // And from the joining side.
+    let fourth = code_in(&say(&h, Discord, "d-alice", "/memory link", false).await);
+    assert!(
+        link(&h, Telegram, "t-alice", &fourth)
+            .await
+            .starts_with("Linked")
+    );
+    assert!(
+        say(&h, Telegram, "t-alice", "/memory unlink", false)
+            .await
+            .starts_with("Unlinked")
+    );
+    let own = say(&h, Telegram, "t-alice", "what do you know about me", false).await;
+    assert!(!own.contains("Rust"), "{own}");
+}
+
+/// Every message text in the store (the history as it is kept).
+async fn all_text(h: &Harness) -> String {
+    let mut out = String::new();
+    let mut offset = 0;
+    loop {
+        let rows = h
+            .store
+            .dump_rows(engram::store::Table::Messages, offset, 500)
+            .await
+            .unwrap();
+        if rows.is_empty() {
+            return out;
+        }
+        offset += rows.len() as i64;
+        for row in rows {
+            out.push_str(&format!("{row:?}\n"));
+        }
+    }
 }
 
 on_both_harnesses!(linking_joins_private_memory_across_platforms);

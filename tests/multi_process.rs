@@ -196,12 +196,13 @@ async fn concurrent_fact_updates_both_land(url: String) {
     let (a, b) = two_bots(&url, &fake).await;
     let lab = group("lab");
     a.say_in(&lab, "carol", "hi").await;
+    // Carol, talking to both processes at once.
     for round in 0..3 {
         let (ta, tb) = (
-            format!("Engram, remember this about @carol: she ran marathon {round}"),
-            format!("Engram, remember this about @carol: she speaks Greek level {round}"),
+            format!("Engram, remember that I ran marathon {round}"),
+            format!("Engram, remember that I speak Greek level {round}"),
         );
-        let (ra, rb) = tokio::join!(a.say_in(&lab, "alice", &ta), b.say_in(&lab, "bob", &tb));
+        let (ra, rb) = tokio::join!(a.say_in(&lab, "carol", &ta), b.say_in(&lab, "carol", &tb));
         assert!(ra.unwrap().starts_with("Got it") && rb.unwrap().starts_with("Got it"));
     }
     let carol = a.person("carol").await;
@@ -267,12 +268,8 @@ async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
     let fake = FakeLlmServer::start().await.unwrap();
     let (a, b) = two_bots(&url, &fake).await;
     let lab = group("lab");
-    a.say_in(
-        &lab,
-        "alice",
-        "Engram, remember this about @carol: she likes tea",
-    )
-    .await;
+    a.say_in(&lab, "carol", "Engram, remember that I like tea")
+        .await;
     let ask = "Engram, what do you know about @carol";
     assert!(
         b.say_in(&lab, "bob", ask).await.unwrap().contains("tea"),
@@ -280,12 +277,8 @@ async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
     );
     let mut applied = b.bot.memory().changes_applied();
     let before = *applied.borrow_and_update();
-    a.say_in(
-        &lab,
-        "alice",
-        "Engram, remember this about @carol: she moved to Lisbon",
-    )
-    .await;
+    a.say_in(&lab, "carol", "Engram, remember that I moved to Lisbon")
+        .await;
     // Event-driven: B's listener reports each change it applied (bounded so a bug fails, not hangs).
     tokio::time::timeout(
         std::time::Duration::from_secs(10),

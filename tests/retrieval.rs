@@ -135,6 +135,7 @@ impl World {
                 reply_to: None,
                 text: text.into(),
                 sent_at: at,
+                withheld: false,
             })
             .await
             .unwrap();

@@ -40,6 +40,7 @@ fn msg(
         reply_to: None,
         text: text.into(),
         sent_at: at,
+        withheld: false,
     }
 }
 
@@ -51,6 +52,7 @@ fn change(by: PersonId, op: &str) -> FactChange {
         changed_by: Some(by),
         source_message: None,
         at: t(1),
+        drop_history: false,
     }
 }
 
@@ -76,11 +78,59 @@ async fn identities_map_to_one_person(s: Arc<dyn Store>) {
         .await
         .unwrap();
     assert_ne!(other, a, "identities are per platform");
+    let found = s
+        .find_people(Platform::Discord, "ALICIA", None)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].person, a);
+    // Usernames: kept, found case-insensitively, and one account's at a time.
+    let dana = s
+        .resolve_account(Platform::Telegram, "7", "Dana", Some("dana_k"))
+        .await
+        .unwrap();
     assert_eq!(
-        s.find_person_by_name(Platform::Discord, "ALICIA")
+        s.find_username(Platform::Telegram, "@Dana_K")
             .await
             .unwrap(),
-        Some(a)
+        Some(dana)
+    );
+    assert_eq!(
+        s.find_people(Platform::Telegram, "dana_k", None)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| m.person)
+            .collect::<Vec<_>>(),
+        vec![dana]
+    );
+    // Dana renames herself; someone else takes the old username: it is theirs now.
+    s.resolve_account(Platform::Telegram, "7", "Dana", Some("dana_new"))
+        .await
+        .unwrap();
+    let taker = s
+        .resolve_account(Platform::Telegram, "8", "Mallory", Some("dana_k"))
+        .await
+        .unwrap();
+    assert_eq!(
+        s.find_username(Platform::Telegram, "dana_k").await.unwrap(),
+        Some(taker)
+    );
+    assert_eq!(
+        s.find_username(Platform::Telegram, "dana_new")
+            .await
+            .unwrap(),
+        Some(dana)
+    );
+    // Without a username, the known one stays.
+    s.resolve_person(Platform::Telegram, "7", "Dana")
+        .await
+        .unwrap();
+    assert_eq!(
+        s.find_username(Platform::Telegram, "dana_new")
+            .await
+            .unwrap(),
+        Some(dana)
     );
     assert_eq!(
         s.find_identity(Platform::Discord, "999").await.unwrap(),

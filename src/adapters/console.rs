@@ -102,6 +102,7 @@ pub fn console_message(
         .map(|w| Mention {
             external_id: w.to_string(),
             display_name: w.to_string(),
+            username: None,
         })
         .collect();
     IncomingMessage {
@@ -113,6 +114,7 @@ pub fn console_message(
         channel_privacy: privacy,
         author_external_id: speaker.to_string(),
         author_display_name: speaker.to_string(),
+        author_username: None,
         author_is_bot: false,
         external_id: format!("{}-{seq}", at.timestamp_millis()),
         text: text.to_string(),
@@ -123,6 +125,7 @@ pub fn console_message(
         mentions,
         attachments: Vec::new(),
         author_is_moderator: opts.moderator,
+        private_answer: false,
     }
 }
 

@@ -3,19 +3,25 @@
 //! parts of at most 2,000 characters, the first one as a reply, with "typing…" shown while the
 //! answer is made. Every message in the channels and threads the bot can read is stored; it
 //! answers when mentioned, replied to, addressed by name first, or in a DM. Privacy comes from
-//! the channel's permissions: a channel @everyone cannot view is `channel_restricted` (so is a
-//! private thread), a public one `guild_public`, a thread follows its parent, a DM is `dm`.
+//! what @everyone may effectively do: the guild's @everyone role and the channel's overwrites
+//! together; a channel @everyone cannot view is `channel_restricted` (so is a private thread),
+//! a public one `guild_public`, a thread follows its parent, a DM is `dm`. Channel, thread and
+//! role updates take effect at once. Moderators are the members whose roles give Manage
+//! Messages or Administrator in that guild. Edits and deletes reach the memory; replies never
+//! ping anyone; `/memory` answers, which only the asker sees, are kept in their private scope.
 
 use crate::adapters::split::{chars, split_message};
 use crate::bot::{Bot, Reply};
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
 use serenity::all::{
     Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType, Context,
-    CreateCommand, CreateCommandOption, CreateInteractionResponse,
+    CreateAllowedMentions, CreateCommand, CreateCommandOption, CreateInteractionResponse,
     CreateInteractionResponseFollowup, CreateInteractionResponseMessage, CreateMessage,
     EventHandler, GatewayIntents, GuildChannel, GuildId, Http, HttpBuilder, Interaction, Message,
-    PermissionOverwriteType, Permissions, Ready, RoleId, User, UserId,
+    MessageId, MessageUpdateEvent, PermissionOverwriteType, Permissions, Ready, Role, RoleId, User,
+    UserId,
 };
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -70,7 +76,10 @@ pub struct Handler {
     bot_name: String,
     me: OnceLock<UserId>,
     /// Channel privacy by channel id: permissions rarely change, a lookup costs a request.
+    /// Channel, thread and role updates drop it.
     privacy: moka::sync::Cache<ChannelId, Privacy>,
+    /// Each guild's roles (their permissions), for @everyone and for moderators.
+    roles: moka::sync::Cache<GuildId, Arc<HashMap<RoleId, Role>>>,
 }
 
 impl Handler {
@@ -84,6 +93,44 @@ impl Handler {
                 .max_capacity(10_000)
                 .time_to_live(Duration::from_secs(300))
                 .build(),
+            roles: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(Duration::from_secs(300))
+                .build(),
+        }
+    }
+
+    /// A channel or thread changed (its overwrites, its parent): privacy is worked out again.
+    pub fn on_channel_update(&self) {
+        self.privacy.invalidate_all();
+    }
+
+    /// A role of `guild` was created, changed or deleted: what @everyone and moderators may
+    /// do is worked out again.
+    pub fn on_role_update(&self, guild: GuildId) {
+        self.roles.invalidate(&guild);
+        self.privacy.invalidate_all();
+    }
+
+    /// The roles of `guild` (cached).
+    async fn guild_roles(&self, guild: GuildId) -> serenity::Result<Arc<HashMap<RoleId, Role>>> {
+        if let Some(r) = self.roles.get(&guild) {
+            return Ok(r);
+        }
+        let roles = Arc::new(guild.roles(&self.http).await?);
+        self.roles.insert(guild, roles.clone());
+        Ok(roles)
+    }
+
+    /// Whether a member with `roles` in `guild` moderates it: Manage Messages or
+    /// Administrator from @everyone or any of their roles. Unknown roles: not a moderator.
+    async fn is_moderator(&self, guild: GuildId, member_roles: &[RoleId]) -> bool {
+        match self.guild_roles(guild).await {
+            Ok(roles) => moderates(&roles, guild, member_roles),
+            Err(e) => {
+                warn!(platform = "discord", error = %e, guild = guild.get(), "roles lookup failed; not treated as a moderator");
+                false
+            }
         }
     }
 
@@ -112,7 +159,10 @@ impl Handler {
                 }
             },
         };
-        let incoming = incoming(msg, me, &self.bot_name, privacy);
+        let mut incoming = incoming(msg, me, &self.bot_name, privacy);
+        if let (Some(guild), Some(member)) = (msg.guild_id, &msg.member) {
+            incoming.author_is_moderator = self.is_moderator(guild, &member.roles).await;
+        }
         // The indicator lasts about 10 seconds per call.
         let typing = async {
             let mut every = tokio::time::interval(Duration::from_secs(8));
@@ -155,7 +205,7 @@ impl Handler {
         } else {
             format!("@{} /memory {request}", self.bot_name)
         };
-        let incoming = message_in(
+        let mut incoming = message_in(
             cmd.guild_id,
             cmd.channel_id,
             privacy,
@@ -164,6 +214,15 @@ impl Handler {
             text.trim().to_string(),
             *cmd.id.created_at(),
         );
+        // Only the asker sees the answer: it shows what may surface in this channel, and it is
+        // kept in their private scope, never in the channel's history (where others' prompts
+        // and searches would read it).
+        incoming.private_answer = true;
+        incoming.author_is_moderator = cmd
+            .member
+            .as_ref()
+            .and_then(|m| m.permissions)
+            .is_some_and(|p| p.administrator() || p.manage_messages());
         let text = match self.bot.handle(&incoming).await {
             Ok(Some(reply)) => reply.text,
             Ok(None) => "Nothing to do.".to_string(),
@@ -179,13 +238,15 @@ impl Handler {
             let sent = if i == 0 {
                 let message = CreateInteractionResponseMessage::new()
                     .content(part)
-                    .ephemeral(true);
+                    .ephemeral(true)
+                    .allowed_mentions(CreateAllowedMentions::new());
                 cmd.create_response(&self.http, CreateInteractionResponse::Message(message))
                     .await
             } else {
                 let followup = CreateInteractionResponseFollowup::new()
                     .content(part)
-                    .ephemeral(true);
+                    .ephemeral(true)
+                    .allowed_mentions(CreateAllowedMentions::new());
                 cmd.create_followup(&self.http, followup).await.map(|_| ())
             };
             if let Err(e) = sent {
@@ -200,7 +261,11 @@ impl Handler {
             .into_iter()
             .enumerate()
         {
-            let mut message = CreateMessage::new().content(part);
+            // Nothing the bot says pings anyone: not @everyone, roles, people it quotes, or the
+            // person it answers.
+            let mut message = CreateMessage::new()
+                .content(part)
+                .allowed_mentions(CreateAllowedMentions::new());
             if i == 0 {
                 message = message.reference_message(to);
             }
@@ -223,10 +288,87 @@ impl Handler {
             }
             _ => None,
         };
-        let p = privacy_of(&channel, parent.as_ref());
+        let roles = self.guild_roles(channel.guild_id).await?;
+        let everyone = roles
+            .get(&RoleId::new(channel.guild_id.get()))
+            .map_or(Permissions::empty(), |r| r.permissions);
+        let p = privacy_of(&channel, parent.as_ref(), everyone);
         self.privacy.insert(id, p);
         Ok(p)
     }
+
+    /// Messages deleted in a channel (one, or a bulk delete): they leave the memory.
+    pub async fn on_message_delete(
+        &self,
+        channel: ChannelId,
+        ids: &[MessageId],
+        guild: Option<GuildId>,
+    ) {
+        let space = space_of(guild, channel);
+        let ids: Vec<String> = ids.iter().map(|id| id.get().to_string()).collect();
+        if let Err(e) = self
+            .bot
+            .message_deleted(Platform::Discord, &space, &channel.get().to_string(), &ids)
+            .await
+        {
+            error!(platform = "discord", error = %e, "a deleted message could not be forgotten");
+        }
+    }
+
+    /// A message was edited: its new text replaces the old one everywhere in memory.
+    pub async fn on_message_update(&self, event: &MessageUpdateEvent) {
+        let (Some(content), Some(author)) = (&event.content, &event.author) else {
+            return;
+        };
+        let Some(me) = self.me.get().copied() else {
+            return;
+        };
+        if author.id == me {
+            return;
+        }
+        let privacy = match event.guild_id {
+            None => Privacy::Dm,
+            Some(_) => self
+                .channel_privacy(event.channel_id)
+                .await
+                .unwrap_or(Privacy::ChannelRestricted),
+        };
+        let mut edited = message_in(
+            event.guild_id,
+            event.channel_id,
+            privacy,
+            author,
+            event.id.get().to_string(),
+            own_mention_as_name(content, me, &self.bot_name),
+            event.timestamp.map_or_else(chrono::Utc::now, |t| *t),
+        );
+        edited.author_is_bot = author.bot;
+        edited.mentions = event
+            .mentions
+            .iter()
+            .flatten()
+            .filter(|u| u.id != me)
+            .map(mention)
+            .collect();
+        if let Err(e) = self.bot.message_edited(&edited).await {
+            error!(platform = "discord", error = %e, "an edited message could not be updated");
+        }
+    }
+}
+
+/// The space id of a channel: the guild, or the DM channel itself.
+fn space_of(guild: Option<GuildId>, channel: ChannelId) -> String {
+    guild.map_or_else(|| format!("dm:{}", channel.get()), |g| g.get().to_string())
+}
+
+/// Whether `member_roles` (with @everyone) give Manage Messages or Administrator.
+pub fn moderates(roles: &HashMap<RoleId, Role>, guild: GuildId, member_roles: &[RoleId]) -> bool {
+    let everyone = RoleId::new(guild.get());
+    let perms = std::iter::once(&everyone)
+        .chain(member_roles)
+        .filter_map(|id| roles.get(id))
+        .fold(Permissions::empty(), |p, r| p | r.permissions);
+    perms.administrator() || perms.manage_messages()
 }
 
 async fn guild_channel(http: &Http, id: ChannelId) -> serenity::Result<GuildChannel> {
@@ -236,26 +378,40 @@ async fn guild_channel(http: &Http, id: ChannelId) -> serenity::Result<GuildChan
     }
 }
 
-/// `channel_restricted` when @everyone may not view the channel (a private thread always),
-/// a public thread as its parent, otherwise `guild_public`.
-pub fn privacy_of(channel: &GuildChannel, parent: Option<&GuildChannel>) -> Privacy {
+/// `channel_restricted` unless @everyone may effectively view the channel (a private thread
+/// always), a public thread as its parent, otherwise `guild_public`. `everyone` is what the
+/// guild's @everyone role grants.
+pub fn privacy_of(
+    channel: &GuildChannel,
+    parent: Option<&GuildChannel>,
+    everyone: Permissions,
+) -> Privacy {
     match channel.kind {
         ChannelType::PrivateThread => Privacy::ChannelRestricted,
-        ChannelType::PublicThread | ChannelType::NewsThread => {
-            parent.map_or(Privacy::ChannelRestricted, |p| privacy_of(p, None))
-        }
-        _ if hidden_from_everyone(channel) => Privacy::ChannelRestricted,
-        _ => Privacy::GuildPublic,
+        ChannelType::PublicThread | ChannelType::NewsThread => parent
+            .map_or(Privacy::ChannelRestricted, |p| {
+                privacy_of(p, None, everyone)
+            }),
+        _ if everyone_can_view(channel, everyone) => Privacy::GuildPublic,
+        _ => Privacy::ChannelRestricted,
     }
 }
 
-/// Whether the @everyone role (its id is the guild's) is denied View Channel here.
-fn hidden_from_everyone(channel: &GuildChannel) -> bool {
-    let everyone = RoleId::new(channel.guild_id.get());
-    channel.permission_overwrites.iter().any(|o| {
-        o.kind == PermissionOverwriteType::Role(everyone)
-            && o.deny.contains(Permissions::VIEW_CHANNEL)
-    })
+/// Whether @everyone may view `channel`: the role's permissions, then the channel's
+/// @everyone overwrite (deny, then allow), as Discord computes them.
+fn everyone_can_view(channel: &GuildChannel, everyone: Permissions) -> bool {
+    if everyone.administrator() {
+        return true;
+    }
+    let role = RoleId::new(channel.guild_id.get());
+    let mut perms = everyone;
+    for o in &channel.permission_overwrites {
+        if o.kind == PermissionOverwriteType::Role(role) {
+            perms.remove(o.deny);
+            perms.insert(o.allow);
+        }
+    }
+    perms.view_channel()
 }
 
 /// The message as the bot sees it, in a channel of the given privacy.
@@ -283,13 +439,18 @@ pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> 
         .mentions
         .iter()
         .filter(|u| u.id != me)
-        .map(|u| Mention {
-            external_id: u.id.get().to_string(),
-            display_name: u.display_name().to_string(),
-        })
+        .map(mention)
         .collect();
     m.attachments = msg.attachments.iter().map(|a| a.url.clone()).collect();
     m
+}
+
+fn mention(u: &User) -> Mention {
+    Mention {
+        external_id: u.id.get().to_string(),
+        display_name: u.display_name().to_string(),
+        username: Some(u.name.clone()),
+    }
 }
 
 /// What `author` said in `channel` of `guild` (None: a DM), as the bot's message type.
@@ -302,10 +463,11 @@ fn message_in(
     text: String,
     sent_at: chrono::DateTime<chrono::Utc>,
 ) -> IncomingMessage {
+    let space = space_of(guild, channel);
     let channel = channel.get().to_string();
     IncomingMessage {
         platform: Platform::Discord,
-        space_external_id: guild.map_or_else(|| format!("dm:{channel}"), |g| g.get().to_string()),
+        space_external_id: space,
         space_kind: if guild.is_none() {
             SpaceKind::Private
         } else {
@@ -320,6 +482,7 @@ fn message_in(
         },
         author_external_id: author.id.get().to_string(),
         author_display_name: author.display_name().to_string(),
+        author_username: Some(author.name.clone()),
         author_is_bot: false,
         external_id,
         text,
@@ -329,6 +492,7 @@ fn message_in(
         mentions: Vec::new(),
         attachments: Vec::new(),
         author_is_moderator: false,
+        private_answer: false,
     }
 }
 
@@ -378,6 +542,62 @@ impl EventHandler for Events {
 
     async fn message(&self, _ctx: Context, msg: Message) {
         self.0.on_message(&msg).await;
+    }
+
+    async fn message_update(
+        &self,
+        _ctx: Context,
+        _old: Option<Message>,
+        _new: Option<Message>,
+        event: MessageUpdateEvent,
+    ) {
+        self.0.on_message_update(&event).await;
+    }
+
+    async fn message_delete(
+        &self,
+        _ctx: Context,
+        channel: ChannelId,
+        id: MessageId,
+        guild: Option<GuildId>,
+    ) {
+        self.0.on_message_delete(channel, &[id], guild).await;
+    }
+
+    async fn message_delete_bulk(
+        &self,
+        _ctx: Context,
+        channel: ChannelId,
+        ids: Vec<MessageId>,
+        guild: Option<GuildId>,
+    ) {
+        self.0.on_message_delete(channel, &ids, guild).await;
+    }
+
+    async fn channel_update(&self, _ctx: Context, _old: Option<GuildChannel>, _new: GuildChannel) {
+        self.0.on_channel_update();
+    }
+
+    async fn thread_update(&self, _ctx: Context, _old: Option<GuildChannel>, _new: GuildChannel) {
+        self.0.on_channel_update();
+    }
+
+    async fn guild_role_create(&self, _ctx: Context, new: Role) {
+        self.0.on_role_update(new.guild_id);
+    }
+
+    async fn guild_role_update(&self, _ctx: Context, _old: Option<Role>, new: Role) {
+        self.0.on_role_update(new.guild_id);
+    }
+
+    async fn guild_role_delete(
+        &self,
+        _ctx: Context,
+        guild: GuildId,
+        _role: RoleId,
+        _data: Option<Role>,
+    ) {
+        self.0.on_role_update(guild);
     }
 }
 

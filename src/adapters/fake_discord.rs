@@ -1,6 +1,7 @@
 //! A fake Discord HTTP API on 127.0.0.1 for tests: serenity's real HTTP client, pointed at it
-//! as a proxy, fetches channels (with their permission overwrites), sends messages and typing
-//! indicators, which are recorded. A wrong token gets 401, as from Discord.
+//! as a proxy, fetches channels (with their permission overwrites) and guild roles (with their
+//! permissions), sends messages and typing indicators, which are recorded. A wrong token gets
+//! 401, as from Discord.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -17,11 +18,20 @@ use tokio::sync::watch;
 pub const BOT_ID: u64 = 900_000_000_000_000_001;
 /// View Channel, as Discord's permission bit.
 pub const VIEW_CHANNEL: u64 = 1 << 10;
+/// Send Messages.
+pub const SEND_MESSAGES: u64 = 1 << 11;
+/// Manage Messages: a moderator.
+pub const MANAGE_MESSAGES: u64 = 1 << 13;
+/// Administrator.
+pub const ADMINISTRATOR: u64 = 1 << 3;
 
 #[derive(Default)]
 struct Shared {
     token: String,
     channels: HashMap<u64, Value>,
+    /// Roles per guild: (role id, permissions); a guild without any gets an @everyone that
+    /// may view channels and send messages.
+    roles: HashMap<u64, Vec<(u64, u64)>>,
     sent: Vec<(u64, Value)>,
     typing: Vec<u64>,
     /// Interaction responses and follow-ups, in order.
@@ -60,6 +70,7 @@ impl FakeDiscord {
             .route("/api/v10/users/@me", get(me))
             .route("/api/v10/gateway/bot", get(gateway))
             .route("/api/v10/channels/{id}", get(channel))
+            .route("/api/v10/guilds/{id}/roles", get(roles))
             .route("/api/v10/channels/{id}/messages", post(send_message))
             .route("/api/v10/channels/{id}/typing", post(typing))
             .route(
@@ -96,6 +107,37 @@ impl FakeDiscord {
             json!({"id": id.to_string(), "type": 0, "guild_id": guild.to_string(), "name": name,
                    "position": 0, "permission_overwrites": overwrites, "nsfw": false}),
         );
+    }
+
+    /// Adds a guild text channel with these overwrites for roles: (role id, allow, deny).
+    pub fn add_channel_with(
+        &self,
+        guild: u64,
+        id: u64,
+        name: &str,
+        overwrites: &[(u64, u64, u64)],
+    ) {
+        let overwrites: Vec<Value> = overwrites
+            .iter()
+            .map(|(role, allow, deny)| {
+                json!({"id": role.to_string(), "type": 0, "allow": allow.to_string(), "deny": deny.to_string()})
+            })
+            .collect();
+        self.insert(
+            id,
+            json!({"id": id.to_string(), "type": 0, "guild_id": guild.to_string(), "name": name,
+                   "position": 0, "permission_overwrites": overwrites, "nsfw": false}),
+        );
+    }
+
+    /// Sets the roles of `guild`: (role id, permissions). The @everyone role's id is the
+    /// guild's.
+    pub fn set_roles(&self, guild: u64, roles: &[(u64, u64)]) {
+        self.shared
+            .lock()
+            .expect("fake lock")
+            .roles
+            .insert(guild, roles.to_vec());
     }
 
     /// Adds a thread of `parent`; `private` makes it a private thread.
@@ -204,6 +246,35 @@ async fn channel(
         )
             .into_response(),
     }
+}
+
+async fn roles(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(guild): Path<u64>,
+) -> Response {
+    if let Some(r) = refused(&state, &headers) {
+        return r;
+    }
+    let roles = state
+        .shared
+        .lock()
+        .expect("fake lock")
+        .roles
+        .get(&guild)
+        .cloned()
+        .unwrap_or_else(|| vec![(guild, VIEW_CHANNEL | SEND_MESSAGES)]);
+    let body: Vec<Value> = roles
+        .iter()
+        .enumerate()
+        .map(|(i, (id, perms))| {
+            json!({"id": id.to_string(), "name": if *id == guild { "@everyone".to_string() } else { format!("role{i}") },
+                   "color": 0, "colors": {"primary_color": 0, "secondary_color": null, "tertiary_color": null},
+                   "hoist": false, "managed": false, "mentionable": false, "position": i,
+                   "permissions": perms.to_string(), "icon": null, "unicode_emoji": null, "flags": 0})
+        })
+        .collect();
+    Json(Value::Array(body)).into_response()
 }
 
 async fn send_message(

@@ -1,7 +1,9 @@
 //! A fake Telegram Bot API server on 127.0.0.1 for tests: the real teloxide client talks HTTP
 //! to it (`POST /bot<TOKEN>/<method>`). Tests queue updates (messages in private chats, groups
-//! and forum topics); `getUpdates` long-polls for them; `sendMessage`, `sendChatAction` and
-//! `setMyCommands` are recorded. A wrong token gets 401 Unauthorized, as from Telegram.
+//! and forum topics, and their edits); `getUpdates` long-polls for them; `sendMessage`,
+//! `sendChatAction` and `setMyCommands` are recorded; `getChatAdministrators` answers the
+//! administrators a test set. "@name" words in a message come with their mention entities, as
+//! from Telegram. A wrong token gets 401 Unauthorized, as from Telegram.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -62,6 +64,48 @@ struct Shared {
     commands: Vec<Value>,
     calls: Vec<String>,
     chats: std::collections::HashMap<i64, Value>,
+    /// Administrators per chat: (user id, name).
+    admins: std::collections::HashMap<i64, Vec<(i64, String)>>,
+}
+
+/// Someone who writes in a test chat.
+#[derive(Debug, Clone)]
+pub struct TgUser<'a> {
+    pub id: i64,
+    pub name: &'a str,
+    pub username: Option<&'a str>,
+}
+
+impl TgUser<'_> {
+    fn json(&self) -> Value {
+        let mut user = json!({"id": self.id, "is_bot": false, "first_name": self.name});
+        if let Some(u) = self.username {
+            user["username"] = json!(u);
+        }
+        user
+    }
+}
+
+/// Mention entities of the "@name" words of `text` (offsets in UTF-16 units).
+fn mention_entities(text: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut offset = 0usize;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let at_word_start = i == 0 || text[..i].ends_with(char::is_whitespace);
+        if c == '@' && at_word_start {
+            let rest = &text[i + 1..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.push(json!({"type": "mention", "offset": offset, "length": name.len() + 1}));
+            }
+        }
+        offset += c.len_utf16();
+    }
+    out
 }
 
 pub struct FakeTelegram {
@@ -130,18 +174,64 @@ impl FakeTelegram {
     /// Queues a text message from user `from` (id, name) in `chat`; `reply_to_bot` makes it a
     /// reply to one of the bot's messages. Returns the message id.
     pub fn push_text(&self, chat: &Chat, from: (i64, &str), text: &str, reply_to_bot: bool) -> i64 {
+        let from = TgUser {
+            id: from.0,
+            name: from.1,
+            username: None,
+        };
+        self.push_message(chat, &from, text, reply_to_bot, None)
+    }
+
+    /// `push_text` from someone with a username.
+    pub fn push_from(&self, chat: &Chat, from: &TgUser<'_>, text: &str, reply_to_bot: bool) -> i64 {
+        self.push_message(chat, from, text, reply_to_bot, None)
+    }
+
+    /// Queues an edit of message `id` (sent by `from` in `chat`): its new text.
+    pub fn push_edit(&self, chat: &Chat, from: &TgUser<'_>, id: i64, text: &str) {
+        self.push_message(chat, from, text, false, Some(id));
+    }
+
+    /// The administrators `getChatAdministrators` answers for `chat`: (user id, name).
+    pub fn set_admins(&self, chat: i64, admins: &[(i64, &str)]) {
+        self.shared.lock().expect("fake lock").admins.insert(
+            chat,
+            admins.iter().map(|(id, n)| (*id, n.to_string())).collect(),
+        );
+    }
+
+    fn push_message(
+        &self,
+        chat: &Chat,
+        from: &TgUser<'_>,
+        text: &str,
+        reply_to_bot: bool,
+        edit_of: Option<i64>,
+    ) -> i64 {
         let mut s = self.shared.lock().expect("fake lock");
-        let message_id = s.next_message;
-        s.next_message += 1;
+        let message_id = match edit_of {
+            Some(id) => id,
+            None => {
+                s.next_message += 1;
+                s.next_message - 1
+            }
+        };
         let chat_json = chat.json();
         s.chats.insert(chat.id(), chat_json.clone());
         let mut message = json!({
             "message_id": message_id,
             "date": 1_764_000_000 + message_id,
             "chat": chat_json,
-            "from": {"id": from.0, "is_bot": false, "first_name": from.1},
+            "from": from.json(),
             "text": text,
         });
+        let entities = mention_entities(text);
+        if !entities.is_empty() {
+            message["entities"] = json!(entities);
+        }
+        if edit_of.is_some() {
+            message["edit_date"] = json!(1_764_100_000 + message_id);
+        }
         if let Chat::Group {
             topic: Some(topic), ..
         } = chat
@@ -157,8 +247,13 @@ impl FakeTelegram {
         }
         let update_id = s.next_update;
         s.next_update += 1;
+        let kind = if edit_of.is_some() {
+            "edited_message"
+        } else {
+            "message"
+        };
         s.updates
-            .push(json!({"update_id": update_id, "message": message}));
+            .push(json!({"update_id": update_id, kind: message}));
         drop(s);
         self.new_update.notify_waiters();
         self.new_update.notify_one();
@@ -256,6 +351,27 @@ async fn handle(
             ok(json!(true))
         }
         "deletewebhook" => ok(json!(true)),
+        "getchatadministrators" => {
+            let chat = body["chat_id"].as_i64().unwrap_or_default();
+            let admins = state
+                .shared
+                .lock()
+                .expect("fake lock")
+                .admins
+                .get(&chat)
+                .cloned()
+                .unwrap_or_default();
+            let members: Vec<Value> = admins
+                .iter()
+                .map(|(id, name)| {
+                    json!({"status": "administrator", "user": {"id": id, "is_bot": false, "first_name": name},
+                           "can_be_edited": false, "is_anonymous": false, "can_manage_chat": true,
+                           "can_change_info": true, "can_delete_messages": true, "can_manage_video_chats": true,
+                           "can_invite_users": true, "can_restrict_members": true, "can_promote_members": false})
+                })
+                .collect();
+            ok(Value::Array(members))
+        }
         "getwebhookinfo" => ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})),
         "getupdates" => get_updates(&state, &body).await,
         "sendchataction" => {

@@ -4,18 +4,21 @@
 //! nothing in it is markup). A private chat is a DM; a group or supergroup is one space whose
 //! forum topics are its channels. The bot is addressed by @username, by a reply to it, by its
 //! name first, or by a command; with BotFather's privacy mode on, Telegram only delivers those
-//! messages in groups, so the group's other chatter is not seen.
+//! messages in groups, so the group's other chatter is not seen. Edited messages replace the
+//! old text in memory; a group's administrators (`getChatAdministrators`, cached for a few
+//! minutes) are its moderators; usernames are kept so "@name" mentions resolve.
 
 use crate::adapters::split::{split_message, utf16};
 use crate::bot::{Bot, Reply};
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use teloxide::payloads::setters::*;
 use teloxide::requests::Requester;
 use teloxide::types::{
-    AllowedUpdate, BotCommand, ChatAction, Me, Message, MessageEntityKind, ReplyParameters,
-    ThreadId, UpdateKind,
+    AllowedUpdate, BotCommand, ChatAction, ChatId, Me, Message, MessageEntityKind, ReplyParameters,
+    ThreadId, UpdateKind, UserId,
 };
 use teloxide::{ApiError, RequestError};
 use tokio::sync::watch;
@@ -107,12 +110,13 @@ pub async fn run(
     }
     let mut offset: i32 = 0;
     backoff = Backoff::default();
+    let admins = Admins::new();
     loop {
         let poll = api
             .get_updates()
             .offset(offset)
             .timeout(settings.poll_secs)
-            .allowed_updates(vec![AllowedUpdate::Message]);
+            .allowed_updates(vec![AllowedUpdate::Message, AllowedUpdate::EditedMessage]);
         let updates = tokio::select! {
             _ = shutdown.changed() => break,
             updates = poll => updates,
@@ -135,8 +139,18 @@ pub async fn run(
         };
         for update in updates {
             offset = offset.max(update.id.0 as i32 + 1);
-            if let UpdateKind::Message(m) = &update.kind {
-                handle(&api, token, &bot, &me, &settings, m).await;
+            match &update.kind {
+                UpdateKind::Message(m) => {
+                    handle(&api, token, &bot, &me, &settings, &admins, m).await
+                }
+                UpdateKind::EditedMessage(m) => {
+                    if let Some(edited) = incoming(m, &me, &settings.bot_name)
+                        && let Err(e) = bot.message_edited(&edited).await
+                    {
+                        error!(platform = "telegram", error = %e, "an edited message could not be updated");
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -170,6 +184,40 @@ impl Backoff {
     }
 }
 
+/// The administrators of each group (its moderators), asked of Telegram at most every few
+/// minutes per group.
+struct Admins(moka::sync::Cache<ChatId, Arc<HashSet<UserId>>>);
+
+impl Admins {
+    fn new() -> Admins {
+        Admins(
+            moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(Duration::from_secs(600))
+                .build(),
+        )
+    }
+
+    /// Whether `user` administers `chat`; when Telegram cannot say, not.
+    async fn contains(&self, api: &teloxide::Bot, token: &str, chat: ChatId, user: UserId) -> bool {
+        if let Some(admins) = self.0.get(&chat) {
+            return admins.contains(&user);
+        }
+        match api.get_chat_administrators(chat).await {
+            Ok(members) => {
+                let admins: Arc<HashSet<UserId>> =
+                    Arc::new(members.into_iter().map(|m| m.user.id).collect());
+                self.0.insert(chat, admins.clone());
+                admins.contains(&user)
+            }
+            Err(e) => {
+                warn!(platform = "telegram", error = %redact(&e, token), "getChatAdministrators failed; not treated as a moderator");
+                false
+            }
+        }
+    }
+}
+
 /// One message: stored by the bot (always), answered when addressed, with "typing…" shown
 /// while the answer is being made.
 async fn handle(
@@ -178,11 +226,17 @@ async fn handle(
     bot: &Bot,
     me: &Me,
     settings: &TelegramSettings,
+    admins: &Admins,
     m: &Message,
 ) {
-    let Some(incoming) = incoming(m, me, &settings.bot_name) else {
+    let Some(mut incoming) = incoming(m, me, &settings.bot_name) else {
         return;
     };
+    if !m.chat.is_private()
+        && let Some(from) = &m.from
+    {
+        incoming.author_is_moderator = admins.contains(api, token, m.chat.id, from.id).await;
+    }
     // Telegram shows "typing…" for 5 seconds per action.
     let typing = async {
         let mut every = tokio::time::interval(Duration::from_secs(4));
@@ -271,15 +325,27 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
         .reply_to_message()
         .and_then(|r| r.from.as_ref())
         .is_some_and(|u| u.id == me.user.id);
+    // People mentioned: by a text mention (the account itself), or by "@username", which
+    // the memory resolves among the accounts it has seen.
     let mentions = m
-        .entities()
+        .parse_entities()
+        .or_else(|| m.parse_caption_entities())
         .unwrap_or_default()
         .iter()
-        .filter_map(|e| match &e.kind {
+        .filter_map(|e| match e.kind() {
             MessageEntityKind::TextMention { user } if user.id != me.user.id => Some(Mention {
                 external_id: user.id.0.to_string(),
                 display_name: user.full_name(),
+                username: user.username.clone(),
             }),
+            MessageEntityKind::Mention => {
+                let name = e.text().trim_start_matches('@');
+                (!name.eq_ignore_ascii_case(me.username())).then(|| Mention {
+                    external_id: String::new(),
+                    display_name: name.to_string(),
+                    username: Some(name.to_string()),
+                })
+            }
             _ => None,
         })
         .collect();
@@ -292,6 +358,7 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
         channel_privacy: privacy,
         author_external_id: from.id.0.to_string(),
         author_display_name: from.full_name(),
+        author_username: from.username.clone(),
         author_is_bot: from.is_bot,
         external_id: format!("{chat}:{}", m.id.0),
         text: addressed_text(text, me.username(), bot_name, private),
@@ -301,6 +368,7 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
         mentions,
         attachments: Vec::new(),
         author_is_moderator: false,
+        private_answer: false,
     })
 }
 

@@ -182,6 +182,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
             reply_to: None,
             text: sentence(&mut rng),
             sent_at: start + Duration::milliseconds(rng.random_range(0..span_ms)),
+            withheld: false,
         });
         if batch.len() == 1000 {
             store.insert_messages(&batch).await?;
@@ -197,6 +198,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
             changed_by: Some(*id),
             source_message: None,
             at: now,
+            drop_history: false,
         };
         let text = format!(
             "- {name}: I work on {} and love {}",
@@ -286,6 +288,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
                     reply_to: None,
                     text: sentence(&mut rng),
                     sent_at: at,
+                    withheld: false,
                 }
             })
             .collect();

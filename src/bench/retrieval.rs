@@ -285,6 +285,7 @@ fn incoming(conv: &str, turn: &Turn, at: DateTime<Utc>) -> IncomingMessage {
         channel_privacy: Privacy::Dm,
         author_external_id: format!("user:{conv}"),
         author_display_name: "user".into(),
+        author_username: None,
         author_is_bot: false,
         external_id: turn.turn_id.clone(),
         text: turn.text.clone(),
@@ -294,6 +295,7 @@ fn incoming(conv: &str, turn: &Turn, at: DateTime<Utc>) -> IncomingMessage {
         mentions: Vec::new(),
         attachments: Vec::new(),
         author_is_moderator: false,
+        private_answer: false,
     }
 }
 
@@ -376,6 +378,8 @@ pub async fn run(
                                 &wt.text,
                                 &ing.message,
                                 wat,
+                                false,
+                                false,
                             )
                             .await
                             .map_err(|e| e.to_string())?;
@@ -386,7 +390,15 @@ pub async fn run(
                         continue;
                     }
                     let id = ingestor
-                        .ingest_reply(Platform::Console, place, &turn.text, user_msg, t)
+                        .ingest_reply(
+                            Platform::Console,
+                            place,
+                            &turn.text,
+                            user_msg,
+                            t,
+                            false,
+                            false,
+                        )
                         .await
                         .map_err(|e| e.to_string())?;
                     turn_of.insert(id, (turn.turn_id.as_str(), s.session_id.as_str()));

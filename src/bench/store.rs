@@ -205,6 +205,7 @@ fn messages(
             reply_to: None,
             text: corpus.sentence(rng),
             sent_at: start + Duration::seconds(i as i64 * 20),
+            withheld: false,
         })
         .collect()
 }

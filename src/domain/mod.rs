@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod entry;
+pub mod link;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
@@ -258,6 +259,8 @@ pub struct IncomingMessage {
     pub channel_privacy: Privacy,
     pub author_external_id: String,
     pub author_display_name: String,
+    /// The author's platform username (Telegram's @name), when they have one.
+    pub author_username: Option<String>,
     pub author_is_bot: bool,
     /// Platform id of this message, used to make ingestion idempotent.
     pub external_id: String,
@@ -271,12 +274,18 @@ pub struct IncomingMessage {
     pub attachments: Vec<String>,
     /// Whether the author moderates this space (may clear others' memory).
     pub author_is_moderator: bool,
+    /// Only the author sees the answer (a Discord ephemeral reply): the message and the
+    /// answer are kept in the author's private scope, never in the channel's history.
+    pub private_answer: bool,
 }
 
+/// Someone mentioned in a message: by account id, or (Telegram's "@name") by username only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mention {
+    /// Empty when only the username is known.
     pub external_id: String,
     pub display_name: String,
+    pub username: Option<String>,
 }
 
 /// A message as stored in chat history.

@@ -4,6 +4,11 @@
 //! by (person, scope), invalidated on write here and, on PostgreSQL, on writes by any other
 //! process (`MemoryManager::follow_changes`). Degraded (offline-fallback) results live at most an
 //! hour so the LLM gets another chance.
+//!
+//! Fills are race-free against invalidation: a filler takes an epoch (`begin_fill`) before it
+//! reads the store and inserts with `fill`, which drops its own insert when an invalidation
+//! (`clear`, `invalidate_facts`) happened meanwhile. An invalidation bumps the epoch after the
+//! store write and before it clears, so a value read before a forget can never outlive it.
 
 use crate::domain::PersonId;
 use crate::store::FactsRecord;
@@ -67,7 +72,13 @@ pub struct MemoryCaches {
     pub degraded: Cache<String, Arc<str>>,
     hits: AtomicU64,
     misses: AtomicU64,
+    /// Bumped by every invalidation; a fill that saw an older epoch is not kept.
+    epoch: AtomicU64,
 }
+
+/// The epoch a fill started in (from `MemoryCaches::begin_fill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FillEpoch(u64);
 
 impl MemoryCaches {
     pub fn new(capacity: u64) -> MemoryCaches {
@@ -87,7 +98,37 @@ impl MemoryCaches {
                 .build(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
         }
+    }
+
+    /// Call before reading what will be cached.
+    pub fn begin_fill(&self) -> FillEpoch {
+        FillEpoch(self.epoch.load(Ordering::SeqCst))
+    }
+
+    /// Caches `value` under `key` unless an invalidation happened since `since`; then the
+    /// value may be stale, and it is not kept (the next lookup reads the store again).
+    pub fn fill<K, V>(&self, cache: &Cache<K, V>, since: FillEpoch, key: K, value: V)
+    where
+        K: std::hash::Hash + Eq + Send + Sync + Clone + 'static,
+        V: Clone + Send + Sync + 'static,
+    {
+        if self.epoch.load(Ordering::SeqCst) != since.0 {
+            return;
+        }
+        cache.insert(key.clone(), value);
+        // An invalidation that began between the check and the insert may have cleared
+        // before the insert landed: take the insert back.
+        if self.epoch.load(Ordering::SeqCst) != since.0 {
+            cache.invalidate(&key);
+        }
+    }
+
+    /// Forgets the cached facts of one person and scope (after a write to them).
+    pub fn invalidate_facts(&self, person: PersonId, scope_key: String) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.facts.invalidate(&(person, scope_key));
     }
 
     /// Looks `key` up in `cache`, counting the hit or miss.
@@ -121,6 +162,7 @@ impl MemoryCaches {
     /// Drops everything: after `/memory clear` (here or in another process), and for
     /// benchmarks that measure cold paths.
     pub fn clear(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
         self.today.invalidate_all();
         self.past_days.invalidate_all();
         self.history.invalidate_all();
@@ -138,6 +180,41 @@ mod tests {
     fn part_hashes_are_unambiguous() {
         assert_ne!(hash_parts(&["ab", "c"]), hash_parts(&["a", "bc"]));
         assert_eq!(hash_parts(&["x", ""]), hash_parts(&["x", ""]));
+    }
+
+    /// The two orders of a fill racing a forget, forced: the value read before the forget
+    /// never stays cached.
+    #[test]
+    fn a_fill_that_raced_an_invalidation_is_not_kept() {
+        let c = MemoryCaches::new(10);
+        let key = (PersonId(1), "dm:1".to_string());
+        let stale = Arc::new(FactsRecord {
+            text: "my salary is 90k".into(),
+            version: 1,
+            updated_at: None,
+        });
+        // Fill started, then the forget (store write + invalidation), then the fill lands.
+        let since = c.begin_fill();
+        c.invalidate_facts(PersonId(1), "dm:1".into());
+        c.fill(&c.facts, since, key.clone(), stale.clone());
+        assert!(
+            c.facts.get(&key).is_none(),
+            "a fill older than the forget was kept"
+        );
+        // The fill lands first, then the forget: the forget removes it.
+        let since = c.begin_fill();
+        c.fill(&c.facts, since, key.clone(), stale.clone());
+        assert!(
+            c.facts.get(&key).is_some(),
+            "positive control: an undisturbed fill is kept"
+        );
+        c.clear();
+        assert!(c.facts.get(&key).is_none());
+        // Any invalidation counts, whatever it named.
+        let since = c.begin_fill();
+        c.invalidate_facts(PersonId(2), "dm:2".into());
+        c.fill(&c.facts, since, key.clone(), stale);
+        assert!(c.facts.get(&key).is_none());
     }
 
     #[test]

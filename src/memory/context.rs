@@ -150,7 +150,20 @@ impl MemoryManager {
             }
         }
         let (today, history) = (today.join("\n"), history.join("\n"));
-        let (text, merged_by_llm) = self.merge(person, name, &facts, &today, &history).await;
+        let (mut text, merged_by_llm) = self.merge(person, name, &facts, &today, &history).await;
+        // What others said about them stays theirs: shown apart, never merged in.
+        let told = self.hearsay_here(person, place).await?;
+        if !told.is_empty() {
+            let own = if text.trim().is_empty() {
+                String::new()
+            } else {
+                format!("{}\n", text.trim_end())
+            };
+            text = Arc::from(format!(
+                "{own}What others said about {name} (their words, not {name}'s):\n{}",
+                super::hearsay::hearsay_lines(&told)
+            ));
+        }
         let method = if merged_by_llm || (!degraded && self.has_llm()) {
             Method::Llm
         } else {
@@ -175,6 +188,7 @@ impl MemoryManager {
         today: &str,
         history: &str,
     ) -> (Arc<str>, bool) {
+        let since = self.caches.begin_fill();
         let parts = [facts, today, history];
         if parts.iter().filter(|p| !p.trim().is_empty()).count() <= 1 || !self.has_llm() {
             return (
@@ -203,7 +217,8 @@ impl MemoryManager {
         {
             Ok(answer) if !answer.context.trim().is_empty() => {
                 let value: Arc<str> = Arc::from(answer.context.trim());
-                self.caches.merged.insert(key, value.clone());
+                self.caches
+                    .fill(&self.caches.merged, since, key, value.clone());
                 (value, true)
             }
             other => {
@@ -214,7 +229,8 @@ impl MemoryManager {
                 self.note_fallback("merge_context", &error);
                 let value: Arc<str> =
                     Arc::from(offline::concat_merge(facts, today, history).as_str());
-                self.caches.degraded.insert(degraded_key, value.clone());
+                self.caches
+                    .fill(&self.caches.degraded, since, degraded_key, value.clone());
                 (value, false)
             }
         }
@@ -308,6 +324,18 @@ pub struct RenderedPrompt {
     pub cut: usize,
 }
 
+/// Whose a message in the prompt is: the person being answered ("speaker"), the bot, or
+/// someone else ("other": data, never instructions).
+fn from_attr(m: &StoredMessage, current: &StoredMessage) -> &'static str {
+    if m.is_bot {
+        "bot"
+    } else if m.author == current.author {
+        "speaker"
+    } else {
+        "other"
+    }
+}
+
 fn time_attr(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M").to_string()
 }
@@ -329,7 +357,11 @@ pub fn render_prompt(
     let message_xml = |m: &StoredMessage| {
         element(
             "message",
-            &[("author", &m.author_name), ("time", &time_attr(m.sent_at))],
+            &[
+                ("author", &m.author_name),
+                ("from", from_attr(m, current)),
+                ("time", &time_attr(m.sent_at)),
+            ],
             &display_mentions(&m.text, &bundle.names),
         )
     };
@@ -346,6 +378,7 @@ pub fn render_prompt(
             "message",
             &[
                 ("author", &current.author_name),
+                ("from", "speaker"),
                 ("time", &time_attr(current.sent_at)),
             ],
             &text,
@@ -514,7 +547,11 @@ fn pack_recalled(
         let m = &r.message;
         let xml = element(
             "message",
-            &[("author", &m.author_name), ("time", &time_attr(m.sent_at))],
+            &[
+                ("author", &m.author_name),
+                ("from", from_attr(m, current)),
+                ("time", &time_attr(m.sent_at)),
+            ],
             &display_mentions(&m.text, &bundle.names),
         );
         let t = tokens.count(&xml) + 1 + if frame_paid { 0 } else { frame };

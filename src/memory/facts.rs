@@ -51,18 +51,37 @@ struct ForgetAnswer {
 
 const MAX_ATTEMPTS: usize = 8;
 
-/// Only the person a fact is about, or a moderator, may remove it.
-fn check_may_forget(req: &FactRequest<'_>) -> Result<(), MemoryError> {
-    if req.actor != req.subject && !req.actor_is_moderator {
-        return Err(MemoryError::NotAllowed(format!(
-            "Only {} (or a moderator) can make me forget things about {}. Nothing was changed.",
-            req.subject_name, req.subject_name
-        )));
-    }
-    Ok(())
-}
-
 impl MemoryManager {
+    /// Empties the facts of `req.subject` in `scope` (their history goes too); the sentences
+    /// removed.
+    pub(super) async fn empty_facts(
+        &self,
+        req: &FactRequest<'_>,
+        scope: &Scope,
+    ) -> Result<Vec<String>, MemoryError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let current = self.store.facts(req.subject, scope).await?;
+            if current.text.trim().is_empty() {
+                return Ok(Vec::new());
+            }
+            if self
+                .write_facts(
+                    req,
+                    scope,
+                    current.version,
+                    "",
+                    "forget_everything",
+                    "",
+                    Method::Offline,
+                )
+                .await?
+            {
+                return Ok(offline::removed_sentences(&current.text, ""));
+            }
+        }
+        Err(MemoryError::Busy)
+    }
+
     /// Writes `text` as the new facts if they are still at version `expected`, with the change
     /// in the history; false when someone else wrote first (re-read and merge again).
     #[allow(clippy::too_many_arguments)]
@@ -76,13 +95,21 @@ impl MemoryManager {
         request: &str,
         method: Method,
     ) -> Result<bool, MemoryError> {
+        // A forget drops the earlier versions (they hold what is forgotten) and does not
+        // record what was asked.
+        let forgetting = op != "remember";
         let change = FactChange {
             op: op.into(),
-            request: request.into(),
+            request: if forgetting {
+                String::new()
+            } else {
+                request.into()
+            },
             method: method.as_str().into(),
             changed_by: Some(req.actor),
-            source_message: req.source,
+            source_message: if forgetting { None } else { req.source },
             at: self.clock.now(),
+            drop_history: forgetting,
         };
         match self
             .store
@@ -90,7 +117,7 @@ impl MemoryManager {
             .await
         {
             Ok(version) => {
-                self.caches.facts.invalidate(&(req.subject, scope.key()));
+                self.caches.invalidate_facts(req.subject, scope.key());
                 info!(subject = %req.subject, scope = %scope.key(), version, op, method = method.as_str(), "facts changed");
                 Ok(true)
             }
@@ -111,12 +138,14 @@ impl MemoryManager {
         if let Some(hit) = self.caches.get(&self.caches.facts, &key) {
             return Ok(hit);
         }
+        let since = self.caches.begin_fill();
         let record = Arc::new(self.store.facts(person, scope).await?);
-        self.caches.facts.insert(key, record.clone());
+        self.caches
+            .fill(&self.caches.facts, since, key, record.clone());
         Ok(record)
     }
 
-    fn check_fact_text(&self, text: &str, what: &str) -> Result<String, MemoryError> {
+    pub(super) fn check_fact_text(&self, text: &str, what: &str) -> Result<String, MemoryError> {
         let text = text.trim();
         if text.is_empty() {
             return Err(MemoryError::Invalid(format!(
@@ -239,35 +268,18 @@ impl MemoryManager {
         Ok(merged)
     }
 
-    /// Removes what matches `req.text` from the facts about `req.subject` that are visible in
-    /// this place. Only the subject or a moderator may do this.
-    pub async fn forget(&self, req: &FactRequest<'_>) -> Result<ForgetOutcome, MemoryError> {
-        check_may_forget(req)?;
-        let target = self.check_fact_text(req.text, "Forget")?;
-        let mut outcome = ForgetOutcome::NotFound {
-            method: Method::Offline,
-        };
-        for scope in req.place.visible_scopes(req.subject) {
-            let (found, method) = self.forget_in_scope(req, &scope, &target).await?;
-            outcome = match (found, &outcome) {
-                (true, _) => ForgetOutcome::Forgotten { method },
-                (false, ForgetOutcome::Forgotten { .. }) => outcome,
-                (false, _) => ForgetOutcome::NotFound { method },
-            };
-        }
-        Ok(outcome)
-    }
-
-    async fn forget_in_scope(
+    /// Removes what matches `target` from the facts of `req.subject` in `scope` (the earlier
+    /// versions go too). Whether anything matched, how, and the sentences removed.
+    pub(super) async fn forget_in_scope(
         &self,
         req: &FactRequest<'_>,
         scope: &Scope,
         target: &str,
-    ) -> Result<(bool, Method), MemoryError> {
+    ) -> Result<(bool, Method, Vec<String>), MemoryError> {
         for _ in 0..MAX_ATTEMPTS {
             let current = self.store.facts(req.subject, scope).await?;
             if current.text.trim().is_empty() {
-                return Ok((false, Method::Offline));
+                return Ok((false, Method::Offline, Vec::new()));
             }
             let (found, text, method) = match self.forget_llm(req, &current.text, target).await {
                 Ok((found, text)) => (found, text, Method::Llm),
@@ -280,13 +292,17 @@ impl MemoryManager {
                 }
             };
             if !found {
-                return Ok((false, method));
+                return Ok((false, method, Vec::new()));
             }
             if self
                 .write_facts(req, scope, current.version, &text, "forget", target, method)
                 .await?
             {
-                return Ok((true, method));
+                return Ok((
+                    true,
+                    method,
+                    offline::removed_sentences(&current.text, &text),
+                ));
             }
         }
         Err(MemoryError::Busy)
@@ -325,41 +341,5 @@ impl MemoryManager {
             return Err("the model's removal dropped most of the facts for one request".into());
         }
         Ok((true, remaining))
-    }
-}
-
-impl MemoryManager {
-    /// Clears every fact about `req.subject` visible in this place (subject or moderator only).
-    /// Returns how many scopes had facts.
-    pub async fn forget_everything(&self, req: &FactRequest<'_>) -> Result<usize, MemoryError> {
-        check_may_forget(req)?;
-        let mut cleared = 0;
-        for scope in req.place.visible_scopes(req.subject) {
-            for attempt in 0..=MAX_ATTEMPTS {
-                if attempt == MAX_ATTEMPTS {
-                    return Err(MemoryError::Busy);
-                }
-                let current = self.store.facts(req.subject, &scope).await?;
-                if current.text.trim().is_empty() {
-                    break;
-                }
-                if self
-                    .write_facts(
-                        req,
-                        &scope,
-                        current.version,
-                        "",
-                        "forget_everything",
-                        "",
-                        Method::Offline,
-                    )
-                    .await?
-                {
-                    cleared += 1;
-                    break;
-                }
-            }
-        }
-        Ok(cleared)
     }
 }

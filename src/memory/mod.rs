@@ -7,6 +7,8 @@ pub mod context;
 pub mod entries;
 pub mod extraction;
 pub mod facts;
+pub mod forgetting;
+pub mod hearsay;
 pub mod offline;
 pub mod summaries;
 pub mod tokens;
@@ -120,17 +122,6 @@ impl MemoryManager {
         &self.entries
     }
 
-    /// `/memory clear`: deletes everything derived about `person` (entries, their history,
-    /// daily notes, facts of every scope and their versions, their summaries) and every cached
-    /// copy. Their messages stay: they are also the other people's conversation.
-    pub async fn clear_person(&self, person: crate::domain::PersonId) -> Result<u64, MemoryError> {
-        let removed = self.store.clear_entries(person).await?;
-        // A clear is rare: dropping every cache is simpler than finding what holds this
-        // person, and never serves a stale copy.
-        self.caches.clear();
-        Ok(removed)
-    }
-
     /// The memory tools (write/read/search/update/delete/get_memory_context) for a model.
     pub fn tools(&self) -> tools::ToolExecutor {
         tools::ToolExecutor::new(
@@ -180,10 +171,13 @@ impl MemoryManager {
                 };
                 match change {
                     Change::Facts { person, scope } => {
-                        memory.caches.facts.invalidate(&(person, scope.key()))
+                        memory.caches.invalidate_facts(person, scope.key())
                     }
-                    Change::Cleared { .. } => memory.caches.clear(),
-                    Change::Unknown => memory.caches.facts.invalidate_all(),
+                    // Anything cached may hold what was forgotten (or, after a lost feed,
+                    // anything may have changed): drop it all.
+                    Change::Cleared { .. } | Change::Forgotten | Change::Unknown => {
+                        memory.purge_caches()
+                    }
                 }
                 memory.changes_applied.send_modify(|n| *n += 1);
             }

@@ -37,19 +37,39 @@ fn sentences(line: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Whether `text` holds the words of `target` in order, side by side (case, punctuation and
+/// spacing aside): "Remember that my salary is 90k!" holds "my salary is 90k".
+pub fn contains_words(text: &str, target: &str) -> bool {
+    let needle = words(target);
+    !needle.is_empty()
+        && words(text)
+            .windows(needle.len())
+            .any(|w| w == needle.as_slice())
+}
+
+/// The sentences of `before` that `after` no longer has: what a facts change removed.
+pub fn removed_sentences(before: &str, after: &str) -> Vec<String> {
+    let kept: std::collections::HashSet<String> = after
+        .lines()
+        .flat_map(sentences)
+        .map(|s| words(s).join(" "))
+        .collect();
+    before
+        .lines()
+        .flat_map(sentences)
+        .filter(|s| !kept.contains(&words(s).join(" ")))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Removes every sentence containing the target's words in order, line by line, so both
 /// verbatim bullet lines and merged prose keep their shape. Returns the remaining text and
 /// whether anything matched.
 pub fn forget_matching(facts: &str, target: &str) -> (String, bool) {
-    let needle = words(target);
-    if needle.is_empty() {
+    if words(target).is_empty() {
         return (facts.to_string(), false);
     }
-    let matches = |s: &str| {
-        words(s)
-            .windows(needle.len())
-            .any(|w| w == needle.as_slice())
-    };
+    let matches = |s: &str| contains_words(s, target);
     let mut found = false;
     let mut lines = Vec::new();
     for line in facts.lines() {

@@ -64,6 +64,7 @@ impl MemoryManager {
         day: NaiveDate,
         now: DateTime<Utc>,
     ) -> Result<Arc<DaySummaries>, MemoryError> {
+        let since = self.caches.begin_fill();
         let today = day_of(now);
         let is_past = day < today;
         let scope_key = scope.key();
@@ -80,11 +81,15 @@ impl MemoryManager {
         }
         let remember = |value: Arc<DaySummaries>, permanent: bool| {
             if permanent {
-                self.caches
-                    .past_days
-                    .insert((scope_key.clone(), day), value.clone());
+                self.caches.fill(
+                    &self.caches.past_days,
+                    since,
+                    (scope_key.clone(), day),
+                    value.clone(),
+                );
             } else {
-                self.caches.today.insert(hour_key.clone(), value.clone());
+                self.caches
+                    .fill(&self.caches.today, since, hour_key.clone(), value.clone());
             }
             value
         };
@@ -94,7 +99,11 @@ impl MemoryManager {
         if let Some(stored) = self.store.day_summary(scope, day).await? {
             let same_hour = hour_bucket(stored.computed_at) == hour_bucket(now);
             let up_to_date = stored.through_message >= stats.last_message;
-            if stored.is_final || up_to_date || (!is_past && same_hour) {
+            // Fewer messages than it read: some were deleted or forgotten since, and it may
+            // quote them. Never kept, final or not.
+            let shrunk =
+                stats.count < stored.message_count || stats.last_message < stored.through_message;
+            if !shrunk && (stored.is_final || up_to_date || (!is_past && same_hour)) {
                 if is_past && !stored.is_final {
                     // Computed while it was today and nothing was said since: final as it is.
                     let mut finished = stored.clone();
@@ -139,7 +148,9 @@ impl MemoryManager {
                 self.note_fallback("day_summary", &e);
                 let by_person = offline_day_map(&messages, self.settings.day_summary_chars);
                 // Degraded results stay at most an hour, so the LLM gets another chance later.
-                self.caches.today.insert(
+                self.caches.fill(
+                    &self.caches.today,
+                    since,
                     hour_key.clone(),
                     Arc::new(DaySummaries {
                         by_person: by_person.clone(),
@@ -242,6 +253,7 @@ impl MemoryManager {
         name: &str,
         now: DateTime<Utc>,
     ) -> Result<(Arc<str>, bool), MemoryError> {
+        let since = self.caches.begin_fill();
         let today = day_of(now);
         let end = today - Duration::days(1);
         let key = (scope.key(), person, end);
@@ -254,7 +266,8 @@ impl MemoryManager {
         }
         if let Some(stored) = self.store.history_summary(scope, person, end).await? {
             let value: Arc<str> = Arc::from(stored);
-            self.caches.history.insert(key, value.clone());
+            self.caches
+                .fill(&self.caches.history, since, key, value.clone());
             return Ok((value, false));
         }
         let mut days = Vec::new();
@@ -284,14 +297,16 @@ impl MemoryManager {
         };
         let value: Arc<str> = Arc::from(text.as_str());
         if degraded {
-            self.caches.degraded.insert(degraded_key, value.clone());
+            self.caches
+                .fill(&self.caches.degraded, since, degraded_key, value.clone());
         } else {
             if !days.is_empty() {
                 self.store
                     .put_history_summary(scope, person, end, &text, now)
                     .await?;
             }
-            self.caches.history.insert(key, value.clone());
+            self.caches
+                .fill(&self.caches.history, since, key, value.clone());
         }
         Ok((value, degraded))
     }

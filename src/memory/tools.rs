@@ -2,7 +2,9 @@
 //! tools as OpenAI tool schemas, and the executor that runs a model's tool call for the person
 //! and place the code says it is for. The model never names whose memory it touches: the
 //! caller is fixed by the executor, and anything outside the caller's memory visible in that
-//! place is an error result, never data.
+//! place is an error result, never data. When staging (`ToolExecutor::staging`, as for
+//! replies), a call that deletes or rewrites an existing entry is not done but kept for the
+//! person to confirm: what others wrote in the conversation can sway a model, not the memory.
 
 use crate::domain::{Category, Clock, DailyNote, Entry, NewEntry, PersonId, Place};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
@@ -152,6 +154,36 @@ pub struct ToolExecutor {
     clock: Arc<dyn Clock>,
     durable: f64,
     max_words: usize,
+    /// When set, deletions and rewrites wait here for the person's confirmation.
+    staged: Option<std::sync::Mutex<Vec<StagedChange>>>,
+}
+
+/// A change to an existing entry that a model asked for, waiting for the person's "yes".
+#[derive(Debug, Clone, PartialEq)]
+pub enum StagedChange {
+    Delete {
+        id: i64,
+        value: String,
+    },
+    Rewrite {
+        /// The entry it replaces, and that entry's category (a new category moves it).
+        replaces: i64,
+        old_category: Category,
+        old_value: String,
+        entry: NewEntry,
+    },
+}
+
+impl StagedChange {
+    /// In words, for the question to the person.
+    pub fn describe(&self) -> String {
+        match self {
+            StagedChange::Delete { value, .. } => format!("forget \"{value}\""),
+            StagedChange::Rewrite {
+                old_value, entry, ..
+            } => format!("change \"{old_value}\" to \"{}\"", entry.value),
+        }
+    }
 }
 
 fn error(message: impl Into<String>) -> Value {
@@ -185,7 +217,65 @@ impl ToolExecutor {
             clock,
             durable,
             max_words,
+            staged: None,
         }
+    }
+
+    /// Deletions and rewrites are kept for confirmation instead of done (`take_staged`).
+    pub fn staging(mut self) -> ToolExecutor {
+        self.staged = Some(std::sync::Mutex::new(Vec::new()));
+        self
+    }
+
+    /// The changes kept for confirmation so far.
+    pub fn take_staged(&self) -> Vec<StagedChange> {
+        self.staged
+            .as_ref()
+            .map(|s| std::mem::take(&mut *s.lock().expect("staged changes")))
+            .unwrap_or_default()
+    }
+
+    /// Keeps `change` for confirmation when staging; the tool result says so.
+    fn stage(&self, change: StagedChange) -> Option<Value> {
+        let staged = self.staged.as_ref()?;
+        let what = change.describe();
+        staged.lock().expect("staged changes").push(change);
+        Some(
+            json!({"ok": false, "status": "awaiting the user's confirmation",
+            "note": format!("Not done yet: the user will be asked to confirm ({what}). Do not say it is done.")}),
+        )
+    }
+
+    /// Applies changes `person` confirmed; returns how many were applied.
+    pub async fn apply_staged(
+        &self,
+        person: PersonId,
+        changes: &[StagedChange],
+    ) -> Result<usize, crate::store::StoreError> {
+        let mut applied = 0;
+        for change in changes {
+            match change {
+                StagedChange::Delete { id, .. } => {
+                    applied += self.store.delete_entries(person, &[*id]).await? as usize;
+                }
+                StagedChange::Rewrite {
+                    replaces,
+                    old_category,
+                    entry,
+                    ..
+                } => {
+                    if entry.person != person || self.store.memory_paused(person).await? {
+                        continue;
+                    }
+                    if *old_category != entry.category {
+                        self.store.delete_entries(person, &[*replaces]).await?;
+                    }
+                    self.store.write_entry(entry).await?;
+                    applied += 1;
+                }
+            }
+        }
+        Ok(applied)
     }
 
     /// Runs one tool call for `caller`. The result is JSON for the model: data, or
@@ -262,20 +352,35 @@ impl ToolExecutor {
                 .map_err(|e| error(e.to_string()))?;
             return Ok(json!({"ok": true, "written_to": "daily_notes", "new": noted}));
         }
+        let entry = NewEntry {
+            person: caller.person,
+            scope: caller.place.home_scope(),
+            category: a.category,
+            key: a.key.trim().to_string(),
+            value: value.to_string(),
+            confidence,
+            source,
+            origin: origin(&caller.place.home_scope()),
+            at: now,
+            expires_at,
+        };
+        let existing =
+            self.visible(caller).await?.into_iter().find(|e| {
+                e.key == entry.key && e.category == entry.category && e.scope == entry.scope
+            });
+        if let Some(old) = existing.filter(|e| e.value != entry.value)
+            && let Some(pending) = self.stage(StagedChange::Rewrite {
+                replaces: old.id,
+                old_category: old.category,
+                old_value: old.value.clone(),
+                entry: entry.clone(),
+            })
+        {
+            return Ok(pending);
+        }
         let w = self
             .store
-            .write_entry(&NewEntry {
-                person: caller.person,
-                scope: caller.place.home_scope(),
-                category: a.category,
-                key: a.key.trim().to_string(),
-                value: value.to_string(),
-                confidence,
-                source,
-                origin: origin(&caller.place.home_scope()),
-                at: now,
-                expires_at,
-            })
+            .write_entry(&entry)
             .await
             .map_err(|e| error(e.to_string()))?;
         Ok(json!({"ok": true, "written_to": "MEMORY.md", "result": format!("{w:?}")}))
@@ -341,6 +446,28 @@ impl ToolExecutor {
             return Err(error("the new value must be non-empty natural language"));
         }
         let category = a.category.unwrap_or(old.category);
+        let entry = NewEntry {
+            person: caller.person,
+            scope: old.scope.clone(),
+            category,
+            key: old.key.clone(),
+            value: value.to_string(),
+            confidence: old.confidence,
+            source: "tool:update_memory".into(),
+            origin: old.origin.clone(),
+            at: self.clock.now(),
+            expires_at: old.expires_at,
+        };
+        if (old.value != entry.value || category != old.category)
+            && let Some(pending) = self.stage(StagedChange::Rewrite {
+                replaces: old.id,
+                old_category: old.category,
+                old_value: old.value.clone(),
+                entry: entry.clone(),
+            })
+        {
+            return Ok(pending);
+        }
         if category != old.category {
             self.store
                 .delete_entries(caller.person, &[old.id])
@@ -349,18 +476,7 @@ impl ToolExecutor {
         }
         let w = self
             .store
-            .write_entry(&NewEntry {
-                person: caller.person,
-                scope: old.scope.clone(),
-                category,
-                key: old.key.clone(),
-                value: value.to_string(),
-                confidence: old.confidence,
-                source: "tool:update_memory".into(),
-                origin: old.origin.clone(),
-                at: self.clock.now(),
-                expires_at: old.expires_at,
-            })
+            .write_entry(&entry)
             .await
             .map_err(|e| error(e.to_string()))?;
         Ok(json!({"ok": true, "result": format!("{w:?}")}))
@@ -369,6 +485,12 @@ impl ToolExecutor {
     async fn delete(&self, caller: &Caller, arguments: &str) -> Result<Value, Value> {
         let a: DeleteArgs = args(arguments)?;
         let old = self.own(caller, a.key.trim()).await?;
+        if let Some(pending) = self.stage(StagedChange::Delete {
+            id: old.id,
+            value: old.value.clone(),
+        }) {
+            return Ok(pending);
+        }
         let n = self
             .store
             .delete_entries(caller.person, &[old.id])

@@ -57,6 +57,11 @@ impl Retriever {
         }
     }
 
+    /// Drops the cached query vectors (questions may quote what was just forgotten).
+    pub fn forget_cached(&self) {
+        self.query_vectors.invalidate_all();
+    }
+
     pub fn settings(&self) -> &RetrievalConfig {
         &self.settings
     }

@@ -56,6 +56,7 @@ pub enum Table {
     MemoryEntryHistory,
     DailyNotes,
     MemorySettings,
+    Hearsay,
 }
 
 pub struct TableSpec {
@@ -71,7 +72,7 @@ use Kind::*;
 
 impl Table {
     /// In dependency order: loading in this order satisfies the foreign keys.
-    pub const ALL: [Table; 13] = [
+    pub const ALL: [Table; 14] = [
         Table::People,
         Table::Identities,
         Table::Spaces,
@@ -85,6 +86,7 @@ impl Table {
         Table::MemoryEntryHistory,
         Table::DailyNotes,
         Table::MemorySettings,
+        Table::Hearsay,
     ];
 
     pub fn spec(self) -> TableSpec {
@@ -104,6 +106,7 @@ impl Table {
                     ("display_name", Text),
                     ("created_at", Int),
                     ("own_person_id", NullInt),
+                    ("username", NullText),
                 ],
                 order_by: "platform, external_id",
                 has_identity: false,
@@ -136,6 +139,7 @@ impl Table {
                     ("reply_to", NullText),
                     ("text", Text),
                     ("sent_at", Int),
+                    ("withheld", Bool),
                 ],
                 order_by: "id",
                 has_identity: true,
@@ -265,6 +269,20 @@ impl Table {
                 columns: &[("person_id", Int), ("paused", Bool), ("updated_at", Int)],
                 order_by: "person_id",
                 has_identity: false,
+            },
+            Table::Hearsay => TableSpec {
+                name: "hearsay",
+                columns: &[
+                    ("id", Int),
+                    ("subject_id", Int),
+                    ("scope", Text),
+                    ("told_by", Int),
+                    ("text", Text),
+                    ("source_message_id", NullInt),
+                    ("created_at", Int),
+                ],
+                order_by: "id",
+                has_identity: true,
             },
         }
     }

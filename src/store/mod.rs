@@ -86,6 +86,9 @@ pub struct NewMessage {
     pub reply_to: Option<String>,
     pub text: String,
     pub sent_at: DateTime<Utc>,
+    /// Said while the author's memory was paused: kept in the history, but nothing is derived
+    /// from it (no summaries, extraction, postings or vectors).
+    pub withheld: bool,
 }
 
 /// The current facts text of one person in one scope.
@@ -109,6 +112,9 @@ pub struct FactChange {
     pub changed_by: Option<PersonId>,
     pub source_message: Option<MessageId>,
     pub at: DateTime<Utc>,
+    /// A forget: the earlier versions held what is being forgotten, so they are deleted in
+    /// the same transaction (the history then starts with this version).
+    pub drop_history: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -193,6 +199,9 @@ pub enum Change {
     Cleared {
         person: PersonId,
     },
+    /// Messages or memory were forgotten (a forget, a deleted or edited platform message):
+    /// anything cached may hold them.
+    Forgotten,
     /// The change feed was interrupted: anything may have changed meanwhile.
     Unknown,
 }
@@ -202,6 +211,7 @@ impl Change {
         match self {
             Change::Facts { person, scope } => format!("facts|{}|{}", person.0, scope.key()),
             Change::Cleared { person } => format!("cleared|{}", person.0),
+            Change::Forgotten => "forgotten".to_string(),
             Change::Unknown => "unknown".to_string(),
         }
     }
@@ -220,6 +230,7 @@ impl Change {
             (Some("cleared"), Some(person), None) => Change::Cleared {
                 person: PersonId(person),
             },
+            (Some("forgotten"), None, None) => Change::Forgotten,
             _ => Change::Unknown,
         }
     }
@@ -278,6 +289,50 @@ pub enum EpisodeClose {
     },
 }
 
+/// What someone said about another person, kept as theirs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hearsay {
+    pub id: i64,
+    pub subject: PersonId,
+    pub scope: Scope,
+    pub told_by: PersonId,
+    /// The teller's current display name.
+    pub told_by_name: String,
+    pub text: String,
+    pub source_message: Option<MessageId>,
+    pub at: DateTime<Utc>,
+}
+
+/// A statement about `subject` by `told_by`, to keep as theirs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewHearsay {
+    pub subject: PersonId,
+    pub scope: Scope,
+    pub told_by: PersonId,
+    pub text: String,
+    pub source_message: Option<MessageId>,
+    pub at: DateTime<Utc>,
+}
+
+/// A platform account of a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    pub platform: Platform,
+    pub external_id: String,
+    pub display_name: String,
+    pub username: Option<String>,
+    /// Joined to this person by `/memory link` (it had a person of its own before).
+    pub linked: bool,
+}
+
+/// A person whose account name or username matches a name someone used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonMatch {
+    pub person: PersonId,
+    pub display_name: String,
+    pub username: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableCount {
     pub table: &'static str,
@@ -293,19 +348,41 @@ pub trait Store: Send + Sync {
         platform: Platform,
         external_id: &str,
         display_name: &str,
-    ) -> StoreResult<PersonId>;
+    ) -> StoreResult<PersonId> {
+        self.resolve_account(platform, external_id, display_name, None)
+            .await
+    }
     /// A platform account by id, without creating it.
     async fn find_identity(
         &self,
         platform: Platform,
         external_id: &str,
     ) -> StoreResult<Option<PersonId>>;
-    /// A platform account by display name (case-insensitive).
-    async fn find_person_by_name(
+    /// `resolve_person` that also keeps the account's platform username (Telegram's @name;
+    /// a username now used by this account is taken off any other account).
+    async fn resolve_account(
+        &self,
+        platform: Platform,
+        external_id: &str,
+        display_name: &str,
+        username: Option<&str>,
+    ) -> StoreResult<PersonId>;
+    /// A platform account by username (case-insensitive, without the @).
+    async fn find_username(
+        &self,
+        platform: Platform,
+        username: &str,
+    ) -> StoreResult<Option<PersonId>>;
+    /// People whose account on `platform` has this display name or username
+    /// (case-insensitive), one row per person; with `space`, only people who wrote there.
+    async fn find_people(
         &self,
         platform: Platform,
         name: &str,
-    ) -> StoreResult<Option<PersonId>>;
+        space: Option<SpaceId>,
+    ) -> StoreResult<Vec<PersonMatch>>;
+    /// The platform accounts of a person.
+    async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>>;
     async fn person(&self, id: PersonId) -> StoreResult<Option<Person>>;
     async fn resolve_space(
         &self,
@@ -363,6 +440,37 @@ pub trait Store: Send + Sync {
         change: &FactChange,
     ) -> StoreResult<i64>;
     async fn fact_history(&self, person: PersonId, scope: &Scope) -> StoreResult<Vec<FactVersion>>;
+    /// Scopes in which `person` has a facts text (possibly empty).
+    async fn fact_scopes(&self, person: PersonId) -> StoreResult<Vec<Scope>>;
+
+    /// A stored message by its platform id, in a space known by its platform id.
+    async fn message_by_external(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+        external_id: &str,
+    ) -> StoreResult<Option<StoredMessage>>;
+    /// Id and text of every message `author` wrote, in `scopes` (every scope when `None`).
+    async fn author_messages(
+        &self,
+        author: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<(MessageId, String)>>;
+    /// Id and text of the bot's messages, in `scopes` (every scope when `None`), whose
+    /// postings hold every one of `terms` (the candidates for a text the bot may have quoted).
+    async fn bot_messages_with_terms(
+        &self,
+        scopes: Option<&[Scope]>,
+        terms: &[String],
+    ) -> StoreResult<Vec<(MessageId, String)>>;
+    /// Deletes messages, the bot's replies to them, and everything derived from them: their
+    /// postings and scope statistics, vectors, their place in episodes (a closed episode is
+    /// reopened, so its summary and vector are made again without them), the day summaries
+    /// of their scopes and days and the history summaries that read those days, and the
+    /// entries, daily notes and statements about others written from them. Other processes
+    /// are told. Returns the messages deleted.
+    async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64>;
 
     async fn day_summary(
         &self,
@@ -402,6 +510,25 @@ pub trait Store: Send + Sync {
     /// Appends a block to a person's daily notes; false (nothing written) when a block of the
     /// same source and day is there already.
     async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<bool>;
+    /// Replaces the text of the daily-note block of (day, source), or deletes it (`None`).
+    async fn rewrite_daily_note(
+        &self,
+        person: PersonId,
+        day: NaiveDate,
+        source: &str,
+        text: Option<&str>,
+    ) -> StoreResult<()>;
+
+    /// Keeps what `told_by` said about `subject`; false when the same was kept already.
+    async fn add_hearsay(&self, h: &NewHearsay) -> StoreResult<bool>;
+    /// What others said about `subject` in `scopes` (every scope when `None`), oldest first.
+    async fn hearsay(
+        &self,
+        subject: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<Hearsay>>;
+    /// Deletes these statements about `subject`; ids about others are left alone.
+    async fn delete_hearsay(&self, subject: PersonId, ids: &[i64]) -> StoreResult<u64>;
     /// One extraction run's result, all or nothing: entry writes, removals by (scope,
     /// category, key), and its daily note, which also marks the run as applied. `None` when
     /// that note exists already (the run was applied before; nothing is written again).
@@ -420,9 +547,11 @@ pub trait Store: Send + Sync {
     ) -> StoreResult<Vec<DailyNote>>;
     /// People with entries or daily notes, by id.
     async fn people_with_memory(&self) -> StoreResult<Vec<PersonId>>;
-    /// Deletes everything derived about `person`: entries and their versions, daily notes, and
-    /// the facts texts of every scope with their versions (other processes are told). Returns
-    /// rows removed.
+    /// Deletes everything derived about `person`: entries and their versions, daily notes, the
+    /// facts texts of every scope with their versions, their history summaries and their part
+    /// of the day summaries, what others said about them and what they said about others,
+    /// and their link codes (other processes are told). Their messages go with
+    /// `delete_messages`. Returns rows removed.
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
 
     /// Display names of the accounts (those known) with these ids on the platform of
@@ -454,6 +583,15 @@ pub trait Store: Send + Sync {
     ) -> StoreResult<LinkRedeem>;
     /// Gives a linked identity back to the person it had before; false when it was not linked.
     async fn unlink_identity(&self, platform: Platform, external_id: &str) -> StoreResult<bool>;
+    /// The person and platform of a live code, without using it up.
+    async fn peek_link_code(
+        &self,
+        code_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<(PersonId, Platform)>>;
+    /// Deletes the codes with these hashes (seen where others could read them); returns how
+    /// many there were.
+    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<u64>;
     /// Deletes entries whose expiry has passed at `now` and daily notes of days before
     /// `notes_before`, with the history of those entries; returns the rows removed.
     async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64>;
@@ -665,4 +803,46 @@ fn rank_episode_postings(
     .into_iter()
     .map(|(episode, score)| EpisodeHit { episode, score })
     .collect()
+}
+
+/// A message being deleted: id, scope key, sent at (Unix ms), episode, text, withheld.
+pub(crate) type MessageRow = (i64, String, i64, Option<i64>, String, bool);
+
+/// What deleting messages must undo, worked out once for both backends.
+#[derive(Debug, Default)]
+pub(crate) struct ForgetPlan {
+    /// The postings each message has: (message, scope key, terms, document length).
+    pub postings: Vec<(i64, String, Vec<String>, i64)>,
+    /// Per episode: messages and total length leaving it.
+    pub episodes: std::collections::BTreeMap<i64, (i64, i64)>,
+    /// (scope key, day) whose day summary read these messages.
+    pub days: std::collections::BTreeSet<(String, NaiveDate)>,
+    /// Per scope, the first such day: history summaries ending then or later read it.
+    pub first_days: std::collections::BTreeMap<String, NaiveDate>,
+}
+
+pub(crate) fn forget_plan(rows: &[MessageRow]) -> StoreResult<ForgetPlan> {
+    let mut plan = ForgetPlan::default();
+    for (id, scope, sent_at, episode, text, withheld) in rows {
+        let doc = document_terms(text);
+        let len = doc.len as i64;
+        if !withheld {
+            plan.postings.push((
+                *id,
+                scope.clone(),
+                doc.terms.into_iter().map(|(t, _)| t).collect(),
+                len,
+            ));
+        }
+        if let Some(ep) = episode {
+            let e = plan.episodes.entry(*ep).or_default();
+            e.0 += 1;
+            e.1 += len;
+        }
+        let day = crate::domain::day_of(rows::from_ms(*sent_at)?);
+        plan.days.insert((scope.clone(), day));
+        let first = plan.first_days.entry(scope.clone()).or_insert(day);
+        *first = (*first).min(day);
+    }
+    Ok(plan)
 }

@@ -85,7 +85,7 @@ impl PostgresStore {
         loop {
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             let rows: Vec<(i64, String, String)> = sqlx::query_as(
-                "WITH taken AS (DELETE FROM message_terms_backlog WHERE message_id IN                     (SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING message_id)                  SELECT m.id, m.scope, m.text FROM taken JOIN messages m ON m.id = taken.message_id",
+                "WITH taken AS (DELETE FROM message_terms_backlog WHERE message_id IN                     (SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING message_id)                  SELECT m.id, m.scope, m.text FROM taken JOIN messages m ON m.id = taken.message_id AND NOT m.withheld",
             )
             .fetch_all(&mut *tx)
             .await
@@ -181,15 +181,15 @@ impl PostgresStore {
         &self,
         platform: Platform,
         external_id: &str,
-    ) -> StoreResult<Option<(PersonId, String)>> {
-        let row: Option<(i64, String)> =
-            sqlx::query_as("SELECT person_id, display_name FROM identities WHERE platform = $1 AND external_id = $2")
+    ) -> StoreResult<Option<(PersonId, String, Option<String>)>> {
+        let row: Option<(i64, String, Option<String>)> =
+            sqlx::query_as("SELECT person_id, display_name, username FROM identities WHERE platform = $1 AND external_id = $2")
                 .bind(platform.as_str())
                 .bind(external_id)
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(db_err)?;
-        Ok(row.map(|(id, name)| (PersonId(id), name)))
+        Ok(row.map(|(id, name, username)| (PersonId(id), name, username)))
     }
 
     async fn chatter(
@@ -203,7 +203,7 @@ impl PostgresStore {
         let sql = format!(
             "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
              WHERE m.scope = $1 AND ($2::BIGINT IS NULL OR m.author_id = $2) AND m.sent_at >= $3 AND m.sent_at < $4 \
-             AND NOT m.is_bot AND NOT m.is_command ORDER BY m.sent_at DESC, m.id DESC LIMIT $5) t ORDER BY sent_at, id"
+             AND NOT m.is_bot AND NOT m.is_command AND NOT m.withheld ORDER BY m.sent_at DESC, m.id DESC LIMIT $5) t ORDER BY sent_at, id"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(scope.key())
@@ -220,17 +220,23 @@ impl PostgresStore {
 
 #[async_trait]
 impl Store for PostgresStore {
-    async fn resolve_person(
+    async fn resolve_account(
         &self,
         platform: Platform,
         external_id: &str,
         display_name: &str,
+        username: Option<&str>,
     ) -> StoreResult<PersonId> {
-        if let Some((id, name)) = self.person_for_identity(platform, external_id).await? {
-            if name != display_name {
+        let username = username
+            .map(|u| u.trim_start_matches('@'))
+            .filter(|u| !u.is_empty());
+        if let Some((id, name, known)) = self.person_for_identity(platform, external_id).await? {
+            let new_username = username.is_some() && known.as_deref() != username;
+            if name != display_name || new_username {
                 let mut tx = self.pool.begin().await.map_err(db_err)?;
-                sqlx::query("UPDATE identities SET display_name = $1 WHERE platform = $2 AND external_id = $3")
+                sqlx::query("UPDATE identities SET display_name = $1, username = COALESCE($2, username) WHERE platform = $3 AND external_id = $4")
                     .bind(display_name)
+                    .bind(username)
                     .bind(platform.as_str())
                     .bind(external_id)
                     .execute(&mut *tx)
@@ -242,6 +248,9 @@ impl Store for PostgresStore {
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
+                if let Some(u) = username.filter(|_| new_username) {
+                    release_username(&mut tx, platform, external_id, u).await?;
+                }
                 tx.commit().await.map_err(db_err)?;
             }
             return Ok(id);
@@ -259,7 +268,7 @@ impl Store for PostgresStore {
         // A concurrent insert of the same identity waits here for the other transaction, then
         // does nothing: one person per identity, whoever came second uses the first's.
         let inserted = sqlx::query(
-            "INSERT INTO identities (platform, external_id, person_id, display_name, created_at) VALUES ($1, $2, $3, $4, $5) \
+            "INSERT INTO identities (platform, external_id, person_id, display_name, created_at, username) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (platform, external_id) DO NOTHING",
         )
         .bind(platform.as_str())
@@ -267,6 +276,7 @@ impl Store for PostgresStore {
         .bind(person)
         .bind(display_name)
         .bind(now)
+        .bind(username)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?
@@ -276,10 +286,13 @@ impl Store for PostgresStore {
             return self
                 .person_for_identity(platform, external_id)
                 .await?
-                .map(|(id, _)| id)
+                .map(|(id, _, _)| id)
                 .ok_or_else(|| StoreError::Conflict {
                     what: "identity".into(),
                 });
+        }
+        if let Some(u) = username {
+            release_username(&mut tx, platform, external_id, u).await?;
         }
         tx.commit().await.map_err(db_err)?;
         Ok(PersonId(person))
@@ -293,23 +306,63 @@ impl Store for PostgresStore {
         Ok(self
             .person_for_identity(platform, external_id)
             .await?
-            .map(|(id, _)| id))
+            .map(|(id, _, _)| id))
     }
 
-    async fn find_person_by_name(
+    async fn find_username(
         &self,
         platform: Platform,
-        name: &str,
+        username: &str,
     ) -> StoreResult<Option<PersonId>> {
         let id: Option<i64> = sqlx::query_scalar(
-            "SELECT person_id FROM identities WHERE platform = $1 AND lower(display_name) = lower($2) ORDER BY created_at LIMIT 1",
+            "SELECT person_id FROM identities WHERE platform = $1 AND lower(username) = lower($2) LIMIT 1",
         )
         .bind(platform.as_str())
-        .bind(name)
+        .bind(username.trim_start_matches('@'))
         .fetch_optional(&self.pool)
         .await
         .map_err(db_err)?;
         Ok(id.map(PersonId))
+    }
+
+    async fn find_people(
+        &self,
+        platform: Platform,
+        name: &str,
+        space: Option<SpaceId>,
+    ) -> StoreResult<Vec<PersonMatch>> {
+        let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+            "SELECT i.person_id, MIN(i.display_name), MIN(i.username) FROM identities i \
+             WHERE i.platform = $1 AND (lower(i.display_name) = lower($2) OR lower(i.username) = lower($2)) \
+             AND ($3::BIGINT IS NULL OR EXISTS (SELECT 1 FROM messages m WHERE m.author_id = i.person_id AND m.space_id = $3)) \
+             GROUP BY i.person_id ORDER BY i.person_id",
+        )
+        .bind(platform.as_str())
+        .bind(name.trim_start_matches('@'))
+        .bind(space.map(|s| s.0))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, display_name, username)| PersonMatch {
+                person: PersonId(id),
+                display_name,
+                username,
+            })
+            .collect())
+    }
+
+    async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>> {
+        let rows: Vec<rows::AccountRow> = sqlx::query_as(
+            "SELECT platform, external_id, display_name, username, own_person_id IS NOT NULL FROM identities \
+             WHERE person_id = $1 ORDER BY platform, external_id",
+        )
+        .bind(person.0)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::accounts(rows)
     }
 
     async fn person(&self, id: PersonId) -> StoreResult<Option<Person>> {
@@ -420,7 +473,7 @@ impl Store for PostgresStore {
         to: DateTime<Utc>,
     ) -> StoreResult<RangeStats> {
         let (last, count): (Option<i64>, i64) = sqlx::query_as(
-            "SELECT MAX(id), COUNT(*) FROM messages WHERE scope = $1 AND sent_at >= $2 AND sent_at < $3 AND NOT is_bot AND NOT is_command",
+            "SELECT MAX(id), COUNT(*) FROM messages WHERE scope = $1 AND sent_at >= $2 AND sent_at < $3 AND NOT is_bot AND NOT is_command AND NOT withheld",
         )
         .bind(scope.key())
         .bind(ms(from))
@@ -501,6 +554,14 @@ impl Store for PostgresStore {
                 what: format!("facts of person {person} in {key}"),
             });
         }
+        if change.drop_history {
+            sqlx::query("DELETE FROM fact_versions WHERE person_id = $1 AND scope = $2")
+                .bind(person.0)
+                .bind(&key)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
         sqlx::query(
             "INSERT INTO fact_versions (person_id, scope, version, op, request, text, method, changed_by, source_message_id, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -546,6 +607,214 @@ impl Store for PostgresStore {
         .await
         .map_err(db_err)?;
         rows::fact_versions(rows)
+    }
+
+    async fn fact_scopes(&self, person: PersonId) -> StoreResult<Vec<Scope>> {
+        let keys: Vec<String> =
+            sqlx::query_scalar("SELECT scope FROM facts WHERE person_id = $1 ORDER BY scope")
+                .bind(person.0)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+        keys.iter().map(|k| parse_scope(k)).collect()
+    }
+
+    async fn message_by_external(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+        external_id: &str,
+    ) -> StoreResult<Option<StoredMessage>> {
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id JOIN spaces s ON s.id = m.space_id \
+             WHERE s.platform = $1 AND s.external_id = $2 AND m.channel = $3 AND m.external_id = $4"
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(platform.as_str())
+            .bind(space_external_id)
+            .bind(channel)
+            .bind(external_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        row.as_ref().map(message_from_row).transpose()
+    }
+
+    async fn author_messages(
+        &self,
+        author: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<(MessageId, String)>> {
+        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT id, text FROM messages WHERE author_id = $1 AND ($2::TEXT[] IS NULL OR scope = ANY($2)) ORDER BY id",
+        )
+        .bind(author.0)
+        .bind(keys)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, text)| (MessageId(id), text))
+            .collect())
+    }
+
+    async fn bot_messages_with_terms(
+        &self,
+        scopes: Option<&[Scope]>,
+        terms: &[String],
+    ) -> StoreResult<Vec<(MessageId, String)>> {
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT m.id, m.text FROM messages m WHERE m.is_bot AND m.id IN \
+             (SELECT message_id FROM message_terms WHERE term = ANY($1) AND ($2::TEXT[] IS NULL OR scope = ANY($2)) \
+              GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) ORDER BY m.id",
+        )
+        .bind(terms)
+        .bind(keys)
+        .bind(terms.len() as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, text)| (MessageId(id), text))
+            .collect())
+    }
+
+    async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
+        let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
+        // The bot's replies to these messages go with them.
+        let rows: Vec<MessageRow> = sqlx::query_as(
+            "SELECT id, scope, sent_at, episode_id, text, withheld FROM messages \
+             WHERE id = ANY($1) OR (is_bot AND reply_to = ANY($2)) FOR UPDATE",
+        )
+        .bind(&asked)
+        .bind(&as_text)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_err)?;
+        let all: Vec<i64> = rows.iter().map(|r| r.0).collect();
+        let plan = forget_plan(&rows)?;
+        for (id, scope, terms, len) in &plan.postings {
+            let removed = sqlx::query(
+                "DELETE FROM message_terms WHERE term = ANY($1) AND scope = $2 AND message_id = $3",
+            )
+            .bind(terms)
+            .bind(scope)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            if removed > 0 {
+                sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - $1 WHERE scope = $2")
+                    .bind(len)
+                    .bind(scope)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+        }
+        for (episode, (count, len)) in &plan.episodes {
+            let left: Option<(String, i32)> = sqlx::query_as(
+                "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL \
+                 WHERE id = $3 RETURNING scope, messages",
+            )
+            .bind(*count as i32)
+            .bind(len)
+            .bind(episode)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let Some((scope, left)) = left else { continue };
+            sqlx::query(
+                "UPDATE scope_episode_stats SET total_len = total_len - $1 WHERE scope = $2",
+            )
+            .bind(len)
+            .bind(&scope)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if left <= 0 {
+                sqlx::query("DELETE FROM episodes WHERE id = $1")
+                    .bind(episode)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query(
+                    "UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = $1",
+                )
+                .bind(&scope)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+        }
+        for (scope, day) in &plan.days {
+            sqlx::query("DELETE FROM day_summaries WHERE scope = $1 AND day = $2")
+                .bind(scope)
+                .bind(day.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        for (scope, day) in &plan.first_days {
+            sqlx::query("DELETE FROM history_summaries WHERE scope = $1 AND end_day >= $2")
+                .bind(scope)
+                .bind(day.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        let sources: Vec<String> = all.iter().map(|id| format!("message:{id}")).collect();
+        for sql in [
+            "DELETE FROM memory_entry_history WHERE entry_id IN (SELECT id FROM memory_entries WHERE source = ANY($1))",
+            "DELETE FROM memory_entries WHERE source = ANY($1)",
+            "DELETE FROM daily_notes WHERE source = ANY($1)",
+        ] {
+            sqlx::query(sql)
+                .bind(&sources)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        for sql in [
+            "DELETE FROM hearsay WHERE source_message_id = ANY($1)",
+            "UPDATE fact_versions SET source_message_id = NULL WHERE source_message_id = ANY($1)",
+            "DELETE FROM message_terms_backlog WHERE message_id = ANY($1)",
+        ] {
+            sqlx::query(sql)
+                .bind(&all)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        let deleted = sqlx::query("DELETE FROM messages WHERE id = ANY($1)")
+            .bind(&all)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+        // Other processes drop whatever they cached from these messages, at commit.
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANGES_CHANNEL)
+            .bind(Change::Forgotten.payload())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(deleted)
     }
 
     async fn day_summary(
@@ -691,6 +960,76 @@ impl Store for PostgresStore {
         Ok(removed)
     }
 
+    async fn rewrite_daily_note(
+        &self,
+        person: PersonId,
+        day: NaiveDate,
+        source: &str,
+        text: Option<&str>,
+    ) -> StoreResult<()> {
+        sqlx::query(match text {
+            Some(_) => "UPDATE daily_notes SET text = $4 WHERE person_id = $1 AND day = $2 AND source = $3",
+            None => "DELETE FROM daily_notes WHERE person_id = $1 AND day = $2 AND source = $3 AND $4::TEXT IS NULL",
+        })
+        .bind(person.0)
+        .bind(day.format("%Y-%m-%d").to_string())
+        .bind(source)
+        .bind(text)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn add_hearsay(&self, h: &NewHearsay) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "INSERT INTO hearsay (subject_id, scope, told_by, text, source_message_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (subject_id, scope, told_by, text) DO NOTHING",
+        )
+        .bind(h.subject.0)
+        .bind(h.scope.key())
+        .bind(h.told_by.0)
+        .bind(&h.text)
+        .bind(h.source_message.map(|m| m.0))
+        .bind(ms(h.at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn hearsay(
+        &self,
+        subject: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<Hearsay>> {
+        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
+        let sql = format!(
+            "SELECT {} FROM hearsay h JOIN people p ON p.id = h.told_by \
+             WHERE h.subject_id = $1 AND ($2::TEXT[] IS NULL OR h.scope = ANY($2)) ORDER BY h.id",
+            rows::HEARSAY_COLUMNS
+        );
+        let rows: Vec<rows::HearsayRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(subject.0)
+            .bind(keys)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?;
+        rows::hearsay(rows)
+    }
+
+    async fn delete_hearsay(&self, subject: PersonId, ids: &[i64]) -> StoreResult<u64> {
+        Ok(
+            sqlx::query("DELETE FROM hearsay WHERE subject_id = $1 AND id = ANY($2)")
+                .bind(subject.0)
+                .bind(ids)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?
+                .rows_affected(),
+        )
+    }
+
     async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<bool> {
         let mut conn = self.pool.acquire().await.map_err(db_err)?;
         append_note_in(&mut conn, person, note).await
@@ -778,6 +1117,7 @@ impl Store for PostgresStore {
             "fact_versions",
             "facts",
             "history_summaries",
+            "link_codes",
         ] {
             let sql = format!("DELETE FROM {table} WHERE person_id = $1");
             removed += sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -787,6 +1127,12 @@ impl Store for PostgresStore {
                 .map_err(db_err)?
                 .rows_affected();
         }
+        removed += sqlx::query("DELETE FROM hearsay WHERE subject_id = $1 OR told_by = $1")
+            .bind(person.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
         // Day summaries are one JSON map per scope and day: only this person's part goes.
         removed += sqlx::query(
             "UPDATE day_summaries SET summaries = (summaries::jsonb - $1)::text \
@@ -957,6 +1303,33 @@ impl Store for PostgresStore {
         Ok(changed > 0)
     }
 
+    async fn peek_link_code(
+        &self,
+        code_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<(PersonId, Platform)>> {
+        let row: Option<(i64, String)> = sqlx::query_as(
+            "SELECT person_id, platform FROM link_codes WHERE code_hash = $1 AND expires_at > $2",
+        )
+        .bind(code_hash)
+        .bind(ms(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(row.and_then(|(p, platform)| Some((PersonId(p), Platform::parse(&platform)?))))
+    }
+
+    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<u64> {
+        Ok(
+            sqlx::query("DELETE FROM link_codes WHERE code_hash = ANY($1)")
+                .bind(code_hashes)
+                .execute(&self.pool)
+                .await
+                .map_err(db_err)?
+                .rows_affected(),
+        )
+    }
+
     async fn set_memory_paused(
         &self,
         person: PersonId,
@@ -1008,7 +1381,7 @@ impl Store for PostgresStore {
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<PersonId>> {
         let ids: Vec<i64> = sqlx::query_scalar(
-            "SELECT DISTINCT author_id FROM messages WHERE sent_at >= $1 AND sent_at < $2 AND NOT is_bot AND NOT is_command ORDER BY author_id",
+            "SELECT DISTINCT author_id FROM messages WHERE sent_at >= $1 AND sent_at < $2 AND NOT is_bot AND NOT is_command AND NOT withheld ORDER BY author_id",
         )
         .bind(ms(from))
         .bind(ms(to))
@@ -1025,7 +1398,7 @@ impl Store for PostgresStore {
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<Scope>> {
         let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT scope FROM messages WHERE author_id = $1 AND sent_at >= $2 AND sent_at < $3 AND NOT is_bot AND NOT is_command ORDER BY scope",
+            "SELECT DISTINCT scope FROM messages WHERE author_id = $1 AND sent_at >= $2 AND sent_at < $3 AND NOT is_bot AND NOT is_command AND NOT withheld ORDER BY scope",
         )
         .bind(author.0)
         .bind(ms(from))
@@ -1042,7 +1415,7 @@ impl Store for PostgresStore {
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<Scope>> {
         let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT scope FROM messages WHERE sent_at >= $1 AND sent_at < $2 AND NOT is_bot AND NOT is_command ORDER BY scope",
+            "SELECT DISTINCT scope FROM messages WHERE sent_at >= $1 AND sent_at < $2 AND NOT is_bot AND NOT is_command AND NOT withheld ORDER BY scope",
         )
         .bind(ms(from))
         .bind(ms(to))
@@ -1362,7 +1735,7 @@ impl Store for PostgresStore {
                 }
             };
             sqlx::query(
-                "UPDATE messages SET episode_id = $2, embedding = $3::vector WHERE id = $1",
+                "UPDATE messages SET episode_id = $2, embedding = CASE WHEN withheld THEN NULL ELSE $3::vector END WHERE id = $1",
             )
             .bind(m.id.0)
             .bind(episode)
@@ -1425,7 +1798,7 @@ impl Store for PostgresStore {
     ) -> StoreResult<Vec<StoredMessage>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
-             WHERE m.episode_id = $1 ORDER BY m.sent_at, m.id LIMIT $2"
+             WHERE m.episode_id = $1 AND NOT m.withheld ORDER BY m.sent_at, m.id LIMIT $2"
         )))
         .bind(episode)
         .bind(limit as i64)
@@ -1750,9 +2123,9 @@ async fn insert_chunk(
 ) -> StoreResult<Vec<MessageId>> {
     let mut ids = Vec::with_capacity(chunk.len());
     let rows: Vec<(i64, i64, String, String)> = sqlx::query_as(
-            "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
+            "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld) \
              SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
-                                  $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[]) \
+                                  $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[], $12::BOOLEAN[]) \
              ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
         )
         .bind(chunk.iter().map(|m| m.space.0).collect::<Vec<_>>())
@@ -1766,6 +2139,7 @@ async fn insert_chunk(
         .bind(chunk.iter().map(|m| m.reply_to.as_deref()).collect::<Vec<_>>())
         .bind(chunk.iter().map(|m| m.text.as_str()).collect::<Vec<_>>())
         .bind(chunk.iter().map(|m| ms(m.sent_at)).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|m| m.withheld).collect::<Vec<_>>())
         .fetch_all(&mut *conn)
         .await
         .map_err(db_err)?;
@@ -1778,7 +2152,10 @@ async fn insert_chunk(
         match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
             Some(id) => {
                 ids.push(MessageId(*id));
-                fresh.push((*id, m.scope.key(), m.text.clone()));
+                // Nothing is derived from a withheld message: it is not searchable.
+                if !m.withheld {
+                    fresh.push((*id, m.scope.key(), m.text.clone()));
+                }
             }
             None => ids.push(existing_message(conn, m).await?),
         }
@@ -1989,4 +2366,23 @@ async fn append_note_in(
     .await
     .map_err(db_err)?;
     Ok(done.rows_affected() == 1)
+}
+
+/// A username belongs to one account: whoever had it before (it was renamed) loses it.
+async fn release_username(
+    conn: &mut sqlx::PgConnection,
+    platform: Platform,
+    external_id: &str,
+    username: &str,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE identities SET username = NULL WHERE platform = $1 AND lower(username) = lower($2) AND external_id <> $3",
+    )
+    .bind(platform.as_str())
+    .bind(username)
+    .bind(external_id)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }

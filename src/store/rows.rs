@@ -2,8 +2,10 @@
 //! of fact history, day summaries and job runs. SQL stays in each backend; what a row means is
 //! decided once, here.
 
-use super::{DaySummaryRecord, FactVersion, JobClaim, JobRun, StoreError, StoreResult};
-use crate::domain::{MessageId, PersonId, Scope};
+use super::{
+    Account, DaySummaryRecord, FactVersion, Hearsay, JobClaim, JobRun, StoreError, StoreResult,
+};
+use crate::domain::{MessageId, PersonId, Platform, Scope};
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
 
@@ -178,6 +180,46 @@ pub fn daily_notes(rows: Vec<DailyNoteRow>) -> StoreResult<Vec<crate::domain::Da
                 text,
                 source,
                 added_at: from_ms(at)?,
+            })
+        })
+        .collect()
+}
+
+/// platform, external_id, display_name, username, linked
+pub type AccountRow = (String, String, String, Option<String>, bool);
+
+pub fn accounts(rows: Vec<AccountRow>) -> StoreResult<Vec<Account>> {
+    rows.into_iter()
+        .map(|(platform, external_id, display_name, username, linked)| {
+            Ok(Account {
+                platform: Platform::parse(&platform)
+                    .ok_or_else(|| StoreError::Corrupt(format!("unknown platform {platform:?}")))?,
+                external_id,
+                display_name,
+                username,
+                linked,
+            })
+        })
+        .collect()
+}
+
+/// id, subject_id, scope, told_by, teller's name, text, source_message_id, created_at
+pub type HearsayRow = (i64, i64, String, i64, String, String, Option<i64>, i64);
+
+pub const HEARSAY_COLUMNS: &str = "h.id, h.subject_id, h.scope, h.told_by, p.display_name, h.text, h.source_message_id, h.created_at";
+
+pub fn hearsay(rows: Vec<HearsayRow>) -> StoreResult<Vec<Hearsay>> {
+    rows.into_iter()
+        .map(|(id, subject, scope, by, name, text, source, at)| {
+            Ok(Hearsay {
+                id,
+                subject: PersonId(subject),
+                scope: parse_scope(&scope)?,
+                told_by: PersonId(by),
+                told_by_name: name,
+                text,
+                source_message: source.map(MessageId),
+                at: from_ms(at)?,
             })
         })
         .collect()

@@ -97,7 +97,7 @@ impl SqliteStore {
             let mut tx = self.write_tx().await?;
             // LEFT JOIN: an id whose message is gone leaves the queue all the same.
             let queued: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
-                "SELECT b.message_id, m.scope, m.text FROM message_terms_backlog b LEFT JOIN messages m ON m.id = b.message_id ORDER BY b.message_id LIMIT 1000",
+                "SELECT b.message_id, m.scope, m.text FROM message_terms_backlog b LEFT JOIN messages m ON m.id = b.message_id AND m.withheld = 0 ORDER BY b.message_id LIMIT 1000",
             )
             .fetch_all(&mut *tx)
             .await
@@ -174,7 +174,7 @@ impl SqliteStore {
         };
         let sql = format!(
             "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m {index} JOIN people p ON p.id = m.author_id \
-             WHERE m.scope = ? {author_clause} AND m.sent_at >= ? AND m.sent_at < ? AND m.is_bot = 0 AND m.is_command = 0 \
+             WHERE m.scope = ? {author_clause} AND m.sent_at >= ? AND m.sent_at < ? AND m.is_bot = 0 AND m.is_command = 0 AND m.withheld = 0 \
              ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(scope.key());
@@ -195,35 +195,41 @@ impl SqliteStore {
         &self,
         platform: Platform,
         external_id: &str,
-    ) -> StoreResult<Option<(PersonId, String)>> {
-        let row: Option<(i64, String)> = sqlx::query_as(
-            "SELECT person_id, display_name FROM identities WHERE platform = ? AND external_id = ?",
+    ) -> StoreResult<Option<(PersonId, String, Option<String>)>> {
+        let row: Option<(i64, String, Option<String>)> = sqlx::query_as(
+            "SELECT person_id, display_name, username FROM identities WHERE platform = ? AND external_id = ?",
         )
         .bind(platform.as_str())
         .bind(external_id)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_err)?;
-        Ok(row.map(|(id, name)| (PersonId(id), name)))
+        Ok(row.map(|(id, name, username)| (PersonId(id), name, username)))
     }
 }
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn resolve_person(
+    async fn resolve_account(
         &self,
         platform: Platform,
         external_id: &str,
         display_name: &str,
+        username: Option<&str>,
     ) -> StoreResult<PersonId> {
         let now = ms(Utc::now());
-        if let Some((id, name)) = self.person_for_identity(platform, external_id).await? {
-            if name != display_name {
+        let username = username
+            .map(|u| u.trim_start_matches('@'))
+            .filter(|u| !u.is_empty());
+        if let Some((id, name, known)) = self.person_for_identity(platform, external_id).await? {
+            let new_username = username.is_some() && known.as_deref() != username;
+            if name != display_name || new_username {
                 let mut tx = self.write_tx().await?;
                 sqlx::query(
-                    "UPDATE identities SET display_name = ? WHERE platform = ? AND external_id = ?",
+                    "UPDATE identities SET display_name = ?, username = COALESCE(?, username) WHERE platform = ? AND external_id = ?",
                 )
                 .bind(display_name)
+                .bind(username)
                 .bind(platform.as_str())
                 .bind(external_id)
                 .execute(&mut *tx)
@@ -235,6 +241,9 @@ impl Store for SqliteStore {
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
+                if let Some(u) = username.filter(|_| new_username) {
+                    release_username(&mut tx, platform, external_id, u).await?;
+                }
                 tx.commit().await.map_err(db_err)?;
             }
             return Ok(id);
@@ -249,7 +258,7 @@ impl Store for SqliteStore {
         .await
         .map_err(db_err)?;
         let inserted = sqlx::query(
-            "INSERT INTO identities (platform, external_id, person_id, display_name, created_at) VALUES (?, ?, ?, ?, ?) \
+            "INSERT INTO identities (platform, external_id, person_id, display_name, created_at, username) VALUES (?, ?, ?, ?, ?, ?) \
              ON CONFLICT (platform, external_id) DO NOTHING",
         )
         .bind(platform.as_str())
@@ -257,6 +266,7 @@ impl Store for SqliteStore {
         .bind(person)
         .bind(display_name)
         .bind(now)
+        .bind(username)
         .execute(&mut *tx)
         .await
         .map_err(db_err)?
@@ -267,13 +277,80 @@ impl Store for SqliteStore {
             return self
                 .person_for_identity(platform, external_id)
                 .await?
-                .map(|(id, _)| id)
+                .map(|(id, _, _)| id)
                 .ok_or_else(|| StoreError::Conflict {
                     what: "identity".into(),
                 });
         }
+        if let Some(u) = username {
+            release_username(&mut tx, platform, external_id, u).await?;
+        }
         tx.commit().await.map_err(db_err)?;
         Ok(PersonId(person))
+    }
+
+    async fn find_username(
+        &self,
+        platform: Platform,
+        username: &str,
+    ) -> StoreResult<Option<PersonId>> {
+        let id: Option<i64> = sqlx::query_scalar(
+            "SELECT person_id FROM identities WHERE platform = ? AND username = ? COLLATE NOCASE LIMIT 1",
+        )
+        .bind(platform.as_str())
+        .bind(username.trim_start_matches('@'))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(id.map(PersonId))
+    }
+
+    async fn find_people(
+        &self,
+        platform: Platform,
+        name: &str,
+        space: Option<SpaceId>,
+    ) -> StoreResult<Vec<PersonMatch>> {
+        let name = name.trim_start_matches('@');
+        let in_space = if space.is_some() {
+            "AND EXISTS (SELECT 1 FROM messages m WHERE m.author_id = i.person_id AND m.space_id = ?)"
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SELECT i.person_id, MIN(i.display_name), MIN(i.username) FROM identities i \
+             WHERE i.platform = ? AND (i.display_name = ? COLLATE NOCASE OR i.username = ? COLLATE NOCASE) {in_space} \
+             GROUP BY i.person_id ORDER BY i.person_id"
+        );
+        let mut q = sqlx::query_as::<_, (i64, String, Option<String>)>(sqlx::AssertSqlSafe(sql))
+            .bind(platform.as_str())
+            .bind(name)
+            .bind(name);
+        if let Some(space) = space {
+            q = q.bind(space.0);
+        }
+        Ok(q.fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(|(id, display_name, username)| PersonMatch {
+                person: PersonId(id),
+                display_name,
+                username,
+            })
+            .collect())
+    }
+
+    async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>> {
+        let rows: Vec<(String, String, String, Option<String>, bool)> = sqlx::query_as(
+            "SELECT platform, external_id, display_name, username, own_person_id IS NOT NULL FROM identities \
+             WHERE person_id = ? ORDER BY platform, external_id",
+        )
+        .bind(person.0)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)?;
+        rows::accounts(rows)
     }
 
     async fn find_identity(
@@ -284,23 +361,7 @@ impl Store for SqliteStore {
         Ok(self
             .person_for_identity(platform, external_id)
             .await?
-            .map(|(id, _)| id))
-    }
-
-    async fn find_person_by_name(
-        &self,
-        platform: Platform,
-        name: &str,
-    ) -> StoreResult<Option<PersonId>> {
-        let id: Option<i64> = sqlx::query_scalar(
-            "SELECT person_id FROM identities WHERE platform = ? AND display_name = ? COLLATE NOCASE ORDER BY created_at LIMIT 1",
-        )
-        .bind(platform.as_str())
-        .bind(name)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(id.map(PersonId))
+            .map(|(id, _, _)| id))
     }
 
     async fn person(&self, id: PersonId) -> StoreResult<Option<Person>> {
@@ -418,7 +479,7 @@ impl Store for SqliteStore {
         to: DateTime<Utc>,
     ) -> StoreResult<RangeStats> {
         let (last, count): (Option<i64>, i64) =
-            sqlx::query_as("SELECT MAX(id), COUNT(*) FROM messages INDEXED BY messages_by_scope_time WHERE scope = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0")
+            sqlx::query_as("SELECT MAX(id), COUNT(*) FROM messages INDEXED BY messages_by_scope_time WHERE scope = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 AND withheld = 0")
                 .bind(scope.key())
                 .bind(ms(from))
                 .bind(ms(to))
@@ -496,6 +557,14 @@ impl Store for SqliteStore {
                 what: format!("facts of person {person} in {key}"),
             });
         }
+        if change.drop_history {
+            sqlx::query("DELETE FROM fact_versions WHERE person_id = ? AND scope = ?")
+                .bind(person.0)
+                .bind(&key)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
         sqlx::query(
             "INSERT INTO fact_versions (person_id, scope, version, op, request, text, method, changed_by, source_message_id, created_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -528,6 +597,246 @@ impl Store for SqliteStore {
         .await
         .map_err(db_err)?;
         rows::fact_versions(rows)
+    }
+
+    async fn fact_scopes(&self, person: PersonId) -> StoreResult<Vec<Scope>> {
+        let keys: Vec<String> =
+            sqlx::query_scalar("SELECT scope FROM facts WHERE person_id = ? ORDER BY scope")
+                .bind(person.0)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_err)?;
+        keys.iter().map(|k| parse_scope(k)).collect()
+    }
+
+    async fn message_by_external(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+        external_id: &str,
+    ) -> StoreResult<Option<StoredMessage>> {
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id JOIN spaces s ON s.id = m.space_id \
+             WHERE s.platform = ? AND s.external_id = ? AND m.channel = ? AND m.external_id = ?"
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(platform.as_str())
+            .bind(space_external_id)
+            .bind(channel)
+            .bind(external_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        row.as_ref().map(message_from_row).transpose()
+    }
+
+    async fn author_messages(
+        &self,
+        author: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<(MessageId, String)>> {
+        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
+        if scopes.is_some() && keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = match scopes {
+            Some(_) => format!("AND scope IN ({})", marks(keys.len())),
+            None => String::new(),
+        };
+        let sql = format!("SELECT id, text FROM messages WHERE author_id = ? {filter} ORDER BY id");
+        let mut q = sqlx::query_as::<_, (i64, String)>(sqlx::AssertSqlSafe(sql)).bind(author.0);
+        for k in &keys {
+            q = q.bind(k);
+        }
+        Ok(q.fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(|(id, text)| (MessageId(id), text))
+            .collect())
+    }
+
+    async fn bot_messages_with_terms(
+        &self,
+        scopes: Option<&[Scope]>,
+        terms: &[String],
+    ) -> StoreResult<Vec<(MessageId, String)>> {
+        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
+        if terms.is_empty() || (scopes.is_some() && keys.is_empty()) {
+            return Ok(Vec::new());
+        }
+        let filter = match scopes {
+            Some(_) => format!("AND scope IN ({})", marks(keys.len())),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT m.id, m.text FROM messages m WHERE m.is_bot = 1 AND m.id IN \
+             (SELECT message_id FROM message_terms WHERE term IN ({}) {filter} GROUP BY message_id HAVING COUNT(DISTINCT term) = ?) \
+             ORDER BY m.id",
+            marks(terms.len())
+        );
+        let mut q = sqlx::query_as::<_, (i64, String)>(sqlx::AssertSqlSafe(sql));
+        for t in terms {
+            q = q.bind(t);
+        }
+        for k in &keys {
+            q = q.bind(k);
+        }
+        Ok(q.bind(terms.len() as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)?
+            .into_iter()
+            .map(|(id, text)| (MessageId(id), text))
+            .collect())
+    }
+
+    async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.write_tx().await?;
+        // The bot's replies to these messages go with them.
+        let mut all: Vec<i64> = ids.iter().map(|m| m.0).collect();
+        for chunk in ids.chunks(500) {
+            let sql = format!(
+                "SELECT id FROM messages WHERE reply_to IN ({}) AND is_bot = 1",
+                marks(chunk.len())
+            );
+            let mut q = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql));
+            for id in chunk {
+                q = q.bind(id.0.to_string());
+            }
+            all.extend(q.fetch_all(&mut *tx).await.map_err(db_err)?);
+        }
+        all.sort_unstable();
+        all.dedup();
+        let mut rows: Vec<MessageRow> = Vec::with_capacity(all.len());
+        for chunk in all.chunks(500) {
+            let sql = format!(
+                "SELECT id, scope, sent_at, episode_id, text, withheld FROM messages WHERE id IN ({})",
+                marks(chunk.len())
+            );
+            let mut q = sqlx::query_as::<_, (i64, String, i64, Option<i64>, String, bool)>(
+                sqlx::AssertSqlSafe(sql),
+            );
+            for id in chunk {
+                q = q.bind(id);
+            }
+            rows.extend(q.fetch_all(&mut *tx).await.map_err(db_err)?);
+        }
+        let plan = forget_plan(&rows)?;
+        for (id, scope, terms, len) in &plan.postings {
+            let mut removed = 0;
+            for term in terms {
+                removed += sqlx::query(
+                    "DELETE FROM message_terms WHERE term = ? AND scope = ? AND message_id = ?",
+                )
+                .bind(term)
+                .bind(scope)
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+            }
+            if removed > 0 {
+                sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - ? WHERE scope = ?")
+                    .bind(len)
+                    .bind(scope)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+        }
+        for (episode, (count, len)) in &plan.episodes {
+            let left: Option<(String, i64)> = sqlx::query_as(
+                "UPDATE episodes SET messages = messages - ?, total_len = total_len - ?, closed = 0, summary = NULL, embedding = NULL \
+                 WHERE id = ? RETURNING scope, messages",
+            )
+            .bind(count)
+            .bind(len)
+            .bind(episode)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let Some((scope, left)) = left else { continue };
+            sqlx::query("UPDATE scope_episode_stats SET total_len = total_len - ? WHERE scope = ?")
+                .bind(len)
+                .bind(&scope)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            if left <= 0 {
+                sqlx::query("DELETE FROM episodes WHERE id = ?")
+                    .bind(episode)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query(
+                    "UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = ?",
+                )
+                .bind(&scope)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+        }
+        for (scope, day) in &plan.days {
+            sqlx::query("DELETE FROM day_summaries WHERE scope = ? AND day = ?")
+                .bind(scope)
+                .bind(day.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        for (scope, day) in &plan.first_days {
+            sqlx::query("DELETE FROM history_summaries WHERE scope = ? AND end_day >= ?")
+                .bind(scope)
+                .bind(day.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+        }
+        let mut deleted = 0;
+        for chunk in all.chunks(500) {
+            let m = marks(chunk.len());
+            let sources: Vec<String> = chunk.iter().map(|id| format!("message:{id}")).collect();
+            for sql in [
+                format!(
+                    "DELETE FROM memory_entry_history WHERE entry_id IN (SELECT id FROM memory_entries WHERE source IN ({m}))"
+                ),
+                format!("DELETE FROM memory_entries WHERE source IN ({m})"),
+                format!("DELETE FROM daily_notes WHERE source IN ({m})"),
+            ] {
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for src in &sources {
+                    q = q.bind(src);
+                }
+                q.execute(&mut *tx).await.map_err(db_err)?;
+            }
+            for sql in [
+                format!("DELETE FROM hearsay WHERE source_message_id IN ({m})"),
+                format!(
+                    "UPDATE fact_versions SET source_message_id = NULL WHERE source_message_id IN ({m})"
+                ),
+                format!("DELETE FROM message_vectors WHERE message_id IN ({m})"),
+                format!("DELETE FROM message_terms_backlog WHERE message_id IN ({m})"),
+                format!("DELETE FROM messages WHERE id IN ({m})"),
+            ] {
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+                for id in chunk {
+                    q = q.bind(id);
+                }
+                let done = q.execute(&mut *tx).await.map_err(db_err)?.rows_affected();
+                if sql.starts_with("DELETE FROM messages ") {
+                    deleted += done;
+                }
+            }
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(deleted)
     }
 
     async fn day_summary(
@@ -617,7 +926,7 @@ impl Store for SqliteStore {
     }
 
     async fn write_entry(&self, e: &NewEntry) -> StoreResult<EntryWrite> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.write_tx().await?;
         let write = write_entry_in(&mut tx, e).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(write)
@@ -661,7 +970,7 @@ impl Store for SqliteStore {
         if ids.is_empty() {
             return Ok(0);
         }
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.write_tx().await?;
         let mut removed = 0;
         for table in ["memory_entry_history", "memory_entries"] {
             let column = if table == "memory_entries" {
@@ -691,6 +1000,87 @@ impl Store for SqliteStore {
         append_note_in(&mut conn, person, note).await
     }
 
+    async fn rewrite_daily_note(
+        &self,
+        person: PersonId,
+        day: NaiveDate,
+        source: &str,
+        text: Option<&str>,
+    ) -> StoreResult<()> {
+        let q = match text {
+            Some(text) => sqlx::query(
+                "UPDATE daily_notes SET text = ? WHERE person_id = ? AND day = ? AND source = ?",
+            )
+            .bind(text),
+            None => sqlx::query(
+                "DELETE FROM daily_notes WHERE person_id = ? AND day = ? AND source = ?",
+            ),
+        };
+        q.bind(person.0)
+            .bind(day.format("%Y-%m-%d").to_string())
+            .bind(source)
+            .execute(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    async fn add_hearsay(&self, h: &NewHearsay) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "INSERT INTO hearsay (subject_id, scope, told_by, text, source_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (subject_id, scope, told_by, text) DO NOTHING",
+        )
+        .bind(h.subject.0)
+        .bind(h.scope.key())
+        .bind(h.told_by.0)
+        .bind(&h.text)
+        .bind(h.source_message.map(|m| m.0))
+        .bind(ms(h.at))
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn hearsay(
+        &self,
+        subject: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<Hearsay>> {
+        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
+        if scopes.is_some() && keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let filter = match scopes {
+            Some(_) => format!("AND h.scope IN ({})", marks(keys.len())),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT {} FROM hearsay h JOIN people p ON p.id = h.told_by WHERE h.subject_id = ? {filter} ORDER BY h.id",
+            rows::HEARSAY_COLUMNS
+        );
+        let mut q = sqlx::query_as::<_, rows::HearsayRow>(sqlx::AssertSqlSafe(sql)).bind(subject.0);
+        for k in &keys {
+            q = q.bind(k);
+        }
+        rows::hearsay(q.fetch_all(&self.pool).await.map_err(db_err)?)
+    }
+
+    async fn delete_hearsay(&self, subject: PersonId, ids: &[i64]) -> StoreResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let sql = format!(
+            "DELETE FROM hearsay WHERE subject_id = ? AND id IN ({})",
+            marks(ids.len())
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(subject.0);
+        for id in ids {
+            q = q.bind(id);
+        }
+        Ok(q.execute(&self.pool).await.map_err(db_err)?.rows_affected())
+    }
+
     async fn apply_extraction(
         &self,
         person: PersonId,
@@ -698,7 +1088,7 @@ impl Store for SqliteStore {
         removals: &[(Scope, crate::domain::Category, String)],
         note: &DailyNote,
     ) -> StoreResult<Option<ExtractionCounts>> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.write_tx().await?;
         // The note first: when it exists, this run was applied already.
         if !append_note_in(&mut tx, person, note).await? {
             return Ok(None);
@@ -770,7 +1160,7 @@ impl Store for SqliteStore {
     }
 
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.write_tx().await?;
         let mut removed = 0;
         for table in [
             "memory_entry_history",
@@ -779,6 +1169,7 @@ impl Store for SqliteStore {
             "fact_versions",
             "facts",
             "history_summaries",
+            "link_codes",
         ] {
             let sql = format!("DELETE FROM {table} WHERE person_id = ?");
             removed += sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -788,6 +1179,12 @@ impl Store for SqliteStore {
                 .map_err(db_err)?
                 .rows_affected();
         }
+        removed += sqlx::query("DELETE FROM hearsay WHERE subject_id = ?1 OR told_by = ?1")
+            .bind(person.0)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
         // Day summaries are one JSON map per scope and day: only this person's part goes.
         let path = format!("$.\"{}\"", person.0);
         removed += sqlx::query(
@@ -804,7 +1201,7 @@ impl Store for SqliteStore {
     }
 
     async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut tx = self.write_tx().await?;
         let mut removed = sqlx::query(
             "DELETE FROM memory_entry_history WHERE entry_id IN \
              (SELECT id FROM memory_entries WHERE expires_at IS NOT NULL AND expires_at <= ?)",
@@ -956,6 +1353,37 @@ impl Store for SqliteStore {
         Ok(changed > 0)
     }
 
+    async fn peek_link_code(
+        &self,
+        code_hash: &str,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<(PersonId, Platform)>> {
+        let row: Option<(i64, String)> = sqlx::query_as(
+            "SELECT person_id, platform FROM link_codes WHERE code_hash = ? AND expires_at > ?",
+        )
+        .bind(code_hash)
+        .bind(ms(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(row.and_then(|(p, platform)| Some((PersonId(p), Platform::parse(&platform)?))))
+    }
+
+    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<u64> {
+        if code_hashes.is_empty() {
+            return Ok(0);
+        }
+        let sql = format!(
+            "DELETE FROM link_codes WHERE code_hash IN ({})",
+            marks(code_hashes.len())
+        );
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for h in code_hashes {
+            q = q.bind(h);
+        }
+        Ok(q.execute(&self.pool).await.map_err(db_err)?.rows_affected())
+    }
+
     async fn set_memory_paused(
         &self,
         person: PersonId,
@@ -1007,7 +1435,7 @@ impl Store for SqliteStore {
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<PersonId>> {
         let ids: Vec<i64> = sqlx::query_scalar(
-            "SELECT DISTINCT author_id FROM messages WHERE sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 ORDER BY author_id",
+            "SELECT DISTINCT author_id FROM messages WHERE sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 AND withheld = 0 ORDER BY author_id",
         )
         .bind(ms(from))
         .bind(ms(to))
@@ -1024,7 +1452,7 @@ impl Store for SqliteStore {
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<Scope>> {
         let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT scope FROM messages WHERE author_id = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 ORDER BY scope",
+            "SELECT DISTINCT scope FROM messages WHERE author_id = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 AND withheld = 0 ORDER BY scope",
         )
         .bind(author.0)
         .bind(ms(from))
@@ -1041,7 +1469,7 @@ impl Store for SqliteStore {
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<Scope>> {
         let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT scope FROM messages WHERE sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 ORDER BY scope",
+            "SELECT DISTINCT scope FROM messages WHERE sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 AND withheld = 0 ORDER BY scope",
         )
         .bind(ms(from))
         .bind(ms(to))
@@ -1402,7 +1830,7 @@ impl Store for SqliteStore {
                 .await
                 .map_err(db_err)?;
             if let Some(v) = &item.embedding {
-                sqlx::query("INSERT OR REPLACE INTO message_vectors (message_id, scope, embedding) VALUES (?, ?, ?)")
+                sqlx::query("INSERT OR REPLACE INTO message_vectors (message_id, scope, embedding) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM messages WHERE id = ?1 AND withheld = 1)")
                     .bind(m.id.0)
                     .bind(m.scope.key())
                     .bind(embed::to_bytes(v))
@@ -1456,7 +1884,7 @@ impl Store for SqliteStore {
     ) -> StoreResult<Vec<StoredMessage>> {
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages m INDEXED BY messages_by_episode JOIN people p ON p.id = m.author_id \
-             WHERE m.episode_id = ? ORDER BY m.sent_at, m.id LIMIT ?"
+             WHERE m.episode_id = ? AND m.withheld = 0 ORDER BY m.sent_at, m.id LIMIT ?"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(episode)
@@ -1716,9 +2144,9 @@ async fn insert_chunk(
 ) -> StoreResult<Vec<MessageId>> {
     let mut ids = Vec::with_capacity(chunk.len());
     let sql = format!(
-        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at) \
+        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld) \
              VALUES {} ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
-        vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+        vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
     );
     let mut query = sqlx::query_as::<_, (i64, i64, String, String)>(sqlx::AssertSqlSafe(sql));
     for m in chunk {
@@ -1733,7 +2161,8 @@ async fn insert_chunk(
             .bind(&m.external_id)
             .bind(&m.reply_to)
             .bind(&m.text)
-            .bind(ms(m.sent_at));
+            .bind(ms(m.sent_at))
+            .bind(m.withheld as i64);
     }
     let inserted: std::collections::HashMap<(i64, String, String), i64> = query
         .fetch_all(&mut *conn)
@@ -1747,7 +2176,10 @@ async fn insert_chunk(
         match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
             Some(id) => {
                 ids.push(MessageId(*id));
-                fresh.push((*id, m.scope.key(), m.text.clone()));
+                // Nothing is derived from a withheld message: it is not searchable.
+                if !m.withheld {
+                    fresh.push((*id, m.scope.key(), m.text.clone()));
+                }
             }
             // Already stored (a redelivered message): its existing id.
             None => ids.push(existing_message(conn, m).await?),
@@ -1975,4 +2407,23 @@ async fn append_note_in(
     .await
     .map_err(db_err)?;
     Ok(done.rows_affected() == 1)
+}
+
+/// A username belongs to one account: whoever had it before (it was renamed) loses it.
+async fn release_username(
+    conn: &mut sqlx::SqliteConnection,
+    platform: Platform,
+    external_id: &str,
+    username: &str,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE identities SET username = NULL WHERE platform = ? AND username = ? COLLATE NOCASE AND external_id <> ?",
+    )
+    .bind(platform.as_str())
+    .bind(username)
+    .bind(external_id)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
 }

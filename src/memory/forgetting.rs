@@ -1,0 +1,407 @@
+//! Forgetting, in the memory tier: one thing about a person (`forget`), all that is kept about
+//! them in a place (`forget_everything`), everything about them (`clear_person`), and a
+//! platform message that was deleted or edited (`forget_message`). Forgetting is total: the
+//! facts and their history, the MEMORY.md entries and theirs, what others said about the
+//! person, the daily-note lines, the messages that stated it and the bot's messages quoting
+//! it (with the postings, vectors, episodes and summaries the store derived from those
+//! messages), and every cache in every process.
+
+use super::offline::contains_words;
+use super::{FactRequest, ForgetOutcome, MemoryError, MemoryManager, Method};
+use crate::domain::{
+    MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceKind, StoredMessage,
+};
+use crate::store::{document_terms, query_terms};
+use std::collections::BTreeSet;
+use tracing::info;
+
+/// Where a forget acts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// Every scope (the person's own private chat, `/memory clear`).
+    Everywhere,
+    /// Only these scopes (what may surface where the forget was asked).
+    Scopes(Vec<Scope>),
+}
+
+impl Reach {
+    fn scopes(&self) -> Option<&[Scope]> {
+        match self {
+            Reach::Everywhere => None,
+            Reach::Scopes(s) => Some(s),
+        }
+    }
+}
+
+/// Whether `text` (an entry, a statement) is what `target` asks to forget about the person
+/// called `about`: one holds the other's words in order, or `text` has every content word of
+/// `target` (stemmed) but the person's own name ("forget that @bob plays chess" matches "he
+/// plays chess").
+pub fn is_forgotten(text: &str, target: &str, about: &str) -> bool {
+    if contains_words(text, target) || contains_words(target, text) {
+        return true;
+    }
+    let name = query_terms(about, 8);
+    let wanted: Vec<String> = query_terms(target, 32)
+        .into_iter()
+        .filter(|t| !name.contains(t))
+        .collect();
+    let have: Vec<String> = document_terms(text)
+        .terms
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    !wanted.is_empty() && wanted.iter().all(|t| have.contains(t))
+}
+
+/// The scopes whose memory about `subject` may surface at `place`, and, in a private chat,
+/// what its owner said there about others (their own notes).
+pub fn place_scopes(place: &Place, subject: PersonId) -> Vec<Scope> {
+    let mut scopes = place.visible_scopes(subject);
+    if let (Privacy::Dm, Some(owner)) = (place.privacy, place.dm_owner)
+        && !scopes.contains(&Scope::Dm(owner))
+    {
+        scopes.push(Scope::Dm(owner));
+    }
+    scopes
+}
+
+/// Where "forget that …" asked at `place` acts: everything about the subject in their own
+/// private chat (they may see it all there), else what may surface here.
+pub fn forget_reach(place: &Place, subject: PersonId, actor: PersonId) -> Reach {
+    if actor == subject && place.privacy == Privacy::Dm && place.dm_owner == Some(subject) {
+        Reach::Everywhere
+    } else {
+        Reach::Scopes(place_scopes(place, subject))
+    }
+}
+
+/// A text worth looking for in the bot's messages: two words or more.
+fn quotable(needle: &str) -> bool {
+    needle.split_whitespace().count() >= 2
+}
+
+/// What a forget removed.
+#[derive(Debug, Default)]
+struct Removed {
+    /// Facts scopes changed, entries, statements and messages (besides the request itself).
+    items: usize,
+    method: Option<Method>,
+    /// The texts removed, to find quotes of them.
+    needles: Vec<String>,
+}
+
+impl MemoryManager {
+    /// "forget that X": removes X about `req.subject` wherever `forget_reach` says. The
+    /// subject or a moderator removes it from everything; anyone else only takes back what
+    /// they themselves said about the subject.
+    pub async fn forget(&self, req: &FactRequest<'_>) -> Result<ForgetOutcome, MemoryError> {
+        let target = self.check_fact_text(req.text, "Forget")?;
+        let reach = forget_reach(req.place, req.subject, req.actor);
+        let removed = self.forget_in(req, &reach, Some(&target)).await?;
+        let method = removed.method.unwrap_or(Method::Offline);
+        Ok(if removed.items > 0 {
+            ForgetOutcome::Forgotten { method }
+        } else {
+            ForgetOutcome::NotFound { method }
+        })
+    }
+
+    /// "forget everything about X": the facts, entries and statements about X that may
+    /// surface here (their history too), by the same rules as `forget`. Returns how many
+    /// items went.
+    pub async fn forget_everything(&self, req: &FactRequest<'_>) -> Result<usize, MemoryError> {
+        let reach = Reach::Scopes(place_scopes(req.place, req.subject));
+        Ok(self.forget_in(req, &reach, None).await?.items)
+    }
+
+    async fn forget_in(
+        &self,
+        req: &FactRequest<'_>,
+        reach: &Reach,
+        target: Option<&str>,
+    ) -> Result<Removed, MemoryError> {
+        let owner = req.actor == req.subject || req.actor_is_moderator;
+        let matches = |text: &str| target.is_none_or(|t| is_forgotten(text, t, req.subject_name));
+        let mut removed = Removed::default();
+        // The bot's messages quoting what was asked go too, but only for the subject or a
+        // moderator: a teller's forget only reaches the words they themselves said.
+        if let Some(t) = target.filter(|_| owner) {
+            removed.needles.push(t.to_string());
+        }
+        // What others said about the subject; a teller may take back their own words.
+        let told = self.store.hearsay(req.subject, reach.scopes()).await?;
+        let gone: Vec<_> = told
+            .iter()
+            .filter(|h| (owner || h.told_by == req.actor) && matches(&h.text))
+            .collect();
+        let ids: Vec<i64> = gone.iter().map(|h| h.id).collect();
+        removed.items += self.store.delete_hearsay(req.subject, &ids).await? as usize;
+        removed.needles.extend(gone.iter().map(|h| h.text.clone()));
+        if !owner && removed.items == 0 {
+            return Err(MemoryError::NotAllowed(format!(
+                "Only {} (or a moderator) can make me forget things about {}; you can take back only what you told me yourself. Nothing was changed.",
+                req.subject_name, req.subject_name
+            )));
+        }
+        let mut messages: Vec<MessageId> = Vec::new();
+        if owner {
+            let fact_scopes = match reach {
+                Reach::Everywhere => self.store.fact_scopes(req.subject).await?,
+                Reach::Scopes(s) => s.clone(),
+            };
+            for scope in &fact_scopes {
+                let sentences = match target {
+                    Some(t) => {
+                        let (found, method, sentences) =
+                            self.forget_in_scope(req, scope, t).await?;
+                        if found {
+                            removed.method = Some(method);
+                        }
+                        sentences
+                    }
+                    None => self.empty_facts(req, scope).await?,
+                };
+                if !sentences.is_empty() {
+                    removed.items += 1;
+                    removed.needles.extend(sentences);
+                }
+            }
+            let entries = self.store.entries(req.subject, reach.scopes()).await?;
+            let gone: Vec<_> = entries.iter().filter(|e| matches(&e.value)).collect();
+            let ids: Vec<i64> = gone.iter().map(|e| e.id).collect();
+            removed.items += self.store.delete_entries(req.subject, &ids).await? as usize;
+            removed.needles.extend(gone.iter().map(|e| e.value.clone()));
+            self.forget_in_notes(req.subject, reach, &removed.needles)
+                .await?;
+            // The subject's own messages that said it ("remember that X", chatter).
+            if let Some(t) = target {
+                for (id, text) in self
+                    .store
+                    .author_messages(req.subject, reach.scopes())
+                    .await?
+                {
+                    if contains_words(&text, t) {
+                        if Some(id) != req.source {
+                            removed.items += 1;
+                        }
+                        messages.push(id);
+                    }
+                }
+            }
+        }
+        messages.extend(self.bot_quotes(reach.scopes(), &removed.needles).await?);
+        let deleted = self.store.delete_messages(&messages).await?;
+        self.purge_caches();
+        info!(subject = %req.subject, actor = %req.actor, items = removed.items, messages = deleted, "forgotten");
+        Ok(removed)
+    }
+
+    /// Removes the daily-note lines that hold any of `needles` (a block left with nothing
+    /// but headings goes whole).
+    async fn forget_in_notes(
+        &self,
+        person: PersonId,
+        reach: &Reach,
+        needles: &[String],
+    ) -> Result<(), MemoryError> {
+        if needles.is_empty() {
+            return Ok(());
+        }
+        for note in self.store.daily_notes(person, reach.scopes()).await? {
+            let kept: Vec<&str> = note
+                .text
+                .lines()
+                .filter(|l| {
+                    l.trim_start().starts_with('#') || !needles.iter().any(|n| contains_words(l, n))
+                })
+                .collect();
+            if kept.len() == note.text.lines().count() {
+                continue;
+            }
+            let left = kept
+                .iter()
+                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+            let text = kept.join("\n");
+            self.store
+                .rewrite_daily_note(
+                    person,
+                    note.day,
+                    &note.source,
+                    left.then_some(text.as_str()),
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The bot's messages in `scopes` (all when `None`) that quote any of `needles`.
+    async fn bot_quotes(
+        &self,
+        scopes: Option<&[Scope]>,
+        needles: &[String],
+    ) -> Result<Vec<MessageId>, MemoryError> {
+        let mut found = BTreeSet::new();
+        let unique: BTreeSet<&str> = needles
+            .iter()
+            .map(|n| n.trim())
+            .filter(|n| quotable(n))
+            .collect();
+        for needle in unique {
+            let terms = query_terms(needle, 16);
+            if terms.is_empty() {
+                continue;
+            }
+            for (id, text) in self.store.bot_messages_with_terms(scopes, &terms).await? {
+                if contains_words(&text, needle) {
+                    found.insert(id);
+                }
+            }
+        }
+        Ok(found.into_iter().collect())
+    }
+
+    /// `/memory clear`: deletes everything about `person`: their entries and facts with their
+    /// history, daily notes, summaries, what others said about them and what they said about
+    /// others, every message they wrote (everywhere: the bot's copy; the platform keeps its
+    /// own) with the bot's replies to them and the bot's messages quoting their memory, and
+    /// every cached copy (other processes are told). Returns the rows and messages removed.
+    pub async fn clear_person(&self, person: PersonId) -> Result<u64, MemoryError> {
+        let mut needles: Vec<String> = Vec::new();
+        for scope in self.store.fact_scopes(person).await? {
+            let facts = self.store.facts(person, &scope).await?;
+            needles.extend(super::offline::removed_sentences(&facts.text, ""));
+        }
+        needles.extend(
+            self.store
+                .entries(person, None)
+                .await?
+                .into_iter()
+                .map(|e| e.value),
+        );
+        needles.extend(
+            self.store
+                .hearsay(person, None)
+                .await?
+                .into_iter()
+                .map(|h| h.text),
+        );
+        let mut removed = self.store.clear_entries(person).await?;
+        let mut messages: Vec<MessageId> = self
+            .store
+            .author_messages(person, None)
+            .await?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        messages.extend(self.bot_quotes(None, &needles).await?);
+        removed += self.store.delete_messages(&messages).await?;
+        self.purge_caches();
+        Ok(removed)
+    }
+
+    /// A platform message was deleted: it leaves the history with everything derived from it
+    /// (the store's part), and a "remember that …" it carried (`fact`) is forgotten where it
+    /// was said. Returns the messages deleted.
+    pub async fn forget_message(
+        &self,
+        message: &StoredMessage,
+        fact: Option<&str>,
+    ) -> Result<u64, MemoryError> {
+        if let Some(fact) = fact.filter(|f| !f.trim().is_empty()) {
+            // Only the scope matters to a forget with an explicit reach; the place is the
+            // message's own.
+            let place = Place {
+                platform: Platform::Console,
+                space: message.space,
+                space_kind: SpaceKind::Group,
+                channel: message.channel.clone(),
+                privacy: message.scope.privacy(),
+                dm_owner: match message.scope {
+                    Scope::Dm(p) => Some(p),
+                    _ => None,
+                },
+            };
+            let req = FactRequest {
+                subject: message.author,
+                subject_name: &message.author_name,
+                actor: message.author,
+                actor_name: &message.author_name,
+                actor_is_moderator: false,
+                place: &place,
+                text: fact,
+                source: Some(message.id),
+            };
+            self.forget_in(
+                &req,
+                &Reach::Scopes(vec![message.scope.clone()]),
+                Some(fact),
+            )
+            .await?;
+        }
+        let deleted = self.store.delete_messages(&[message.id]).await?;
+        self.purge_caches();
+        Ok(deleted)
+    }
+
+    /// Drops every cached copy of memory in this process (forget, clear, a deleted message,
+    /// or another process telling us so).
+    pub fn purge_caches(&self) {
+        self.caches.clear();
+        self.retriever.forget_cached();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::SpaceId;
+
+    #[test]
+    fn what_a_forget_matches() {
+        assert!(is_forgotten(
+            "my salary is 90k",
+            "my salary is 90k",
+            "alice"
+        ));
+        assert!(is_forgotten("My salary is 90k.", "my salary", "alice"));
+        assert!(is_forgotten("Rust", "I love Rust", "alice"));
+        assert!(is_forgotten("he plays chess", "bob plays chess", "bob"));
+        assert!(is_forgotten("he played chess", "bob plays chess", "Bob"));
+        assert!(!is_forgotten("he plays chess", "bob plays chess", "carol"));
+        assert!(!is_forgotten("my salary is 90k", "my cat", "alice"));
+        assert!(!is_forgotten("I love Rustaceans", "rust", "alice"));
+        assert!(!is_forgotten("anything", "", "alice"));
+        assert!(!is_forgotten("anything", "alice", "alice"));
+    }
+
+    #[test]
+    fn the_reach_of_a_forget() {
+        let alice = PersonId(1);
+        let bob = PersonId(2);
+        let dm = Place {
+            platform: Platform::Console,
+            space: SpaceId(1),
+            space_kind: SpaceKind::Private,
+            channel: "dm".into(),
+            privacy: Privacy::Dm,
+            dm_owner: Some(alice),
+        };
+        assert_eq!(forget_reach(&dm, alice, alice), Reach::Everywhere);
+        // About someone else from her private chat: only her own notes about them.
+        assert_eq!(
+            forget_reach(&dm, bob, alice),
+            Reach::Scopes(vec![Scope::Global, Scope::Dm(alice)])
+        );
+        let group = Place {
+            privacy: Privacy::GuildPublic,
+            dm_owner: None,
+            space_kind: SpaceKind::Group,
+            ..dm
+        };
+        assert_eq!(
+            forget_reach(&group, alice, alice),
+            Reach::Scopes(vec![Scope::Global, Scope::Space(SpaceId(1))])
+        );
+    }
+}

@@ -1,0 +1,72 @@
+//! What people tell the bot about someone else ("remember this about @bob: …"), in the memory
+//! tier: kept as the teller's words, in the scope where it was said, shown as such, and never
+//! merged into what the person said about themselves. The person (or a moderator) can remove
+//! it, and so can the teller; nothing is kept about someone whose memory is paused.
+
+use super::forgetting::place_scopes;
+use super::{FactRequest, MemoryError, MemoryManager};
+use crate::domain::{PersonId, Place};
+use crate::memory::entries::looks_like_code;
+use crate::store::{Hearsay, NewHearsay};
+
+impl MemoryManager {
+    /// Keeps what `req.actor` said about `req.subject` at `req.place`; false when the same was
+    /// kept already.
+    pub async fn tell(&self, req: &FactRequest<'_>) -> Result<bool, MemoryError> {
+        let text = self.check_fact_text(req.text, "Remember")?;
+        if self.store.memory_paused(req.subject).await? {
+            return Err(MemoryError::NotAllowed(format!(
+                "{} has paused their memory, so I'm not keeping anything new about them. Nothing was changed.",
+                req.subject_name
+            )));
+        }
+        if looks_like_code(&text) {
+            return Err(MemoryError::Invalid(
+                "I don't keep code in memory; tell me about it in words instead.".into(),
+            ));
+        }
+        Ok(self
+            .store
+            .add_hearsay(&NewHearsay {
+                subject: req.subject,
+                scope: req.place.home_scope(),
+                told_by: req.actor,
+                text,
+                source_message: req.source,
+                at: self.clock.now(),
+            })
+            .await?)
+    }
+
+    /// What others said about `person` that may surface at `place` (in a private chat, also
+    /// what its owner said there about them), oldest first.
+    pub async fn hearsay_here(
+        &self,
+        person: PersonId,
+        place: &Place,
+    ) -> Result<Vec<Hearsay>, MemoryError> {
+        let scopes = place_scopes(place, person);
+        Ok(self.store.hearsay(person, Some(&scopes)).await?)
+    }
+
+    /// What others said about `person` that they may see in their own private chat: all of
+    /// it but what someone keeps as a note in their own private chat.
+    pub async fn hearsay_about(&self, person: PersonId) -> Result<Vec<Hearsay>, MemoryError> {
+        Ok(self
+            .store
+            .hearsay(person, None)
+            .await?
+            .into_iter()
+            .filter(|h| !matches!(h.scope, crate::domain::Scope::Dm(owner) if owner != person))
+            .collect())
+    }
+}
+
+/// Statements about a person as lines for a prompt or a chat: "- Bob says: …".
+pub fn hearsay_lines(statements: &[Hearsay]) -> String {
+    statements
+        .iter()
+        .map(|h| format!("- {} says: {}", h.told_by_name, h.text.replace('\n', " ")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
