@@ -814,6 +814,12 @@ impl Bot {
             Subject::Speaker => return Ok(speaker),
             Subject::Named(name) | Subject::MaybeNamed(name) => name,
         };
+        // A platform mention by account id ("<@123>" on Discord) names exactly that account.
+        let mentioned_id = crate::memory::context::mention_ids(name);
+        let name = match mentioned_id.as_slice() {
+            [id] if name.trim_end_matches(['?', '.', ',', '!']).ends_with('>') => id,
+            _ => name,
+        };
         if name.eq_ignore_ascii_case(&ingested.message.author_name)
             || name.eq_ignore_ascii_case(&ingested.author_external_id)
             || msg

@@ -194,25 +194,27 @@ impl Ingestor {
             if m.display_name.eq_ignore_ascii_case(&self.bot_name) {
                 continue;
             }
-            let id = if m.external_id.is_empty() {
-                // Known by username only ("@dana_k" on Telegram): someone the bot has seen.
-                match &m.username {
+            if m.external_id.is_empty() {
+                // Known by username only ("@dana_k" on Telegram): someone the bot has seen,
+                // shown by their name.
+                let found = match &m.username {
                     Some(u) => self.store.find_username(msg.platform, u).await?,
                     None => None,
+                };
+                if let Some(id) = found {
+                    let name = self.store.person(id).await?.map(|p| p.display_name);
+                    mentions.push((id, name.unwrap_or_else(|| m.display_name.clone())));
                 }
             } else {
-                Some(
-                    self.store
-                        .resolve_account(
-                            msg.platform,
-                            &m.external_id,
-                            &sanitize(&m.display_name),
-                            m.username.as_deref(),
-                        )
-                        .await?,
-                )
-            };
-            if let Some(id) = id {
+                let id = self
+                    .store
+                    .resolve_account(
+                        msg.platform,
+                        &m.external_id,
+                        &sanitize(&m.display_name),
+                        m.username.as_deref(),
+                    )
+                    .await?;
                 mentions.push((id, m.display_name.clone()));
             }
         }

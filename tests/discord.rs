@@ -5,10 +5,11 @@
 //! split at 2,000 characters in the right channel. And with both platforms configured, a
 //! Discord that refuses its token stops alone while Telegram keeps answering.
 
+#[macro_use]
 mod common;
 use common::*;
 use engram::adapters::discord::{self, DiscordSettings, Handler};
-use engram::adapters::fake_discord::{BOT_ID, FakeDiscord};
+use engram::adapters::fake_discord::{self as discord_perm, BOT_ID, FakeDiscord};
 use engram::adapters::fake_telegram::{Chat, FakeTelegram};
 use engram::config::Secrets;
 use engram::domain::{Platform, Privacy, Scope, SpaceKind};
@@ -64,11 +65,12 @@ fn message(v: Value) -> Message {
 }
 
 async fn setup(llm: bool) -> (Harness, FakeDiscord, Handler) {
-    let h = if llm {
-        Harness::with_llm().await
-    } else {
-        Harness::offline().await
-    };
+    setup_on(None, llm).await
+}
+
+/// `setup` on `url`'s database (PostgreSQL) or a SQLite file of its own.
+async fn setup_on(url: Option<String>, llm: bool) -> (Harness, FakeDiscord, Handler) {
+    let h = harness_on(url, llm).await;
     let fake = FakeDiscord::start(TOKEN).await.unwrap();
     fake.add_text_channel(GUILD, GENERAL, "general", false);
     fake.add_text_channel(GUILD, MODS, "mods", true);
@@ -353,7 +355,7 @@ fn memory_command(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_memory_slash_command_answers_ephemerally() {
-    let (_h, fake, handler) = setup(false).await;
+    let (h, fake, handler) = setup(false).await;
     let at_bot = format!("<@{BOT_ID}>");
     handler
         .on_message(&message(payload(
@@ -413,6 +415,68 @@ async fn the_memory_slash_command_answers_ephemerally() {
         fake.sent().len(),
         2,
         "slash answers are not channel messages"
+    );
+    // Only alice saw those answers: they are kept in her private scope, never in the
+    // channel's history, its search or anyone else's prompt.
+    let guild = h
+        .store
+        .resolve_space(Platform::Discord, &GUILD.to_string(), SpaceKind::Group, "")
+        .await
+        .unwrap();
+    let channel = h
+        .store
+        .recent_messages(guild, &GENERAL.to_string(), 50)
+        .await
+        .unwrap();
+    assert!(
+        channel
+            .iter()
+            .any(|m| m.text.contains("remember that I love Rust")),
+        "positive control: the channel's own history"
+    );
+    for m in &channel {
+        assert!(
+            !m.text.contains("/memory") && !m.text.contains("User Preferences"),
+            "a private answer in the channel: {}",
+            m.text
+        );
+    }
+    let alice = h
+        .store
+        .find_identity(Platform::Discord, "111")
+        .await
+        .unwrap()
+        .unwrap();
+    let private = h
+        .store
+        .author_messages(alice, Some(&[Scope::Dm(alice)]))
+        .await
+        .unwrap();
+    assert!(
+        private
+            .iter()
+            .any(|(_, t)| t.contains("/memory search rust")),
+        "{private:?}"
+    );
+    let bob_in_general = engram::domain::Place {
+        platform: Platform::Discord,
+        space: guild,
+        space_kind: SpaceKind::Group,
+        channel: GENERAL.to_string(),
+        privacy: Privacy::GuildPublic,
+        dm_owner: None,
+    };
+    let bob = h
+        .store
+        .resolve_person(Platform::Discord, "222", "Bob")
+        .await
+        .unwrap();
+    let found = search_texts(&h, &bob_in_general, bob, "User Preferences rust memory").await;
+    assert!(
+        found
+            .iter()
+            .all(|t| !t.contains("User Preferences") && !t.contains("/memory")),
+        "{found:?}"
     );
 }
 
@@ -482,3 +546,339 @@ async fn mentions_are_names_for_the_model_and_ids_in_the_store() {
         "stored as ids: {stored:?}"
     );
 }
+
+/// `v` with these users mentioned (as Discord lists them beside the content).
+fn mentioning(mut v: Value, users: &[(u64, &str)]) -> Value {
+    let mut list = v["mentions"].as_array().cloned().unwrap_or_default();
+    list.extend(users.iter().map(|(id, name)| user(*id, name)));
+    v["mentions"] = json!(list);
+    v
+}
+
+/// `v` from a member with these roles.
+fn with_roles(mut v: Value, roles: &[u64]) -> Value {
+    v["member"]["roles"] = json!(roles.iter().map(u64::to_string).collect::<Vec<_>>());
+    v
+}
+
+/// The bot's last answer in the fake.
+fn last_answer(fake: &FakeDiscord) -> String {
+    fake.sent()
+        .last()
+        .map(|(_, b)| b["content"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+const CLOSED: u64 = 600;
+const EVERYONE_CLOSED: u64 = 600;
+const MEMBERS: u64 = 601;
+const STAFF_ROLE: u64 = 602;
+const MOD_ROLE: u64 = 603;
+const LOBBY: u64 = 30;
+const STAFF: u64 = 31;
+const CAROL: (u64, &str) = (333, "Carol");
+const DAVE: (u64, &str) = (444, "Dave");
+
+/// A server whose @everyone may not view channels; each channel opens to a role. Every such
+/// channel is restricted: what is said in #staff never reaches #lobby. Role and channel
+/// changes take effect at once. Members whose roles give Manage Messages are moderators.
+async fn privacy_follows_effective_permissions(url: Option<String>) {
+    let (h, fake, handler) = setup_on(url, false).await;
+    fake.set_roles(
+        CLOSED,
+        &[
+            (EVERYONE_CLOSED, discord_perm::SEND_MESSAGES),
+            (MEMBERS, discord_perm::VIEW_CHANNEL),
+            (STAFF_ROLE, discord_perm::VIEW_CHANNEL),
+            (MOD_ROLE, discord_perm::MANAGE_MESSAGES),
+        ],
+    );
+    fake.add_channel_with(
+        CLOSED,
+        LOBBY,
+        "lobby",
+        &[(MEMBERS, discord_perm::VIEW_CHANNEL, 0)],
+    );
+    fake.add_channel_with(
+        CLOSED,
+        STAFF,
+        "staff",
+        &[(STAFF_ROLE, discord_perm::VIEW_CHANNEL, 0)],
+    );
+    let at_bot = format!("<@{BOT_ID}>");
+    let say = |id: u64, channel: u64, who: (u64, &str), text: &str, about: &[(u64, &str)]| {
+        message(with_roles(
+            mentioning(payload(id, channel, Some(CLOSED), who, text), about),
+            if who == CAROL {
+                &[MEMBERS, STAFF_ROLE, MOD_ROLE]
+            } else {
+                &[MEMBERS, STAFF_ROLE]
+            },
+        ))
+    };
+    handler
+        .on_message(&say(
+            7000,
+            STAFF,
+            ALICE,
+            &format!("{at_bot} remember that the layoffs are Friday"),
+            &[],
+        ))
+        .await;
+    fake.wait_sent(1, WITHIN).await;
+    let ask = format!("{at_bot} what do you know about <@{}>", ALICE.0);
+    handler
+        .on_message(&say(7001, LOBBY, BOB, &ask, &[ALICE]))
+        .await;
+    fake.wait_sent(2, WITHIN).await;
+    let lobby = last_answer(&fake);
+    assert!(
+        !lobby.contains("layoffs"),
+        "#staff leaked into #lobby: {lobby}"
+    );
+    // Positive control: in #staff it is known.
+    handler
+        .on_message(&say(7002, STAFF, BOB, &ask, &[ALICE]))
+        .await;
+    fake.wait_sent(3, WITHIN).await;
+    assert!(
+        last_answer(&fake).contains("layoffs"),
+        "{}",
+        last_answer(&fake)
+    );
+    let space = h
+        .store
+        .resolve_space(Platform::Discord, &CLOSED.to_string(), SpaceKind::Group, "")
+        .await
+        .unwrap();
+    let scope = |channel: u64| {
+        let h = &h;
+        async move {
+            h.store
+                .recent_messages(space, &channel.to_string(), 50)
+                .await
+                .unwrap()
+                .last()
+                .map(|m| m.scope.clone())
+                .unwrap()
+        }
+    };
+    assert_eq!(scope(LOBBY).await, Scope::Channel(space, LOBBY.to_string()));
+
+    // Moderators come from the roles: carol (Manage Messages) may, dave may not.
+    let forget = format!("{at_bot} forget everything about <@{}>", ALICE.0);
+    handler
+        .on_message(&say(7003, STAFF, DAVE, &forget, &[ALICE]))
+        .await;
+    fake.wait_sent(4, WITHIN).await;
+    assert!(
+        last_answer(&fake).contains("Only Alice"),
+        "{}",
+        last_answer(&fake)
+    );
+    handler
+        .on_message(&say(7004, STAFF, CAROL, &forget, &[ALICE]))
+        .await;
+    fake.wait_sent(5, WITHIN).await;
+    assert!(
+        last_answer(&fake).starts_with("Done"),
+        "{}",
+        last_answer(&fake)
+    );
+
+    // @everyone is given View Channel: from the next message on, #lobby is public.
+    fake.set_roles(
+        CLOSED,
+        &[
+            (
+                EVERYONE_CLOSED,
+                discord_perm::SEND_MESSAGES | discord_perm::VIEW_CHANNEL,
+            ),
+            (MEMBERS, discord_perm::VIEW_CHANNEL),
+        ],
+    );
+    handler.on_role_update(serenity::all::GuildId::new(CLOSED));
+    handler
+        .on_message(&say(7005, LOBBY, BOB, "the lobby is open now", &[]))
+        .await;
+    assert_eq!(scope(LOBBY).await, Scope::Space(space));
+    handler
+        .on_message(&say(7006, STAFF, BOB, "staff is open too", &[]))
+        .await;
+    assert_eq!(scope(STAFF).await, Scope::Space(space));
+    // #staff is closed again by an overwrite: restricted at once, without waiting.
+    fake.add_channel_with(
+        CLOSED,
+        STAFF,
+        "staff",
+        &[
+            (EVERYONE_CLOSED, 0, discord_perm::VIEW_CHANNEL),
+            (STAFF_ROLE, discord_perm::VIEW_CHANNEL, 0),
+        ],
+    );
+    handler
+        .on_message(&say(7008, STAFF, BOB, "still here", &[]))
+        .await;
+    assert_eq!(scope(STAFF).await, Scope::Space(space), "cached until told");
+    handler.on_channel_update();
+    handler
+        .on_message(&say(7009, STAFF, BOB, "closed again", &[]))
+        .await;
+    assert_eq!(scope(STAFF).await, Scope::Channel(space, STAFF.to_string()));
+}
+
+/// Deleting a message (alone or in bulk) removes it and what came of it; an edit replaces
+/// the text everywhere.
+async fn deletes_and_edits_reach_the_memory(url: Option<String>) {
+    let (h, fake, handler) = setup_on(url, false).await;
+    let at_bot = format!("<@{BOT_ID}>");
+    handler
+        .on_message(&message(payload(
+            8000,
+            GENERAL,
+            Some(GUILD),
+            ALICE,
+            &format!("{at_bot} remember that my badge number is 4471"),
+        )))
+        .await;
+    handler
+        .on_message(&message(payload(
+            8001,
+            GENERAL,
+            Some(GUILD),
+            ALICE,
+            "the standup moved to Tuesday",
+        )))
+        .await;
+    handler
+        .on_message(&message(payload(
+            8002,
+            GENERAL,
+            Some(GUILD),
+            ALICE,
+            "bring the quarterly numbers",
+        )))
+        .await;
+    fake.wait_sent(1, WITHIN).await;
+    // The payloads are timed 09:mm (mm = id % 60): ask after them.
+    h.clock.advance(chrono::Duration::hours(1));
+    let ask = |id: u64| {
+        message(mentioning(
+            payload(
+                id,
+                GENERAL,
+                Some(GUILD),
+                BOB,
+                &format!("{at_bot} what do you know about <@{}>", ALICE.0),
+            ),
+            &[ALICE],
+        ))
+    };
+    handler.on_message(&ask(8003)).await;
+    fake.wait_sent(2, WITHIN).await;
+    let before = last_answer(&fake);
+    assert!(
+        before.contains("4471") && before.contains("Tuesday"),
+        "{before}"
+    );
+
+    handler
+        .on_message_delete(
+            serenity::all::ChannelId::new(GENERAL),
+            &[serenity::all::MessageId::new(8000)],
+            Some(serenity::all::GuildId::new(GUILD)),
+        )
+        .await;
+    let edit: serenity::all::MessageUpdateEvent = serde_json::from_value(json!({
+        "id": "8001", "channel_id": GENERAL.to_string(), "guild_id": GUILD.to_string(),
+        "author": user(ALICE.0, ALICE.1), "content": "the standup moved to Thursday",
+        "timestamp": "2026-11-20T09:01:00.000000+00:00", "edited_timestamp": "2026-11-20T09:30:00.000000+00:00"
+    }))
+    .unwrap();
+    handler.on_message_update(&edit).await;
+    handler
+        .on_message_delete(
+            serenity::all::ChannelId::new(GENERAL),
+            &[
+                serenity::all::MessageId::new(8002),
+                serenity::all::MessageId::new(9999),
+            ],
+            Some(serenity::all::GuildId::new(GUILD)),
+        )
+        .await;
+    handler.on_message(&ask(8004)).await;
+    fake.wait_sent(3, WITHIN).await;
+    let after = last_answer(&fake);
+    assert!(
+        !after.contains("4471") && !after.contains("Tuesday") && !after.contains("quarterly"),
+        "{after}"
+    );
+    assert!(after.contains("Thursday"), "{after}");
+    for gone in ["4471", "tuesday", "quarterly"] {
+        let left = rows_holding(&h, gone).await;
+        assert!(left.is_empty(), "{gone} still stored: {left:#?}");
+    }
+}
+
+/// Nothing the bot sends pings anyone: replies and slash answers carry empty allowed mentions,
+/// whatever text they quote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_never_ping() {
+    let (_h, fake, handler) = setup(false).await;
+    let at_bot = format!("<@{BOT_ID}>");
+    handler
+        .on_message(&message(payload(
+            9000,
+            GENERAL,
+            Some(GUILD),
+            ALICE,
+            &format!(
+                "{at_bot} remember that I owe @everyone and <@&42> and <@{}> a lunch",
+                BOB.0
+            ),
+        )))
+        .await;
+    handler
+        .on_message(&message(payload(
+            9001,
+            GENERAL,
+            Some(GUILD),
+            ALICE,
+            &format!("{at_bot} what do you know about me"),
+        )))
+        .await;
+    fake.wait_sent(2, WITHIN).await;
+    let cmd: serenity::all::CommandInteraction =
+        serde_json::from_value(memory_command(9002, GENERAL, Some(GUILD), ALICE, "")).unwrap();
+    handler.on_memory_command(&cmd).await;
+    let (_, quoted) = fake.sent().pop().unwrap();
+    assert!(
+        quoted["content"].as_str().unwrap().contains("@everyone"),
+        "{quoted}"
+    );
+    let bodies: Vec<Value> = fake
+        .sent()
+        .into_iter()
+        .map(|(_, b)| b)
+        .chain(fake.interactions().into_iter().map(|i| i["data"].clone()))
+        .collect();
+    assert_eq!(bodies.len(), 3);
+    for b in bodies {
+        let allowed = &b["allowed_mentions"];
+        assert_eq!(allowed["parse"], json!([]), "{b}");
+        assert!(
+            allowed["users"].as_array().is_none_or(|u| u.is_empty()),
+            "{b}"
+        );
+        assert!(
+            allowed["roles"].as_array().is_none_or(|r| r.is_empty()),
+            "{b}"
+        );
+        assert_ne!(allowed["replied_user"], json!(true), "{b}");
+    }
+}
+
+on_both_harnesses!(
+    privacy_follows_effective_permissions,
+    deletes_and_edits_reach_the_memory,
+);

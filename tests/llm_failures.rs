@@ -206,3 +206,30 @@ async fn garbled_answers_that_would_shrink_memory_are_refused() {
     let reply = h.dm("alice", "remember that I like coffee").await;
     assert!(reply.contains("word for word"), "{reply}");
 }
+
+/// The provider's error text (account and project ids) never reaches a chat.
+#[tokio::test]
+async fn provider_errors_stay_out_of_the_chat() {
+    let h = seeded().await;
+    for behavior in [
+        Behavior::Status(401),
+        Behavior::Status(500),
+        Behavior::Status(403),
+    ] {
+        h.fake().set_behavior(behavior.clone());
+        let reply = h.dm("alice", "how was your day?").await;
+        for detail in [
+            "org-fake123",
+            "proj_fake456",
+            "organization",
+            "HTTP",
+            "401",
+            "403",
+            "500",
+        ] {
+            assert!(!reply.contains(detail), "{behavior:?}: {detail} in {reply}");
+        }
+        // Positive control: the fallback still answers from memory.
+        assert!(reply.contains("I love Rust"), "{reply}");
+    }
+}

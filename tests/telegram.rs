@@ -2,9 +2,10 @@
 //! updates and answers through its sendMessage, in a private chat, a group and a forum topic:
 //! remember → recall, commands registered, long answers split, text sent as plain text.
 
+#[macro_use]
 mod common;
 use common::*;
-use engram::adapters::fake_telegram::{BOT_USERNAME, Chat, FakeTelegram};
+use engram::adapters::fake_telegram::{BOT_USERNAME, Chat, FakeTelegram, TgUser};
 use engram::adapters::split::utf16;
 use engram::adapters::telegram::{self, TelegramError, TelegramSettings};
 use engram::domain::{Platform, SpaceKind};
@@ -269,3 +270,104 @@ async fn engram_run_serves_telegram_until_sigterm_and_never_logs_the_token() {
     assert!(logs.contains("shutting down"), "{logs}");
     assert!(!logs.contains(TOKEN), "the token was printed: {logs}");
 }
+
+/// Telegram people go by @username: mentions resolve through it, a name two people share is
+/// asked about instead of guessed (a member renaming themselves gains nothing), a group's
+/// administrators are its moderators, an edit replaces the old text, and nothing is sent with
+/// a parse mode.
+async fn usernames_admins_and_edits(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    fake.set_admins(-100600, &[(2003, "Carol")]);
+    let running = start(&h, &fake, TOKEN);
+    let lab = Chat::Group {
+        id: -100600,
+        title: "Lab".into(),
+        topic: None,
+    };
+    let dana = TgUser {
+        id: 2001,
+        name: "Dana",
+        username: Some("dana_k"),
+    };
+    let alice = TgUser {
+        id: 2002,
+        name: "Alice",
+        username: Some("alice_w"),
+    };
+    let carol = TgUser {
+        id: 2003,
+        name: "Carol",
+        username: Some("carol_c"),
+    };
+    let eve = TgUser {
+        id: 2004,
+        name: "Dana",
+        username: Some("eve_x"),
+    };
+    let bot = format!("@{BOT_USERNAME}");
+    let mut sent = 0;
+    let mut ask = |who: &TgUser<'_>, text: &str| {
+        fake.push_from(&lab, who, &format!("{bot} {text}"), false);
+        sent += 1;
+        sent
+    };
+    let n = ask(&dana, "remember that I run the book club");
+    fake.wait_sent(n, WITHIN).await;
+    let n = ask(&alice, "what do you know about @dana_k");
+    fake.wait_sent(n, WITHIN).await;
+    let answer = fake.sent_to(-100600).pop().unwrap();
+    assert!(answer.contains("book club"), "by username: {answer}");
+
+    // Eve calls herself "Dana" too: the name is no longer enough.
+    fake.push_from(&lab, &eve, "hi all", false);
+    let n = ask(&alice, "what do you know about Dana");
+    fake.wait_sent(n, WITHIN).await;
+    let answer = fake.sent_to(-100600).pop().unwrap();
+    assert!(
+        answer.contains("More than one")
+            && answer.contains("@dana_k")
+            && !answer.contains("book club"),
+        "{answer}"
+    );
+    let n = ask(&eve, "what do you know about me");
+    fake.wait_sent(n, WITHIN).await;
+    let answer = fake.sent_to(-100600).pop().unwrap();
+    assert!(
+        !answer.contains("book club"),
+        "a renamed member read another's memory: {answer}"
+    );
+
+    // Moderators are the group's administrators.
+    let n = ask(&alice, "forget everything about @dana_k");
+    fake.wait_sent(n, WITHIN).await;
+    let answer = fake.sent_to(-100600).pop().unwrap();
+    assert!(answer.contains("Only Dana"), "{answer}");
+    let n = ask(&carol, "forget everything about @dana_k");
+    fake.wait_sent(n, WITHIN).await;
+    let answer = fake.sent_to(-100600).pop().unwrap();
+    assert!(
+        answer.starts_with("Done"),
+        "an administrator moderates: {answer}"
+    );
+    let n = ask(&alice, "what do you know about @dana_k");
+    fake.wait_sent(n, WITHIN).await;
+    assert!(!fake.sent_to(-100600).pop().unwrap().contains("book club"));
+
+    // An edit replaces the text (handled before the next message is answered).
+    let id = fake.push_from(&lab, &dana, "the club meets at the Lighthouse cafe", false);
+    fake.push_edit(&lab, &dana, id, "the club meets at the Harbour pub");
+    let n = ask(&alice, "help");
+    fake.wait_sent(n, WITHIN).await;
+    assert!(rows_holding(&h, "lighthouse").await.is_empty());
+    assert!(!rows_holding(&h, "harbour").await.is_empty());
+    for m in fake.sent() {
+        assert!(
+            m.get("parse_mode").is_none(),
+            "plain text, never markup: {m}"
+        );
+    }
+    running.stop().await.unwrap();
+}
+
+on_both_harnesses!(usernames_admins_and_edits);

@@ -28,6 +28,9 @@ pub enum Behavior {
     Hang,
     /// 200 with exactly this content.
     Content(String),
+    /// `Smart`, but a reply with tools makes the calls written in any message it was shown,
+    /// whoever wrote it: a model that a prompt injection sways.
+    Gullible,
 }
 
 #[derive(Debug, Clone)]
@@ -159,9 +162,10 @@ async fn handle(State(shared): State<Arc<Mutex<Shared>>>, Json(body): Json<Value
         Behavior::Status(_) | Behavior::RateLimited | Behavior::Hang => unreachable!(),
         Behavior::Content(content) => completion(&content, &body),
         Behavior::InvalidJson => completion("Sure! Here is what I think: {facts: oops", &body),
-        Behavior::Smart if task == "tool_chat" => tool_chat(&body),
-        Behavior::Smart if task == "reply" && has_tools(&body) => tool_reply(&body),
-        Behavior::Smart => completion(&smart_answer(&task, &body), &body),
+        Behavior::Smart | Behavior::Gullible if task == "tool_chat" => tool_chat(&body),
+        Behavior::Smart if task == "reply" && has_tools(&body) => tool_reply(&body, false),
+        Behavior::Gullible if task == "reply" && has_tools(&body) => tool_reply(&body, true),
+        Behavior::Smart | Behavior::Gullible => completion(&smart_answer(&task, &body), &body),
     }
 }
 
@@ -170,9 +174,9 @@ fn has_tools(body: &Value) -> bool {
 }
 
 /// Task `reply` with the memory tools offered: calls written as `<call name="TOOL">ARGS</call>`
-/// in the current message (the last one of the conversation) are made; once their results
-/// are in, the reply quotes them.
-fn tool_reply(body: &Value) -> Response {
+/// in the current message (the last one of the conversation; any message at all when
+/// `gullible`) are made; once their results are in, the reply quotes them.
+fn tool_reply(body: &Value, gullible: bool) -> Response {
     let (results, user) = tool_round(body);
     if !results.is_empty() {
         return completion(
@@ -180,14 +184,19 @@ fn tool_reply(body: &Value) -> Response {
             body,
         );
     }
-    let last = elements(&user, "message")
-        .pop()
+    let said: Vec<String> = elements(&user, "message")
+        .into_iter()
         .map(|(_, t)| t)
-        .unwrap_or_default();
-    if elements(&last, "call").is_empty() {
+        .collect();
+    let obeyed = if gullible {
+        said.join("\n")
+    } else {
+        said.last().cloned().unwrap_or_default()
+    };
+    if elements(&obeyed, "call").is_empty() {
         return completion(&smart_answer("reply", body), body);
     }
-    tool_calls(&last)
+    tool_calls(&obeyed)
 }
 
 /// The `<call name="TOOL">ARGS</call>` elements of `text` as one assistant turn of tool calls.
@@ -243,7 +252,9 @@ async fn failure(behavior: &Behavior) -> Option<Response> {
     match behavior {
         Behavior::Status(code) => {
             let status = StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            Some((status, Json(json!({"error": {"message": "fake failure"}}))).into_response())
+            // Providers put account details in their errors: they must never reach a chat.
+            let message = "fake failure for organization org-fake123, project proj_fake456";
+            Some((status, Json(json!({"error": {"message": message}}))).into_response())
         }
         Behavior::RateLimited => {
             let mut headers = HeaderMap::new();
@@ -301,7 +312,7 @@ async fn handle_embeddings(
             "data": [{"index": 0, "embedding": [0.5, 0.5]}]
         }))
         .into_response(),
-        Behavior::Smart => {
+        Behavior::Smart | Behavior::Gullible => {
             let data: Vec<Value> = inputs
                 .iter()
                 .enumerate()

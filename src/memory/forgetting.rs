@@ -89,6 +89,8 @@ struct Removed {
     method: Option<Method>,
     /// The texts removed, to find quotes of them.
     needles: Vec<String>,
+    /// Messages deleted (with the bot's replies to them).
+    messages: u64,
 }
 
 impl MemoryManager {
@@ -138,13 +140,14 @@ impl MemoryManager {
         let ids: Vec<i64> = gone.iter().map(|h| h.id).collect();
         removed.items += self.store.delete_hearsay(req.subject, &ids).await? as usize;
         removed.needles.extend(gone.iter().map(|h| h.text.clone()));
+        // The "remember this about …" that told it goes with it (and the bot's answer).
+        let mut messages: Vec<MessageId> = gone.iter().filter_map(|h| h.source_message).collect();
         if !owner && removed.items == 0 {
             return Err(MemoryError::NotAllowed(format!(
                 "Only {} (or a moderator) can make me forget things about {}; you can take back only what you told me yourself. Nothing was changed.",
                 req.subject_name, req.subject_name
             )));
         }
-        let mut messages: Vec<MessageId> = Vec::new();
         if owner {
             let fact_scopes = match reach {
                 Reach::Everywhere => self.store.fact_scopes(req.subject).await?,
@@ -191,9 +194,9 @@ impl MemoryManager {
             }
         }
         messages.extend(self.bot_quotes(reach.scopes(), &removed.needles).await?);
-        let deleted = self.store.delete_messages(&messages).await?;
+        removed.messages = self.store.delete_messages(&messages).await?;
         self.purge_caches();
-        info!(subject = %req.subject, actor = %req.actor, items = removed.items, messages = deleted, "forgotten");
+        info!(subject = %req.subject, actor = %req.actor, items = removed.items, messages = removed.messages, "forgotten");
         Ok(removed)
     }
 
@@ -279,14 +282,10 @@ impl MemoryManager {
                 .into_iter()
                 .map(|e| e.value),
         );
-        needles.extend(
-            self.store
-                .hearsay(person, None)
-                .await?
-                .into_iter()
-                .map(|h| h.text),
-        );
+        let told = self.store.hearsay(person, None).await?;
+        needles.extend(told.iter().map(|h| h.text.clone()));
         let mut removed = self.store.clear_entries(person).await?;
+        // Every message they wrote, and the "remember this about …" others told about them.
         let mut messages: Vec<MessageId> = self
             .store
             .author_messages(person, None)
@@ -294,6 +293,7 @@ impl MemoryManager {
             .into_iter()
             .map(|(id, _)| id)
             .collect();
+        messages.extend(told.iter().filter_map(|h| h.source_message));
         messages.extend(self.bot_quotes(None, &needles).await?);
         removed += self.store.delete_messages(&messages).await?;
         self.purge_caches();
@@ -301,13 +301,14 @@ impl MemoryManager {
     }
 
     /// A platform message was deleted: it leaves the history with everything derived from it
-    /// (the store's part), and a "remember that …" it carried (`fact`) is forgotten where it
-    /// was said. Returns the messages deleted.
+    /// (the store's part) and the bot's messages quoting it, and a "remember that …" it
+    /// carried (`fact`) is forgotten where it was said. Returns the messages deleted.
     pub async fn forget_message(
         &self,
         message: &StoredMessage,
         fact: Option<&str>,
     ) -> Result<u64, MemoryError> {
+        let mut removed = 0;
         if let Some(fact) = fact.filter(|f| !f.trim().is_empty()) {
             // Only the scope matters to a forget with an explicit reach; the place is the
             // message's own.
@@ -332,16 +333,24 @@ impl MemoryManager {
                 text: fact,
                 source: Some(message.id),
             };
-            self.forget_in(
-                &req,
-                &Reach::Scopes(vec![message.scope.clone()]),
-                Some(fact),
-            )
-            .await?;
+            removed += self
+                .forget_in(
+                    &req,
+                    &Reach::Scopes(vec![message.scope.clone()]),
+                    Some(fact),
+                )
+                .await?
+                .messages;
         }
-        let deleted = self.store.delete_messages(&[message.id]).await?;
+        // The message, and the bot's messages that quoted it (wherever they were said).
+        let mut ids = vec![message.id];
+        ids.extend(
+            self.bot_quotes(None, std::slice::from_ref(&message.text))
+                .await?,
+        );
+        removed += self.store.delete_messages(&ids).await?;
         self.purge_caches();
-        Ok(deleted)
+        Ok(removed)
     }
 
     /// Drops every cached copy of memory in this process (forget, clear, a deleted message,

@@ -286,3 +286,145 @@ macro_rules! on_both_backends {
         }
     };
 }
+
+/// Every value of every table of the harness's database as text, one line per row (sqlx's
+/// migration log aside). What was forgotten must appear nowhere in it: not in a row, a
+/// posting (stems: "salari"), a summary, an episode or a vector's table.
+pub async fn database_text(h: &Harness) -> String {
+    use sqlx::{Connection, Row};
+    let url = &h.config.store.url;
+    let mut out = String::new();
+    if url.starts_with("postgres") {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' \
+             AND table_type = 'BASE TABLE' AND table_name <> '_sqlx_migrations' ORDER BY 1",
+        )
+        .fetch_all(&mut c)
+        .await
+        .unwrap();
+        for t in tables {
+            let sql = format!("SELECT t::text FROM {t} t");
+            for row in sqlx::query(sqlx::AssertSqlSafe(sql))
+                .fetch_all(&mut c)
+                .await
+                .unwrap()
+            {
+                out.push_str(&format!("{t}: {}\n", row.get::<String, _>(0)));
+            }
+        }
+    } else {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
+             AND name <> '_sqlx_migrations' ORDER BY 1",
+        )
+        .fetch_all(&mut c)
+        .await
+        .unwrap();
+        for t in tables {
+            let cols: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT name FROM pragma_table_info('{t}')"
+            )))
+            .fetch_all(&mut c)
+            .await
+            .unwrap();
+            let row = cols
+                .iter()
+                .map(|col| {
+                    format!(
+                        "COALESCE(CASE WHEN typeof(\"{col}\") = 'blob' THEN hex(\"{col}\") ELSE CAST(\"{col}\" AS TEXT) END, '')"
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" || ' | ' || ");
+            let sql = format!("SELECT {row} FROM \"{t}\"");
+            for r in sqlx::query(sqlx::AssertSqlSafe(sql))
+                .fetch_all(&mut c)
+                .await
+                .unwrap()
+            {
+                out.push_str(&format!("{t}: {}\n", r.get::<String, _>(0)));
+            }
+        }
+    }
+    out
+}
+
+/// The lines of `database_text` that hold `needle` (case-insensitive).
+pub async fn rows_holding(h: &Harness, needle: &str) -> Vec<String> {
+    let needle = needle.to_lowercase();
+    database_text(h)
+        .await
+        .lines()
+        .filter(|l| l.to_lowercase().contains(&needle))
+        .map(str::to_string)
+        .collect()
+}
+
+/// What hybrid search finds for `query` among what may surface at `place` for `asker`.
+pub async fn search_texts(
+    h: &Harness,
+    place: &engram::domain::Place,
+    asker: PersonId,
+    query: &str,
+) -> Vec<String> {
+    h.bot
+        .memory()
+        .retriever()
+        .search(
+            query,
+            &place.visible_scopes(asker),
+            Some(asker),
+            h.clock.now(),
+            20,
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.message.text)
+        .collect()
+}
+
+impl Harness {
+    /// The place where `who` speaks with `opts` (as the console adapter builds it).
+    pub async fn place(&self, opts: &ConsoleOptions, who: &str) -> engram::domain::Place {
+        use engram::domain::{Place, Privacy};
+        let person = self.person(who).await;
+        match &opts.space {
+            None => Place {
+                platform: Platform::Console,
+                space: self
+                    .store
+                    .resolve_space(
+                        Platform::Console,
+                        &format!("dm:{who}"),
+                        SpaceKind::Private,
+                        who,
+                    )
+                    .await
+                    .unwrap(),
+                space_kind: SpaceKind::Private,
+                channel: format!("dm:{who}"),
+                privacy: Privacy::Dm,
+                dm_owner: Some(person),
+            },
+            Some(space) => Place {
+                platform: Platform::Console,
+                space: self
+                    .store
+                    .resolve_space(Platform::Console, space, SpaceKind::Group, space)
+                    .await
+                    .unwrap(),
+                space_kind: SpaceKind::Group,
+                channel: opts.channel.clone(),
+                privacy: if opts.restricted {
+                    Privacy::ChannelRestricted
+                } else {
+                    Privacy::GuildPublic
+                },
+                dm_owner: None,
+            },
+        }
+    }
+}
