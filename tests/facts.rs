@@ -1,6 +1,7 @@
 //! Track 1 end to end: remember / forget / recall through `Bot::handle`, offline and with the
 //! fake LLM, plus who may forget what.
 
+#[macro_use]
 mod common;
 use common::*;
 use engram::domain::Scope;
@@ -69,9 +70,8 @@ async fn forget_says_whether_it_found_the_fact() {
 /// What someone tells about another person is kept as theirs: it never touches that person's
 /// own facts, it is shown as what the teller said, and only the person, a moderator or the
 /// teller (their own words) can remove it.
-#[tokio::test]
-async fn facts_about_others_are_kept_as_what_the_teller_said() {
-    let h = Harness::offline().await;
+async fn facts_about_others_are_kept_as_what_the_teller_said(url: Option<String>) {
+    let h = harness_on(url, false).await;
     let lab = group("lab");
     h.say_in(&lab, "bob", "hi all").await;
     h.say_in(&lab, "bob", "Engram, remember that I live in Berlin")
@@ -104,6 +104,9 @@ async fn facts_about_others_are_kept_as_what_the_teller_said() {
         shown.contains("Berlin") && shown.contains("alice says: he plays chess"),
         "{shown}"
     );
+    // Bob sees who told what, in his own private chat too.
+    let view = h.dm("bob", "/memory").await;
+    assert!(view.contains("alice says: he plays chess"), "{view}");
 
     // Someone else can neither remove it nor touch what bob said himself.
     for attack in [
@@ -222,3 +225,5 @@ async fn concurrent_updates_about_one_person_both_land() {
     assert!(a.unwrap().starts_with("Got it") && c.unwrap().starts_with("Got it"));
     assert_eq!(h.store.hearsay(bob, None).await.unwrap().len(), 2);
 }
+
+on_both_harnesses!(facts_about_others_are_kept_as_what_the_teller_said);

@@ -298,3 +298,54 @@ async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
     };
     assert_eq!(engram::store::Change::parse(&cleared.payload()), cleared);
 }
+
+/// Process B cached what it knew about carol (her facts, today's summary with the LLM, the
+/// merged text); in process A she forgets one thing, then clears everything: B never serves
+/// the old text, in either case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_forget_and_clear_elsewhere_are_never_served_stale() {
+    let Some(url) = fresh_postgres_url().await else {
+        return;
+    };
+    let fake = FakeLlmServer::start().await.unwrap();
+    let (a, b) = two_bots(&url, &fake).await;
+    let lab = group("lab");
+    a.say_in(&lab, "carol", "Engram, remember that my salary is 90k")
+        .await;
+    a.say_in(&lab, "carol", "Engram, remember that I like tea")
+        .await;
+    a.say_in(&lab, "carol", "my sister moves to Oslo in May")
+        .await;
+    let ask = "Engram, what do you know about @carol";
+    let cached = b.say_in(&lab, "bob", ask).await.unwrap();
+    assert!(
+        cached.contains("90k") && cached.contains("tea") && cached.contains("Oslo"),
+        "B reads and caches carol's memory: {cached}"
+    );
+    let mut applied = b.bot.memory().changes_applied();
+    let before = *applied.borrow_and_update();
+    a.say_in(&lab, "carol", "Engram, forget that my salary is 90k")
+        .await;
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        applied.wait_for(|n| *n > before),
+    )
+    .await
+    .expect("B heard about the forget")
+    .unwrap();
+    let reply = b.say_in(&lab, "bob", ask).await.unwrap();
+    assert!(!reply.contains("90k") && reply.contains("tea"), "{reply}");
+
+    let before = *applied.borrow_and_update();
+    a.say_in(&lab, "carol", "Engram, /memory clear").await;
+    a.say_in(&lab, "carol", "Engram, yes").await;
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        applied.wait_for(|n| *n > before),
+    )
+    .await
+    .expect("B heard about the clear")
+    .unwrap();
+    let reply = b.say_in(&lab, "bob", ask).await.unwrap();
+    assert!(!reply.contains("tea") && !reply.contains("Oslo"), "{reply}");
+}
