@@ -32,6 +32,20 @@ pub struct Reply {
     pub text: String,
 }
 
+/// An account as shown to its owner: "Alice (@alice_w, id 1001) on telegram".
+fn account_line(a: &crate::store::Account) -> String {
+    match &a.username {
+        Some(u) => format!(
+            "{} (@{u}, id {}) on {}",
+            a.display_name, a.external_id, a.platform
+        ),
+        None => format!(
+            "{} (id {}) on {}",
+            a.display_name, a.external_id, a.platform
+        ),
+    }
+}
+
 /// How long a `/memory link` code can be used, and the window of the wrong-code limit.
 const LINK_CODE_MINUTES: i64 = 10;
 /// Wrong link codes one account may try within that window.
@@ -210,10 +224,10 @@ impl Bot {
     }
 
     /// A platform message was edited: the old text leaves everything (as for a delete), and
-    /// the new one is stored in its place, as said at the same time. It is not answered.
+    /// the new one is stored in its place, as said at the same time. It is not answered. An
+    /// edit of a message the bot does not keep (never seen, forgotten, cleared) stays out.
     pub async fn message_edited(&self, msg: &IncomingMessage) -> Result<(), MemoryError> {
-        let mut msg = msg.clone();
-        if let Some(old) = self
+        let Some(old) = self
             .store
             .message_by_external(
                 msg.platform,
@@ -222,14 +236,16 @@ impl Bot {
                 &msg.external_id,
             )
             .await?
-        {
-            if old.text == link::redact(&sanitize(&msg.text)) {
-                return Ok(());
-            }
-            let fact = self.remembered_in(&old);
-            self.memory.forget_message(&old, fact.as_deref()).await?;
-            msg.sent_at = old.sent_at;
+        else {
+            return Ok(());
+        };
+        if old.text == link::redact(&sanitize(&msg.text)) {
+            return Ok(());
         }
+        let fact = self.remembered_in(&old);
+        self.memory.forget_message(&old, fact.as_deref()).await?;
+        let mut msg = msg.clone();
+        msg.sent_at = old.sent_at;
         self.ingestor.ingest(&msg).await?;
         Ok(())
     }
@@ -595,19 +611,21 @@ impl Bot {
         if person == ingested.message.author {
             return Ok("This account is already linked to that one.".to_string());
         }
+        // Names can be faked: the accounts are shown with their usernames and ids too.
         let others: Vec<String> = self
             .store
             .accounts(person)
             .await?
             .iter()
-            .map(|a| format!("{} on {}", a.display_name, a.platform))
+            .map(account_line)
             .collect();
         self.pending
             .insert(Self::pending_key(ingested), Pending::Link { code_hash });
         Ok(format!(
-            "This joins this {} account ({}) with {}: your private memory and what I know about you everywhere will be shared between them. Reply \"yes\" to link them or \"no\" to cancel.",
+            "This joins this {} account ({}, id {}) with {}: your private memory and what I know about you everywhere will be shared between them. Only say yes if that is your own account. Reply \"yes\" to link them or \"no\" to cancel.",
             place.platform,
             ingested.message.author_name,
+            ingested.author_external_id,
             others.join(", ")
         ))
     }
@@ -620,7 +638,7 @@ impl Bot {
         }
         let list: Vec<String> = accounts
             .iter()
-            .map(|a| format!("- {} on {}", a.display_name, a.platform))
+            .map(|a| format!("- {}", account_line(a)))
             .collect();
         Ok(format!(
             "These accounts share your memory:\n{}\n\"/memory unlink\" separates them (\"/memory unlink discord\" or \"/memory unlink telegram\" cuts that one).",
@@ -707,11 +725,13 @@ impl Bot {
             Pending::Forget { entries, told } => {
                 let ids: Vec<i64> = entries.iter().map(|(id, _)| *id).collect();
                 let mut n = self.memory.entries().delete(person, &ids).await? as usize;
+                // What others said goes with what told and showed it, and nothing of theirs
+                // is taken for the person's own words.
                 let told_ids: Vec<i64> = told.iter().map(|(id, _)| *id).collect();
-                n += self.store.delete_hearsay(person, &told_ids).await? as usize;
-                // What was said when it was captured is also in the facts text, the notes,
-                // the messages and the bot's answers: forget it there too.
-                for (_, value) in entries.iter().chain(told.iter()) {
+                n += self.memory.forget_statements(person, &told_ids).await? as usize;
+                // What was said when an entry was captured is also in the facts text, the
+                // notes, the messages and the bot's answers: forget it there too.
+                for (_, value) in &entries {
                     let req = self.fact_request(ingested, person, &name, false, value);
                     if let Err(e) = self.memory.forget(&req).await {
                         warn!(error = %e, "forgetting a deleted entry everywhere failed");

@@ -50,19 +50,48 @@ pub fn sanitize(text: &str) -> String {
         .to_string()
 }
 
+/// The length in bytes of the start of `text` that is `prefix`, case aside (each character
+/// compared by its lowercase form, so characters whose lowercase is longer or shorter, like
+/// 'İ' or the Kelvin sign, never shift what is cut). None when `text` does not start so.
+pub fn prefix_len_ignore_case(text: &str, prefix: &str) -> Option<usize> {
+    let mut want = prefix.chars().flat_map(char::to_lowercase);
+    let mut len = 0;
+    let mut pending: Vec<char> = Vec::new();
+    for c in text.chars() {
+        pending.clear();
+        pending.extend(c.to_lowercase());
+        for l in &pending {
+            if want.next() != Some(*l) {
+                return None;
+            }
+        }
+        len += c.len_utf8();
+        if want.clone().next().is_none() {
+            return Some(len);
+        }
+    }
+    want.next().is_none().then_some(len)
+}
+
+/// Where `needle` first occurs in `text` from byte `from` on, case aside, as a byte range of
+/// `text` (always on character boundaries).
+pub fn find_ignore_case(text: &str, needle: &str, from: usize) -> Option<(usize, usize)> {
+    text.char_indices()
+        .filter(|(i, _)| *i >= from)
+        .find_map(|(i, _)| prefix_len_ignore_case(&text[i..], needle).map(|n| (i, i + n)))
+}
+
 /// If `text` addresses the bot by name at the start ("Engram, …", "@Engram …", "engram: …")
 /// or by an @mention anywhere, the text without that address.
 pub fn strip_address(text: &str, bot_name: &str) -> Option<String> {
-    let lower = text.to_lowercase();
-    let name = bot_name.to_lowercase();
-    for prefix in [format!("@{name}"), name.clone()] {
-        if let Some(rest) = lower.strip_prefix(&prefix)
-            && rest
+    for prefix in [format!("@{bot_name}"), bot_name.to_string()] {
+        if let Some(len) = prefix_len_ignore_case(text, &prefix)
+            && text[len..]
                 .chars()
                 .next()
                 .is_none_or(|c| !c.is_alphanumeric() && c != '_')
         {
-            let rest = &text[text.len() - rest.len()..];
+            let rest = &text[len..];
             return Some(
                 rest.trim_start_matches([',', ':', '!', ' ', '\t', '\n'])
                     .trim()
@@ -70,14 +99,12 @@ pub fn strip_address(text: &str, bot_name: &str) -> Option<String> {
             );
         }
     }
-    let mention = format!("@{name}");
+    let mention = format!("@{bot_name}");
     let mut out = Vec::new();
     let mut found = false;
     for word in text.split(' ') {
-        let bare = word
-            .trim_end_matches([',', ':', '!', '?', '.'])
-            .to_lowercase();
-        if bare == mention {
+        let bare = word.trim_end_matches([',', ':', '!', '?', '.']);
+        if prefix_len_ignore_case(bare, &mention) == Some(bare.len()) {
             found = true;
         } else {
             out.push(word);
@@ -147,17 +174,25 @@ impl Ingestor {
             ),
         };
         let is_command = addressed && !matches!(parse_command(&command_text), Command::Chat);
+        // Link codes never reach the stored text; one seen outside a private chat (however it
+        // is spelled out) is dead at once, as anyone there could use it.
+        let mut stored_text = link::redact(&text);
         if !private {
-            // Anyone here could use a code they saw: it is dead now.
-            let seen: Vec<String> = link::code_words(&text)
-                .into_iter()
-                .map(link::code_hash)
-                .collect();
-            if !seen.is_empty() && self.store.revoke_link_codes(&seen).await? > 0 {
+            let spans = link::code_spans(&text);
+            let hashes: Vec<String> = spans.iter().map(|(c, _)| link::code_hash(c)).collect();
+            let revoked = self.store.revoke_link_codes(&hashes).await?;
+            if !revoked.is_empty() {
                 warn!(
                     platform = msg.platform.as_str(),
                     "a link code was posted outside a private chat: revoked"
                 );
+                let seen: Vec<std::ops::Range<usize>> = spans
+                    .into_iter()
+                    .zip(hashes)
+                    .filter(|(_, h)| revoked.contains(h))
+                    .map(|((_, r), _)| r)
+                    .collect();
+                stored_text = link::redact(&link::redact_spans(&text, &seen));
             }
         }
         // An answer only the author sees is kept with them: a channel of its own in their
@@ -184,7 +219,7 @@ impl Ingestor {
                 is_command,
                 external_id: msg.external_id.clone(),
                 reply_to: msg.reply_to_external_id.clone(),
-                text: link::redact(&text),
+                text: stored_text.clone(),
                 sent_at: msg.sent_at,
                 withheld,
             })
@@ -227,7 +262,7 @@ impl Ingestor {
                 author,
                 author_name,
                 is_bot: msg.author_is_bot,
-                text: link::redact(&text),
+                text: stored_text,
                 sent_at: msg.sent_at,
                 episode: None,
             },
@@ -302,6 +337,28 @@ mod tests {
         assert_eq!(strip_address("Engrams are neat", "Engram"), None);
         assert_eq!(strip_address("I like engram", "Engram"), None);
         assert_eq!(strip_address("Engram", "Engram").as_deref(), Some(""));
+    }
+
+    #[test]
+    fn case_folding_that_changes_length_never_breaks_a_cut() {
+        // 'İ' lowercases to two characters (3 bytes), the Kelvin sign to 'k' (1 byte).
+        assert_eq!(
+            strip_address("Engram, İİİİİİİİ", "Engram").as_deref(),
+            Some("İİİİİİİİ")
+        );
+        assert_eq!(strip_address("\u{212A} @engram_bot", "Engram"), None);
+        assert_eq!(
+            strip_address("@Engram \u{212A}", "Engram").as_deref(),
+            Some("\u{212A}")
+        );
+        assert_eq!(strip_address("İ", "Engram"), None);
+        assert_eq!(prefix_len_ignore_case("\u{212A}elvin", "kelvin"), Some(8));
+        assert_eq!(prefix_len_ignore_case("ab", "abc"), None);
+        assert_eq!(
+            find_ignore_case("xx\u{212A}ELVIN yy", "kelvin", 0),
+            Some((2, 10))
+        );
+        assert_eq!(find_ignore_case("İİ engram", "ENGRAM", 0), Some((5, 11)));
     }
 
     #[test]

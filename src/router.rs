@@ -155,13 +155,7 @@ pub fn parse_command(text: &str) -> Command {
     if text.eq_ignore_ascii_case("help") || text == "?" {
         return Command::Help;
     }
-    for prefix in ["/memory", "memory"] {
-        if let Some(rest) = after(text, prefix)
-            && (prefix == "/memory" || rest.is_empty())
-        {
-            return Command::Memory(memory_command(rest));
-        }
-    }
+    // Answers first: "/memory confirm" (as a Discord slash command sends it) is one.
     let lower = text.to_lowercase();
     let lower = lower.trim_end_matches(['.', '!']);
     if [
@@ -169,6 +163,7 @@ pub fn parse_command(text: &str) -> Command {
         "y",
         "confirm",
         "/memory confirm",
+        "/memory yes",
         "yes please",
         "do it",
     ]
@@ -176,8 +171,15 @@ pub fn parse_command(text: &str) -> Command {
     {
         return Command::Confirm(true);
     }
-    if ["no", "n", "cancel", "/memory cancel", "stop"].contains(&lower) {
+    if ["no", "n", "cancel", "/memory cancel", "/memory no", "stop"].contains(&lower) {
         return Command::Confirm(false);
+    }
+    for prefix in ["/memory", "memory"] {
+        if let Some(rest) = after(text, prefix)
+            && (prefix == "/memory" || rest.is_empty())
+        {
+            return Command::Memory(memory_command(rest));
+        }
     }
     // The other explicit-capture phrases of the seed: always about the speaker.
     for phrase in CAPTURE_PHRASES {
@@ -363,6 +365,8 @@ mod tests {
         );
         assert_eq!(parse_command("memory is hard"), Command::Chat);
         assert_eq!(parse_command("Yes."), Command::Confirm(true));
+        assert_eq!(parse_command("/memory confirm"), Command::Confirm(true));
+        assert_eq!(parse_command("/memory cancel"), Command::Confirm(false));
         assert_eq!(parse_command("cancel"), Command::Confirm(false));
         assert_eq!(parse_command(""), Command::Chat);
     }

@@ -59,6 +59,20 @@ fn prompts_since(h: &Harness, from: usize) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// What the model was shown, or (offline) what the bot answered, when `who` said `text` in
+/// private: where a forgotten thing would show up again.
+async fn seen_for(h: &Harness, who: &str, text: &str) -> String {
+    let from = h.fake.as_ref().map_or(0, |f| f.total());
+    let reply = h.dm(who, text).await;
+    if h.fake.is_some() {
+        let prompts = prompts_since(h, from);
+        assert!(!prompts.is_empty(), "a reply is made with the model");
+        prompts.join("\n")
+    } else {
+        reply
+    }
+}
+
 async fn forget_leaves_nothing(url: Option<String>, llm: bool) {
     let h = harness_on(url, llm).await;
     let dm = ConsoleOptions::private("alice");
@@ -85,21 +99,24 @@ async fn forget_leaves_nothing(url: Option<String>, llm: bool) {
     if llm {
         assert_eq!(h.store.message_vectors(&stated).await.unwrap().len(), 2);
     }
+    assert!(
+        h.store
+            .entries(alice, None)
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| e.value.contains("90k"))
+    );
+    let seen = seen_for(&h, "alice", "hello, what should I negotiate?").await;
+    assert!(seen.contains("90k"), "{seen}");
 
     let reply = h.dm("alice", "forget that my salary is 90k").await;
     assert!(reply.contains("forgotten"), "{reply}");
-    let asked_from = h.fake.as_ref().map_or(0, |f| f.total());
-    let hello = h.dm("alice", "hello").await;
-    assert!(!hello.contains("90k"), "{hello}");
+    let seen = seen_for(&h, "alice", "hello, what should I negotiate?").await;
+    assert!(!seen.contains("90k"), "{seen}");
     let recall = h.dm("alice", "what do you know about me").await;
     assert!(!recall.contains("90k"), "{recall}");
     assert!(recall.contains("Rust"), "the rest stays: {recall}");
-    for prompt in prompts_since(&h, asked_from) {
-        assert!(
-            !prompt.contains("90k"),
-            "a prompt after the forget: {prompt}"
-        );
-    }
     assert!(
         search_texts(&h, &place, alice, "salary 90k")
             .await
@@ -174,9 +191,36 @@ async fn clear_leaves_nothing(url: Option<String>) {
             .is_empty()
     );
     assert!(!rows_holding(&h, "divorce").await.is_empty());
+    index(&h).await;
+    let said: Vec<MessageId> = h
+        .store
+        .author_messages(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(
+        h.store.message_vectors(&said).await.unwrap().len(),
+        said.len(),
+        "her messages have vectors"
+    );
+    let secret_in = |text: &str| {
+        ["divorce", "job hunting", "bikes"]
+            .into_iter()
+            .find(|s| text.contains(s))
+    };
+    assert!(
+        h.fake()
+            .requests()
+            .iter()
+            .any(|r| secret_in(&r.text()).is_some()),
+        "positive control: prompts held her words before"
+    );
 
     assert!(h.dm("alice", "/memory clear").await.contains("yes"));
     assert!(h.dm("alice", "yes").await.starts_with("Done"));
+    let cleared_at = h.fake().total();
     let mine = h.dm("alice", "what do you know about me").await;
     for gone in ["divorce", "Rust", "job hunting", "bikes"] {
         assert!(!mine.contains(gone), "{gone}: {mine}");
@@ -201,6 +245,34 @@ async fn clear_leaves_nothing(url: Option<String>) {
         .unwrap();
     assert!(bobs.contains("build is green"), "{bobs}");
     index(&h).await;
+    // Nothing re-derives it: the 23:00 extraction, the next day's summaries and history.
+    h.clock.set(
+        start_time()
+            .date_naive()
+            .and_hms_opt(23, 30, 0)
+            .unwrap()
+            .and_utc(),
+    );
+    let clock: Arc<dyn Clock> = h.clock.clone();
+    let llm = engram::app::chat_model(&h.config, &Secrets::default(), clock.clone())
+        .unwrap()
+        .unwrap();
+    let extractor =
+        engram::app::extractor(&h.config, h.store.clone(), Some(llm), clock, "t".into()).unwrap();
+    extractor
+        .extract_all(start_time().date_naive(), false, |_, _| {})
+        .await
+        .unwrap();
+    h.clock.advance(chrono::Duration::hours(12));
+    h.say_in(&lab, "bob", "Engram, what do you know about @alice")
+        .await;
+    h.dm("alice", "what do you know about me").await;
+    let prompts = prompts_since(&h, cleared_at);
+    assert!(prompts.len() >= 2, "{}", prompts.len());
+    for p in prompts {
+        assert!(secret_in(&p).is_none(), "a prompt after the clear: {p}");
+    }
+    assert!(h.store.message_vectors(&said).await.unwrap().is_empty());
     for gone in ["divorce", "job hunting", "hunting", "bikes"] {
         let left = rows_holding(&h, gone).await;
         assert!(left.is_empty(), "{gone} still stored: {left:#?}");
@@ -259,6 +331,38 @@ async fn pause_is_honoured_everywhere(url: Option<String>) {
             .is_empty()
     );
     index(&h).await;
+    let withheld = messages_holding(&h, "alice", "secretly").await;
+    let before = messages_holding(&h, "alice", "Alps").await;
+    assert_eq!((withheld.len(), before.len()), (1, 1));
+    assert!(h.store.message_vectors(&withheld).await.unwrap().is_empty());
+    assert_eq!(
+        h.store.message_vectors(&before).await.unwrap().len(),
+        1,
+        "positive control: her words from before the pause have a vector"
+    );
+    // The 23:00 extraction reads nothing of hers.
+    let from = h.fake().total();
+    h.clock.set(
+        start_time()
+            .date_naive()
+            .and_hms_opt(23, 30, 0)
+            .unwrap()
+            .and_utc(),
+    );
+    let clock: Arc<dyn Clock> = h.clock.clone();
+    let llm = engram::app::chat_model(&h.config, &Secrets::default(), clock.clone())
+        .unwrap()
+        .unwrap();
+    let extractor =
+        engram::app::extractor(&h.config, h.store.clone(), Some(llm), clock, "t".into()).unwrap();
+    let runs = extractor
+        .extract_all(start_time().date_naive(), false, |_, _| {})
+        .await
+        .unwrap();
+    assert!(runs.iter().all(|r| r.person != alice.0), "{runs:?}");
+    for p in prompts_since(&h, from) {
+        assert!(!p.contains("secretly"), "{p}");
+    }
     // Stored (nothing is lost), and only as the message itself.
     let left = rows_holding(&h, "secret").await;
     assert!(
@@ -266,6 +370,7 @@ async fn pause_is_honoured_everywhere(url: Option<String>) {
         "{left:#?}"
     );
     // Resumed: new words are memory again.
+    h.clock.advance(chrono::Duration::hours(1));
     h.dm("alice", "/memory resume").await;
     h.say_in(&lab, "alice", "I adopted a greyhound").await;
     assert!(!search_texts(&h, &place, bob, "greyhound").await.is_empty());
@@ -305,6 +410,22 @@ async fn deleted_and_edited_messages_leave_memory(url: Option<String>) {
     let bob = h.person("bob").await;
     let place = h.place(&lab, "alice").await;
     assert!(!search_texts(&h, &place, bob, "balcony").await.is_empty());
+    let old: Vec<MessageId> = [
+        messages_holding(&h, "alice", "Porto").await,
+        messages_holding(&h, "alice", "balcony").await,
+        messages_holding(&h, "alice", "Miso").await,
+    ]
+    .concat();
+    assert_eq!(h.store.message_vectors(&old).await.unwrap().len(), 3);
+    for word in ["porto", "balcony", "miso"] {
+        assert!(
+            rows_holding(&h, word)
+                .await
+                .iter()
+                .any(|l| l.starts_with("message_terms")),
+            "positive control: {word} is posted"
+        );
+    }
 
     let removed = h
         .bot
@@ -331,13 +452,14 @@ async fn deleted_and_edited_messages_leave_memory(url: Option<String>) {
     assert!(search_texts(&h, &place, bob, "Miso").await.is_empty());
     assert!(!search_texts(&h, &place, bob, "Mochi").await.is_empty());
     index(&h).await;
+    assert!(h.store.message_vectors(&old).await.unwrap().is_empty());
     for gone in ["porto", "balcony", "miso"] {
         let left = rows_holding(&h, gone).await;
         assert!(left.is_empty(), "{gone} still stored: {left:#?}");
     }
     let stored = rows_holding(&h, "mochi").await;
     assert!(
-        stored.iter().any(|l| l.starts_with("message_terms")) || stored.len() >= 2,
+        stored.iter().any(|l| l.starts_with("message_terms")),
         "the edit is stored and indexed: {stored:#?}"
     );
 }

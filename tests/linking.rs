@@ -143,7 +143,9 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
     )
     .await;
     assert!(
-        asked.contains("t-alice") && asked.contains("d-alice on discord") && asked.contains("yes"),
+        asked.contains("t-alice")
+            && asked.contains("d-alice (id d-alice) on discord")
+            && asked.contains("yes"),
         "{asked}"
     );
     assert!(
@@ -176,7 +178,8 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
     for (platform, user) in [(Discord, "d-alice"), (Telegram, "t-alice")] {
         let list = say(&h, platform, user, "/memory links", false).await;
         assert!(
-            list.contains("d-alice on discord") && list.contains("t-alice on telegram"),
+            list.contains("d-alice (id d-alice) on discord")
+                && list.contains("t-alice (id t-alice) on telegram"),
             "{list}"
         );
     }

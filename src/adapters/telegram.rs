@@ -397,15 +397,12 @@ pub fn addressed_text(text: &str, username: &str, bot_name: &str, private: bool)
         }
         return text;
     }
-    // Mentions of the bot's username, in any case, become its name.
-    let lower = text.to_lowercase();
-    let needle = handle.to_lowercase();
+    // Mentions of the bot's username, in any case, become its name (positions found in the
+    // text itself: a lowercase copy can be longer or shorter).
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    while let Some(i) = lower[at..].find(&needle) {
-        let start = at + i;
-        let end = start + needle.len();
-        let word_ends = lower[end..]
+    while let Some((start, end)) = crate::ingest::find_ignore_case(&text, &handle, at) {
+        let word_ends = text[end..]
             .chars()
             .next()
             .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
@@ -440,5 +437,8 @@ mod tests {
         );
         assert_eq!(t("mail @engram_bots now", false), "mail @engram_bots now");
         assert_eq!(t("hi all", false), "hi all");
+        // Characters whose lowercase changes length, before and inside the mention.
+        assert_eq!(t("\u{212A} @engram_bot hi", false), "\u{212A} @Engram hi");
+        assert_eq!(t("İİ @ENGRAM_BOT İ", false), "İİ @Engram İ");
     }
 }

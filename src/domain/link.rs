@@ -50,20 +50,49 @@ pub fn is_code_shaped(word: &str) -> bool {
     }
 }
 
-/// The words of `text` that could be codes (edges' punctuation aside).
-pub fn code_words(text: &str) -> Vec<&str> {
-    text.split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-'))
-        .map(|w| w.trim_matches('-'))
-        .filter(|w| is_code_shaped(w))
+/// Every run of eight code characters in `text`, whatever separates them ("K7QM-X2PD",
+/// "K7QM X2PD", "code:K7QMX2PD"), as the normal form `code_hash` hashes, with the byte range
+/// of `text` it spans. Only the first 4,000 letters and digits are looked at.
+pub fn code_spans(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    let stream: Vec<(usize, char)> = text
+        .char_indices()
+        .filter(|(_, c)| c.is_ascii_alphanumeric())
+        .take(4000)
+        .collect();
+    stream
+        .windows(8)
+        .filter(|w| w.iter().all(|(_, c)| in_alphabet(*c)))
+        .map(|w| {
+            let normal: String = w.iter().map(|(_, c)| c.to_ascii_uppercase()).collect();
+            (normal, w[0].0..w[7].0 + 1)
+        })
         .collect()
 }
 
+/// `text` with these byte ranges (overlapping ones merged) shown as `REDACTED`.
+pub fn redact_spans(text: &str, spans: &[std::ops::Range<usize>]) -> String {
+    let mut spans: Vec<std::ops::Range<usize>> = spans.to_vec();
+    spans.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in spans {
+        if r.end <= at {
+            continue;
+        }
+        let start = r.start.max(at);
+        out.push_str(&text[at..start]);
+        if start == r.start || !out.ends_with(REDACTED) {
+            out.push_str(REDACTED);
+        }
+        at = r.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
 /// `text` without codes: every code as the bot writes them (upper case, with the dash), and
-/// any code-shaped word at all after a "link" command word.
+/// the argument of a link command ("/memory link k7qm x2pd", also after "@Engram").
 pub fn redact(text: &str) -> String {
-    let lower = text.to_lowercase();
-    let link_command = lower.contains("/memory link") || lower.contains("/link");
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while !rest.is_empty() {
@@ -78,14 +107,30 @@ pub fn redact(text: &str) -> String {
             .trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-')
             .trim_matches('-');
         let as_written = core.len() == 9 && core == core.to_ascii_uppercase();
-        if is_code_shaped(core) && (as_written || link_command) {
+        if is_code_shaped(core) && as_written {
             out.push_str(&word.replacen(core, REDACTED, 1));
         } else {
             out.push_str(word);
         }
         rest = &rest[end..];
     }
-    out
+    // A link command: whatever follows it is a code, however it is typed.
+    let words: Vec<&str> = out.split_whitespace().collect();
+    let first = words
+        .iter()
+        .position(|w| !w.starts_with('@'))
+        .unwrap_or(words.len());
+    let command = match words.get(first..) {
+        Some([w, ..]) if w.eq_ignore_ascii_case("/link") => Some(first + 1),
+        Some([w, l, ..]) if w.eq_ignore_ascii_case("/memory") && l.eq_ignore_ascii_case("link") => {
+            Some(first + 2)
+        }
+        _ => None,
+    };
+    match command {
+        Some(n) if words.len() > n => format!("{} {REDACTED}", words[..n].join(" ")),
+        _ => out,
+    }
 }
 
 #[cfg(test)]
@@ -103,16 +148,39 @@ mod tests {
 
     #[test]
     fn codes_are_found_and_taken_out() {
-        assert_eq!(code_words("use K7QM-X2PD, quick!"), ["K7QM-X2PD"]);
-        assert_eq!(code_words("k7qm-x2pd"), ["k7qm-x2pd"]);
-        assert!(code_words("a secret, 12345678 or abcdefgh").is_empty());
-        // Looks like one: only its hash is compared with live codes.
-        assert_eq!(code_words("well-kept"), ["well-kept"]);
+        let found: Vec<String> = code_spans("use K7QM-X2PD, quick!")
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert!(found.contains(&"K7QMX2PD".to_string()), "{found:?}");
         assert_eq!(
             redact("Your link code is K7QM-X2PD. Within 10 minutes"),
             "Your link code is [link code]. Within 10 minutes"
         );
         assert_eq!(redact("/memory link k7qm-x2pd"), "/memory link [link code]");
+        assert_eq!(
+            redact("@Engram /memory link K7QM X2PD"),
+            "@Engram /memory link [link code]"
+        );
+        assert_eq!(redact("/link"), "/link");
+        assert_eq!(redact("/LINK k7qm x2pd"), "/LINK [link code]");
+        assert_eq!(
+            redact("Your code is K7QM-X2PD. Send \"/memory link K7QM-X2PD\" there."),
+            "Your code is [link code]. Send \"/memory link [link code]\" there."
+        );
+        // Any separators: every run of eight code characters is a candidate.
+        let text = "code:k7qm x2pd, thanks";
+        let spans = code_spans(text);
+        let hit = spans
+            .iter()
+            .find(|(n, _)| n == "K7QMX2PD")
+            .expect("found across separators");
+        assert_eq!(code_hash(&hit.0), code_hash("K7QM-X2PD"));
+        assert_eq!(
+            redact_spans(text, &[hit.1.clone()]),
+            "code:[link code], thanks"
+        );
+        assert!(code_spans("short words only 1010").is_empty());
         // Ordinary hyphenated words stay.
         assert_eq!(
             redact("a test-case and well-kept"),

@@ -20,6 +20,32 @@ use tracing::{info, warn};
 
 pub const EXTRACT_JOB: &str = "extract";
 
+/// The key of one run: (person, place, day).
+pub fn run_key(person: PersonId, scope: &Scope, day: NaiveDate) -> String {
+    format!("{}:{}:{}", person.0, scope.key(), day)
+}
+
+/// The `source` of the entries a run wrote.
+pub fn run_source(run_key: &str) -> String {
+    format!("job:{EXTRACT_JOB}:{run_key}")
+}
+
+/// The `source` of the daily-note block a run wrote in `scope` (one per day).
+pub fn note_source(scope: &Scope) -> String {
+    format!("job:{EXTRACT_JOB}:{}", scope.key())
+}
+
+/// The day whose run read a message sent at `sent_at`, when runs are due at `at` (a run of
+/// day D reads the 24 hours before D at `at`).
+pub fn run_day(sent_at: DateTime<Utc>, at: NaiveTime) -> NaiveDate {
+    let day = sent_at.date_naive();
+    if sent_at.time() >= at {
+        day + Duration::days(1)
+    } else {
+        day
+    }
+}
+
 /// One update as the model wrote it, before validation.
 #[derive(Debug, Deserialize)]
 struct RawUpdate {
@@ -290,7 +316,7 @@ impl Extractor {
         dry_run: bool,
     ) -> Result<ExtractionRun, MemoryError> {
         let started = std::time::Instant::now();
-        let run_key = format!("{}:{}:{}", person.0, scope.key(), day);
+        let run_key = run_key(person, scope, day);
         let mut run = ExtractionRun {
             person: person.0,
             scope: scope.key(),
@@ -387,7 +413,7 @@ impl Extractor {
                     day,
                     scope: scope.clone(),
                     text: daily_text(&notes, &weak, messages.len()),
-                    source: format!("job:{EXTRACT_JOB}:{}", scope.key()),
+                    source: note_source(scope),
                     added_at: now,
                 };
                 if dry_run {
@@ -500,7 +526,7 @@ impl Extractor {
                     key: u.key.clone(),
                     value: u.value.clone(),
                     confidence: u.confidence,
-                    source: format!("job:{EXTRACT_JOB}:{run_key}"),
+                    source: run_source(run_key),
                     origin: origin.to_string(),
                     at: now,
                     expires_at: None,

@@ -1,17 +1,23 @@
 //! Forgetting, in the memory tier: one thing about a person (`forget`), all that is kept about
-//! them in a place (`forget_everything`), everything about them (`clear_person`), and a
-//! platform message that was deleted or edited (`forget_message`). Forgetting is total: the
-//! facts and their history, the MEMORY.md entries and theirs, what others said about the
-//! person, the daily-note lines, the messages that stated it and the bot's messages quoting
-//! it (with the postings, vectors, episodes and summaries the store derived from those
-//! messages), and every cache in every process.
+//! them in a place (`forget_everything`), what others said about them (`forget_statements`),
+//! everything about them (`clear_person`), and a platform message that was deleted or edited
+//! (`forget_message`). Forgetting is total: the facts and their history, the MEMORY.md entries
+//! and theirs, what others said about the person, the daily-note lines, the messages that
+//! stated it and the bot's messages quoting it (with the postings, vectors, episodes and
+//! summaries the store derived from those messages), and every cache in every process.
+//!
+//! What a forget may touch is bounded by who asks: the person (or a moderator) reaches what
+//! may surface where they ask; a teller only their own words; and the bot's messages are only
+//! searched for quotes among those about that person (naming them, or answering them), so no
+//! one can make the bot forget its answers to others by posting and deleting a phrase.
 
-use super::offline::contains_words;
+use super::offline::{contains_words, removed_sentences};
 use super::{FactRequest, ForgetOutcome, MemoryError, MemoryManager, Method};
 use crate::domain::{
     MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceKind, StoredMessage,
 };
-use crate::store::{document_terms, query_terms};
+use crate::memory::extraction;
+use crate::store::{Hearsay, document_terms, query_terms};
 use std::collections::BTreeSet;
 use tracing::info;
 
@@ -33,12 +39,15 @@ impl Reach {
     }
 }
 
-/// Whether `text` (an entry, a statement) is what `target` asks to forget about the person
-/// called `about`: one holds the other's words in order, or `text` has every content word of
-/// `target` (stemmed) but the person's own name ("forget that @bob plays chess" matches "he
-/// plays chess").
+/// Whether `text` (an entry, a statement, a message) is what `target` asks to forget about
+/// the person called `about`: `text` holds the target's words in order, or a target of two
+/// words or more holds all of `text`'s, or `text` has every content word of the target
+/// (stemmed) but the person's own name ("forget that @bob plays chess" matches "he plays
+/// chess"; "forget that I earn 90k" does not match "my salary is 90k").
 pub fn is_forgotten(text: &str, target: &str, about: &str) -> bool {
-    if contains_words(text, target) || contains_words(target, text) {
+    if contains_words(text, target)
+        || (text.split_whitespace().count() >= 2 && contains_words(target, text))
+    {
         return true;
     }
     let name = query_terms(about, 8);
@@ -76,9 +85,21 @@ pub fn forget_reach(place: &Place, subject: PersonId, actor: PersonId) -> Reach 
     }
 }
 
+/// How the bot shows a statement someone made about another person (and so how it would
+/// quote it).
+pub fn statement_line(h: &Hearsay) -> String {
+    format!("{} says: {}", h.told_by_name, h.text.replace('\n', " "))
+}
+
 /// A text worth looking for in the bot's messages: two words or more.
 fn quotable(needle: &str) -> bool {
     needle.split_whitespace().count() >= 2
+}
+
+/// Whom the bot's quotes must be about, for `bot_quotes`.
+struct About<'a> {
+    person: PersonId,
+    name: &'a str,
 }
 
 /// What a forget removed.
@@ -87,7 +108,7 @@ struct Removed {
     /// Facts scopes changed, entries, statements and messages (besides the request itself).
     items: usize,
     method: Option<Method>,
-    /// The texts removed, to find quotes of them.
+    /// The texts removed from memory, to find the messages and quotes that still say them.
     needles: Vec<String>,
     /// Messages deleted (with the bot's replies to them).
     messages: u64,
@@ -110,8 +131,8 @@ impl MemoryManager {
     }
 
     /// "forget everything about X": the facts, entries and statements about X that may
-    /// surface here (their history too), by the same rules as `forget`. Returns how many
-    /// items went.
+    /// surface here (their history too), and X's own messages that said them, by the same
+    /// rules as `forget`. Returns how many items went.
     pub async fn forget_everything(&self, req: &FactRequest<'_>) -> Result<usize, MemoryError> {
         let reach = Reach::Scopes(place_scopes(req.place, req.subject));
         Ok(self.forget_in(req, &reach, None).await?.items)
@@ -124,35 +145,37 @@ impl MemoryManager {
         target: Option<&str>,
     ) -> Result<Removed, MemoryError> {
         let owner = req.actor == req.subject || req.actor_is_moderator;
+        let about = About {
+            person: req.subject,
+            name: req.subject_name,
+        };
         let matches = |text: &str| target.is_none_or(|t| is_forgotten(text, t, req.subject_name));
         let mut removed = Removed::default();
-        // The bot's messages quoting what was asked go too, but only for the subject or a
-        // moderator: a teller's forget only reaches the words they themselves said.
-        if let Some(t) = target.filter(|_| owner) {
-            removed.needles.push(t.to_string());
-        }
         // What others said about the subject; a teller may take back their own words.
-        let told = self.store.hearsay(req.subject, reach.scopes()).await?;
-        let gone: Vec<_> = told
-            .iter()
+        let told: Vec<Hearsay> = self
+            .store
+            .hearsay(req.subject, reach.scopes())
+            .await?
+            .into_iter()
             .filter(|h| (owner || h.told_by == req.actor) && matches(&h.text))
             .collect();
-        let ids: Vec<i64> = gone.iter().map(|h| h.id).collect();
-        removed.items += self.store.delete_hearsay(req.subject, &ids).await? as usize;
-        removed.needles.extend(gone.iter().map(|h| h.text.clone()));
-        // The "remember this about …" that told it goes with it (and the bot's answer).
-        let mut messages: Vec<MessageId> = gone.iter().filter_map(|h| h.source_message).collect();
-        if !owner && removed.items == 0 {
+        if !owner && told.is_empty() {
             return Err(MemoryError::NotAllowed(format!(
                 "Only {} (or a moderator) can make me forget things about {}; you can take back only what you told me yourself. Nothing was changed.",
                 req.subject_name, req.subject_name
             )));
         }
+        let mut messages = self.remove_statements(req.subject, &told, reach).await?;
+        removed.items += told.len();
         if owner {
+            if let Some(t) = target {
+                removed.needles.push(t.to_string());
+            }
             let fact_scopes = match reach {
                 Reach::Everywhere => self.store.fact_scopes(req.subject).await?,
                 Reach::Scopes(s) => s.clone(),
             };
+            let mut history_scopes = Vec::new();
             for scope in &fact_scopes {
                 let sentences = match target {
                     Some(t) => {
@@ -168,36 +191,135 @@ impl MemoryManager {
                 if !sentences.is_empty() {
                     removed.items += 1;
                     removed.needles.extend(sentences);
+                } else if let Some(t) = target
+                    && self
+                        .store
+                        .fact_history(req.subject, scope)
+                        .await?
+                        .iter()
+                        .any(|v| is_forgotten(&v.text, t, req.subject_name))
+                {
+                    // Only an earlier version says it: that history goes.
+                    history_scopes.push(scope.clone());
                 }
             }
+            // Entries: what was asked, or what the model found under other words.
             let entries = self.store.entries(req.subject, reach.scopes()).await?;
-            let gone: Vec<_> = entries.iter().filter(|e| matches(&e.value)).collect();
+            let gone: Vec<_> = entries
+                .iter()
+                .filter(|e| {
+                    matches(&e.value)
+                        || self.said_again(&e.value, &removed.needles, req.subject_name)
+                })
+                .collect();
             let ids: Vec<i64> = gone.iter().map(|e| e.id).collect();
             removed.items += self.store.delete_entries(req.subject, &ids).await? as usize;
             removed.needles.extend(gone.iter().map(|e| e.value.clone()));
+            if let Some(t) = target {
+                let kept: Vec<i64> = entries
+                    .iter()
+                    .map(|e| e.id)
+                    .filter(|id| !ids.contains(id))
+                    .collect();
+                let old: BTreeSet<i64> = self
+                    .store
+                    .entry_history(req.subject)
+                    .await?
+                    .into_iter()
+                    .filter(|v| {
+                        kept.contains(&v.entry_id) && is_forgotten(&v.value, t, req.subject_name)
+                    })
+                    .map(|v| v.entry_id)
+                    .collect();
+                let old: Vec<i64> = old.into_iter().collect();
+                if self
+                    .store
+                    .drop_history(req.subject, &old, &history_scopes)
+                    .await?
+                    > 0
+                {
+                    removed.items += 1;
+                }
+            }
             self.forget_in_notes(req.subject, reach, &removed.needles)
                 .await?;
             // The subject's own messages that said it ("remember that X", chatter).
-            if let Some(t) = target {
-                for (id, text) in self
-                    .store
-                    .author_messages(req.subject, reach.scopes())
-                    .await?
-                {
-                    if contains_words(&text, t) {
-                        if Some(id) != req.source {
-                            removed.items += 1;
-                        }
-                        messages.push(id);
+            for (id, text) in self
+                .store
+                .author_messages(req.subject, reach.scopes())
+                .await?
+            {
+                let said = match target {
+                    Some(t) => contains_words(&text, t),
+                    None => false,
+                } || self.said_again(&text, &removed.needles, req.subject_name);
+                if said {
+                    if Some(id) != req.source {
+                        removed.items += 1;
                     }
+                    messages.push(id);
                 }
             }
+            messages.extend(
+                self.bot_quotes(reach.scopes(), &removed.needles, &about)
+                    .await?,
+            );
         }
-        messages.extend(self.bot_quotes(reach.scopes(), &removed.needles).await?);
         removed.messages = self.store.delete_messages(&messages).await?;
         self.purge_caches();
         info!(subject = %req.subject, actor = %req.actor, items = removed.items, messages = removed.messages, "forgotten");
         Ok(removed)
+    }
+
+    /// Whether `text` says again one of the removed texts (`needles`): it holds all of that
+    /// text's content words but the person's name.
+    fn said_again(&self, text: &str, needles: &[String], name: &str) -> bool {
+        needles
+            .iter()
+            .filter(|n| query_terms(n, 32).len() >= 2)
+            .any(|n| is_forgotten(text, n, name))
+    }
+
+    /// Deletes statements others made about `subject`, with the messages that told them and
+    /// the bot's messages showing them ("bob says: …"); nothing of the subject's own. Returns
+    /// the messages to delete.
+    async fn remove_statements(
+        &self,
+        subject: PersonId,
+        told: &[Hearsay],
+        reach: &Reach,
+    ) -> Result<Vec<MessageId>, MemoryError> {
+        if told.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = told.iter().map(|h| h.id).collect();
+        self.store.delete_hearsay(subject, &ids).await?;
+        let mut messages: Vec<MessageId> = told.iter().filter_map(|h| h.source_message).collect();
+        let lines: Vec<String> = told.iter().map(statement_line).collect();
+        messages.extend(self.quotes_of(reach.scopes(), &lines, |_| true).await?);
+        Ok(messages)
+    }
+
+    /// `/memory forget …` confirmed for statements others made about `subject`: those go, with
+    /// what told and showed them, and nothing else.
+    pub async fn forget_statements(
+        &self,
+        subject: PersonId,
+        ids: &[i64],
+    ) -> Result<u64, MemoryError> {
+        let told: Vec<Hearsay> = self
+            .store
+            .hearsay(subject, None)
+            .await?
+            .into_iter()
+            .filter(|h| ids.contains(&h.id))
+            .collect();
+        let messages = self
+            .remove_statements(subject, &told, &Reach::Everywhere)
+            .await?;
+        self.store.delete_messages(&messages).await?;
+        self.purge_caches();
+        Ok(told.len() as u64)
     }
 
     /// Removes the daily-note lines that hold any of `needles` (a block left with nothing
@@ -238,11 +360,28 @@ impl MemoryManager {
         Ok(())
     }
 
-    /// The bot's messages in `scopes` (all when `None`) that quote any of `needles`.
+    /// The bot's messages in `scopes` (all when `None`) that quote any of `needles` and are
+    /// about `about`: they name them, or answer one of their messages.
     async fn bot_quotes(
         &self,
         scopes: Option<&[Scope]>,
         needles: &[String],
+        about: &About<'_>,
+    ) -> Result<Vec<MessageId>, MemoryError> {
+        let name = about.name.to_lowercase();
+        self.quotes_of(scopes, needles, |m| {
+            m.answered == Some(about.person)
+                || (!name.trim().is_empty() && m.text.to_lowercase().contains(&name))
+        })
+        .await
+    }
+
+    /// The bot's messages in `scopes` that quote any of `needles` and pass `keep`.
+    async fn quotes_of(
+        &self,
+        scopes: Option<&[Scope]>,
+        needles: &[String],
+        keep: impl Fn(&crate::store::BotMessage) -> bool,
     ) -> Result<Vec<MessageId>, MemoryError> {
         let mut found = BTreeSet::new();
         let unique: BTreeSet<&str> = needles
@@ -255,9 +394,9 @@ impl MemoryManager {
             if terms.is_empty() {
                 continue;
             }
-            for (id, text) in self.store.bot_messages_with_terms(scopes, &terms).await? {
-                if contains_words(&text, needle) {
-                    found.insert(id);
+            for m in self.store.bot_messages_with_terms(scopes, &terms).await? {
+                if contains_words(&m.text, needle) && keep(&m) {
+                    found.insert(m.id);
                 }
             }
         }
@@ -265,15 +404,22 @@ impl MemoryManager {
     }
 
     /// `/memory clear`: deletes everything about `person`: their entries and facts with their
-    /// history, daily notes, summaries, what others said about them and what they said about
-    /// others, every message they wrote (everywhere: the bot's copy; the platform keeps its
-    /// own) with the bot's replies to them and the bot's messages quoting their memory, and
-    /// every cached copy (other processes are told). Returns the rows and messages removed.
+    /// history, daily notes, summaries, what others said about them (with the messages that
+    /// told it) and what they said about others, every message they wrote (everywhere: the
+    /// bot's copy; the platform keeps its own) with the bot's replies to them and the bot's
+    /// messages quoting their memory, and every cached copy (other processes are told).
+    /// Returns the rows and messages removed.
     pub async fn clear_person(&self, person: PersonId) -> Result<u64, MemoryError> {
+        let name = self
+            .store
+            .person(person)
+            .await?
+            .map(|p| p.display_name)
+            .unwrap_or_default();
         let mut needles: Vec<String> = Vec::new();
         for scope in self.store.fact_scopes(person).await? {
             let facts = self.store.facts(person, &scope).await?;
-            needles.extend(super::offline::removed_sentences(&facts.text, ""));
+            needles.extend(removed_sentences(&facts.text, ""));
         }
         needles.extend(
             self.store
@@ -283,26 +429,33 @@ impl MemoryManager {
                 .map(|e| e.value),
         );
         let told = self.store.hearsay(person, None).await?;
-        needles.extend(told.iter().map(|h| h.text.clone()));
+        let mut messages = self
+            .remove_statements(person, &told, &Reach::Everywhere)
+            .await?;
         let mut removed = self.store.clear_entries(person).await?;
-        // Every message they wrote, and the "remember this about …" others told about them.
-        let mut messages: Vec<MessageId> = self
-            .store
-            .author_messages(person, None)
-            .await?
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
-        messages.extend(told.iter().filter_map(|h| h.source_message));
-        messages.extend(self.bot_quotes(None, &needles).await?);
+        // Every message they wrote.
+        messages.extend(
+            self.store
+                .author_messages(person, None)
+                .await?
+                .into_iter()
+                .map(|(id, _)| id),
+        );
+        let about = About {
+            person,
+            name: &name,
+        };
+        messages.extend(self.bot_quotes(None, &needles, &about).await?);
         removed += self.store.delete_messages(&messages).await?;
         self.purge_caches();
         Ok(removed)
     }
 
     /// A platform message was deleted: it leaves the history with everything derived from it
-    /// (the store's part) and the bot's messages quoting it, and a "remember that …" it
-    /// carried (`fact`) is forgotten where it was said. Returns the messages deleted.
+    /// (the store's part: postings, vectors, episodes, summaries, what was written from it),
+    /// the bot's messages quoting it where it could be seen, what the daily extraction took
+    /// from that day in that place, and a "remember that …" it carried (`fact`) is forgotten
+    /// where it was said. Returns the messages deleted.
     pub async fn forget_message(
         &self,
         message: &StoredMessage,
@@ -342,15 +495,53 @@ impl MemoryManager {
                 .await?
                 .messages;
         }
-        // The message, and the bot's messages that quoted it (wherever they were said).
+        if !message.is_bot {
+            self.forget_extracted(message).await?;
+        }
+        // The message, and the bot's messages that quoted it about its author.
         let mut ids = vec![message.id];
+        let about = About {
+            person: message.author,
+            name: &message.author_name,
+        };
         ids.extend(
-            self.bot_quotes(None, std::slice::from_ref(&message.text))
-                .await?,
+            self.bot_quotes(
+                Some(std::slice::from_ref(&message.scope)),
+                std::slice::from_ref(&message.text),
+                &about,
+            )
+            .await?,
         );
         removed += self.store.delete_messages(&ids).await?;
         self.purge_caches();
         Ok(removed)
+    }
+
+    /// What the daily extraction of the message's day and place wrote for its author: it read
+    /// the message, so it goes (entries and that day's note block).
+    async fn forget_extracted(&self, message: &StoredMessage) -> Result<(), MemoryError> {
+        let day = extraction::run_day(message.sent_at, self.settings.extraction_time());
+        let source =
+            extraction::run_source(&extraction::run_key(message.author, &message.scope, day));
+        let scopes = [message.scope.clone()];
+        let ids: Vec<i64> = self
+            .store
+            .entries(message.author, Some(&scopes))
+            .await?
+            .into_iter()
+            .filter(|e| e.source == source)
+            .map(|e| e.id)
+            .collect();
+        self.store.delete_entries(message.author, &ids).await?;
+        self.store
+            .rewrite_daily_note(
+                message.author,
+                day,
+                &extraction::note_source(&message.scope),
+                None,
+            )
+            .await?;
+        Ok(())
     }
 
     /// Drops every cached copy of memory in this process (forget, clear, a deleted message,
@@ -374,7 +565,7 @@ mod tests {
             "alice"
         ));
         assert!(is_forgotten("My salary is 90k.", "my salary", "alice"));
-        assert!(is_forgotten("Rust", "I love Rust", "alice"));
+        assert!(is_forgotten("I love Rust", "I love Rust and Go", "alice"));
         assert!(is_forgotten("he plays chess", "bob plays chess", "bob"));
         assert!(is_forgotten("he played chess", "bob plays chess", "Bob"));
         assert!(!is_forgotten("he plays chess", "bob plays chess", "carol"));
@@ -382,6 +573,9 @@ mod tests {
         assert!(!is_forgotten("I love Rustaceans", "rust", "alice"));
         assert!(!is_forgotten("anything", "", "alice"));
         assert!(!is_forgotten("anything", "alice", "alice"));
+        // A one-word entry is not forgotten because the request happens to use its word.
+        assert!(!is_forgotten("Rust", "I hate Rust", "alice"));
+        assert!(!is_forgotten("my salary is 90k", "I earn 90k", "alice"));
     }
 
     #[test]

@@ -165,6 +165,14 @@ pub enum StagedChange {
         id: i64,
         value: String,
     },
+    /// A new entry (in a group, where others' words reach the model too).
+    Write {
+        entry: NewEntry,
+    },
+    /// A daily-note line (likewise).
+    Note {
+        note: DailyNote,
+    },
     Rewrite {
         /// The entry it replaces, and that entry's category (a new category moves it).
         replaces: i64,
@@ -179,6 +187,15 @@ impl StagedChange {
     pub fn describe(&self) -> String {
         match self {
             StagedChange::Delete { value, .. } => format!("forget \"{value}\""),
+            StagedChange::Write { entry } => format!("remember \"{}\"", entry.value),
+            StagedChange::Note { note } => format!(
+                "note \"{}\"",
+                note.text
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .trim_start_matches("- ")
+            ),
             StagedChange::Rewrite {
                 old_value, entry, ..
             } => format!("change \"{old_value}\" to \"{}\"", entry.value),
@@ -188,6 +205,13 @@ impl StagedChange {
 
 fn error(message: impl Into<String>) -> Value {
     json!({ "error": message.into() })
+}
+
+/// A store failure, as the model sees it: no database detail (the model may repeat it in a
+/// chat); the log has it.
+fn unavailable(e: impl std::fmt::Display) -> Value {
+    tracing::warn!(error = %e, "a memory tool failed");
+    error("memory is unavailable right now; try later")
 }
 
 fn args<T: DeserializeOwned>(arguments: &str) -> Result<T, Value> {
@@ -258,6 +282,20 @@ impl ToolExecutor {
                 StagedChange::Delete { id, .. } => {
                     applied += self.store.delete_entries(person, &[*id]).await? as usize;
                 }
+                StagedChange::Write { entry } => {
+                    if entry.person != person || self.store.memory_paused(person).await? {
+                        continue;
+                    }
+                    self.store.write_entry(entry).await?;
+                    applied += 1;
+                }
+                StagedChange::Note { note } => {
+                    if self.store.memory_paused(person).await? {
+                        continue;
+                    }
+                    self.store.append_daily_note(person, note).await?;
+                    applied += 1;
+                }
                 StagedChange::Rewrite {
                     replaces,
                     old_category,
@@ -298,7 +336,7 @@ impl ToolExecutor {
         self.book
             .visible(caller.person, &caller.place)
             .await
-            .map_err(|e| error(format!("memory is unavailable right now ({e}); try later")))
+            .map_err(unavailable)
     }
 
     /// The caller's entry with `key` that may be seen here; other people's keys are simply
@@ -335,21 +373,26 @@ impl ToolExecutor {
         };
         self.not_paused(caller).await?;
         let source = format!("tool:write_memory:{}", a.source.unwrap_or_default());
+        // In a group, other people's words reach the model too: what it writes there waits
+        // for the speaker's "yes".
+        let in_group = caller.place.privacy != crate::domain::Privacy::Dm;
         if a.durability == "daily" || confidence < self.durable {
+            let note = DailyNote {
+                day: now.date_naive(),
+                scope: caller.place.home_scope(),
+                text: format!("## Notes\n- {value}"),
+                source: format!("tool:{}:{}", a.key.trim(), now.timestamp_millis()),
+                added_at: now,
+            };
+            if in_group && let Some(pending) = self.stage(StagedChange::Note { note: note.clone() })
+            {
+                return Ok(pending);
+            }
             let noted = self
                 .store
-                .append_daily_note(
-                    caller.person,
-                    &DailyNote {
-                        day: now.date_naive(),
-                        scope: caller.place.home_scope(),
-                        text: format!("## Notes\n- {value}"),
-                        source: format!("tool:{}:{}", a.key.trim(), now.timestamp_millis()),
-                        added_at: now,
-                    },
-                )
+                .append_daily_note(caller.person, &note)
                 .await
-                .map_err(|e| error(e.to_string()))?;
+                .map_err(unavailable)?;
             return Ok(json!({"ok": true, "written_to": "daily_notes", "new": noted}));
         }
         let entry = NewEntry {
@@ -368,7 +411,7 @@ impl ToolExecutor {
             self.visible(caller).await?.into_iter().find(|e| {
                 e.key == entry.key && e.category == entry.category && e.scope == entry.scope
             });
-        if let Some(old) = existing.filter(|e| e.value != entry.value)
+        if let Some(old) = existing.as_ref().filter(|e| e.value != entry.value)
             && let Some(pending) = self.stage(StagedChange::Rewrite {
                 replaces: old.id,
                 old_category: old.category,
@@ -378,11 +421,15 @@ impl ToolExecutor {
         {
             return Ok(pending);
         }
-        let w = self
-            .store
-            .write_entry(&entry)
-            .await
-            .map_err(|e| error(e.to_string()))?;
+        if in_group
+            && existing.is_none()
+            && let Some(pending) = self.stage(StagedChange::Write {
+                entry: entry.clone(),
+            })
+        {
+            return Ok(pending);
+        }
+        let w = self.store.write_entry(&entry).await.map_err(unavailable)?;
         Ok(json!({"ok": true, "written_to": "MEMORY.md", "result": format!("{w:?}")}))
     }
 
@@ -393,9 +440,7 @@ impl ToolExecutor {
             Ok(true) => Err(error(
                 "the user has paused their memory: nothing new may be written",
             )),
-            Err(e) => Err(error(format!(
-                "memory is unavailable right now ({e}); try later"
-            ))),
+            Err(e) => Err(unavailable(e)),
         }
     }
 
@@ -472,13 +517,9 @@ impl ToolExecutor {
             self.store
                 .delete_entries(caller.person, &[old.id])
                 .await
-                .map_err(|e| error(e.to_string()))?;
+                .map_err(unavailable)?;
         }
-        let w = self
-            .store
-            .write_entry(&entry)
-            .await
-            .map_err(|e| error(e.to_string()))?;
+        let w = self.store.write_entry(&entry).await.map_err(unavailable)?;
         Ok(json!({"ok": true, "result": format!("{w:?}")}))
     }
 
@@ -495,7 +536,7 @@ impl ToolExecutor {
             .store
             .delete_entries(caller.person, &[old.id])
             .await
-            .map_err(|e| error(e.to_string()))?;
+            .map_err(unavailable)?;
         Ok(json!({"ok": true, "deleted": n}))
     }
 

@@ -289,6 +289,14 @@ pub enum EpisodeClose {
     },
 }
 
+/// A message of the bot's, with the author of the message it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BotMessage {
+    pub id: MessageId,
+    pub text: String,
+    pub answered: Option<PersonId>,
+}
+
 /// What someone said about another person, kept as theirs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hearsay {
@@ -457,13 +465,23 @@ pub trait Store: Send + Sync {
         author: PersonId,
         scopes: Option<&[Scope]>,
     ) -> StoreResult<Vec<(MessageId, String)>>;
-    /// Id and text of the bot's messages, in `scopes` (every scope when `None`), whose
-    /// postings hold every one of `terms` (the candidates for a text the bot may have quoted).
+    /// The bot's messages, in `scopes` (every scope when `None`), whose postings hold every
+    /// one of `terms`, and those withheld (they have no postings): the candidates for a text
+    /// the bot may have quoted. Each with the author of the message it answered.
     async fn bot_messages_with_terms(
         &self,
         scopes: Option<&[Scope]>,
         terms: &[String],
-    ) -> StoreResult<Vec<(MessageId, String)>>;
+    ) -> StoreResult<Vec<BotMessage>>;
+    /// Deletes the earlier values of these entries of `person`, and the earlier versions of
+    /// their facts in `fact_scopes` (the current text stays): what a forget found only in the
+    /// history. Returns rows removed.
+    async fn drop_history(
+        &self,
+        person: PersonId,
+        entry_ids: &[i64],
+        fact_scopes: &[Scope],
+    ) -> StoreResult<u64>;
     /// Deletes messages, the bot's replies to them, and everything derived from them: their
     /// postings and scope statistics, vectors, their place in episodes (a closed episode is
     /// reopened, so its summary and vector are made again without them), the day summaries
@@ -589,9 +607,9 @@ pub trait Store: Send + Sync {
         code_hash: &str,
         now: DateTime<Utc>,
     ) -> StoreResult<Option<(PersonId, Platform)>>;
-    /// Deletes the codes with these hashes (seen where others could read them); returns how
-    /// many there were.
-    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<u64>;
+    /// Deletes the codes with these hashes (seen where others could read them); returns the
+    /// hashes of those there were.
+    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<Vec<String>>;
     /// Deletes entries whose expiry has passed at `now` and daily notes of days before
     /// `notes_before`, with the history of those entries; returns the rows removed.
     async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64>;

@@ -665,15 +665,18 @@ impl Store for PostgresStore {
         &self,
         scopes: Option<&[Scope]>,
         terms: &[String],
-    ) -> StoreResult<Vec<(MessageId, String)>> {
+    ) -> StoreResult<Vec<BotMessage>> {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
         let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
-        let rows: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT m.id, m.text FROM messages m WHERE m.is_bot AND m.id IN \
+        // A bot reply's reply_to is the id of the message it answers, as text.
+        let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(
+            "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = (CASE WHEN m.reply_to ~ '^[0-9]{1,18}$' THEN m.reply_to::BIGINT END) \
+             WHERE m.is_bot AND (m.id IN \
              (SELECT message_id FROM message_terms WHERE term = ANY($1) AND ($2::TEXT[] IS NULL OR scope = ANY($2)) \
-              GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) ORDER BY m.id",
+              GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) \
+             OR (m.withheld AND ($2::TEXT[] IS NULL OR m.scope = ANY($2)))) ORDER BY m.id",
         )
         .bind(terms)
         .bind(keys)
@@ -683,8 +686,43 @@ impl Store for PostgresStore {
         .map_err(db_err)?;
         Ok(rows
             .into_iter()
-            .map(|(id, text)| (MessageId(id), text))
+            .map(|(id, text, answered)| BotMessage {
+                id: MessageId(id),
+                text,
+                answered: answered.map(PersonId),
+            })
             .collect())
+    }
+
+    async fn drop_history(
+        &self,
+        person: PersonId,
+        entry_ids: &[i64],
+        fact_scopes: &[Scope],
+    ) -> StoreResult<u64> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let mut removed = sqlx::query(
+            "DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id = ANY($2)",
+        )
+        .bind(person.0)
+        .bind(entry_ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        let keys: Vec<String> = fact_scopes.iter().map(Scope::key).collect();
+        removed += sqlx::query(
+            "DELETE FROM fact_versions v WHERE v.person_id = $1 AND v.scope = ANY($2) \
+             AND v.version < COALESCE((SELECT f.version FROM facts f WHERE f.person_id = v.person_id AND f.scope = v.scope), 0)",
+        )
+        .bind(person.0)
+        .bind(&keys)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_err)?
+        .rows_affected();
+        tx.commit().await.map_err(db_err)?;
+        Ok(removed)
     }
 
     async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64> {
@@ -1319,15 +1357,15 @@ impl Store for PostgresStore {
         Ok(row.and_then(|(p, platform)| Some((PersonId(p), Platform::parse(&platform)?))))
     }
 
-    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<u64> {
-        Ok(
-            sqlx::query("DELETE FROM link_codes WHERE code_hash = ANY($1)")
-                .bind(code_hashes)
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?
-                .rows_affected(),
-        )
+    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<Vec<String>> {
+        if code_hashes.is_empty() {
+            return Ok(Vec::new());
+        }
+        sqlx::query_scalar("DELETE FROM link_codes WHERE code_hash = ANY($1) RETURNING code_hash")
+            .bind(code_hashes)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_err)
     }
 
     async fn set_memory_paused(

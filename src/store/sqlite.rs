@@ -661,35 +661,83 @@ impl Store for SqliteStore {
         &self,
         scopes: Option<&[Scope]>,
         terms: &[String],
-    ) -> StoreResult<Vec<(MessageId, String)>> {
+    ) -> StoreResult<Vec<BotMessage>> {
         let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
         if terms.is_empty() || (scopes.is_some() && keys.is_empty()) {
             return Ok(Vec::new());
         }
-        let filter = match scopes {
-            Some(_) => format!("AND scope IN ({})", marks(keys.len())),
-            None => String::new(),
+        let (filter, m_filter) = match scopes {
+            Some(_) => (
+                format!("AND scope IN ({})", marks(keys.len())),
+                format!("AND m.scope IN ({})", marks(keys.len())),
+            ),
+            None => (String::new(), String::new()),
         };
+        // A bot reply's reply_to is the id of the message it answers (as text; SQLite
+        // compares it with the integer id by number).
         let sql = format!(
-            "SELECT m.id, m.text FROM messages m WHERE m.is_bot = 1 AND m.id IN \
+            "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = m.reply_to \
+             WHERE m.is_bot = 1 AND (m.id IN \
              (SELECT message_id FROM message_terms WHERE term IN ({}) {filter} GROUP BY message_id HAVING COUNT(DISTINCT term) = ?) \
-             ORDER BY m.id",
+             OR (m.withheld = 1 {m_filter})) ORDER BY m.id",
             marks(terms.len())
         );
-        let mut q = sqlx::query_as::<_, (i64, String)>(sqlx::AssertSqlSafe(sql));
+        let mut q = sqlx::query_as::<_, (i64, String, Option<i64>)>(sqlx::AssertSqlSafe(sql));
         for t in terms {
             q = q.bind(t);
         }
         for k in &keys {
             q = q.bind(k);
         }
-        Ok(q.bind(terms.len() as i64)
-            .fetch_all(&self.pool)
+        q = q.bind(terms.len() as i64);
+        for k in &keys {
+            q = q.bind(k);
+        }
+        Ok(q.fetch_all(&self.pool)
             .await
             .map_err(db_err)?
             .into_iter()
-            .map(|(id, text)| (MessageId(id), text))
+            .map(|(id, text, answered)| BotMessage {
+                id: MessageId(id),
+                text,
+                answered: answered.map(PersonId),
+            })
             .collect())
+    }
+
+    async fn drop_history(
+        &self,
+        person: PersonId,
+        entry_ids: &[i64],
+        fact_scopes: &[Scope],
+    ) -> StoreResult<u64> {
+        let mut tx = self.write_tx().await?;
+        let mut removed = 0;
+        if !entry_ids.is_empty() {
+            let sql = format!(
+                "DELETE FROM memory_entry_history WHERE person_id = ? AND entry_id IN ({})",
+                marks(entry_ids.len())
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(person.0);
+            for id in entry_ids {
+                q = q.bind(id);
+            }
+            removed += q.execute(&mut *tx).await.map_err(db_err)?.rows_affected();
+        }
+        for scope in fact_scopes {
+            removed += sqlx::query(
+                "DELETE FROM fact_versions WHERE person_id = ?1 AND scope = ?2 \
+                 AND version < COALESCE((SELECT version FROM facts WHERE person_id = ?1 AND scope = ?2), 0)",
+            )
+            .bind(person.0)
+            .bind(scope.key())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+        }
+        tx.commit().await.map_err(db_err)?;
+        Ok(removed)
     }
 
     async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64> {
@@ -1369,19 +1417,20 @@ impl Store for SqliteStore {
         Ok(row.and_then(|(p, platform)| Some((PersonId(p), Platform::parse(&platform)?))))
     }
 
-    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<u64> {
-        if code_hashes.is_empty() {
-            return Ok(0);
+    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<Vec<String>> {
+        let mut revoked = Vec::new();
+        for chunk in code_hashes.chunks(500) {
+            let sql = format!(
+                "DELETE FROM link_codes WHERE code_hash IN ({}) RETURNING code_hash",
+                marks(chunk.len())
+            );
+            let mut q = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql));
+            for h in chunk {
+                q = q.bind(h);
+            }
+            revoked.extend(q.fetch_all(&self.pool).await.map_err(db_err)?);
         }
-        let sql = format!(
-            "DELETE FROM link_codes WHERE code_hash IN ({})",
-            marks(code_hashes.len())
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for h in code_hashes {
-            q = q.bind(h);
-        }
-        Ok(q.execute(&self.pool).await.map_err(db_err)?.rows_affected())
+        Ok(revoked)
     }
 
     async fn set_memory_paused(

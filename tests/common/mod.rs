@@ -351,13 +351,27 @@ pub async fn database_text(h: &Harness) -> String {
     out
 }
 
-/// The lines of `database_text` that hold `needle` (case-insensitive).
+/// The lines of `database_text` that hold `needle` or, for its words, the stems search
+/// postings keep ("balcony" is posted as "balconi"), case-insensitively.
 pub async fn rows_holding(h: &Harness, needle: &str) -> Vec<String> {
     let needle = needle.to_lowercase();
+    let stems: Vec<String> = engram::store::document_terms(&needle)
+        .terms
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
     database_text(h)
         .await
         .lines()
-        .filter(|l| l.to_lowercase().contains(&needle))
+        .filter(|l| {
+            let l = l.to_lowercase();
+            l.contains(&needle)
+                || (l.starts_with("message_terms:")
+                    && stems.iter().any(|s| {
+                        l.starts_with(&format!("message_terms: {s} |"))
+                            || l.starts_with(&format!("message_terms: ({s},"))
+                    }))
+        })
         .map(str::to_string)
         .collect()
 }
