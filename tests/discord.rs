@@ -353,9 +353,11 @@ fn memory_command(
     i
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_memory_slash_command_answers_ephemerally() {
-    let (h, fake, handler) = setup(false).await;
+/// `/memory` as a slash command: only the asker sees the answer (what may surface in that
+/// channel), and neither the request nor the answer enters the channel's history, search or
+/// anyone's prompt.
+async fn the_memory_slash_command_answers_ephemerally(url: Option<String>) {
+    let (h, fake, handler) = setup_on(url, true).await;
     let at_bot = format!("<@{BOT_ID}>");
     handler
         .on_message(&message(payload(
@@ -478,6 +480,35 @@ async fn the_memory_slash_command_answers_ephemerally() {
             .all(|t| !t.contains("User Preferences") && !t.contains("/memory")),
         "{found:?}"
     );
+    assert!(
+        found.iter().any(|t| t.contains("I love Rust")),
+        "positive control: the channel's own words are found: {found:?}"
+    );
+    // Nor anyone's prompt in the channel.
+    let from = h.fake().total();
+    handler
+        .on_message(&message(payload(
+            4200,
+            GENERAL,
+            Some(GUILD),
+            BOB,
+            &format!("{at_bot} what's new here?"),
+        )))
+        .await;
+    fake.wait_sent(3, WITHIN).await;
+    let prompt = h.fake().requests()[from..]
+        .iter()
+        .rfind(|r| r.task == "reply")
+        .expect("bob got an answer from the model")
+        .text();
+    assert!(
+        prompt.contains("remember that I love Rust"),
+        "positive control: {prompt}"
+    );
+    assert!(
+        !prompt.contains("User Preferences") && !prompt.contains("/memory search"),
+        "a private answer in bob's prompt: {prompt}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -576,8 +607,11 @@ const STAFF_ROLE: u64 = 602;
 const MOD_ROLE: u64 = 603;
 const LOBBY: u64 = 30;
 const STAFF: u64 = 31;
+const ADMIN_ROLE: u64 = 604;
+const NEWS: u64 = 32;
 const CAROL: (u64, &str) = (333, "Carol");
 const DAVE: (u64, &str) = (444, "Dave");
+const ERIN: (u64, &str) = (555, "Erin");
 
 /// A server whose @everyone may not view channels; each channel opens to a role. Every such
 /// channel is restricted: what is said in #staff never reaches #lobby. Role and channel
@@ -591,7 +625,15 @@ async fn privacy_follows_effective_permissions(url: Option<String>) {
             (MEMBERS, discord_perm::VIEW_CHANNEL),
             (STAFF_ROLE, discord_perm::VIEW_CHANNEL),
             (MOD_ROLE, discord_perm::MANAGE_MESSAGES),
+            (ADMIN_ROLE, discord_perm::ADMINISTRATOR),
         ],
+    );
+    // A channel opened to @everyone by its own overwrite is public.
+    fake.add_channel_with(
+        CLOSED,
+        NEWS,
+        "news",
+        &[(EVERYONE_CLOSED, discord_perm::VIEW_CHANNEL, 0)],
     );
     fake.add_channel_with(
         CLOSED,
@@ -609,10 +651,10 @@ async fn privacy_follows_effective_permissions(url: Option<String>) {
     let say = |id: u64, channel: u64, who: (u64, &str), text: &str, about: &[(u64, &str)]| {
         message(with_roles(
             mentioning(payload(id, channel, Some(CLOSED), who, text), about),
-            if who == CAROL {
-                &[MEMBERS, STAFF_ROLE, MOD_ROLE]
-            } else {
-                &[MEMBERS, STAFF_ROLE]
+            match who {
+                CAROL => &[MEMBERS, STAFF_ROLE, MOD_ROLE],
+                ERIN => &[MEMBERS, ADMIN_ROLE],
+                _ => &[MEMBERS, STAFF_ROLE],
             },
         ))
     };
@@ -651,21 +693,27 @@ async fn privacy_follows_effective_permissions(url: Option<String>) {
         .resolve_space(Platform::Discord, &CLOSED.to_string(), SpaceKind::Group, "")
         .await
         .unwrap();
-    let scope = |channel: u64| {
+    // The scope a message was stored in, found by its text.
+    let scope = |channel: u64, text: &'static str| {
         let h = &h;
         async move {
             h.store
                 .recent_messages(space, &channel.to_string(), 50)
                 .await
                 .unwrap()
-                .last()
-                .map(|m| m.scope.clone())
-                .unwrap()
+                .into_iter()
+                .find(|m| m.text == text)
+                .map(|m| m.scope)
+                .unwrap_or_else(|| panic!("{text:?} stored"))
         }
     };
-    assert_eq!(scope(LOBBY).await, Scope::Channel(space, LOBBY.to_string()));
+    assert_eq!(
+        scope(LOBBY, "@Engram what do you know about <@111>").await,
+        Scope::Channel(space, LOBBY.to_string())
+    );
 
-    // Moderators come from the roles: carol (Manage Messages) may, dave may not.
+    // Moderators come from the roles: Administrator (erin) and Manage Messages (carol) may,
+    // dave may not.
     let forget = format!("{at_bot} forget everything about <@{}>", ALICE.0);
     handler
         .on_message(&say(7003, STAFF, DAVE, &forget, &[ALICE]))
@@ -677,13 +725,34 @@ async fn privacy_follows_effective_permissions(url: Option<String>) {
         last_answer(&fake)
     );
     handler
-        .on_message(&say(7004, STAFF, CAROL, &forget, &[ALICE]))
+        .on_message(&say(7004, STAFF, ERIN, &forget, &[ALICE]))
         .await;
     fake.wait_sent(5, WITHIN).await;
     assert!(
         last_answer(&fake).starts_with("Done"),
         "{}",
         last_answer(&fake)
+    );
+    let budget = format!("{at_bot} remember that the budget is frozen");
+    handler
+        .on_message(&say(7010, STAFF, ALICE, &budget, &[]))
+        .await;
+    fake.wait_sent(6, WITHIN).await;
+    handler
+        .on_message(&say(7011, STAFF, CAROL, &forget, &[ALICE]))
+        .await;
+    fake.wait_sent(7, WITHIN).await;
+    assert!(
+        last_answer(&fake).starts_with("Done"),
+        "{}",
+        last_answer(&fake)
+    );
+    handler
+        .on_message(&say(7012, NEWS, BOB, "news are for everyone", &[]))
+        .await;
+    assert_eq!(
+        scope(NEWS, "news are for everyone").await,
+        Scope::Space(space)
     );
 
     // @everyone is given View Channel: from the next message on, #lobby is public.
@@ -701,11 +770,14 @@ async fn privacy_follows_effective_permissions(url: Option<String>) {
     handler
         .on_message(&say(7005, LOBBY, BOB, "the lobby is open now", &[]))
         .await;
-    assert_eq!(scope(LOBBY).await, Scope::Space(space));
+    assert_eq!(
+        scope(LOBBY, "the lobby is open now").await,
+        Scope::Space(space)
+    );
     handler
         .on_message(&say(7006, STAFF, BOB, "staff is open too", &[]))
         .await;
-    assert_eq!(scope(STAFF).await, Scope::Space(space));
+    assert_eq!(scope(STAFF, "staff is open too").await, Scope::Space(space));
     // #staff is closed again by an overwrite: restricted at once, without waiting.
     fake.add_channel_with(
         CLOSED,
@@ -716,15 +788,14 @@ async fn privacy_follows_effective_permissions(url: Option<String>) {
             (STAFF_ROLE, discord_perm::VIEW_CHANNEL, 0),
         ],
     );
-    handler
-        .on_message(&say(7008, STAFF, BOB, "still here", &[]))
-        .await;
-    assert_eq!(scope(STAFF).await, Scope::Space(space), "cached until told");
     handler.on_channel_update();
     handler
         .on_message(&say(7009, STAFF, BOB, "closed again", &[]))
         .await;
-    assert_eq!(scope(STAFF).await, Scope::Channel(space, STAFF.to_string()));
+    assert_eq!(
+        scope(STAFF, "closed again").await,
+        Scope::Channel(space, STAFF.to_string())
+    );
 }
 
 /// Deleting a message (alone or in bulk) removes it and what came of it; an edit replaces
@@ -881,4 +952,5 @@ async fn replies_never_ping() {
 on_both_harnesses!(
     privacy_follows_effective_permissions,
     deletes_and_edits_reach_the_memory,
+    the_memory_slash_command_answers_ephemerally,
 );

@@ -226,4 +226,42 @@ async fn concurrent_updates_about_one_person_both_land() {
     assert_eq!(h.store.hearsay(bob, None).await.unwrap().len(), 2);
 }
 
-on_both_harnesses!(facts_about_others_are_kept_as_what_the_teller_said);
+/// With the model merging facts ("the newer fact wins"), what someone else says about Bob
+/// still never replaces what Bob said himself.
+async fn a_contradiction_from_someone_else_never_overwrites(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    h.say_in(&lab, "bob", "Engram, remember that I live in Berlin")
+        .await;
+    h.say_in(
+        &lab,
+        "alice",
+        "Engram, remember this about @bob: he no longer lives in Berlin, he moved to Rome",
+    )
+    .await;
+    let bob = h.person("bob").await;
+    let scope = h.space_scope("lab").await;
+    let own = h.store.facts(bob, &scope).await.unwrap().text;
+    assert!(own.contains("Berlin") && !own.contains("Rome"), "{own}");
+    assert!(
+        h.fake()
+            .requests()
+            .iter()
+            .filter(|r| r.task == "remember")
+            .all(|r| !r.text().contains("Rome")),
+        "the claim was sent to the model as a new fact about bob"
+    );
+    let shown = h
+        .say_in(&lab, "carol", "Engram, what do you know about @bob")
+        .await
+        .unwrap();
+    assert!(
+        shown.contains("Berlin") && shown.contains("alice says: he no longer lives in Berlin"),
+        "{shown}"
+    );
+}
+
+on_both_harnesses!(
+    facts_about_others_are_kept_as_what_the_teller_said,
+    a_contradiction_from_someone_else_never_overwrites,
+);

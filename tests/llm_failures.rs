@@ -207,9 +207,32 @@ async fn garbled_answers_that_would_shrink_memory_are_refused() {
     assert!(reply.contains("word for word"), "{reply}");
 }
 
-/// The provider's error text (account and project ids) never reaches a chat.
+/// A log sink for one test: what the bot logs while the guard lives (this thread).
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The provider's error text (account and project ids) never reaches a chat: people get a
+/// plain message, the operator's log has the detail.
 #[tokio::test]
 async fn provider_errors_stay_out_of_the_chat() {
+    let logs = Logs::default();
+    let sink = logs.clone();
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || sink.clone())
+            .with_ansi(false)
+            .finish(),
+    );
     let h = seeded().await;
     for behavior in [
         Behavior::Status(401),
@@ -232,4 +255,9 @@ async fn provider_errors_stay_out_of_the_chat() {
         // Positive control: the fallback still answers from memory.
         assert!(reply.contains("I love Rust"), "{reply}");
     }
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logged.contains("proj_fake456"),
+        "the operator sees the detail: {logged}"
+    );
 }

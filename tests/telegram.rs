@@ -330,13 +330,18 @@ async fn usernames_admins_and_edits(url: Option<String>) {
             && !answer.contains("book club"),
         "{answer}"
     );
-    let n = ask(&eve, "what do you know about me");
+    // Telling about "Dana" is asked about too, never put on the oldest Dana.
+    let n = ask(&alice, "remember this about Dana: she hates the book club");
     fake.wait_sent(n, WITHIN).await;
     let answer = fake.sent_to(-100600).pop().unwrap();
-    assert!(
-        !answer.contains("book club"),
-        "a renamed member read another's memory: {answer}"
-    );
+    assert!(answer.contains("More than one"), "{answer}");
+    let dana_id = h
+        .store
+        .find_identity(Platform::Telegram, "2001")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(h.store.hearsay(dana_id, None).await.unwrap().is_empty());
 
     // Moderators are the group's administrators.
     let n = ask(&alice, "forget everything about @dana_k");
@@ -356,6 +361,12 @@ async fn usernames_admins_and_edits(url: Option<String>) {
 
     // An edit replaces the text (handled before the next message is answered).
     let id = fake.push_from(&lab, &dana, "the club meets at the Lighthouse cafe", false);
+    let n = ask(&alice, "help");
+    fake.wait_sent(n, WITHIN).await;
+    assert!(
+        !rows_holding(&h, "lighthouse").await.is_empty(),
+        "positive control: stored and posted"
+    );
     fake.push_edit(&lab, &dana, id, "the club meets at the Harbour pub");
     let n = ask(&alice, "help");
     fake.wait_sent(n, WITHIN).await;

@@ -90,8 +90,7 @@ impl TgUser<'_> {
 fn mention_entities(text: &str) -> Vec<Value> {
     let mut out = Vec::new();
     let mut offset = 0usize;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
+    for (i, c) in text.char_indices() {
         let at_word_start = i == 0 || text[..i].ends_with(char::is_whitespace);
         if c == '@' && at_word_start {
             let rest = &text[i + 1..];

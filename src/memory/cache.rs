@@ -114,9 +114,26 @@ impl MemoryCaches {
         K: std::hash::Hash + Eq + Send + Sync + Clone + 'static,
         V: Clone + Send + Sync + 'static,
     {
+        self.fill_racing(cache, since, key, value, || {});
+    }
+
+    /// `fill`, running `between` after its first epoch check and before the insert: where an
+    /// invalidation from another task can land (tests force it there).
+    fn fill_racing<K, V>(
+        &self,
+        cache: &Cache<K, V>,
+        since: FillEpoch,
+        key: K,
+        value: V,
+        between: impl FnOnce(),
+    ) where
+        K: std::hash::Hash + Eq + Send + Sync + Clone + 'static,
+        V: Clone + Send + Sync + 'static,
+    {
         if self.epoch.load(Ordering::SeqCst) != since.0 {
             return;
         }
+        between();
         cache.insert(key.clone(), value);
         // An invalidation that began between the check and the insert may have cleared
         // before the insert landed: take the insert back.
@@ -213,8 +230,16 @@ mod tests {
         // Any invalidation counts, whatever it named.
         let since = c.begin_fill();
         c.invalidate_facts(PersonId(2), "dm:2".into());
-        c.fill(&c.facts, since, key.clone(), stale);
+        c.fill(&c.facts, since, key.clone(), stale.clone());
         assert!(c.facts.get(&key).is_none());
+        // The inner window: the fill's check passed, then the forget cleared, then the
+        // insert landed. The check after the insert takes it back.
+        let since = c.begin_fill();
+        c.fill_racing(&c.facts, since, key.clone(), stale, || c.clear());
+        assert!(
+            c.facts.get(&key).is_none(),
+            "an insert that raced a clear was kept"
+        );
     }
 
     #[test]
