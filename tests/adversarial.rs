@@ -14,7 +14,7 @@
 mod common;
 use common::*;
 use engram::adapters::console::{ConsoleOptions, console_message};
-use engram::domain::{IncomingMessage, Platform, Scope};
+use engram::domain::{Platform, Scope};
 
 /// Words only Alice's private memory holds: Mallory never types them.
 const SECRETS: [&str; 6] = ["ADHD", "Okafor", "Friday", "March", "42B", "Biscuit"];
@@ -397,13 +397,7 @@ async fn a_hostile_member_gets_nothing(url: Option<String>) {
 
     // Alice posts her link code in #general by mistake; Mallory tries it on another platform.
     arena.attacks += 1;
-    let made = arena.h.dm("alice", "/memory link").await;
-    let code = made
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-'))
-        .find(|w| engram::domain::link::is_code_shaped(w) && w.len() == 9)
-        .expect("a code")
-        .to_string();
+    let code = code_in(&arena.h.dm("alice", "/memory link").await);
     arena
         .h
         .say_in(
@@ -412,38 +406,17 @@ async fn a_hostile_member_gets_nothing(url: Option<String>) {
             &format!("my code is {code}, ignore"),
         )
         .await;
-    let telegram = |text: &str, n: u32| IncomingMessage {
-        platform: Platform::Telegram,
-        space_external_id: "tg-mallory".into(),
-        space_kind: engram::domain::SpaceKind::Private,
-        space_title: "mallory".into(),
-        channel_external_id: "tg-mallory".into(),
-        channel_privacy: engram::domain::Privacy::Dm,
-        author_external_id: "tg-mallory".into(),
-        author_display_name: "mallory".into(),
-        author_username: Some("mallory".into()),
-        author_is_bot: false,
-        external_id: format!("tg-{n}"),
-        text: text.into(),
-        sent_at: start_time(),
-        reply_to_external_id: None,
-        replies_to_bot: false,
-        mentions: vec![],
-        attachments: vec![],
-        author_is_moderator: false,
-        private_answer: false,
-    };
     let mut replies = Vec::new();
-    for (n, text) in [
+    for text in [
         format!("/memory link {code}"),
         "yes".to_string(),
         "what do you know about me".to_string(),
     ]
     .iter()
-    .enumerate()
     {
         arena.attempts += 1;
-        let r = arena.h.bot.handle(&telegram(text, n as u32)).await.unwrap();
+        let msg = platform_message(Platform::Telegram, "tg-mallory", text, false);
+        let r = arena.h.bot.handle(&msg).await.unwrap();
         replies.extend(r.map(|r| r.text));
     }
     for r in &replies {

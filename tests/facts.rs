@@ -104,9 +104,40 @@ async fn facts_about_others_are_kept_as_what_the_teller_said(url: Option<String>
         shown.contains("Berlin") && shown.contains("alice says: he plays chess"),
         "{shown}"
     );
-    // Bob sees who told what, in his own private chat too.
+    // Bob sees who told what, in his own private chat too, and can remove it there; what
+    // he said himself stays.
     let view = h.dm("bob", "/memory").await;
     assert!(view.contains("alice says: he plays chess"), "{view}");
+    h.say_in(
+        &lab,
+        "alice",
+        "Engram, remember this about @bob: he snores loudly",
+    )
+    .await;
+    // What alice keeps about him in her own private chat is her note: not shown to him.
+    h.dm("alice", "remember this about @bob: he owes me ten euros")
+        .await;
+    assert!(!h.dm("bob", "/memory").await.contains("ten euros"));
+    assert!(
+        h.dm("alice", "what do you know about @bob")
+            .await
+            .contains("ten euros")
+    );
+    assert!(
+        h.dm("alice", "forget that @bob owes me ten euros")
+            .await
+            .contains("forgotten")
+    );
+    let asked = h.dm("bob", "/memory forget snores").await;
+    assert!(
+        asked.contains("snores loudly") && asked.contains("yes"),
+        "{asked}"
+    );
+    assert!(h.dm("bob", "yes").await.starts_with("Done"));
+    let told = h.store.hearsay(bob, None).await.unwrap();
+    assert!(told.iter().all(|h| !h.text.contains("snores")), "{told:?}");
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(h.store.facts(bob, &scope).await.unwrap(), own);
 
     // Someone else can neither remove it nor touch what bob said himself.
     for attack in [

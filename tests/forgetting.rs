@@ -38,6 +38,20 @@ async fn index(h: &Harness) {
     indexer.close_episodes().await.unwrap();
 }
 
+/// The daily extraction of the test's first day, run now (with the fake LLM).
+async fn extract_today(h: &Harness) -> Vec<engram::memory::extraction::ExtractionRun> {
+    let clock: Arc<dyn Clock> = h.clock.clone();
+    let llm = engram::app::chat_model(&h.config, &Secrets::default(), clock.clone())
+        .unwrap()
+        .expect("the fake LLM");
+    let extractor =
+        engram::app::extractor(&h.config, h.store.clone(), Some(llm), clock, "t".into()).unwrap();
+    extractor
+        .extract_all(start_time().date_naive(), false, |_, _| {})
+        .await
+        .unwrap()
+}
+
 /// Ids of stored messages whose text holds `needle`.
 async fn messages_holding(h: &Harness, who: &str, needle: &str) -> Vec<MessageId> {
     let person = h.person(who).await;
@@ -253,16 +267,7 @@ async fn clear_leaves_nothing(url: Option<String>) {
             .unwrap()
             .and_utc(),
     );
-    let clock: Arc<dyn Clock> = h.clock.clone();
-    let llm = engram::app::chat_model(&h.config, &Secrets::default(), clock.clone())
-        .unwrap()
-        .unwrap();
-    let extractor =
-        engram::app::extractor(&h.config, h.store.clone(), Some(llm), clock, "t".into()).unwrap();
-    extractor
-        .extract_all(start_time().date_naive(), false, |_, _| {})
-        .await
-        .unwrap();
+    extract_today(&h).await;
     h.clock.advance(chrono::Duration::hours(12));
     h.say_in(&lab, "bob", "Engram, what do you know about @alice")
         .await;
@@ -349,16 +354,7 @@ async fn pause_is_honoured_everywhere(url: Option<String>) {
             .unwrap()
             .and_utc(),
     );
-    let clock: Arc<dyn Clock> = h.clock.clone();
-    let llm = engram::app::chat_model(&h.config, &Secrets::default(), clock.clone())
-        .unwrap()
-        .unwrap();
-    let extractor =
-        engram::app::extractor(&h.config, h.store.clone(), Some(llm), clock, "t".into()).unwrap();
-    let runs = extractor
-        .extract_all(start_time().date_naive(), false, |_, _| {})
-        .await
-        .unwrap();
+    let runs = extract_today(&h).await;
     assert!(runs.iter().all(|r| r.person != alice.0), "{runs:?}");
     for p in prompts_since(&h, from) {
         assert!(!p.contains("secretly"), "{p}");

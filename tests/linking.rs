@@ -6,67 +6,15 @@
 #[macro_use]
 mod common;
 use common::*;
-use engram::domain::{IncomingMessage, Platform, Privacy, SpaceKind};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-static SEQ: AtomicU64 = AtomicU64::new(1);
-
-fn message(platform: Platform, user: &str, text: &str, public: bool) -> IncomingMessage {
-    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-    let (space, kind, channel, privacy) = if public {
-        (
-            "guild-1".to_string(),
-            SpaceKind::Group,
-            "general",
-            Privacy::GuildPublic,
-        )
-    } else {
-        (format!("dm:{user}"), SpaceKind::Private, "dm", Privacy::Dm)
-    };
-    IncomingMessage {
-        platform,
-        space_external_id: space,
-        space_kind: kind,
-        space_title: "test".into(),
-        channel_external_id: channel.into(),
-        channel_privacy: privacy,
-        author_external_id: user.into(),
-        author_display_name: user.into(),
-        author_username: None,
-        author_is_bot: false,
-        external_id: format!("m{seq}"),
-        text: text.into(),
-        sent_at: start_time(),
-        reply_to_external_id: None,
-        replies_to_bot: false,
-        mentions: vec![],
-        attachments: vec![],
-        author_is_moderator: false,
-        private_answer: false,
-    }
-}
+use engram::domain::Platform;
 
 async fn say(h: &Harness, platform: Platform, user: &str, text: &str, public: bool) -> String {
     h.bot
-        .handle(&message(platform, user, text, public))
+        .handle(&platform_message(platform, user, text, public))
         .await
         .unwrap()
         .expect("an answer")
         .text
-}
-
-fn code_in(reply: &str) -> String {
-    reply
-        .split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-'))
-        .find(|w| {
-            w.len() == 9
-                && w.as_bytes()[4] == b'-'
-                && w.chars()
-                    .all(|c| c == '-' || c.is_ascii_uppercase() || c.is_ascii_digit())
-        })
-        .unwrap_or_else(|| panic!("no code in {reply}"))
-        .to_string()
 }
 
 /// Redeems `code` as `user` on `platform` in a private chat and confirms with "yes".

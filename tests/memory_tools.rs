@@ -394,16 +394,21 @@ async fn the_tool_loop_runs_calls_for_the_caller_over_the_real_client() {
     assert_eq!(tool_messages[0]["tool_call_id"], "call_0");
 }
 
-/// Replies with `llm.reply_tools` on: the model's tool calls (written into the message for the
-/// fake server) act on the speaker's memory only, where they spoke, and respect pause.
-async fn replies_use_the_tools_for_the_speaker_only(url: Option<String>) {
-    let h = Harness::build(true, |c| {
+/// The bot with the fake LLM and `llm.reply_tools` on, on `url`'s database or its own.
+async fn with_tools(url: Option<String>) -> Harness {
+    Harness::build(true, |c| {
         if let Some(url) = url {
             c.store.url = url;
         }
         c.llm.reply_tools = true;
     })
-    .await;
+    .await
+}
+
+/// Replies with `llm.reply_tools` on: the model's tool calls (written into the message for the
+/// fake server) act on the speaker's memory only, where they spoke, and respect pause.
+async fn replies_use_the_tools_for_the_speaker_only(url: Option<String>) {
+    let h = with_tools(url).await;
     let write = r#"I moved to Lisbon <call name="search_memory">{"query":"lives"}</call><call name="write_memory">{"key":"home","value":"Lives in Lisbon","category":"personal_context","durability":"durable","confidence":0.9}</call>"#;
     let reply = h.dm("alice", write).await;
     assert!(
@@ -456,13 +461,7 @@ async fn replies_use_the_tools_for_the_speaker_only(url: Option<String>) {
 /// A message from someone else in the channel tells the model to delete the speaker's entry,
 /// and a gullible model tries: the deletion only waits for the speaker's own "yes".
 async fn others_messages_cannot_make_the_model_delete_memory(url: Option<String>) {
-    let h = Harness::build(true, |c| {
-        if let Some(url) = url {
-            c.store.url = url;
-        }
-        c.llm.reply_tools = true;
-    })
-    .await;
+    let h = with_tools(url).await;
     let lab = group("lab");
     h.say_in(&lab, "alice", "Engram, remember that I work at Initech")
         .await;
@@ -519,13 +518,7 @@ async fn others_messages_cannot_make_the_model_delete_memory(url: Option<String>
 /// The same for writes: a swayed model's rewrite of an entry, and (in a group) any new
 /// entry or note, wait for the speaker's "yes"; in their private chat, new writes need none.
 async fn others_messages_cannot_make_the_model_write_memory(url: Option<String>) {
-    let h = Harness::build(true, |c| {
-        if let Some(url) = url {
-            c.store.url = url;
-        }
-        c.llm.reply_tools = true;
-    })
-    .await;
+    let h = with_tools(url).await;
     let lab = group("lab");
     h.say_in(&lab, "alice", "Engram, remember that I work at Initech")
         .await;

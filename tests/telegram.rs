@@ -372,6 +372,37 @@ async fn usernames_admins_and_edits(url: Option<String>) {
     fake.wait_sent(n, WITHIN).await;
     assert!(rows_holding(&h, "lighthouse").await.is_empty());
     assert!(!rows_holding(&h, "harbour").await.is_empty());
+    // A link code posted in the group is dead at once, however it is spelled out.
+    let dana_dm = Chat::Private {
+        id: 2001,
+        name: "Dana".into(),
+    };
+    let n = fake.sent().len() + 1;
+    fake.push_from(&dana_dm, &dana, "/memory link", false);
+    fake.wait_sent(n, WITHIN).await;
+    let code = code_in(&fake.sent_to(2001).pop().unwrap());
+    let spaced = code.replace('-', " ").to_lowercase();
+    fake.push_from(&lab, &dana, &format!("oops, my code: {spaced}"), false);
+    let n = fake.sent().len() + 1;
+    fake.push_from(&lab, &alice, &format!("{bot} help"), false);
+    fake.wait_sent(n, WITHIN).await;
+    let stolen = platform_message(
+        Platform::Discord,
+        "d-eve",
+        &format!("/memory link {code}"),
+        false,
+    );
+    let reply = h.bot.handle(&stolen).await.unwrap().unwrap().text;
+    assert!(
+        reply.contains("unknown"),
+        "a code seen in the group still works: {reply}"
+    );
+    for half in code.split('-') {
+        assert!(
+            rows_holding(&h, half).await.is_empty(),
+            "{half} of the code stored"
+        );
+    }
     for m in fake.sent() {
         assert!(
             m.get("parse_mode").is_none(),

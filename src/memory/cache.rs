@@ -68,6 +68,8 @@ pub struct MemoryCaches {
     pub history: Cache<(String, PersonId, NaiveDate), Arc<str>>,
     pub merged: Cache<(PersonId, Hash), Arc<str>>,
     pub facts: Cache<(PersonId, String), Arc<FactsRecord>>,
+    /// What others said about a person, every scope (filtered where it is shown).
+    pub hearsay: Cache<PersonId, Arc<Vec<crate::store::Hearsay>>>,
     /// Offline-fallback results by a descriptive key, for at most an hour.
     pub degraded: Cache<String, Arc<str>>,
     hits: AtomicU64,
@@ -92,6 +94,7 @@ impl MemoryCaches {
             history: Cache::builder().max_capacity(capacity).build(),
             merged: Cache::builder().max_capacity(capacity).build(),
             facts: Cache::builder().max_capacity(capacity).build(),
+            hearsay: Cache::builder().max_capacity(capacity).build(),
             degraded: Cache::builder()
                 .max_capacity(capacity)
                 .time_to_live(hour)
@@ -142,6 +145,12 @@ impl MemoryCaches {
         }
     }
 
+    /// Forgets what others said about one person (after a change to it).
+    pub fn invalidate_hearsay(&self, person: PersonId) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.hearsay.invalidate(&person);
+    }
+
     /// Forgets the cached facts of one person and scope (after a write to them).
     pub fn invalidate_facts(&self, person: PersonId, scope_key: String) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
@@ -185,6 +194,7 @@ impl MemoryCaches {
         self.history.invalidate_all();
         self.merged.invalidate_all();
         self.facts.invalidate_all();
+        self.hearsay.invalidate_all();
         self.degraded.invalidate_all();
     }
 }

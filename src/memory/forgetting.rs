@@ -76,12 +76,17 @@ pub fn place_scopes(place: &Place, subject: PersonId) -> Vec<Scope> {
 }
 
 /// Where "forget that …" asked at `place` acts: everything about the subject in their own
-/// private chat (they may see it all there), else what may surface here.
+/// private chat (they may see it all there), else what may surface here; for anyone but the
+/// subject (a moderator, a teller) not the subject's `global` facts, which are theirs alone.
 pub fn forget_reach(place: &Place, subject: PersonId, actor: PersonId) -> Reach {
     if actor == subject && place.privacy == Privacy::Dm && place.dm_owner == Some(subject) {
         Reach::Everywhere
     } else {
-        Reach::Scopes(place_scopes(place, subject))
+        let mut scopes = place_scopes(place, subject);
+        if actor != subject {
+            scopes.retain(|s| *s != Scope::Global);
+        }
+        Reach::Scopes(scopes)
     }
 }
 
@@ -134,7 +139,11 @@ impl MemoryManager {
     /// surface here (their history too), and X's own messages that said them, by the same
     /// rules as `forget`. Returns how many items went.
     pub async fn forget_everything(&self, req: &FactRequest<'_>) -> Result<usize, MemoryError> {
-        let reach = Reach::Scopes(place_scopes(req.place, req.subject));
+        let reach = match forget_reach(req.place, req.subject, req.actor) {
+            // "Everything" asked in a private chat means what surfaces there, as elsewhere.
+            Reach::Everywhere => Reach::Scopes(place_scopes(req.place, req.subject)),
+            reach => reach,
+        };
         Ok(self.forget_in(req, &reach, None).await?.items)
     }
 
@@ -594,7 +603,7 @@ mod tests {
         // About someone else from her private chat: only her own notes about them.
         assert_eq!(
             forget_reach(&dm, bob, alice),
-            Reach::Scopes(vec![Scope::Global, Scope::Dm(alice)])
+            Reach::Scopes(vec![Scope::Dm(alice)])
         );
         let group = Place {
             privacy: Privacy::GuildPublic,
@@ -605,6 +614,11 @@ mod tests {
         assert_eq!(
             forget_reach(&group, alice, alice),
             Reach::Scopes(vec![Scope::Global, Scope::Space(SpaceId(1))])
+        );
+        // A moderator of the space reaches the space, not the person's global facts.
+        assert_eq!(
+            forget_reach(&group, alice, bob),
+            Reach::Scopes(vec![Scope::Space(SpaceId(1))])
         );
     }
 }

@@ -8,6 +8,7 @@ use super::{FactRequest, MemoryError, MemoryManager};
 use crate::domain::{PersonId, Place};
 use crate::memory::entries::looks_like_code;
 use crate::store::{Hearsay, NewHearsay};
+use std::sync::Arc;
 
 impl MemoryManager {
     /// Keeps what `req.actor` said about `req.subject` at `req.place`; false when the same was
@@ -25,7 +26,7 @@ impl MemoryManager {
                 "I don't keep code in memory; tell me about it in words instead.".into(),
             ));
         }
-        Ok(self
+        let added = self
             .store
             .add_hearsay(&NewHearsay {
                 subject: req.subject,
@@ -35,7 +36,22 @@ impl MemoryManager {
                 source_message: req.source,
                 at: self.clock.now(),
             })
-            .await?)
+            .await?;
+        self.caches.invalidate_hearsay(req.subject);
+        Ok(added)
+    }
+
+    /// Everything others said about `person` (cached; every change here or, on PostgreSQL,
+    /// in another process drops it).
+    async fn all_hearsay(&self, person: PersonId) -> Result<Arc<Vec<Hearsay>>, MemoryError> {
+        if let Some(hit) = self.caches.get(&self.caches.hearsay, &person) {
+            return Ok(hit);
+        }
+        let since = self.caches.begin_fill();
+        let all = Arc::new(self.store.hearsay(person, None).await?);
+        self.caches
+            .fill(&self.caches.hearsay, since, person, all.clone());
+        Ok(all)
     }
 
     /// What others said about `person` that may surface at `place` (in a private chat, also
@@ -46,7 +62,13 @@ impl MemoryManager {
         place: &Place,
     ) -> Result<Vec<Hearsay>, MemoryError> {
         let scopes = place_scopes(place, person);
-        Ok(self.store.hearsay(person, Some(&scopes)).await?)
+        Ok(self
+            .all_hearsay(person)
+            .await?
+            .iter()
+            .filter(|h| scopes.contains(&h.scope))
+            .cloned()
+            .collect())
     }
 
     /// What others said about `person` that they may see in their own private chat: all of

@@ -173,6 +173,7 @@ impl MemoryManager {
                     Change::Facts { person, scope } => {
                         memory.caches.invalidate_facts(person, scope.key())
                     }
+                    Change::Hearsay { person } => memory.caches.invalidate_hearsay(person),
                     // Anything cached may hold what was forgotten (or, after a lost feed,
                     // anything may have changed): drop it all.
                     Change::Cleared { .. } | Change::Forgotten | Change::Unknown => {

@@ -183,6 +183,16 @@ pub enum StagedChange {
 }
 
 impl StagedChange {
+    /// `entry` in place of `old`.
+    fn rewrite(old: &Entry, entry: &NewEntry) -> StagedChange {
+        StagedChange::Rewrite {
+            replaces: old.id,
+            old_category: old.category,
+            old_value: old.value.clone(),
+            entry: entry.clone(),
+        }
+    }
+
     /// In words, for the question to the person.
     pub fn describe(&self) -> String {
         match self {
@@ -412,12 +422,7 @@ impl ToolExecutor {
                 e.key == entry.key && e.category == entry.category && e.scope == entry.scope
             });
         if let Some(old) = existing.as_ref().filter(|e| e.value != entry.value)
-            && let Some(pending) = self.stage(StagedChange::Rewrite {
-                replaces: old.id,
-                old_category: old.category,
-                old_value: old.value.clone(),
-                entry: entry.clone(),
-            })
+            && let Some(pending) = self.stage(StagedChange::rewrite(old, &entry))
         {
             return Ok(pending);
         }
@@ -504,12 +509,7 @@ impl ToolExecutor {
             expires_at: old.expires_at,
         };
         if (old.value != entry.value || category != old.category)
-            && let Some(pending) = self.stage(StagedChange::Rewrite {
-                replaces: old.id,
-                old_category: old.category,
-                old_value: old.value.clone(),
-                entry: entry.clone(),
-            })
+            && let Some(pending) = self.stage(StagedChange::rewrite(&old, &entry))
         {
             return Ok(pending);
         }

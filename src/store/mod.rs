@@ -202,6 +202,10 @@ pub enum Change {
     /// Messages or memory were forgotten (a forget, a deleted or edited platform message):
     /// anything cached may hold them.
     Forgotten,
+    /// What others said about the person changed.
+    Hearsay {
+        person: PersonId,
+    },
     /// The change feed was interrupted: anything may have changed meanwhile.
     Unknown,
 }
@@ -212,6 +216,7 @@ impl Change {
             Change::Facts { person, scope } => format!("facts|{}|{}", person.0, scope.key()),
             Change::Cleared { person } => format!("cleared|{}", person.0),
             Change::Forgotten => "forgotten".to_string(),
+            Change::Hearsay { person } => format!("hearsay|{}", person.0),
             Change::Unknown => "unknown".to_string(),
         }
     }
@@ -231,6 +236,9 @@ impl Change {
                 person: PersonId(person),
             },
             (Some("forgotten"), None, None) => Change::Forgotten,
+            (Some("hearsay"), Some(person), None) => Change::Hearsay {
+                person: PersonId(person),
+            },
             _ => Change::Unknown,
         }
     }

@@ -580,18 +580,14 @@ impl Store for PostgresStore {
         .await
         .map_err(db_err)?;
         // Delivered at commit, to every process listening (see `watch_changes`).
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANGES_CHANNEL)
-            .bind(
-                Change::Facts {
-                    person,
-                    scope: scope.clone(),
-                }
-                .payload(),
-            )
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        notify(
+            &mut tx,
+            &Change::Facts {
+                person,
+                scope: scope.clone(),
+            },
+        )
+        .await?;
         tx.commit().await.map_err(db_err)?;
         Ok(new_version)
     }
@@ -785,18 +781,7 @@ impl Store for PostgresStore {
             .await
             .map_err(db_err)?;
             if left <= 0 {
-                sqlx::query("DELETE FROM episodes WHERE id = $1")
-                    .bind(episode)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query(
-                    "UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = $1",
-                )
-                .bind(&scope)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+                drop_episode(&mut tx, *episode, &scope).await?;
             }
         }
         for (scope, day) in &plan.days {
@@ -845,12 +830,7 @@ impl Store for PostgresStore {
             .map_err(db_err)?
             .rows_affected();
         // Other processes drop whatever they cached from these messages, at commit.
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANGES_CHANNEL)
-            .bind(Change::Forgotten.payload())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        notify(&mut tx, &Change::Forgotten).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(deleted)
     }
@@ -1020,6 +1000,7 @@ impl Store for PostgresStore {
     }
 
     async fn add_hearsay(&self, h: &NewHearsay) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
         let done = sqlx::query(
             "INSERT INTO hearsay (subject_id, scope, told_by, text, source_message_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (subject_id, scope, told_by, text) DO NOTHING",
@@ -1030,9 +1011,11 @@ impl Store for PostgresStore {
         .bind(&h.text)
         .bind(h.source_message.map(|m| m.0))
         .bind(ms(h.at))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_err)?;
+        notify(&mut tx, &Change::Hearsay { person: h.subject }).await?;
+        tx.commit().await.map_err(db_err)?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -1057,15 +1040,17 @@ impl Store for PostgresStore {
     }
 
     async fn delete_hearsay(&self, subject: PersonId, ids: &[i64]) -> StoreResult<u64> {
-        Ok(
-            sqlx::query("DELETE FROM hearsay WHERE subject_id = $1 AND id = ANY($2)")
-                .bind(subject.0)
-                .bind(ids)
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?
-                .rows_affected(),
-        )
+        let mut tx = self.pool.begin().await.map_err(db_err)?;
+        let deleted = sqlx::query("DELETE FROM hearsay WHERE subject_id = $1 AND id = ANY($2)")
+            .bind(subject.0)
+            .bind(ids)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+        notify(&mut tx, &Change::Hearsay { person: subject }).await?;
+        tx.commit().await.map_err(db_err)?;
+        Ok(deleted)
     }
 
     async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<bool> {
@@ -1182,12 +1167,7 @@ impl Store for PostgresStore {
         .map_err(db_err)?
         .rows_affected();
         // Other processes drop their cached copies at commit.
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(CHANGES_CHANNEL)
-            .bind(Change::Cleared { person }.payload())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
+        notify(&mut tx, &Change::Cleared { person }).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(removed)
     }
@@ -1943,18 +1923,7 @@ impl Store for PostgresStore {
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
-                sqlx::query("DELETE FROM episodes WHERE id = $1")
-                    .bind(episode)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query(
-                    "UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = $1",
-                )
-                .bind(&scope)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+                drop_episode(&mut tx, episode, &scope).await?;
             }
         }
         tx.commit().await.map_err(db_err)?;
@@ -2422,5 +2391,31 @@ async fn release_username(
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
+    Ok(())
+}
+
+/// Deletes an episode (emptied, or merged into another) and counts it out of its scope.
+async fn drop_episode(conn: &mut sqlx::PgConnection, episode: i64, scope: &str) -> StoreResult<()> {
+    sqlx::query("DELETE FROM episodes WHERE id = $1")
+        .bind(episode)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    sqlx::query("UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = $1")
+        .bind(scope)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// Tells every process listening (see `watch_changes`) about `change`, at commit.
+async fn notify(conn: &mut sqlx::PgConnection, change: &Change) -> StoreResult<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANGES_CHANNEL)
+        .bind(change.payload())
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
     Ok(())
 }

@@ -636,13 +636,8 @@ impl Store for SqliteStore {
         author: PersonId,
         scopes: Option<&[Scope]>,
     ) -> StoreResult<Vec<(MessageId, String)>> {
-        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
-        if scopes.is_some() && keys.is_empty() {
+        let Some((filter, keys)) = scope_filter("scope", scopes) else {
             return Ok(Vec::new());
-        }
-        let filter = match scopes {
-            Some(_) => format!("AND scope IN ({})", marks(keys.len())),
-            None => String::new(),
         };
         let sql = format!("SELECT id, text FROM messages WHERE author_id = ? {filter} ORDER BY id");
         let mut q = sqlx::query_as::<_, (i64, String)>(sqlx::AssertSqlSafe(sql)).bind(author.0);
@@ -662,17 +657,15 @@ impl Store for SqliteStore {
         scopes: Option<&[Scope]>,
         terms: &[String],
     ) -> StoreResult<Vec<BotMessage>> {
-        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
-        if terms.is_empty() || (scopes.is_some() && keys.is_empty()) {
+        let (Some((filter, keys)), Some((m_filter, _))) = (
+            scope_filter("scope", scopes),
+            scope_filter("m.scope", scopes),
+        ) else {
+            return Ok(Vec::new());
+        };
+        if terms.is_empty() {
             return Ok(Vec::new());
         }
-        let (filter, m_filter) = match scopes {
-            Some(_) => (
-                format!("AND scope IN ({})", marks(keys.len())),
-                format!("AND m.scope IN ({})", marks(keys.len())),
-            ),
-            None => (String::new(), String::new()),
-        };
         // A bot reply's reply_to is the id of the message it answers (as text; SQLite
         // compares it with the integer id by number).
         let sql = format!(
@@ -817,18 +810,7 @@ impl Store for SqliteStore {
                 .await
                 .map_err(db_err)?;
             if left <= 0 {
-                sqlx::query("DELETE FROM episodes WHERE id = ?")
-                    .bind(episode)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query(
-                    "UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = ?",
-                )
-                .bind(&scope)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+                drop_episode(&mut tx, *episode, &scope).await?;
             }
         }
         for (scope, day) in &plan.days {
@@ -981,23 +963,16 @@ impl Store for SqliteStore {
     }
 
     async fn entries(&self, person: PersonId, scopes: Option<&[Scope]>) -> StoreResult<Vec<Entry>> {
-        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
-        let filter = match scopes {
-            Some(_) => format!("AND scope IN ({})", marks(keys.len().max(1))),
-            None => String::new(),
+        let Some((filter, keys)) = scope_filter("scope", scopes) else {
+            return Ok(Vec::new());
         };
         let sql = format!(
             "SELECT {} FROM memory_entries WHERE person_id = ? {filter} ORDER BY updated_at DESC, id DESC",
             rows::ENTRY_COLUMNS
         );
         let mut q = sqlx::query_as::<_, rows::EntryRow>(sqlx::AssertSqlSafe(sql)).bind(person.0);
-        if scopes.is_some() {
-            if keys.is_empty() {
-                return Ok(Vec::new());
-            }
-            for k in &keys {
-                q = q.bind(k);
-            }
+        for k in &keys {
+            q = q.bind(k);
         }
         rows::entries(q.fetch_all(&self.pool).await.map_err(db_err)?)
     }
@@ -1095,13 +1070,8 @@ impl Store for SqliteStore {
         subject: PersonId,
         scopes: Option<&[Scope]>,
     ) -> StoreResult<Vec<Hearsay>> {
-        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
-        if scopes.is_some() && keys.is_empty() {
+        let Some((filter, keys)) = scope_filter("h.scope", scopes) else {
             return Ok(Vec::new());
-        }
-        let filter = match scopes {
-            Some(_) => format!("AND h.scope IN ({})", marks(keys.len())),
-            None => String::new(),
         };
         let sql = format!(
             "SELECT {} FROM hearsay h JOIN people p ON p.id = h.told_by WHERE h.subject_id = ? {filter} ORDER BY h.id",
@@ -1178,13 +1148,8 @@ impl Store for SqliteStore {
         person: PersonId,
         scopes: Option<&[Scope]>,
     ) -> StoreResult<Vec<DailyNote>> {
-        let keys: Vec<String> = scopes.unwrap_or(&[]).iter().map(Scope::key).collect();
-        if scopes.is_some() && keys.is_empty() {
+        let Some((filter, keys)) = scope_filter("scope", scopes) else {
             return Ok(Vec::new());
-        }
-        let filter = match scopes {
-            Some(_) => format!("AND scope IN ({})", marks(keys.len())),
-            None => String::new(),
         };
         let sql = format!(
             "SELECT day, scope, text, source, added_at FROM daily_notes WHERE person_id = ? {filter} ORDER BY day, id"
@@ -2045,18 +2010,7 @@ impl Store for SqliteStore {
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
-                sqlx::query("DELETE FROM episodes WHERE id = ?")
-                    .bind(episode)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query(
-                    "UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = ?",
-                )
-                .bind(&scope)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+                drop_episode(&mut tx, episode, &scope).await?;
             }
         }
         tx.commit().await.map_err(db_err)?;
@@ -2276,6 +2230,19 @@ fn register_sqlite_vec() {
     });
 }
 
+/// `AND {column} IN (?, …)` for `scopes` with the keys to bind, or no filter for every scope
+/// (`None`); None when `scopes` is empty (nothing can match).
+fn scope_filter(column: &str, scopes: Option<&[Scope]>) -> Option<(String, Vec<String>)> {
+    match scopes {
+        None => Some((String::new(), Vec::new())),
+        Some([]) => None,
+        Some(s) => Some((
+            format!("AND {column} IN ({})", marks(s.len())),
+            s.iter().map(Scope::key).collect(),
+        )),
+    }
+}
+
 fn marks(n: usize) -> String {
     vec!["?"; n].join(", ")
 }
@@ -2474,5 +2441,24 @@ async fn release_username(
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
+    Ok(())
+}
+
+/// Deletes an episode (emptied, or merged into another) and counts it out of its scope.
+async fn drop_episode(
+    conn: &mut sqlx::SqliteConnection,
+    episode: i64,
+    scope: &str,
+) -> StoreResult<()> {
+    sqlx::query("DELETE FROM episodes WHERE id = ?")
+        .bind(episode)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    sqlx::query("UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = ?")
+        .bind(scope)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
     Ok(())
 }
