@@ -669,18 +669,18 @@ impl Bot {
             .iter()
             .find(|a| a.platform == here && a.external_id == ingested.author_external_id);
         let cut: Vec<&crate::store::Account> = match (only, me) {
-            (None, Some(me)) if me.linked => vec![me],
-            (None, _) => accounts.iter().filter(|a| a.linked).collect(),
+            (None, Some(me)) if me.linked() => vec![me],
+            (None, _) => accounts.iter().filter(|a| a.linked()).collect(),
             (Some(p), me) => {
                 let joined: Vec<_> = accounts
                     .iter()
-                    .filter(|a| a.platform == p && a.linked)
+                    .filter(|a| a.platform == p && a.linked())
                     .collect();
                 match me {
                     // The join goes the other way: this account is the one that joined.
                     Some(me)
                         if joined.is_empty()
-                            && me.linked
+                            && me.linked()
                             && accounts.iter().any(|a| a.platform == p) =>
                     {
                         vec![me]
@@ -744,7 +744,14 @@ impl Bot {
                 )
             }
             Pending::Clear => {
-                let n = self.memory.clear_person(person).await?;
+                // The accounts joined to this person bring their own earlier memory (it comes
+                // back on unlink): it is theirs too, and goes as well.
+                let mut n = self.memory.clear_person(person).await?;
+                for a in self.store.accounts(person).await? {
+                    if let Some(own) = a.own_person {
+                        n += self.memory.clear_person(own).await?;
+                    }
+                }
                 info!(actor = %person, rows = n, "memory clear");
                 "Done, I've cleared everything I had about you.".to_string()
             }

@@ -174,22 +174,24 @@ impl Ingestor {
             ),
         };
         let is_command = addressed && !matches!(parse_command(&command_text), Command::Chat);
-        // Link codes never reach the stored text; one seen outside a private chat (however it
-        // is spelled out) is dead at once, as anyone there could use it.
+        // Link codes never reach the stored text, however they are spelled out; one seen
+        // outside a private chat is dead at once, as anyone there could use it.
         let mut stored_text = link::redact(&text);
-        if !private {
-            let spans = link::code_spans(&text);
+        let spans = link::code_spans(&text);
+        if !spans.is_empty() {
             let hashes: Vec<String> = spans.iter().map(|(c, _)| link::code_hash(c)).collect();
-            let revoked = self.store.revoke_link_codes(&hashes).await?;
-            if !revoked.is_empty() {
-                warn!(
-                    platform = msg.platform.as_str(),
-                    "a link code was posted outside a private chat: revoked"
-                );
+            let codes = self.store.seen_link_codes(&hashes, !private).await?;
+            if !codes.is_empty() {
+                if !private {
+                    warn!(
+                        platform = msg.platform.as_str(),
+                        "a link code was posted outside a private chat: revoked"
+                    );
+                }
                 let seen: Vec<std::ops::Range<usize>> = spans
                     .into_iter()
                     .zip(hashes)
-                    .filter(|(_, h)| revoked.contains(h))
+                    .filter(|(_, h)| codes.contains(h))
                     .map(|((_, r), _)| r)
                     .collect();
                 stored_text = link::redact(&link::redact_spans(&text, &seen));

@@ -230,4 +230,60 @@ async fn all_text(h: &Harness) -> String {
     }
 }
 
-on_both_harnesses!(linking_joins_private_memory_across_platforms);
+/// `/memory clear` on a joined person also clears what each joined account knew before the
+/// join (it would come back on unlink); a code typed in any form in a private chat is never
+/// stored either.
+async fn clear_reaches_joined_accounts(url: Option<String>) {
+    use Platform::{Discord, Telegram};
+    let h = harness_on(url, false).await;
+    say(
+        &h,
+        Telegram,
+        "t-carol",
+        "remember that I like oolong tea",
+        false,
+    )
+    .await;
+    say(&h, Discord, "d-carol", "remember that I work nights", false).await;
+    let code = code_in(&say(&h, Discord, "d-carol", "/memory link", false).await);
+    // Typed her own way in a private chat: still taken out of the stored text.
+    let spaced = code.replace('-', " ").to_lowercase();
+    say(
+        &h,
+        Discord,
+        "d-carol",
+        &format!("note to self: {spaced}"),
+        false,
+    )
+    .await;
+    assert!(
+        link(&h, Telegram, "t-carol", &code)
+            .await
+            .starts_with("Linked")
+    );
+    let both = say(&h, Telegram, "t-carol", "what do you know about me", false).await;
+    assert!(both.contains("nights"), "{both}");
+    for half in code.split('-') {
+        let left = rows_holding(&h, half).await;
+        assert!(left.is_empty(), "{half} stored: {left:#?}");
+    }
+    assert!(
+        say(&h, Discord, "d-carol", "/memory clear", false)
+            .await
+            .contains("yes")
+    );
+    assert!(
+        say(&h, Discord, "d-carol", "yes", false)
+            .await
+            .starts_with("Done")
+    );
+    say(&h, Telegram, "t-carol", "/memory unlink", false).await;
+    let own = say(&h, Telegram, "t-carol", "what do you know about me", false).await;
+    assert!(!own.contains("oolong") && !own.contains("nights"), "{own}");
+    assert!(rows_holding(&h, "oolong").await.is_empty());
+}
+
+on_both_harnesses!(
+    linking_joins_private_memory_across_platforms,
+    clear_reaches_joined_accounts,
+);

@@ -337,8 +337,16 @@ pub struct Account {
     pub external_id: String,
     pub display_name: String,
     pub username: Option<String>,
-    /// Joined to this person by `/memory link` (it had a person of its own before).
-    pub linked: bool,
+    /// Joined to this person by `/memory link`: the person it had before (whose memory comes
+    /// back on unlink).
+    pub own_person: Option<PersonId>,
+}
+
+impl Account {
+    /// Joined to this person by `/memory link`.
+    pub fn linked(&self) -> bool {
+        self.own_person.is_some()
+    }
 }
 
 /// A person whose account name or username matches a name someone used.
@@ -615,9 +623,13 @@ pub trait Store: Send + Sync {
         code_hash: &str,
         now: DateTime<Utc>,
     ) -> StoreResult<Option<(PersonId, Platform)>>;
-    /// Deletes the codes with these hashes (seen where others could read them); returns the
-    /// hashes of those there were.
-    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<Vec<String>>;
+    /// The hashes among `code_hashes` that are codes (live or expired), deleting them when
+    /// `revoke` (seen where others could read them).
+    async fn seen_link_codes(
+        &self,
+        code_hashes: &[String],
+        revoke: bool,
+    ) -> StoreResult<Vec<String>>;
     /// Deletes entries whose expiry has passed at `now` and daily notes of days before
     /// `notes_before`, with the history of those entries; returns the rows removed.
     async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64>;

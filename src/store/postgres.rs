@@ -355,7 +355,7 @@ impl Store for PostgresStore {
 
     async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>> {
         let rows: Vec<rows::AccountRow> = sqlx::query_as(
-            "SELECT platform, external_id, display_name, username, own_person_id IS NOT NULL FROM identities \
+            "SELECT platform, external_id, display_name, username, own_person_id FROM identities \
              WHERE person_id = $1 ORDER BY platform, external_id",
         )
         .bind(person.0)
@@ -1337,15 +1337,23 @@ impl Store for PostgresStore {
         Ok(row.and_then(|(p, platform)| Some((PersonId(p), Platform::parse(&platform)?))))
     }
 
-    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<Vec<String>> {
+    async fn seen_link_codes(
+        &self,
+        code_hashes: &[String],
+        revoke: bool,
+    ) -> StoreResult<Vec<String>> {
         if code_hashes.is_empty() {
             return Ok(Vec::new());
         }
-        sqlx::query_scalar("DELETE FROM link_codes WHERE code_hash = ANY($1) RETURNING code_hash")
-            .bind(code_hashes)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)
+        sqlx::query_scalar(if revoke {
+            "DELETE FROM link_codes WHERE code_hash = ANY($1) RETURNING code_hash"
+        } else {
+            "SELECT code_hash FROM link_codes WHERE code_hash = ANY($1)"
+        })
+        .bind(code_hashes)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_err)
     }
 
     async fn set_memory_paused(

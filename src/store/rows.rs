@@ -185,19 +185,19 @@ pub fn daily_notes(rows: Vec<DailyNoteRow>) -> StoreResult<Vec<crate::domain::Da
         .collect()
 }
 
-/// platform, external_id, display_name, username, linked
-pub type AccountRow = (String, String, String, Option<String>, bool);
+/// platform, external_id, display_name, username, own_person_id
+pub type AccountRow = (String, String, String, Option<String>, Option<i64>);
 
 pub fn accounts(rows: Vec<AccountRow>) -> StoreResult<Vec<Account>> {
     rows.into_iter()
-        .map(|(platform, external_id, display_name, username, linked)| {
+        .map(|(platform, external_id, display_name, username, own)| {
             Ok(Account {
                 platform: Platform::parse(&platform)
                     .ok_or_else(|| StoreError::Corrupt(format!("unknown platform {platform:?}")))?,
                 external_id,
                 display_name,
                 username,
-                linked,
+                own_person: own.map(PersonId),
             })
         })
         .collect()

@@ -342,8 +342,8 @@ impl Store for SqliteStore {
     }
 
     async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>> {
-        let rows: Vec<(String, String, String, Option<String>, bool)> = sqlx::query_as(
-            "SELECT platform, external_id, display_name, username, own_person_id IS NOT NULL FROM identities \
+        let rows: Vec<rows::AccountRow> = sqlx::query_as(
+            "SELECT platform, external_id, display_name, username, own_person_id FROM identities \
              WHERE person_id = ? ORDER BY platform, external_id",
         )
         .bind(person.0)
@@ -1382,12 +1382,18 @@ impl Store for SqliteStore {
         Ok(row.and_then(|(p, platform)| Some((PersonId(p), Platform::parse(&platform)?))))
     }
 
-    async fn revoke_link_codes(&self, code_hashes: &[String]) -> StoreResult<Vec<String>> {
+    async fn seen_link_codes(
+        &self,
+        code_hashes: &[String],
+        revoke: bool,
+    ) -> StoreResult<Vec<String>> {
         let mut revoked = Vec::new();
+        let verb = if revoke { "DELETE" } else { "SELECT code_hash" };
         for chunk in code_hashes.chunks(500) {
             let sql = format!(
-                "DELETE FROM link_codes WHERE code_hash IN ({}) RETURNING code_hash",
-                marks(chunk.len())
+                "{verb} FROM link_codes WHERE code_hash IN ({}){}",
+                marks(chunk.len()),
+                if revoke { " RETURNING code_hash" } else { "" }
             );
             let mut q = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql));
             for h in chunk {
