@@ -448,7 +448,7 @@ async fn a_hostile_member_gets_nothing(url: Option<String>) {
     let keys: Vec<String> = arena
         .h
         .store
-        .entries(alice, Some(&[lab_scope.clone()]))
+        .entries(alice, Some(std::slice::from_ref(&lab_scope)))
         .await
         .unwrap()
         .into_iter()

@@ -177,7 +177,7 @@ mod tests {
             .expect("found across separators");
         assert_eq!(code_hash(&hit.0), code_hash("K7QM-X2PD"));
         assert_eq!(
-            redact_spans(text, &[hit.1.clone()]),
+            redact_spans(text, std::slice::from_ref(&hit.1)),
             "code:[link code], thanks"
         );
         assert!(code_spans("short words only 1010").is_empty());
