@@ -169,7 +169,6 @@ impl Bot {
             text = "…".to_string();
         }
         let now = self.memory.clock().now().max(ingested.message.sent_at);
-        let is_command = !matches!(parse_command(ingested.command_text.trim()), Command::Chat);
         self.ingestor
             .ingest_reply(
                 msg.platform,
@@ -178,7 +177,7 @@ impl Bot {
                 &ingested.message,
                 now,
                 ingested.withheld,
-                is_command,
+                ingested.is_command,
             )
             .await?;
         Ok(Some(Reply {
@@ -720,7 +719,6 @@ impl Bot {
             return Ok(Some("OK, nothing was changed.".to_string()));
         }
         let person = ingested.message.author;
-        let name = ingested.message.author_name.clone();
         Ok(Some(match pending {
             Pending::Forget { entries, told } => {
                 let ids: Vec<i64> = entries.iter().map(|(id, _)| *id).collect();
@@ -731,12 +729,8 @@ impl Bot {
                 n += self.memory.forget_statements(person, &told_ids).await? as usize;
                 // What was said when an entry was captured is also in the facts text, the
                 // notes, the messages and the bot's answers: forget it there too.
-                for (_, value) in &entries {
-                    let req = self.fact_request(ingested, person, &name, false, value);
-                    if let Err(e) = self.memory.forget(&req).await {
-                        warn!(error = %e, "forgetting a deleted entry everywhere failed");
-                    }
-                }
+                self.forget_everywhere(ingested, entries.iter().map(|(_, v)| v.as_str()))
+                    .await;
                 info!(actor = %person, entries = n, "memory forget");
                 format!(
                     "Done, I've forgotten {n} {}.",
@@ -779,14 +773,14 @@ impl Bot {
             Pending::Tools(changes) => {
                 let tools = self.memory.tools();
                 let n = tools.apply_staged(person, &changes).await?;
-                for change in &changes {
-                    if let StagedChange::Delete { value, .. } = change {
-                        let req = self.fact_request(ingested, person, &name, false, value);
-                        if let Err(e) = self.memory.forget(&req).await {
-                            warn!(error = %e, "forgetting a deleted entry everywhere failed");
-                        }
-                    }
-                }
+                self.forget_everywhere(
+                    ingested,
+                    changes.iter().filter_map(|c| match c {
+                        StagedChange::Delete { value, .. } => Some(value.as_str()),
+                        _ => None,
+                    }),
+                )
+                .await;
                 self.memory.purge_caches();
                 info!(actor = %person, changes = n, "memory changes confirmed");
                 format!(
@@ -795,6 +789,23 @@ impl Bot {
                 )
             }
         }))
+    }
+
+    /// Forgets what the speaker's deleted entries said, everywhere else it is kept (facts,
+    /// notes, messages, the bot's answers). A failure is logged: the entries are gone anyway.
+    async fn forget_everywhere<'a>(
+        &self,
+        ingested: &Ingested,
+        values: impl Iterator<Item = &'a str>,
+    ) {
+        let person = ingested.message.author;
+        let name = &ingested.message.author_name;
+        for value in values {
+            let req = self.fact_request(ingested, person, name, false, value);
+            if let Err(e) = self.memory.forget(&req).await {
+                warn!(error = %e, "forgetting a deleted entry everywhere failed");
+            }
+        }
     }
 
     fn who(&self, ingested: &Ingested, subject: PersonId, name: &str) -> String {

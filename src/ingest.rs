@@ -29,6 +29,8 @@ pub struct Ingested {
     pub author_is_moderator: bool,
     /// The author's memory is paused: nothing is derived from this message.
     pub withheld: bool,
+    /// An addressed memory command (not conversation), as stored.
+    pub is_command: bool,
     /// Where the message and the bot's answer are kept: `place`, or for an answer only the
     /// author sees, their private scope.
     pub record: Place,
@@ -134,7 +136,8 @@ impl Ingestor {
         } else {
             author_name
         };
-        let author = self
+        // One read: who wrote it, and whether their memory is paused (then it is withheld).
+        let resolved = self
             .store
             .resolve_account(
                 msg.platform,
@@ -143,7 +146,7 @@ impl Ingestor {
                 msg.author_username.as_deref(),
             )
             .await?;
-        let withheld = self.store.memory_paused(author).await?;
+        let (author, withheld) = (resolved.person, resolved.paused);
         let space = self
             .store
             .resolve_space(
@@ -251,7 +254,8 @@ impl Ingestor {
                         &sanitize(&m.display_name),
                         m.username.as_deref(),
                     )
-                    .await?;
+                    .await?
+                    .person;
                 mentions.push((id, m.display_name.clone()));
             }
         }
@@ -275,6 +279,7 @@ impl Ingestor {
             command_text,
             author_is_moderator: msg.author_is_moderator,
             withheld,
+            is_command,
             record,
         }))
     }

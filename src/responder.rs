@@ -125,10 +125,10 @@ impl Responder {
             max_tokens: Some(self.max_tokens),
             tools: Vec::new(),
         };
-        // The tools act for the speaker, where they spoke, whatever the model asks; what
-        // would delete or rewrite their memory waits for their own "yes".
-        let tools = self.memory.tools().staging();
         let answer = if self.tool_rounds > 0 {
+            // The tools act for the speaker, where they spoke, whatever the model asks; what
+            // would delete or rewrite their memory waits for their own "yes".
+            let tools = self.memory.tools().staging();
             let caller = Caller {
                 person: msg.message.author,
                 place: msg.place.clone(),
@@ -139,15 +139,17 @@ impl Responder {
                     if !c.calls.is_empty() {
                         info!(calls = c.calls.len(), "reply used memory tools");
                     }
-                    c.answer
+                    (c.answer, tools.take_staged())
                 })
         } else {
-            llm.complete(&request).await.map(|a| a.content)
+            llm.complete(&request)
+                .await
+                .map(|a| (a.content, Vec::new()))
         };
         match answer {
-            Ok(answer) => Ok(Answer {
+            Ok((answer, staged)) => Ok(Answer {
                 text: answer.trim().to_string(),
-                staged: tools.take_staged(),
+                staged,
             }),
             Err(e) => {
                 // The provider's words (which may carry account ids) go to the log only.

@@ -88,7 +88,8 @@ async fn identities_map_to_one_person(s: Arc<dyn Store>) {
     let dana = s
         .resolve_account(Platform::Telegram, "7", "Dana", Some("dana_k"))
         .await
-        .unwrap();
+        .unwrap()
+        .person;
     assert_eq!(
         s.find_username(Platform::Telegram, "@Dana_K")
             .await
@@ -111,7 +112,8 @@ async fn identities_map_to_one_person(s: Arc<dyn Store>) {
     let taker = s
         .resolve_account(Platform::Telegram, "8", "Mallory", Some("dana_k"))
         .await
-        .unwrap();
+        .unwrap()
+        .person;
     assert_eq!(
         s.find_username(Platform::Telegram, "dana_k").await.unwrap(),
         Some(taker)

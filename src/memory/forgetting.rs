@@ -45,22 +45,54 @@ impl Reach {
 /// (stemmed) but the person's own name ("forget that @bob plays chess" matches "he plays
 /// chess"; "forget that I earn 90k" does not match "my salary is 90k").
 pub fn is_forgotten(text: &str, target: &str, about: &str) -> bool {
-    if contains_words(text, target)
-        || (text.split_whitespace().count() >= 2 && contains_words(target, text))
-    {
-        return true;
+    ForgetTarget::new(target, about).matches(text)
+}
+
+/// What a forget looks for, its content words worked out once for the many texts it is
+/// compared with (`is_forgotten`).
+struct ForgetTarget {
+    text: String,
+    /// Content words (stemmed), the person's name left out.
+    wanted: Vec<String>,
+}
+
+impl ForgetTarget {
+    fn new(target: &str, about: &str) -> ForgetTarget {
+        let name = query_terms(about, 8);
+        ForgetTarget {
+            text: target.to_string(),
+            wanted: query_terms(target, 32)
+                .into_iter()
+                .filter(|t| !name.contains(t))
+                .collect(),
+        }
     }
-    let name = query_terms(about, 8);
-    let wanted: Vec<String> = query_terms(target, 32)
-        .into_iter()
-        .filter(|t| !name.contains(t))
-        .collect();
-    let have: Vec<String> = document_terms(text)
-        .terms
-        .into_iter()
-        .map(|(t, _)| t)
-        .collect();
-    !wanted.is_empty() && wanted.iter().all(|t| have.contains(t))
+
+    /// The removed texts worth looking for again: those of two words or more.
+    fn all(needles: &[String], about: &str) -> Vec<ForgetTarget> {
+        needles
+            .iter()
+            .filter(|n| query_terms(n, 32).len() >= 2)
+            .map(|n| ForgetTarget::new(n, about))
+            .collect()
+    }
+
+    fn matches(&self, text: &str) -> bool {
+        if contains_words(text, &self.text)
+            || (text.split_whitespace().count() >= 2 && contains_words(&self.text, text))
+        {
+            return true;
+        }
+        if self.wanted.is_empty() {
+            return false;
+        }
+        let have: Vec<String> = document_terms(text)
+            .terms
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        self.wanted.iter().all(|t| have.contains(t))
+    }
 }
 
 /// The scopes whose memory about `subject` may surface at `place`, and, in a private chat,
@@ -158,7 +190,8 @@ impl MemoryManager {
             person: req.subject,
             name: req.subject_name,
         };
-        let matches = |text: &str| target.is_none_or(|t| is_forgotten(text, t, req.subject_name));
+        let asked = target.map(|t| ForgetTarget::new(t, req.subject_name));
+        let matches = |text: &str| asked.as_ref().is_none_or(|t| t.matches(text));
         let mut removed = Removed::default();
         // What others said about the subject; a teller may take back their own words.
         let told: Vec<Hearsay> = self
@@ -200,13 +233,13 @@ impl MemoryManager {
                 if !sentences.is_empty() {
                     removed.items += 1;
                     removed.needles.extend(sentences);
-                } else if let Some(t) = target
+                } else if let Some(asked) = &asked
                     && self
                         .store
                         .fact_history(req.subject, scope)
                         .await?
                         .iter()
-                        .any(|v| is_forgotten(&v.text, t, req.subject_name))
+                        .any(|v| asked.matches(&v.text))
                 {
                     // Only an earlier version says it: that history goes.
                     history_scopes.push(scope.clone());
@@ -214,17 +247,15 @@ impl MemoryManager {
             }
             // Entries: what was asked, or what the model found under other words.
             let entries = self.store.entries(req.subject, reach.scopes()).await?;
+            let said = ForgetTarget::all(&removed.needles, req.subject_name);
             let gone: Vec<_> = entries
                 .iter()
-                .filter(|e| {
-                    matches(&e.value)
-                        || self.said_again(&e.value, &removed.needles, req.subject_name)
-                })
+                .filter(|e| matches(&e.value) || said.iter().any(|t| t.matches(&e.value)))
                 .collect();
             let ids: Vec<i64> = gone.iter().map(|e| e.id).collect();
             removed.items += self.store.delete_entries(req.subject, &ids).await? as usize;
             removed.needles.extend(gone.iter().map(|e| e.value.clone()));
-            if let Some(t) = target {
+            if let Some(asked) = &asked {
                 let kept: Vec<i64> = entries
                     .iter()
                     .map(|e| e.id)
@@ -235,9 +266,7 @@ impl MemoryManager {
                     .entry_history(req.subject)
                     .await?
                     .into_iter()
-                    .filter(|v| {
-                        kept.contains(&v.entry_id) && is_forgotten(&v.value, t, req.subject_name)
-                    })
+                    .filter(|v| kept.contains(&v.entry_id) && asked.matches(&v.value))
                     .map(|v| v.entry_id)
                     .collect();
                 let old: Vec<i64> = old.into_iter().collect();
@@ -253,6 +282,7 @@ impl MemoryManager {
             self.forget_in_notes(req.subject, reach, &removed.needles)
                 .await?;
             // The subject's own messages that said it ("remember that X", chatter).
+            let said = ForgetTarget::all(&removed.needles, req.subject_name);
             for (id, text) in self
                 .store
                 .author_messages(req.subject, reach.scopes())
@@ -261,7 +291,7 @@ impl MemoryManager {
                 let said = match target {
                     Some(t) => contains_words(&text, t),
                     None => false,
-                } || self.said_again(&text, &removed.needles, req.subject_name);
+                } || said.iter().any(|t| t.matches(&text));
                 if said {
                     if Some(id) != req.source {
                         removed.items += 1;
@@ -278,15 +308,6 @@ impl MemoryManager {
         self.purge_caches();
         info!(subject = %req.subject, actor = %req.actor, items = removed.items, messages = removed.messages, "forgotten");
         Ok(removed)
-    }
-
-    /// Whether `text` says again one of the removed texts (`needles`): it holds all of that
-    /// text's content words but the person's name.
-    fn said_again(&self, text: &str, needles: &[String], name: &str) -> bool {
-        needles
-            .iter()
-            .filter(|n| query_terms(n, 32).len() >= 2)
-            .any(|n| is_forgotten(text, n, name))
     }
 
     /// Deletes statements others made about `subject`, with the messages that told them and

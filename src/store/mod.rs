@@ -297,6 +297,22 @@ pub enum EpisodeClose {
     },
 }
 
+/// The person behind an account, as `resolve_account` found or made them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resolved {
+    pub person: PersonId,
+    /// Their memory is paused (`/memory pause`).
+    pub paused: bool,
+}
+
+/// An account as stored: its person, name, username, and whether their memory is paused.
+pub(crate) struct KnownAccount {
+    pub person: PersonId,
+    pub display_name: String,
+    pub username: Option<String>,
+    pub paused: bool,
+}
+
 /// A message of the bot's, with the author of the message it answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BotMessage {
@@ -373,8 +389,10 @@ pub trait Store: Send + Sync {
         external_id: &str,
         display_name: &str,
     ) -> StoreResult<PersonId> {
-        self.resolve_account(platform, external_id, display_name, None)
-            .await
+        Ok(self
+            .resolve_account(platform, external_id, display_name, None)
+            .await?
+            .person)
     }
     /// A platform account by id, without creating it.
     async fn find_identity(
@@ -383,14 +401,15 @@ pub trait Store: Send + Sync {
         external_id: &str,
     ) -> StoreResult<Option<PersonId>>;
     /// `resolve_person` that also keeps the account's platform username (Telegram's @name;
-    /// a username now used by this account is taken off any other account).
+    /// a username now used by this account is taken off any other account), and says in the
+    /// same read whether the person's memory is paused.
     async fn resolve_account(
         &self,
         platform: Platform,
         external_id: &str,
         display_name: &str,
         username: Option<&str>,
-    ) -> StoreResult<PersonId>;
+    ) -> StoreResult<Resolved>;
     /// A platform account by username (case-insensitive, without the @).
     async fn find_username(
         &self,

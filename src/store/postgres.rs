@@ -181,15 +181,24 @@ impl PostgresStore {
         &self,
         platform: Platform,
         external_id: &str,
-    ) -> StoreResult<Option<(PersonId, String, Option<String>)>> {
-        let row: Option<(i64, String, Option<String>)> =
-            sqlx::query_as("SELECT person_id, display_name, username FROM identities WHERE platform = $1 AND external_id = $2")
-                .bind(platform.as_str())
-                .bind(external_id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?;
-        Ok(row.map(|(id, name, username)| (PersonId(id), name, username)))
+    ) -> StoreResult<Option<KnownAccount>> {
+        let row: Option<(i64, String, Option<String>, Option<bool>)> = sqlx::query_as(
+            "SELECT i.person_id, i.display_name, i.username, s.paused FROM identities i \
+             LEFT JOIN memory_settings s ON s.person_id = i.person_id WHERE i.platform = $1 AND i.external_id = $2",
+        )
+        .bind(platform.as_str())
+        .bind(external_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(
+            row.map(|(id, display_name, username, paused)| KnownAccount {
+                person: PersonId(id),
+                display_name,
+                username,
+                paused: paused.unwrap_or(false),
+            }),
+        )
     }
 
     async fn chatter(
@@ -226,13 +235,14 @@ impl Store for PostgresStore {
         external_id: &str,
         display_name: &str,
         username: Option<&str>,
-    ) -> StoreResult<PersonId> {
+    ) -> StoreResult<Resolved> {
         let username = username
             .map(|u| u.trim_start_matches('@'))
             .filter(|u| !u.is_empty());
-        if let Some((id, name, known)) = self.person_for_identity(platform, external_id).await? {
-            let new_username = username.is_some() && known.as_deref() != username;
-            if name != display_name || new_username {
+        if let Some(known) = self.person_for_identity(platform, external_id).await? {
+            let id = known.person;
+            let new_username = username.is_some() && known.username.as_deref() != username;
+            if known.display_name != display_name || new_username {
                 let mut tx = self.pool.begin().await.map_err(db_err)?;
                 sqlx::query("UPDATE identities SET display_name = $1, username = COALESCE($2, username) WHERE platform = $3 AND external_id = $4")
                     .bind(display_name)
@@ -253,7 +263,10 @@ impl Store for PostgresStore {
                 }
                 tx.commit().await.map_err(db_err)?;
             }
-            return Ok(id);
+            return Ok(Resolved {
+                person: id,
+                paused: known.paused,
+            });
         }
         let now = ms(Utc::now());
         let mut tx = self.pool.begin().await.map_err(db_err)?;
@@ -286,7 +299,10 @@ impl Store for PostgresStore {
             return self
                 .person_for_identity(platform, external_id)
                 .await?
-                .map(|(id, _, _)| id)
+                .map(|k| Resolved {
+                    person: k.person,
+                    paused: k.paused,
+                })
                 .ok_or_else(|| StoreError::Conflict {
                     what: "identity".into(),
                 });
@@ -295,7 +311,10 @@ impl Store for PostgresStore {
             release_username(&mut tx, platform, external_id, u).await?;
         }
         tx.commit().await.map_err(db_err)?;
-        Ok(PersonId(person))
+        Ok(Resolved {
+            person: PersonId(person),
+            paused: false,
+        })
     }
 
     async fn find_identity(
@@ -306,7 +325,7 @@ impl Store for PostgresStore {
         Ok(self
             .person_for_identity(platform, external_id)
             .await?
-            .map(|(id, _, _)| id))
+            .map(|k| k.person))
     }
 
     async fn find_username(
