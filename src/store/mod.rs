@@ -305,14 +305,6 @@ pub struct Resolved {
     pub paused: bool,
 }
 
-/// An account as stored: its person, name, username, and whether their memory is paused.
-pub(crate) struct KnownAccount {
-    pub person: PersonId,
-    pub display_name: String,
-    pub username: Option<String>,
-    pub paused: bool,
-}
-
 /// A message of the bot's, with the author of the message it answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BotMessage {

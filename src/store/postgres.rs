@@ -3,7 +3,7 @@
 //! and vector/HNSW columns; numbered migrations in `migrations/postgres`.
 
 use super::copy::{Float, Kind};
-use super::rows::{self, from_ms, ms, parse_scope};
+use super::rows::{self, KnownAccount, from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
@@ -182,23 +182,18 @@ impl PostgresStore {
         platform: Platform,
         external_id: &str,
     ) -> StoreResult<Option<KnownAccount>> {
-        let row: Option<(i64, String, Option<String>, Option<bool>)> = sqlx::query_as(
-            "SELECT i.person_id, i.display_name, i.username, s.paused FROM identities i \
-             LEFT JOIN memory_settings s ON s.person_id = i.person_id WHERE i.platform = $1 AND i.external_id = $2",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(
-            row.map(|(id, display_name, username, paused)| KnownAccount {
-                person: PersonId(id),
-                display_name,
-                username,
-                paused: paused.unwrap_or(false),
-            }),
-        )
+        let sql = format!(
+            "SELECT {} FROM identities i LEFT JOIN memory_settings s ON s.person_id = i.person_id \
+             WHERE i.platform = $1 AND i.external_id = $2",
+            rows::KNOWN_ACCOUNT_COLUMNS
+        );
+        let row: Option<rows::KnownAccountRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(platform.as_str())
+            .bind(external_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(row.map(KnownAccount::from_row))
     }
 
     async fn chatter(
@@ -263,10 +258,7 @@ impl Store for PostgresStore {
                 }
                 tx.commit().await.map_err(db_err)?;
             }
-            return Ok(Resolved {
-                person: id,
-                paused: known.paused,
-            });
+            return Ok(known.resolved());
         }
         let now = ms(Utc::now());
         let mut tx = self.pool.begin().await.map_err(db_err)?;
@@ -299,10 +291,7 @@ impl Store for PostgresStore {
             return self
                 .person_for_identity(platform, external_id)
                 .await?
-                .map(|k| Resolved {
-                    person: k.person,
-                    paused: k.paused,
-                })
+                .map(|k| k.resolved())
                 .ok_or_else(|| StoreError::Conflict {
                     what: "identity".into(),
                 });

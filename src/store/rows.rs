@@ -3,7 +3,8 @@
 //! decided once, here.
 
 use super::{
-    Account, DaySummaryRecord, FactVersion, Hearsay, JobClaim, JobRun, StoreError, StoreResult,
+    Account, DaySummaryRecord, FactVersion, Hearsay, JobClaim, JobRun, Resolved, StoreError,
+    StoreResult,
 };
 use crate::domain::{MessageId, PersonId, Platform, Scope};
 use chrono::{DateTime, NaiveDate, Utc};
@@ -183,6 +184,38 @@ pub fn daily_notes(rows: Vec<DailyNoteRow>) -> StoreResult<Vec<crate::domain::Da
             })
         })
         .collect()
+}
+
+/// person_id, display_name, username, paused (NULL: never set)
+pub type KnownAccountRow = (i64, String, Option<String>, Option<bool>);
+
+/// The columns of `KnownAccountRow`: an identity `i` with its person's settings `s` joined.
+pub const KNOWN_ACCOUNT_COLUMNS: &str = "i.person_id, i.display_name, i.username, s.paused";
+
+/// An account as stored: its person, name, username, and whether their memory is paused.
+pub struct KnownAccount {
+    pub person: PersonId,
+    pub display_name: String,
+    pub username: Option<String>,
+    pub paused: bool,
+}
+
+impl KnownAccount {
+    pub fn from_row((person, display_name, username, paused): KnownAccountRow) -> KnownAccount {
+        KnownAccount {
+            person: PersonId(person),
+            display_name,
+            username,
+            paused: paused.unwrap_or(false),
+        }
+    }
+
+    pub fn resolved(&self) -> Resolved {
+        Resolved {
+            person: self.person,
+            paused: self.paused,
+        }
+    }
 }
 
 /// platform, external_id, display_name, username, own_person_id

@@ -2,7 +2,7 @@
 //! `migrations/sqlite`). Default for one machine: `sqlite://data/engram.db`.
 
 use super::copy::{Float, Kind};
-use super::rows::{self, from_ms, ms, parse_scope};
+use super::rows::{self, KnownAccount, from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
 use sqlx::sqlite::{
@@ -196,23 +196,18 @@ impl SqliteStore {
         platform: Platform,
         external_id: &str,
     ) -> StoreResult<Option<KnownAccount>> {
-        let row: Option<(i64, String, Option<String>, Option<bool>)> = sqlx::query_as(
-            "SELECT i.person_id, i.display_name, i.username, s.paused FROM identities i \
-             LEFT JOIN memory_settings s ON s.person_id = i.person_id WHERE i.platform = ? AND i.external_id = ?",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(
-            row.map(|(id, display_name, username, paused)| KnownAccount {
-                person: PersonId(id),
-                display_name,
-                username,
-                paused: paused.unwrap_or(false),
-            }),
-        )
+        let sql = format!(
+            "SELECT {} FROM identities i LEFT JOIN memory_settings s ON s.person_id = i.person_id \
+             WHERE i.platform = ? AND i.external_id = ?",
+            rows::KNOWN_ACCOUNT_COLUMNS
+        );
+        let row: Option<rows::KnownAccountRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(platform.as_str())
+            .bind(external_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_err)?;
+        Ok(row.map(KnownAccount::from_row))
     }
 }
 
@@ -255,10 +250,7 @@ impl Store for SqliteStore {
                 }
                 tx.commit().await.map_err(db_err)?;
             }
-            return Ok(Resolved {
-                person: id,
-                paused: known.paused,
-            });
+            return Ok(known.resolved());
         }
         let mut tx = self.write_tx().await?;
         let person: i64 = sqlx::query_scalar(
@@ -289,10 +281,7 @@ impl Store for SqliteStore {
             return self
                 .person_for_identity(platform, external_id)
                 .await?
-                .map(|k| Resolved {
-                    person: k.person,
-                    paused: k.paused,
-                })
+                .map(|k| k.resolved())
                 .ok_or_else(|| StoreError::Conflict {
                     what: "identity".into(),
                 });
