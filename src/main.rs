@@ -177,6 +177,23 @@ fn init_logging(config: &Config) {
     } else {
         builder.init();
     }
+    // A panic (a bug) is a structured log line like any other error; the task it happened in
+    // ends, and the adapters go on with the next event.
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        // Cut short: a slicing panic quotes the whole text it was cutting.
+        let message: String = message.chars().take(120).collect();
+        tracing::error!(%location, panic = %message, "panicked");
+    }));
 }
 
 fn default_speaker() -> String {

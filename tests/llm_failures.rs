@@ -121,6 +121,35 @@ async fn rate_limits_are_retried_after_retry_after() {
 }
 
 #[tokio::test]
+async fn absurd_retry_after_values_never_panic_and_waits_stay_capped() {
+    // The cap is 0 s here, so a wait that was not capped would hang the test (bounded below).
+    let h = Harness::build(true, |c| c.llm.max_retry_after_secs = 0).await;
+    let values = [
+        "1e20",
+        "NaN",
+        "-5",
+        "inf",
+        "-inf",
+        "18446744073709551616",
+        "9e999",
+    ];
+    for (i, value) in values.into_iter().enumerate() {
+        h.fake().clear();
+        h.fake().push_once(Behavior::RetryAfter(value.to_string()));
+        let said = format!("remember that I keep {i} bees");
+        let reply = tokio::time::timeout(std::time::Duration::from_secs(20), h.dm("alice", &said))
+            .await
+            .unwrap_or_else(|_| panic!("Retry-After {value}: the wait was not capped"));
+        assert_eq!(reply, "Got it, I'll remember that.", "Retry-After {value}");
+        assert_eq!(
+            h.fake().count("remember"),
+            2,
+            "Retry-After {value}: one 429, one success"
+        );
+    }
+}
+
+#[tokio::test]
 async fn retries_stop_after_the_configured_count() {
     let h = Harness::build(true, |c| c.llm.max_retries = 2).await;
     h.fake().set_behavior(Behavior::Status(503));

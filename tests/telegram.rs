@@ -8,8 +8,15 @@ use common::*;
 use engram::adapters::fake_telegram::{BOT_USERNAME, Chat, FakeTelegram, TgUser};
 use engram::adapters::split::utf16;
 use engram::adapters::telegram::{self, TelegramError, TelegramSettings};
+use engram::adapters::{MessageHandler, Typing};
+use engram::bot::Reply;
+use engram::domain::IncomingMessage;
 use engram::domain::{Platform, SpaceKind};
 use engram::llm::fake::Behavior;
+use engram::memory::MemoryError;
+use engram::store::StoreError;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -33,15 +40,61 @@ impl Running {
 }
 
 fn start(h: &Harness, fake: &FakeTelegram, token: &str) -> Running {
+    start_with(h, h.bot.clone(), fake, token)
+}
+
+fn start_with(
+    h: &Harness,
+    handler: Arc<dyn MessageHandler>,
+    fake: &FakeTelegram,
+    token: &str,
+) -> Running {
     let (stop, shutdown) = watch::channel(false);
     let settings = TelegramSettings {
         api_url: fake.url(),
         poll_secs: 5,
         bot_name: h.config.bot.name.clone(),
     };
-    let (bot, token) = (h.bot.clone(), token.to_string());
-    let task = tokio::spawn(async move { telegram::run(bot, &token, settings, shutdown).await });
+    let token = token.to_string();
+    let task =
+        tokio::spawn(async move { telegram::run(handler, &token, settings, shutdown).await });
     Running { stop, task }
+}
+
+/// The bot, except that a message containing `needle` makes it panic (a bug on one update).
+struct PanicsOn {
+    bot: Arc<engram::bot::Bot>,
+    needle: &'static str,
+    panicked: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl MessageHandler for PanicsOn {
+    async fn message(
+        &self,
+        msg: &IncomingMessage,
+        typing: Typing<'_>,
+    ) -> Result<Option<Reply>, StoreError> {
+        if msg.text.contains(self.needle) {
+            self.panicked.fetch_add(1, Ordering::SeqCst);
+            panic!("a handler bug, on purpose");
+        }
+        self.bot.message(msg, typing).await
+    }
+
+    async fn edited(&self, msg: &IncomingMessage) -> Result<(), MemoryError> {
+        self.bot.edited(msg).await
+    }
+
+    async fn deleted(
+        &self,
+        platform: Platform,
+        space: &str,
+        channel: &str,
+        ids: &[String],
+    ) -> Result<u64, MemoryError> {
+        self.bot.deleted(platform, space, channel, ids).await
+    }
 }
 
 fn alice_dm() -> Chat {
@@ -199,6 +252,103 @@ async fn a_long_answer_arrives_split() {
     let sent = fake.sent();
     assert!(sent[0].get("reply_parameters").is_some());
     assert!(sent[1].get("reply_parameters").is_none());
+    running.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_whose_handling_panics_is_acknowledged_skipped_and_the_next_answered() {
+    let h = Harness::offline().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let handler = Arc::new(PanicsOn {
+        bot: h.bot.clone(),
+        needle: "BOOM",
+        panicked: AtomicUsize::new(0),
+    });
+    let running = start_with(&h, handler.clone(), &fake, TOKEN);
+    fake.push_text(&alice_dm(), ALICE, "BOOM remember that I love Rust", false);
+    fake.push_text(&alice_dm(), ALICE, "remember that I like tea", false);
+    fake.wait_sent(1, WITHIN).await;
+    let bob = Chat::Private {
+        id: 1002,
+        name: "Bob".into(),
+    };
+    fake.push_text(&bob, BOB, "remember that I play chess", false);
+    fake.wait_sent(2, WITHIN).await;
+    assert_eq!(handler.panicked.load(Ordering::SeqCst), 1);
+    assert!(
+        fake.sent_to(1001)[0].starts_with("Got it"),
+        "{:?}",
+        fake.sent()
+    );
+    assert!(
+        fake.sent_to(1002)[0].starts_with("Got it"),
+        "{:?}",
+        fake.sent()
+    );
+    // The adapter is still running and stops cleanly.
+    running.stop().await.unwrap();
+
+    // After a restart the panicking update is not delivered again: it was acknowledged.
+    let running = start_with(&h, handler.clone(), &fake, TOKEN);
+    fake.push_text(&alice_dm(), ALICE, "/memory", false);
+    fake.wait_sent(3, WITHIN).await;
+    assert_eq!(handler.panicked.load(Ordering::SeqCst), 1, "redelivered");
+    let memory = fake.sent_to(1001).pop().unwrap();
+    assert!(memory.contains("I like tea"), "{memory}");
+    assert!(
+        !memory.contains("I love Rust"),
+        "the panicking update was skipped: {memory}"
+    );
+    running.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chats_are_served_at_once_and_each_chat_in_order() {
+    // The held call must not time out while the other chat is served.
+    let h = Harness::build(true, |c| c.llm.timeout_secs = 120.0).await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    // Alice's question needs the model, which does not answer until released.
+    h.fake().hold();
+    fake.push_text(&alice_dm(), ALICE, "how was your day?", false);
+    let bob = Chat::Private {
+        id: 1002,
+        name: "Bob".into(),
+    };
+    let asked: Vec<i64> = (0..5)
+        .map(|i| fake.push_text(&bob, BOB, &format!("/memory search thing{i}"), false))
+        .collect();
+    // Bob's five answers come while Alice's model call is still held: one slow answer holds
+    // up only its own chat.
+    fake.wait_sent(5, WITHIN).await;
+    assert!(fake.sent_to(1001).is_empty(), "{:?}", fake.sent());
+    // In Bob's chat, in the order asked.
+    let answered: Vec<i64> = fake
+        .sent()
+        .iter()
+        .filter(|m| m["chat_id"] == 1002)
+        .map(|m| m["reply_parameters"]["message_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(answered, asked);
+    h.fake().release();
+    fake.wait_sent(6, WITHIN).await;
+    assert_eq!(fake.sent_to(1001).len(), 1);
+    running.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_wait_beyond_the_cap_drops_that_part_and_the_chat_goes_on() {
+    let h = Harness::offline().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    // An hour's wait is not honoured: that answer is dropped (logged), the next one is sent.
+    fake.rate_limit_next_for(1, 3600);
+    fake.push_text(&alice_dm(), ALICE, "remember that I love Rust", false);
+    fake.push_text(&alice_dm(), ALICE, "/memory", false);
+    fake.wait_sent(1, WITHIN).await;
+    let sent = fake.sent_to(1001);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].contains("I love Rust"), "{sent:?}");
     running.stop().await.unwrap();
 }
 

@@ -11,7 +11,8 @@
 //! ping anyone; `/memory` answers, which only the asker sees, are kept in their private scope.
 
 use crate::adapters::split::{chars, split_message};
-use crate::bot::{Bot, Reply};
+use crate::adapters::{MessageHandler, isolated};
+use crate::bot::Reply;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
 use serenity::all::{
     Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType, Context,
@@ -71,7 +72,7 @@ pub fn http(token: &str, settings: &DiscordSettings) -> Http {
 
 /// Turns Discord messages into the bot's and sends its replies.
 pub struct Handler {
-    bot: Arc<Bot>,
+    bot: Arc<dyn MessageHandler>,
     http: Arc<Http>,
     bot_name: String,
     me: OnceLock<UserId>,
@@ -83,7 +84,7 @@ pub struct Handler {
 }
 
 impl Handler {
-    pub fn new(bot: Arc<Bot>, http: Arc<Http>, bot_name: &str) -> Handler {
+    pub fn new(bot: Arc<dyn MessageHandler>, http: Arc<Http>, bot_name: &str) -> Handler {
         Handler {
             bot,
             http,
@@ -173,7 +174,7 @@ impl Handler {
                 }
             }
         };
-        let reply = self.bot.handle_with(&incoming, typing).await;
+        let reply = self.bot.message(&incoming, Box::pin(typing)).await;
         match reply {
             Ok(Some(reply)) => self.send(msg, &reply).await,
             Ok(None) => {}
@@ -223,7 +224,11 @@ impl Handler {
             .as_ref()
             .and_then(|m| m.permissions)
             .is_some_and(|p| p.administrator() || p.manage_messages());
-        let text = match self.bot.handle(&incoming).await {
+        let text = match self
+            .bot
+            .message(&incoming, Box::pin(std::future::pending()))
+            .await
+        {
             Ok(Some(reply)) => reply.text,
             Ok(None) => "Nothing to do.".to_string(),
             Err(e) => {
@@ -308,7 +313,7 @@ impl Handler {
         let ids: Vec<String> = ids.iter().map(|id| id.get().to_string()).collect();
         if let Err(e) = self
             .bot
-            .message_deleted(Platform::Discord, &space, &channel.get().to_string(), &ids)
+            .deleted(Platform::Discord, &space, &channel.get().to_string(), &ids)
             .await
         {
             error!(platform = "discord", error = %e, "a deleted message could not be forgotten");
@@ -350,7 +355,7 @@ impl Handler {
             .filter(|u| u.id != me)
             .map(mention)
             .collect();
-        if let Err(e) = self.bot.message_edited(&edited).await {
+        if let Err(e) = self.bot.edited(&edited).await {
             error!(platform = "discord", error = %e, "an edited message could not be updated");
         }
     }
@@ -541,7 +546,11 @@ impl EventHandler for Events {
     }
 
     async fn message(&self, _ctx: Context, msg: Message) {
-        self.0.on_message(&msg).await;
+        let handler = self.0.clone();
+        isolated(Platform::Discord, "message", async move {
+            handler.on_message(&msg).await
+        })
+        .await;
     }
 
     async fn message_update(
@@ -604,7 +613,7 @@ impl EventHandler for Events {
 /// Connects to the gateway and runs until `shutdown` turns true. A refused token ends it with
 /// an error; serenity reconnects by itself after network trouble.
 pub async fn run(
-    bot: Arc<Bot>,
+    bot: Arc<dyn MessageHandler>,
     token: &str,
     settings: DiscordSettings,
     mut shutdown: watch::Receiver<bool>,

@@ -56,6 +56,8 @@ struct Shared {
     refuse_all: bool,
     /// sendMessage calls still to answer 429 (flood control).
     rate_limited: usize,
+    /// The `retry_after` (seconds) of those 429s.
+    retry_after: u32,
     updates: Vec<Value>,
     next_update: i64,
     next_message: i64,
@@ -167,7 +169,14 @@ impl FakeTelegram {
 
     /// The next `n` sendMessage calls get 429 "retry after 0" (flood control).
     pub fn rate_limit_next(&self, n: usize) {
-        self.shared.lock().expect("fake lock").rate_limited = n;
+        self.rate_limit_next_for(n, 0);
+    }
+
+    /// The next `n` sendMessage calls get 429 "retry after `secs`".
+    pub fn rate_limit_next_for(&self, n: usize, secs: u32) {
+        let mut s = self.shared.lock().expect("fake lock");
+        s.rate_limited = n;
+        s.retry_after = secs;
     }
 
     /// Queues a text message from user `from` (id, name) in `chat`; `reply_to_bot` makes it a
@@ -386,11 +395,12 @@ async fn handle(
             let mut s = state.shared.lock().expect("fake lock");
             if s.rate_limited > 0 {
                 s.rate_limited -= 1;
+                let secs = s.retry_after;
                 return (
                     StatusCode::TOO_MANY_REQUESTS,
                     Json(json!({"ok": false, "error_code": 429,
-                                "description": "Too Many Requests: retry after 0",
-                                "parameters": {"retry_after": 0}})),
+                                "description": format!("Too Many Requests: retry after {secs}"),
+                                "parameters": {"retry_after": secs}})),
                 )
                     .into_response();
             }

@@ -1,6 +1,7 @@
 //! Platform adapters at the top of the flow: each turns platform events into
-//! `IncomingMessage`s for `Bot::handle` and sends the replies back. Only this layer names
-//! platform types. Console now; Discord and Telegram plug in beside it.
+//! `IncomingMessage`s for the bot (through the `MessageHandler` seam) and sends the replies
+//! back. Only this layer names platform types. Each event is handled in its own task, so a bug
+//! that panics on one event is logged and that event skipped while the platform goes on.
 
 pub mod console;
 pub mod discord;
@@ -10,11 +11,93 @@ pub mod split;
 pub mod telegram;
 
 use async_trait::async_trait;
+use std::future::Future;
+use std::pin::Pin;
 
-use crate::bot::Reply;
+use crate::bot::{Bot, Reply};
+use crate::domain::{IncomingMessage, Platform};
+use crate::memory::MemoryError;
+use crate::store::StoreError;
 
 /// Where replies go: a platform channel, or the console.
 #[async_trait]
 pub trait ReplySink: Send + Sync {
     async fn send(&self, reply: &Reply) -> std::io::Result<()>;
+}
+
+/// A platform's "typing…" indicator, run while an answer is being made.
+pub type Typing<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// What the platform adapters ask of the bot. `Bot` is the one implementation; tests wrap it
+/// (a handler that panics on one event).
+#[async_trait]
+pub trait MessageHandler: Send + Sync + 'static {
+    /// A new message: stored, and the reply when the bot was addressed.
+    async fn message(
+        &self,
+        msg: &IncomingMessage,
+        typing: Typing<'_>,
+    ) -> Result<Option<Reply>, StoreError>;
+    /// A message was edited on the platform.
+    async fn edited(&self, msg: &IncomingMessage) -> Result<(), MemoryError>;
+    /// Messages were deleted on the platform; returns how many stored messages left memory.
+    async fn deleted(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel_external_id: &str,
+        external_ids: &[String],
+    ) -> Result<u64, MemoryError>;
+}
+
+#[async_trait]
+impl MessageHandler for Bot {
+    async fn message(
+        &self,
+        msg: &IncomingMessage,
+        typing: Typing<'_>,
+    ) -> Result<Option<Reply>, StoreError> {
+        self.handle_with(msg, typing).await
+    }
+
+    async fn edited(&self, msg: &IncomingMessage) -> Result<(), MemoryError> {
+        self.message_edited(msg).await
+    }
+
+    async fn deleted(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel_external_id: &str,
+        external_ids: &[String],
+    ) -> Result<u64, MemoryError> {
+        self.message_deleted(
+            platform,
+            space_external_id,
+            channel_external_id,
+            external_ids,
+        )
+        .await
+    }
+}
+
+/// Runs the handling of one platform event in a task of its own and waits for it. A panic in
+/// it (a bug) is logged with the event and the event is skipped: the caller goes on to the
+/// next one. Returns whether the work finished.
+pub async fn isolated<F>(platform: Platform, event: &str, work: F) -> bool
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    match tokio::spawn(work).await {
+        Ok(()) => true,
+        Err(e) if e.is_panic() => {
+            tracing::error!(
+                platform = platform.as_str(),
+                event,
+                "handling this event panicked (a bug); it is skipped and the platform goes on"
+            );
+            false
+        }
+        Err(_) => false,
+    }
 }

@@ -9,19 +9,22 @@
 //! minutes) are its moderators; usernames are kept so "@name" mentions resolve.
 
 use crate::adapters::split::{split_message, utf16};
-use crate::bot::{Bot, Reply};
+use crate::adapters::{MessageHandler, isolated};
+use crate::bot::Reply;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use teloxide::payloads::setters::*;
 use teloxide::requests::Requester;
 use teloxide::types::{
     AllowedUpdate, BotCommand, ChatAction, ChatId, Me, Message, MessageEntityKind, ReplyParameters,
-    ThreadId, UpdateKind, UserId,
+    ThreadId, Update, UpdateKind, UserId,
 };
 use teloxide::{ApiError, RequestError};
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::task::JoinSet;
 use tracing::{error, info, warn};
 
 /// Telegram's longest message, in UTF-16 code units.
@@ -69,10 +72,38 @@ pub fn commands() -> Vec<BotCommand> {
     .collect()
 }
 
+/// Chats whose updates are being handled at the same time, at most.
+const CONCURRENT_CHATS: usize = 32;
+
+/// The longest flood-control wait honoured before one more try (Telegram's `retry_after`);
+/// a longer one drops that message part with an error in the log instead of holding the chat.
+pub const MAX_FLOOD_WAIT: Duration = Duration::from_secs(30);
+
+/// Everything an update's handling needs, shared by the chats' workers.
+struct Ctx {
+    api: teloxide::Bot,
+    token: String,
+    handler: Arc<dyn MessageHandler>,
+    me: Me,
+    settings: TelegramSettings,
+    admins: Admins,
+    /// Chats handled at the same time.
+    running: Semaphore,
+}
+
+/// The updates of one chat waiting for its worker, and how many are not finished yet.
+struct ChatQueue {
+    tx: mpsc::UnboundedSender<Update>,
+    pending: Arc<AtomicUsize>,
+}
+
 /// Runs until `shutdown` turns true. A bad token ends it with an error; an unreachable API is
-/// retried with a growing pause, logged each time.
+/// retried with a growing pause, logged each time. Updates of different chats are handled at
+/// the same time (one slow answer holds up only its own chat); the updates of one chat are
+/// handled one after another, in order. Every update is acknowledged (the next `getUpdates`
+/// starts after it) whether its handling worked, failed or panicked.
 pub async fn run(
-    bot: Arc<Bot>,
+    handler: Arc<dyn MessageHandler>,
     token: &str,
     settings: TelegramSettings,
     mut shutdown: watch::Receiver<bool>,
@@ -108,14 +139,24 @@ pub async fn run(
     if let Err(e) = api.set_my_commands(commands()).await {
         warn!(platform = "telegram", error = %redact(&e, token), "could not register the bot commands");
     }
+    let ctx = Arc::new(Ctx {
+        api: api.clone(),
+        token: token.to_string(),
+        handler,
+        me,
+        settings,
+        admins: Admins::new(),
+        running: Semaphore::new(CONCURRENT_CHATS),
+    });
     let mut offset: i32 = 0;
     backoff = Backoff::default();
-    let admins = Admins::new();
+    let mut chats: HashMap<ChatId, ChatQueue> = HashMap::new();
+    let mut workers = JoinSet::new();
     loop {
         let poll = api
             .get_updates()
             .offset(offset)
-            .timeout(settings.poll_secs)
+            .timeout(ctx.settings.poll_secs)
             .allowed_updates(vec![AllowedUpdate::Message, AllowedUpdate::EditedMessage]);
         let updates = tokio::select! {
             _ = shutdown.changed() => break,
@@ -137,25 +178,54 @@ pub async fn run(
                 continue;
             }
         };
+        // A chat whose worker has finished everything lets it go (dropping the sender ends it).
+        chats.retain(|_, q| q.pending.load(Ordering::Acquire) > 0);
+        while workers.try_join_next().is_some() {}
         for update in updates {
             offset = offset.max(update.id.0 as i32 + 1);
-            match &update.kind {
-                UpdateKind::Message(m) => {
-                    handle(&api, token, &bot, &me, &settings, &admins, m).await
-                }
-                UpdateKind::EditedMessage(m) => {
-                    if let Some(edited) = incoming(m, &me, &settings.bot_name)
-                        && let Err(e) = bot.message_edited(&edited).await
-                    {
-                        error!(platform = "telegram", error = %e, "an edited message could not be updated");
-                    }
-                }
-                _ => {}
+            let Some(chat) = update.chat().map(|c| c.id) else {
+                continue;
+            };
+            let queue = chats.entry(chat).or_insert_with(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let pending = Arc::new(AtomicUsize::new(0));
+                workers.spawn(chat_worker(ctx.clone(), rx, pending.clone()));
+                ChatQueue { tx, pending }
+            });
+            queue.pending.fetch_add(1, Ordering::AcqRel);
+            if queue.tx.send(update).is_err() {
+                // Cannot happen while the queue is in the map (its worker lives until the
+                // sender is dropped); counted back so the chat is not kept forever.
+                queue.pending.fetch_sub(1, Ordering::AcqRel);
             }
         }
     }
+    // Shutting down: no new updates; the chats finish what they were given.
+    drop(chats);
+    while workers.join_next().await.is_some() {}
     info!(platform = "telegram", "stopped");
     Ok(())
+}
+
+/// Handles one chat's updates in order, each in a task of its own (a panic skips that update).
+async fn chat_worker(
+    ctx: Arc<Ctx>,
+    mut updates: mpsc::UnboundedReceiver<Update>,
+    pending: Arc<AtomicUsize>,
+) {
+    while let Some(update) = updates.recv().await {
+        let id = update.id.0;
+        let permit = ctx.running.acquire().await;
+        let work = {
+            let ctx = ctx.clone();
+            async move { ctx.update(update).await }
+        };
+        if !isolated(Platform::Telegram, "update", work).await {
+            error!(platform = "telegram", update = id, "update skipped");
+        }
+        drop(permit);
+        pending.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// The error as text without the token (request URLs carry it: /bot<TOKEN>/method).
@@ -218,76 +288,88 @@ impl Admins {
     }
 }
 
-/// One message: stored by the bot (always), answered when addressed, with "typing…" shown
-/// while the answer is being made.
-async fn handle(
-    api: &teloxide::Bot,
-    token: &str,
-    bot: &Bot,
-    me: &Me,
-    settings: &TelegramSettings,
-    admins: &Admins,
-    m: &Message,
-) {
-    let Some(mut incoming) = incoming(m, me, &settings.bot_name) else {
-        return;
-    };
-    if !m.chat.is_private()
-        && let Some(from) = &m.from
-    {
-        incoming.author_is_moderator = admins.contains(api, token, m.chat.id, from.id).await;
-    }
-    // Telegram shows "typing…" for 5 seconds per action.
-    let typing = async {
-        let mut every = tokio::time::interval(Duration::from_secs(4));
-        loop {
-            every.tick().await;
-            let mut action = api.send_chat_action(m.chat.id, ChatAction::Typing);
-            if let Some(t) = topic(m) {
-                action = action.message_thread_id(t);
-            }
-            if action.await.is_err() {
-                break;
-            }
-        }
-    };
-    let reply = bot.handle_with(&incoming, typing).await;
-    match reply {
-        Ok(Some(reply)) => send(api, token, m, &reply).await,
-        Ok(None) => {}
-        Err(e) => error!(platform = "telegram", error = %e, "message could not be stored"),
-    }
-}
-
-/// Sends `reply` in parts, the first one as a reply to `to`; Telegram's flood limits
-/// (RetryAfter) are waited out.
-async fn send(api: &teloxide::Bot, token: &str, to: &Message, reply: &Reply) {
-    for (i, part) in split_message(&reply.text, MAX_MESSAGE, utf16)
-        .into_iter()
-        .enumerate()
-    {
-        for _attempt in 0..3 {
-            let mut request = api.send_message(to.chat.id, part.clone());
-            if let Some(t) = topic(to) {
-                request = request.message_thread_id(t);
-            }
-            if i == 0 {
-                request = request
-                    .reply_parameters(ReplyParameters::new(to.id).allow_sending_without_reply());
-            }
-            match request.await {
-                Ok(_) => break,
-                Err(RequestError::RetryAfter(wait)) => {
-                    warn!(
-                        platform = "telegram",
-                        wait_s = wait.seconds(),
-                        "rate limited"
-                    );
-                    tokio::time::sleep(wait.duration()).await;
+impl Ctx {
+    /// One update: a new message (stored, answered when addressed) or an edit.
+    async fn update(&self, update: Update) {
+        match update.kind {
+            UpdateKind::Message(m) => self.message(&m).await,
+            UpdateKind::EditedMessage(m) => {
+                if let Some(edited) = incoming(&m, &self.me, &self.settings.bot_name)
+                    && let Err(e) = self.handler.edited(&edited).await
+                {
+                    error!(platform = "telegram", error = %e, "an edited message could not be updated");
                 }
-                Err(e) => {
-                    error!(platform = "telegram", error = %redact(&e, token), chat = to.chat.id.0, "sendMessage failed");
-                    return;
+            }
+            _ => {}
+        }
+    }
+
+    /// One message: stored by the bot (always), answered when addressed, with "typing…" shown
+    /// while the answer is being made.
+    async fn message(&self, m: &Message) {
+        let Some(mut incoming) = incoming(m, &self.me, &self.settings.bot_name) else {
+            return;
+        };
+        if !m.chat.is_private()
+            && let Some(from) = &m.from
+        {
+            incoming.author_is_moderator = self
+                .admins
+                .contains(&self.api, &self.token, m.chat.id, from.id)
+                .await;
+        }
+        // Telegram shows "typing…" for 5 seconds per action.
+        let typing = async {
+            let mut every = tokio::time::interval(Duration::from_secs(4));
+            loop {
+                every.tick().await;
+                let mut action = self.api.send_chat_action(m.chat.id, ChatAction::Typing);
+                if let Some(t) = topic(m) {
+                    action = action.message_thread_id(t);
+                }
+                if action.await.is_err() {
+                    break;
+                }
+            }
+        };
+        match self.handler.message(&incoming, Box::pin(typing)).await {
+            Ok(Some(reply)) => self.send(m, &reply).await,
+            Ok(None) => {}
+            Err(e) => error!(platform = "telegram", error = %e, "message could not be stored"),
+        }
+    }
+
+    /// Sends `reply` in parts, the first one as a reply to `to`; Telegram's flood limits
+    /// (RetryAfter) are waited out, up to `MAX_FLOOD_WAIT` each time.
+    async fn send(&self, to: &Message, reply: &Reply) {
+        for (i, part) in split_message(&reply.text, MAX_MESSAGE, utf16)
+            .into_iter()
+            .enumerate()
+        {
+            for _attempt in 0..3 {
+                let mut request = self.api.send_message(to.chat.id, part.clone());
+                if let Some(t) = topic(to) {
+                    request = request.message_thread_id(t);
+                }
+                if i == 0 {
+                    request = request.reply_parameters(
+                        ReplyParameters::new(to.id).allow_sending_without_reply(),
+                    );
+                }
+                match request.await {
+                    Ok(_) => break,
+                    Err(RequestError::RetryAfter(wait)) if wait.duration() <= MAX_FLOOD_WAIT => {
+                        warn!(
+                            platform = "telegram",
+                            wait_s = wait.seconds(),
+                            "rate limited"
+                        );
+                        tokio::time::sleep(wait.duration()).await;
+                    }
+                    Err(e) => {
+                        error!(platform = "telegram", error = %redact(&e, &self.token), chat = to.chat.id.0, "sendMessage failed");
+                        return;
+                    }
                 }
             }
         }

@@ -22,6 +22,8 @@ pub enum Behavior {
     Status(u16),
     /// 429 with `Retry-After: 0`.
     RateLimited,
+    /// 429 with this `Retry-After` value, however absurd ("1e20", "NaN", "-5").
+    RetryAfter(String),
     /// 200 with content that is not the JSON asked for.
     InvalidJson,
     /// Never answers (the client must time out).
@@ -59,6 +61,14 @@ struct Shared {
     behavior: Option<Behavior>,
     once: VecDeque<Behavior>,
     requests: Vec<RecordedRequest>,
+    /// Requests wait while this is false (`hold` / `release`).
+    open: Option<tokio::sync::watch::Sender<bool>>,
+    /// Every answer takes at least this long (`set_latency`).
+    latency: std::time::Duration,
+    /// This share of requests answers 500 instead (`set_fault_rate`), spread evenly.
+    fault_rate: f64,
+    /// Requests seen, for the evenly spread faults.
+    seen: u64,
 }
 
 pub struct FakeLlmServer {
@@ -73,6 +83,7 @@ impl FakeLlmServer {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Mutex::new(Shared {
             behavior: Some(Behavior::Smart),
+            open: Some(tokio::sync::watch::channel(true).0),
             ..Shared::default()
         }));
         let app = Router::new()
@@ -101,6 +112,32 @@ impl FakeLlmServer {
             .expect("fake lock")
             .once
             .push_back(behavior);
+    }
+
+    /// Requests from now on wait (unanswered) until `release`.
+    pub fn hold(&self) {
+        self.set_open(false);
+    }
+
+    /// Answers the held requests and lets new ones through.
+    pub fn release(&self) {
+        self.set_open(true);
+    }
+
+    fn set_open(&self, open: bool) {
+        if let Some(gate) = &self.shared.lock().expect("fake lock").open {
+            gate.send_replace(open);
+        }
+    }
+
+    /// Every answer takes at least `latency` (a slow provider, for benchmarks).
+    pub fn set_latency(&self, latency: std::time::Duration) {
+        self.shared.lock().expect("fake lock").latency = latency;
+    }
+
+    /// `rate` (0..=1) of the requests answer 500, spread evenly and deterministically.
+    pub fn set_fault_rate(&self, rate: f64) {
+        self.shared.lock().expect("fake lock").fault_rate = rate.clamp(0.0, 1.0);
     }
 
     pub fn requests(&self) -> Vec<RecordedRequest> {
@@ -142,24 +179,52 @@ fn task_of(body: &Value) -> String {
         .to_string()
 }
 
-async fn handle(State(shared): State<Arc<Mutex<Shared>>>, Json(body): Json<Value>) -> Response {
-    let task = task_of(&body);
-    let behavior = {
+/// Records the request and picks its behaviour; then waits while held and for the set latency,
+/// and makes it a fault (500) at the set rate.
+async fn admit(shared: &Mutex<Shared>, task: &str, body: &Value) -> Behavior {
+    let (behavior, gate, latency, fault) = {
         let mut s = shared.lock().expect("fake lock");
         s.requests.push(RecordedRequest {
-            task: task.clone(),
+            task: task.to_string(),
             body: body.clone(),
         });
-        s.once
+        let behavior = s
+            .once
             .pop_front()
             .or_else(|| s.behavior.clone())
-            .unwrap_or(Behavior::Smart)
+            .unwrap_or(Behavior::Smart);
+        let n = s.seen as f64;
+        s.seen += 1;
+        let fault = ((n + 1.0) * s.fault_rate).floor() > (n * s.fault_rate).floor();
+        (
+            behavior,
+            s.open.as_ref().map(|g| g.subscribe()),
+            s.latency,
+            fault,
+        )
     };
+    if let Some(mut gate) = gate {
+        let _ = gate.wait_for(|open| *open).await;
+    }
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    if fault {
+        return Behavior::Status(500);
+    }
+    behavior
+}
+
+async fn handle(State(shared): State<Arc<Mutex<Shared>>>, Json(body): Json<Value>) -> Response {
+    let task = task_of(&body);
+    let behavior = admit(&shared, &task, &body).await;
     if let Some(failure) = failure(&behavior).await {
         return failure;
     }
     match behavior {
-        Behavior::Status(_) | Behavior::RateLimited | Behavior::Hang => unreachable!(),
+        Behavior::Status(_) | Behavior::RateLimited | Behavior::RetryAfter(_) | Behavior::Hang => {
+            unreachable!()
+        }
         Behavior::Content(content) => completion(&content, &body),
         Behavior::InvalidJson => completion("Sure! Here is what I think: {facts: oops", &body),
         Behavior::Smart | Behavior::Gullible if task == "tool_chat" => tool_chat(&body),
@@ -256,9 +321,15 @@ async fn failure(behavior: &Behavior) -> Option<Response> {
             let message = "fake failure for organization org-fake123, project proj_fake456";
             Some((status, Json(json!({"error": {"message": message}}))).into_response())
         }
-        Behavior::RateLimited => {
+        Behavior::RateLimited | Behavior::RetryAfter(_) => {
+            let value = match behavior {
+                Behavior::RetryAfter(v) => v.as_str(),
+                _ => "0",
+            };
             let mut headers = HeaderMap::new();
-            headers.insert("retry-after", HeaderValue::from_static("0"));
+            if let Ok(v) = HeaderValue::from_str(value) {
+                headers.insert("retry-after", v);
+            }
             Some(
                 (
                     StatusCode::TOO_MANY_REQUESTS,
@@ -282,17 +353,7 @@ async fn handle_embeddings(
     State(shared): State<Arc<Mutex<Shared>>>,
     Json(body): Json<Value>,
 ) -> Response {
-    let behavior = {
-        let mut s = shared.lock().expect("fake lock");
-        s.requests.push(RecordedRequest {
-            task: "embeddings".into(),
-            body: body.clone(),
-        });
-        s.once
-            .pop_front()
-            .or_else(|| s.behavior.clone())
-            .unwrap_or(Behavior::Smart)
-    };
+    let behavior = admit(&shared, "embeddings", &body).await;
     let dims = body["dimensions"].as_u64().unwrap_or(384) as usize;
     let inputs: Vec<String> = match &body["input"] {
         Value::String(s) => vec![s.clone()],
@@ -306,7 +367,9 @@ async fn handle_embeddings(
         return failure;
     }
     match behavior {
-        Behavior::Status(_) | Behavior::RateLimited | Behavior::Hang => unreachable!(),
+        Behavior::Status(_) | Behavior::RateLimited | Behavior::RetryAfter(_) | Behavior::Hang => {
+            unreachable!()
+        }
         // Garbled: one vector short and of the wrong size.
         Behavior::InvalidJson | Behavior::Content(_) => Json(json!({
             "data": [{"index": 0, "embedding": [0.5, 0.5]}]

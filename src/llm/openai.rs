@@ -217,10 +217,14 @@ impl OpenAiClient {
     }
 }
 
-/// Retry-After in seconds or as an HTTP date.
-fn parse_retry_after(value: &str) -> Option<Duration> {
+/// Retry-After in seconds or as an HTTP date. Negative, NaN and unreadable values are none; a
+/// value too large for a `Duration` is the longest one (the caller caps every wait).
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
     if let Ok(secs) = value.trim().parse::<f64>() {
-        return (secs >= 0.0 && secs.is_finite()).then(|| Duration::from_secs_f64(secs));
+        if secs.is_nan() || secs < 0.0 {
+            return None;
+        }
+        return Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let when = DateTime::parse_from_rfc2822(value.trim()).ok()?;
     (when.with_timezone(&Utc) - Utc::now()).to_std().ok()
@@ -268,5 +272,10 @@ mod tests {
         assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
         assert_eq!(parse_retry_after("-1"), None);
         assert_eq!(parse_retry_after("soon"), None);
+        // Absurd values never panic: NaN and infinities of either sign, 1e20 seconds.
+        assert_eq!(parse_retry_after("NaN"), None);
+        assert_eq!(parse_retry_after("-inf"), None);
+        assert_eq!(parse_retry_after("1e20"), Some(Duration::MAX));
+        assert_eq!(parse_retry_after("inf"), Some(Duration::MAX));
     }
 }
