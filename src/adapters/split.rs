@@ -27,8 +27,14 @@ pub fn split_message(text: &str, max: usize, units: Units) -> Vec<String> {
     // The opening fence line ("```rust") of a code block the previous part had to cut.
     let mut reopen: Option<String> = None;
     while !rest.is_empty() {
-        let prefix = reopen.take().map(|h| h + "\n").unwrap_or_default();
-        let budget = max.saturating_sub(units(&prefix)).max(8);
+        let mut prefix = reopen.take().map(|h| h + "\n").unwrap_or_default();
+        if units(&prefix) > max / 2 {
+            // A fence line too long to repeat: the block reopens without its language.
+            prefix = format!("{FENCE}\n");
+        }
+        // `max` is at least 16 and the prefix at most half of it: room is left for text and
+        // a closing fence, and no part is longer than `max`.
+        let budget = max - units(&prefix);
         if units(rest) <= budget {
             out.push(prefix + rest);
             break;
