@@ -5,19 +5,9 @@
 #[macro_use]
 mod common;
 use common::*;
-use engram::app;
-use engram::config::Secrets;
-use engram::domain::{Clock, PersonId};
+use engram::domain::PersonId;
 use engram::llm::fake::Behavior;
-use engram::memory::extraction::{ExtractionRun, Extractor};
-
-fn extractor(h: &Harness, holder: &str) -> Extractor {
-    let clock: std::sync::Arc<dyn Clock> = h.clock.clone();
-    let llm = app::chat_model(&h.config, &Secrets::default(), clock.clone())
-        .unwrap()
-        .expect("the fake LLM");
-    app::extractor(&h.config, h.store.clone(), Some(llm), clock, holder.into()).unwrap()
-}
+use engram::memory::extraction::ExtractionRun;
 
 /// Alice talks in her private chat, Bob in a group, Carol pauses her memory and talks.
 async fn a_day_of_chat(h: &Harness) -> (PersonId, PersonId, PersonId) {
@@ -69,7 +59,7 @@ async fn state(h: &Harness, people: &[PersonId]) -> Vec<String> {
 async fn extraction_writes_once_per_person_and_day(url: Option<String>) {
     let h = harness_on(url, true).await;
     let (alice, bob, carol) = a_day_of_chat(&h).await;
-    let ex = extractor(&h, "p1");
+    let ex = h.extractor("p1");
     let mut progress = Vec::new();
     let runs = ex
         .extract_all(day(), false, |done, total| progress.push((done, total)))
@@ -120,7 +110,8 @@ async fn extraction_writes_once_per_person_and_day(url: Option<String>) {
     // Again the same day (another process, too): nothing new, no LLM call.
     let before = state(&h, &[alice, bob, carol]).await;
     let calls = h.fake().count("extract");
-    let again = extractor(&h, "p2")
+    let again = h
+        .extractor("p2")
         .extract_all(day(), false, |_, _| {})
         .await
         .unwrap();
@@ -143,7 +134,7 @@ async fn extraction_writes_once_per_person_and_day(url: Option<String>) {
 async fn garbled_answers_are_retried_once_then_skipped(url: Option<String>) {
     let h = harness_on(url, true).await;
     let (alice, _, _) = a_day_of_chat(&h).await;
-    let ex = extractor(&h, "p1");
+    let ex = h.extractor("p1");
     // One garbled answer: retried, applied.
     h.fake().push_once(Behavior::InvalidJson);
     let runs = ex.extract_person(alice, day(), false).await.unwrap();
@@ -171,7 +162,8 @@ async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
     // The reference: one uninterrupted pass.
     let reference = harness_on(url.clone(), true).await;
     let people = a_day_of_chat(&reference).await;
-    extractor(&reference, "p1")
+    reference
+        .extractor("p1")
         .extract_all(day(), false, |_, _| {})
         .await
         .unwrap();
@@ -186,7 +178,7 @@ async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
     let (alice, bob, carol) = a_day_of_chat(&h).await;
     // The first pass is killed while the model is thinking about the first person.
     h.fake().set_behavior(Behavior::Hang);
-    let ex = std::sync::Arc::new(extractor(&h, "p1"));
+    let ex = std::sync::Arc::new(h.extractor("p1"));
     let running = {
         let ex = ex.clone();
         tokio::spawn(async move { ex.extract_all(day(), false, |_, _| {}).await })
@@ -201,7 +193,8 @@ async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
     h.clock.advance(chrono::Duration::seconds(
         h.config.jobs.lease_secs as i64 + 1,
     ));
-    let runs = extractor(&h, "p2")
+    let runs = h
+        .extractor("p2")
         .extract_all(day(), false, |_, _| {})
         .await
         .unwrap();
@@ -228,7 +221,8 @@ fn summaries_asked_since(h: &Harness, skip: usize) -> Vec<String> {
 async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<String>) {
     let h = harness_on(url, true).await;
     let (alice, bob, _) = a_day_of_chat(&h).await;
-    let runs = extractor(&h, "p1")
+    let runs = h
+        .extractor("p1")
         .extract_all(day(), false, |_, _| {})
         .await
         .unwrap();
@@ -273,7 +267,7 @@ async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<Strin
     // Something said after the extraction makes it stale: recomputed as before.
     let h2 = harness_on(None, true).await;
     let (alice2, _, _) = a_day_of_chat(&h2).await;
-    extractor(&h2, "p1")
+    h2.extractor("p1")
         .extract_all(day(), false, |_, _| {})
         .await
         .unwrap();

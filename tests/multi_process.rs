@@ -5,25 +5,18 @@
 mod common;
 use chrono::{Duration, TimeZone, Utc};
 use common::*;
-use engram::domain::{ManualClock, Platform, Scope};
+use engram::domain::{Platform, Scope};
 use engram::jobs::{JobOutcome, Scheduler};
 use engram::llm::fake::FakeLlmServer;
-use std::sync::Arc;
 
-/// Two bots on `url`, both using one fake LLM, with one shared manual clock.
+/// Two bots on `url`, both using one fake LLM, with one shared manual clock at 15:00.
 async fn two_bots(url: &str, fake: &FakeLlmServer) -> (Harness, Harness) {
-    let clock = Arc::new(ManualClock::new(
+    let mut bots = bots_on(url, fake, 2).await;
+    bots[0].clock.set(
         Utc.with_ymd_and_hms(2026, 11, 20, 15, 0, 0)
             .single()
             .unwrap(),
-    ));
-    let mut bots = Vec::new();
-    for _ in 0..2 {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = test_config(dir.path(), Some(fake.base_url()));
-        config.store.url = url.to_string();
-        bots.push(Harness::assemble(dir, None, config, clock.clone()).await);
-    }
+    );
     let b = bots.pop().unwrap();
     (bots.pop().unwrap(), b)
 }

@@ -2475,3 +2475,19 @@ async fn drop_episode(
         .map_err(db_err)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    /// A transaction begun anywhere but `write_tx` would be deferred (or forget IMMEDIATE) and
+    /// could fail with "database is locked" under concurrent writers: there is one.
+    #[test]
+    fn every_transaction_is_begun_by_write_tx() {
+        let source = include_str!("sqlite.rs");
+        let begun = [concat!(".beg", "in("), concat!(".beg", "in_with(")]
+            .iter()
+            .map(|needle| source.matches(needle).count())
+            .sum::<usize>();
+        assert_eq!(begun, 1, "transactions must be begun by write_tx only");
+        assert!(source.contains(concat!("begin_with(\"BEGIN ", "IMMEDIATE\")")));
+    }
+}

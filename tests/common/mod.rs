@@ -97,6 +97,22 @@ impl Harness {
         Harness::assemble(dir, fake, config, clock).await
     }
 
+    /// The daily extraction of this bot's database, with its own LLM client, as `holder`.
+    pub fn extractor(&self, holder: &str) -> engram::memory::extraction::Extractor {
+        let clock: Arc<dyn Clock> = self.clock.clone();
+        let llm = app::chat_model(&self.config, &Secrets::default(), clock.clone())
+            .unwrap()
+            .expect("the fake LLM");
+        app::extractor(
+            &self.config,
+            self.store.clone(),
+            Some(llm),
+            clock,
+            holder.into(),
+        )
+        .unwrap()
+    }
+
     pub fn fake(&self) -> &FakeLlmServer {
         self.fake.as_ref().expect("harness has a fake LLM")
     }
@@ -159,6 +175,20 @@ impl Harness {
             .unwrap()
             .rows
     }
+}
+
+/// `n` bots (separate pools, as separate processes have) on `url`, all using `fake`, with one
+/// shared manual clock.
+pub async fn bots_on(url: &str, fake: &FakeLlmServer, n: usize) -> Vec<Harness> {
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let mut bots = Vec::new();
+    for _ in 0..n {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = test_config(dir.path(), Some(fake.base_url()));
+        config.store.url = url.to_string();
+        bots.push(Harness::assemble(dir, None, config, clock.clone()).await);
+    }
+    bots
 }
 
 pub fn group(space: &str) -> ConsoleOptions {
