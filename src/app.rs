@@ -5,12 +5,14 @@
 use crate::bot::Bot;
 use crate::config::{Config, Secrets, StoreConfig};
 use crate::domain::Clock;
+use crate::domain::budget::Limits;
 use crate::embed::{EmbedError, Embedder, MiniLmEmbedder, OpenAiEmbedder, SharedEmbedder};
 use crate::llm::{ChatModel, LlmError, OpenAiClient};
 use crate::memory::MemoryManager;
 use crate::retrieval::{Indexer, Retriever};
 use crate::store::postgres::PgSettings;
 use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
+use crate::{embed, llm};
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::info;
@@ -264,6 +266,19 @@ pub fn build_bot(
     embedder: Option<SharedEmbedder>,
     clock: Arc<dyn Clock>,
 ) -> Result<Bot, AppError> {
+    // What answers spend on the model and the embedder is limited per person and space; with
+    // neither configured there is nothing to limit.
+    let limits = (llm.is_some() || embedder.is_some())
+        .then(|| Arc::new(Limits::new(config.limits.settings(), clock.clone())));
+    let (llm, embedder) = match &limits {
+        Some(limits) => (
+            llm.map(|l| {
+                Arc::new(llm::budgeted::Budgeted::new(l, limits.clone())) as Arc<dyn ChatModel>
+            }),
+            embedder.map(|e| Arc::new(embed::budgeted::Budgeted::new(e)) as SharedEmbedder),
+        ),
+        None => (llm, embedder),
+    };
     let retriever = Arc::new(Retriever::new(
         store.clone(),
         embedder,
@@ -272,5 +287,11 @@ pub fn build_bot(
     let memory = MemoryManager::new(store.clone(), llm.clone(), clock, config.memory.clone())
         .map_err(AppError::Setup)?
         .with_retriever(retriever);
-    Ok(Bot::new(config.clone(), store, Arc::new(memory), llm))
+    Ok(Bot::new(
+        config.clone(),
+        store,
+        Arc::new(memory),
+        llm,
+        limits,
+    ))
 }

@@ -5,6 +5,7 @@
 //! words (`MemoryManager::tell`); a moderator of the space may forget things about anyone.
 
 use crate::config::Config;
+use crate::domain::budget::{Admission, Limits, Payer, paid_by};
 use crate::domain::link;
 use crate::domain::{IncomingMessage, PersonId, Platform, Privacy, StoredMessage};
 use crate::ingest::{Ingested, Ingestor, sanitize, strip_address};
@@ -78,6 +79,22 @@ pub struct Bot {
     ingestor: Ingestor,
     memory: Arc<MemoryManager>,
     responder: Responder,
+    /// What answers may spend (None: no model or embedder to spend on).
+    limits: Option<Arc<Limits>>,
+}
+
+/// What the person is told when an answer would spend over a limit.
+fn limited_reply(admission: Admission) -> Option<String> {
+    match admission {
+        Admission::Allowed => None,
+        Admission::TooFast { retry_in } => Some(format!(
+            "I'm getting more messages than I can answer right now. Yours is saved; ask me again in about {} seconds.",
+            retry_in.as_secs().max(1)
+        )),
+        Admission::BudgetSpent => Some(
+            "This place has used today's budget for my language model, so I can't chat until midnight UTC. Your message is saved, and remember/forget still work.".to_string(),
+        ),
+    }
 }
 
 const HELP: &str = "I remember things about the people here. Try:\n\
@@ -98,8 +115,13 @@ impl Bot {
         store: Arc<dyn Store>,
         memory: Arc<MemoryManager>,
         llm: Option<Arc<dyn ChatModel>>,
+        limits: Option<Arc<Limits>>,
     ) -> Bot {
-        let ingestor = Ingestor::new(store.clone(), &config.bot.name);
+        let ingestor = Ingestor::new(
+            store.clone(),
+            &config.bot.name,
+            config.limits.mentions_per_message,
+        );
         let responder = Responder::new(memory.clone(), llm, &config);
         let window = std::time::Duration::from_secs(LINK_CODE_MINUTES as u64 * 60);
         Bot {
@@ -116,6 +138,7 @@ impl Bot {
             ingestor,
             memory,
             responder,
+            limits,
         }
     }
 
@@ -145,7 +168,18 @@ impl Bot {
         if !ingested.addressed {
             return Ok(None);
         }
-        let answer = self.answer(msg, &ingested);
+        // One answer, however many model calls it makes, counts once towards the limits; over
+        // them it is made without spending (see `answer`).
+        let admission = match &self.limits {
+            Some(limits) => limits.admit(ingested.message.author, ingested.place.space),
+            None => Admission::Allowed,
+        };
+        let payer = Payer {
+            person: ingested.message.author,
+            space: ingested.place.space,
+            may_spend: admission == Admission::Allowed,
+        };
+        let answer = paid_by(payer, self.answer(msg, &ingested, admission));
         tokio::pin!(answer);
         let answer = tokio::select! {
             biased;
@@ -269,6 +303,7 @@ impl Bot {
         &self,
         msg: &IncomingMessage,
         ingested: &Ingested,
+        admission: Admission,
     ) -> Result<Answer, MemoryError> {
         let text = ingested.command_text.trim();
         if text.is_empty() {
@@ -292,6 +327,13 @@ impl Bot {
         if !matches!(command, Command::Confirm(_)) {
             // A question the bot asked lapses once the person moves on.
             self.pending.invalidate(&Self::pending_key(ingested));
+        }
+        // Conversation needs the model: over a limit it gets a short answer instead. Memory
+        // commands go on without the model (word for word).
+        if let Some(wait) = limited_reply(admission)
+            && matches!(command, Command::Chat)
+        {
+            return Ok(Answer::from(wait));
         }
         let said = match command {
             Command::Help => HELP.to_string(),

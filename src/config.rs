@@ -32,6 +32,7 @@ pub struct Config {
     pub jobs: JobsConfig,
     pub embed: EmbedConfig,
     pub retrieval: RetrievalConfig,
+    pub limits: LimitsConfig,
     pub log: LogConfig,
 }
 
@@ -157,6 +158,25 @@ pub struct MemoryConfig {
 impl MemoryConfig {
     pub fn extraction_time(&self) -> chrono::NaiveTime {
         chrono::NaiveTime::parse_from_str(&self.extraction_at, "%H:%M").expect("validated")
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub answers_per_person_per_minute: u32,
+    pub answers_per_space_per_minute: u32,
+    pub space_daily_llm_budget: u64,
+    pub mentions_per_message: usize,
+}
+
+impl LimitsConfig {
+    pub fn settings(&self) -> crate::domain::budget::LimitSettings {
+        crate::domain::budget::LimitSettings {
+            answers_per_person_per_minute: self.answers_per_person_per_minute,
+            answers_per_space_per_minute: self.answers_per_space_per_minute,
+            space_daily_budget: self.space_daily_llm_budget,
+        }
     }
 }
 
@@ -349,6 +369,9 @@ impl Config {
                 "memory.durable_confidence",
                 "must be within 0..1 (memory_md_max_words at least 50, daily_notes_days at least 1)",
             ));
+        }
+        if self.limits.mentions_per_message == 0 {
+            return Err(invalid("limits.mentions_per_message", "must be at least 1"));
         }
         if !(1..=15).contains(&self.telegram.poll_secs)
             || !(self.telegram.api_url.starts_with("http://")

@@ -39,6 +39,7 @@ pub struct Ingested {
 pub struct Ingestor {
     store: Arc<dyn Store>,
     bot_name: String,
+    max_mentions: usize,
     reply_seq: AtomicU64,
 }
 
@@ -116,10 +117,11 @@ pub fn strip_address(text: &str, bot_name: &str) -> Option<String> {
 }
 
 impl Ingestor {
-    pub fn new(store: Arc<dyn Store>, bot_name: &str) -> Ingestor {
+    pub fn new(store: Arc<dyn Store>, bot_name: &str, max_mentions: usize) -> Ingestor {
         Ingestor {
             store,
             bot_name: bot_name.to_string(),
+            max_mentions,
             reply_seq: AtomicU64::new(0),
         }
     }
@@ -229,11 +231,17 @@ impl Ingestor {
                 withheld,
             })
             .await?;
+        // People the message is about: each once, the bot aside, at most `max_mentions` of them
+        // (a message naming hundreds builds memory for a bounded few).
         let mut mentions = Vec::new();
-        for m in &msg.mentions {
-            if m.display_name.eq_ignore_ascii_case(&self.bot_name) {
-                continue;
-            }
+        let mut seen = std::collections::HashSet::new();
+        let about = msg
+            .mentions
+            .iter()
+            .filter(|m| !m.display_name.eq_ignore_ascii_case(&self.bot_name))
+            .filter(|m| seen.insert((m.external_id.clone(), m.username.clone())))
+            .take(self.max_mentions);
+        for m in about {
             if m.external_id.is_empty() {
                 // Known by username only ("@dana_k" on Telegram): someone the bot has seen,
                 // shown by their name.

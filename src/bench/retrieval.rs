@@ -309,7 +309,7 @@ pub async fn run(
         records.truncate(n);
     }
     let store = opts.store.clone();
-    let ingestor = Ingestor::new(store.clone(), "Engram");
+    let ingestor = Ingestor::new(store.clone(), "Engram", usize::MAX);
     let clock = Arc::new(crate::domain::ManualClock::new(
         DateTime::from_timestamp(0, 0).expect("epoch"),
     ));

@@ -1,6 +1,7 @@
 //! Domain types at the bottom of the flow: people, places, privacy scopes and the one
 //! `IncomingMessage` every platform adapter produces. Nothing here does I/O.
 
+pub mod budget;
 pub mod clock;
 pub mod entry;
 pub mod link;

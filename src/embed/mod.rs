@@ -2,6 +2,7 @@
 //! the in-process all-MiniLM-L6-v2 (`local`), the OpenAI-compatible `/v1/embeddings` client
 //! (`openai`), and vector helpers shared by the stores and retrieval.
 
+pub mod budgeted;
 pub mod local;
 pub mod openai;
 
@@ -28,6 +29,9 @@ pub enum EmbedError {
     },
     #[error("the embedding API's answer is unusable: {0}")]
     BadResponse(String),
+    /// The answer this call was for is over its person's or space's limit.
+    #[error("the spending limit for this answer is reached")]
+    Limited,
 }
 
 impl EmbedError {

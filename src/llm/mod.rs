@@ -2,6 +2,7 @@
 //! OpenAI-compatible client (`openai`), the prompts from `prompts/`, and a fake
 //! OpenAI-compatible server (`fake`) for tests and benchmarks.
 
+pub mod budgeted;
 pub mod fake;
 pub mod openai;
 pub mod prompts;
@@ -127,6 +128,9 @@ pub enum LlmError {
     /// Too many failures in a row: calls are skipped until the cooldown ends.
     #[error("the language model is failing; calls paused for {retry_after:?}")]
     CircuitOpen { retry_after: Duration },
+    /// The answer this call was for is over its person's or space's limit.
+    #[error("the spending limit for this answer is reached")]
+    Limited,
 }
 
 impl LlmError {
@@ -135,7 +139,7 @@ impl LlmError {
         match self {
             LlmError::Connect(_) | LlmError::Timeout(_) | LlmError::CircuitOpen { .. } => true,
             LlmError::Http { status, .. } => *status == 429 || *status >= 500,
-            LlmError::NotConfigured | LlmError::BadResponse(_) => false,
+            LlmError::NotConfigured | LlmError::BadResponse(_) | LlmError::Limited => false,
         }
     }
 }

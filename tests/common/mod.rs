@@ -39,6 +39,10 @@ pub fn test_config(dir: &std::path::Path, llm_url: Option<String>) -> Config {
     config.llm.backoff_ms = 1;
     config.llm.breaker_failures = 1000;
     config.bot.moderators = vec!["console:mod".into()];
+    // Tests talk fast on a clock that stands still: the spending limits are tested on their own.
+    config.limits.answers_per_person_per_minute = 0;
+    config.limits.answers_per_space_per_minute = 0;
+    config.limits.space_daily_llm_budget = 0;
     config
 }
 
