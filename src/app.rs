@@ -136,6 +136,8 @@ pub fn extractor(
             max_messages: config.memory.max_extraction_messages,
             at: config.memory.extraction_time(),
             day_summary_chars: config.memory.day_summary_chars,
+            max_message_chars: config.memory.max_message_chars_in_prompt,
+            catch_up_days: config.memory.extraction_catch_up_days,
         },
     ))
 }
@@ -164,7 +166,10 @@ pub fn start_scheduler(
             chrono::Duration::seconds(config.jobs.lease_secs as i64),
             config.jobs.day_summaries_time(),
         )
-        .with_extractor(extractor),
+        .with_extractor(extractor)
+        .with_retry_backoff(chrono::Duration::seconds(
+            config.jobs.retry_backoff_secs as i64,
+        )),
     );
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let every = Duration::from_secs(config.jobs.tick_secs);

@@ -91,6 +91,7 @@ pub struct JobsConfig {
     pub day_summaries_after: String,
     pub tick_secs: u64,
     pub lease_secs: u64,
+    pub retry_backoff_secs: u64,
 }
 
 impl JobsConfig {
@@ -152,6 +153,7 @@ pub struct MemoryConfig {
     pub durable_confidence: f64,
     pub extraction_at: String,
     pub max_extraction_messages: usize,
+    pub extraction_catch_up_days: u32,
     pub daily_notes_days: u32,
 }
 

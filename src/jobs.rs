@@ -8,7 +8,7 @@
 use crate::domain::day_of;
 use crate::memory::summaries::day_bounds;
 use crate::memory::{MemoryError, MemoryManager};
-use crate::store::JobClaim;
+use crate::store::{Finish, JobClaim};
 use chrono::{Duration, NaiveTime};
 use serde::Serialize;
 use std::sync::Arc;
@@ -38,6 +38,11 @@ pub enum JobOutcome {
         run_key: String,
         holder: String,
     },
+    /// It failed, and is tried again from `at` on.
+    RetryLater {
+        run_key: String,
+        at: chrono::DateTime<chrono::Utc>,
+    },
 }
 
 pub struct Scheduler {
@@ -46,6 +51,7 @@ pub struct Scheduler {
     lease: Duration,
     day_summaries_after: NaiveTime,
     extractor: Option<crate::memory::extraction::Extractor>,
+    retry_backoff: Duration,
 }
 
 impl Scheduler {
@@ -58,39 +64,72 @@ impl Scheduler {
         self
     }
 
-    /// The daily extraction of structured memory, once its time has come today.
+    /// The daily extraction of structured memory, once its time has come today; a day within
+    /// `memory.extraction_catch_up_days` whose run was missed or failed is made up (once: a
+    /// finished day is never run again, a failed one waits out its backoff).
     pub async fn run_extraction(&self) -> Result<JobOutcome, MemoryError> {
         let Some(extractor) = &self.extractor else {
             return Ok(JobOutcome::NoLlm);
         };
         let now = self.memory.clock().now();
-        let Some(day) = extractor.due_day(now) else {
+        let days = extractor.due_days(now);
+        let Some(&today) = days.last() else {
             return Ok(JobOutcome::NotDue);
         };
-        let run_key = day.to_string();
-        if let Some(refused) = self.claim(EXTRACT_ALL, &run_key, now).await? {
-            return Ok(refused);
-        }
-        let result = extractor.extract_all(day, false, |_, _| {}).await;
-        let (ok, detail) = match &result {
-            Ok(runs) => (
-                runs.iter().all(|r| r.error.is_none()),
-                format!(
-                    "{} runs, {} failed",
-                    runs.len(),
-                    runs.iter().filter(|r| r.error.is_some()).count()
+        let mut outcome = None;
+        for day in days {
+            // An earlier day nobody wrote in has nothing to make up: no claim is kept for it.
+            if day != today && !extractor.has_chatter(day).await? {
+                continue;
+            }
+            let run_key = day.to_string();
+            let attempt = match self.claim(EXTRACT_ALL, &run_key, now).await? {
+                Ok(attempt) => attempt,
+                Err(refused) => {
+                    if day == today && outcome.is_none() {
+                        outcome = Some(refused);
+                    }
+                    continue;
+                }
+            };
+            let result = extractor.extract_all(day, false, |_, _| {}).await;
+            let (ok, detail) = match &result {
+                Ok(runs) => (
+                    runs.iter().all(|r| r.error.is_none()),
+                    format!(
+                        "{} runs, {} failed",
+                        runs.len(),
+                        runs.iter().filter(|r| r.error.is_some()).count()
+                    ),
                 ),
-            ),
-            Err(e) => (false, e.to_string()),
-        };
-        self.finish(EXTRACT_ALL, &run_key, ok, &detail).await?;
-        let runs = result?;
-        info!(job = EXTRACT_ALL, %run_key, runs = runs.len(), "job finished");
-        Ok(JobOutcome::Ran {
-            run_key,
-            scopes: runs.len(),
-            degraded: runs.iter().filter(|r| r.error.is_some()).count(),
-        })
+                Err(e) => (false, e.to_string()),
+            };
+            self.finish(EXTRACT_ALL, &run_key, ok, &detail, attempt)
+                .await?;
+            let runs = result?;
+            info!(job = EXTRACT_ALL, %run_key, runs = runs.len(), "job finished");
+            let (scopes, degraded) = (
+                runs.len(),
+                runs.iter().filter(|r| r.error.is_some()).count(),
+            );
+            outcome = Some(match outcome {
+                Some(JobOutcome::Ran {
+                    run_key: earlier,
+                    scopes: s,
+                    degraded: d,
+                }) => JobOutcome::Ran {
+                    run_key: format!("{earlier},{run_key}"),
+                    scopes: s + scopes,
+                    degraded: d + degraded,
+                },
+                _ => JobOutcome::Ran {
+                    run_key,
+                    scopes,
+                    degraded,
+                },
+            });
+        }
+        Ok(outcome.unwrap_or(JobOutcome::NotDue))
     }
 
     /// `holder` names this process in the job table (host, pid, random suffix).
@@ -106,7 +145,21 @@ impl Scheduler {
             lease,
             day_summaries_after,
             extractor: None,
+            retry_backoff: Duration::minutes(5),
         }
+    }
+
+    /// How long a failed run waits before it is tried again (doubling with each failure).
+    pub fn with_retry_backoff(mut self, backoff: Duration) -> Scheduler {
+        self.retry_backoff = backoff;
+        self
+    }
+
+    /// The wait before attempt `attempt + 1`: the backoff doubled for every failure, at most
+    /// six hours.
+    pub fn backoff(&self, attempt: i64) -> Duration {
+        let doublings = attempt.clamp(1, 12) - 1;
+        (self.retry_backoff * (1i32 << doublings)).min(Duration::hours(6))
     }
 
     /// A holder name unique to this process.
@@ -120,29 +173,38 @@ impl Scheduler {
         )
     }
 
-    /// Marks this process's run of `job` finished now (failed runs are retried later).
+    /// Marks this process's run of `job` finished now; a failed one (its `attempt`th) may be
+    /// tried again after its backoff.
     async fn finish(
         &self,
         job: &'static str,
         run_key: &str,
         ok: bool,
         detail: &str,
+        attempt: i64,
     ) -> Result<(), MemoryError> {
         let now = self.memory.clock().now();
+        let finish = if ok {
+            Finish::Done
+        } else {
+            let retry_at = now + self.backoff(attempt);
+            warn!(job, %run_key, attempt, %retry_at, detail, "job failed; it will be tried again");
+            Finish::Failed { retry_at }
+        };
         self.memory
             .store()
-            .finish_job(job, run_key, &self.holder, now, ok, detail)
+            .finish_job(job, run_key, &self.holder, now, finish, detail)
             .await?;
         Ok(())
     }
 
-    /// Claims a run for this process: None when it is ours to run, else why not.
+    /// Claims a run for this process: its attempt number when it is ours to run, else why not.
     async fn claim(
         &self,
         job: &'static str,
         run_key: &str,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Option<JobOutcome>, MemoryError> {
+    ) -> Result<Result<i64, JobOutcome>, MemoryError> {
         let run_key = run_key.to_string();
         Ok(
             match self
@@ -151,13 +213,14 @@ impl Scheduler {
                 .claim_job(job, &run_key, &self.holder, now, self.lease)
                 .await?
             {
-                JobClaim::AlreadyDone => Some(JobOutcome::AlreadyDone { run_key }),
+                JobClaim::AlreadyDone => Err(JobOutcome::AlreadyDone { run_key }),
                 JobClaim::HeldByOther { holder, .. } => {
-                    Some(JobOutcome::HeldByOther { run_key, holder })
+                    Err(JobOutcome::HeldByOther { run_key, holder })
                 }
+                JobClaim::RetryLater { at } => Err(JobOutcome::RetryLater { run_key, at }),
                 JobClaim::Acquired { attempt } => {
                     info!(job, %run_key, attempt, holder = %self.holder, "job started");
-                    None
+                    Ok(attempt)
                 }
             },
         )
@@ -171,9 +234,10 @@ impl Scheduler {
         }
         let run_key = day_of(now).to_string();
         let store = self.memory.store();
-        if let Some(refused) = self.claim(MAINTENANCE, &run_key, now).await? {
-            return Ok(refused);
-        }
+        let attempt = match self.claim(MAINTENANCE, &run_key, now).await? {
+            Ok(attempt) => attempt,
+            Err(refused) => return Ok(refused),
+        };
         // Expired entries and old daily notes go first; then the database's own upkeep.
         let keep = Duration::days(i64::from(self.memory.settings().daily_notes_days));
         let result = match store.prune_memory(now, day_of(now) - keep).await {
@@ -189,7 +253,8 @@ impl Scheduler {
             .err()
             .map(ToString::to_string)
             .unwrap_or_default();
-        self.finish(MAINTENANCE, &run_key, ok, &detail).await?;
+        self.finish(MAINTENANCE, &run_key, ok, &detail, attempt)
+            .await?;
         result?;
         info!(job = MAINTENANCE, %run_key, "job finished");
         Ok(JobOutcome::Ran {
@@ -211,12 +276,11 @@ impl Scheduler {
         }
         let yesterday = day_of(now) - Duration::days(1);
         let run_key = yesterday.to_string();
-        let store = self.memory.store();
-        if let Some(refused) = self.claim(DAY_SUMMARIES, &run_key, now).await? {
-            return Ok(refused);
-        }
+        let attempt = match self.claim(DAY_SUMMARIES, &run_key, now).await? {
+            Ok(attempt) => attempt,
+            Err(refused) => return Ok(refused),
+        };
         let result = self.finalize_day(yesterday, now).await;
-        let finished_at = self.memory.clock().now();
         // Degraded summaries (LLM down) are not final: the run fails and is retried.
         let (ok, detail) = match &result {
             Ok((scopes, degraded)) => (
@@ -225,19 +289,9 @@ impl Scheduler {
             ),
             Err(e) => (false, e.to_string()),
         };
-        store
-            .finish_job(
-                DAY_SUMMARIES,
-                &run_key,
-                &self.holder,
-                finished_at,
-                ok,
-                &detail,
-            )
+        self.finish(DAY_SUMMARIES, &run_key, ok, &detail, attempt)
             .await?;
-        let (scopes, degraded) = result.inspect_err(
-            |e| warn!(job = DAY_SUMMARIES, %run_key, error = %e, "job failed; it will be retried"),
-        )?;
+        let (scopes, degraded) = result?;
         info!(job = DAY_SUMMARIES, %run_key, scopes, degraded, "job finished");
         Ok(JobOutcome::Ran {
             run_key,

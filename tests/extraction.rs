@@ -6,6 +6,7 @@
 mod common;
 use common::*;
 use engram::domain::PersonId;
+use engram::jobs::JobOutcome;
 use engram::llm::fake::Behavior;
 use engram::memory::extraction::ExtractionRun;
 
@@ -298,7 +299,164 @@ async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<Strin
     );
 }
 
+/// The scheduler of `h`'s process, with the daily extraction and a 5-minute retry backoff.
+fn scheduler(h: &Harness) -> engram::jobs::Scheduler {
+    engram::jobs::Scheduler::new(
+        h.bot.memory().clone(),
+        "p1".into(),
+        chrono::Duration::minutes(15),
+        chrono::NaiveTime::from_hms_opt(0, 5, 0).unwrap(),
+    )
+    .with_extractor(Some(h.extractor("p1")))
+    .with_retry_backoff(chrono::Duration::minutes(5))
+}
+
+/// The scheduled 23:00 run: a day missed while the bot was down is made up the next morning,
+/// once; today's run comes at its time; nothing runs twice.
+async fn a_missed_day_is_extracted_later_once(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let (alice, _, _) = a_day_of_chat(&h).await;
+    // Down from before 23:00 until 10:00 the next day.
+    h.clock.set(start_time() + chrono::Duration::hours(25));
+    let s = scheduler(&h);
+    h.fake().clear();
+    let outcome = s.run_extraction().await.unwrap();
+    assert_eq!(
+        outcome,
+        JobOutcome::Ran {
+            run_key: day().to_string(),
+            scopes: 2,
+            degraded: 0
+        },
+        "the missed day, made up"
+    );
+    let calls = h.fake().count("extract");
+    assert_eq!(calls, 2, "alice's private chat and bob's group");
+    let entries = h.store.entries(alice, None).await.unwrap();
+    assert!(
+        entries.iter().any(|e| e.value.contains("oolong")),
+        "{entries:?}"
+    );
+    // Ticks later that morning change nothing.
+    h.clock.advance(chrono::Duration::minutes(1));
+    assert_eq!(
+        s.run_extraction().await.unwrap(),
+        JobOutcome::AlreadyDone {
+            run_key: day().to_string()
+        }
+    );
+    assert_eq!(h.fake().count("extract"), calls);
+    // That evening, the new day runs (nobody spoke: nothing to ask), and the old one is not
+    // run again.
+    h.clock.set(start_time() + chrono::Duration::hours(38));
+    let outcome = s.run_extraction().await.unwrap();
+    assert!(
+        matches!(&outcome, JobOutcome::Ran { run_key, scopes: 0, .. } if *run_key == (day() + chrono::Duration::days(1)).to_string()),
+        "{outcome:?}"
+    );
+    assert_eq!(h.fake().count("extract"), calls);
+    // Four days later the missed day would be too old to make up; here it is simply done.
+    h.clock.advance(chrono::Duration::days(1));
+    s.run_extraction().await.unwrap();
+    assert_eq!(h.fake().count("extract"), calls);
+}
+
+/// An outage at 23:00: the failed run waits out its backoff (doubling) instead of asking the
+/// model on every tick, then succeeds once the model is back, and is not run again.
+async fn a_failed_run_backs_off_then_succeeds_once(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let (alice, _, _) = a_day_of_chat(&h).await;
+    let s = scheduler(&h);
+    h.fake().set_behavior(Behavior::Status(500));
+    let outcome = s.run_extraction().await.unwrap();
+    assert!(
+        matches!(outcome, JobOutcome::Ran { degraded: 2, .. }),
+        "{outcome:?}"
+    );
+    let failing_calls = h.fake().count("extract");
+    assert!(failing_calls >= 2);
+    // Ticks within the backoff ask nothing.
+    for _ in 0..4 {
+        h.clock.advance(chrono::Duration::minutes(1));
+        let outcome = s.run_extraction().await.unwrap();
+        assert!(
+            matches!(outcome, JobOutcome::RetryLater { .. }),
+            "{outcome:?}"
+        );
+    }
+    assert_eq!(h.fake().count("extract"), failing_calls);
+    // After 5 minutes it is tried again and fails again: the next wait is 10 minutes.
+    h.clock.advance(chrono::Duration::minutes(1));
+    s.run_extraction().await.unwrap();
+    let twice = h.fake().count("extract");
+    assert!(twice > failing_calls);
+    h.clock.advance(chrono::Duration::minutes(9));
+    assert!(matches!(
+        s.run_extraction().await.unwrap(),
+        JobOutcome::RetryLater { .. }
+    ));
+    assert_eq!(h.fake().count("extract"), twice);
+    // The model is back: the next try works, and the day is done.
+    h.fake().set_behavior(Behavior::Smart);
+    h.clock.advance(chrono::Duration::minutes(1));
+    let outcome = s.run_extraction().await.unwrap();
+    assert!(
+        matches!(outcome, JobOutcome::Ran { degraded: 0, .. }),
+        "{outcome:?}"
+    );
+    let entries = h.store.entries(alice, None).await.unwrap();
+    assert!(
+        entries.iter().any(|e| e.value.contains("oolong")),
+        "{entries:?}"
+    );
+    let done = h.fake().count("extract");
+    h.clock.advance(chrono::Duration::minutes(30));
+    assert!(matches!(
+        s.run_extraction().await.unwrap(),
+        JobOutcome::AlreadyDone { .. }
+    ));
+    assert_eq!(h.fake().count("extract"), done);
+}
+
+/// A message longer than the prompt limit is clipped in the extraction prompt, as in summaries.
+async fn extraction_clips_each_message(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let long = format!(
+        "I like oolong tea {} and the end marker",
+        "very ".repeat(2000)
+    );
+    h.dm("alice", &long).await;
+    h.clock.set(start_time() + chrono::Duration::hours(14));
+    h.extractor("p1")
+        .extract_all(day(), false, |_, _| {})
+        .await
+        .unwrap();
+    let prompts: Vec<String> = h
+        .fake()
+        .requests()
+        .iter()
+        .filter(|r| r.task == "extract")
+        .map(|r| r.text())
+        .collect();
+    assert!(!prompts.is_empty());
+    let limit = h.config.memory.max_message_chars_in_prompt;
+    for prompt in &prompts {
+        assert!(
+            prompt.contains("I like oolong tea very"),
+            "positive control"
+        );
+        assert!(
+            !prompt.contains("end marker"),
+            "the message was not clipped"
+        );
+        assert!(!prompt.contains(&"very ".repeat(limit / 5 + 1)));
+    }
+}
+
 on_both_harnesses!(
+    a_missed_day_is_extracted_later_once,
+    a_failed_run_backs_off_then_succeeds_once,
+    extraction_clips_each_message,
     a_private_chats_day_summary_comes_with_its_extraction,
     extraction_writes_once_per_person_and_day,
     garbled_answers_are_retried_once_then_skipped,

@@ -8,7 +8,8 @@ use common::*;
 use engram::domain::{MessageId, PersonId, Platform, Scope, SpaceId, SpaceKind};
 use engram::store::copy::{copy_all, summarize};
 use engram::store::{
-    Bm25, DaySummaryRecord, FactChange, JobClaim, NewMessage, Store, StoreError, query_terms,
+    Bm25, DaySummaryRecord, FactChange, Finish, JobClaim, NewMessage, Store, StoreError,
+    query_terms,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -422,14 +423,21 @@ async fn job_claims_are_exclusive_and_survive_a_crashed_holder(s: Arc<dyn Store>
         JobClaim::Acquired { attempt: 2 }
     );
     assert!(
-        !s.finish_job("day_summaries", "2026-11-19", "p1", t(2), true, "")
+        !s.finish_job("day_summaries", "2026-11-19", "p1", t(2), Finish::Done, "")
             .await
             .unwrap()
     );
     assert!(
-        s.finish_job("day_summaries", "2026-11-19", "p2", t(2), true, "2 scopes")
-            .await
-            .unwrap()
+        s.finish_job(
+            "day_summaries",
+            "2026-11-19",
+            "p2",
+            t(2),
+            Finish::Done,
+            "2 scopes"
+        )
+        .await
+        .unwrap()
     );
     assert_eq!(
         s.claim_job("day_summaries", "2026-11-19", "p3", t(3), lease)
@@ -437,20 +445,40 @@ async fn job_claims_are_exclusive_and_survive_a_crashed_holder(s: Arc<dyn Store>
             .unwrap(),
         JobClaim::AlreadyDone
     );
-    // A failed run is retried at once.
+    // A failed run may be retried from the time its finish says, not before.
     assert_eq!(
         s.claim_job("day_summaries", "2026-11-20", "p1", t(3), lease)
             .await
             .unwrap(),
         JobClaim::Acquired { attempt: 1 }
     );
+    let retry_at = t(3) + Duration::minutes(5);
     assert!(
-        s.finish_job("day_summaries", "2026-11-20", "p1", t(3), false, "llm down")
-            .await
-            .unwrap()
+        s.finish_job(
+            "day_summaries",
+            "2026-11-20",
+            "p1",
+            t(3),
+            Finish::Failed { retry_at },
+            "llm down"
+        )
+        .await
+        .unwrap()
     );
     assert_eq!(
-        s.claim_job("day_summaries", "2026-11-20", "p2", t(3), lease)
+        s.claim_job(
+            "day_summaries",
+            "2026-11-20",
+            "p2",
+            t(3) + Duration::minutes(4),
+            lease
+        )
+        .await
+        .unwrap(),
+        JobClaim::RetryLater { at: retry_at }
+    );
+    assert_eq!(
+        s.claim_job("day_summaries", "2026-11-20", "p2", retry_at, lease)
             .await
             .unwrap(),
         JobClaim::Acquired { attempt: 2 }

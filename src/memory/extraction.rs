@@ -11,8 +11,9 @@ use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answe
 use crate::memory::MemoryError;
 use crate::memory::context::{display_mentions, mention_names};
 use crate::memory::entries::{looks_like_code, origin};
+use crate::memory::offline::clip_chars;
 use crate::memory::summaries::day_bounds;
-use crate::store::{DaySummaryRecord, ExtractionCounts, JobClaim, RangeStats, Store};
+use crate::store::{DaySummaryRecord, ExtractionCounts, Finish, JobClaim, RangeStats, Store};
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -174,6 +175,10 @@ pub struct ExtractionSettings {
     pub at: NaiveTime,
     /// Longest day summary written by the combined pass (characters).
     pub day_summary_chars: usize,
+    /// Longest message text in the prompt (characters), as for the summaries.
+    pub max_message_chars: usize,
+    /// How many days back a missed run (downtime, a model outage) is still made up.
+    pub catch_up_days: u32,
 }
 
 /// The day summary to write with a run: the private chat's stats over what the run reads.
@@ -216,9 +221,22 @@ impl Extractor {
         (end - Duration::hours(24), end)
     }
 
-    /// The day whose run is due at `now` (today once the extraction time has passed).
-    pub fn due_day(&self, now: DateTime<Utc>) -> Option<NaiveDate> {
-        (now.time() >= self.settings.at).then(|| now.date_naive())
+    /// The days whose runs are due at `now`, oldest first: today once the extraction time has
+    /// passed, and the `catch_up_days` before it (a run missed then is made up now; one that
+    /// ran is not repeated, its claim says so).
+    pub fn due_days(&self, now: DateTime<Utc>) -> Vec<NaiveDate> {
+        let today = now.date_naive();
+        (0..=i64::from(self.settings.catch_up_days))
+            .rev()
+            .map(|back| today - Duration::days(back))
+            .filter(|day| now >= self.window(*day).1)
+            .collect()
+    }
+
+    /// Whether anyone wrote in `day`'s window (a day without chatter has nothing to run).
+    pub async fn has_chatter(&self, day: NaiveDate) -> Result<bool, MemoryError> {
+        let (from, to) = self.window(day);
+        Ok(!self.store.authors_in_range(from, to).await?.is_empty())
     }
 
     /// Whether the run over `messages` (the person's in their own private chat) can write the
@@ -348,6 +366,10 @@ impl Extractor {
                     run.status = "held_by_other".into();
                     return Ok(run);
                 }
+                JobClaim::RetryLater { .. } => {
+                    run.status = "retry_later".into();
+                    return Ok(run);
+                }
             }
         }
         let existing = self
@@ -365,7 +387,7 @@ impl Extractor {
             }
             None => std::collections::HashMap::new(),
         };
-        let prompt = prompt_for(messages, &existing, &names);
+        let prompt = prompt_for(messages, &existing, &names, self.settings.max_message_chars);
         let system = match &summary {
             Some(plan) => {
                 EXTRACT.to_string()
@@ -471,7 +493,14 @@ impl Extractor {
                     &run_key,
                     &self.holder,
                     self.clock.now(),
-                    run.error.is_none(),
+                    // A failed run of one person may be tried again at once (by the next pass
+                    // or `engram extract`); the scheduled pass is what backs off.
+                    match run.error {
+                        None => Finish::Done,
+                        Some(_) => Finish::Failed {
+                            retry_at: self.clock.now(),
+                        },
+                    },
                     &detail,
                 )
                 .await?;
@@ -541,6 +570,7 @@ fn prompt_for(
     messages: &[StoredMessage],
     existing: &[crate::domain::Entry],
     names: &std::collections::HashMap<String, String>,
+    max_message_chars: usize,
 ) -> String {
     let mut out = String::from("<current_entries>\n");
     for e in existing {
@@ -556,7 +586,7 @@ fn prompt_for(
         out.push_str(&element(
             "message",
             &[("at", &m.sent_at.format("%Y-%m-%d %H:%M").to_string())],
-            &display_mentions(&m.text, names),
+            &clip_chars(&display_mentions(&m.text, names), max_message_chars),
         ));
         out.push('\n');
     }

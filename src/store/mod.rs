@@ -162,6 +162,35 @@ pub enum JobClaim {
         holder: String,
         until: DateTime<Utc>,
     },
+    /// It failed, and may be tried again from `at` on (a failing run backs off).
+    RetryLater { at: DateTime<Utc> },
+}
+
+/// How a claimed run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    Done,
+    /// Failed; it may be claimed again from `retry_at` on.
+    Failed {
+        retry_at: DateTime<Utc>,
+    },
+}
+
+impl Finish {
+    fn status(self) -> &'static str {
+        match self {
+            Finish::Done => "done",
+            Finish::Failed { .. } => "failed",
+        }
+    }
+
+    /// What `lease_until` holds once finished: for a failed run, when it may be retried.
+    fn until(self, now: DateTime<Utc>) -> DateTime<Utc> {
+        match self {
+            Finish::Done => now,
+            Finish::Failed { retry_at } => retry_at,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -685,14 +714,15 @@ pub trait Store: Send + Sync {
         now: DateTime<Utc>,
         lease: chrono::Duration,
     ) -> StoreResult<JobClaim>;
-    /// Marks a claimed run done (or failed, to be retried). False if `holder` lost the claim.
+    /// Marks a claimed run done, or failed (claimable again from `Finish::Failed`'s time on).
+    /// False if `holder` lost the claim.
     async fn finish_job(
         &self,
         job: &str,
         run_key: &str,
         holder: &str,
         now: DateTime<Utc>,
-        ok: bool,
+        finish: Finish,
         detail: &str,
     ) -> StoreResult<bool>;
     async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>>;

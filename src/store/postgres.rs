@@ -1486,7 +1486,7 @@ impl Store for PostgresStore {
         }
         let taken: Option<i64> = sqlx::query_scalar(
             "UPDATE job_runs SET holder = $1, status = 'running', lease_until = $2, attempts = attempts + 1, started_at = $3 \
-             WHERE job = $4 AND run_key = $5 AND (status = 'failed' OR (status = 'running' AND lease_until < $3)) RETURNING attempts",
+             WHERE job = $4 AND run_key = $5 AND status IN ('failed', 'running') AND lease_until <= $3 RETURNING attempts",
         )
         .bind(holder)
         .bind(until)
@@ -1516,18 +1516,19 @@ impl Store for PostgresStore {
         run_key: &str,
         holder: &str,
         now: DateTime<Utc>,
-        ok: bool,
+        finish: Finish,
         detail: &str,
     ) -> StoreResult<bool> {
         let updated = sqlx::query(
-            "UPDATE job_runs SET status = $1, finished_at = $2, detail = $3 WHERE job = $4 AND run_key = $5 AND holder = $6 AND status = 'running'",
+            "UPDATE job_runs SET status = $1, finished_at = $2, detail = $3, lease_until = $7 WHERE job = $4 AND run_key = $5 AND holder = $6 AND status = 'running'",
         )
-        .bind(if ok { "done" } else { "failed" })
+        .bind(finish.status())
         .bind(ms(now))
         .bind(detail)
         .bind(job)
         .bind(run_key)
         .bind(holder)
+        .bind(ms(finish.until(now)))
         .execute(&self.pool)
         .await
         .map_err(db_err)?

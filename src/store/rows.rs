@@ -78,15 +78,18 @@ pub fn day_summary(
     })
 }
 
-/// A claim that neither inserted nor took over: done, or held by someone alive.
+/// A claim that neither inserted nor took over: done, failed and backing off, or held by
+/// someone alive.
 pub fn claim_refused(status: &str, holder: String, lease_until: i64) -> StoreResult<JobClaim> {
-    Ok(if status == "done" {
-        JobClaim::AlreadyDone
-    } else {
-        JobClaim::HeldByOther {
+    Ok(match status {
+        "done" => JobClaim::AlreadyDone,
+        "failed" => JobClaim::RetryLater {
+            at: from_ms(lease_until)?,
+        },
+        _ => JobClaim::HeldByOther {
             holder,
             until: from_ms(lease_until)?,
-        }
+        },
     })
 }
 

@@ -1533,7 +1533,7 @@ impl Store for SqliteStore {
         }
         let taken: Option<i64> = sqlx::query_scalar(
             "UPDATE job_runs SET holder = ?, status = 'running', lease_until = ?, attempts = attempts + 1, started_at = ? \
-             WHERE job = ? AND run_key = ? AND (status = 'failed' OR (status = 'running' AND lease_until < ?)) RETURNING attempts",
+             WHERE job = ? AND run_key = ? AND status IN ('failed', 'running') AND lease_until <= ? RETURNING attempts",
         )
         .bind(holder)
         .bind(until)
@@ -1564,15 +1564,16 @@ impl Store for SqliteStore {
         run_key: &str,
         holder: &str,
         now: DateTime<Utc>,
-        ok: bool,
+        finish: Finish,
         detail: &str,
     ) -> StoreResult<bool> {
         let updated = sqlx::query(
-            "UPDATE job_runs SET status = ?, finished_at = ?, detail = ? WHERE job = ? AND run_key = ? AND holder = ? AND status = 'running'",
+            "UPDATE job_runs SET status = ?, finished_at = ?, detail = ?, lease_until = ? WHERE job = ? AND run_key = ? AND holder = ? AND status = 'running'",
         )
-        .bind(if ok { "done" } else { "failed" })
+        .bind(finish.status())
         .bind(ms(now))
         .bind(detail)
+        .bind(ms(finish.until(now)))
         .bind(job)
         .bind(run_key)
         .bind(holder)
