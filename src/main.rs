@@ -151,6 +151,29 @@ enum BenchCommand {
         #[arg(long)]
         records: Option<usize>,
     },
+    /// People in spaces sending messages at a set rate through the real bot, the model a
+    /// local fake with a set latency and fault rate; checks that every message and every
+    /// "remember" was kept. SQLite, and PostgreSQL when a server URL is given.
+    Load {
+        #[arg(long, env = "ENGRAM_BENCH_POSTGRES_URL")]
+        postgres: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        people: usize,
+        #[arg(long, default_value_t = 10)]
+        spaces: usize,
+        /// Messages per second, everyone together.
+        #[arg(long, default_value_t = 20.0)]
+        rate: f64,
+        /// How long to send, in seconds.
+        #[arg(long, default_value_t = 300)]
+        secs: u64,
+        /// The fake model's answer time (milliseconds).
+        #[arg(long, default_value_t = 300)]
+        llm_latency_ms: u64,
+        /// Share of model requests that fail (0..=1).
+        #[arg(long, default_value_t = 0.1)]
+        llm_fault_rate: f64,
+    },
     /// Context build time, LLM calls and cache behaviour on a synthetic community.
     Context {
         #[arg(long, default_value_t = 100)]
@@ -336,6 +359,34 @@ async fn main() -> anyhow::Result<()> {
             }
             println!("{json}");
             eprintln!("{}", engram::bench::retrieval::table(&report));
+            Ok(())
+        }
+        Command::Bench(BenchCommand::Load {
+            postgres,
+            people,
+            spaces,
+            rate,
+            secs,
+            llm_latency_ms,
+            llm_fault_rate,
+        }) => {
+            let opts = engram::bench::load::LoadOptions {
+                people,
+                spaces,
+                rate,
+                secs,
+                llm_latency_ms,
+                llm_fault_rate,
+            };
+            let mut reports = Vec::new();
+            for db in bench_dbs(postgres.as_deref()).await? {
+                let report = engram::bench::load::run(&opts, &db).await;
+                db.drop_db().await;
+                let report = report?;
+                eprintln!("{}", serde_json::to_string(&report)?);
+                reports.push(report);
+            }
+            println!("{}", serde_json::to_string_pretty(&reports)?);
             Ok(())
         }
         Command::Bench(BenchCommand::Context {

@@ -170,7 +170,7 @@ pub fn parse_script_line(line: &str) -> Result<Option<ScriptLine>, String> {
 /// Interactive chat: each line is said by the current speaker to the bot.
 /// `/as NAME` switches speaker, `/quit` ends.
 pub async fn run_interactive<R, S>(
-    bot: &Bot,
+    bot: &Arc<Bot>,
     opts: ConsoleOptions,
     clock: Arc<dyn Clock>,
     input: R,
@@ -229,7 +229,7 @@ where
 /// Script mode: plays `name: text` lines; only lines that address the bot (or any line in a
 /// private chat) get a reply. Timestamps set the manual clock; others advance it a second.
 pub async fn run_script<R, S>(
-    bot: &Bot,
+    bot: &Arc<Bot>,
     opts: ConsoleOptions,
     clock: Arc<ManualClock>,
     input: R,
@@ -274,16 +274,30 @@ where
 }
 
 async fn deliver<S: AsyncWrite + Unpin + Send>(
-    bot: &Bot,
+    bot: &Arc<Bot>,
     msg: &IncomingMessage,
     sink: &ConsoleSink<S>,
 ) -> std::io::Result<()> {
-    match bot.handle(msg).await {
-        Ok(Some(reply)) => sink.send(&reply).await,
-        Ok(None) => Ok(()),
-        Err(e) => {
+    // In a task of its own, like a platform event: a bug that panics on one line skips that
+    // line, and the chat goes on.
+    let (handler, line) = (bot.clone(), msg.clone());
+    let handled =
+        crate::adapters::isolated(
+            msg.platform,
+            "line",
+            async move { handler.handle(&line).await },
+        )
+        .await;
+    match handled {
+        Some(Ok(Some(reply))) => sink.send(&reply).await,
+        Some(Ok(None)) => Ok(()),
+        Some(Err(e)) => {
             tracing::error!(error = %e, "could not store the message");
             sink.write(&format!("(not saved: {e})\n")).await
+        }
+        None => {
+            sink.write("(something went wrong with that line; it was skipped)\n")
+                .await
         }
     }
 }

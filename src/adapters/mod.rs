@@ -83,21 +83,23 @@ impl MessageHandler for Bot {
 
 /// Runs the handling of one platform event in a task of its own and waits for it. A panic in
 /// it (a bug) is logged with the event and the event is skipped: the caller goes on to the
-/// next one. Returns whether the work finished.
-pub async fn isolated<F>(platform: Platform, event: &str, work: F) -> bool
+/// next one. None when the work did not finish.
+pub async fn isolated<T, F>(platform: Platform, event: &str, work: F) -> Option<T>
 where
-    F: Future<Output = ()> + Send + 'static,
+    T: Send + 'static,
+    F: Future<Output = T> + Send + 'static,
 {
     match tokio::spawn(work).await {
-        Ok(()) => true,
-        Err(e) if e.is_panic() => {
-            tracing::error!(
-                platform = platform.as_str(),
-                event,
-                "handling this event panicked (a bug); it is skipped and the platform goes on"
-            );
-            false
+        Ok(done) => Some(done),
+        Err(e) => {
+            if e.is_panic() {
+                tracing::error!(
+                    platform = platform.as_str(),
+                    event,
+                    "handling this event panicked (a bug); it is skipped and the platform goes on"
+                );
+            }
+            None
         }
-        Err(_) => false,
     }
 }

@@ -220,7 +220,7 @@ async fn chat_worker(
             let ctx = ctx.clone();
             async move { ctx.update(update).await }
         };
-        if !isolated(Platform::Telegram, "update", work).await {
+        if isolated(Platform::Telegram, "update", work).await.is_none() {
             error!(platform = "telegram", update = id, "update skipped");
         }
         drop(permit);

@@ -2,6 +2,7 @@
 //! against local fakes, never against the network.
 
 pub mod context;
+pub mod load;
 pub mod retrieval;
 pub mod store;
 

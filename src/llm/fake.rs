@@ -69,6 +69,8 @@ struct Shared {
     fault_rate: f64,
     /// Requests seen, for the evenly spread faults.
     seen: u64,
+    /// Requests are kept for `requests()` (off for long benchmarks).
+    forget_requests: bool,
 }
 
 pub struct FakeLlmServer {
@@ -140,6 +142,18 @@ impl FakeLlmServer {
         self.shared.lock().expect("fake lock").fault_rate = rate.clamp(0.0, 1.0);
     }
 
+    /// Keep no request bodies from now on (a long benchmark), only count them.
+    pub fn stop_recording(&self) {
+        let mut s = self.shared.lock().expect("fake lock");
+        s.forget_requests = true;
+        s.requests.clear();
+    }
+
+    /// Requests answered or failed so far, recorded or not.
+    pub fn seen(&self) -> usize {
+        self.shared.lock().expect("fake lock").seen as usize
+    }
+
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().expect("fake lock").requests.clone()
     }
@@ -184,10 +198,12 @@ fn task_of(body: &Value) -> String {
 async fn admit(shared: &Mutex<Shared>, task: &str, body: &Value) -> Behavior {
     let (behavior, gate, latency, fault) = {
         let mut s = shared.lock().expect("fake lock");
-        s.requests.push(RecordedRequest {
-            task: task.to_string(),
-            body: body.clone(),
-        });
+        if !s.forget_requests {
+            s.requests.push(RecordedRequest {
+                task: task.to_string(),
+                body: body.clone(),
+            });
+        }
         let behavior = s
             .once
             .pop_front()
