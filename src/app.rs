@@ -151,7 +151,7 @@ pub fn start_scheduler(
     tokio::task::JoinHandle<()>,
     tokio::sync::watch::Sender<bool>,
 ) {
-    let holder = crate::jobs::Scheduler::process_holder();
+    let holder = crate::store::process_holder();
     let extractor = extractor(
         config,
         memory.store().clone(),

@@ -162,17 +162,6 @@ impl Scheduler {
         (self.retry_backoff * (1i32 << doublings)).min(Duration::hours(6))
     }
 
-    /// A holder name unique to this process.
-    pub fn process_holder() -> String {
-        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-        format!(
-            "{}-{}-{:08x}",
-            host.trim(),
-            std::process::id(),
-            rand::random::<u32>()
-        )
-    }
-
     /// Marks this process's run of `job` finished now; a failed one (its `attempt`th) may be
     /// tried again after its backoff.
     async fn finish(
@@ -210,7 +199,7 @@ impl Scheduler {
             match self
                 .memory
                 .store()
-                .claim_job(job, &run_key, &self.holder, now, self.lease)
+                .claim_job_or_take_over(job, &run_key, &self.holder, now, self.lease)
                 .await?
             {
                 JobClaim::AlreadyDone => Err(JobOutcome::AlreadyDone { run_key }),

@@ -608,7 +608,7 @@ async fn extract(
         store.clone(),
         llm,
         clock.clone(),
-        engram::jobs::Scheduler::process_holder(),
+        engram::store::process_holder(),
     ) else {
         anyhow::bail!(
             "extraction needs a language model: set llm.base_url (and ENGRAM_LLM_API_KEY)"

@@ -67,8 +67,11 @@ struct Shared {
     latency: std::time::Duration,
     /// This share of requests answers 500 instead (`set_fault_rate`), spread evenly.
     fault_rate: f64,
-    /// Requests seen, for the evenly spread faults.
+    /// Requests seen, for the evenly spread faults (and told to `wait_seen`).
     seen: u64,
+    seen_watch: Option<tokio::sync::watch::Sender<u64>>,
+    /// While the gate is closed, requests from this one on wait (None: all of them).
+    hold_from: Option<u64>,
     /// Requests are kept for `requests()` (off for long benchmarks).
     forget_requests: bool,
 }
@@ -86,6 +89,7 @@ impl FakeLlmServer {
         let shared = Arc::new(Mutex::new(Shared {
             behavior: Some(Behavior::Smart),
             open: Some(tokio::sync::watch::channel(true).0),
+            seen_watch: Some(tokio::sync::watch::channel(0).0),
             ..Shared::default()
         }));
         let app = Router::new()
@@ -118,18 +122,43 @@ impl FakeLlmServer {
 
     /// Requests from now on wait (unanswered) until `release`.
     pub fn hold(&self) {
-        self.set_open(false);
+        self.set_open(false, None);
+    }
+
+    /// The next `n` requests are answered; the ones after them wait until `release`.
+    pub fn hold_after(&self, n: u64) {
+        let from = self.shared.lock().expect("fake lock").seen + n;
+        self.set_open(false, Some(from));
     }
 
     /// Answers the held requests and lets new ones through.
     pub fn release(&self) {
-        self.set_open(true);
+        self.set_open(true, None);
     }
 
-    fn set_open(&self, open: bool) {
-        if let Some(gate) = &self.shared.lock().expect("fake lock").open {
+    fn set_open(&self, open: bool, from: Option<u64>) {
+        let mut s = self.shared.lock().expect("fake lock");
+        s.hold_from = from;
+        if let Some(gate) = &s.open {
             gate.send_replace(open);
         }
+    }
+
+    /// Waits until `n` requests have arrived in all (answered, failed or held), or panics
+    /// after `within` (a bound for tests, not a sleep).
+    pub async fn wait_seen(&self, n: usize, within: std::time::Duration) {
+        let mut seen = self
+            .shared
+            .lock()
+            .expect("fake lock")
+            .seen_watch
+            .as_ref()
+            .expect("started fake")
+            .subscribe();
+        tokio::time::timeout(within, seen.wait_for(|v| *v >= n as u64))
+            .await
+            .unwrap_or_else(|_| panic!("the fake model saw fewer than {n} requests"))
+            .expect("fake running");
     }
 
     /// Every answer takes at least `latency` (a slow provider, for benchmarks).
@@ -209,15 +238,19 @@ async fn admit(shared: &Mutex<Shared>, task: &str, body: &Value) -> Behavior {
             .pop_front()
             .or_else(|| s.behavior.clone())
             .unwrap_or(Behavior::Smart);
-        let n = s.seen as f64;
+        let index = s.seen;
         s.seen += 1;
+        if let Some(w) = &s.seen_watch {
+            w.send_replace(s.seen);
+        }
+        let n = index as f64;
         let fault = ((n + 1.0) * s.fault_rate).floor() > (n * s.fault_rate).floor();
-        (
-            behavior,
-            s.open.as_ref().map(|g| g.subscribe()),
-            s.latency,
-            fault,
-        )
+        let gate = s
+            .open
+            .as_ref()
+            .filter(|_| s.hold_from.is_none_or(|from| index >= from))
+            .map(|g| g.subscribe());
+        (behavior, gate, s.latency, fault)
     };
     if let Some(mut gate) = gate {
         let _ = gate.wait_for(|open| *open).await;

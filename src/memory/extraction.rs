@@ -354,7 +354,7 @@ impl Extractor {
         if !dry_run {
             match self
                 .store
-                .claim_job(EXTRACT_JOB, &run_key, &self.holder, now, self.lease)
+                .claim_job_or_take_over(EXTRACT_JOB, &run_key, &self.holder, now, self.lease)
                 .await?
             {
                 JobClaim::Acquired { .. } => {}

@@ -149,6 +149,38 @@ pub struct RangeStats {
     pub count: i64,
 }
 
+/// A holder name unique to this process: host, process id, and a random part.
+pub fn process_holder() -> String {
+    format!(
+        "{}-{}-{:08x}",
+        host_name(),
+        std::process::id(),
+        rand::random::<u32>()
+    )
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Whether `holder` (a `process_holder` name) was a process of this machine that no longer
+/// runs. Holders of other machines, of this process, or of unknown form are taken as alive.
+pub fn holder_is_gone(holder: &str) -> bool {
+    let mut parts = holder.rsplitn(3, '-');
+    let (Some(_), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    host == host_name()
+        && pid != std::process::id()
+        && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
 /// The outcome of claiming one run of a scheduled job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobClaim {
@@ -726,6 +758,40 @@ pub trait Store: Send + Sync {
         detail: &str,
     ) -> StoreResult<bool>;
     async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>>;
+    /// Takes over a run `from` holds (a holder known to be gone): false if it no longer does.
+    async fn take_over_job(
+        &self,
+        job: &str,
+        run_key: &str,
+        from: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        lease: chrono::Duration,
+    ) -> StoreResult<Option<i64>>;
+
+    /// `claim_job`, except that a run held by a process of this machine that is no longer
+    /// running (killed, crashed) is taken over at once instead of after its lease: a restarted
+    /// bot finishes the work its killed predecessor left.
+    async fn claim_job_or_take_over(
+        &self,
+        job: &str,
+        run_key: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        lease: chrono::Duration,
+    ) -> StoreResult<JobClaim> {
+        let claim = self.claim_job(job, run_key, holder, now, lease).await?;
+        if let JobClaim::HeldByOther { holder: gone, .. } = &claim
+            && holder_is_gone(gone)
+            && let Some(attempt) = self
+                .take_over_job(job, run_key, gone, holder, now, lease)
+                .await?
+        {
+            tracing::warn!(job, run_key, from = %gone, "took over a run whose process is gone");
+            return Ok(JobClaim::Acquired { attempt });
+        }
+        Ok(claim)
+    }
 
     /// BM25 search over messages in the given scopes: the privacy filter is part of the
     /// query, and N, average length and document frequencies are those of these scopes.
@@ -924,4 +990,25 @@ pub(crate) fn forget_plan(rows: &[MessageRow]) -> StoreResult<ForgetPlan> {
         *first = (*first).min(day);
     }
     Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_finished_process_of_this_machine_is_gone() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let host = host_name();
+        assert!(holder_is_gone(&format!("{host}-{dead}-0000abcd")));
+        // Positive controls: this process, another machine, a name of another form.
+        let me = std::process::id();
+        assert!(!holder_is_gone(&format!("{host}-{me}-0000abcd")));
+        assert!(!holder_is_gone(&format!("{host}x-{dead}-0000abcd")));
+        assert!(!holder_is_gone("p1"));
+        assert!(!holder_is_gone("a-b-c"));
+        assert!(process_holder().starts_with(&format!("{host}-{me}-")));
+    }
 }

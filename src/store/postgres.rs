@@ -1536,6 +1536,29 @@ impl Store for PostgresStore {
         Ok(updated == 1)
     }
 
+    async fn take_over_job(
+        &self,
+        job: &str,
+        run_key: &str,
+        from: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        lease: chrono::Duration,
+    ) -> StoreResult<Option<i64>> {
+        sqlx::query_scalar(
+            "UPDATE job_runs SET holder = $1, lease_until = $2, attempts = attempts + 1, started_at = $3 WHERE job = $4 AND run_key = $5 AND holder = $6 AND status = 'running' RETURNING attempts",
+        )
+        .bind(holder)
+        .bind(ms(now + lease))
+        .bind(ms(now))
+        .bind(job)
+        .bind(run_key)
+        .bind(from)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_err)
+    }
+
     async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>> {
         let rows: Vec<rows::JobRunRow> = sqlx::query_as(
             "SELECT job, run_key, holder, status, attempts, detail FROM job_runs WHERE job = $1 ORDER BY run_key",
