@@ -222,6 +222,7 @@ pub async fn run_platforms(
             api_url: config.telegram.api_url.clone(),
             poll_secs: config.telegram.poll_secs,
             bot_name: config.bot.name.clone(),
+            shutdown_grace: Duration::from_secs(10),
         };
         let (bot, shutdown) = (bot.clone(), shutdown.clone());
         tasks.spawn(async move {

@@ -7,7 +7,7 @@
 use crate::config::Config;
 use crate::domain::budget::{Admission, Limits, Payer, paid_by};
 use crate::domain::link;
-use crate::domain::{IncomingMessage, PersonId, Platform, Privacy, StoredMessage};
+use crate::domain::{IncomingMessage, PersonId, Platform, Privacy, SpaceId, StoredMessage};
 use crate::ingest::{Ingested, Ingestor, sanitize, strip_address};
 use crate::llm::ChatModel;
 use crate::memory::entries::Captured;
@@ -168,17 +168,14 @@ impl Bot {
         if !ingested.addressed {
             return Ok(None);
         }
+        // Delivered again (a platform retrying after a restart) and answered already.
+        if self.store.answered(&ingested.message).await? {
+            info!(message = %ingested.message.id.0, "delivered again and already answered");
+            return Ok(None);
+        }
         // One answer, however many model calls it makes, counts once towards the limits; over
         // them it is made without spending (see `answer`).
-        let admission = match &self.limits {
-            Some(limits) => limits.admit(ingested.message.author, ingested.place.space),
-            None => Admission::Allowed,
-        };
-        let payer = Payer {
-            person: ingested.message.author,
-            space: ingested.place.space,
-            may_spend: admission == Admission::Allowed,
-        };
+        let (payer, admission) = self.payer(ingested.message.author, ingested.place.space);
         let answer = paid_by(payer, self.answer(msg, &ingested, admission));
         tokio::pin!(answer);
         let answer = tokio::select! {
@@ -242,10 +239,10 @@ impl Bot {
                 continue;
             };
             let fact = self.remembered_in(&message);
-            removed += self
-                .memory
-                .forget_message(&message, fact.as_deref())
-                .await?;
+            // Taking a remembered fact back may ask the model: it counts as its author's.
+            let payer = self.payer(message.author, message.space).0;
+            removed +=
+                paid_by(payer, self.memory.forget_message(&message, fact.as_deref())).await?;
         }
         if removed > 0 {
             info!(
@@ -276,11 +273,27 @@ impl Bot {
             return Ok(());
         }
         let fact = self.remembered_in(&old);
-        self.memory.forget_message(&old, fact.as_deref()).await?;
+        let payer = self.payer(old.author, old.space).0;
+        paid_by(payer, self.memory.forget_message(&old, fact.as_deref())).await?;
         let mut msg = msg.clone();
         msg.sent_at = old.sent_at;
         self.ingestor.ingest(&msg).await?;
         Ok(())
+    }
+
+    /// Whose work this is and whether it may spend on the model now (counted once towards
+    /// the person's and the space's limits).
+    fn payer(&self, person: PersonId, space: SpaceId) -> (Payer, Admission) {
+        let admission = match &self.limits {
+            Some(limits) => limits.admit(person, space),
+            None => Admission::Allowed,
+        };
+        let payer = Payer {
+            person,
+            space,
+            may_spend: admission == Admission::Allowed,
+        };
+        (payer, admission)
     }
 
     /// The fact a stored "remember that …" about its author carried, if it was one.
@@ -341,7 +354,11 @@ impl Bot {
             Command::Memory(cmd) => self.memory_command(ingested, cmd).await?,
             Command::Confirm(yes) => match self.confirm(ingested, yes).await? {
                 Some(answer) => answer,
-                None => return self.responder.reply(ingested).await,
+                // Nothing was asked: a "yes" is conversation, and over a limit gets its answer.
+                None => match limited_reply(admission) {
+                    Some(wait) => wait,
+                    None => return self.responder.reply(ingested).await,
+                },
             },
             Command::Remember { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
@@ -456,6 +473,11 @@ impl Bot {
                         method: Method::Offline,
                     }) => "Got it, I'll remember that (noted word for word: my language model is not available).".to_string(),
                     Ok(_) => "Got it, I'll remember that.".to_string(),
+                    Err(MemoryError::Invalid(_)) => {
+                        // The facts text is full: the entry holds it all the same.
+                        warn!(person = %person, "facts text full; only the entry was written");
+                        "Got it, I'll remember that.".to_string()
+                    }
                     Err(e) => {
                         error!(error = %e, "facts update after capture failed; the entry is kept");
                         "Got it, I'll remember that.".to_string()

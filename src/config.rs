@@ -372,6 +372,18 @@ impl Config {
                 "must be within 0..1 (memory_md_max_words at least 50, daily_notes_days at least 1)",
             ));
         }
+        if !(1..=86_400).contains(&self.jobs.retry_backoff_secs) {
+            return Err(invalid(
+                "jobs.retry_backoff_secs",
+                "must be between 1 and 86400",
+            ));
+        }
+        if self.memory.extraction_catch_up_days > 30 {
+            return Err(invalid(
+                "memory.extraction_catch_up_days",
+                "must be between 0 and 30",
+            ));
+        }
         if self.limits.mentions_per_message == 0 {
             return Err(invalid("limits.mentions_per_message", "must be at least 1"));
         }

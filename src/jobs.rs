@@ -71,8 +71,7 @@ impl Scheduler {
         let Some(extractor) = &self.extractor else {
             return Ok(JobOutcome::NoLlm);
         };
-        let now = self.memory.clock().now();
-        let days = extractor.due_days(now);
+        let days = extractor.due_days(self.memory.clock().now());
         let Some(&today) = days.last() else {
             return Ok(JobOutcome::NotDue);
         };
@@ -83,13 +82,17 @@ impl Scheduler {
                 continue;
             }
             let run_key = day.to_string();
+            // The clock is read again for every day: an earlier day's run may have taken long.
+            let now = self.memory.clock().now();
             let attempt = match self.claim(EXTRACT_ALL, &run_key, now).await? {
                 Ok(attempt) => attempt,
+                Err(JobOutcome::AlreadyDone { .. }) if day != today => continue,
                 Err(refused) => {
-                    if day == today && outcome.is_none() {
-                        outcome = Some(refused);
-                    }
-                    continue;
+                    // An earlier day still waiting (failed, or running elsewhere) goes first:
+                    // a later day is not extracted before it, so older news never overwrites
+                    // newer entries.
+                    outcome.get_or_insert(refused);
+                    break;
                 }
             };
             let result = extractor.extract_all(day, false, |_, _| {}).await;
@@ -107,6 +110,7 @@ impl Scheduler {
             self.finish(EXTRACT_ALL, &run_key, ok, &detail, attempt)
                 .await?;
             let runs = result?;
+            let stop = !ok;
             info!(job = EXTRACT_ALL, %run_key, runs = runs.len(), "job finished");
             let (scopes, degraded) = (
                 runs.len(),
@@ -128,6 +132,10 @@ impl Scheduler {
                     degraded,
                 },
             });
+            if stop {
+                // Failed: later days wait until this one is done (see above).
+                break;
+            }
         }
         Ok(outcome.unwrap_or(JobOutcome::NotDue))
     }
@@ -158,8 +166,11 @@ impl Scheduler {
     /// The wait before attempt `attempt + 1`: the backoff doubled for every failure, at most
     /// six hours.
     pub fn backoff(&self, attempt: i64) -> Duration {
+        let cap = Duration::hours(6);
         let doublings = attempt.clamp(1, 12) - 1;
-        (self.retry_backoff * (1i32 << doublings)).min(Duration::hours(6))
+        self.retry_backoff
+            .checked_mul(1i32 << doublings)
+            .map_or(cap, |d| d.min(cap))
     }
 
     /// Marks this process's run of `job` finished now; a failed one (its `attempt`th) may be

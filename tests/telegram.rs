@@ -49,11 +49,22 @@ fn start_with(
     fake: &FakeTelegram,
     token: &str,
 ) -> Running {
+    start_with_grace(h, handler, fake, token, WITHIN)
+}
+
+fn start_with_grace(
+    h: &Harness,
+    handler: Arc<dyn MessageHandler>,
+    fake: &FakeTelegram,
+    token: &str,
+    shutdown_grace: Duration,
+) -> Running {
     let (stop, shutdown) = watch::channel(false);
     let settings = TelegramSettings {
         api_url: fake.url(),
         poll_secs: 5,
         bot_name: h.config.bot.name.clone(),
+        shutdown_grace,
     };
     let token = token.to_string();
     let task =
@@ -334,6 +345,38 @@ async fn chats_are_served_at_once_and_each_chat_in_order() {
     fake.wait_sent(6, WITHIN).await;
     assert_eq!(fake.sent_to(1001).len(), 1);
     running.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_unfinished_at_shutdown_comes_again_after_the_restart() {
+    let h = Harness::build(true, |c| c.llm.timeout_secs = 120.0).await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let bob = Chat::Private {
+        id: 1002,
+        name: "Bob".into(),
+    };
+    // Alice's question waits on the model; Bob's is answered, and a later update of his too.
+    let running = start_with_grace(&h, h.bot.clone(), &fake, TOKEN, Duration::ZERO);
+    h.fake().hold();
+    fake.push_text(&alice_dm(), ALICE, "how was your day?", false);
+    h.fake().wait_seen(1, WITHIN).await;
+    fake.push_text(&bob, BOB, "/memory", false);
+    fake.wait_sent(1, WITHIN).await;
+    // Stopped with no grace: Alice's update is cut off, unanswered.
+    running.stop().await.unwrap();
+    assert!(fake.sent_to(1001).is_empty());
+    h.fake().release();
+    // After the restart Telegram delivers it again, and only it: Bob's is not answered twice.
+    let running = start(&h, &fake, TOKEN);
+    fake.wait_sent(2, WITHIN).await;
+    assert_eq!(fake.sent_to(1001).len(), 1, "{:?}", fake.sent());
+    fake.push_text(&bob, BOB, "/memory", false);
+    fake.wait_sent(3, WITHIN).await;
+    // Stopping lets every chat finish: a second answer to Bob's first message would be sent
+    // by now.
+    running.stop().await.unwrap();
+    assert_eq!(fake.sent_to(1001).len(), 1, "{:?}", fake.sent());
+    assert_eq!(fake.sent_to(1002).len(), 2, "{:?}", fake.sent());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

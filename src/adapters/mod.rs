@@ -89,7 +89,16 @@ where
     T: Send + 'static,
     F: Future<Output = T> + Send + 'static,
 {
-    match tokio::spawn(work).await {
+    // Stopping the caller (a shutdown past its grace) stops the work too.
+    struct AbortOnDrop(tokio::task::AbortHandle);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut task = tokio::spawn(work);
+    let _stop = AbortOnDrop(task.abort_handle());
+    match (&mut task).await {
         Ok(done) => Some(done),
         Err(e) => {
             if e.is_panic() {

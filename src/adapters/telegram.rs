@@ -12,7 +12,7 @@ use crate::adapters::split::{split_message, utf16};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -23,7 +23,7 @@ use teloxide::types::{
     ThreadId, Update, UpdateKind, UserId,
 };
 use teloxide::{ApiError, RequestError};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Notify, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 use tracing::{error, info, warn};
 
@@ -51,6 +51,8 @@ pub struct TelegramSettings {
     pub poll_secs: u32,
     /// The bot's name in its own conversation ("Engram"): "@username" becomes "@Name".
     pub bot_name: String,
+    /// On shutdown, how long the chats may take to finish what they were given.
+    pub shutdown_grace: Duration,
 }
 
 /// The commands shown in Telegram's menu (registered at start).
@@ -75,6 +77,9 @@ pub fn commands() -> Vec<BotCommand> {
 /// Chats whose updates are being handled at the same time, at most.
 const CONCURRENT_CHATS: usize = 32;
 
+/// Updates received and not finished, at most: beyond it no more are fetched until some finish.
+const MAX_UNFINISHED: usize = 1000;
+
 /// The longest flood-control wait honoured before one more try (Telegram's `retry_after`);
 /// a longer one drops that message part with an error in the log instead of holding the chat.
 pub const MAX_FLOOD_WAIT: Duration = Duration::from_secs(30);
@@ -89,6 +94,22 @@ struct Ctx {
     admins: Admins,
     /// Chats handled at the same time.
     running: Semaphore,
+    /// Updates received and not finished yet: Telegram is told of none from the first of them
+    /// on, so after a crash it delivers them again.
+    unfinished: std::sync::Mutex<BTreeSet<i32>>,
+    /// Told whenever an update finishes.
+    finished: Notify,
+}
+
+impl Ctx {
+    fn unfinished(&self) -> std::sync::MutexGuard<'_, BTreeSet<i32>> {
+        self.unfinished.lock().expect("unfinished lock")
+    }
+
+    fn finish(&self, id: i32) {
+        self.unfinished().remove(&id);
+        self.finished.notify_waiters();
+    }
 }
 
 /// The updates of one chat waiting for its worker, and how many are not finished yet.
@@ -100,8 +121,10 @@ struct ChatQueue {
 /// Runs until `shutdown` turns true. A bad token ends it with an error; an unreachable API is
 /// retried with a growing pause, logged each time. Updates of different chats are handled at
 /// the same time (one slow answer holds up only its own chat); the updates of one chat are
-/// handled one after another, in order. Every update is acknowledged (the next `getUpdates`
-/// starts after it) whether its handling worked, failed or panicked.
+/// handled one after another, in order. An update is acknowledged (a later `getUpdates` starts
+/// after it) once it and every update before it have finished, whether their handling worked,
+/// failed or panicked: after a crash, Telegram delivers the unfinished ones again. On shutdown
+/// the chats get `settings.shutdown_grace` to finish.
 pub async fn run(
     handler: Arc<dyn MessageHandler>,
     token: &str,
@@ -147,12 +170,30 @@ pub async fn run(
         settings,
         admins: Admins::new(),
         running: Semaphore::new(CONCURRENT_CHATS),
+        unfinished: std::sync::Mutex::new(BTreeSet::new()),
+        finished: Notify::new(),
     });
-    let mut offset: i32 = 0;
     backoff = Backoff::default();
     let mut chats: HashMap<ChatId, ChatQueue> = HashMap::new();
     let mut workers = JoinSet::new();
+    // Updates handed to a chat (finished or not) from the acknowledged offset on: Telegram
+    // delivers the ones after an unfinished update again, and they are not handled twice.
+    let mut handed: BTreeSet<i32> = BTreeSet::new();
+    let mut next_new: i32 = 0;
+    let mut offset: i32;
     loop {
+        // Too much unfinished work: fetch nothing more until some of it is done.
+        while ctx.unfinished().len() >= MAX_UNFINISHED {
+            let finished = ctx.finished.notified();
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(drain(ctx, chats, workers, next_new).await),
+                _ = finished => {}
+                // A finish between the count and the wait is not missed for long.
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+        offset = ctx.unfinished().first().copied().unwrap_or(next_new);
+        handed.retain(|id| *id >= offset);
         let poll = api
             .get_updates()
             .offset(offset)
@@ -181,11 +222,18 @@ pub async fn run(
         // A chat whose worker has finished everything lets it go (dropping the sender ends it).
         chats.retain(|_, q| q.pending.load(Ordering::Acquire) > 0);
         while workers.try_join_next().is_some() {}
+        let mut fresh = 0;
         for update in updates {
-            offset = offset.max(update.id.0 as i32 + 1);
+            let id = update.id.0 as i32;
+            next_new = next_new.max(id.saturating_add(1));
+            if !handed.insert(id) {
+                continue;
+            }
+            fresh += 1;
             let Some(chat) = update.chat().map(|c| c.id) else {
                 continue;
             };
+            ctx.unfinished().insert(id);
             let queue = chats.entry(chat).or_insert_with(|| {
                 let (tx, rx) = mpsc::unbounded_channel();
                 let pending = Arc::new(AtomicUsize::new(0));
@@ -197,14 +245,60 @@ pub async fn run(
                 // Cannot happen while the queue is in the map (its worker lives until the
                 // sender is dropped); counted back so the chat is not kept forever.
                 queue.pending.fetch_sub(1, Ordering::AcqRel);
+                ctx.finish(id);
+            }
+        }
+        if fresh == 0 && !ctx.unfinished().is_empty() {
+            // Only updates still being handled came back: wait for one of them to finish (or a
+            // moment, for new ones) rather than ask again at once.
+            let finished = ctx.finished.notified();
+            tokio::select! {
+                _ = shutdown.changed() => break,
+                _ = finished => {}
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
         }
     }
-    // Shutting down: no new updates; the chats finish what they were given.
-    drop(chats);
-    while workers.join_next().await.is_some() {}
-    info!(platform = "telegram", "stopped");
+    drain(ctx, chats, workers, next_new).await;
     Ok(())
+}
+
+/// Shutting down: no new updates; the chats get the grace period to finish what they were
+/// given, the rest is stopped. What finished is acknowledged; what did not comes again at the
+/// next start.
+async fn drain(
+    ctx: Arc<Ctx>,
+    chats: HashMap<ChatId, ChatQueue>,
+    mut workers: JoinSet<()>,
+    next_new: i32,
+) {
+    drop(chats);
+    let all = async { while workers.join_next().await.is_some() {} };
+    if tokio::time::timeout(ctx.settings.shutdown_grace, all)
+        .await
+        .is_err()
+    {
+        let left = ctx.unfinished().len();
+        warn!(
+            platform = "telegram",
+            left, "stopping with updates unfinished; Telegram will deliver them again"
+        );
+        workers.abort_all();
+    }
+    // Acknowledges what finished since the last poll (nothing is waited for).
+    let offset = ctx.unfinished().first().copied().unwrap_or(next_new);
+    if next_new > 0
+        && let Err(e) = ctx
+            .api
+            .get_updates()
+            .offset(offset)
+            .timeout(0)
+            .limit(1)
+            .await
+    {
+        warn!(platform = "telegram", error = %redact(&e, &ctx.token), "could not acknowledge the last updates; they may come again");
+    }
+    info!(platform = "telegram", "stopped");
 }
 
 /// Handles one chat's updates in order, each in a task of its own (a panic skips that update).
@@ -224,6 +318,7 @@ async fn chat_worker(
             error!(platform = "telegram", update = id, "update skipped");
         }
         drop(permit);
+        ctx.finish(id as i32);
         pending.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -163,8 +163,16 @@ fn message(seq: usize, person: usize, space: usize) -> IncomingMessage {
 /// Runs the load on `db` and checks every message and every remember afterwards.
 pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport> {
     anyhow::ensure!(
-        opts.people > 0 && opts.spaces > 0 && opts.rate > 0.0 && opts.secs > 0,
-        "people, spaces, rate and secs must be positive"
+        opts.people > 0 && opts.spaces > 0 && opts.secs > 0,
+        "people, spaces and secs must be positive"
+    );
+    anyhow::ensure!(
+        opts.rate > 0.0 && opts.rate <= 10_000.0,
+        "rate must be between 0 and 10000 messages per second"
+    );
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&opts.llm_fault_rate),
+        "llm-fault-rate must be within 0..=1"
     );
     let (rss_start, _) = resident_memory_kib();
     let fake = FakeLlmServer::start().await?;

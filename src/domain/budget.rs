@@ -4,15 +4,9 @@
 //! on. Jobs (summaries, extraction, indexing) run with no payer and are not limited here.
 
 use crate::domain::{Clock, PersonId, SpaceId};
-use chrono::NaiveDate;
-use governor::clock::{Clock as RateClock, Reference};
-use governor::middleware::NoOpMiddleware;
-use governor::nanos::Nanos;
-use governor::state::keyed::DashMapStateStore;
-use governor::{Quota, RateLimiter};
-use std::collections::HashMap;
+use chrono::{DateTime, NaiveDate, Utc};
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,53 +54,42 @@ pub enum Admission {
     BudgetSpent,
 }
 
-/// An instant of the bot's `Clock`, in nanoseconds since 1970, for the rate limiters.
-#[derive(Debug, Copy, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct At(u64);
-
-impl std::ops::Add<Nanos> for At {
-    type Output = At;
-    fn add(self, other: Nanos) -> At {
-        At(self.0.saturating_add(other.as_u64()))
-    }
+/// The answers admitted in the last minute, per person and per space (a sliding window).
+/// An answer is admitted only when both have room, and then counts in both: a refusal by one
+/// never uses up the other. (`governor`'s limiters cannot check two limits before taking from
+/// either, so the window is kept here.)
+#[derive(Default)]
+struct Windows {
+    person: HashMap<PersonId, VecDeque<DateTime<Utc>>>,
+    space: HashMap<SpaceId, VecDeque<DateTime<Utc>>>,
 }
 
-impl Reference for At {
-    fn duration_since(&self, earlier: Self) -> Nanos {
-        self.0.saturating_sub(earlier.0).into()
+/// Drops what is a minute old; the wait until there is room for one more (None: room now).
+fn room<K: std::hash::Hash + Eq>(
+    windows: &mut HashMap<K, VecDeque<DateTime<Utc>>>,
+    key: K,
+    limit: u32,
+    now: DateTime<Utc>,
+) -> Option<Duration> {
+    if limit == 0 {
+        return None;
     }
-
-    fn saturating_sub(&self, duration: Nanos) -> Self {
-        At(self.0.saturating_sub(duration.as_u64()))
+    let window = windows.entry(key).or_default();
+    while window.front().is_some_and(|t| now - *t >= MINUTE) {
+        window.pop_front();
     }
+    if window.len() < limit as usize {
+        return None;
+    }
+    let oldest = *window.front()?;
+    Some((oldest + MINUTE - now).to_std().unwrap_or_default())
 }
 
-/// The bot's clock as the rate limiters' time source (tests move it by hand).
-#[derive(Clone)]
-pub struct LimiterClock(Arc<dyn Clock>);
-
-impl RateClock for LimiterClock {
-    type Instant = At;
-    fn now(&self) -> At {
-        At(self.0.now().timestamp_nanos_opt().unwrap_or(0).max(0) as u64)
-    }
-}
-
-type Keyed<K> = RateLimiter<K, DashMapStateStore<K>, LimiterClock, NoOpMiddleware<At>>;
-
-/// A limiter of `per_minute` per key; None for 0 (no limit).
-fn keyed<K: std::hash::Hash + Eq + Clone>(
-    per_minute: u32,
-    clock: &Arc<dyn Clock>,
-) -> Option<Keyed<K>> {
-    NonZeroU32::new(per_minute)
-        .map(|n| Keyed::dashmap_with_clock(Quota::per_minute(n), LimiterClock(clock.clone())))
-}
+const MINUTE: chrono::Duration = chrono::Duration::minutes(1);
 
 pub struct Limits {
-    person: Option<Keyed<PersonId>>,
-    space: Option<Keyed<SpaceId>>,
-    daily_budget: u64,
+    settings: LimitSettings,
+    windows: Mutex<Windows>,
     /// Tokens spent per space on its current day.
     spent: Mutex<HashMap<SpaceId, (NaiveDate, u64)>>,
     clock: Arc<dyn Clock>,
@@ -116,9 +99,8 @@ pub struct Limits {
 impl Limits {
     pub fn new(settings: LimitSettings, clock: Arc<dyn Clock>) -> Limits {
         Limits {
-            person: keyed(settings.answers_per_person_per_minute, &clock),
-            space: keyed(settings.answers_per_space_per_minute, &clock),
-            daily_budget: settings.space_daily_budget,
+            settings,
+            windows: Mutex::new(Windows::default()),
             spent: Mutex::new(HashMap::new()),
             clock,
             admitted: AtomicU64::new(0),
@@ -126,28 +108,37 @@ impl Limits {
     }
 
     /// Whether `person` may have an answer in `space` that spends now; an allowed answer
-    /// counts towards both per-minute limits.
+    /// counts towards both per-minute limits, a refused one towards neither.
     pub fn admit(&self, person: PersonId, space: SpaceId) -> Admission {
-        if self.daily_budget > 0 && self.spent_today(space) >= self.daily_budget {
+        let budget = self.settings.space_daily_budget;
+        if budget > 0 && self.spent_today(space) >= budget {
             return Admission::BudgetSpent;
         }
         if self.admitted.fetch_add(1, Ordering::Relaxed) % 4096 == 4095 {
             self.forget_idle();
         }
-        let now = LimiterClock(self.clock.clone()).now();
-        if let Some(limiter) = &self.person
-            && let Err(wait) = limiter.check_key(&person)
-        {
-            return Admission::TooFast {
-                retry_in: wait.wait_time_from(now),
-            };
+        let now = self.clock.now();
+        let mut w = self.windows.lock().expect("limits lock");
+        let person_wait = room(
+            &mut w.person,
+            person,
+            self.settings.answers_per_person_per_minute,
+            now,
+        );
+        let space_wait = room(
+            &mut w.space,
+            space,
+            self.settings.answers_per_space_per_minute,
+            now,
+        );
+        if let Some(retry_in) = person_wait.max(space_wait) {
+            return Admission::TooFast { retry_in };
         }
-        if let Some(limiter) = &self.space
-            && let Err(wait) = limiter.check_key(&space)
-        {
-            return Admission::TooFast {
-                retry_in: wait.wait_time_from(now),
-            };
+        if self.settings.answers_per_person_per_minute > 0 {
+            w.person.entry(person).or_default().push_back(now);
+        }
+        if self.settings.answers_per_space_per_minute > 0 {
+            w.space.entry(space).or_default().push_back(now);
         }
         Admission::Allowed
     }
@@ -173,15 +164,16 @@ impl Limits {
             .map_or(0, |(_, n)| *n)
     }
 
-    /// Drops the state of people and spaces that have been quiet (bounded memory).
+    /// Drops the windows of people and spaces quiet for a minute, and past days' spending
+    /// (bounded memory).
     fn forget_idle(&self) {
-        if let Some(l) = &self.person {
-            l.retain_recent();
-        }
-        if let Some(l) = &self.space {
-            l.retain_recent();
-        }
-        let today = self.clock.now().date_naive();
+        let now = self.clock.now();
+        let fresh = |w: &mut VecDeque<DateTime<Utc>>| w.back().is_some_and(|t| now - *t < MINUTE);
+        let mut w = self.windows.lock().expect("limits lock");
+        w.person.retain(|_, window| fresh(window));
+        w.space.retain(|_, window| fresh(window));
+        drop(w);
+        let today = now.date_naive();
         self.spent
             .lock()
             .expect("limits lock")
@@ -220,13 +212,21 @@ mod tests {
         let Admission::TooFast { retry_in } = l.admit(alice, lab) else {
             panic!("a fourth answer within the minute")
         };
-        assert!(retry_in > Duration::ZERO && retry_in <= Duration::from_secs(20));
+        assert_eq!(
+            retry_in,
+            Duration::from_secs(60),
+            "until the oldest leaves the window"
+        );
         // Bob is not held up by Alice, until the space's own limit.
         assert_eq!(l.admit(bob, lab), Admission::Allowed);
         assert_eq!(l.admit(bob, lab), Admission::Allowed);
         assert!(matches!(l.admit(bob, lab), Admission::TooFast { .. }));
-        // Elsewhere, Bob is fine.
+        // Elsewhere, Bob is fine: the space's refusal did not use up his own limit.
         assert_eq!(l.admit(bob, SpaceId(8)), Admission::Allowed);
+        assert!(matches!(
+            l.admit(bob, SpaceId(8)),
+            Admission::TooFast { .. }
+        ));
         clock.advance(chrono::Duration::seconds(61));
         assert_eq!(l.admit(alice, lab), Admission::Allowed);
     }

@@ -173,8 +173,9 @@ impl Usage {
         *u.calls_by_task.entry(task.to_string()).or_default() += 1;
         match result {
             Ok(r) => {
-                u.prompt_tokens += r.prompt_tokens;
-                u.completion_tokens += r.completion_tokens;
+                // A provider's counts are data: absurd ones saturate instead of overflowing.
+                u.prompt_tokens = u.prompt_tokens.saturating_add(r.prompt_tokens);
+                u.completion_tokens = u.completion_tokens.saturating_add(r.completion_tokens);
             }
             Err(_) => u.failures += 1,
         }
@@ -202,6 +203,22 @@ pub fn parse_json_answer<T: serde::de::DeserializeOwned>(content: &str) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_token_counts_from_a_provider_saturate() {
+        let usage = Usage::default();
+        let huge = Ok(ChatResponse {
+            content: "ok".into(),
+            tool_calls: Vec::new(),
+            prompt_tokens: u64::MAX,
+            completion_tokens: u64::MAX,
+        });
+        usage.record("reply", &huge);
+        usage.record("reply", &huge);
+        let snapshot = usage.snapshot();
+        assert_eq!(snapshot.prompt_tokens, u64::MAX);
+        assert_eq!(snapshot.calls, 2);
+    }
 
     #[derive(Deserialize, Debug)]
     struct F {

@@ -229,8 +229,11 @@ impl MemoryManager {
                 self.note_fallback("merge_context", &error);
                 let value: Arc<str> =
                     Arc::from(offline::concat_merge(facts, today, history).as_str());
-                self.caches
-                    .fill(&self.caches.degraded, since, degraded_key, value.clone());
+                // One made only because this answer was over its limit is not kept for others.
+                if !matches!(error, crate::llm::LlmError::Limited) {
+                    self.caches
+                        .fill(&self.caches.degraded, since, degraded_key, value.clone());
+                }
                 (value, false)
             }
         }

@@ -406,7 +406,7 @@ impl Extractor {
         for attempt in 0..2 {
             match self.ask(&system, &prompt).await {
                 Ok((content, tokens)) => {
-                    run.tokens += tokens;
+                    run.tokens = run.tokens.saturating_add(tokens);
                     answer = parse_answer(&content);
                     if let Err(why) = &answer {
                         warn!(%person, attempt, error = %why, "extraction answer rejected");
@@ -527,7 +527,9 @@ impl Extractor {
             .await?;
         Ok((
             response.content,
-            response.prompt_tokens + response.completion_tokens,
+            response
+                .prompt_tokens
+                .saturating_add(response.completion_tokens),
         ))
     }
 

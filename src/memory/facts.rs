@@ -10,7 +10,7 @@ use crate::llm::prompts::{self, element};
 use crate::store::{FactChange, FactsRecord, StoreError};
 use serde::Deserialize;
 use std::sync::Arc;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 /// A remember or forget request, as the router resolved it.
 #[derive(Debug, Clone)]
@@ -174,7 +174,7 @@ impl MemoryManager {
                 Ok(t) => (t, Method::Llm),
                 Err(why) => {
                     if self.has_llm() {
-                        warn!(subject = %req.subject, reason = %why, "remember: offline fallback (verbatim)");
+                        debug!(subject = %req.subject, reason = %why, "remember: offline fallback (verbatim)");
                     }
                     match offline::remember_verbatim(
                         &current.text,
@@ -260,9 +260,11 @@ impl MemoryManager {
             .await?;
         let merged = answer.facts.trim().to_string();
         if merged.is_empty() {
+            warn!(subject = %req.subject, "the model returned empty facts: refused");
             return Err("the model returned empty facts".into());
         }
         if merged.chars().count() * 2 < current.trim().chars().count() {
+            warn!(subject = %req.subject, "the model's merge dropped more than half of the existing facts: refused");
             return Err("the model's merge dropped more than half of the existing facts".into());
         }
         Ok(merged)
@@ -285,7 +287,7 @@ impl MemoryManager {
                 Ok((found, text)) => (found, text, Method::Llm),
                 Err(why) => {
                     if self.has_llm() {
-                        warn!(subject = %req.subject, reason = %why, "forget: offline fallback (exact wording)");
+                        debug!(subject = %req.subject, reason = %why, "forget: offline fallback (exact wording)");
                     }
                     let (text, found) = offline::forget_matching(&current.text, target);
                     (found, text, Method::Offline)
@@ -338,6 +340,7 @@ impl MemoryManager {
             .filter(|s| !s.trim().is_empty())
             .count();
         if sentences >= 3 && new_len * 3 < old_len {
+            warn!(subject = %req.subject, "the model's removal dropped most of the facts for one request: refused");
             return Err("the model's removal dropped most of the facts for one request".into());
         }
         Ok((true, remaining))

@@ -219,6 +219,7 @@ impl MemoryManager {
     fn note_fallback(&self, task: &'static str, error: &LlmError) {
         match error {
             LlmError::NotConfigured => debug!(task, "no LLM configured: offline fallback"),
+            LlmError::Limited => debug!(task, "over a spending limit: offline fallback"),
             _ => warn!(task, error = %error, "LLM unavailable: using the offline fallback"),
         }
     }

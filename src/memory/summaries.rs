@@ -147,16 +147,19 @@ impl MemoryManager {
             Err(e) => {
                 self.note_fallback("day_summary", &e);
                 let by_person = offline_day_map(&messages, self.settings.day_summary_chars);
-                // Degraded results stay at most an hour, so the LLM gets another chance later.
-                self.caches.fill(
-                    &self.caches.today,
-                    since,
-                    hour_key.clone(),
-                    Arc::new(DaySummaries {
-                        by_person: by_person.clone(),
-                        degraded: true,
-                    }),
-                );
+                // Degraded results stay at most an hour, so the LLM gets another chance later;
+                // one made only because this answer was over its limit is not kept for others.
+                if !matches!(e, LlmError::Limited) {
+                    self.caches.fill(
+                        &self.caches.today,
+                        since,
+                        hour_key.clone(),
+                        Arc::new(DaySummaries {
+                            by_person: by_person.clone(),
+                            degraded: true,
+                        }),
+                    );
+                }
                 Ok(Arc::new(DaySummaries {
                     by_person,
                     degraded: true,
@@ -272,6 +275,7 @@ impl MemoryManager {
         }
         let mut days = Vec::new();
         let mut degraded = false;
+        let mut limited = false;
         for back in (1..=self.settings.history_days as i64).rev() {
             let day = today - Duration::days(back);
             let map = self.day_summaries(scope, day, now).await?;
@@ -291,12 +295,15 @@ impl MemoryManager {
                 Err(e) => {
                     self.note_fallback("history_summary", &e);
                     degraded = true;
+                    limited = matches!(e, LlmError::Limited);
                     offline::history_concat(&days, max)
                 }
             }
         };
         let value: Arc<str> = Arc::from(text.as_str());
-        if degraded {
+        if limited {
+            // Made offline only because this answer was over its limit: not kept for others.
+        } else if degraded {
             self.caches
                 .fill(&self.caches.degraded, since, degraded_key, value.clone());
         } else {

@@ -149,11 +149,13 @@ pub struct RangeStats {
     pub count: i64,
 }
 
-/// A holder name unique to this process: host, process id, and a random part.
+/// A holder name unique to this process: host, this boot and process namespace, process id,
+/// and a random part ("host-m1a2b3c4d-4242-0badcafe").
 pub fn process_holder() -> String {
     format!(
-        "{}-{}-{:08x}",
+        "{}-{}-{}-{:08x}",
         host_name(),
+        this_machine().unwrap_or_else(|| "unknown".into()),
         std::process::id(),
         rand::random::<u32>()
     )
@@ -166,19 +168,46 @@ fn host_name() -> String {
         .to_string()
 }
 
-/// Whether `holder` (a `process_holder` name) was a process of this machine that no longer
-/// runs. Holders of other machines, of this process, or of unknown form are taken as alive.
+/// This boot of this machine and this process-id namespace: processes that share it see the
+/// same process ids (a restarted container, or another machine with the same host name, has
+/// another). None where it cannot be told.
+fn this_machine() -> Option<String> {
+    use sha2::Digest;
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let namespace = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let digest = sha2::Sha256::digest(format!("{}|{}", boot.trim(), namespace.display()));
+    Some(format!("m{}", &hex::encode(digest)[..9]))
+}
+
+/// Whether process `pid` of this machine is running (or exists but belongs to someone else).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists.
+    let found = unsafe { libc::kill(pid, 0) } == 0;
+    found || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Whether `holder` (a `process_holder` name) was a process of this machine (same boot, same
+/// process namespace) that no longer runs. A holder of anywhere else, of this process, of an
+/// unknown machine, or of another form is taken as alive: its run is then taken over only when
+/// its lease ends.
 pub fn holder_is_gone(holder: &str) -> bool {
-    let mut parts = holder.rsplitn(3, '-');
-    let (Some(_), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+    let mut parts = holder.rsplitn(4, '-');
+    let (Some(_), Some(pid), Some(machine), Some(host)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return false;
     };
-    let Ok(pid) = pid.parse::<u32>() else {
+    let (Ok(pid), Some(ours)) = (pid.parse::<u32>(), this_machine()) else {
         return false;
     };
-    host == host_name()
+    !host.is_empty()
+        && host == host_name()
+        && machine == ours
         && pid != std::process::id()
-        && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !process_alive(pid)
 }
 
 /// The outcome of claiming one run of a scheduled job.
@@ -540,6 +569,9 @@ pub trait Store: Send + Sync {
     async fn fact_scopes(&self, person: PersonId) -> StoreResult<Vec<Scope>>;
 
     /// A stored message by its platform id, in a space known by its platform id.
+    /// Whether the bot has answered `message` (a reply to it is stored): a message the
+    /// platform delivers again is then not answered twice.
+    async fn answered(&self, message: &StoredMessage) -> StoreResult<bool>;
     async fn message_by_external(
         &self,
         platform: Platform,
@@ -1001,14 +1033,33 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();
-        let host = host_name();
-        assert!(holder_is_gone(&format!("{host}-{dead}-0000abcd")));
-        // Positive controls: this process, another machine, a name of another form.
+        let (host, machine) = (host_name(), this_machine().unwrap());
+        assert!(holder_is_gone(&format!("{host}-{machine}-{dead}-0000abcd")));
+        // Positive controls: this process, a running one, another machine (host, or boot and
+        // namespace), an unknown machine, a name of another form.
         let me = std::process::id();
-        assert!(!holder_is_gone(&format!("{host}-{me}-0000abcd")));
-        assert!(!holder_is_gone(&format!("{host}x-{dead}-0000abcd")));
+        assert!(!holder_is_gone(&format!("{host}-{machine}-{me}-0000abcd")));
+        let running = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        assert!(!holder_is_gone(&format!(
+            "{host}-{machine}-{}-0000abcd",
+            running.id()
+        )));
+        assert!(!holder_is_gone(&format!(
+            "{host}x-{machine}-{dead}-0000abcd"
+        )));
+        assert!(!holder_is_gone(&format!(
+            "{host}-m000000000-{dead}-0000abcd"
+        )));
+        assert!(!holder_is_gone(&format!("{host}-unknown-{dead}-0000abcd")));
+        assert!(!holder_is_gone(&format!("-{machine}-{dead}-0000abcd")));
         assert!(!holder_is_gone("p1"));
-        assert!(!holder_is_gone("a-b-c"));
-        assert!(process_holder().starts_with(&format!("{host}-{me}-")));
+        assert!(!holder_is_gone("a-b-c-d"));
+        assert!(process_holder().starts_with(&format!("{host}-{machine}-{me}-")));
+        let mut running = running;
+        running.kill().unwrap();
+        running.wait().unwrap();
     }
 }

@@ -616,6 +616,19 @@ impl Store for SqliteStore {
         keys.iter().map(|k| parse_scope(k)).collect()
     }
 
+    async fn answered(&self, message: &StoredMessage) -> StoreResult<bool> {
+        sqlx::query_scalar::<_, bool>(
+            "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_channel_time WHERE space_id = ? AND channel = ? AND sent_at >= ? AND is_bot = 1 AND reply_to = ?)",
+        )
+        .bind(message.space.0)
+        .bind(&message.channel)
+        .bind(ms(message.sent_at))
+        .bind(message.id.0.to_string())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_err)
+    }
+
     async fn message_by_external(
         &self,
         platform: Platform,
