@@ -429,15 +429,17 @@ async fn handle(
     }
 }
 
-/// Updates from `offset` on (earlier ones are confirmed and dropped); waits for one when none
-/// is queued, up to the request's `timeout` seconds.
+/// Updates from `offset` on (earlier ones are confirmed and dropped), at most `limit`; waits for
+/// one when none is queued, up to the request's `timeout` seconds.
 async fn get_updates(state: &AppState, body: &Value) -> Response {
     let offset = body["offset"].as_i64().unwrap_or(0);
     let timeout = body["timeout"].as_u64().unwrap_or(0);
+    // At most `limit` (1 to 100, default 100), as Telegram answers.
+    let limit = body["limit"].as_u64().unwrap_or(100).clamp(1, 100) as usize;
     let pending = |s: &mut Shared| -> Vec<Value> {
         s.updates
             .retain(|u| u["update_id"].as_i64().unwrap_or_default() >= offset);
-        s.updates.clone()
+        s.updates.iter().take(limit).cloned().collect()
     };
     let notified = state.new_update.notified();
     let now = pending(&mut state.shared.lock().expect("fake lock"));

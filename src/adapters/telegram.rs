@@ -77,8 +77,16 @@ pub fn commands() -> Vec<BotCommand> {
 /// Chats whose updates are being handled at the same time, at most.
 const CONCURRENT_CHATS: usize = 32;
 
+/// Updates one `getUpdates` returns at most (Telegram's own limit).
+const BATCH: u8 = 100;
+
 /// Updates received and not finished, at most: beyond it no more are fetched until some finish.
 const MAX_UNFINISHED: usize = 1000;
+
+/// When a whole batch of updates behind a slow one has been handled and nothing new can be
+/// fetched (Telegram returns at most `BATCH` from the acknowledged offset on), the slow one is
+/// acknowledged unfinished after this long, so other chats are not held up any longer.
+const STALL: Duration = Duration::from_secs(30);
 
 /// The longest flood-control wait honoured before one more try (Telegram's `retry_after`);
 /// a longer one drops that message part with an error in the log instead of holding the chat.
@@ -181,22 +189,32 @@ pub async fn run(
     let mut handed: BTreeSet<i32> = BTreeSet::new();
     let mut next_new: i32 = 0;
     let mut offset: i32;
+    // Acknowledged however unfinished (see `STALL`), and since when a full batch of old updates
+    // has come back with nothing new.
+    let mut ack_floor: i32 = 0;
+    let mut stalled_since: Option<std::time::Instant> = None;
     loop {
         // Too much unfinished work: fetch nothing more until some of it is done.
         while ctx.unfinished().len() >= MAX_UNFINISHED {
             let finished = ctx.finished.notified();
             tokio::select! {
-                _ = shutdown.changed() => return Ok(drain(ctx, chats, workers, next_new).await),
+                _ = shutdown.changed() => return Ok(drain(ctx, chats, workers, next_new, ack_floor).await),
                 _ = finished => {}
                 // A finish between the count and the wait is not missed for long.
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
             }
         }
-        offset = ctx.unfinished().first().copied().unwrap_or(next_new);
+        offset = ctx
+            .unfinished()
+            .first()
+            .copied()
+            .unwrap_or(next_new)
+            .max(ack_floor);
         handed.retain(|id| *id >= offset);
         let poll = api
             .get_updates()
             .offset(offset)
+            .limit(BATCH)
             .timeout(ctx.settings.poll_secs)
             .allowed_updates(vec![AllowedUpdate::Message, AllowedUpdate::EditedMessage]);
         let updates = tokio::select! {
@@ -223,6 +241,7 @@ pub async fn run(
         chats.retain(|_, q| q.pending.load(Ordering::Acquire) > 0);
         while workers.try_join_next().is_some() {}
         let mut fresh = 0;
+        let full = updates.len() >= usize::from(BATCH);
         for update in updates {
             let id = update.id.0 as i32;
             next_new = next_new.max(id.saturating_add(1));
@@ -248,6 +267,20 @@ pub async fn run(
                 ctx.finish(id);
             }
         }
+        if fresh == 0 && full {
+            let since = *stalled_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() >= STALL {
+                warn!(
+                    platform = "telegram",
+                    unfinished = ctx.unfinished().len(),
+                    "a slow update holds up a full batch: acknowledged unfinished (not delivered again after a crash)"
+                );
+                ack_floor = next_new;
+                stalled_since = None;
+            }
+        } else {
+            stalled_since = None;
+        }
         if fresh == 0 && !ctx.unfinished().is_empty() {
             // Only updates still being handled came back: wait for one of them to finish (or a
             // moment, for new ones) rather than ask again at once.
@@ -259,7 +292,7 @@ pub async fn run(
             }
         }
     }
-    drain(ctx, chats, workers, next_new).await;
+    drain(ctx, chats, workers, next_new, ack_floor).await;
     Ok(())
 }
 
@@ -271,6 +304,7 @@ async fn drain(
     chats: HashMap<ChatId, ChatQueue>,
     mut workers: JoinSet<()>,
     next_new: i32,
+    ack_floor: i32,
 ) {
     drop(chats);
     let all = async { while workers.join_next().await.is_some() {} };
@@ -286,7 +320,12 @@ async fn drain(
         workers.abort_all();
     }
     // Acknowledges what finished since the last poll (nothing is waited for).
-    let offset = ctx.unfinished().first().copied().unwrap_or(next_new);
+    let offset = ctx
+        .unfinished()
+        .first()
+        .copied()
+        .unwrap_or(next_new)
+        .max(ack_floor);
     if next_new > 0
         && let Err(e) = ctx
             .api

@@ -112,8 +112,10 @@ struct Sent {
 const LIMITED: &str = "ask me again in about";
 const BUDGET: &str = "today's budget";
 
-fn kind_of(seq: usize) -> Kind {
-    match seq % 10 {
+/// Message `seq` of the run: everyone takes turns, and each person's messages go through all
+/// kinds (10% remember, 20% questions, 70% chatter).
+fn kind_of(seq: usize, people: usize) -> Kind {
+    match (seq + seq / people) % 10 {
         0 => Kind::Remember,
         1 | 2 => Kind::Question,
         _ => Kind::Chatter,
@@ -126,8 +128,8 @@ fn fact(seq: usize) -> String {
     format!("I keep beehive b{seq} in the garden")
 }
 
-fn message(seq: usize, person: usize, space: usize) -> IncomingMessage {
-    let text = match kind_of(seq) {
+fn message(seq: usize, person: usize, space: usize, people: usize) -> IncomingMessage {
+    let text = match kind_of(seq, people) {
         Kind::Remember => format!("Engram, remember that {}", fact(seq)),
         Kind::Question => format!("Engram, how do you feel about topic {} today?", seq % 37),
         Kind::Chatter => format!(
@@ -204,11 +206,11 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
     let mut last_report = Instant::now();
     for seq in 0..total {
         tick.tick().await;
-        let person = seq % opts.people;
+        let (people, person) = (opts.people, seq % opts.people);
         let space = person % opts.spaces;
         let (handler, sink) = (handler.clone(), outcomes.clone());
         tasks.spawn(async move {
-            let msg = message(seq, person, space);
+            let msg = message(seq, person, space, people);
             let asked = Instant::now();
             let result = handler
                 .message(&msg, Box::pin(std::future::pending()))
@@ -224,7 +226,7 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
                 Err(_) => Answered::Failed,
             };
             sink.lock().expect("outcomes lock").push(Sent {
-                kind: kind_of(seq),
+                kind: kind_of(seq, people),
                 seq,
                 person,
                 space,
@@ -257,7 +259,7 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
     let mut stored = 0;
     let mut remembers_kept = 0;
     for sent in &outcomes {
-        let msg = message(sent.seq, sent.person, sent.space);
+        let msg = message(sent.seq, sent.person, sent.space, opts.people);
         if db
             .store
             .message_by_external(

@@ -625,12 +625,13 @@ impl Store for PostgresStore {
 
     async fn answered(&self, message: &StoredMessage) -> StoreResult<bool> {
         sqlx::query_scalar::<_, bool>(
-            "SELECT EXISTS (SELECT 1 FROM messages WHERE space_id = $1 AND channel = $2 AND sent_at >= $3 AND is_bot AND reply_to = $4)",
+            "SELECT EXISTS (SELECT 1 FROM messages WHERE space_id = $1 AND channel = $2 AND sent_at >= $3 AND is_bot AND reply_to = $4 AND id > $5)",
         )
         .bind(message.space.0)
         .bind(&message.channel)
         .bind(ms(message.sent_at))
         .bind(message.id.0.to_string())
+        .bind(message.id.0)
         .fetch_one(&self.pool)
         .await
         .map_err(db_err)

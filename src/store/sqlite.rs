@@ -618,12 +618,13 @@ impl Store for SqliteStore {
 
     async fn answered(&self, message: &StoredMessage) -> StoreResult<bool> {
         sqlx::query_scalar::<_, bool>(
-            "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_channel_time WHERE space_id = ? AND channel = ? AND sent_at >= ? AND is_bot = 1 AND reply_to = ?)",
+            "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_reply_to WHERE space_id = ? AND channel = ? AND sent_at >= ? AND is_bot = 1 AND reply_to = ? AND id > ?)",
         )
         .bind(message.space.0)
         .bind(&message.channel)
         .bind(ms(message.sent_at))
         .bind(message.id.0.to_string())
+        .bind(message.id.0)
         .fetch_one(&self.pool)
         .await
         .map_err(db_err)
