@@ -198,7 +198,10 @@ pub async fn run(
         while ctx.unfinished().len() >= MAX_UNFINISHED {
             let finished = ctx.finished.notified();
             tokio::select! {
-                _ = shutdown.changed() => return Ok(drain(ctx, chats, workers, next_new, ack_floor).await),
+                _ = shutdown.changed() => {
+                    drain(ctx, chats, workers, next_new, ack_floor).await;
+                    return Ok(());
+                }
                 _ = finished => {}
                 // A finish between the count and the wait is not missed for long.
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
