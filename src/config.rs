@@ -224,8 +224,19 @@ impl Secrets {
     }
 }
 
-/// Names of keys that look like secrets: refused in files so they cannot be committed.
-const SECRET_WORDS: [&str; 4] = ["api_key", "token", "password", "secret"];
+/// Keys that name secrets: refused in files so they cannot be committed.
+const SECRET_KEYS: [&str; 10] = [
+    "api_key",
+    "apikey",
+    "key",
+    "token",
+    "bot_token",
+    "discord_token",
+    "telegram_token",
+    "password",
+    "secret",
+    "client_secret",
+];
 
 impl Config {
     /// Defaults only, as shipped.
@@ -477,25 +488,57 @@ impl Config {
 fn reject_secrets_in_file(path: &Path) -> Result<(), ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ConfigError::Parse(format!("cannot read {}: {e}", path.display())))?;
-    for line in text.lines() {
-        let key = line
-            .split('=')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        if line.contains('=')
-            && !key.starts_with('#')
-            && SECRET_WORDS.iter().any(|w| key.contains(w))
-        {
-            return Err(ConfigError::Parse(format!(
-                "{}: {key:?} looks like a secret; secrets come only from the environment \
-                 (ENGRAM_LLM_API_KEY, DISCORD_TOKEN, TELEGRAM_TOKEN)",
-                path.display()
-            )));
+    // A file that is not TOML is reported by the loader, with its line.
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return Ok(());
+    };
+    match secret_in(&table, "") {
+        Some(key) => Err(ConfigError::Parse(format!(
+            "{}: {key} is a secret; secrets come only from the environment \
+             (ENGRAM_LLM_API_KEY, ENGRAM_EMBED_API_KEY, DISCORD_TOKEN, TELEGRAM_TOKEN, and a \
+             database password in ENGRAM__STORE__URL)",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The first key of `table` (dotted, under `prefix`) that holds a secret: a key named as one
+/// (`api_key`, `token`, `password`, …, not merely containing such a word, so
+/// `context_budget_tokens` is a setting), or a URL with a password in it.
+fn secret_in(table: &toml::Table, prefix: &str) -> Option<String> {
+    for (key, value) in table {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        let name = key.to_ascii_lowercase();
+        if SECRET_KEYS.contains(&name.as_str()) {
+            return Some(path);
+        }
+        match value {
+            toml::Value::Table(inner) => {
+                if let Some(found) = secret_in(inner, &path) {
+                    return Some(found);
+                }
+            }
+            toml::Value::String(v) if url_has_password(v) => return Some(path),
+            _ => {}
         }
     }
-    Ok(())
+    None
+}
+
+/// Whether a URL carries a password ("scheme://user:password@host").
+fn url_has_password(value: &str) -> bool {
+    let Some((_, rest)) = value.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(user, _)| user.contains(':'))
 }
 
 /// A URL with any user:password part hidden, safe to print.
@@ -548,9 +591,34 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(
-                err.contains("secret") && !err.contains("sk-live-123"),
+                err.contains("llm.api_key") && !err.contains("sk-live-123"),
                 "{err}"
             );
+            // Other secrets: a platform token, a database password in a URL.
+            for (file, key) in [
+                ("[discord]\ntoken = \"abc.def\"\n", "discord.token"),
+                (
+                    "[store]\nurl = \"postgres://engram:hunter2@db/engram\"\n",
+                    "store.url",
+                ),
+            ] {
+                jail.create_file("bad.toml", file)?;
+                let err = Config::load(Some(Path::new("bad.toml")))
+                    .unwrap_err()
+                    .to_string();
+                assert!(err.contains(key) && !err.contains("hunter2"), "{err}");
+            }
+            // Settings whose names merely contain "token" are settings: the shipped defaults,
+            // copied as a local file (the natural first step), load.
+            jail.create_file("local.toml", DEFAULT_TOML)?;
+            Config::load(Some(Path::new("local.toml"))).expect("a copy of the defaults loads");
+            jail.create_file(
+                "local.toml",
+                "[memory]\ncontext_budget_tokens = 2000\ntokenizer = \"o200k_base\"\n[llm]\nmax_reply_tokens = 300\n[embed]\nmax_tokens = 64\n",
+            )?;
+            let c = Config::load(Some(Path::new("local.toml"))).expect("token settings load");
+            assert_eq!(c.memory.context_budget_tokens, 2000);
+            assert_eq!(c.llm.max_reply_tokens, 300);
             let err = Config::load(Some(Path::new("missing.toml")))
                 .unwrap_err()
                 .to_string();
