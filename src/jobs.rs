@@ -52,6 +52,9 @@ pub struct Scheduler {
     day_summaries_after: NaiveTime,
     extractor: Option<crate::memory::extraction::Extractor>,
     retry_backoff: Duration,
+    /// Earlier days whose extraction is settled (done, or nobody wrote in their window, which
+    /// has ended): not looked at again on every tick.
+    settled: std::sync::Mutex<std::collections::HashSet<chrono::NaiveDate>>,
 }
 
 impl Scheduler {
@@ -76,17 +79,27 @@ impl Scheduler {
             return Ok(JobOutcome::NotDue);
         };
         let mut outcome = None;
+        let settled = |day| self.settled.lock().expect("settled lock").insert(day);
         for day in days {
-            // An earlier day nobody wrote in has nothing to make up: no claim is kept for it.
-            if day != today && !extractor.has_chatter(day).await? {
-                continue;
+            if day != today {
+                if self.settled.lock().expect("settled lock").contains(&day) {
+                    continue;
+                }
+                // An earlier day nobody wrote in has nothing to make up: no claim is kept.
+                if !extractor.has_chatter(day).await? {
+                    settled(day);
+                    continue;
+                }
             }
             let run_key = day.to_string();
             // The clock is read again for every day: an earlier day's run may have taken long.
             let now = self.memory.clock().now();
             let attempt = match self.claim(EXTRACT_ALL, &run_key, now).await? {
                 Ok(attempt) => attempt,
-                Err(JobOutcome::AlreadyDone { .. }) if day != today => continue,
+                Err(JobOutcome::AlreadyDone { .. }) if day != today => {
+                    settled(day);
+                    continue;
+                }
                 Err(refused) => {
                     // An earlier day still waiting (failed, or running elsewhere) goes first:
                     // a later day is not extracted before it, so older news never overwrites
@@ -154,6 +167,7 @@ impl Scheduler {
             day_summaries_after,
             extractor: None,
             retry_backoff: Duration::minutes(5),
+            settled: Default::default(),
         }
     }
 
