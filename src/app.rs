@@ -11,7 +11,7 @@ use crate::llm::{ChatModel, LlmError, OpenAiClient};
 use crate::memory::MemoryManager;
 use crate::retrieval::{Indexer, Retriever};
 use crate::store::postgres::PgSettings;
-use crate::store::{PostgresStore, SqliteStore, Store, StoreError};
+use crate::store::{DbUrl, PostgresStore, SqliteStore, Store, StoreError};
 use crate::{embed, llm};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,26 +34,51 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     open_store_url(&config.store.url, &config.store).await
 }
 
-/// Opens `url` with the pool settings of `settings`.
+/// Opens the database named by `store.url` for a command that reads it: a SQLite file that
+/// is not there is an error, not a new empty database.
+pub async fn open_existing_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+    open_existing_store_url(&config.store.url, &config.store).await
+}
+
+/// Opens `url` with the pool settings of `settings`, creating a SQLite file when missing.
 pub async fn open_store_url(
     url: &str,
     settings: &StoreConfig,
 ) -> Result<Arc<dyn Store>, StoreError> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let pg = PgSettings {
-            max_connections: settings.max_connections,
-            acquire_timeout: Duration::from_millis(settings.acquire_timeout_ms),
-            statement_timeout: Duration::from_millis(settings.statement_timeout_ms),
-        };
-        return Ok(Arc::new(PostgresStore::open(url, &pg).await?));
+    open_db(DbUrl::parse(url)?, settings).await
+}
+
+/// Opens `url` like `open_store_url`, but refuses a SQLite file that does not exist.
+pub async fn open_existing_store_url(
+    url: &str,
+    settings: &StoreConfig,
+) -> Result<Arc<dyn Store>, StoreError> {
+    let db = DbUrl::parse(url)?;
+    if let Some(path) = db.sqlite_file().filter(|p| !p.exists()) {
+        return Err(StoreError::Missing(path.display().to_string()));
     }
-    let store = SqliteStore::open(
-        url,
-        settings.max_connections,
-        Duration::from_millis(settings.busy_timeout_ms),
-    )
-    .await?;
-    Ok(Arc::new(store))
+    open_db(db, settings).await
+}
+
+async fn open_db(db: DbUrl, settings: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {
+    match db {
+        DbUrl::Postgres(url) => {
+            let pg = PgSettings {
+                max_connections: settings.max_connections,
+                acquire_timeout: Duration::from_millis(settings.acquire_timeout_ms),
+                statement_timeout: Duration::from_millis(settings.statement_timeout_ms),
+            };
+            Ok(Arc::new(PostgresStore::open(&url, &pg).await?))
+        }
+        DbUrl::Sqlite { url, .. } => Ok(Arc::new(
+            SqliteStore::open(
+                &url,
+                settings.max_connections,
+                Duration::from_millis(settings.busy_timeout_ms),
+            )
+            .await?,
+        )),
+    }
 }
 
 /// The configured chat model, or None (offline fallback) when `llm.base_url` is empty.

@@ -12,12 +12,13 @@ pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("configuration is invalid: {0}")]
+    #[error("configuration is invalid:\n{0}")]
     Parse(String),
     #[error("configuration file {0} does not exist")]
     MissingFile(PathBuf),
-    #[error("{key}: {problem}")]
-    Invalid { key: &'static str, problem: String },
+    /// Every bad setting, as `key: what it may be` (one per line).
+    #[error("{}", .0.iter().map(|(k, p)| format!("{k}: {p}")).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<(&'static str, String)>),
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -272,209 +273,228 @@ impl Config {
     fn from_figment(figment: Figment) -> Result<Config, ConfigError> {
         let config: Config = figment
             .extract()
-            .map_err(|e| ConfigError::Parse(e.to_string()))?;
+            .map_err(|e| ConfigError::Parse(describe(e)))?;
         config.validate()?;
         Ok(config)
     }
 
+    /// Every bad value, each under its own key with what it may be; all of them at once.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
-            ConfigError::Invalid {
-                key,
-                problem: problem.into(),
-            }
-        }
-        if self.bot.name.trim().is_empty() {
-            return Err(invalid("bot.name", "must not be empty"));
-        }
-        if self.bot.name.chars().any(|c| c.is_whitespace() || c == '@') {
-            return Err(invalid("bot.name", "must be one word without '@'"));
-        }
-        for m in &self.bot.moderators {
+        let mut bad = Problems::default();
+        let b = &self.bot;
+        bad.check(!b.name.trim().is_empty(), "bot.name", "must not be empty");
+        bad.check(
+            !b.name.chars().any(|c| c.is_whitespace() || c == '@'),
+            "bot.name",
+            "must be one word without '@'",
+        );
+        for m in &b.moderators {
             let ok = m.split_once(':').is_some_and(|(p, id)| {
                 crate::domain::Platform::parse(p).is_some() && !id.is_empty()
             });
-            if !ok {
-                return Err(invalid(
-                    "bot.moderators",
-                    format!(
-                        "{m:?} is not \"platform:user_id\" (platform: console, discord or telegram)"
-                    ),
-                ));
-            }
-        }
-        if !["sqlite:", "postgres://", "postgresql://"]
-            .iter()
-            .any(|p| self.store.url.starts_with(p))
-        {
-            return Err(invalid(
-                "store.url",
+            bad.check(
+                ok,
+                "bot.moderators",
                 format!(
-                    "unsupported database URL {:?}: use sqlite://PATH or postgres://USER@HOST/DB",
-                    redact_url(&self.store.url)
+                    "{m:?} is not \"platform:user_id\" (platform: console, discord or telegram)"
                 ),
-            ));
+            );
         }
-        if self.store.max_connections == 0 {
-            return Err(invalid("store.max_connections", "must be at least 1"));
+        bad.check(
+            b.max_command_chars > 0,
+            "bot.max_command_chars",
+            "must be at least 1",
+        );
+        bad.url("discord.api_url", &self.discord.api_url, true);
+        bad.url("telegram.api_url", &self.telegram.api_url, false);
+        bad.range("telegram.poll_secs", self.telegram.poll_secs, 1, 15);
+
+        let st = &self.store;
+        if let Err(e) = crate::store::DbUrl::parse(&st.url) {
+            bad.push("store.url", e.to_string());
         }
-        let url = &self.llm.base_url;
-        let offline_or_http =
-            url.is_empty() || url.starts_with("http://") || url.starts_with("https://");
-        if !offline_or_http {
-            return Err(invalid(
-                "llm.base_url",
-                format!(
-                    "{:?} must start with http:// or https:// (or be empty for offline)",
-                    redact_url(&self.llm.base_url)
-                ),
-            ));
+        bad.range("store.max_connections", st.max_connections, 1, 1000);
+        bad.range("store.busy_timeout_ms", st.busy_timeout_ms, 1, 3_600_000);
+        bad.range(
+            "store.acquire_timeout_ms",
+            st.acquire_timeout_ms,
+            1,
+            3_600_000,
+        );
+        bad.range(
+            "store.statement_timeout_ms",
+            st.statement_timeout_ms,
+            1,
+            86_400_000,
+        );
+
+        let l = &self.llm;
+        bad.url("llm.base_url", &l.base_url, true);
+        bad.check(!l.model.trim().is_empty(), "llm.model", "must not be empty");
+        bad.range("llm.timeout_secs", l.timeout_secs, 0.001, 3600.0);
+        bad.range("llm.max_retries", l.max_retries, 0, 10);
+        bad.range("llm.backoff_ms", l.backoff_ms, 0, 600_000);
+        bad.range("llm.max_retry_after_secs", l.max_retry_after_secs, 0, 3600);
+        bad.range("llm.breaker_failures", l.breaker_failures, 1, 1000);
+        bad.range(
+            "llm.breaker_cooldown_secs",
+            l.breaker_cooldown_secs,
+            1,
+            86_400,
+        );
+        bad.range("llm.reply_temperature", l.reply_temperature, 0.0, 2.0);
+        bad.range("llm.max_reply_tokens", l.max_reply_tokens, 16, 100_000);
+        bad.range("llm.max_tool_rounds", l.max_tool_rounds, 1, 20);
+
+        let m = &self.memory;
+        bad.range(
+            "memory.context_budget_tokens",
+            m.context_budget_tokens,
+            100,
+            1_000_000,
+        );
+        bad.one_of(
+            "memory.tokenizer",
+            &m.tokenizer,
+            &["cl100k_base", "o200k_base"],
+        );
+        bad.range("memory.day_summary_chars", m.day_summary_chars, 50, 100_000);
+        bad.range(
+            "memory.history_summary_chars",
+            m.history_summary_chars,
+            50,
+            100_000,
+        );
+        bad.range("memory.history_days", m.history_days, 1, 30);
+        bad.range(
+            "memory.working_memory_messages",
+            m.working_memory_messages,
+            0,
+            1000,
+        );
+        bad.range("memory.max_fact_chars", m.max_fact_chars, 1, 100_000);
+        bad.check(
+            m.max_facts_chars >= m.max_fact_chars,
+            "memory.max_facts_chars",
+            format!(
+                "must be at least memory.max_fact_chars ({})",
+                m.max_fact_chars
+            ),
+        );
+        bad.range(
+            "memory.max_summary_messages",
+            m.max_summary_messages,
+            1,
+            100_000,
+        );
+        bad.range(
+            "memory.max_message_chars_in_prompt",
+            m.max_message_chars_in_prompt,
+            20,
+            100_000,
+        );
+        bad.range("memory.cache_capacity", m.cache_capacity, 1, 100_000_000);
+        bad.range(
+            "memory.memory_md_max_words",
+            m.memory_md_max_words,
+            50,
+            1_000_000,
+        );
+        bad.range("memory.durable_confidence", m.durable_confidence, 0.0, 1.0);
+        bad.time("memory.extraction_at", &m.extraction_at);
+        bad.range(
+            "memory.max_extraction_messages",
+            m.max_extraction_messages,
+            1,
+            100_000,
+        );
+        bad.range(
+            "memory.extraction_catch_up_days",
+            m.extraction_catch_up_days,
+            0,
+            30,
+        );
+        bad.range("memory.daily_notes_days", m.daily_notes_days, 1, 36_500);
+
+        let j = &self.jobs;
+        bad.time("jobs.day_summaries_after", &j.day_summaries_after);
+        bad.range("jobs.tick_secs", j.tick_secs, 1, 86_400);
+        bad.range("jobs.lease_secs", j.lease_secs, 10, 86_400);
+        bad.range("jobs.retry_backoff_secs", j.retry_backoff_secs, 1, 86_400);
+
+        let e = &self.embed;
+        bad.one_of(
+            "embed.provider",
+            &e.provider,
+            &["auto", "local", "openai", "none"],
+        );
+        if e.provider == "openai" {
+            bad.url("embed.base_url", &e.base_url, false);
+        } else {
+            bad.url("embed.base_url", &e.base_url, true);
         }
-        if !(self.llm.timeout_secs > 0.0 && self.llm.timeout_secs <= 3600.0) {
-            return Err(invalid("llm.timeout_secs", "must be between 0 and 3600"));
-        }
-        if self.llm.model.trim().is_empty() {
-            return Err(invalid("llm.model", "must not be empty"));
-        }
-        if !(0.0..=2.0).contains(&self.llm.reply_temperature) {
-            return Err(invalid("llm.reply_temperature", "must be between 0 and 2"));
-        }
-        if self.memory.context_budget_tokens < 100 {
-            return Err(invalid(
-                "memory.context_budget_tokens",
-                "must be at least 100",
-            ));
-        }
-        if !matches!(self.memory.tokenizer.as_str(), "cl100k_base" | "o200k_base") {
-            return Err(invalid(
-                "memory.tokenizer",
-                "must be cl100k_base or o200k_base",
-            ));
-        }
-        if self.memory.day_summary_chars < 50 || self.memory.history_summary_chars < 50 {
-            return Err(invalid("memory.*_summary_chars", "must be at least 50"));
-        }
-        if self.memory.history_days == 0 || self.memory.history_days > 30 {
-            return Err(invalid("memory.history_days", "must be between 1 and 30"));
-        }
-        if self.memory.max_fact_chars == 0
-            || self.memory.max_facts_chars < self.memory.max_fact_chars
-        {
-            return Err(invalid(
-                "memory.max_facts_chars",
-                "must be at least memory.max_fact_chars (and both above 0)",
-            ));
-        }
-        if chrono::NaiveTime::parse_from_str(&self.jobs.day_summaries_after, "%H:%M").is_err() {
-            return Err(invalid(
-                "jobs.day_summaries_after",
-                "must be a UTC time HH:MM",
-            ));
-        }
-        if chrono::NaiveTime::parse_from_str(&self.memory.extraction_at, "%H:%M").is_err() {
-            return Err(invalid("memory.extraction_at", "must be a UTC time HH:MM"));
-        }
-        if !(0.0..=1.0).contains(&self.memory.durable_confidence)
-            || self.memory.memory_md_max_words < 50
-            || self.memory.daily_notes_days == 0
-        {
-            return Err(invalid(
-                "memory.durable_confidence",
-                "must be within 0..1 (memory_md_max_words at least 50, daily_notes_days at least 1)",
-            ));
-        }
-        if !(1..=86_400).contains(&self.jobs.retry_backoff_secs) {
-            return Err(invalid(
-                "jobs.retry_backoff_secs",
-                "must be between 1 and 86400",
-            ));
-        }
-        if self.memory.extraction_catch_up_days > 30 {
-            return Err(invalid(
-                "memory.extraction_catch_up_days",
-                "must be between 0 and 30",
-            ));
-        }
-        if self.limits.mentions_per_message == 0 {
-            return Err(invalid("limits.mentions_per_message", "must be at least 1"));
-        }
-        if !(1..=15).contains(&self.telegram.poll_secs)
-            || !(self.telegram.api_url.starts_with("http://")
-                || self.telegram.api_url.starts_with("https://"))
-        {
-            return Err(invalid(
-                "telegram.api_url",
-                "must be an http(s) URL (and telegram.poll_secs within 1..=15)",
-            ));
-        }
-        if self.llm.reply_tools && self.llm.max_tool_rounds == 0 {
-            return Err(invalid(
-                "llm.max_tool_rounds",
-                "must be at least 1 when reply_tools is on",
-            ));
-        }
-        if self.jobs.tick_secs == 0 || self.jobs.lease_secs < 10 {
-            return Err(invalid(
-                "jobs.tick_secs",
-                "tick_secs must be at least 1 and lease_secs at least 10",
-            ));
-        }
-        if !matches!(
-            self.embed.provider.as_str(),
-            "auto" | "local" | "openai" | "none"
-        ) {
-            return Err(invalid(
-                "embed.provider",
-                "must be \"auto\", \"local\", \"openai\" or \"none\"",
-            ));
-        }
-        if self.embed.provider == "openai"
-            && !(self.embed.base_url.starts_with("http://")
-                || self.embed.base_url.starts_with("https://"))
-        {
-            return Err(invalid(
-                "embed.base_url",
-                "must start with http:// or https:// when embed.provider = \"openai\"",
-            ));
-        }
-        if self.embed.dimensions == 0 || self.embed.dimensions > 4096 {
-            return Err(invalid("embed.dimensions", "must be between 1 and 4096"));
-        }
-        if self.embed.batch_size == 0 || self.embed.max_tokens < 8 || self.embed.max_tokens > 512 {
-            return Err(invalid(
-                "embed.batch_size",
-                "batch_size must be at least 1 and max_tokens between 8 and 512",
-            ));
-        }
+        bad.range("embed.dimensions", e.dimensions, 1, 4096);
+        bad.range("embed.batch_size", e.batch_size, 1, 4096);
+        bad.range("embed.max_tokens", e.max_tokens, 8, 512);
+        bad.range("embed.timeout_secs", e.timeout_secs, 0.001, 3600.0);
+        bad.range("embed.idle_secs", e.idle_secs, 1, 3600);
+
         let r = &self.retrieval;
-        if !(r.k1 >= 0.0 && r.k1 <= 10.0 && (0.0..=1.0).contains(&r.b)) {
-            return Err(invalid(
-                "retrieval.k1",
-                "k1 must be between 0 and 10 and b between 0 and 1",
-            ));
+        bad.range("retrieval.k1", r.k1, 0.0, 10.0);
+        bad.range("retrieval.b", r.b, 0.0, 1.0);
+        bad.range("retrieval.candidates", r.candidates, 1, 100_000);
+        bad.range(
+            "retrieval.episode_candidates",
+            r.episode_candidates,
+            0,
+            100_000,
+        );
+        bad.range("retrieval.rrf_k", r.rrf_k, 0.001, 1e6);
+        bad.range("retrieval.episode_rrf_k", r.episode_rrf_k, 0.001, 1e6);
+        bad.range(
+            "retrieval.episode_rrf_k_bm25_only",
+            r.episode_rrf_k_bm25_only,
+            0.001,
+            1e6,
+        );
+        for (key, w) in [
+            ("retrieval.bm25_weight", r.bm25_weight),
+            ("retrieval.vector_weight", r.vector_weight),
+            ("retrieval.episode_weight", r.episode_weight),
+            ("retrieval.time_weight", r.time_weight),
+            ("retrieval.speaker_weight", r.speaker_weight),
+            ("retrieval.phrase_weight", r.phrase_weight),
+        ] {
+            bad.range(key, w, 0.0, 100.0);
         }
-        if r.candidates == 0
-            || r.items == 0
-            || r.rrf_k <= 0.0
-            || r.episode_rrf_k <= 0.0
-            || r.episode_rrf_k_bm25_only <= 0.0
-            || r.max_query_terms == 0
-        {
-            return Err(invalid(
-                "retrieval.candidates",
-                "candidates, items, max_query_terms and rrf_k must be above 0",
-            ));
+        bad.range("retrieval.max_query_terms", r.max_query_terms, 1, 1000);
+        bad.range("retrieval.items", r.items, 1, 1000);
+        bad.range(
+            "retrieval.episode_gap_minutes",
+            r.episode_gap_minutes,
+            1,
+            10_080,
+        );
+        bad.range(
+            "retrieval.episode_merge_similarity",
+            r.episode_merge_similarity,
+            0.0,
+            1.0,
+        );
+
+        let li = &self.limits;
+        bad.range(
+            "limits.mentions_per_message",
+            li.mentions_per_message,
+            1,
+            1000,
+        );
+
+        if let Err(problem) = check_log_filter(&self.log.level) {
+            bad.push("log.level", problem);
         }
-        if !(0.0..=1.0).contains(&r.episode_merge_similarity) || r.episode_gap_minutes <= 0 {
-            return Err(invalid(
-                "retrieval.episode_merge_similarity",
-                "must be between 0 and 1, and episode_gap_minutes above 0",
-            ));
-        }
-        if !matches!(self.log.format.as_str(), "text" | "json") {
-            return Err(invalid("log.format", "must be \"text\" or \"json\""));
-        }
-        Ok(())
+        bad.one_of("log.format", &self.log.format, &["text", "json"]);
+        bad.into_result()
     }
 
     pub fn is_moderator(&self, platform: crate::domain::Platform, user_id: &str) -> bool {
@@ -483,6 +503,137 @@ impl Config {
             .iter()
             .any(|m| m.split_once(':') == Some((platform.as_str(), user_id)))
     }
+}
+
+/// The bad settings found by `Config::validate`, in the order of the file.
+#[derive(Default)]
+struct Problems(Vec<(&'static str, String)>);
+
+impl Problems {
+    fn push(&mut self, key: &'static str, problem: impl Into<String>) {
+        self.0.push((key, problem.into()));
+    }
+
+    fn check(&mut self, ok: bool, key: &'static str, problem: impl Into<String>) {
+        if !ok {
+            self.push(key, problem);
+        }
+    }
+
+    /// `low..=high`, inclusive (NaN is out of every range).
+    fn range<T: PartialOrd + fmt::Display>(&mut self, key: &'static str, v: T, low: T, high: T) {
+        if !(v >= low && v <= high) {
+            self.push(key, format!("is {v}; must be between {low} and {high}"));
+        }
+    }
+
+    fn one_of(&mut self, key: &'static str, v: &str, allowed: &[&str]) {
+        if !allowed.contains(&v) {
+            let allowed: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
+            self.push(
+                key,
+                format!("is {v:?}; must be one of {}", allowed.join(", ")),
+            );
+        }
+    }
+
+    fn time(&mut self, key: &'static str, v: &str) {
+        if chrono::NaiveTime::parse_from_str(v, "%H:%M").is_err() {
+            self.push(
+                key,
+                format!("is {v:?}; must be a UTC time HH:MM, e.g. \"23:00\""),
+            );
+        }
+    }
+
+    /// An http(s) URL with a host (or empty, when `may_be_empty`).
+    fn url(&mut self, key: &'static str, v: &str, may_be_empty: bool) {
+        if v.is_empty() && may_be_empty {
+            return;
+        }
+        let shown = redact_url(v);
+        let empty = if may_be_empty { " (or empty)" } else { "" };
+        match reqwest::Url::parse(v) {
+            Ok(u)
+                if matches!(u.scheme(), "http" | "https")
+                    && u.host_str().is_some_and(|h| !h.is_empty()) => {}
+            Ok(_) => self.push(
+                key,
+                format!("is {shown:?}; must be an http:// or https:// URL with a host{empty}"),
+            ),
+            Err(e) => self.push(
+                key,
+                format!("is {shown:?}, not a URL ({e}); must be an http:// or https:// URL{empty}"),
+            ),
+        }
+    }
+
+    fn into_result(self) -> Result<(), ConfigError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::Invalid(self.0))
+        }
+    }
+}
+
+/// A `log.level` filter: comma-separated directives, each a level (`info`) or `target=level`
+/// (`engram=debug`); levels are trace, debug, info, warn, error and off.
+fn check_log_filter(filter: &str) -> Result<(), String> {
+    const LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+    let usage = "must be a level (trace, debug, info, warn, error, off) or directives like \"engram=debug,sqlx=warn\"";
+    if filter.trim().is_empty() {
+        return Err(format!("is empty; {usage}"));
+    }
+    for directive in filter.split(',').map(str::trim) {
+        let level = directive.rsplit_once('=').map_or(directive, |(_, l)| l);
+        if !LEVELS.contains(&level.to_ascii_lowercase().as_str()) {
+            return Err(format!("{directive:?} names no level; {usage}"));
+        }
+    }
+    tracing_subscriber::EnvFilter::try_new(filter)
+        .map(|_| ())
+        .map_err(|e| format!("{e}; {usage}"))
+}
+
+/// A figment error as `key: problem (from source)`, one line per error, with the key as the
+/// setting's dotted name (`llm.model`) or the environment variable that set it.
+fn describe(error: figment::Error) -> String {
+    error
+        .into_iter()
+        .map(|e| {
+            let path = &e.path;
+            let key = path.join(".");
+            let source = match &e.metadata {
+                Some(md) if md.name.contains("environment") => {
+                    format!(
+                        " (from the environment variable ENGRAM__{})",
+                        path.iter()
+                            .map(|p| p.to_ascii_uppercase())
+                            .collect::<Vec<_>>()
+                            .join("__")
+                    )
+                }
+                Some(md) => match &md.source {
+                    Some(figment::Source::File(f)) => format!(" (in {})", f.display()),
+                    _ => String::new(),
+                },
+                None => String::new(),
+            };
+            let problem = match &e.kind {
+                figment::error::Kind::UnknownField(field, _) => {
+                    format!("{field:?} is not a setting (config/default.toml lists them all)")
+                }
+                kind => kind.to_string(),
+            };
+            if key.is_empty() {
+                format!("{problem}{source}")
+            } else {
+                format!("{key}: {problem}{source}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn reject_secrets_in_file(path: &Path) -> Result<(), ConfigError> {

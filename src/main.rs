@@ -550,8 +550,9 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
 }
 
 /// The memory tier of a command-line run: the store and `MemoryManager`, no platform.
+/// The database must exist: these commands read or add to a deployment, never start one.
 async fn memory_manager(config: &Config) -> anyhow::Result<engram::memory::MemoryManager> {
-    let store = app::open_store(config).await?;
+    let store = app::open_existing_store(config).await?;
     engram::memory::MemoryManager::new(
         store,
         None,
@@ -600,7 +601,7 @@ async fn extract(
     dry_run: bool,
     day: Option<chrono::NaiveDate>,
 ) -> anyhow::Result<()> {
-    let store = app::open_store(config).await?;
+    let store = app::open_existing_store(config).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let llm = app::chat_model(config, secrets, clock.clone())?;
     let Some(extractor) = app::extractor(
@@ -730,17 +731,15 @@ async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
 async fn migrate(config: &Config, from: &str, to: &str) -> anyhow::Result<()> {
     use engram::config::redact_url;
     use engram::store::copy::{copy_all, summarize};
-    if let Some(path) = from
-        .strip_prefix("sqlite://")
-        .or_else(|| from.strip_prefix("sqlite:"))
-    {
-        anyhow::ensure!(
-            std::path::Path::new(path).exists(),
-            "the source database {path} does not exist"
-        );
-    }
-    anyhow::ensure!(from != to, "--from and --to name the same database");
-    let source = app::open_store_url(from, &config.store)
+    let (source_url, target_url) = (
+        engram::store::DbUrl::parse(from).context("--from")?,
+        engram::store::DbUrl::parse(to).context("--to")?,
+    );
+    anyhow::ensure!(
+        source_url != target_url,
+        "--from and --to name the same database"
+    );
+    let source = app::open_existing_store_url(from, &config.store)
         .await
         .with_context(|| format!("opening the source {}", redact_url(from)))?;
     let target = app::open_store_url(to, &config.store)

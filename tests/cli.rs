@@ -2,43 +2,8 @@
 //! no configuration, a script with several people, and clear start-up errors.
 
 mod common;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
-fn engram(
-    dir: &std::path::Path,
-    args: &[&str],
-    stdin: &str,
-    env: &[(&str, &str)],
-) -> (String, String, bool) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_engram"));
-    cmd.args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, _) in std::env::vars()
-        .filter(|(k, _)| k.starts_with("ENGRAM") || k == "OPENAI_API_KEY" || k.ends_with("_TOKEN"))
-    {
-        cmd.env_remove(k);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("engram starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.success(),
-    )
-}
+use common::engram;
 
 #[test]
 fn run_opens_a_console_chat_that_remembers_across_restarts() {

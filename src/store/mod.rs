@@ -7,6 +7,7 @@ pub mod postgres;
 mod rows;
 pub mod sqlite;
 pub mod terms;
+pub mod url;
 
 use crate::domain::{
     DailyNote, Entry, EntryVersion, EntryWrite, MessageId, NewEntry, Person, PersonId, Platform,
@@ -22,11 +23,19 @@ pub use sqlite::SqliteStore;
 pub use terms::{
     Bm25, DocumentTerms, WordPairs, document_terms, plain_words, query_terms, rank_documents,
 };
+pub use url::{DbUrl, DbUrlError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot open database {url}: {reason}")]
     Open { url: String, reason: String },
+    #[error(transparent)]
+    Url(#[from] DbUrlError),
+    /// A command that only reads was pointed at a SQLite file that is not there.
+    #[error(
+        "there is no database at {0}: run this where the bot runs, or point store.url (ENGRAM__STORE__URL or --config) at its database"
+    )]
+    Missing(String),
     #[error("database migration failed: {0}")]
     Migrate(String),
     /// The database was busy or the connection dropped; the same call may succeed later.

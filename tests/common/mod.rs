@@ -535,3 +535,41 @@ pub fn code_in(reply: &str) -> String {
         .unwrap_or_else(|| panic!("no code in {reply}"))
         .to_string()
 }
+
+/// The `engram` binary run in `dir` (a new user's scratch directory): `stdin` fed, none of the
+/// caller's ENGRAM*/token variables, only `env`. (stdout, stderr, success)
+pub fn engram(
+    dir: &std::path::Path,
+    args: &[&str],
+    stdin: &str,
+    env: &[(&str, &str)],
+) -> (String, String, bool) {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_engram"));
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (k, _) in std::env::vars()
+        .filter(|(k, _)| k.starts_with("ENGRAM") || k == "OPENAI_API_KEY" || k.ends_with("_TOKEN"))
+    {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("engram starts");
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}

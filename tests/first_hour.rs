@@ -1,0 +1,264 @@
+//! A new user's first hour with the binary: bad settings refused naming their own key, typos
+//! in database URLs refused, read-only commands that never create a database (issue 14).
+
+mod common;
+use common::engram;
+
+/// Runs `engram run` with one setting from the environment; (stderr, success).
+fn start_with(dir: &std::path::Path, var: &str, value: &str) -> (String, bool) {
+    let (_, err, ok) = engram(dir, &["run"], "", &[(var, value), ("USER", "alice")]);
+    (err, ok)
+}
+
+#[test]
+fn every_bad_setting_is_refused_under_its_own_key() {
+    let dir = tempfile::tempdir().unwrap();
+    // (variable, value, the key the error must name, words of what is allowed)
+    let cases = [
+        (
+            "ENGRAM__MEMORY__MEMORY_MD_MAX_WORDS",
+            "12",
+            "memory.memory_md_max_words",
+            "between 50",
+        ),
+        (
+            "ENGRAM__MEMORY__DAILY_NOTES_DAYS",
+            "0",
+            "memory.daily_notes_days",
+            "between 1",
+        ),
+        (
+            "ENGRAM__MEMORY__DURABLE_CONFIDENCE",
+            "1.5",
+            "memory.durable_confidence",
+            "between 0 and 1",
+        ),
+        (
+            "ENGRAM__TELEGRAM__POLL_SECS",
+            "30",
+            "telegram.poll_secs",
+            "between 1 and 15",
+        ),
+        (
+            "ENGRAM__LOG__LEVEL",
+            "loud",
+            "log.level",
+            "trace, debug, info",
+        ),
+        (
+            "ENGRAM__LOG__LEVEL",
+            "engram=loud",
+            "log.level",
+            "trace, debug, info",
+        ),
+        (
+            "ENGRAM__LLM__BASE_URL",
+            "http://",
+            "llm.base_url",
+            "http:// or https://",
+        ),
+        (
+            "ENGRAM__LLM__BASE_URL",
+            "localhost:11434/v1",
+            "llm.base_url",
+            "http:// or https://",
+        ),
+        (
+            "ENGRAM__DISCORD__API_URL",
+            "ftp://x",
+            "discord.api_url",
+            "http:// or https://",
+        ),
+        (
+            "ENGRAM__TELEGRAM__API_URL",
+            "",
+            "telegram.api_url",
+            "http:// or https://",
+        ),
+        (
+            "ENGRAM__JOBS__LEASE_SECS",
+            "1",
+            "jobs.lease_secs",
+            "between 10",
+        ),
+        (
+            "ENGRAM__EMBED__PROVIDER",
+            "magic",
+            "embed.provider",
+            "\"local\"",
+        ),
+        ("ENGRAM__LOG__FORMAT", "xml", "log.format", "\"json\""),
+        (
+            "ENGRAM__MEMORY__CONTEXT_BUDGET_TOKENS",
+            "many",
+            "memory.context_budget_tokens",
+            "usize",
+        ),
+        (
+            "ENGRAM__MEMORY__NO_SUCH_KEY",
+            "1",
+            "memory.no_such_key",
+            "not a setting",
+        ),
+    ];
+    let every_key: Vec<&str> = cases.iter().map(|c| c.2).collect();
+    for (var, value, key, allowed) in cases {
+        let (err, ok) = start_with(dir.path(), var, value);
+        assert!(!ok, "{var}={value} was accepted");
+        assert!(
+            err.contains(key) && err.contains(allowed),
+            "{var}={value}: {err}"
+        );
+        // Only its own key: no other key of the table is blamed.
+        for other in every_key.iter().filter(|k| **k != key) {
+            assert!(!err.contains(other), "{var}={value} blamed {other}: {err}");
+        }
+        assert!(
+            !err.contains(&format!("default.{key}")),
+            "figment's profile leaked: {err}"
+        );
+        assert!(
+            !dir.path().join("data").exists(),
+            "a refused start created a database"
+        );
+    }
+    // Positive controls: good values of the same keys start (and answer).
+    for (var, value) in [
+        ("ENGRAM__LOG__LEVEL", "engram=debug,sqlx=warn"),
+        ("ENGRAM__LLM__BASE_URL", ""),
+        ("ENGRAM__DISCORD__API_URL", "http://127.0.0.1:9/api"),
+        ("ENGRAM__MEMORY__MEMORY_MD_MAX_WORDS", "50"),
+    ] {
+        let (err, ok) = start_with(dir.path(), var, value);
+        assert!(ok, "{var}={value} was refused: {err}");
+    }
+}
+
+#[test]
+fn a_bad_config_file_names_the_key_and_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("local.toml"), "[llm]\nmodle = \"llama3\"\n").unwrap();
+    let (_, err, ok) = engram(dir.path(), &["--config", "local.toml", "run"], "", &[]);
+    assert!(!ok);
+    assert!(
+        err.contains("llm.modle") && err.contains("local.toml") && !err.contains("default.llm"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.path().join("local.toml"),
+        "[memory]\nhistory_days = 99\n",
+    )
+    .unwrap();
+    let (_, err, ok) = engram(dir.path(), &["--config", "local.toml", "run"], "", &[]);
+    assert!(!ok && err.contains("memory.history_days"), "{err}");
+}
+
+#[test]
+fn a_typo_in_a_database_url_is_an_error_not_a_new_database() {
+    let dir = tempfile::tempdir().unwrap();
+    // A source worth copying.
+    let (_, err, ok) = engram(
+        dir.path(),
+        &["chat", "--as", "alice"],
+        "remember that I love Rust\n",
+        &[],
+    );
+    assert!(ok, "{err}");
+    let before: Vec<_> = walk(dir.path());
+    for to in [
+        "postgress://engram@127.0.0.1/engram",
+        "mysql://x",
+        "data/copy.db",
+        "sqlite://",
+    ] {
+        let (out, err, ok) = engram(
+            dir.path(),
+            &["migrate", "--from", "sqlite://data/engram.db", "--to", to],
+            "",
+            &[],
+        );
+        assert!(!ok, "--to {to} succeeded: {out}");
+        assert!(
+            err.contains("--to") && !out.contains("rows added"),
+            "{to}: {err}"
+        );
+        assert_eq!(walk(dir.path()), before, "--to {to} wrote a file");
+    }
+    // The URL in the settings: refused at start, naming the key.
+    for url in ["sqlite://", "sqlite:", "postgress://u@h/db"] {
+        let (err, ok) = start_with(dir.path(), "ENGRAM__STORE__URL", url);
+        assert!(!ok && err.contains("store.url"), "{url}: {err}");
+        assert!(!err.contains("no such table"), "{err}");
+    }
+    // Positive control: a correct target URL copies.
+    let (out, err, ok) = engram(
+        dir.path(),
+        &[
+            "migrate",
+            "--from",
+            "sqlite://data/engram.db",
+            "--to",
+            "sqlite://data/copy.db",
+        ],
+        "",
+        &[],
+    );
+    assert!(ok && out.contains("rows added"), "{out}{err}");
+}
+
+#[test]
+fn commands_that_only_read_never_create_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["export", "--out", "out"][..],
+        &["search", "--user", "alice", "--query", "rust"],
+        &["import", "--dir", "out"],
+        &[
+            "migrate",
+            "--from",
+            "sqlite://data/engram.db",
+            "--to",
+            "sqlite://copy.db",
+        ],
+    ] {
+        let (_, err, ok) = engram(dir.path(), args, "", &[]);
+        assert!(!ok, "{args:?} succeeded in an empty directory");
+        assert!(
+            err.contains("no database at data/engram.db"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            walk(dir.path()),
+            Vec::<String>::new(),
+            "{args:?} wrote files"
+        );
+    }
+    // Positive control: where the bot ran, export works.
+    let (_, err, ok) = engram(
+        dir.path(),
+        &["chat", "--as", "alice"],
+        "remember that I love Rust\n",
+        &[],
+    );
+    assert!(ok, "{err}");
+    let (out, err, ok) = engram(dir.path(), &["export", "--out", "out"], "", &[]);
+    assert!(ok && out.contains("1 people exported"), "{out}{err}");
+}
+
+/// Every file under `dir`, relative, sorted.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                found.push(p.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
