@@ -34,6 +34,9 @@ pub struct Reply {
 }
 
 /// An account as shown to its owner: "Alice (@alice_w, id 1001) on telegram".
+/// What the history keeps of an answer that only showed memory.
+const SHOWN_MEMORY_NOTE: &str = "(showed memory here; not kept in the history)";
+
 fn account_line(a: &crate::store::Account) -> String {
     match &a.username {
         Some(u) => format!(
@@ -184,9 +187,10 @@ impl Bot {
             // The indicator stopped early (it failed): the answer still comes.
             _ = while_answering => answer.await,
         };
+        let shows_memory = matches!(&answer, Ok(a) if a.shows_memory);
         let mut text = match answer {
-            Ok(Answer { text, staged }) if staged.is_empty() => text,
-            Ok(Answer { text, staged }) => self.ask_to_confirm(&ingested, text, staged),
+            Ok(Answer { text, staged, .. }) if staged.is_empty() => text,
+            Ok(Answer { text, staged, .. }) => self.ask_to_confirm(&ingested, text, staged),
             Err(MemoryError::Invalid(why)) | Err(MemoryError::NotAllowed(why)) => why,
             Err(MemoryError::Busy) => {
                 "Memory is busy with other updates right now; please try again.".to_string()
@@ -200,14 +204,21 @@ impl Bot {
             text = "…".to_string();
         }
         let now = self.memory.clock().now().max(ingested.message.sent_at);
+        // Memory shown is not memory: kept as a short note, withheld from search and
+        // summaries, so it never comes back as conversation or survives a forget.
+        let (kept, withheld) = if shows_memory {
+            (SHOWN_MEMORY_NOTE, true)
+        } else {
+            (text.as_str(), ingested.withheld)
+        };
         self.ingestor
             .ingest_reply(
                 msg.platform,
                 &ingested.record,
-                &text,
+                kept,
                 &ingested.message,
                 now,
-                ingested.withheld,
+                withheld,
                 ingested.is_command,
             )
             .await?;
@@ -337,6 +348,16 @@ impl Bot {
                 .config
                 .is_moderator(msg.platform, &ingested.author_external_id);
         let command = parse_command(text);
+        let shows_memory = matches!(
+            command,
+            Command::Recall { .. }
+                | Command::Memory(
+                    MemoryCommand::View
+                        | MemoryCommand::Search(_)
+                        | MemoryCommand::Export
+                        | MemoryCommand::Forget(_)
+                )
+        );
         if !matches!(command, Command::Confirm(_)) {
             // A question the bot asked lapses once the person moves on.
             self.pending.invalidate(&Self::pending_key(ingested));
@@ -412,7 +433,10 @@ impl Bot {
                 }
             }
         };
-        Ok(Answer::from(said))
+        Ok(Answer {
+            shows_memory,
+            ..Answer::from(said)
+        })
     }
 
     /// Keeps what the model asked to change for the person's "yes", and says so.

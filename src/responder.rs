@@ -18,6 +18,9 @@ use tracing::{info, warn};
 pub struct Answer {
     pub text: String,
     pub staged: Vec<StagedChange>,
+    /// The answer only shows memory (a recall, a listing, the offline dump): it is not
+    /// conversation, so it is kept in the history as a short note, never searched or recalled.
+    pub shows_memory: bool,
 }
 
 impl From<String> for Answer {
@@ -25,6 +28,17 @@ impl From<String> for Answer {
         Answer {
             text,
             staged: Vec::new(),
+            shows_memory: false,
+        }
+    }
+}
+
+impl Answer {
+    /// An answer that shows memory rather than says something (see `shows_memory`).
+    pub fn showing_memory(text: String) -> Answer {
+        Answer {
+            shows_memory: true,
+            ..Answer::from(text)
         }
     }
 }
@@ -104,7 +118,7 @@ impl Responder {
             self.memory.tokens(),
         );
         let Some(llm) = &self.llm else {
-            return Ok(Answer::from(format!(
+            return Ok(Answer::showing_memory(format!(
                 "I have no language model configured, so I can't chat yet (set llm.base_url). \
                  Here is the memory I would have used ({} tokens of {}):\n\n{}",
                 prompt.tokens,
@@ -150,6 +164,7 @@ impl Responder {
             Ok((answer, staged)) => Ok(Answer {
                 text: answer.trim().to_string(),
                 staged,
+                shows_memory: false,
             }),
             Err(e) => {
                 // The provider's words (which may carry account ids) go to the log only.
@@ -158,7 +173,7 @@ impl Responder {
                     LlmError::CircuitOpen { .. } => "My language model is failing right now",
                     _ => "I couldn't reach my language model",
                 };
-                Ok(Answer::from(format!(
+                Ok(Answer::showing_memory(format!(
                     "{why}, so here is what I remember instead:\n\n{}",
                     describe_memory(&bundle)
                 )))

@@ -262,3 +262,60 @@ fn walk(dir: &std::path::Path) -> Vec<String> {
     found.sort();
     found
 }
+
+/// The "N" of "(N tokens of 1500)" in an offline answer.
+fn tokens_shown(reply: &str) -> usize {
+    let at = reply.find(" tokens of ").expect("the offline answer counts tokens");
+    let digits: String = reply[..at]
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.chars().rev().collect::<String>().parse().unwrap()
+}
+
+#[tokio::test]
+async fn answers_that_only_show_memory_are_not_memory() {
+    let h = common::Harness::offline().await;
+    let reply = h.dm("alice", "remember that I love Rust").await;
+    assert!(reply.contains("Got it"), "{reply}");
+    let mut tokens = Vec::new();
+    let mut last = String::new();
+    for _ in 0..5 {
+        h.clock.advance(chrono::Duration::minutes(1));
+        last = h.dm("alice", "how are you").await;
+        tokens.push(tokens_shown(&last));
+    }
+    // Each dump is not fed to the next: every question adds the same (itself and the short
+    // note standing for the dump), where dumps fed back would grow with every turn.
+    assert_eq!(last.matches("Here is the memory").count(), 1, "{last}");
+    let steps: Vec<usize> = tokens.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        steps.iter().all(|s| s.abs_diff(steps[0]) <= 3),
+        "the context grows faster every turn: {tokens:?}"
+    );
+    // The other answers that only show memory: a recall, /memory, its search and export.
+    for ask in [
+        "what do you know about me",
+        "/memory",
+        "/memory search rust",
+        "/memory export",
+    ] {
+        let reply = h.dm("alice", ask).await;
+        assert!(reply.contains("love Rust"), "{ask}: {reply}");
+    }
+    let db = common::database_text(&h).await;
+    for shown in ["Here is the memory", "Here's what I know", "User Preferences", "1. I love Rust"] {
+        assert!(!db.contains(shown), "{shown:?} was kept: {db}");
+    }
+    // Positive controls: the questions and the conversational answers are kept.
+    assert!(db.contains("how are you") && db.contains("Got it, I'll remember that"));
+    // Search finds the fact once (alice's own message), never a dump of it.
+    let place = h.place(&common::ConsoleOptions::private("alice"), "alice").await;
+    let found = common::search_texts(&h, &place, h.person("alice").await, "love Rust").await;
+    assert!(found.contains(&"remember that I love Rust".to_string()), "{found:?}");
+    assert!(
+        found.iter().all(|t| !t.contains("I love Rust") || t.starts_with("remember")),
+        "a dump was found: {found:?}"
+    );
+}

@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use chrono::{DateTime, TimeZone, Utc};
-use engram::adapters::console::{ConsoleOptions, console_message};
+pub use engram::adapters::console::ConsoleOptions;
+use engram::adapters::console::console_message;
 use engram::app;
 use engram::bot::Bot;
 use engram::config::{Config, Secrets};
