@@ -280,7 +280,7 @@ impl Bot {
         else {
             return Ok(());
         };
-        if old.text == link::redact(&sanitize(&msg.text)) {
+        if old.text == crate::ingest::stored_form(&sanitize(&msg.text)) {
             return Ok(());
         }
         let fact = self.remembered_in(&old);
@@ -483,7 +483,7 @@ impl Bot {
             .capture(person, &ingested.place, fact, ingested.message.id.0)
             .await?
         {
-            Captured::Refused(why) => Ok(why),
+            Captured::Refused(why) => Ok(why.refusal().to_string()),
             Captured::Written(crate::domain::EntryWrite::Unchanged(_)) => {
                 Ok("I already knew that.".to_string())
             }

@@ -4,10 +4,10 @@
 //! What a paused person says is stored withheld (nothing is derived from it); link codes are
 //! taken out of stored text, and a code seen outside a private chat is revoked at once.
 
-use crate::domain::link;
 use crate::domain::{
     IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceKind, StoredMessage,
 };
+use crate::domain::{link, secret};
 use crate::router::{Command, parse_command};
 use crate::store::{NewMessage, Store, StoreError};
 use chrono::{DateTime, Utc};
@@ -181,7 +181,7 @@ impl Ingestor {
         let is_command = addressed && !matches!(parse_command(&command_text), Command::Chat);
         // Link codes never reach the stored text, however they are spelled out; one seen
         // outside a private chat is dead at once, as anyone there could use it.
-        let mut stored_text = link::redact(&text);
+        let mut stored_text = stored_form(&text);
         let spans = link::code_spans(&text);
         if !spans.is_empty() {
             let hashes: Vec<String> = spans.iter().map(|(c, _)| link::code_hash(c)).collect();
@@ -199,7 +199,7 @@ impl Ingestor {
                     .filter(|(_, h)| codes.contains(h))
                     .map(|((_, r), _)| r)
                     .collect();
-                stored_text = link::redact(&link::redact_spans(&text, &seen));
+                stored_text = stored_form(&link::redact_spans(&text, &seen));
             }
         }
         // An answer only the author sees is kept with them: a channel of its own in their
@@ -322,12 +322,17 @@ impl Ingestor {
                 is_command,
                 external_id: format!("reply:{}:{seq}", in_reply_to.id.0),
                 reply_to: Some(in_reply_to.id.0.to_string()),
-                text: link::redact(text),
+                text: stored_form(text),
                 sent_at: at,
                 withheld,
             })
             .await
     }
+}
+
+/// A message's text as stored: without link codes (as the bot writes them) and secrets.
+pub fn stored_form(text: &str) -> String {
+    secret::redact_secrets(&link::redact(text))
 }
 
 #[cfg(test)]

@@ -139,10 +139,12 @@ fn about_clause(rest: &str) -> Option<(Subject, String)> {
 }
 
 /// Besides "remember …", the seed's phrases that ask the bot to keep what follows.
-const CAPTURE_PHRASES: [&str; 8] = [
+const CAPTURE_PHRASES: [&str; 10] = [
     "note that",
     "keep in mind",
     "don't forget",
+    "don’t forget",
+    "dont forget",
     "do not forget",
     "save this",
     "for future reference",
@@ -150,8 +152,53 @@ const CAPTURE_PHRASES: [&str; 8] = [
     "fyi",
 ];
 
+/// Courtesies before a request ("please remember …", "can you note that …"): the request is
+/// the same without them.
+const COURTESIES: [&str; 14] = [
+    "please",
+    "pls",
+    "plz",
+    "kindly",
+    "can you",
+    "could you",
+    "would you",
+    "will you",
+    "can u",
+    "hey",
+    "ok",
+    "okay",
+    "also",
+    "and",
+];
+
+/// After "remember", words that make it a question about the past, not a request to keep
+/// something ("remember when we met?").
+const QUESTION_WORDS: [&str; 10] = [
+    "what", "when", "where", "who", "whom", "which", "how", "why", "if", "whether",
+];
+
 pub fn parse_command(text: &str) -> Command {
-    let text = text.trim().trim_start_matches([',', ':', '!', ' ']);
+    let mut text = text.trim().trim_start_matches([',', ':', '!', ' ']);
+    let mut asked = false;
+    while let Some(rest) = COURTESIES.iter().find_map(|c| after(text, c)) {
+        if rest.is_empty() {
+            break;
+        }
+        text = rest.trim_start_matches([',', ':', '!', ' ']);
+        asked = true;
+    }
+    if asked {
+        // "can you remember that I like tea, please?": the request, not its question mark.
+        text = text.trim_end_matches(['?', '!', ' ']);
+        for tail in [", please", " please", " pls"] {
+            if text.len() > tail.len()
+                && text.is_char_boundary(text.len() - tail.len())
+                && text[text.len() - tail.len()..].eq_ignore_ascii_case(tail)
+            {
+                text = &text[..text.len() - tail.len()];
+            }
+        }
+    }
     if text.eq_ignore_ascii_case("help") || text == "?" {
         return Command::Help;
     }
@@ -191,6 +238,10 @@ pub fn parse_command(text: &str) -> Command {
         }
     }
     if let Some(rest) = after(text, "remember") {
+        let next = rest.split_whitespace().next().unwrap_or("").to_lowercase();
+        if QUESTION_WORDS.contains(&next.as_str()) {
+            return Command::Chat;
+        }
         let rest = after(rest, "this").unwrap_or(rest);
         if let Some((subject, fact)) = about_clause(rest) {
             return Command::Remember { subject, fact };
@@ -397,6 +448,27 @@ mod tests {
         assert_eq!(parse_command("notes from today"), Command::Chat);
         assert_eq!(parse_command("what do you remember"), Command::Chat);
         assert_eq!(parse_command("remember"), speaker(""));
+        // Natural variants are requests too, not conversation.
+        for ask in [
+            "please remember that I like tea",
+            "Can you remember that I like tea?",
+            "could you please remember I like tea",
+            "don't forget that I like tea",
+            "Don’t forget that I like tea",
+            "pls note that I like tea",
+            "ok, also remember that I like tea, please",
+        ] {
+            assert_eq!(parse_command(ask), speaker("I like tea"), "{ask}");
+        }
+        // Questions about the past are conversation.
+        for ask in [
+            "remember when we met?",
+            "can you remember what I said yesterday?",
+            "do you remember my birthday?",
+            "please",
+        ] {
+            assert_eq!(parse_command(ask), Command::Chat, "{ask}");
+        }
     }
 
     #[test]

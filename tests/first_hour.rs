@@ -265,7 +265,9 @@ fn walk(dir: &std::path::Path) -> Vec<String> {
 
 /// The "N" of "(N tokens of 1500)" in an offline answer.
 fn tokens_shown(reply: &str) -> usize {
-    let at = reply.find(" tokens of ").expect("the offline answer counts tokens");
+    let at = reply
+        .find(" tokens of ")
+        .expect("the offline answer counts tokens");
     let digits: String = reply[..at]
         .chars()
         .rev()
@@ -305,17 +307,123 @@ async fn answers_that_only_show_memory_are_not_memory() {
         assert!(reply.contains("love Rust"), "{ask}: {reply}");
     }
     let db = common::database_text(&h).await;
-    for shown in ["Here is the memory", "Here's what I know", "User Preferences", "1. I love Rust"] {
+    for shown in [
+        "Here is the memory",
+        "Here's what I know",
+        "User Preferences",
+        "1. I love Rust",
+    ] {
         assert!(!db.contains(shown), "{shown:?} was kept: {db}");
     }
     // Positive controls: the questions and the conversational answers are kept.
     assert!(db.contains("how are you") && db.contains("Got it, I'll remember that"));
     // Search finds the fact once (alice's own message), never a dump of it.
-    let place = h.place(&common::ConsoleOptions::private("alice"), "alice").await;
+    let place = h
+        .place(&common::ConsoleOptions::private("alice"), "alice")
+        .await;
     let found = common::search_texts(&h, &place, h.person("alice").await, "love Rust").await;
-    assert!(found.contains(&"remember that I love Rust".to_string()), "{found:?}");
     assert!(
-        found.iter().all(|t| !t.contains("I love Rust") || t.starts_with("remember")),
+        found.contains(&"remember that I love Rust".to_string()),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .all(|t| !t.contains("I love Rust") || t.starts_with("remember")),
         "a dump was found: {found:?}"
     );
+}
+
+#[tokio::test]
+async fn secrets_are_refused_and_never_stored() {
+    let h = common::Harness::offline().await;
+    for (said, secret, kind) in [
+        (
+            "remember that my password is hunter2",
+            "hunter2",
+            "password",
+        ),
+        ("please remember my PIN: 4921", "4921", "password or PIN"),
+        (
+            "note that my card is 4111 1111 1111 1111",
+            "4111 1111 1111 1111",
+            "card number",
+        ),
+        (
+            "remember that my openai key is sk-proj-AbCdEfGhIjKlMnOpQrStUv12",
+            "AbCdEfGhIjKlMnOpQrStUv12",
+            "API key",
+        ),
+    ] {
+        let reply = h.dm("alice", said).await;
+        assert!(
+            reply.contains(kind) && reply.contains("didn't save"),
+            "{said}: {reply}"
+        );
+        assert!(
+            !reply.contains(secret),
+            "the reply repeats the secret: {reply}"
+        );
+        let rows = common::rows_holding(&h, secret).await;
+        assert!(rows.is_empty(), "{said}: kept in {rows:?}");
+    }
+    // About someone else: refused the same way.
+    h.dm("bob", "hi").await;
+    let reply = h
+        .say_in(
+            &common::group("lab"),
+            "alice",
+            "Engram, remember this about @bob: his pin is 7731",
+        )
+        .await
+        .unwrap();
+    assert!(reply.contains("PIN"), "{reply}");
+    assert!(common::rows_holding(&h, "7731").await.is_empty());
+    // Positive controls: ordinary facts that mention such words are kept.
+    for said in [
+        "remember that I need to change my password on Friday",
+        "remember that my dog is called Rex",
+    ] {
+        let reply = h.dm("alice", said).await;
+        assert!(reply.contains("Got it"), "{said}: {reply}");
+    }
+    assert!(!common::rows_holding(&h, "Rex").await.is_empty());
+    assert!(
+        !common::rows_holding(&h, "change my password")
+            .await
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_new_value_updates_the_entry_and_keeps_the_old_one_in_its_history() {
+    let h = common::Harness::offline().await;
+    h.dm("alice", "remember that my timezone is UTC+1").await;
+    h.clock.advance(chrono::Duration::hours(1));
+    let reply = h.dm("alice", "remember that my timezone is UTC+2").await;
+    assert!(reply.contains("Got it"), "{reply}");
+    let md = h.dm("alice", "/memory").await;
+    assert!(md.contains("UTC+2") && !md.contains("UTC+1"), "{md}");
+    let alice = h.person("alice").await;
+    let entries = h.store.entries(alice, None).await.unwrap();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let history = h.store.entry_history(alice).await.unwrap();
+    assert!(
+        history.iter().any(|v| v.value.contains("UTC+1")),
+        "{history:?}"
+    );
+    // Different attributes stay different entries (positive control).
+    h.dm("alice", "remember that my favourite colour is green")
+        .await;
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 2);
+    // Natural variants are captured, not chatted about.
+    for said in [
+        "please remember that I like tea",
+        "can you remember that I play chess?",
+        "don't forget that I'm allergic to nuts",
+    ] {
+        let reply = h.dm("alice", said).await;
+        assert!(reply.contains("Got it"), "{said}: {reply}");
+    }
+    assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 5);
 }

@@ -5,6 +5,7 @@ pub mod budget;
 pub mod clock;
 pub mod entry;
 pub mod link;
+pub mod secret;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};

@@ -65,8 +65,13 @@ pub fn categorize(text: &str) -> Category {
     }
 }
 
-/// A short, stable key for a stated fact: its first content words.
+/// A short, stable key for a stated fact: what it is about when it states an attribute
+/// ("my timezone is UTC+1" → "timezone", so "… UTC+2" updates it), else its first content
+/// words.
 pub fn key_for(text: &str) -> String {
+    if let Some(key) = attribute_key(text) {
+        return key;
+    }
     let terms = query_terms(text, 4);
     if terms.is_empty() {
         let mut k: String = text
@@ -82,6 +87,40 @@ pub fn key_for(text: &str) -> String {
     terms.join("_")
 }
 
+/// The attribute a fact gives a value to: "my X is Y" (X), "I live in Y" (home), "I work at Y"
+/// (employer), "I'm from Y" (hometown), "call me Y" (name).
+fn attribute_key(text: &str) -> Option<String> {
+    let lower = text.trim().to_lowercase().replace('’', "'");
+    const FIXED: [(&str, &str); 12] = [
+        ("i live in ", "home"),
+        ("i'm living in ", "home"),
+        ("i am living in ", "home"),
+        ("i'm based in ", "home"),
+        ("i moved to ", "home"),
+        ("i work at ", "employer"),
+        ("i work for ", "employer"),
+        ("i'm from ", "hometown"),
+        ("i am from ", "hometown"),
+        ("call me ", "name"),
+        ("i go by ", "name"),
+        ("my name's ", "name"),
+    ];
+    if let Some((_, key)) = FIXED.iter().find(|(p, _)| lower.starts_with(p)) {
+        return Some(key.to_string());
+    }
+    let rest = lower.strip_prefix("my ")?;
+    let (what, _) = [" is ", " are ", " was ", " = ", ": "]
+        .iter()
+        .filter_map(|verb| rest.split_once(verb))
+        .min_by_key(|(what, _)| what.len())?;
+    // A short attribute ("favourite colour"), not a clause ("dog that I adopted last year").
+    if what.split_whitespace().count() > 3 {
+        return None;
+    }
+    let terms = query_terms(what, 3);
+    (!terms.is_empty()).then(|| terms.join("_"))
+}
+
 /// Code never goes into memory: fenced blocks, or text that is mostly code punctuation.
 pub fn looks_like_code(text: &str) -> bool {
     if text.contains("```") {
@@ -92,6 +131,41 @@ pub fn looks_like_code(text: &str) -> bool {
     let symbols = text.chars().filter(|c| "{};=<>()[]".contains(*c)).count();
     let len = text.chars().count().max(1);
     statements && symbols * 8 > len && len > 20
+}
+
+/// Why a text is never kept as memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeverKept {
+    Code,
+    Secret(crate::domain::secret::SecretKind),
+}
+
+impl NeverKept {
+    /// What the person is told.
+    pub fn refusal(&self) -> &'static str {
+        use crate::domain::secret::SecretKind;
+        match self {
+            NeverKept::Code => "I don't keep code in memory; tell me about it in words instead.",
+            NeverKept::Secret(SecretKind::Password) => {
+                "That looks like a password or PIN, and I never keep those, so I didn't save it. I also left it out of the chat history I keep; you may want to delete your message and change it."
+            }
+            NeverKept::Secret(SecretKind::Key) => {
+                "That looks like an API key or access token, and I never keep those, so I didn't save it. I also left it out of the chat history I keep; you may want to delete your message and revoke the key."
+            }
+            NeverKept::Secret(SecretKind::CardNumber) => {
+                "That looks like a card number, and I never keep those, so I didn't save it. I also left it out of the chat history I keep; you may want to delete your message."
+            }
+        }
+    }
+}
+
+/// Code and secrets (passwords, keys, card numbers) never become memory, whoever writes it:
+/// a person, someone telling about them, the model's tools or the daily extraction.
+pub fn never_kept(text: &str) -> Option<NeverKept> {
+    if let Some((_, kind)) = crate::domain::secret::secret_spans(text).first() {
+        return Some(NeverKept::Secret(*kind));
+    }
+    looks_like_code(text).then_some(NeverKept::Code)
 }
 
 /// Renders a person's entries as MEMORY.md: sections per category, then Key Facts (what was
@@ -226,8 +300,8 @@ pub fn render_daily(day: NaiveDate, notes: &[&DailyNote]) -> String {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Captured {
     Written(EntryWrite),
-    /// Code is never stored.
-    Refused(String),
+    /// Code and secrets are never stored.
+    Refused(NeverKept),
 }
 
 /// Structured entries of people: capture, views, search, forget, clear, pause.
@@ -261,10 +335,8 @@ impl EntryBook {
                 "Remember what? Say it after the phrase, e.g. \"remember that I prefer short answers\".".into(),
             ));
         }
-        if looks_like_code(fact) {
-            return Ok(Captured::Refused(
-                "I don't keep code in memory; tell me about it in words instead.".into(),
-            ));
+        if let Some(why) = never_kept(fact) {
+            return Ok(Captured::Refused(why));
         }
         let now = self.clock.now();
         let write = self

@@ -10,7 +10,7 @@ use crate::llm::prompts::{EXTRACT, EXTRACT_DAY_SUMMARY, element, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
 use crate::memory::MemoryError;
 use crate::memory::context::{display_mentions, mention_names};
-use crate::memory::entries::{looks_like_code, origin};
+use crate::memory::entries::{never_kept, origin};
 use crate::memory::offline::clip_chars;
 use crate::memory::summaries::day_bounds;
 use crate::store::{DaySummaryRecord, ExtractionCounts, Finish, JobClaim, RangeStats, Store};
@@ -548,7 +548,7 @@ impl Extractor {
         for u in updates {
             match u.action {
                 Action::Remove => removals.push((scope.clone(), u.category, u.key.clone())),
-                Action::Write if looks_like_code(&u.value) => {}
+                Action::Write if never_kept(&u.value).is_some() => {}
                 Action::Write if u.confidence < self.settings.durable => weak.push(u.clone()),
                 Action::Write => writes.push(NewEntry {
                     person,
@@ -605,7 +605,7 @@ fn daily_text(notes: &str, weak: &[Update], interactions: usize) -> String {
             u.value.replace('\n', " ")
         ));
     }
-    if !notes.is_empty() && !looks_like_code(notes) {
+    if !notes.is_empty() && never_kept(notes).is_none() {
         out.push_str("\n## Discussions\n");
         out.push_str(notes);
         out.push('\n');

@@ -6,7 +6,7 @@
 use super::forgetting::place_scopes;
 use super::{FactRequest, MemoryError, MemoryManager};
 use crate::domain::{PersonId, Place};
-use crate::memory::entries::looks_like_code;
+use crate::memory::entries::never_kept;
 use crate::store::{Hearsay, NewHearsay};
 use std::sync::Arc;
 
@@ -21,10 +21,8 @@ impl MemoryManager {
                 req.subject_name
             )));
         }
-        if looks_like_code(&text) {
-            return Err(MemoryError::Invalid(
-                "I don't keep code in memory; tell me about it in words instead.".into(),
-            ));
+        if let Some(why) = never_kept(&text) {
+            return Err(MemoryError::Invalid(why.refusal().into()));
         }
         let added = self
             .store

@@ -8,7 +8,7 @@
 
 use crate::domain::{Category, Clock, DailyNote, Entry, NewEntry, PersonId, Place};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
-use crate::memory::entries::{EntryBook, looks_like_code, origin, rank_entries, render_memory_md};
+use crate::memory::entries::{EntryBook, never_kept, origin, rank_entries, render_memory_md};
 use crate::store::Store;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -367,8 +367,8 @@ impl ToolExecutor {
                 "key and value must be non-empty (value at most 1000 characters)",
             ));
         }
-        if looks_like_code(value) {
-            return Err(error("code is never stored in memory"));
+        if never_kept(value).is_some() {
+            return Err(error("code and secrets are never stored in memory"));
         }
         let confidence = a.confidence.unwrap_or(0.8);
         if !(0.0..=1.0).contains(&confidence) {
@@ -492,8 +492,10 @@ impl ToolExecutor {
         let old = self.own(caller, a.key.trim()).await?;
         self.not_paused(caller).await?;
         let value = a.value.trim();
-        if value.is_empty() || looks_like_code(value) {
-            return Err(error("the new value must be non-empty natural language"));
+        if value.is_empty() || never_kept(value).is_some() {
+            return Err(error(
+                "the new value must be non-empty natural language, without code or secrets",
+            ));
         }
         let category = a.category.unwrap_or(old.category);
         let entry = NewEntry {

@@ -1,0 +1,350 @@
+//! Secrets in text (passwords, keys and tokens, card numbers): found by shape, so they are
+//! never kept as memory and are taken out of the stored history.
+
+use std::ops::Range;
+
+/// What kind of secret a span holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretKind {
+    Password,
+    Key,
+    CardNumber,
+}
+
+/// What a secret is replaced with in stored text.
+pub const REDACTED: &str = "[secret removed]";
+
+/// Words that announce a secret value ("my password is …", "PIN: …").
+const ANNOUNCING: [(&str, SecretKind); 16] = [
+    ("password", SecretKind::Password),
+    ("passwort", SecretKind::Password),
+    ("passwd", SecretKind::Password),
+    ("pwd", SecretKind::Password),
+    ("passphrase", SecretKind::Password),
+    ("passcode", SecretKind::Password),
+    ("pin", SecretKind::Password),
+    ("cvv", SecretKind::CardNumber),
+    ("cvc", SecretKind::CardNumber),
+    ("otp", SecretKind::Password),
+    ("2fa", SecretKind::Password),
+    ("apikey", SecretKind::Key),
+    ("api_key", SecretKind::Key),
+    ("api-key", SecretKind::Key),
+    ("token", SecretKind::Key),
+    ("access_token", SecretKind::Key),
+];
+
+/// Words that announce a secret only after a qualifier: "API key", "secret key", "recovery
+/// code" (but "the key is to start early").
+const QUALIFIED: [&str; 4] = ["key", "secret", "code", "codes"];
+const QUALIFIERS: [&str; 11] = [
+    "api", "secret", "private", "access", "auth", "ssh", "recovery", "security", "client",
+    "backup", "license",
+];
+
+/// Words between the announcing word and "is" that keep it a secret ("password for the
+/// wifi is …"); any other word means the sentence is about something else.
+const LINKING: [&str; 7] = ["is", "was", "are", "=", ":", "-", "equals"];
+
+/// Words after "is" that say where a secret is, not what it is ("my PIN is in my wallet").
+const NOT_A_VALUE: [&str; 17] = [
+    "in",
+    "on",
+    "at",
+    "the",
+    "a",
+    "an",
+    "my",
+    "stored",
+    "saved",
+    "written",
+    "kept",
+    "somewhere",
+    "secret",
+    "safe",
+    "too",
+    "not",
+    "still",
+];
+
+/// Known token shapes: the prefixes providers put on their keys.
+const TOKEN_PREFIXES: [&str; 10] = [
+    "sk-",
+    "sk_live_",
+    "rk_live_",
+    "ghp_",
+    "gho_",
+    "github_pat_",
+    "xoxb-",
+    "xoxp-",
+    "glpat-",
+    "AKIA",
+];
+
+/// Every secret in `text`: byte ranges on character boundaries, in order, with their kind.
+pub fn secret_spans(text: &str) -> Vec<(Range<usize>, SecretKind)> {
+    let mut found = Vec::new();
+    if let Some(start) = text.find("-----BEGIN")
+        && text[start..].contains("PRIVATE KEY")
+    {
+        let end = text[start..]
+            .find("-----END")
+            .and_then(|e| {
+                let after = start + e + "-----END".len();
+                text[after..].find("-----").map(|x| after + x + 5)
+            })
+            .unwrap_or(text.len());
+        found.push((start..end, SecretKind::Key));
+    }
+    let words = words(text);
+    for (i, (range, core)) in words.iter().enumerate() {
+        // "password=hunter2", "pin:4921": the announcing word and the value in one.
+        let raw = &text[range.clone()];
+        if let Some(at) = raw.find(['=', ':'])
+            && at + 1 < raw.len()
+            && ANNOUNCING
+                .iter()
+                .any(|(w, _)| raw[..at].eq_ignore_ascii_case(w))
+        {
+            found.push((range.start + at + 1..range.end, SecretKind::Password));
+            continue;
+        }
+        let lower = core.to_lowercase();
+        // "my password is X", "password: X", "the wifi password for guests is X".
+        let bare = lower.trim_end_matches([':', '=']);
+        let qualified = QUALIFIED.contains(&bare)
+            && i > 0
+            && QUALIFIERS.contains(&words[i - 1].1.to_lowercase().as_str());
+        let announced = ANNOUNCING
+            .iter()
+            .find(|(w, _)| bare == *w)
+            .map(|(_, k)| k)
+            .or(qualified.then_some(&SecretKind::Key));
+        if let Some(kind) = announced {
+            let inline = text[range.clone()].ends_with([':', '=']);
+            let mut j = i + 1;
+            let mut linked = inline;
+            // Up to three words of what it is for ("for the wifi", "to my bank").
+            let mut skipped = 0;
+            while !linked && j < words.len() && skipped <= 3 {
+                let w = words[j].1.to_lowercase();
+                let raw = &text[words[j].0.clone()];
+                if LINKING.contains(&w.as_str()) || LINKING.contains(&raw) {
+                    linked = true;
+                } else if raw.ends_with([':', '=']) {
+                    linked = true;
+                    j += 1;
+                    break;
+                } else {
+                    skipped += 1;
+                }
+                j += 1;
+            }
+            if linked
+                && let Some((value, core)) = words.get(j)
+                && !NOT_A_VALUE.contains(&core.to_lowercase().as_str())
+                && !core.is_empty()
+            {
+                // The whole word: a password may end in punctuation ("tr0ub4dor!").
+                let end = text[value.start..]
+                    .find(char::is_whitespace)
+                    .map_or(text.len(), |e| value.start + e);
+                found.push((value.start..end, *kind));
+            }
+        }
+        if looks_like_token(core) {
+            found.push((range.clone(), SecretKind::Key));
+        }
+    }
+    found.extend(
+        card_numbers(text)
+            .into_iter()
+            .map(|r| (r, SecretKind::CardNumber)),
+    );
+    found.sort_by_key(|(r, _)| (r.start, r.end));
+    found
+}
+
+/// `text` with every secret replaced by `REDACTED`.
+pub fn redact_secrets(text: &str) -> String {
+    let spans: Vec<Range<usize>> = secret_spans(text).into_iter().map(|(r, _)| r).collect();
+    if spans.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in spans {
+        if r.end <= at {
+            continue;
+        }
+        let start = r.start.max(at);
+        out.push_str(&text[at..start]);
+        if !out.ends_with(REDACTED) {
+            out.push_str(REDACTED);
+        }
+        at = r.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Whitespace-separated words: their byte range (trailing punctuation other than ':' and
+/// '=' left out) and their core (punctuation trimmed both sides).
+fn words(text: &str) -> Vec<(Range<usize>, &str)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        match (c.is_whitespace(), start) {
+            (true, Some(s)) => {
+                let word = &text[s..i];
+                let kept = word.trim_end_matches(['.', ',', '!', '?', ';', ')', '"', '\'']);
+                let core =
+                    kept.trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '-');
+                if !kept.is_empty() {
+                    out.push((s..s + kept.len(), core));
+                }
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// An API key or token: a provider's prefix, a JWT, or a long mix of upper and lower case
+/// letters and digits (a commit hash, all lower case, is not one).
+fn looks_like_token(core: &str) -> bool {
+    if core.len() < 16 || core.contains("://") {
+        return false;
+    }
+    if TOKEN_PREFIXES.iter().any(|p| core.starts_with(p)) && core.len() >= 20 {
+        return true;
+    }
+    if core.starts_with("eyJ") && core.matches('.').count() == 2 {
+        return true;
+    }
+    let upper = core.chars().filter(char::is_ascii_uppercase).count();
+    let lower = core.chars().filter(char::is_ascii_lowercase).count();
+    let digits = core.chars().filter(char::is_ascii_digit).count();
+    let plain = core
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    plain && core.len() >= 24 && upper >= 2 && lower >= 2 && digits >= 2
+}
+
+/// Runs of 13 to 19 digits (spaces and dashes between groups allowed) that pass the Luhn
+/// check, as card numbers do.
+fn card_numbers(text: &str) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() || (i > 0 && bytes[i - 1].is_ascii_alphanumeric()) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut digits = Vec::new();
+        let mut end = i;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b.is_ascii_digit() {
+                digits.push(b - b'0');
+                end = i + 1;
+            } else if !((b == b' ' || b == b'-')
+                && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+            {
+                break;
+            }
+            i += 1;
+        }
+        let alone = !bytes.get(end).is_some_and(u8::is_ascii_alphanumeric);
+        if (13..=19).contains(&digits.len()) && alone && luhn(&digits) {
+            out.push(start..end);
+        }
+        i = i.max(start + 1);
+    }
+    out
+}
+
+fn luhn(digits: &[u8]) -> bool {
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| {
+            let d = u32::from(d);
+            if i % 2 == 1 {
+                let x = d * 2;
+                if x > 9 { x - 9 } else { x }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum % 10 == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets(text: &str) -> Vec<&str> {
+        secret_spans(text)
+            .into_iter()
+            .map(|(r, _)| &text[r])
+            .collect()
+    }
+
+    #[test]
+    fn announced_values_keys_and_cards_are_found() {
+        assert_eq!(secrets("my password is hunter2"), ["hunter2"]);
+        assert_eq!(secrets("My Password: hunter2."), ["hunter2."]);
+        assert_eq!(secrets("password=hunter2"), ["hunter2"]);
+        assert_eq!(
+            secrets("the wifi password for guests is tr0ub4dor!"),
+            ["tr0ub4dor!"]
+        );
+        assert_eq!(secrets("my PIN is 4921"), ["4921"]);
+        assert_eq!(secrets("api key: abc123"), ["abc123"]);
+        assert_eq!(
+            secrets("use sk-proj-AbCdEfGhIjKlMnOpQrStUv12 for the bot"),
+            ["sk-proj-AbCdEfGhIjKlMnOpQrStUv12"]
+        );
+        assert_eq!(
+            secrets("my card is 4111 1111 1111 1111, expires 12/29"),
+            ["4111 1111 1111 1111"]
+        );
+        assert_eq!(secrets("card 4111-1111-1111-1111"), ["4111-1111-1111-1111"]);
+        assert_eq!(
+            secrets("-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY----- ok"),
+            ["-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----"]
+        );
+        assert_eq!(
+            redact_secrets("my password is hunter2, ok?"),
+            "my password is [secret removed] ok?"
+        );
+    }
+
+    #[test]
+    fn ordinary_sentences_are_not_secrets() {
+        for text in [
+            "I need to change my password on Friday",
+            "my PIN is in my wallet",
+            "the key is to start early",
+            "I love Rust",
+            "my timezone is UTC+1",
+            "the release commit is 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39",
+            "call me at 555 123 4567",
+            "order 1234567890123 shipped",
+            "see https://example.com/AbCdEfGhIjKlMnOpQrStUv12XyZ99",
+            "my favourite number is 42",
+        ] {
+            assert_eq!(secrets(text), Vec::<&str>::new(), "{text}");
+        }
+    }
+}
