@@ -34,6 +34,10 @@ pub struct Reply {
 }
 
 /// An account as shown to its owner: "Alice (@alice_w, id 1001) on telegram".
+/// How long after the bot asked a yes/no question in a group a plain "yes" or "no" (without
+/// its name) still answers it.
+const PLAIN_ANSWER_WINDOW: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
+
 /// What the history keeps of an answer that only showed memory.
 const SHOWN_MEMORY_NOTE: &str = "(showed memory here; not kept in the history)";
 
@@ -75,6 +79,10 @@ enum Pending {
 pub struct Bot {
     /// Keyed by (person, platform, space, channel): a "yes" counts only where it was asked.
     pending: moka::sync::Cache<(PersonId, String), Pending>,
+    /// Where the bot asked someone a yes/no question in a group, and when (by the bot's
+    /// clock): keyed by (platform, account, space, channel) as the platform names them, so
+    /// their plain "yes" there is an answer, not chatter, for `PLAIN_ANSWER_WINDOW`.
+    asked: moka::sync::Cache<(Platform, String, String, String), chrono::DateTime<chrono::Utc>>,
     /// Wrong link codes per account (platform, account id), for the attempt limit.
     link_failures: moka::sync::Cache<(Platform, String), u32>,
     config: Config,
@@ -132,6 +140,10 @@ impl Bot {
                 .max_capacity(10_000)
                 .time_to_live(window)
                 .build(),
+            asked: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(window)
+                .build(),
             link_failures: moka::sync::Cache::builder()
                 .max_capacity(10_000)
                 .time_to_live(window)
@@ -165,6 +177,18 @@ impl Bot {
         msg: &IncomingMessage,
         while_answering: impl std::future::Future<Output = ()>,
     ) -> Result<Option<Reply>, StoreError> {
+        // A plain "yes"/"no" in a group, from the person the bot just asked there, answers it
+        // (as a reply to the bot would).
+        let answering;
+        let msg = if self.answers_a_question(msg) {
+            answering = IncomingMessage {
+                replies_to_bot: true,
+                ..msg.clone()
+            };
+            &answering
+        } else {
+            msg
+        };
         let Some(ingested) = self.ingestor.ingest(msg).await? else {
             return Ok(None);
         };
@@ -188,6 +212,8 @@ impl Bot {
             _ = while_answering => answer.await,
         };
         let shows_memory = matches!(&answer, Ok(a) if a.shows_memory);
+        let asking = matches!(&answer, Ok(a) if !a.staged.is_empty())
+            || self.pending.contains_key(&Self::pending_key(&ingested));
         let mut text = match answer {
             Ok(Answer { text, staged, .. }) if staged.is_empty() => text,
             Ok(Answer { text, staged, .. }) => self.ask_to_confirm(&ingested, text, staged),
@@ -222,6 +248,12 @@ impl Bot {
                 ingested.is_command,
             )
             .await?;
+        let where_asked = Self::asked_key(msg);
+        if asking {
+            self.asked.insert(where_asked, now);
+        } else {
+            self.asked.invalidate(&where_asked);
+        }
         Ok(Some(Reply {
             platform: msg.platform,
             space_external_id: msg.space_external_id.clone(),
@@ -456,6 +488,31 @@ impl Bot {
             "{text}\n\nBefore I change your memory: should I\n{}\nReply \"yes\" to do it or \"no\" to keep it as it is.",
             list.join("\n")
         )
+    }
+
+    fn asked_key(msg: &IncomingMessage) -> (Platform, String, String, String) {
+        (
+            msg.platform,
+            msg.author_external_id.clone(),
+            msg.space_external_id.clone(),
+            msg.channel_external_id.clone(),
+        )
+    }
+
+    /// Whether `msg` is a plain yes or no from someone the bot asked a question in this group
+    /// channel less than `PLAIN_ANSWER_WINDOW` ago.
+    fn answers_a_question(&self, msg: &IncomingMessage) -> bool {
+        if msg.replies_to_bot || msg.author_is_bot || msg.text.chars().count() > 20 {
+            return false;
+        }
+        if !matches!(parse_command(&msg.text), Command::Confirm(_)) {
+            return false;
+        }
+        let Some(asked_at) = self.asked.get(&Self::asked_key(msg)) else {
+            return false;
+        };
+        let now = self.memory.clock().now();
+        now >= asked_at && now - asked_at <= PLAIN_ANSWER_WINDOW
     }
 
     fn pending_key(ingested: &Ingested) -> (PersonId, String) {

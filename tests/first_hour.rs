@@ -427,3 +427,81 @@ async fn a_new_value_updates_the_entry_and_keeps_the_old_one_in_its_history() {
     }
     assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 5);
 }
+
+#[tokio::test]
+async fn a_plain_yes_in_a_group_answers_the_question_asked_there_for_a_short_time() {
+    let h = common::Harness::offline().await;
+    let lab = common::group("lab");
+    h.say_in(&lab, "alice", "Engram, remember that I love Rust")
+        .await;
+    h.say_in(&lab, "alice", "Engram, remember that I love tea")
+        .await;
+    let alice = h.person("alice").await;
+    let count = || async { h.store.entries(alice, None).await.unwrap().len() };
+    assert_eq!(count().await, 2);
+
+    let asked = h
+        .say_in(&lab, "alice", "Engram, /memory forget rust")
+        .await
+        .unwrap();
+    assert!(asked.contains("Reply \"yes\""), "{asked}");
+    // Someone else's plain "yes" is chatter and changes nothing.
+    assert_eq!(h.say_in(&lab, "bob", "yes").await, None);
+    assert_eq!(count().await, 2);
+    // Hers, in another channel, is chatter too.
+    let other = common::ConsoleOptions {
+        channel: "random".into(),
+        ..common::group("lab")
+    };
+    assert_eq!(h.say_in(&other, "alice", "yes").await, None);
+    // Hers, here: the answer.
+    h.clock.advance(chrono::Duration::seconds(30));
+    let done = h.say_in(&lab, "alice", "yes").await.expect("answered");
+    assert!(done.contains("forgotten 1"), "{done}");
+    assert_eq!(count().await, 1);
+    // Answered once: another "yes" is chatter again.
+    assert_eq!(h.say_in(&lab, "alice", "yes").await, None);
+
+    // "no" works the same, and so does waiting too long (then "yes" is just chatter).
+    h.say_in(&lab, "alice", "Engram, /memory forget tea")
+        .await
+        .unwrap();
+    let kept = h.say_in(&lab, "alice", "no").await.expect("answered");
+    assert!(kept.contains("nothing was changed"), "{kept}");
+    h.say_in(&lab, "alice", "Engram, /memory forget tea")
+        .await
+        .unwrap();
+    h.clock.advance(chrono::Duration::minutes(3));
+    assert_eq!(h.say_in(&lab, "alice", "yes").await, None);
+    assert_eq!(count().await, 1);
+    // With the name it still works after the short window (the question lasts longer).
+    let done = h.say_in(&lab, "alice", "Engram, yes").await.unwrap();
+    assert!(done.contains("forgotten 1"), "{done}");
+    assert_eq!(count().await, 0);
+}
+
+#[test]
+fn interactive_console_in_a_space_answers_only_what_addresses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err, ok) = engram(
+        dir.path(),
+        &["chat", "--as", "alice", "--space", "lab"],
+        "morning all, deploying today\nEngram, remember that I love Rust\nEngram, /memory forget rust\nyes\n",
+        &[],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("only lines that address me"), "{out}");
+    assert_eq!(out.matches("Engram: ").count(), 3, "{out}");
+    assert!(
+        out.contains("Got it") && out.contains("forgotten 1"),
+        "{out}"
+    );
+    // In a private chat every line is answered (positive control).
+    let (out, _, _) = engram(
+        dir.path(),
+        &["chat", "--as", "alice"],
+        "hello\nhi again\n",
+        &[],
+    );
+    assert_eq!(out.matches("Engram: ").count(), 2, "{out}");
+}

@@ -182,18 +182,26 @@ where
 {
     let mut opts = opts;
     let mut lines = input.lines();
+    let name = bot.config().bot.name.clone();
     let where_ = match &opts.space {
         None => "a private chat".to_string(),
-        Some(s) => format!("#{} in {s}", opts.channel),
+        Some(s) => format!(
+            "#{} in {s} (a group: only lines that address me, \"{name}, …\" or \"@{name} …\", get an answer; the rest is chatter, kept and summarized)",
+            opts.channel
+        ),
     };
     let offline = if bot.memory().has_llm() {
         ""
     } else {
         " (offline: no language model configured)"
     };
+    let address = if opts.space.is_some() {
+        format!("{name}, ")
+    } else {
+        String::new()
+    };
     sink.write(&format!(
-        "{} is listening in {where_} as {}{offline}. Try \"remember that I love Rust\", then \"what do you know about me\". /as NAME switches speaker, /quit ends.\n",
-        bot.config().bot.name,
+        "{name} is listening in {where_} as {}{offline}. Try \"{address}remember that I love Rust\", then \"{address}what do you know about me\". /as NAME switches speaker, /quit ends.\n",
         opts.speaker
     ))
     .await?;
@@ -220,7 +228,9 @@ where
             continue;
         }
         seq += 1;
-        let msg = console_message(&opts, &opts.speaker.clone(), line, seq, clock.now(), true);
+        // As in a real group: a line is for the bot when it addresses it (in a private chat,
+        // every line is).
+        let msg = console_message(&opts, &opts.speaker.clone(), line, seq, clock.now(), false);
         deliver(bot, &msg, sink).await?;
     }
     Ok(())
