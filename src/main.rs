@@ -636,6 +636,26 @@ async fn extract(
         extractor.extract_person(person, day, dry_run).await?
     };
     println!("{}", serde_json::to_string_pretty(&runs)?);
+    if dry_run {
+        // The same, for people: what each run would change, entry by entry.
+        for run in &runs {
+            eprintln!(
+                "person {} in {} on {} ({}): {} to add, {} to update, {} to delete, {} to note",
+                run.person,
+                run.scope,
+                run.day,
+                run.status,
+                run.written,
+                run.updated,
+                run.removed,
+                run.noted
+            );
+            for change in &run.changes {
+                eprintln!("  {}", change.line());
+            }
+        }
+        eprintln!("dry run: nothing was written");
+    }
     let failed = runs.iter().filter(|r| r.error.is_some()).count();
     anyhow::ensure!(
         failed == 0,

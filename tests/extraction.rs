@@ -453,7 +453,98 @@ async fn extraction_clips_each_message(url: Option<String>) {
     }
 }
 
+/// A dry run lists each change (add, update with the old value, delete, note) and writes
+/// nothing; the same answer applied for real makes exactly those changes.
+async fn a_dry_run_shows_each_change_and_writes_nothing(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    h.dm("alice", "remember that my timezone is UTC+1").await;
+    h.dm("alice", "remember that I like green tea").await;
+    h.dm("alice", "I moved to Lisbon, new job at Acme").await;
+    h.clock.set(start_time() + chrono::Duration::hours(14));
+    let alice = h.person("alice").await;
+    let entries = h.store.entries(alice, None).await.unwrap();
+    let tea = entries
+        .iter()
+        .find(|e| e.value.contains("green tea"))
+        .unwrap();
+    let answer = serde_json::json!({
+        "memory_updates": [
+            {"category": "personal_context", "key": "timezone", "value": "my timezone is UTC+0", "action": "update", "confidence": 0.9},
+            {"category": "work_context", "key": "employer", "value": "works at Acme", "action": "add", "confidence": 0.9},
+            {"category": tea.category.as_str(), "key": tea.key, "value": "", "action": "remove", "confidence": 0.9},
+            {"category": "personal_context", "key": "city", "value": "maybe lives in Lisbon", "action": "add", "confidence": 0.4}
+        ],
+        "daily_notes": "moved house"
+    })
+    .to_string();
+    let ex = h.extractor("p1");
+    let before = state(&h, &[alice]).await;
+    h.fake().push_once(Behavior::Content(answer.clone()));
+    let dry = ex.extract_person(alice, day(), true).await.unwrap();
+    assert_eq!(state(&h, &[alice]).await, before, "a dry run wrote");
+    assert!(
+        h.store
+            .daily_notes(alice, None)
+            .await
+            .unwrap()
+            .iter()
+            .all(|n| !n.text.contains("moved house"))
+    );
+    let run = &dry[0];
+    assert_eq!(
+        (
+            run.status.as_str(),
+            run.written,
+            run.updated,
+            run.removed,
+            run.noted
+        ),
+        ("dry_run", 1, 1, 1, 1),
+        "{run:?}"
+    );
+    let shown: Vec<String> = run.changes.iter().map(|c| c.line()).collect();
+    for expected in [
+        "~ update [Personal Context] timezone: my timezone is UTC+1 -> my timezone is UTC+0",
+        "+ add [Work Context] employer: works at Acme",
+        "- delete [User Preferences]",
+        "I like green tea",
+        "n note [Personal Context] city: maybe lives in Lisbon",
+    ] {
+        assert!(
+            shown.iter().any(|l| l.contains(expected)),
+            "{expected:?} not in {shown:#?}"
+        );
+    }
+    assert!(run.daily_note.as_deref().unwrap().contains("moved house"));
+    // Applied for real, the same answer does what the dry run said.
+    h.fake().push_once(Behavior::Content(answer));
+    let done = ex.extract_person(alice, day(), false).await.unwrap();
+    assert_eq!(
+        (done[0].written, done[0].updated, done[0].removed),
+        (1, 1, 1),
+        "{done:?}"
+    );
+    let values: Vec<String> = h
+        .store
+        .entries(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.value)
+        .collect();
+    assert!(
+        values.contains(&"my timezone is UTC+0".to_string())
+            && values.contains(&"works at Acme".to_string()),
+        "{values:?}"
+    );
+    assert!(
+        !values.iter().any(|v| v.contains("green tea")),
+        "{values:?}"
+    );
+}
+
 on_both_harnesses!(
+    a_dry_run_shows_each_change_and_writes_nothing,
     a_missed_day_is_extracted_later_once,
     a_failed_run_backs_off_then_succeeds_once,
     extraction_clips_each_message,

@@ -117,8 +117,9 @@ fn attribute_key(text: &str) -> Option<String> {
     if what.split_whitespace().count() > 3 {
         return None;
     }
-    let terms = query_terms(what, 3);
-    (!terms.is_empty()).then(|| terms.join("_"))
+    // The words as said, not stems: the key is shown ("timezone", "favourite_colour").
+    let words = plain_words(what);
+    (!words.is_empty()).then(|| words.join("_"))
 }
 
 /// Code never goes into memory: fenced blocks, or text that is mostly code punctuation.

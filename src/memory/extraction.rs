@@ -163,6 +163,98 @@ pub struct ExtractionRun {
     pub error: Option<String>,
     /// The day summary of this place was written by the same call.
     pub day_summary: bool,
+    /// A dry run: each change the run would make, entry by entry, and the daily note.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<PlannedChange>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub daily_note: Option<String>,
+}
+
+/// One change an extraction would make to a person's memory.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PlannedChange {
+    /// "add", "update", "unchanged", "delete", "note" (too weak for MEMORY.md: the daily
+    /// notes only), or "skip" (a delete of an entry that is not there).
+    pub action: &'static str,
+    pub category: &'static str,
+    pub key: String,
+    pub value: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_value: Option<String>,
+    pub confidence: f64,
+}
+
+impl PlannedChange {
+    /// One line for people: "+ [Work Context] employer: Acme (0.90)".
+    pub fn line(&self) -> String {
+        let mark = match self.action {
+            "add" => "+",
+            "update" => "~",
+            "delete" => "-",
+            "note" => "n",
+            _ => "=",
+        };
+        let value = match &self.old_value {
+            Some(old) if self.action == "update" => format!("{old} -> {}", self.value),
+            _ => self.value.clone(),
+        };
+        format!(
+            "{mark} {} [{}] {}: {value} ({:.2})",
+            self.action, self.category, self.key, self.confidence
+        )
+    }
+}
+
+/// What applying `writes`, `removals` and `weak` to `existing` would change, entry by entry.
+pub fn planned_changes(
+    existing: &[crate::domain::Entry],
+    writes: &[NewEntry],
+    removals: &[(Scope, Category, String)],
+    weak: &[Update],
+) -> Vec<PlannedChange> {
+    let find = |scope: &Scope, category: Category, key: &str| {
+        existing
+            .iter()
+            .find(|e| &e.scope == scope && e.category == category && e.key == key)
+    };
+    let mut out = Vec::new();
+    for w in writes {
+        let old = find(&w.scope, w.category, &w.key);
+        out.push(PlannedChange {
+            action: match old {
+                None => "add",
+                Some(e) if e.value == w.value => "unchanged",
+                Some(_) => "update",
+            },
+            category: w.category.heading(),
+            key: w.key.clone(),
+            value: w.value.clone(),
+            old_value: old.filter(|e| e.value != w.value).map(|e| e.value.clone()),
+            confidence: w.confidence,
+        });
+    }
+    for (scope, category, key) in removals {
+        let old = find(scope, *category, key);
+        out.push(PlannedChange {
+            action: if old.is_some() { "delete" } else { "skip" },
+            category: category.heading(),
+            key: key.clone(),
+            value: old.map(|e| e.value.clone()).unwrap_or_default(),
+            old_value: None,
+            confidence: old.map_or(0.0, |e| e.confidence),
+        });
+    }
+    for u in weak {
+        out.push(PlannedChange {
+            action: "note",
+            category: u.category.heading(),
+            key: u.key.clone(),
+            value: u.value.clone(),
+            old_value: None,
+            confidence: u.confidence,
+        });
+    }
+    out
 }
 
 /// Settings of the extraction (from `[memory]`).
@@ -349,6 +441,8 @@ impl Extractor {
             duration_ms: 0,
             error: None,
             day_summary: false,
+            changes: Vec::new(),
+            daily_note: None,
         };
         let now = self.clock.now();
         if !dry_run {
@@ -440,8 +534,12 @@ impl Extractor {
                 };
                 if dry_run {
                     run.status = "dry_run".into();
-                    run.written = writes.len();
-                    run.removed = removals.len();
+                    let changes = planned_changes(&existing, &writes, &removals, &weak);
+                    let count = |a: &str| changes.iter().filter(|c| c.action == a).count();
+                    (run.written, run.updated, run.removed) =
+                        (count("add"), count("update"), count("delete"));
+                    run.changes = changes;
+                    run.daily_note = Some(note.text.clone());
                     Ok(())
                 } else {
                     match self
