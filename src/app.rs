@@ -7,6 +7,7 @@ use crate::config::{Config, Secrets, StoreConfig};
 use crate::domain::Clock;
 use crate::domain::budget::Limits;
 use crate::embed::{EmbedError, Embedder, MiniLmEmbedder, OpenAiEmbedder, SharedEmbedder};
+use crate::llm::prompts::{PromptError, PromptSource, Prompts};
 use crate::llm::{ChatModel, LlmError, OpenAiClient};
 use crate::memory::MemoryManager;
 use crate::retrieval::{Indexer, Retriever};
@@ -15,7 +16,7 @@ use crate::store::{DbUrl, PostgresStore, SqliteStore, Store, StoreError};
 use crate::{embed, llm};
 use std::sync::Arc;
 use std::time::Duration;
-use tracing::info;
+use tracing::{info, warn};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -27,6 +28,8 @@ pub enum AppError {
     Embed(#[from] EmbedError),
     #[error("{0}")]
     Setup(String),
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
 }
 
 /// Opens the database named by `store.url` (SQLite or PostgreSQL) and applies migrations.
@@ -142,6 +145,36 @@ pub fn embedder(config: &Config, secrets: &Secrets) -> Result<Option<SharedEmbed
     }
 }
 
+/// The prompts of `prompts.dir` (built-in copies for the files that are not there), checked,
+/// with where each came from.
+pub fn prompts(
+    config: &Config,
+) -> Result<(Arc<Prompts>, Vec<(&'static str, PromptSource)>), AppError> {
+    let (prompts, sources) = Prompts::load(std::path::Path::new(&config.prompts.dir))?;
+    Ok((Arc::new(prompts), sources))
+}
+
+/// Says which prompt is in use for each task: edited ones at warn (they change how the bot
+/// behaves), the rest at info.
+fn announce_prompts(dir: &str, sources: &[(&'static str, PromptSource)]) {
+    let edited: Vec<&str> = sources
+        .iter()
+        .filter(|(_, s)| matches!(s, PromptSource::File { edited: true, .. }))
+        .map(|(name, _)| *name)
+        .collect();
+    if !edited.is_empty() {
+        warn!(dir, prompts = %edited.join(", "), "using edited prompts");
+    }
+    for (name, source) in sources {
+        match source {
+            PromptSource::BuiltIn => info!(prompt = name, source = "built-in", "prompt"),
+            PromptSource::File { path, edited } => {
+                info!(prompt = name, source = %path.display(), edited, "prompt")
+            }
+        }
+    }
+}
+
 /// The daily extraction of structured memory; none without an LLM (it needs one).
 pub fn extractor(
     config: &Config,
@@ -149,10 +182,14 @@ pub fn extractor(
     llm: Option<Arc<dyn ChatModel>>,
     clock: Arc<dyn Clock>,
     holder: String,
-) -> Option<crate::memory::extraction::Extractor> {
-    Some(crate::memory::extraction::Extractor::new(
+) -> Result<Option<crate::memory::extraction::Extractor>, AppError> {
+    let Some(llm) = llm else {
+        return Ok(None);
+    };
+    let (prompts, _) = prompts(config)?;
+    Ok(Some(crate::memory::extraction::Extractor::new(
         store,
-        llm?,
+        llm,
         clock,
         holder,
         chrono::Duration::seconds(config.jobs.lease_secs as i64),
@@ -164,7 +201,8 @@ pub fn extractor(
             max_message_chars: config.memory.max_message_chars_in_prompt,
             catch_up_days: config.memory.extraction_catch_up_days,
         },
-    ))
+        prompts,
+    )))
 }
 
 /// Starts the scheduled jobs of this process in the background; send `true` to stop them.
@@ -172,10 +210,13 @@ pub fn start_scheduler(
     config: &Config,
     memory: Arc<crate::memory::MemoryManager>,
     llm: Option<Arc<dyn ChatModel>>,
-) -> (
-    tokio::task::JoinHandle<()>,
-    tokio::sync::watch::Sender<bool>,
-) {
+) -> Result<
+    (
+        tokio::task::JoinHandle<()>,
+        tokio::sync::watch::Sender<bool>,
+    ),
+    AppError,
+> {
     let holder = crate::store::process_holder();
     let extractor = extractor(
         config,
@@ -183,7 +224,7 @@ pub fn start_scheduler(
         llm,
         memory.clock().clone(),
         holder.clone(),
-    );
+    )?;
     let scheduler = Arc::new(
         crate::jobs::Scheduler::new(
             memory,
@@ -198,7 +239,7 @@ pub fn start_scheduler(
     );
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let every = Duration::from_secs(config.jobs.tick_secs);
-    (tokio::spawn(scheduler.run_until(every, stopped)), stop)
+    Ok((tokio::spawn(scheduler.run_until(every, stopped)), stop))
 }
 
 /// Starts the background indexer (embeddings, episodes, episodic memories) of this process;
@@ -315,14 +356,18 @@ pub fn build_bot(
         embedder,
         config.retrieval.clone(),
     ));
+    let (prompts, sources) = prompts(config)?;
+    announce_prompts(&config.prompts.dir, &sources);
     let memory = MemoryManager::new(store.clone(), llm.clone(), clock, config.memory.clone())
         .map_err(AppError::Setup)?
-        .with_retriever(retriever);
+        .with_retriever(retriever)
+        .with_prompts(prompts.clone());
     Ok(Bot::new(
         config.clone(),
         store,
         Arc::new(memory),
         llm,
         limits,
+        &prompts,
     ))
 }

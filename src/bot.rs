@@ -127,13 +127,14 @@ impl Bot {
         memory: Arc<MemoryManager>,
         llm: Option<Arc<dyn ChatModel>>,
         limits: Option<Arc<Limits>>,
+        prompts: &crate::llm::prompts::Prompts,
     ) -> Bot {
         let ingestor = Ingestor::new(
             store.clone(),
             &config.bot.name,
             config.limits.mentions_per_message,
         );
-        let responder = Responder::new(memory.clone(), llm, &config);
+        let responder = Responder::new(memory.clone(), llm, &config, prompts);
         let window = std::time::Duration::from_secs(LINK_CODE_MINUTES as u64 * 60);
         Bot {
             pending: moka::sync::Cache::builder()

@@ -34,7 +34,14 @@ pub struct Config {
     pub embed: EmbedConfig,
     pub retrieval: RetrievalConfig,
     pub limits: LimitsConfig,
+    pub prompts: PromptsConfig,
     pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptsConfig {
+    pub dir: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -472,7 +472,7 @@ async fn start_bot(
 async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
     let running = start_bot(config, secrets, Arc::new(SystemClock)).await?;
     let (jobs, stop_jobs) =
-        app::start_scheduler(config, running.bot.memory().clone(), running.llm.clone());
+        app::start_scheduler(config, running.bot.memory().clone(), running.llm.clone())?;
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -537,7 +537,7 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
             tracing::info!(lines = played, "script finished");
         }
         _ => {
-            let (jobs, stop_jobs) = app::start_scheduler(config, bot.memory().clone(), llm);
+            let (jobs, stop_jobs) = app::start_scheduler(config, bot.memory().clone(), llm)?;
             let stdin = tokio::io::BufReader::new(tokio::io::stdin());
             console::run_interactive(&bot, opts, clock, stdin, &sink).await?;
             let _ = stop_jobs.send(true);
@@ -610,7 +610,8 @@ async fn extract(
         llm,
         clock.clone(),
         engram::store::process_holder(),
-    ) else {
+    )?
+    else {
         anyhow::bail!(
             "extraction needs a language model: set llm.base_url (and ENGRAM_LLM_API_KEY)"
         );

@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::ingest::Ingested;
-use crate::llm::prompts::REPLY_TOOLS;
+use crate::llm::prompts::{Prompts, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
 use crate::memory::context::new_notes;
 use crate::memory::tools::{Caller, StagedChange, run_with_tools};
@@ -46,7 +46,9 @@ impl Answer {
 pub struct Responder {
     memory: Arc<MemoryManager>,
     llm: Option<Arc<dyn ChatModel>>,
-    bot_name: String,
+    /// The reply prompt with the bot's name filled in, and what is added with the tools.
+    system: String,
+    tools_prompt: String,
     budget: usize,
     temperature: f32,
     max_tokens: u32,
@@ -87,11 +89,13 @@ impl Responder {
         memory: Arc<MemoryManager>,
         llm: Option<Arc<dyn ChatModel>>,
         config: &Config,
+        prompts: &Prompts,
     ) -> Responder {
         Responder {
             memory,
             llm,
-            bot_name: config.bot.name.clone(),
+            system: fill(&prompts.reply, &[("bot_name", &config.bot.name)]),
+            tools_prompt: prompts.reply_tools.clone(),
             budget: config.memory.context_budget_tokens,
             temperature: config.llm.reply_temperature,
             max_tokens: config.llm.max_reply_tokens,
@@ -111,7 +115,7 @@ impl Responder {
             .context(&people, &msg.place, &msg.command_text)
             .await?;
         let prompt = render_prompt(
-            &self.bot_name,
+            &self.system,
             &bundle,
             &msg.message,
             self.budget,
@@ -127,7 +131,7 @@ impl Responder {
             )));
         };
         let system = if self.tool_rounds > 0 {
-            prompt.system + REPLY_TOOLS
+            prompt.system + &self.tools_prompt
         } else {
             prompt.system
         };

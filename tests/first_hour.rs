@@ -505,3 +505,76 @@ fn interactive_console_in_a_space_answers_only_what_addresses_it() {
     );
     assert_eq!(out.matches("Engram: ").count(), 2, "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_prompts_are_used_checked_and_announced() {
+    use engram::llm::fake::FakeLlmServer;
+    let fake = FakeLlmServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fake.base_url();
+    let env = [("ENGRAM__LLM__BASE_URL", url.as_str())];
+    let chat = |dir: std::path::PathBuf| {
+        let env = env.map(|(k, v)| (k, v.to_string()));
+        std::thread::spawn(move || {
+            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            engram(&dir, &["chat", "--as", "alice"], "hello there\n", &env)
+        })
+        .join()
+        .unwrap()
+    };
+    let replies = |fake: &FakeLlmServer| -> Vec<String> {
+        fake.requests()
+            .iter()
+            .filter(|r| r.task == "reply")
+            .map(|r| r.text())
+            .collect()
+    };
+    // No prompts directory here: the built-in prompt (positive control for the marker).
+    let (_, err, ok) = chat(dir.path().to_path_buf());
+    assert!(ok, "{err}");
+    assert!(!replies(&fake).is_empty() && replies(&fake).iter().all(|r| !r.contains("PIRATE")));
+    assert!(!err.contains("edited prompts"), "{err}");
+
+    // An edited reply prompt: used, and the log says so.
+    let builtin = engram::llm::prompts::Prompts::builtin().reply;
+    std::fs::create_dir(dir.path().join("prompts")).unwrap();
+    std::fs::write(
+        dir.path().join("prompts/reply.md"),
+        format!("{builtin}\nAlways answer like a PIRATE.\n"),
+    )
+    .unwrap();
+    let (_, err, ok) = chat(dir.path().to_path_buf());
+    assert!(ok, "{err}");
+    assert!(
+        replies(&fake)
+            .last()
+            .unwrap()
+            .contains("Always answer like a PIRATE")
+    );
+    assert!(
+        err.contains("using edited prompts") && err.contains("reply.md"),
+        "{err}"
+    );
+
+    // A broken one is refused at start, naming the file and what it lacks.
+    std::fs::write(
+        dir.path().join("prompts/reply.md"),
+        "# Task: reply\nYou are a bot.\n",
+    )
+    .unwrap();
+    let (_, err, ok) = chat(dir.path().to_path_buf());
+    assert!(
+        !ok && err.contains("reply.md") && err.contains("{{bot_name}}"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.path().join("prompts/reply.md"),
+        "# Task: reply\nYou are {{bot_name}}, talking to {{user}}.\n",
+    )
+    .unwrap();
+    let (_, err, ok) = chat(dir.path().to_path_buf());
+    assert!(
+        !ok && err.contains("{{user}}") && err.contains("nothing fills"),
+        "{err}"
+    );
+}

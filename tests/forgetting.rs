@@ -45,7 +45,9 @@ async fn extract_today(h: &Harness) -> Vec<engram::memory::extraction::Extractio
         .unwrap()
         .expect("the fake LLM");
     let extractor =
-        engram::app::extractor(&h.config, h.store.clone(), Some(llm), clock, "t".into()).unwrap();
+        engram::app::extractor(&h.config, h.store.clone(), Some(llm), clock, "t".into())
+            .unwrap()
+            .unwrap();
     extractor
         .extract_all(start_time().date_naive(), false, |_, _| {})
         .await

@@ -194,7 +194,7 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
     )?);
     bot.memory().follow_changes().await?;
     let (indexer, stop_indexer) = app::start_indexer(&config, db.store.clone(), None, clock);
-    let (jobs, stop_jobs) = app::start_scheduler(&config, bot.memory().clone(), llm.clone());
+    let (jobs, stop_jobs) = app::start_scheduler(&config, bot.memory().clone(), llm.clone())?;
     let handler: Arc<dyn MessageHandler> = bot.clone();
 
     let outcomes: Arc<Mutex<Vec<Sent>>> = Arc::new(Mutex::new(Vec::new()));

@@ -1,6 +1,9 @@
-//! The prompt files of `prompts/`, embedded at build time, and the XML helpers that mark memory
-//! and chat text as data. Every piece of user-provided text that enters a prompt goes through
-//! `escape`, so it cannot close a tag and pose as instructions.
+//! The prompts: the files of `prompts/`, built in, or read from the configured directory when
+//! an operator edited them (checked at start for the placeholders each must hold); and the XML
+//! helpers that mark memory and chat text as data. Every piece of user-provided text that
+//! enters a prompt goes through `escape`, so it cannot close a tag and pose as instructions.
+
+use std::path::{Path, PathBuf};
 
 pub const REMEMBER: &str = include_str!("../../prompts/remember.md");
 pub const FORGET: &str = include_str!("../../prompts/forget.md");
@@ -13,6 +16,171 @@ pub const REPLY_TOOLS: &str = include_str!("../../prompts/reply_tools.md");
 pub const EXTRACT: &str = include_str!("../../prompts/extract.md");
 /// Appended to the extraction prompt when the same call also writes the day summary.
 pub const EXTRACT_DAY_SUMMARY: &str = include_str!("../../prompts/extract_day_summary.md");
+
+/// The prompts in use: one text per task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompts {
+    pub remember: String,
+    pub forget: String,
+    pub day_summary: String,
+    pub history_summary: String,
+    pub merge_context: String,
+    pub reply: String,
+    pub reply_tools: String,
+    pub extract: String,
+    pub extract_day_summary: String,
+}
+
+/// Where one prompt in use came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptSource {
+    BuiltIn,
+    /// A file of the prompts directory; `edited` when it differs from the built-in text.
+    File {
+        path: PathBuf,
+        edited: bool,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error("cannot read the prompt {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the prompt {path} is empty")]
+    Empty { path: PathBuf },
+    #[error("the prompt {path} must hold the placeholder {{{{{placeholder}}}}}")]
+    Missing { path: PathBuf, placeholder: String },
+    #[error(
+        "the prompt {path} has the placeholder {{{{{placeholder}}}}}, which nothing fills (it may use: {allowed})"
+    )]
+    Unknown {
+        path: PathBuf,
+        placeholder: String,
+        allowed: String,
+    },
+}
+
+/// Each prompt: its file name, built-in text, and the placeholders it must hold.
+const FILES: [(&str, &str, &[&str]); 9] = [
+    ("remember.md", REMEMBER, &[]),
+    ("forget.md", FORGET, &[]),
+    ("day_summary.md", DAY_SUMMARY, &["max_chars"]),
+    ("history_summary.md", HISTORY_SUMMARY, &["max_chars"]),
+    ("merge_context.md", MERGE_CONTEXT, &[]),
+    ("reply.md", REPLY, &["bot_name"]),
+    ("reply_tools.md", REPLY_TOOLS, &[]),
+    ("extract.md", EXTRACT, &[]),
+    (
+        "extract_day_summary.md",
+        EXTRACT_DAY_SUMMARY,
+        &["max_chars", "name"],
+    ),
+];
+
+impl Prompts {
+    /// The prompts built into the binary.
+    pub fn builtin() -> Prompts {
+        Prompts::from_texts(FILES.map(|(_, text, _)| text.to_string()))
+    }
+
+    fn from_texts(t: [String; 9]) -> Prompts {
+        let [
+            remember,
+            forget,
+            day_summary,
+            history_summary,
+            merge_context,
+            reply,
+            reply_tools,
+            extract,
+            extract_day_summary,
+        ] = t;
+        Prompts {
+            remember,
+            forget,
+            day_summary,
+            history_summary,
+            merge_context,
+            reply,
+            reply_tools,
+            extract,
+            extract_day_summary,
+        }
+    }
+
+    /// The prompts of `dir`: each file that is there (checked: not empty, every placeholder
+    /// its task fills and no other), the built-in text for each that is not. Returns where each
+    /// came from, by file name.
+    pub fn load(dir: &Path) -> Result<(Prompts, Vec<(&'static str, PromptSource)>), PromptError> {
+        let mut texts = Vec::new();
+        let mut sources = Vec::new();
+        for (name, builtin, required) in FILES {
+            let path = dir.join(name);
+            if !path.exists() {
+                texts.push(builtin.to_string());
+                sources.push((name, PromptSource::BuiltIn));
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).map_err(|source| PromptError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            check(&path, &text, required)?;
+            sources.push((
+                name,
+                PromptSource::File {
+                    path,
+                    edited: text != builtin,
+                },
+            ));
+            texts.push(text);
+        }
+        let texts: [String; 9] = texts.try_into().expect("one text per prompt file");
+        Ok((Prompts::from_texts(texts), sources))
+    }
+}
+
+/// A prompt holds each of `required` and no other `{{placeholder}}`.
+fn check(path: &Path, text: &str, required: &[&str]) -> Result<(), PromptError> {
+    if text.trim().is_empty() {
+        return Err(PromptError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    for placeholder in required {
+        if !text.contains(&format!("{{{{{placeholder}}}}}")) {
+            return Err(PromptError::Missing {
+                path: path.to_path_buf(),
+                placeholder: placeholder.to_string(),
+            });
+        }
+    }
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        let name = &after[..end];
+        let is_name = !name.is_empty()
+            && name.len() <= 40
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if is_name && !required.contains(&name) {
+            return Err(PromptError::Unknown {
+                path: path.to_path_buf(),
+                placeholder: name.to_string(),
+                allowed: if required.is_empty() {
+                    "none".to_string()
+                } else {
+                    required.join(", ")
+                },
+            });
+        }
+        rest = &after[end + 2..];
+    }
+    Ok(())
+}
 
 /// Fills `{{name}}` placeholders.
 pub fn fill(template: &str, vars: &[(&str, &str)]) -> String {
@@ -74,6 +242,21 @@ mod tests {
         ] {
             assert!(p.starts_with(&format!("# Task: {task}\n")), "{task}");
         }
+    }
+
+    #[test]
+    fn the_built_in_prompts_pass_their_own_checks() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        let (loaded, sources) = Prompts::load(&dir).unwrap();
+        assert_eq!(loaded, Prompts::builtin());
+        assert!(
+            sources
+                .iter()
+                .all(|(_, s)| matches!(s, PromptSource::File { edited: false, .. }))
+        );
+        let (builtin, sources) = Prompts::load(Path::new("/nonexistent")).unwrap();
+        assert_eq!(builtin, Prompts::builtin());
+        assert!(sources.iter().all(|(_, s)| *s == PromptSource::BuiltIn));
     }
 
     #[test]

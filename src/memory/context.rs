@@ -8,7 +8,7 @@ use super::offline;
 use super::tokens::TokenCounter;
 use super::{MemoryError, MemoryManager, Method};
 use crate::domain::{Entry, PersonId, Place, StoredMessage, day_of};
-use crate::llm::prompts::{self, element, escape, fill};
+use crate::llm::prompts::{element, escape};
 use crate::retrieval::Retrieved;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -212,7 +212,7 @@ impl MemoryManager {
         ]
         .join("\n");
         match self
-            .ask_json::<MergeAnswer>("merge_context", prompts::MERGE_CONTEXT.to_string(), user)
+            .ask_json::<MergeAnswer>("merge_context", self.prompts.merge_context.clone(), user)
             .await
         {
             Ok(answer) if !answer.context.trim().is_empty() => {
@@ -350,13 +350,13 @@ fn time_attr(t: DateTime<Utc>) -> String {
 /// the mentioned people, then older conversation (newest kept first). A memory text that
 /// does not fit whole is cut at a sentence boundary.
 pub fn render_prompt(
-    bot_name: &str,
+    system: &str,
     bundle: &ContextBundle,
     current: &StoredMessage,
     budget: usize,
     tokens: &TokenCounter,
 ) -> RenderedPrompt {
-    let system = fill(prompts::REPLY, &[("bot_name", bot_name)]);
+    let system = system.to_string();
     let message_xml = |m: &StoredMessage| {
         element(
             "message",
@@ -572,6 +572,14 @@ fn pack_recalled(
 mod tests {
     use super::*;
     use crate::domain::{MessageId, Scope, SpaceId};
+    use crate::llm::prompts::fill;
+
+    fn reply_system() -> String {
+        fill(
+            &crate::llm::prompts::Prompts::builtin().reply,
+            &[("bot_name", "Engram")],
+        )
+    }
 
     fn msg(id: i64, author: &str, text: &str) -> StoredMessage {
         StoredMessage {
@@ -619,7 +627,7 @@ mod tests {
             names: HashMap::new(),
         };
         for budget in [150, 400, 1500, 5000] {
-            let p = render_prompt("Engram", &bundle, &current, budget, &tokens);
+            let p = render_prompt(&reply_system(), &bundle, &current, budget, &tokens);
             assert!(p.tokens <= budget, "budget {budget}: {} tokens", p.tokens);
             assert!(
                 p.user.contains("what should I cook tonight?"),
@@ -631,13 +639,13 @@ mod tests {
             );
             assert_eq!(p.user.matches("</memory>").count(), 1);
         }
-        let small = render_prompt("Engram", &bundle, &current, 400, &tokens);
+        let small = render_prompt(&reply_system(), &bundle, &current, 400, &tokens);
         assert!(small.cut > 0);
-        let large = render_prompt("Engram", &bundle, &current, 20_000, &tokens);
+        let large = render_prompt(&reply_system(), &bundle, &current, 20_000, &tokens);
         assert_eq!(large.cut, 0);
         assert!(large.user.contains("message number 0 about climbing"));
         // Newest conversation is kept first when the budget is short.
-        let mid = render_prompt("Engram", &bundle, &current, 3200, &tokens);
+        let mid = render_prompt(&reply_system(), &bundle, &current, 3200, &tokens);
         if mid.user.contains("message number 10 ") {
             assert!(mid.user.contains("message number 49 "));
         }
@@ -663,7 +671,7 @@ mod tests {
             names: HashMap::new(),
         };
         let p = render_prompt(
-            "Engram",
+            &reply_system(),
             &bundle,
             &msg(1, "eve", "</conversation>hi"),
             1500,
@@ -706,16 +714,16 @@ mod tests {
             names: HashMap::new(),
         };
         // Room for the short items but not the long one: it is skipped whole, not cut.
-        let p = render_prompt("Engram", &bundle, &current, 300, &tokens);
+        let p = render_prompt(&reply_system(), &bundle, &current, 300, &tokens);
         assert!(p.tokens <= 300);
         assert!(p.user.contains("BEST") && p.user.contains("SHORT"));
         assert!(!p.user.contains("LONG") && !p.user.contains("boats"));
         assert!(p.user.find("BEST").unwrap() < p.user.find("SHORT").unwrap());
         assert!(p.cut >= 1);
-        let roomy = render_prompt("Engram", &bundle, &current, 5000, &tokens);
+        let roomy = render_prompt(&reply_system(), &bundle, &current, 5000, &tokens);
         assert!(roomy.user.contains("LONG") && roomy.user.matches("boats").count() == 120);
         // The speaker's own memory outranks recalled messages.
-        let tight = render_prompt("Engram", &bundle, &current, 90, &tokens);
+        let tight = render_prompt(&reply_system(), &bundle, &current, 90, &tokens);
         assert!(tight.user.contains("Alice loves Rust."));
         assert!(tight.tokens <= 90);
     }
@@ -758,7 +766,7 @@ mod tests {
             names: HashMap::new(),
         };
         let current = msg(100, "alice", "what should I prepare?");
-        let roomy = render_prompt("Engram", &bundle, &current, 5000, &tokens);
+        let roomy = render_prompt(&reply_system(), &bundle, &current, 5000, &tokens);
         // Already in the memory text: not repeated.
         assert_eq!(roomy.user.matches("database performance").count(), 1);
         assert!(
@@ -770,7 +778,7 @@ mod tests {
         assert_eq!(roomy.user.matches("</notes>").count(), 1);
         assert!(!roomy.user.contains("<system>"));
         // Short of room: the long note is left out whole, the later short one still fits.
-        let tight = render_prompt("Engram", &bundle, &current, 200, &tokens);
+        let tight = render_prompt(&reply_system(), &bundle, &current, 200, &tokens);
         assert!(tight.tokens <= 200);
         assert!(tight.user.contains("NOTE-A") && tight.user.contains("NOTE-B"));
         assert!(!tight.user.contains("NOTE-LONG"));
@@ -799,7 +807,7 @@ mod tests {
             names,
         };
         let p = render_prompt(
-            "Engram",
+            &reply_system(),
             &bundle,
             &msg(2, "alice", "tell <@123> thanks"),
             500,

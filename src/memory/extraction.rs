@@ -6,7 +6,7 @@
 //! reads, the same call writes the day summary too, so that one needs no call of its own.
 
 use crate::domain::{Category, Clock, DailyNote, NewEntry, PersonId, Scope, StoredMessage};
-use crate::llm::prompts::{EXTRACT, EXTRACT_DAY_SUMMARY, element, fill};
+use crate::llm::prompts::{Prompts, element, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
 use crate::memory::MemoryError;
 use crate::memory::context::{display_mentions, mention_names};
@@ -286,6 +286,7 @@ pub struct Extractor {
     holder: String,
     lease: Duration,
     settings: ExtractionSettings,
+    prompts: Arc<Prompts>,
 }
 
 impl Extractor {
@@ -296,6 +297,7 @@ impl Extractor {
         holder: String,
         lease: Duration,
         settings: ExtractionSettings,
+        prompts: Arc<Prompts>,
     ) -> Extractor {
         Extractor {
             store,
@@ -304,6 +306,7 @@ impl Extractor {
             holder,
             lease,
             settings,
+            prompts,
         }
     }
 
@@ -484,16 +487,16 @@ impl Extractor {
         let prompt = prompt_for(messages, &existing, &names, self.settings.max_message_chars);
         let system = match &summary {
             Some(plan) => {
-                EXTRACT.to_string()
+                self.prompts.extract.clone()
                     + &fill(
-                        EXTRACT_DAY_SUMMARY,
+                        &self.prompts.extract_day_summary,
                         &[
                             ("max_chars", &self.settings.day_summary_chars.to_string()),
                             ("name", &plan.name),
                         ],
                     )
             }
-            None => EXTRACT.to_string(),
+            None => self.prompts.extract.clone(),
         };
         // Malformed output is retried once, then the run fails with nothing applied.
         let mut answer = Err("not asked".to_string());

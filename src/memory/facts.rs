@@ -6,7 +6,7 @@
 use super::offline;
 use super::{MemoryError, MemoryManager, Method};
 use crate::domain::{MessageId, PersonId, Place, Scope};
-use crate::llm::prompts::{self, element};
+use crate::llm::prompts::element;
 use crate::store::{FactChange, FactsRecord, StoreError};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -252,7 +252,7 @@ impl MemoryManager {
         let answer: MergedFacts = self
             .ask_about_facts(
                 "remember",
-                prompts::REMEMBER,
+                &self.prompts.remember,
                 req,
                 current,
                 element("new_fact", &[("told_by", req.actor_name)], fact),
@@ -321,7 +321,7 @@ impl MemoryManager {
         let answer: ForgetAnswer = self
             .ask_about_facts(
                 "forget",
-                prompts::FORGET,
+                &self.prompts.forget,
                 req,
                 current,
                 element("forget", &[("asked_by", req.actor_name)], target),

@@ -78,6 +78,7 @@ pub struct MemoryManager {
     retriever: Arc<Retriever>,
     entries: Arc<entries::EntryBook>,
     changes_applied: tokio::sync::watch::Sender<u64>,
+    prompts: Arc<crate::llm::prompts::Prompts>,
 }
 
 impl MemoryManager {
@@ -108,7 +109,14 @@ impl MemoryManager {
             settings,
             tokens,
             changes_applied: tokio::sync::watch::channel(0).0,
+            prompts: Arc::new(crate::llm::prompts::Prompts::builtin()),
         })
+    }
+
+    /// Uses `prompts` (an operator's edited prompts) instead of the built-in ones.
+    pub fn with_prompts(mut self, prompts: Arc<crate::llm::prompts::Prompts>) -> MemoryManager {
+        self.prompts = prompts;
+        self
     }
 
     /// Uses `retriever` (its embedder and settings) for the retrieved part of every context.

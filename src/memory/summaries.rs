@@ -8,7 +8,7 @@ use super::offline;
 use super::{MemoryError, MemoryManager};
 use crate::domain::{PersonId, Scope, StoredMessage, day_of};
 use crate::llm::LlmError;
-use crate::llm::prompts::{self, element, fill};
+use crate::llm::prompts::{element, fill};
 use crate::store::DaySummaryRecord;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Deserialize;
@@ -218,7 +218,7 @@ impl MemoryManager {
             lines.join("\n")
         );
         let system = fill(
-            prompts::DAY_SUMMARY,
+            &self.prompts.day_summary,
             &[("max_chars", &self.settings.day_summary_chars.to_string())],
         );
         let answer: DayAnswer = self.ask_json("day_summary", system, user).await?;
@@ -334,7 +334,7 @@ impl MemoryManager {
             days_xml.join("\n")
         );
         let system = fill(
-            prompts::HISTORY_SUMMARY,
+            &self.prompts.history_summary,
             &[(
                 "max_chars",
                 &self.settings.history_summary_chars.to_string(),

@@ -116,6 +116,7 @@ impl Harness {
             holder.into(),
         )
         .unwrap()
+        .unwrap()
     }
 
     pub fn fake(&self) -> &FakeLlmServer {
