@@ -62,12 +62,13 @@ enum Command {
         #[arg(long)]
         query: String,
     },
-    /// Write everyone's MEMORY.md and daily notes to DIR/{person id}/ (MEMORY.md, memory/*.md).
+    /// Write everyone's MEMORY.md and daily notes to DIR/{person id}-{name}/ (MEMORY.md with
+    /// each entry's scope, memory/*.md); import puts them back where they were learned.
     Export {
         #[arg(long, default_value = "data/memory")]
         out: PathBuf,
     },
-    /// Read an export back (DIR/{person id}/...); importing twice changes nothing.
+    /// Read an export back (DIR/{person id}[-name]/...); importing twice changes nothing.
     Import {
         #[arg(long = "dir", default_value = "data/memory")]
         dir: PathBuf,
@@ -691,7 +692,22 @@ async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
     let memory = memory_manager(config).await?;
     let people = memory.store().people_with_memory().await?;
     for (n, person) in people.iter().enumerate() {
-        let dir = out.join(person.0.to_string());
+        // "12-alice": the id import reads, and a name a person can find.
+        let name: String = memory
+            .store()
+            .person(*person)
+            .await?
+            .map(|p| p.display_name)
+            .unwrap_or_default()
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { '_' })
+            .take(40)
+            .collect();
+        let dir = if name.is_empty() {
+            out.join(person.0.to_string())
+        } else {
+            out.join(format!("{}-{name}", person.0))
+        };
         for (path, text) in memory.entries().export(*person).await? {
             let file = dir.join(&path);
             std::fs::create_dir_all(file.parent().expect("a file in a directory"))?;
@@ -712,9 +728,9 @@ async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
     dirs.sort_by_key(|d| d.file_name());
     for d in dirs {
         let name = d.file_name().to_string_lossy().to_string();
-        let Ok(id) = name.parse::<i64>() else {
+        let Ok(id) = name.split('-').next().unwrap_or_default().parse::<i64>() else {
             anyhow::bail!(
-                "{}: export folders are named by person id",
+                "{}: export folders are named by person id (\"12\" or \"12-alice\")",
                 d.path().display()
             );
         };

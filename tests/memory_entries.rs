@@ -245,17 +245,75 @@ async fn export_import_export_is_identical(url: Option<String>) {
     );
     assert!(first[0].1.split_whitespace().count() <= 2000);
 
+    // The export names the person and carries each entry's scope.
+    assert!(
+        first[0]
+            .1
+            .contains("person 1, \"alice\"; accounts: console:alice"),
+        "{}",
+        first[0].1
+    );
+    let scopes = |h: &Harness| {
+        let store = h.store.clone();
+        async move {
+            let mut s: Vec<(String, String)> = store
+                .entries(alice, None)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| (e.value, e.scope.key()))
+                .collect();
+            s.sort();
+            s
+        }
+    };
+    let before = scopes(&h).await;
+    assert!(
+        before
+            .iter()
+            .any(|(v, s)| v.contains("payments") && s.starts_with("space:"))
+    );
+    let place = h.place(&public, "alice").await;
+    let shown_in_public = book.memory_md(alice, &place).await.unwrap();
+    assert!(
+        shown_in_public.contains("payments team"),
+        "positive control: {shown_in_public}"
+    );
+
     // Into an emptied memory, then again: the same files, and the second import adds nothing.
     assert!(h.bot.memory().clear_person(alice).await.unwrap() > 0);
     let (entries, notes) = book.import(alice, &first).await.unwrap();
-    assert_eq!((entries, notes), (6, 1));
+    assert_eq!((entries, notes), (6, 6));
+    // Each entry is back where it was learned: the group's still shows in the group.
+    assert_eq!(scopes(&h).await, before);
+    assert_eq!(
+        book.memory_md(alice, &place).await.unwrap(),
+        shown_in_public
+    );
     assert_eq!(book.import(alice, &first).await.unwrap(), (0, 0));
     let second = book.export(alice).await.unwrap();
     assert_eq!(first, second);
 
-    // A malformed file is refused whole.
+    // A malformed file is refused whole; so is one that would put an entry into another
+    // person's private scope.
     let bad = vec![("MEMORY.md".to_string(), "## Secrets\n- x\n".to_string())];
     assert!(book.import(alice, &bad).await.is_err());
+    let other = r#"## Key Facts
+- planted <!-- {"scope":"dm:999","key":"planted","confidence":0.9,"origin":"x"} -->
+"#;
+    let bad = vec![("MEMORY.md".to_string(), other.to_string())];
+    let err = book.import(alice, &bad).await.unwrap_err().to_string();
+    assert!(err.contains("another person"), "{err}");
+    // A MEMORY.md written by hand (no details) goes to the private scope (positive control).
+    let plain = vec![(
+        "MEMORY.md".to_string(),
+        "## Key Facts\n- hand written\n".to_string(),
+    )];
+    assert_eq!(book.import(alice, &plain).await.unwrap(), (1, 0));
+    let hand = h.store.entries(alice, None).await.unwrap();
+    let hand = hand.iter().find(|e| e.value == "hand written").unwrap();
+    assert_eq!(hand.scope, engram::domain::Scope::Dm(alice));
+    book.delete(alice, &[hand.id]).await.unwrap();
     assert_eq!(book.export(alice).await.unwrap(), first);
 }
 

@@ -173,6 +173,57 @@ pub fn never_kept(text: &str) -> Option<NeverKept> {
 /// stated explicitly), at most `max_words` words. Over the limit, the weakest and then oldest
 /// entries are left out. The same entries always render to the same bytes.
 pub fn render_memory_md(entries: &[Entry], max_words: usize) -> String {
+    render_md(entries, max_words, false)
+}
+
+/// What an export keeps of an entry beside its MEMORY.md line, so import puts it back where
+/// it was learned (its scope) under the same key.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EntryMeta {
+    pub scope: String,
+    pub key: String,
+    pub confidence: f64,
+    pub origin: String,
+}
+
+/// An entry read back from an export: `meta` is None for a line without one (a MEMORY.md
+/// written by hand, or by an older engram).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedEntry {
+    pub category: Category,
+    pub value: String,
+    pub meta: Option<EntryMeta>,
+}
+
+/// A person's whole MEMORY.md for an export: no word limit, the person named in a header,
+/// and each line followed by its `EntryMeta` in an HTML comment (hidden when rendered).
+pub fn render_export_md(entries: &[Entry], header: &str) -> String {
+    let md = render_md(entries, usize::MAX, true);
+    let body = md.strip_prefix("# User Memory\n").unwrap_or(&md);
+    let header = header.replace("--", "- -").replace(['\n', '\r'], " ");
+    format!("# User Memory\n<!-- {header} -->\n{body}")
+}
+
+fn render_md(entries: &[Entry], max_words: usize, annotate: bool) -> String {
+    let line = |e: &Entry| {
+        let l = line(e);
+        if !annotate {
+            return l;
+        }
+        let meta = EntryMeta {
+            scope: e.scope.key(),
+            key: e.key.clone(),
+            confidence: e.confidence,
+            origin: e.origin.clone(),
+        };
+        let json = serde_json::to_string(&meta).expect("plain fields serialize");
+        // "--" may not appear inside an HTML comment; JSON can say it as "-\u002d".
+        format!(
+            "{} <!-- {} -->\n",
+            l.trim_end(),
+            json.replace("--", "-\\u002d")
+        )
+    };
     let mut kept: Vec<&Entry> = entries.iter().collect();
     // Strongest and newest first; the cut drops from the end.
     kept.sort_by(|a, b| {
@@ -242,11 +293,20 @@ fn line(e: &Entry) -> String {
 /// Reads a MEMORY.md back: (category, value) per line. Key Facts become personal context.
 /// Lines outside a known section, and an unknown section, are an error naming the line.
 pub fn parse_memory_md(text: &str) -> Result<Vec<(Category, String)>, String> {
+    Ok(parse_export_md(text)?
+        .into_iter()
+        .map(|e| (e.category, e.value))
+        .collect())
+}
+
+/// Reads an exported MEMORY.md back, with each line's `EntryMeta` when it has one. The header
+/// comment is skipped; a malformed meta comment is an error naming the line.
+pub fn parse_export_md(text: &str) -> Result<Vec<ImportedEntry>, String> {
     let mut out = Vec::new();
     let mut section: Option<Category> = None;
     for (n, raw) in text.lines().enumerate() {
         let l = raw.trim_end();
-        if l.is_empty() || l == "# User Memory" {
+        if l.is_empty() || l == "# User Memory" || (l.starts_with("<!--") && l.ends_with("-->")) {
             continue;
         }
         if let Some(heading) = l.strip_prefix("## ") {
@@ -261,8 +321,25 @@ pub fn parse_memory_md(text: &str) -> Result<Vec<(Category, String)>, String> {
             continue;
         }
         match (section, l.strip_prefix("- ")) {
-            (Some(c), Some(value)) if !value.trim().is_empty() => {
-                out.push((c, value.trim().to_string()))
+            (Some(c), Some(line)) => {
+                let (value, meta) = match line.rfind(" <!-- {") {
+                    Some(at) if line.ends_with("} -->") => {
+                        let json = &line[at + " <!-- ".len()..line.len() - " -->".len()];
+                        let meta: EntryMeta = serde_json::from_str(json).map_err(|e| {
+                            format!("line {}: unreadable entry details: {e}", n + 1)
+                        })?;
+                        (&line[..at], Some(meta))
+                    }
+                    _ => (line, None),
+                };
+                if value.trim().is_empty() {
+                    return Err(format!("line {}: an empty entry", n + 1));
+                }
+                out.push(ImportedEntry {
+                    category: c,
+                    value: value.trim().to_string(),
+                    meta,
+                })
             }
             _ => {
                 return Err(format!(
@@ -286,15 +363,61 @@ pub fn parse_daily(name: &str, text: &str) -> Result<(NaiveDate, String), String
     Ok((day, body.trim().to_string()))
 }
 
-/// Renders one day's notes as `memory/YYYY-MM-DD.md`: the blocks in the order they were added.
+/// Renders one day's notes as `memory/YYYY-MM-DD.md`: the blocks in the order they were added,
+/// each after a comment saying where it was learned and what wrote it (for import).
 pub fn render_daily(day: NaiveDate, notes: &[&DailyNote]) -> String {
     let mut out = format!("# {}\n", day.format("%Y-%m-%d"));
     for n in notes {
-        out.push('\n');
+        let meta = NoteMeta {
+            scope: n.scope.key(),
+            source: n.source.clone(),
+        };
+        let json = serde_json::to_string(&meta).expect("plain fields serialize");
+        out.push_str(&format!("\n<!-- {} -->\n", json.replace("--", "-\\u002d")));
         out.push_str(n.text.trim_end());
         out.push('\n');
     }
     out
+}
+
+/// Where an exported daily-note block was learned and what wrote it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NoteMeta {
+    pub scope: String,
+    pub source: String,
+}
+
+/// Reads `memory/YYYY-MM-DD.md` back as its blocks, each with its `NoteMeta` (None for text
+/// before the first one: a file written by hand or by an older engram).
+pub fn parse_daily_blocks(
+    name: &str,
+    text: &str,
+) -> Result<(NaiveDate, Vec<(Option<NoteMeta>, String)>), String> {
+    let (day, body) = parse_daily(name, text)?;
+    let mut blocks: Vec<(Option<NoteMeta>, String)> = vec![(None, String::new())];
+    for line in body.lines() {
+        let t = line.trim();
+        if let Some(json) = t
+            .strip_prefix("<!-- {")
+            .and_then(|r| r.strip_suffix("} -->"))
+        {
+            let meta: NoteMeta = serde_json::from_str(&format!("{{{json}}}"))
+                .map_err(|e| format!("{name}: unreadable note details: {e}"))?;
+            blocks.push((Some(meta), String::new()));
+            continue;
+        }
+        let block = &mut blocks.last_mut().expect("one block at least").1;
+        block.push_str(line);
+        block.push('\n');
+    }
+    Ok((
+        day,
+        blocks
+            .into_iter()
+            .map(|(m, t)| (m, t.trim().to_string()))
+            .filter(|(_, t)| !t.is_empty())
+            .collect(),
+    ))
 }
 
 /// What a capture did.
@@ -478,13 +601,41 @@ impl EntryBook {
         let mut days = Vec::new();
         for (path, text) in files {
             if path == "MEMORY.md" {
-                entries = parse_memory_md(text).map_err(MemoryError::Invalid)?;
+                entries = parse_export_md(text).map_err(MemoryError::Invalid)?;
             } else if let Some(name) = path.strip_prefix("memory/") {
-                days.push(parse_daily(name, text).map_err(MemoryError::Invalid)?);
+                days.push(parse_daily_blocks(name, text).map_err(MemoryError::Invalid)?);
             } else {
                 return Err(MemoryError::Invalid(format!(
                     "{path}: not part of a memory export"
                 )));
+            }
+        }
+        // Where each piece goes: the scope it was learned in, which must be this person's
+        // (a private scope of someone else is refused), else their private scope.
+        let scope_of = |key: Option<&str>| -> Result<Scope, MemoryError> {
+            let Some(key) = key else {
+                return Ok(Scope::Dm(person));
+            };
+            match Scope::parse(key) {
+                Some(Scope::Dm(p)) if p != person => Err(MemoryError::Invalid(format!(
+                    "scope {key:?} is another person's private chat"
+                ))),
+                Some(scope) => Ok(scope),
+                None => Err(MemoryError::Invalid(format!("unknown scope {key:?}"))),
+            }
+        };
+        let mut planned = Vec::new();
+        for e in &entries {
+            planned.push(scope_of(e.meta.as_ref().map(|m| m.scope.as_str()))?);
+        }
+        let mut notes_planned = Vec::new();
+        for (day, blocks) in &days {
+            for (meta, text) in blocks {
+                let scope = scope_of(meta.as_ref().map(|m| m.scope.as_str()))?;
+                let source = meta
+                    .as_ref()
+                    .map_or_else(|| "import".to_string(), |m| m.source.clone());
+                notes_planned.push((*day, scope, source, text.clone()));
             }
         }
         let now = self.clock.now();
@@ -503,7 +654,8 @@ impl EntryBook {
             .collect();
         let mut keys: HashMap<(Category, String), usize> = HashMap::new();
         let mut written = 0;
-        for (category, value) in entries {
+        for (e, scope) in entries.into_iter().zip(planned) {
+            let (category, value) = (e.category, e.value);
             if known.contains(&(category, value.clone()))
                 || (category == Category::PersonalContext
                     && Category::ALL
@@ -512,21 +664,29 @@ impl EntryBook {
             {
                 continue;
             }
-            let base = key_for(&value);
-            let n = keys.entry((category, base.clone())).or_insert(0);
-            *n += 1;
-            let key = if *n == 1 { base } else { format!("{base}_{n}") };
+            let key = match &e.meta {
+                Some(meta) => meta.key.clone(),
+                None => {
+                    let base = key_for(&value);
+                    let n = keys.entry((category, base.clone())).or_insert(0);
+                    *n += 1;
+                    if *n == 1 { base } else { format!("{base}_{n}") }
+                }
+            };
             let w = self
                 .store
                 .write_entry(&NewEntry {
                     person,
-                    scope: Scope::Dm(person),
+                    scope,
                     category,
                     key,
                     value,
-                    confidence: EXPLICIT_CONFIDENCE,
+                    confidence: e
+                        .meta
+                        .as_ref()
+                        .map_or(EXPLICIT_CONFIDENCE, |m| m.confidence.clamp(0.0, 1.0)),
                     source: "import".into(),
-                    origin: "an import".into(),
+                    origin: e.meta.map_or_else(|| "an import".to_string(), |m| m.origin),
                     at: now,
                     expires_at: None,
                 })
@@ -535,31 +695,22 @@ impl EntryBook {
                 written += 1;
             }
         }
-        let existing: std::collections::HashSet<NaiveDate> = self
-            .store
-            .daily_notes(person, None)
-            .await?
-            .into_iter()
-            .map(|n| n.day)
-            .collect();
         let mut notes = 0;
-        for (day, text) in days {
-            if existing.contains(&day) || text.is_empty() {
-                continue;
-            }
-            self.store
+        for (day, scope, source, text) in notes_planned {
+            let added = self
+                .store
                 .append_daily_note(
                     person,
                     &DailyNote {
                         day,
-                        scope: Scope::Dm(person),
+                        scope,
                         text,
-                        source: "import".into(),
+                        source,
                         added_at: now,
                     },
                 )
                 .await?;
-            notes += 1;
+            notes += usize::from(added);
         }
         Ok((written, notes))
     }
@@ -569,10 +720,31 @@ impl EntryBook {
     pub async fn export(&self, person: PersonId) -> Result<Vec<(String, String)>, MemoryError> {
         let entries = self.store.entries(person, None).await?;
         let notes = self.store.daily_notes(person, None).await?;
-        let mut files = vec![(
-            "MEMORY.md".to_string(),
-            render_memory_md(&entries, self.max_words),
-        )];
+        let name = self
+            .store
+            .person(person)
+            .await?
+            .map(|p| p.display_name)
+            .unwrap_or_default();
+        let accounts: Vec<String> = self
+            .store
+            .accounts(person)
+            .await?
+            .iter()
+            .map(|a| match &a.username {
+                Some(u) => format!("{}:{} (@{u})", a.platform, a.external_id),
+                None => format!("{}:{}", a.platform, a.external_id),
+            })
+            .collect();
+        let header = format!(
+            "engram export of person {person}, {name:?}; accounts: {}",
+            if accounts.is_empty() {
+                "none".to_string()
+            } else {
+                accounts.join(", ")
+            }
+        );
+        let mut files = vec![("MEMORY.md".to_string(), render_export_md(&entries, &header))];
         let mut by_day: std::collections::BTreeMap<NaiveDate, Vec<&DailyNote>> = Default::default();
         for n in &notes {
             by_day.entry(n.day).or_default().push(n);
