@@ -7,7 +7,9 @@
 use crate::config::Config;
 use crate::domain::budget::{Admission, Limits, Payer, paid_by};
 use crate::domain::link;
-use crate::domain::{IncomingMessage, PersonId, Platform, Privacy, SpaceId, StoredMessage};
+use crate::domain::{
+    IncomingMessage, PersonId, Place, Platform, Privacy, Scope, SpaceId, StoredMessage,
+};
 use crate::ingest::{Ingested, Ingestor, sanitize, strip_address};
 use crate::llm::ChatModel;
 use crate::memory::entries::Captured;
@@ -115,8 +117,10 @@ const HELP: &str = "I remember things about the people here. Try:\n\
   forget everything about me\n\
   what do you know about me / about @bob\n\
   note that / keep in mind … (goes into your MEMORY.md)\n\
+  remember everywhere that … (known in every group and chat; /memory unshare <words> undoes)\n\
   /memory, /memory search <words>, /memory forget <topic>,\n\
-  /memory pause, /memory resume, /memory clear, /memory export\n\
+  /memory pause, /memory resume, /memory clear, /memory export,\n\
+  /memory share <words>, /memory unshare <words>\n\
   /memory link (join your Discord and Telegram memory), /memory links, /memory unlink\n\
 Anything else is conversation.";
 
@@ -414,6 +418,29 @@ impl Bot {
                     None => return self.responder.reply(ingested).await,
                 },
             },
+            Command::RememberEverywhere { subject, fact } => {
+                let (subject, _) = self.resolve_subject(msg, ingested, &subject).await?;
+                if subject != ingested.message.author {
+                    return Ok(Answer::from("Only the person a fact is about can have it known everywhere, so I kept nothing. Tell me about them without \"everywhere\" to keep it as what you said.".to_string()));
+                }
+                // Their choice: the fact goes to the global scope, known in every place.
+                let everywhere = Ingested {
+                    place: Place {
+                        privacy: Privacy::Global,
+                        dm_owner: None,
+                        ..ingested.place.clone()
+                    },
+                    ..ingested.clone()
+                };
+                let said = self.capture(&everywhere, &fact).await?;
+                if said.starts_with("Got it") {
+                    format!(
+                        "{said} I'll know it everywhere, in every group and private chat (\"/memory unshare\" takes it back)."
+                    )
+                } else {
+                    said
+                }
+            }
             Command::Remember { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 if subject == ingested.message.author {
@@ -682,9 +709,112 @@ impl Bot {
             MemoryCommand::Link(code) => self.link(ingested, &code).await?,
             MemoryCommand::Links => self.links(person).await?,
             MemoryCommand::Unlink(which) => self.unlink(ingested, &which).await?,
+            MemoryCommand::Share(words) => self.share(ingested, &words, true).await?,
+            MemoryCommand::Unshare(words) => self.share(ingested, &words, false).await?,
             MemoryCommand::Unknown(word) => format!(
-                "I don't know \"/memory {word}\". Try /memory, /memory search <words>, /memory forget <topic>, /memory pause, /memory resume, /memory clear, /memory export, /memory link, /memory links or /memory unlink."
+                "I don't know \"/memory {word}\". Try /memory, /memory search <words>, /memory forget <topic>, /memory pause, /memory resume, /memory clear, /memory export, /memory share <words>, /memory unshare <words>, /memory link, /memory links or /memory unlink."
             ),
+        })
+    }
+
+    /// `/memory share` (`everywhere`) or `/memory unshare`: the one entry of the speaker that
+    /// matches `words` becomes known everywhere, or (unshare) only where this is said. Only
+    /// what they may see here, and only their own entries, can be moved.
+    async fn share(
+        &self,
+        ingested: &Ingested,
+        words: &str,
+        everywhere: bool,
+    ) -> Result<String, MemoryError> {
+        let (verb, usage) = if everywhere {
+            ("share", "/memory share <words of the entry>")
+        } else {
+            ("unshare", "/memory unshare <words of the entry>")
+        };
+        if words.trim().is_empty() {
+            return Err(MemoryError::Invalid(format!(
+                "Which entry? Try \"{usage}\"."
+            )));
+        }
+        let person = ingested.message.author;
+        let place = &ingested.place;
+        let found: Vec<crate::domain::Entry> = self
+            .memory
+            .entries()
+            .search(person, place, words, 20)
+            .await?
+            .into_iter()
+            .map(|(e, _)| e)
+            .filter(|e| (e.scope == Scope::Global) != everywhere)
+            .collect();
+        let exact: Vec<&crate::domain::Entry> = found
+            .iter()
+            .filter(|e| e.value.eq_ignore_ascii_case(words.trim()))
+            .collect();
+        let entry = match (exact.as_slice(), found.as_slice()) {
+            ([one], _) => *one,
+            ([], [one]) => one,
+            (_, []) => {
+                return Ok(if everywhere {
+                    format!(
+                        "None of your entries that I may show here matches \"{}\" (and is not shared already).",
+                        words.trim()
+                    )
+                } else {
+                    format!("None of your shared entries matches \"{}\".", words.trim())
+                });
+            }
+            (_, many) => {
+                let list: Vec<String> = many.iter().map(|e| format!("- {}", e.value)).collect();
+                return Ok(format!(
+                    "Several entries match; say which one with more of its words:\n{}",
+                    list.join("\n")
+                ));
+            }
+        };
+        if everywhere && self.memory.entries().paused(person).await? {
+            return Ok("Your memory is paused, so I'm not changing where it is known. Say \"/memory resume\" first.".to_string());
+        }
+        let to = if everywhere {
+            Scope::Global
+        } else {
+            place.home_scope()
+        };
+        self.memory
+            .store()
+            .move_entry(person, entry.id, &to)
+            .await?;
+        // The facts text follows: known everywhere, or no longer.
+        let name = ingested.message.author_name.clone();
+        let global_place = Place {
+            privacy: Privacy::Global,
+            dm_owner: None,
+            ..place.clone()
+        };
+        let req = FactRequest {
+            place: &global_place,
+            ..self.fact_request(ingested, person, &name, false, &entry.value)
+        };
+        let facts = if everywhere {
+            self.memory.remember(&req).await.map(|_| ())
+        } else {
+            self.memory.forget_shared(&req).await.map(|_| ())
+        };
+        if let Err(e) = facts {
+            warn!(error = %e, verb, "facts text not updated; the entry was moved");
+        }
+        self.memory.purge_caches();
+        info!(actor = %person, entry = entry.id, verb, "entry scope changed");
+        Ok(if everywhere {
+            format!(
+                "Shared: I'll know \"{}\" everywhere, in every group and private chat. \"/memory unshare\" takes it back.",
+                entry.value
+            )
+        } else {
+            format!(
+                "Unshared: \"{}\" is no longer known everywhere; I keep it only where you said this.",
+                entry.value
+            )
         })
     }
 

@@ -20,6 +20,12 @@ pub enum Command {
         subject: Subject,
         fact: String,
     },
+    /// "remember everywhere that …": an explicit fact the speaker chooses to have known in
+    /// every place (the `global` scope).
+    RememberEverywhere {
+        subject: Subject,
+        fact: String,
+    },
     Forget {
         subject: Subject,
         fact: String,
@@ -53,6 +59,10 @@ pub enum MemoryCommand {
     Links,
     /// `/memory unlink [platform]`.
     Unlink(String),
+    /// `/memory share <words>`: the matching entry becomes known everywhere (global).
+    Share(String),
+    /// `/memory unshare <words>`: the matching global entry is known only here again.
+    Unshare(String),
     /// `/memory something-else`: says what the subcommands are.
     Unknown(String),
 }
@@ -74,6 +84,8 @@ fn memory_command(rest: &str) -> MemoryCommand {
         "link" => MemoryCommand::Link(arg.to_string()),
         "links" | "accounts" => MemoryCommand::Links,
         "unlink" => MemoryCommand::Unlink(arg.to_string()),
+        "share" => MemoryCommand::Share(arg.to_string()),
+        "unshare" => MemoryCommand::Unshare(arg.to_string()),
         _ => MemoryCommand::Unknown(word.to_string()),
     }
 }
@@ -241,6 +253,11 @@ pub fn parse_command(text: &str) -> Command {
         let next = rest.split_whitespace().next().unwrap_or("").to_lowercase();
         if QUESTION_WORDS.contains(&next.as_str()) {
             return Command::Chat;
+        }
+        if let Some(fact) = after(rest, "everywhere") {
+            let fact = after(fact, "that").unwrap_or(fact).trim();
+            let (subject, fact) = fact_subject(fact);
+            return Command::RememberEverywhere { subject, fact };
         }
         let rest = after(rest, "this").unwrap_or(rest);
         if let Some((subject, fact)) = about_clause(rest) {
@@ -460,6 +477,17 @@ mod tests {
         ] {
             assert_eq!(parse_command(ask), speaker("I like tea"), "{ask}");
         }
+        assert_eq!(
+            parse_command("please remember everywhere that my timezone is CET"),
+            Command::RememberEverywhere {
+                subject: Subject::Speaker,
+                fact: "my timezone is CET".into()
+            }
+        );
+        assert_eq!(
+            parse_command("/memory share timezone"),
+            Command::Memory(MemoryCommand::Share("timezone".into()))
+        );
         // Questions about the past are conversation.
         for ask in [
             "remember when we met?",

@@ -204,6 +204,7 @@ impl Place {
     /// The scope that a message said here, or a fact learned here, belongs to.
     pub fn home_scope(&self) -> Scope {
         match (self.privacy, self.dm_owner) {
+            (Privacy::Global, _) => Scope::Global,
             (Privacy::Dm, Some(owner)) => Scope::Dm(owner),
             (Privacy::ChannelRestricted, _) => Scope::Channel(self.space, self.channel.clone()),
             _ => Scope::Space(self.space),

@@ -768,7 +768,8 @@ pub fn origin(scope: &Scope) -> String {
     match scope {
         Scope::Dm(_) => "a private chat".to_string(),
         Scope::Channel(_, channel) => format!("restricted channel {channel}"),
-        Scope::Space(_) | Scope::Global => "a public channel".to_string(),
+        Scope::Space(_) => "a public channel".to_string(),
+        Scope::Global => "shared everywhere by the person".to_string(),
     }
 }
 

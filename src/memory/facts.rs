@@ -270,6 +270,12 @@ impl MemoryManager {
         Ok(merged)
     }
 
+    /// Takes `req.text` out of what is known about `req.subject` everywhere (the global
+    /// scope's facts) and nowhere else: `/memory unshare`. Whether it was there.
+    pub async fn forget_shared(&self, req: &FactRequest<'_>) -> Result<bool, MemoryError> {
+        Ok(self.forget_in_scope(req, &Scope::Global, req.text).await?.0)
+    }
+
     /// Removes what matches `target` from the facts of `req.subject` in `scope` (the earlier
     /// versions go too). Whether anything matched, how, and the sentences removed.
     pub(super) async fn forget_in_scope(

@@ -654,6 +654,10 @@ pub trait Store: Send + Sync {
     async fn entry_history(&self, person: PersonId) -> StoreResult<Vec<EntryVersion>>;
     /// Deletes these entries of `person` and their history; ids of others are left alone.
     async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64>;
+    /// Moves an entry of `person` (with its history) to `scope` (sharing it everywhere, or
+    /// back); when `scope` holds an entry of the same category and key, the moved one keeps
+    /// both by taking the key `key_ID`. False when `person` has no such entry.
+    async fn move_entry(&self, person: PersonId, id: i64, scope: &Scope) -> StoreResult<bool>;
     /// Appends a block to a person's daily notes; false (nothing written) when a block of the
     /// same source and day is there already.
     async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<bool>;

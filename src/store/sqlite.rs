@@ -1010,6 +1010,21 @@ impl Store for SqliteStore {
         rows::entry_versions(rows)
     }
 
+    async fn move_entry(&self, person: PersonId, id: i64, scope: &Scope) -> StoreResult<bool> {
+        let moved = sqlx::query(
+            "UPDATE memory_entries SET scope = ?1, key = CASE WHEN EXISTS (SELECT 1 FROM memory_entries o \
+             WHERE o.person_id = ?2 AND o.scope = ?1 AND o.category = memory_entries.category AND o.key = memory_entries.key AND o.id <> ?3) \
+             THEN key || '_' || id ELSE key END WHERE person_id = ?2 AND id = ?3",
+        )
+        .bind(scope.key())
+        .bind(person.0)
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_err)?;
+        Ok(moved.rows_affected() > 0)
+    }
+
     async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
         if ids.is_empty() {
             return Ok(0);
