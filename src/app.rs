@@ -112,7 +112,9 @@ pub fn embedder(config: &Config, secrets: &Secrets) -> Result<Option<SharedEmbed
     let provider = match e.provider.as_str() {
         "auto" if MiniLmEmbedder::present(dir) => "local",
         "auto" => {
-            info!(model_dir = %e.model_dir, "no embedding model found: retrieval uses BM25 only (set embed.model_dir, see README)");
+            // Said once, at start, where a default log level shows it: search quality depends
+            // on it.
+            warn!(model_dir = %e.model_dir, "no embedding model found: retrieval uses BM25 only (scripts/fetch-model.sh fetches it; or set embed.model_dir, or embed.provider = \"none\" to silence this)");
             return Ok(None);
         }
         other => other,

@@ -225,7 +225,7 @@ async fn migrate_copies_sqlite_to_postgres_and_the_bot_remembers_there() {
         "",
         &[],
     );
-    assert!(!ok && err.contains("does not exist"), "{err}");
+    assert!(!ok && err.contains("no database at nope.db"), "{err}");
     let (_, err, ok) = engram(
         dir.path(),
         &[

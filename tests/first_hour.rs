@@ -705,3 +705,20 @@ async fn global_facts_only_by_the_persons_choice(url: Option<String>) {
 }
 
 on_both_harnesses!(global_facts_only_by_the_persons_choice);
+
+#[test]
+fn a_missing_embedding_model_is_a_warning_once_at_the_default_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err, ok) = engram(dir.path(), &["chat", "--as", "alice"], "hello\nhi\n", &[]);
+    assert!(ok && out.contains("Engram: "), "{err}");
+    assert_eq!(err.matches("no embedding model found").count(), 1, "{err}");
+    assert!(err.contains("WARN"), "{err}");
+    // Chosen off: nothing to warn about.
+    let (_, err, ok) = engram(
+        dir.path(),
+        &["chat", "--as", "alice"],
+        "hello\n",
+        &[("ENGRAM__EMBED__PROVIDER", "none")],
+    );
+    assert!(ok && !err.contains("no embedding model"), "{err}");
+}

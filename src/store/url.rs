@@ -23,7 +23,7 @@ pub enum DbUrlError {
         "the database URL {0:?} names no file: use sqlite://PATH, e.g. sqlite://data/engram.db"
     )]
     EmptyPath(String),
-    #[error("the database URL {url:?} is not valid: {reason}")]
+    #[error("the database URL {url:?} is not a valid PostgreSQL URL: {reason}")]
     Malformed { url: String, reason: String },
 }
 
