@@ -7,7 +7,7 @@ use crate::config::{Config, Secrets, StoreConfig};
 use crate::domain::Clock;
 use crate::domain::budget::Limits;
 use crate::embed::{EmbedError, Embedder, MiniLmEmbedder, OpenAiEmbedder, SharedEmbedder};
-use crate::llm::prompts::{PromptError, PromptSource, Prompts};
+use crate::llm::prompts::{PromptError, PromptSource, PromptSources, Prompts};
 use crate::llm::{ChatModel, LlmError, OpenAiClient};
 use crate::memory::MemoryManager;
 use crate::retrieval::{Indexer, Retriever};
@@ -149,10 +149,16 @@ pub fn embedder(config: &Config, secrets: &Secrets) -> Result<Option<SharedEmbed
 
 /// The prompts of `prompts.dir` (built-in copies for the files that are not there), checked,
 /// with where each came from.
-pub fn prompts(
-    config: &Config,
-) -> Result<(Arc<Prompts>, Vec<(&'static str, PromptSource)>), AppError> {
-    let (prompts, sources) = Prompts::load(std::path::Path::new(&config.prompts.dir))?;
+pub fn prompts(config: &Config) -> Result<(Arc<Prompts>, PromptSources), AppError> {
+    let dir = std::path::Path::new(&config.prompts.dir);
+    // The default directory may be missing (built-in prompts); one set on purpose may not.
+    if config.prompts.dir != Config::defaults().prompts.dir && !dir.is_dir() {
+        return Err(AppError::Setup(format!(
+            "prompts.dir: {} is not a directory (leave it unset for the built-in prompts)",
+            dir.display()
+        )));
+    }
+    let (prompts, sources) = Prompts::load(dir)?;
     Ok((Arc::new(prompts), sources))
 }
 

@@ -40,6 +40,9 @@ pub struct Reply {
 /// its name) still answers it.
 const PLAIN_ANSWER_WINDOW: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
 
+/// The words that answer the bot's question in a group without its name.
+const PLAIN_ANSWERS: [&str; 5] = ["yes", "y", "yes please", "no", "n"];
+
 /// What the history keeps of an answer that only showed memory.
 const SHOWN_MEMORY_NOTE: &str = "(showed memory here; not kept in the history)";
 
@@ -76,6 +79,11 @@ enum Pending {
     },
     /// Changes to their entries the model asked for while answering.
     Tools(Vec<StagedChange>),
+    /// `/memory share`: this entry of theirs becomes known everywhere.
+    Share {
+        id: i64,
+        value: String,
+    },
 }
 
 pub struct Bot {
@@ -198,6 +206,9 @@ impl Bot {
             return Ok(None);
         };
         if !ingested.addressed {
+            // They moved on: a plain "yes" later is chatter again (their "Engram, yes" still
+            // answers while the question lasts).
+            self.asked.invalidate(&Self::asked_key(msg));
             return Ok(None);
         }
         // Delivered again (a platform retrying after a restart) and answered already.
@@ -255,7 +266,7 @@ impl Bot {
             .await?;
         let where_asked = Self::asked_key(msg);
         if asking {
-            self.asked.insert(where_asked, now);
+            self.asked.insert(where_asked, self.memory.clock().now());
         } else {
             self.asked.invalidate(&where_asked);
         }
@@ -289,8 +300,15 @@ impl Bot {
             let fact = self.remembered_in(&message);
             // Taking a remembered fact back may ask the model: it counts as its author's.
             let payer = self.payer(message.author, message.space).0;
-            removed +=
-                paid_by(payer, self.memory.forget_message(&message, fact.as_deref())).await?;
+            removed += paid_by(
+                payer,
+                self.memory.forget_message(
+                    &message,
+                    fact.as_ref()
+                        .map(|(f, everywhere)| (f.as_str(), *everywhere)),
+                ),
+            )
+            .await?;
         }
         if removed > 0 {
             info!(
@@ -322,7 +340,15 @@ impl Bot {
         }
         let fact = self.remembered_in(&old);
         let payer = self.payer(old.author, old.space).0;
-        paid_by(payer, self.memory.forget_message(&old, fact.as_deref())).await?;
+        paid_by(
+            payer,
+            self.memory.forget_message(
+                &old,
+                fact.as_ref()
+                    .map(|(f, everywhere)| (f.as_str(), *everywhere)),
+            ),
+        )
+        .await?;
         let mut msg = msg.clone();
         msg.sent_at = old.sent_at;
         self.ingestor.ingest(&msg).await?;
@@ -345,7 +371,9 @@ impl Bot {
     }
 
     /// The fact a stored "remember that …" about its author carried, if it was one.
-    fn remembered_in(&self, message: &StoredMessage) -> Option<String> {
+    /// The fact a message of a person asked the bot to remember about themselves, and whether
+    /// they asked for it to be known everywhere.
+    fn remembered_in(&self, message: &StoredMessage) -> Option<(String, bool)> {
         if message.is_bot {
             return None;
         }
@@ -355,7 +383,11 @@ impl Bot {
             Command::Remember {
                 subject: Subject::Speaker,
                 fact,
-            } => Some(fact),
+            } => Some((fact, false)),
+            Command::RememberEverywhere {
+                subject: Subject::Speaker,
+                fact,
+            } => Some((fact, true)),
             _ => None,
         }
     }
@@ -393,6 +425,8 @@ impl Bot {
                         | MemoryCommand::Search(_)
                         | MemoryCommand::Export
                         | MemoryCommand::Forget(_)
+                        | MemoryCommand::Share(_)
+                        | MemoryCommand::Unshare(_)
                 )
         );
         if !matches!(command, Command::Confirm(_)) {
@@ -420,8 +454,15 @@ impl Bot {
             },
             Command::RememberEverywhere { subject, fact } => {
                 let (subject, _) = self.resolve_subject(msg, ingested, &subject).await?;
-                if subject != ingested.message.author {
-                    return Ok(Answer::from("Only the person a fact is about can have it known everywhere, so I kept nothing. Tell me about them without \"everywhere\" to keep it as what you said.".to_string()));
+                let others = ingested
+                    .mentions
+                    .iter()
+                    .any(|(p, _)| *p != ingested.message.author);
+                if subject != ingested.message.author
+                    || others
+                    || fact.split_whitespace().any(|w| w.starts_with('@'))
+                {
+                    return Ok(Answer::from("Only the person a fact is about can have it known everywhere, and it may be about no one else, so I kept nothing. Without \"everywhere\" I keep it where you said it.".to_string()));
                 }
                 // Their choice: the fact goes to the global scope, known in every place.
                 let everywhere = Ingested {
@@ -530,10 +571,12 @@ impl Bot {
     /// Whether `msg` is a plain yes or no from someone the bot asked a question in this group
     /// channel less than `PLAIN_ANSWER_WINDOW` ago.
     fn answers_a_question(&self, msg: &IncomingMessage) -> bool {
-        if msg.replies_to_bot || msg.author_is_bot || msg.text.chars().count() > 20 {
+        // Only the bare word, not an answer to someone else (a reply to another message).
+        if msg.replies_to_bot || msg.author_is_bot || msg.reply_to_external_id.is_some() {
             return false;
         }
-        if !matches!(parse_command(&msg.text), Command::Confirm(_)) {
+        let word = msg.text.trim().trim_end_matches(['.', '!']).to_lowercase();
+        if !PLAIN_ANSWERS.contains(&word.as_str()) {
             return false;
         }
         let Some(asked_at) = self.asked.get(&Self::asked_key(msg)) else {
@@ -718,18 +761,19 @@ impl Bot {
     }
 
     /// `/memory share` (`everywhere`) or `/memory unshare`: the one entry of the speaker that
-    /// matches `words` becomes known everywhere, or (unshare) only where this is said. Only
-    /// what they may see here, and only their own entries, can be moved.
+    /// matches `words` (every word of them) becomes known everywhere after their "yes", or
+    /// (unshare, at once) known only in their private chat. Only their own entries that they
+    /// may see where they ask can be chosen.
     async fn share(
         &self,
         ingested: &Ingested,
         words: &str,
         everywhere: bool,
     ) -> Result<String, MemoryError> {
-        let (verb, usage) = if everywhere {
-            ("share", "/memory share <words of the entry>")
+        let usage = if everywhere {
+            "/memory share <words of the entry>"
         } else {
-            ("unshare", "/memory unshare <words of the entry>")
+            "/memory unshare <words of the entry>"
         };
         if words.trim().is_empty() {
             return Err(MemoryError::Invalid(format!(
@@ -738,6 +782,7 @@ impl Bot {
         }
         let person = ingested.message.author;
         let place = &ingested.place;
+        let wanted = query_terms(words, 32);
         let found: Vec<crate::domain::Entry> = self
             .memory
             .entries()
@@ -746,25 +791,30 @@ impl Bot {
             .into_iter()
             .map(|(e, _)| e)
             .filter(|e| (e.scope == Scope::Global) != everywhere)
+            // Every word asked for, not any one of them: a loose match moves nothing.
+            .filter(|e| {
+                let terms = document_terms(&format!("{} {}", e.key.replace('_', " "), e.value));
+                wanted
+                    .iter()
+                    .all(|w| terms.terms.iter().any(|(t, _)| t == w))
+            })
             .collect();
-        let exact: Vec<&crate::domain::Entry> = found
-            .iter()
-            .filter(|e| e.value.eq_ignore_ascii_case(words.trim()))
-            .collect();
-        let entry = match (exact.as_slice(), found.as_slice()) {
-            ([one], _) => *one,
-            ([], [one]) => one,
-            (_, []) => {
+        let entry = match found.as_slice() {
+            [one] => one.clone(),
+            [] => {
                 return Ok(if everywhere {
                     format!(
-                        "None of your entries that I may show here matches \"{}\" (and is not shared already).",
+                        "None of your entries that I may show here has all of \"{}\" (and is not shared already).",
                         words.trim()
                     )
                 } else {
-                    format!("None of your shared entries matches \"{}\".", words.trim())
+                    format!(
+                        "None of your shared entries has all of \"{}\".",
+                        words.trim()
+                    )
                 });
             }
-            (_, many) => {
+            many => {
                 let list: Vec<String> = many.iter().map(|e| format!("- {}", e.value)).collect();
                 return Ok(format!(
                     "Several entries match; say which one with more of its words:\n{}",
@@ -772,49 +822,78 @@ impl Bot {
                 ));
             }
         };
-        if everywhere && self.memory.entries().paused(person).await? {
-            return Ok("Your memory is paused, so I'm not changing where it is known. Say \"/memory resume\" first.".to_string());
+        if everywhere {
+            if self.memory.entries().paused(person).await? {
+                return Ok("Your memory is paused, so I'm not changing where it is known. Say \"/memory resume\" first.".to_string());
+            }
+            if entry.value.split_whitespace().any(|w| w.starts_with('@')) {
+                return Ok("That entry mentions someone else, and what is known everywhere may only be about you, so I left it where it is.".to_string());
+            }
+            let learned = crate::memory::entries::origin(&entry.scope);
+            self.pending.insert(
+                Self::pending_key(ingested),
+                Pending::Share {
+                    id: entry.id,
+                    value: entry.value.clone(),
+                },
+            );
+            return Ok(format!(
+                "Share \"{}\" (learned in {learned}) everywhere, in every group and private chat where I am? Reply \"yes\" to share it or \"no\" to keep it where it is.",
+                entry.value
+            ));
         }
-        let to = if everywhere {
-            Scope::Global
-        } else {
-            place.home_scope()
-        };
-        self.memory
-            .store()
-            .move_entry(person, entry.id, &to)
-            .await?;
+        self.move_entry(ingested, entry.id, &entry.value, Scope::Dm(person))
+            .await
+    }
+
+    /// Moves an entry of the speaker to `to` (global: shared; their private scope: unshared)
+    /// and its fact with it, and says what happened.
+    async fn move_entry(
+        &self,
+        ingested: &Ingested,
+        id: i64,
+        value: &str,
+        to: Scope,
+    ) -> Result<String, MemoryError> {
+        let person = ingested.message.author;
+        let everywhere = to == Scope::Global;
+        if !self.memory.store().move_entry(person, id, &to).await? {
+            return Ok("That entry is gone meanwhile, so nothing changed.".to_string());
+        }
         // The facts text follows: known everywhere, or no longer.
         let name = ingested.message.author_name.clone();
         let global_place = Place {
             privacy: Privacy::Global,
             dm_owner: None,
-            ..place.clone()
+            ..ingested.place.clone()
         };
         let req = FactRequest {
             place: &global_place,
-            ..self.fact_request(ingested, person, &name, false, &entry.value)
+            ..self.fact_request(ingested, person, &name, false, value)
         };
-        let facts = if everywhere {
-            self.memory.remember(&req).await.map(|_| ())
+        let facts_follow = if everywhere {
+            self.memory.remember(&req).await.map(|_| true)
         } else {
-            self.memory.forget_shared(&req).await.map(|_| ())
+            self.memory.forget_shared(&req).await
         };
-        if let Err(e) = facts {
-            warn!(error = %e, verb, "facts text not updated; the entry was moved");
-        }
         self.memory.purge_caches();
-        info!(actor = %person, entry = entry.id, verb, "entry scope changed");
-        Ok(if everywhere {
-            format!(
-                "Shared: I'll know \"{}\" everywhere, in every group and private chat. \"/memory unshare\" takes it back.",
-                entry.value
-            )
-        } else {
-            format!(
-                "Unshared: \"{}\" is no longer known everywhere; I keep it only where you said this.",
-                entry.value
-            )
+        info!(actor = %person, entry = id, everywhere, "entry scope changed");
+        Ok(match (everywhere, facts_follow) {
+            (true, _) => format!(
+                "Shared: I'll know \"{value}\" everywhere, in every group and private chat. \"/memory unshare\" takes it back."
+            ),
+            (false, Ok(true)) => format!(
+                "Unshared: \"{value}\" is no longer known everywhere, only in our private chat."
+            ),
+            (false, Ok(false)) => format!(
+                "Unshared: the entry \"{value}\" is known only in our private chat now, but I couldn't find those words in what I know about you everywhere; if I say it elsewhere, tell me \"forget that …\" there."
+            ),
+            (false, Err(e)) => {
+                warn!(error = %e, "unshare: the facts text was not updated");
+                format!(
+                    "Unshared: the entry \"{value}\" is known only in our private chat now, but I couldn't update what I know about you everywhere; try \"/memory unshare\" again later."
+                )
+            }
         })
     }
 
@@ -996,6 +1075,9 @@ impl Bot {
         }
         let person = ingested.message.author;
         Ok(Some(match pending {
+            Pending::Share { id, value } => {
+                self.move_entry(ingested, id, &value, Scope::Global).await?
+            }
             Pending::Forget { entries, told } => {
                 let ids: Vec<i64> = entries.iter().map(|(id, _)| *id).collect();
                 let mut n = self.memory.entries().delete(person, &ids).await? as usize;

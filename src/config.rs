@@ -592,7 +592,7 @@ fn check_log_filter(filter: &str) -> Result<(), String> {
     if filter.trim().is_empty() {
         return Err(format!("is empty; {usage}"));
     }
-    for directive in filter.split(',').map(str::trim) {
+    for directive in filter.split(',').map(str::trim).filter(|d| !d.is_empty()) {
         let level = directive.rsplit_once('=').map_or(directive, |(_, l)| l);
         if !LEVELS.contains(&level.to_ascii_lowercase().as_str()) {
             return Err(format!("{directive:?} names no level; {usage}"));
@@ -688,24 +688,50 @@ fn secret_in(table: &toml::Table, prefix: &str) -> Option<String> {
     None
 }
 
-/// Whether a URL carries a password ("scheme://user:password@host").
+/// Whether a URL carries a password ("scheme://user:password@host", or "?password=…" as
+/// PostgreSQL URLs may).
 fn url_has_password(value: &str) -> bool {
     let Some((_, rest)) = value.split_once("://") else {
         return false;
     };
+    if query_password(value).is_some() {
+        return true;
+    }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     authority
         .rsplit_once('@')
         .is_some_and(|(user, _)| user.contains(':'))
 }
 
-/// A URL with any user:password part hidden, safe to print.
+/// The byte range of the value of a `password=` query parameter of a URL.
+fn query_password(url: &str) -> Option<std::ops::Range<usize>> {
+    let query = url.find('?')?;
+    let mut at = query + 1;
+    for pair in url[query + 1..].split('&') {
+        if let Some(value) = pair
+            .to_ascii_lowercase()
+            .strip_prefix("password=")
+            .map(str::len)
+        {
+            let start = at + "password=".len();
+            return Some(start..start + value);
+        }
+        at += pair.len() + 1;
+    }
+    None
+}
+
+/// A URL with any user:password part (and a `password=` parameter) hidden, safe to print.
 pub fn redact_url(url: &str) -> String {
+    let url = match query_password(url) {
+        Some(r) => format!("{}***{}", &url[..r.start], &url[r.end..]),
+        None => url.to_string(),
+    };
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             format!("{}://***@{}", &url[..scheme], &url[at + 1..])
         }
-        _ => url.to_string(),
+        _ => url,
     }
 }
 
@@ -791,6 +817,19 @@ mod tests {
             jail.set_env("ENGRAM__STORE__URL", "mysql://u:pw@host/db");
             let err = Config::load(None).unwrap_err().to_string();
             assert!(err.contains("store.url") && !err.contains("pw"), "{err}");
+            jail.set_env(
+                "ENGRAM__STORE__URL",
+                "mysqll://h/db?sslmode=off&password=hunter2",
+            );
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(
+                err.contains("store.url") && !err.contains("hunter2"),
+                "{err}"
+            );
+            assert_eq!(
+                redact_url("postgres://h/db?user=a&password=hunter2&x=1"),
+                "postgres://h/db?user=a&password=***&x=1"
+            );
             jail.set_env("ENGRAM__STORE__URL", "sqlite://x.db");
             jail.set_env("ENGRAM__MEMORY__CONTEXT_BUDGET_TOKENS", "many");
             let err = Config::load(None).unwrap_err().to_string();

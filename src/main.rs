@@ -773,7 +773,7 @@ async fn migrate(config: &Config, from: &str, to: &str) -> anyhow::Result<()> {
         engram::store::DbUrl::parse(to).context("--to")?,
     );
     anyhow::ensure!(
-        source_url != target_url,
+        !source_url.same_database(&target_url),
         "--from and --to name the same database"
     );
     let source = app::open_existing_store_url(from, &config.store)

@@ -112,7 +112,12 @@ impl Responder {
         people.extend(msg.mentions.iter().cloned());
         let bundle = self
             .memory
-            .context(&people, &msg.place, &msg.command_text)
+            // The question as stored: a secret in it never reaches an embedding API.
+            .context(
+                &people,
+                &msg.place,
+                &crate::ingest::stored_form(&msg.command_text),
+            )
             .await?;
         let prompt = render_prompt(
             &self.system,

@@ -199,6 +199,7 @@ pub fn parse_command(text: &str) -> Command {
         text = rest.trim_start_matches([',', ':', '!', ' ']);
         asked = true;
     }
+    let text_was_question = text.trim_end().ends_with('?');
     if asked {
         // "can you remember that I like tea, please?": the request, not its question mark.
         text = text.trim_end_matches(['?', '!', ' ']);
@@ -250,8 +251,14 @@ pub fn parse_command(text: &str) -> Command {
         }
     }
     if let Some(rest) = after(text, "remember") {
+        // A question ("remember when we met?", "can you remember my birthday?") is
+        // conversation; a request says what to keep ("remember that …", "remember where I
+        // parked: level 3").
         let next = rest.split_whitespace().next().unwrap_or("").to_lowercase();
-        if QUESTION_WORDS.contains(&next.as_str()) {
+        let asks = text.trim_end().ends_with('?') || (asked && text_was_question);
+        if asks && !["that", "this", "about", "everywhere"].contains(&next.as_str())
+            || (QUESTION_WORDS.contains(&next.as_str()) && text.trim_end().ends_with('?'))
+        {
             return Command::Chat;
         }
         if let Some(fact) = after(rest, "everywhere") {
@@ -465,6 +472,15 @@ mod tests {
         assert_eq!(parse_command("notes from today"), Command::Chat);
         assert_eq!(parse_command("what do you remember"), Command::Chat);
         assert_eq!(parse_command("remember"), speaker(""));
+        for request in [
+            "remember where I parked: level 3",
+            "remember when I ask for code, use Rust",
+        ] {
+            assert!(
+                matches!(parse_command(request), Command::Remember { .. }),
+                "{request}"
+            );
+        }
         // Natural variants are requests too, not conversation.
         for ask in [
             "please remember that I like tea",
@@ -493,6 +509,8 @@ mod tests {
             "remember when we met?",
             "can you remember what I said yesterday?",
             "do you remember my birthday?",
+            "Can you remember my birthday?",
+            "hey, remember me?",
             "please",
         ] {
             assert_eq!(parse_command(ask), Command::Chat, "{ask}");

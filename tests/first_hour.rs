@@ -477,6 +477,15 @@ async fn a_plain_yes_in_a_group_answers_the_question_asked_there_for_a_short_tim
     h.clock.advance(chrono::Duration::minutes(3));
     assert_eq!(h.say_in(&lab, "alice", "yes").await, None);
     assert_eq!(count().await, 1);
+    // Chatting in between ends the plain-answer window: her "yes" then answers someone else.
+    h.say_in(&lab, "alice", "Engram, /memory forget tea")
+        .await
+        .unwrap();
+    h.say_in(&lab, "alice", "bob, coming tonight?").await;
+    assert_eq!(h.say_in(&lab, "alice", "yes").await, None);
+    // And "ok yes" or "yes!!" said to others are not the bare answer.
+    assert_eq!(h.say_in(&lab, "alice", "ok yes").await, None);
+    assert_eq!(count().await, 1);
     // With the name it still works after the short window (the question lasts longer).
     let done = h.say_in(&lab, "alice", "Engram, yes").await.unwrap();
     assert!(done.contains("forgotten 1"), "{done}");
@@ -683,19 +692,42 @@ async fn global_facts_only_by_the_persons_choice(url: Option<String>) {
         .say_in(&staff, "alice", "Engram, /memory share hiring")
         .await
         .unwrap();
-    assert!(reply.starts_with("Shared"), "{reply}");
     assert!(
-        heard_about_alice(&h, "chess")
-            .await
-            .contains("hiring panel")
+        reply.contains("restricted channel staff") && reply.contains("Reply \"yes\""),
+        "{reply}"
     );
-    let reply = h.dm("alice", "/memory unshare hiring").await;
-    assert!(reply.starts_with("Unshared"), "{reply}");
     let heard = heard_about_alice(&h, "chess").await;
+    assert!(!heard.contains("hiring panel"), "shared before the yes");
+    let reply = h.say_in(&staff, "alice", "yes").await.unwrap();
+    assert!(reply.starts_with("Shared"), "{reply}");
+    let heard = heard_about_alice(&h, "chess").await;
+    assert!(heard.contains("hiring panel"), "{heard}");
+    let reply = h
+        .say_in(
+            &common::group("chess"),
+            "alice",
+            "Engram, /memory unshare hiring panel",
+        )
+        .await
+        .unwrap();
     assert!(
-        !heard.contains("hiring") && heard.contains("CET"),
-        "{heard}"
+        reply.starts_with("Unshared") && reply.contains("private chat"),
+        "{reply}"
     );
+    for space in ["chess", "lab"] {
+        let heard = heard_about_alice(&h, space).await;
+        assert!(
+            !heard.contains("hiring") && heard.contains("CET"),
+            "{space}: {heard}"
+        );
+    }
+    assert!(
+        h.dm("alice", "/memory").await.contains("hiring panel"),
+        "kept, privately"
+    );
+    // A loose match moves nothing: every word must be in the entry.
+    let reply = h.dm("alice", "/memory share nuts cake").await;
+    assert!(reply.starts_with("None of your entries"), "{reply}");
     // Her DM entry cannot be shared from a group, where she may not see it.
     let reply = h
         .say_in(&common::group("lab"), "alice", "Engram, /memory share nuts")
@@ -721,4 +753,29 @@ fn a_missing_embedding_model_is_a_warning_once_at_the_default_level() {
         &[("ENGRAM__EMBED__PROVIDER", "none")],
     );
     assert!(ok && !err.contains("no embedding model"), "{err}");
+}
+
+#[test]
+fn a_copy_of_the_default_config_starts_and_names_its_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("config")).unwrap();
+    // The natural first step: cp config/default.toml config/local.toml, then change a setting.
+    let local = engram::config::DEFAULT_TOML.replace(
+        "context_budget_tokens = 1500",
+        "context_budget_tokens = 2000",
+    );
+    std::fs::write(dir.path().join("config/local.toml"), &local).unwrap();
+    let (out, err, ok) = engram(dir.path(), &["chat", "--as", "alice"], "hello\n", &[]);
+    assert!(ok && out.contains("tokens of 2000"), "{out}{err}");
+    // A secret in it is refused, by its key, without its value.
+    std::fs::write(
+        dir.path().join("config/local.toml"),
+        format!("{local}\n[secrets]\napi_key = \"sk-live-123\"\n"),
+    )
+    .unwrap();
+    let (_, err, ok) = engram(dir.path(), &["chat", "--as", "alice"], "hello\n", &[]);
+    assert!(
+        !ok && err.contains("secrets.api_key") && !err.contains("sk-live-123"),
+        "{err}"
+    );
 }

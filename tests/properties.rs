@@ -9,13 +9,16 @@ use chrono::{DateTime, TimeZone, Utc};
 use engram::adapters::discord::own_mention_as_name;
 use engram::adapters::split::{chars, split_message, utf16};
 use engram::adapters::telegram::addressed_text;
-use engram::domain::{Scope, link};
+use engram::domain::{Scope, link, secret};
 use engram::ingest::{find_ignore_case, prefix_len_ignore_case, sanitize, strip_address};
 use engram::llm::openai::parse_retry_after;
 use engram::llm::parse_json_answer;
 use engram::llm::prompts::{escape, unescape};
 use engram::memory::context::{display_mentions, mention_ids};
-use engram::memory::entries::{categorize, key_for, looks_like_code, parse_daily, parse_memory_md};
+use engram::memory::entries::{
+    categorize, key_for, looks_like_code, never_kept, parse_daily, parse_daily_blocks,
+    parse_export_md, parse_memory_md,
+};
 use engram::memory::extraction::parse_answer;
 use engram::memory::forgetting::is_forgotten;
 use engram::memory::offline::{
@@ -187,6 +190,27 @@ proptest! {
         if let Some(w) = window(&t, at) {
             prop_assert!(w.from < w.to, "{t:?} at {at}: {w:?}");
         }
+    }
+
+    #[test]
+    fn secrets_are_found_on_character_boundaries_and_redacted(t in text()) {
+        for (range, _) in secret::secret_spans(&t) {
+            prop_assert!(range.start < range.end && range.end <= t.len());
+            prop_assert!(t.is_char_boundary(range.start) && t.is_char_boundary(range.end));
+        }
+        let redacted = secret::redact_secrets(&t);
+        // Redacting again changes nothing more than the marker itself can.
+        prop_assert!(secret::secret_spans(&redacted).iter().all(|(r, _)| !redacted[r.clone()].contains(secret::REDACTED)));
+        let _ = never_kept(&t);
+        // A password said in any text is gone from what is stored.
+        let said = format!("{t} my password is Hunter22 ok");
+        prop_assert!(!secret::redact_secrets(&said).contains("Hunter22"), "{said:?}");
+    }
+
+    #[test]
+    fn exports_read_back_take_any_file(t in text()) {
+        let _ = parse_export_md(&t);
+        let _ = parse_daily_blocks("2026-11-20.md", &format!("# 2026-11-20\n{t}"));
     }
 
     #[test]

@@ -517,7 +517,7 @@ pub fn slash_commands() -> Vec<CreateCommand> {
                 CreateCommandOption::new(
                     CommandOptionType::String,
                     "request",
-                    "empty to view; or: search <words>, forget <topic>, pause, resume, clear, export, link [code], unlink",
+                    "empty to view; or: search, forget, pause, resume, clear, export, share, unshare, link, unlink",
                 )
                 .required(false),
             ),

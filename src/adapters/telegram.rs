@@ -61,7 +61,7 @@ pub fn commands() -> Vec<BotCommand> {
         ("help", "What I can do"),
         (
             "memory",
-            "Your memory: /memory, search, forget, pause, resume, clear, export",
+            "Your memory: /memory, search, forget, pause, resume, clear, export, share, unshare",
         ),
         (
             "link",

@@ -15,8 +15,13 @@ pub enum SecretKind {
 pub const REDACTED: &str = "[secret removed]";
 
 /// Words that announce a secret value ("my password is …", "PIN: …").
-const ANNOUNCING: [(&str, SecretKind); 16] = [
+const ANNOUNCING: [(&str, SecretKind); 21] = [
     ("password", SecretKind::Password),
+    ("passwords", SecretKind::Password),
+    ("pw", SecretKind::Password),
+    ("pword", SecretKind::Password),
+    ("pincode", SecretKind::Password),
+    ("passcodes", SecretKind::Password),
     ("passwort", SecretKind::Password),
     ("passwd", SecretKind::Password),
     ("pwd", SecretKind::Password),
@@ -37,17 +42,22 @@ const ANNOUNCING: [(&str, SecretKind); 16] = [
 /// Words that announce a secret only after a qualifier: "API key", "secret key", "recovery
 /// code" (but "the key is to start early").
 const QUALIFIED: [&str; 4] = ["key", "secret", "code", "codes"];
-const QUALIFIERS: [&str; 11] = [
+const QUALIFIERS: [&str; 19] = [
     "api", "secret", "private", "access", "auth", "ssh", "recovery", "security", "client",
-    "backup", "license",
+    "backup", "license", "wifi", "wi-fi", "door", "alarm", "gate", "safe", "lock", "garage",
 ];
+
+/// Words that may start what a secret is for, between the announcing word and "is" ("the
+/// password for the wifi is …", "PIN of my card is …"); any other word there ("password
+/// manager is …") means the sentence is about something else.
+const FOR_WHAT: [&str; 8] = ["for", "to", "of", "on", "at", "from", "in", "with"];
 
 /// Words between the announcing word and "is" that keep it a secret ("password for the
 /// wifi is …"); any other word means the sentence is about something else.
 const LINKING: [&str; 7] = ["is", "was", "are", "=", ":", "-", "equals"];
 
 /// Words after "is" that say where a secret is, not what it is ("my PIN is in my wallet").
-const NOT_A_VALUE: [&str; 17] = [
+const NOT_A_VALUE: [&str; 50] = [
     "in",
     "on",
     "at",
@@ -65,6 +75,39 @@ const NOT_A_VALUE: [&str; 17] = [
     "too",
     "not",
     "still",
+    "wrong",
+    "right",
+    "incorrect",
+    "expired",
+    "changed",
+    "weak",
+    "strong",
+    "annoying",
+    "required",
+    "needed",
+    "missing",
+    "invalid",
+    "valid",
+    "new",
+    "old",
+    "same",
+    "different",
+    "easy",
+    "hard",
+    "long",
+    "short",
+    "reset",
+    "so",
+    "very",
+    "really",
+    "just",
+    "also",
+    "now",
+    "what",
+    "the",
+    "it",
+    "that",
+    "this",
 ];
 
 /// Known token shapes: the prefixes providers put on their keys.
@@ -109,9 +152,14 @@ pub fn secret_spans(text: &str) -> Vec<(Range<usize>, SecretKind)> {
             found.push((range.start + at + 1..range.end, SecretKind::Password));
             continue;
         }
-        let lower = core.to_lowercase();
+        let lower = core.to_lowercase().replace('’', "'");
         // "my password is X", "password: X", "the wifi password for guests is X".
         let bare = lower.trim_end_matches([':', '=']);
+        // "my password's X": the verb in the word.
+        let (bare, inline_is) = match bare.strip_suffix("'s") {
+            Some(b) => (b, true),
+            None => (bare, false),
+        };
         let qualified = QUALIFIED.contains(&bare)
             && i > 0
             && QUALIFIERS.contains(&words[i - 1].1.to_lowercase().as_str());
@@ -121,16 +169,18 @@ pub fn secret_spans(text: &str) -> Vec<(Range<usize>, SecretKind)> {
             .map(|(_, k)| k)
             .or(qualified.then_some(&SecretKind::Key));
         if let Some(kind) = announced {
-            let inline = text[range.clone()].ends_with([':', '=']);
+            let inline = inline_is || text[range.clone()].ends_with([':', '=']);
             let mut j = i + 1;
             let mut linked = inline;
-            // Up to three words of what it is for ("for the wifi", "to my bank").
+            // Up to four words of what it is for ("for the wifi", "to my bank").
             let mut skipped = 0;
-            while !linked && j < words.len() && skipped <= 3 {
+            while !linked && j < words.len() && skipped <= 4 {
                 let w = words[j].1.to_lowercase();
                 let raw = &text[words[j].0.clone()];
                 if LINKING.contains(&w.as_str()) || LINKING.contains(&raw) {
                     linked = true;
+                } else if skipped == 0 && !FOR_WHAT.contains(&w.as_str()) {
+                    break;
                 } else if raw.ends_with([':', '=']) {
                     linked = true;
                     j += 1;
@@ -140,15 +190,33 @@ pub fn secret_spans(text: &str) -> Vec<(Range<usize>, SecretKind)> {
                 }
                 j += 1;
             }
+            // "my pin 1234", "password hunter2": no verb, but a value that has digits.
+            let bare_value = !linked
+                && words
+                    .get(i + 1)
+                    .is_some_and(|(_, v)| v.len() >= 4 && v.chars().any(|c| c.is_ascii_digit()));
+            if bare_value {
+                linked = true;
+                j = i + 1;
+            }
             if linked
                 && let Some((value, core)) = words.get(j)
                 && !NOT_A_VALUE.contains(&core.to_lowercase().as_str())
                 && !core.is_empty()
             {
-                // The whole word: a password may end in punctuation ("tr0ub4dor!").
-                let end = text[value.start..]
-                    .find(char::is_whitespace)
-                    .map_or(text.len(), |e| value.start + e);
+                // A password runs to the end of its clause ("correct horse battery staple");
+                // a key or code is one word. Either keeps its punctuation ("tr0ub4dor!").
+                let rest = &text[value.start..];
+                let end = if *kind == SecretKind::Password && !bare_value {
+                    [". ", ", ", "; ", "\n", " and ", " but "]
+                        .iter()
+                        .filter_map(|b| rest.find(b))
+                        .min()
+                        .map_or(text.len(), |e| value.start + e)
+                } else {
+                    rest.find(char::is_whitespace)
+                        .map_or(text.len(), |e| value.start + e)
+                };
                 found.push((value.start..end, *kind));
             }
         }
@@ -286,7 +354,7 @@ fn luhn(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 #[cfg(test)]
@@ -326,8 +394,17 @@ mod tests {
         );
         assert_eq!(
             redact_secrets("my password is hunter2, ok?"),
-            "my password is [secret removed] ok?"
+            "my password is [secret removed], ok?"
         );
+        assert_eq!(
+            secrets("my password is correct horse battery staple"),
+            ["correct horse battery staple"]
+        );
+        assert_eq!(secrets("pw is hunter2"), ["hunter2"]);
+        assert_eq!(secrets("my password's hunter2"), ["hunter2"]);
+        assert_eq!(secrets("my pin 1234"), ["1234"]);
+        assert_eq!(secrets("the wifi key is Zebra77"), ["Zebra77"]);
+        assert_eq!(secrets("the door code is 4821"), ["4821"]);
     }
 
     #[test]
@@ -343,6 +420,13 @@ mod tests {
             "order 1234567890123 shipped",
             "see https://example.com/AbCdEfGhIjKlMnOpQrStUv12XyZ99",
             "my favourite number is 42",
+            "my password manager is Bitwarden",
+            "2FA is annoying",
+            "the password was wrong",
+            "the pin on the map is wrong",
+            "what is the wifi password?",
+            "I forgot the password again",
+            "I changed my password 3 times",
         ] {
             assert_eq!(secrets(text), Vec::<&str>::new(), "{text}");
         }

@@ -63,6 +63,9 @@ pub enum PromptError {
     },
 }
 
+/// Where each prompt in use came from, by file name.
+pub type PromptSources = Vec<(&'static str, PromptSource)>;
+
 /// Each prompt: its file name, built-in text, and the placeholders it must hold.
 const FILES: [(&str, &str, &[&str]); 9] = [
     ("remember.md", REMEMBER, &[]),
@@ -114,7 +117,7 @@ impl Prompts {
     /// The prompts of `dir`: each file that is there (checked: not empty, every placeholder
     /// its task fills and no other), the built-in text for each that is not. Returns where each
     /// came from, by file name.
-    pub fn load(dir: &Path) -> Result<(Prompts, Vec<(&'static str, PromptSource)>), PromptError> {
+    pub fn load(dir: &Path) -> Result<(Prompts, PromptSources), PromptError> {
         let mut texts = Vec::new();
         let mut sources = Vec::new();
         for (name, builtin, required) in FILES {

@@ -374,8 +374,15 @@ pub fn render_daily(day: NaiveDate, notes: &[&DailyNote]) -> String {
         };
         let json = serde_json::to_string(&meta).expect("plain fields serialize");
         out.push_str(&format!("\n<!-- {} -->\n", json.replace("--", "-\\u002d")));
-        out.push_str(n.text.trim_end());
-        out.push('\n');
+        // A line of the note that looks like a block's comment is escaped with a backslash
+        // (taken off again on import), so it cannot start a block of its own.
+        for line in n.text.trim_end().lines() {
+            if line.trim_start().starts_with("<!--") || line.trim_start().starts_with("\\<!--") {
+                out.push('\\');
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
     }
     out
 }
@@ -387,12 +394,12 @@ pub struct NoteMeta {
     pub source: String,
 }
 
+/// A day's note blocks read back from an export: each with its details when it has them.
+pub type NoteBlocks = Vec<(Option<NoteMeta>, String)>;
+
 /// Reads `memory/YYYY-MM-DD.md` back as its blocks, each with its `NoteMeta` (None for text
 /// before the first one: a file written by hand or by an older engram).
-pub fn parse_daily_blocks(
-    name: &str,
-    text: &str,
-) -> Result<(NaiveDate, Vec<(Option<NoteMeta>, String)>), String> {
+pub fn parse_daily_blocks(name: &str, text: &str) -> Result<(NaiveDate, NoteBlocks), String> {
     let (day, body) = parse_daily(name, text)?;
     let mut blocks: Vec<(Option<NoteMeta>, String)> = vec![(None, String::new())];
     for line in body.lines() {
@@ -407,6 +414,15 @@ pub fn parse_daily_blocks(
             continue;
         }
         let block = &mut blocks.last_mut().expect("one block at least").1;
+        let line = match line.strip_prefix('\\') {
+            Some(rest)
+                if rest.trim_start().starts_with("<!--")
+                    || rest.trim_start().starts_with("\\<!--") =>
+            {
+                rest
+            }
+            _ => line,
+        };
         block.push_str(line);
         block.push('\n');
     }
@@ -656,6 +672,10 @@ impl EntryBook {
         let mut written = 0;
         for (e, scope) in entries.into_iter().zip(planned) {
             let (category, value) = (e.category, e.value);
+            // An export edited by hand may hold what memory never keeps.
+            if never_kept(&value).is_some() {
+                continue;
+            }
             if known.contains(&(category, value.clone()))
                 || (category == Category::PersonalContext
                     && Category::ALL
@@ -697,6 +717,9 @@ impl EntryBook {
         }
         let mut notes = 0;
         for (day, scope, source, text) in notes_planned {
+            if never_kept(&text).is_some() {
+                continue;
+            }
             let added = self
                 .store
                 .append_daily_note(

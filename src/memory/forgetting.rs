@@ -489,10 +489,10 @@ impl MemoryManager {
     pub async fn forget_message(
         &self,
         message: &StoredMessage,
-        fact: Option<&str>,
+        fact: Option<(&str, bool)>,
     ) -> Result<u64, MemoryError> {
         let mut removed = 0;
-        if let Some(fact) = fact.filter(|f| !f.trim().is_empty()) {
+        if let Some((fact, everywhere)) = fact.filter(|(f, _)| !f.trim().is_empty()) {
             // Only the scope matters to a forget with an explicit reach; the place is the
             // message's own.
             let place = Place {
@@ -516,12 +516,13 @@ impl MemoryManager {
                 text: fact,
                 source: Some(message.id),
             };
+            // "remember everywhere that …" wrote to the global scope as well.
+            let mut scopes = vec![message.scope.clone()];
+            if everywhere {
+                scopes.push(Scope::Global);
+            }
             removed += self
-                .forget_in(
-                    &req,
-                    &Reach::Scopes(vec![message.scope.clone()]),
-                    Some(fact),
-                )
+                .forget_in(&req, &Reach::Scopes(scopes), Some(fact))
                 .await?
                 .messages;
         }

@@ -64,6 +64,21 @@ impl DbUrl {
         Err(DbUrlError::Scheme(shown()))
     }
 
+    /// Whether two URLs name the same database (`sqlite:x.db` and `sqlite://./x.db` do).
+    pub fn same_database(&self, other: &DbUrl) -> bool {
+        match (self, other) {
+            (DbUrl::Sqlite { path: Some(a), .. }, DbUrl::Sqlite { path: Some(b), .. }) => {
+                let canonical = |p: &std::path::Path| {
+                    std::fs::canonicalize(p).unwrap_or_else(|_| {
+                        p.components().filter(|c| c.as_os_str() != ".").collect()
+                    })
+                };
+                canonical(a) == canonical(b)
+            }
+            _ => self == other,
+        }
+    }
+
     /// The file of a SQLite database (None for PostgreSQL and in-memory SQLite).
     pub fn sqlite_file(&self) -> Option<&std::path::Path> {
         match self {
