@@ -71,6 +71,12 @@ pub fn code_spans(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
 
 /// `text` with these byte ranges (overlapping ones merged) shown as `REDACTED`.
 pub fn redact_spans(text: &str, spans: &[std::ops::Range<usize>]) -> String {
+    replace_spans(text, spans, REDACTED)
+}
+
+/// `text` with these byte ranges (on character boundaries; overlapping or adjacent ones
+/// merged) each replaced by `marker`.
+pub fn replace_spans(text: &str, spans: &[std::ops::Range<usize>], marker: &str) -> String {
     let mut spans: Vec<std::ops::Range<usize>> = spans.to_vec();
     spans.sort_by_key(|r| r.start);
     let mut out = String::with_capacity(text.len());
@@ -81,8 +87,8 @@ pub fn redact_spans(text: &str, spans: &[std::ops::Range<usize>]) -> String {
         }
         let start = r.start.max(at);
         out.push_str(&text[at..start]);
-        if start == r.start || !out.ends_with(REDACTED) {
-            out.push_str(REDACTED);
+        if start == r.start || !out.ends_with(marker) {
+            out.push_str(marker);
         }
         at = r.end;
     }

@@ -239,21 +239,7 @@ pub fn redact_secrets(text: &str) -> String {
     if spans.is_empty() {
         return text.to_string();
     }
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for r in spans {
-        if r.end <= at {
-            continue;
-        }
-        let start = r.start.max(at);
-        out.push_str(&text[at..start]);
-        if !out.ends_with(REDACTED) {
-            out.push_str(REDACTED);
-        }
-        at = r.end;
-    }
-    out.push_str(&text[at..]);
-    out
+    super::link::replace_spans(text, &spans, REDACTED)
 }
 
 /// Whitespace-separated words: their byte range (trailing punctuation other than ':' and
