@@ -175,6 +175,9 @@ fn announce_prompts(dir: &str, sources: &[(&'static str, PromptSource)]) {
     }
     for (name, source) in sources {
         match source {
+            PromptSource::NotAPrompt(path) => {
+                warn!(file = %path.display(), "this file is not one of the prompts (remember.md, reply.md, extract.md, …) and is not used")
+            }
             PromptSource::BuiltIn => info!(prompt = name, source = "built-in", "prompt"),
             PromptSource::File { path, edited } => {
                 info!(prompt = name, source = %path.display(), edited, "prompt")

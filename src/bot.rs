@@ -88,7 +88,8 @@ enum Pending {
 
 pub struct Bot {
     /// Keyed by (person, platform, space, channel): a "yes" counts only where it was asked.
-    pending: moka::sync::Cache<(PersonId, String), Pending>,
+    /// With when it was asked, by the bot's clock: it lapses after `LINK_CODE_MINUTES`.
+    pending: moka::sync::Cache<(PersonId, String), (Pending, chrono::DateTime<chrono::Utc>)>,
     /// Where the bot asked someone a yes/no question in a group, and when (by the bot's
     /// clock): keyed by (platform, account, space, channel) as the platform names them, so
     /// their plain "yes" there is an answer, not chatter, for `PLAIN_ANSWER_WINDOW`.
@@ -490,9 +491,15 @@ impl Bot {
                 let req = self.fact_request(ingested, subject, &name, moderator, &fact);
                 info!(actor = %ingested.message.author, subject = %subject, "told about someone");
                 if self.memory.tell(&req).await? {
-                    format!(
-                        "Got it, I'll keep that as what you told me about {name}. {name} can see it and remove it."
-                    )
+                    if ingested.place.privacy == Privacy::Dm {
+                        format!(
+                            "Got it, I'll keep that as what you told me about {name}, here in our private chat only."
+                        )
+                    } else {
+                        format!(
+                            "Got it, I'll keep that as what you told me about {name}. {name} can see it and remove it."
+                        )
+                    }
                 } else {
                     "I already knew that.".to_string()
                 }
@@ -551,12 +558,19 @@ impl Bot {
             .iter()
             .map(|c| format!("- {}", c.describe()))
             .collect();
-        self.pending
-            .insert(Self::pending_key(ingested), Pending::Tools(staged));
+        self.ask(ingested, Pending::Tools(staged));
         format!(
             "{text}\n\nBefore I change your memory: should I\n{}\nReply \"yes\" to do it or \"no\" to keep it as it is.",
             list.join("\n")
         )
+    }
+
+    /// Keeps what waits for the speaker's "yes" here, asked now.
+    fn ask(&self, ingested: &Ingested, pending: Pending) {
+        self.pending.insert(
+            Self::pending_key(ingested),
+            (pending, self.memory.clock().now()),
+        );
     }
 
     fn asked_key(msg: &IncomingMessage) -> (Platform, String, String, String) {
@@ -684,8 +698,7 @@ impl Bot {
                 "Memory is back on.".to_string()
             }
             MemoryCommand::Clear => {
-                self.pending
-                    .insert(Self::pending_key(ingested), Pending::Clear);
+                self.ask(ingested, Pending::Clear);
                 "This removes everything I have about you, everywhere: your MEMORY.md entries and their history, daily notes, what I know about you (with its history), what others told me about you and what you told me about others, and every message of yours I kept, with my replies to them (the platform keeps its own copy). Reply \"yes\" to confirm or \"no\" to keep it.".to_string()
             }
             MemoryCommand::Forget(topic) => {
@@ -720,8 +733,8 @@ impl Bot {
                         .map(|(e, _)| format!("- {}", e.value))
                         .collect();
                     list.extend(told.iter().map(|(_, t, by)| format!("- {by} says: {t}")));
-                    self.pending.insert(
-                        Self::pending_key(ingested),
+                    self.ask(
+                        ingested,
                         Pending::Forget {
                             entries: found.iter().map(|(e, _)| (e.id, e.value.clone())).collect(),
                             told: told.into_iter().map(|(id, t, _)| (id, t)).collect(),
@@ -830,8 +843,8 @@ impl Bot {
                 return Ok("That entry mentions someone else, and what is known everywhere may only be about you, so I left it where it is.".to_string());
             }
             let learned = crate::memory::entries::origin(&entry.scope);
-            self.pending.insert(
-                Self::pending_key(ingested),
+            self.ask(
+                ingested,
                 Pending::Share {
                     id: entry.id,
                     value: entry.value.clone(),
@@ -874,7 +887,20 @@ impl Bot {
         let facts_follow = if everywhere {
             self.memory.remember(&req).await.map(|_| true)
         } else {
-            self.memory.forget_shared(&req).await
+            // Out of what is known everywhere, into what is known in their private chat.
+            let private = Place {
+                privacy: Privacy::Dm,
+                dm_owner: Some(person),
+                ..ingested.place.clone()
+            };
+            let kept = FactRequest {
+                place: &private,
+                ..self.fact_request(ingested, person, &name, false, value)
+            };
+            match self.memory.forget_shared(&req).await {
+                Ok(found) => self.memory.remember(&kept).await.map(|_| found),
+                Err(e) => Err(e),
+            }
         };
         self.memory.purge_caches();
         info!(actor = %person, entry = id, everywhere, "entry scope changed");
@@ -973,8 +999,7 @@ impl Bot {
             .iter()
             .map(account_line)
             .collect();
-        self.pending
-            .insert(Self::pending_key(ingested), Pending::Link { code_hash });
+        self.ask(ingested, Pending::Link { code_hash });
         Ok(format!(
             "This joins this {} account ({}, id {}) with {}: your private memory and what I know about you everywhere will be shared between them. Only say yes if that is your own account. Reply \"yes\" to link them or \"no\" to cancel.",
             place.platform,
@@ -1067,9 +1092,14 @@ impl Bot {
 
     async fn confirm(&self, ingested: &Ingested, yes: bool) -> Result<Option<String>, MemoryError> {
         let key = Self::pending_key(ingested);
-        let Some(pending) = self.pending.remove(&key) else {
+        let Some((pending, asked_at)) = self.pending.remove(&key) else {
             return Ok(None);
         };
+        if self.memory.clock().now() - asked_at > chrono::TimeDelta::minutes(LINK_CODE_MINUTES) {
+            return Ok(Some(format!(
+                "I asked that more than {LINK_CODE_MINUTES} minutes ago, so it has lapsed and nothing was changed; ask me again if you still want it."
+            )));
+        }
         if !yes {
             return Ok(Some("OK, nothing was changed.".to_string()));
         }

@@ -650,21 +650,31 @@ fn reject_secrets_in_file(path: &Path) -> Result<(), ConfigError> {
     let Ok(table) = text.parse::<toml::Table>() else {
         return Ok(());
     };
-    match secret_in(&table, "") {
-        Some(key) => Err(ConfigError::Parse(format!(
-            "{}: {key} is a secret; secrets come only from the environment \
+    let mut found = Vec::new();
+    secrets_in(&table, "", &mut found);
+    if found.is_empty() {
+        return Ok(());
+    }
+    {
+        Err(ConfigError::Parse(format!(
+            "{}: {} {} secret; secrets come only from the environment \
              (ENGRAM_LLM_API_KEY, ENGRAM_EMBED_API_KEY, DISCORD_TOKEN, TELEGRAM_TOKEN, and a \
              database password in ENGRAM__STORE__URL)",
-            path.display()
-        ))),
-        None => Ok(()),
+            path.display(),
+            found.join(", "),
+            if found.len() == 1 {
+                "is a"
+            } else {
+                "are each a"
+            }
+        )))
     }
 }
 
-/// The first key of `table` (dotted, under `prefix`) that holds a secret: a key named as one
+/// Every key of `table` (dotted, under `prefix`) that holds a secret: a key named as one
 /// (`api_key`, `token`, `password`, …, not merely containing such a word, so
 /// `context_budget_tokens` is a setting), or a URL with a password in it.
-fn secret_in(table: &toml::Table, prefix: &str) -> Option<String> {
+fn secrets_in(table: &toml::Table, prefix: &str, found: &mut Vec<String>) {
     for (key, value) in table {
         let path = if prefix.is_empty() {
             key.clone()
@@ -673,19 +683,15 @@ fn secret_in(table: &toml::Table, prefix: &str) -> Option<String> {
         };
         let name = key.to_ascii_lowercase();
         if SECRET_KEYS.contains(&name.as_str()) {
-            return Some(path);
+            found.push(path);
+            continue;
         }
         match value {
-            toml::Value::Table(inner) => {
-                if let Some(found) = secret_in(inner, &path) {
-                    return Some(found);
-                }
-            }
-            toml::Value::String(v) if url_has_password(v) => return Some(path),
+            toml::Value::Table(inner) => secrets_in(inner, &path, found),
+            toml::Value::String(v) if url_has_password(v) => found.push(path),
             _ => {}
         }
     }
-    None
 }
 
 /// Whether a URL carries a password ("scheme://user:password@host", or "?password=…" as
@@ -776,6 +782,18 @@ mod tests {
                 .to_string();
             assert!(
                 err.contains("llm.api_key") && !err.contains("sk-live-123"),
+                "{err}"
+            );
+            // Every secret of a file at once.
+            jail.create_file(
+                "bad.toml",
+                "[llm]\napi_key = \"sk-1\"\n[discord]\ntoken = \"abc\"\n",
+            )?;
+            let err = Config::load(Some(Path::new("bad.toml")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("llm.api_key") && err.contains("discord.token"),
                 "{err}"
             );
             // Other secrets: a platform token, a database password in a URL.

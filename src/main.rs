@@ -721,11 +721,13 @@ async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
 
 async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
     let memory = memory_manager(config).await?;
-    let mut people = 0;
     let mut dirs: Vec<_> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .collect::<Result<_, _>>()?;
     dirs.sort_by_key(|d| d.file_name());
+    // Every folder is read and checked before anything is written: an import into the wrong
+    // database stops whole, not half-way.
+    let mut plan = Vec::new();
     for d in dirs {
         let name = d.file_name().to_string_lossy().to_string();
         let Ok(id) = name.split('-').next().unwrap_or_default().parse::<i64>() else {
@@ -742,7 +744,29 @@ async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
         let mut files = Vec::new();
         let main = d.path().join("MEMORY.md");
         if main.exists() {
-            files.push(("MEMORY.md".to_string(), std::fs::read_to_string(&main)?));
+            let text = std::fs::read_to_string(&main)?;
+            // The accounts the export names must include one of this person's here.
+            if let Some(exported) = engram::memory::entries::exported_accounts(&text) {
+                let here: Vec<String> = memory
+                    .store()
+                    .accounts(person)
+                    .await?
+                    .iter()
+                    .map(|a| format!("{}:{}", a.platform, a.external_id))
+                    .collect();
+                anyhow::ensure!(
+                    exported.is_empty() || exported.iter().any(|a| here.contains(a)),
+                    "{} was exported for {}, but person {id} here is {}: import into the database the export came from",
+                    d.path().display(),
+                    exported.join(", "),
+                    if here.is_empty() {
+                        "no account".to_string()
+                    } else {
+                        here.join(", ")
+                    }
+                );
+            }
+            files.push(("MEMORY.md".to_string(), text));
         }
         let notes = d.path().join("memory");
         if notes.exists() {
@@ -753,15 +777,17 @@ async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
                 files.push((format!("memory/{name}"), std::fs::read_to_string(f.path())?));
             }
         }
+        plan.push((d.path(), person, files));
+    }
+    for (path, person, files) in &plan {
         let (entries, notes) = memory
             .entries()
-            .import(person, &files)
+            .import(*person, files)
             .await
-            .with_context(|| format!("importing {}", d.path().display()))?;
-        eprintln!("person {id}: {entries} entries written, {notes} daily notes added");
-        people += 1;
+            .with_context(|| format!("importing {}", path.display()))?;
+        eprintln!("person {person}: {entries} entries written, {notes} daily notes added");
     }
-    println!("{people} people imported from {}", dir.display());
+    println!("{} people imported from {}", plan.len(), dir.display());
     Ok(())
 }
 

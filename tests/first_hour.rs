@@ -348,6 +348,12 @@ async fn secrets_are_refused_and_never_stored() {
         ),
         ("please remember my PIN: 4921", "4921", "password or PIN"),
         (
+            "remember that my PIN code is 9137",
+            "9137",
+            "password or PIN",
+        ),
+        ("remember that the door code is 5826", "5826", "API key"),
+        (
             "note that my card is 4111 1111 1111 1111",
             "4111 1111 1111 1111",
             "card number",
@@ -486,6 +492,17 @@ async fn a_plain_yes_in_a_group_answers_the_question_asked_there_for_a_short_tim
     // And "ok yes" or "yes!!" said to others are not the bare answer.
     assert_eq!(h.say_in(&lab, "alice", "ok yes").await, None);
     assert_eq!(count().await, 1);
+    // A question lapses after 10 minutes by the bot's clock, named or not.
+    h.say_in(&lab, "alice", "Engram, /memory forget tea")
+        .await
+        .unwrap();
+    h.clock.advance(chrono::Duration::minutes(11));
+    let lapsed = h.say_in(&lab, "alice", "Engram, yes").await.unwrap();
+    assert!(lapsed.contains("lapsed"), "{lapsed}");
+    assert_eq!(count().await, 1);
+    h.say_in(&lab, "alice", "Engram, /memory forget tea")
+        .await
+        .unwrap();
     // With the name it still works after the short window (the question lasts longer).
     let done = h.say_in(&lab, "alice", "Engram, yes").await.unwrap();
     assert!(done.contains("forgotten 1"), "{done}");
@@ -567,6 +584,15 @@ async fn edited_prompts_are_used_checked_and_announced() {
         err.contains("using edited prompts") && err.contains("reply.md"),
         "{err}"
     );
+
+    // A misspelt file name is named, not silently skipped.
+    std::fs::write(dir.path().join("prompts/replly.md"), "# Task: reply\n").unwrap();
+    let (_, err, ok) = chat(dir.path().to_path_buf());
+    assert!(
+        ok && err.contains("replly.md") && err.contains("not one of the prompts"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.path().join("prompts/replly.md")).unwrap();
 
     // A broken one is refused at start, naming the file and what it lacks.
     std::fs::write(
@@ -725,6 +751,11 @@ async fn global_facts_only_by_the_persons_choice(url: Option<String>) {
         h.dm("alice", "/memory").await.contains("hiring panel"),
         "kept, privately"
     );
+    let recall = h.dm("alice", "what do you know about me").await;
+    assert!(
+        recall.contains("hiring panel"),
+        "its fact came along: {recall}"
+    );
     // A loose match moves nothing: every word must be in the entry.
     let reply = h.dm("alice", "/memory share nuts cake").await;
     assert!(reply.starts_with("None of your entries"), "{reply}");
@@ -778,4 +809,55 @@ fn a_copy_of_the_default_config_starts_and_names_its_secrets() {
         !ok && err.contains("secrets.api_key") && !err.contains("sk-live-123"),
         "{err}"
     );
+}
+
+#[test]
+fn an_export_goes_only_into_the_database_it_came_from() {
+    let home = tempfile::tempdir().unwrap();
+    let (_, err, ok) = engram(
+        home.path(),
+        &["chat", "--as", "alice"],
+        "remember that I love Rust\n",
+        &[],
+    );
+    assert!(ok, "{err}");
+    let (out, err, ok) = engram(home.path(), &["export", "--out", "exp"], "", &[]);
+    assert!(ok, "{out}{err}");
+    let folder = std::fs::read_dir(home.path().join("exp"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    assert_eq!(folder.file_name().to_string_lossy(), "1-alice");
+    let md = std::fs::read_to_string(folder.path().join("MEMORY.md")).unwrap();
+    assert!(
+        md.contains("person 1, \"alice\"; accounts: console:alice"),
+        "{md}"
+    );
+
+    // Another database, where person 1 is zed: refused, and nothing written.
+    let other = tempfile::tempdir().unwrap();
+    let (_, err, ok) = engram(other.path(), &["chat", "--as", "zed"], "hello\n", &[]);
+    assert!(ok, "{err}");
+    let exp = home.path().join("exp");
+    let (_, err, ok) = engram(
+        other.path(),
+        &["import", "--dir", exp.to_str().unwrap()],
+        "",
+        &[],
+    );
+    assert!(
+        !ok && err.contains("exported for console:alice") && err.contains("console:zed"),
+        "{err}"
+    );
+    let (out, _, _) = engram(
+        other.path(),
+        &["search", "--user", "zed", "--query", "rust"],
+        "",
+        &[],
+    );
+    assert!(out.contains("nothing matches"), "{out}");
+    // Positive control: into its own database it goes.
+    let (_, err, ok) = engram(home.path(), &["import", "--dir", "exp"], "", &[]);
+    assert!(ok, "{err}");
 }

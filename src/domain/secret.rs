@@ -47,6 +47,9 @@ const QUALIFIERS: [&str; 19] = [
     "backup", "license", "wifi", "wi-fi", "door", "alarm", "gate", "safe", "lock", "garage",
 ];
 
+/// Words that may follow an announcing word as part of its name ("PIN code", "pin number").
+const NAME_GOES_ON: [&str; 5] = ["code", "number", "no", "phrase", "word"];
+
 /// Words that may start what a secret is for, between the announcing word and "is" ("the
 /// password for the wifi is …", "PIN of my card is …"); any other word there ("password
 /// manager is …") means the sentence is about something else.
@@ -171,6 +174,15 @@ pub fn secret_spans(text: &str) -> Vec<(Range<usize>, SecretKind)> {
         if let Some(kind) = announced {
             let inline = inline_is || text[range.clone()].ends_with([':', '=']);
             let mut j = i + 1;
+            let mut inline = inline;
+            // "PIN code is", "pin number:", "pass phrase is": still its name.
+            while !inline
+                && let Some((r, w)) = words.get(j)
+                && NAME_GOES_ON.contains(&w.to_lowercase().as_str())
+            {
+                inline = text[r.clone()].ends_with([':', '=']);
+                j += 1;
+            }
             let mut linked = inline;
             // Up to four words of what it is for ("for the wifi", "to my bank").
             let mut skipped = 0;
@@ -391,6 +403,9 @@ mod tests {
         assert_eq!(secrets("my pin 1234"), ["1234"]);
         assert_eq!(secrets("the wifi key is Zebra77"), ["Zebra77"]);
         assert_eq!(secrets("the door code is 4821"), ["4821"]);
+        assert_eq!(secrets("my PIN code is 1234"), ["1234"]);
+        assert_eq!(secrets("my pin number is 5555"), ["5555"]);
+        assert_eq!(secrets("pin number: 5555"), ["5555"]);
     }
 
     #[test]

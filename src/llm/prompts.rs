@@ -40,6 +40,8 @@ pub enum PromptSource {
         path: PathBuf,
         edited: bool,
     },
+    /// A Markdown file of the prompts directory that is no prompt (a misspelt name): unused.
+    NotAPrompt(PathBuf),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +142,15 @@ impl Prompts {
                 },
             ));
             texts.push(text);
+        }
+        // A Markdown file that is no prompt (a misspelt name) is named, not silently skipped.
+        if let Ok(files) = std::fs::read_dir(dir) {
+            for f in files.flatten() {
+                let name = f.file_name().to_string_lossy().to_string();
+                if name.ends_with(".md") && !FILES.iter().any(|(n, _, _)| *n == name) {
+                    sources.push(("", PromptSource::NotAPrompt(f.path())));
+                }
+            }
         }
         let texts: [String; 9] = texts.try_into().expect("one text per prompt file");
         Ok((Prompts::from_texts(texts), sources))

@@ -204,6 +204,27 @@ pub fn render_export_md(entries: &[Entry], header: &str) -> String {
     format!("# User Memory\n<!-- {header} -->\n{body}")
 }
 
+/// The accounts (`platform:id`) an export's header names; None without a header.
+pub fn exported_accounts(memory_md: &str) -> Option<Vec<String>> {
+    let header = memory_md
+        .lines()
+        .take(3)
+        .find_map(|l| l.strip_prefix("<!-- engram export of person "))?;
+    let accounts = header
+        .split("; accounts: ")
+        .nth(1)?
+        .trim_end_matches(" -->");
+    if accounts == "none" {
+        return Some(Vec::new());
+    }
+    Some(
+        accounts
+            .split(", ")
+            .map(|a| a.split(" (@").next().unwrap_or(a).to_string())
+            .collect(),
+    )
+}
+
 fn render_md(entries: &[Entry], max_words: usize, annotate: bool) -> String {
     let line = |e: &Entry| {
         let l = line(e);
@@ -277,8 +298,9 @@ fn render_md(entries: &[Entry], max_words: usize, annotate: bool) -> String {
 /// Short personal attributes (timezone, name, birthday, where they live, language,
 /// pronouns): listed under Key Facts, as in the seed.
 fn is_key_fact(e: &Entry) -> bool {
-    const KEY_FACTS: [&str; 8] = [
-        "timezon", "name", "birthday", "born", "live", "locat", "languag", "pronoun",
+    const KEY_FACTS: [&str; 10] = [
+        "timezon", "name", "birthday", "born", "live", "locat", "languag", "pronoun", "home",
+        "hometown",
     ];
     query_terms(&e.key.replace('_', " "), 4)
         .iter()
