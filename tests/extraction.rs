@@ -180,13 +180,16 @@ async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
     // The first pass is killed while the model is thinking about the first person.
     h.fake().set_behavior(Behavior::Hang);
     let ex = std::sync::Arc::new(h.extractor("p1"));
+    let asked = h.fake().seen();
     let running = {
         let ex = ex.clone();
         tokio::spawn(async move { ex.extract_all(day(), false, |_, _| {}).await })
     };
-    while h.fake().count("extract") == 0 {
-        tokio::task::yield_now().await;
-    }
+    // Until the model has the first request, and no longer than 10 seconds.
+    h.fake()
+        .wait_seen(asked + 1, std::time::Duration::from_secs(10))
+        .await;
+    assert_eq!(h.fake().count("extract"), 1);
     running.abort();
     assert!(running.await.unwrap_err().is_cancelled());
     h.fake().set_behavior(Behavior::Smart);

@@ -88,12 +88,8 @@ async fn llm_timing_out() {
 #[tokio::test]
 async fn llm_refusing_connections() {
     let dir = tempfile::tempdir().unwrap();
-    // Bind then drop a listener: nothing listens on that port any more.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port held but not listening: connections are refused, and no one else can take it.
+    let (_held, port) = refused_port();
     let mut config = test_config(dir.path(), Some(format!("http://127.0.0.1:{port}/v1")));
     config.llm.timeout_secs = 0.3;
     let h = Harness::assemble(

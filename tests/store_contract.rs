@@ -884,11 +884,7 @@ async fn postgres_start_up_errors_are_clear() {
         err.contains("cannot open database") && err.contains("no_such_database"),
         "{err}"
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let (_held, port) = common::refused_port();
     let err = open_error(&format!(
         "postgres://engram:secret-pw@127.0.0.1:{port}/engram"
     ))

@@ -575,3 +575,14 @@ pub fn engram(
         out.status.success(),
     )
 }
+
+/// A port on 127.0.0.1 where connections are refused, held for as long as the socket lives:
+/// bound but not listening, so no other test or process can take it meanwhile.
+pub fn refused_port() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .bind("127.0.0.1:0".parse().unwrap())
+        .expect("bind 127.0.0.1:0");
+    let port = socket.local_addr().expect("bound").port();
+    (socket, port)
+}
