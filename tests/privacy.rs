@@ -45,6 +45,9 @@ async fn one_persons_dm_never_reaches_another_persons_dm() {
     assert!(!reply.contains("surprise"), "{reply}");
     let reply = h.dm("bob", "tell me about alice's plans").await;
     assert!(!reply.contains("surprise"), "{reply}");
+    // Positive control: the same question finds it where it may surface, her own DM.
+    let reply = h.dm("alice", "what do you know about me").await;
+    assert!(reply.contains("surprise"), "{reply}");
 }
 
 #[tokio::test]
@@ -137,6 +140,22 @@ async fn chatter_summaries_respect_the_same_boundaries() {
     for secret in ["divorce", "layoffs", "kitten"] {
         assert!(!reply.contains(secret), "{secret} leaked: {reply}");
     }
+    // Positive controls: each is in the summary where it was said.
+    for (opts, asker, said) in [
+        (restricted("lab", "staff"), "bob", "layoffs"),
+        (group("home"), "bob", "kitten"),
+    ] {
+        let reply = h
+            .say_in(&opts, asker, "Engram, what do you know about @alice")
+            .await
+            .unwrap();
+        assert!(
+            reply.contains(said),
+            "{said} missing where it was said: {reply}"
+        );
+    }
+    let reply = h.dm("alice", "what do you know about me").await;
+    assert!(reply.contains("divorce"), "{reply}");
 }
 
 #[tokio::test]

@@ -958,6 +958,17 @@ async fn postgres_deleted_messages_are_never_found() {
             .await
             .unwrap();
     assert_eq!(terms, ["plan", "public", "secret"]);
+    // Positive control: before the delete, the same search finds it.
+    let found = s
+        .search_messages(
+            std::slice::from_ref(&scope),
+            &query_terms("secret", 4),
+            Bm25::default(),
+            5,
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
     sqlx::query("DELETE FROM messages WHERE external_id = '1'")
         .execute(&mut c)
         .await

@@ -653,6 +653,39 @@ mod tests {
     }
 
     #[test]
+    fn a_short_budget_keeps_the_newest_conversation_in_order() {
+        let tokens = TokenCounter::new("cl100k_base").unwrap();
+        let working: Vec<StoredMessage> = (0..50)
+            .map(|i| msg(i, "bob", &format!("message number {i} about climbing")))
+            .collect();
+        let current = msg(100, "alice", "hi");
+        let bundle = |working: Vec<StoredMessage>| ContextBundle {
+            people: vec![person(1, "alice", "Alice likes tea.")],
+            working,
+            retrieved: vec![],
+            notes: vec![],
+            names: HashMap::new(),
+        };
+        let render = |working: Vec<StoredMessage>, budget: usize| {
+            render_prompt(&reply_system(), &bundle(working), &current, budget, &tokens)
+        };
+        let base = render(vec![], 100_000).tokens;
+        let full = render(working.clone(), 100_000).tokens;
+        // Room for about a fifth of the conversation: a partial cut.
+        let budget = base + (full - base) / 5;
+        let p = render(working, budget);
+        assert!(p.cut > 0 && p.tokens <= budget, "{} of {budget}", p.tokens);
+        for kept in ["number 49 ", "number 45 "] {
+            assert!(p.user.contains(kept), "the newest stay: {}", p.user);
+        }
+        for dropped in ["number 0 ", "number 20 "] {
+            assert!(!p.user.contains(dropped), "the oldest go first: {}", p.user);
+        }
+        // Kept in the order they were said.
+        assert!(p.user.find("number 45 ").unwrap() < p.user.find("number 49 ").unwrap());
+    }
+
+    #[test]
     fn memory_text_cannot_break_out_of_its_tags() {
         let tokens = TokenCounter::new("cl100k_base").unwrap();
         let hostile = person(

@@ -41,9 +41,21 @@ mod tests {
         // 1 is first and third, 3 third and first; 2 and 4 are both second once. Ties go
         // to the higher id.
         assert_eq!(order, [3, 1, 4, 2]);
-        let weighted = rrf(&[(1.0, &bm25[..]), (3.0, &vector[..])], 60.0);
-        assert_eq!(ranked(&weighted)[0].0, 3);
         assert!(rrf::<i32>(&[], 60.0).is_empty());
+    }
+
+    #[test]
+    fn weights_change_the_winner() {
+        // 2 is second in both lists; 1 and 3 are first in one each. With a small k, agreement
+        // wins at equal weights, and a heavier list's first place wins otherwise.
+        let (bm25, vector) = ([1, 2], [3, 2]);
+        let winner =
+            |wb: f64, wv: f64| ranked(&rrf(&[(wb, &bm25[..]), (wv, &vector[..])], 1.0))[0].0;
+        assert_eq!(winner(1.0, 1.0), 2);
+        assert_eq!(winner(1.0, 3.0), 3);
+        assert_eq!(winner(3.0, 1.0), 1);
+        // A weight of 0 takes a list out.
+        assert_eq!(winner(1.0, 0.0), 1);
     }
 
     #[test]
