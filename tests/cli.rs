@@ -1,6 +1,7 @@
 //! The `engram` binary as a new user runs it: console chat on the embedded SQLite default with
 //! no configuration, a script with several people, and clear start-up errors.
 
+#[macro_use]
 mod common;
 
 use common::engram;
@@ -166,11 +167,9 @@ fn bench_context_prints_json() {
     );
 }
 
-#[tokio::test]
+postgres_test! {
 async fn migrate_copies_sqlite_to_postgres_and_the_bot_remembers_there() {
-    let Some(pg) = common::fresh_postgres_url().await else {
-        return;
-    };
+    let pg = common::fresh_postgres_url().await;
     let dir = tempfile::tempdir().unwrap();
     let script = "\
 [2026-11-20 10:00] alice: deploying the new release today
@@ -248,6 +247,7 @@ async fn migrate_copies_sqlite_to_postgres_and_the_bot_remembers_there() {
         !ok && err.contains("opening the target") && !err.contains(":pw@"),
         "{err}"
     );
+}
 }
 
 #[test]

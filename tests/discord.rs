@@ -949,7 +949,75 @@ async fn replies_never_ping() {
     }
 }
 
+/// `v` as a reply to message `to`, which Discord no longer has (deleted): the reference stays,
+/// the referenced message is null.
+fn replying_to_deleted(mut v: Value, to: u64, channel: u64) -> Value {
+    v["type"] = json!(19);
+    v["message_reference"] = json!({
+        "message_id": to.to_string(), "channel_id": channel.to_string(),
+        "guild_id": GUILD.to_string()
+    });
+    v["referenced_message"] = Value::Null;
+    v
+}
+
+/// A reply to a message deleted meanwhile (from Discord and so from memory): it is answered
+/// like any message to the bot, and the deleted message does not come back through it.
+async fn a_reply_to_a_deleted_message_brings_nothing_back(url: Option<String>) {
+    // With the (fake) model: its answer shows the earlier messages recalled into its prompt.
+    let (h, fake, handler) = setup_on(url, true).await;
+    let at_bot = format!("<@{BOT_ID}>");
+    // In a thread, two days before the questions: recalled by search, not part of the
+    // conversation the question is in.
+    let mut said = payload(
+        8100,
+        THREAD,
+        Some(GUILD),
+        ALICE,
+        "the offsite moves to Lisbon in March",
+    );
+    said["timestamp"] = json!("2026-11-18T09:00:00.000000+00:00");
+    handler.on_message(&message(said)).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    let question = format!("{at_bot} where is the offsite?");
+    // The control: asked before the delete, the message is found.
+    handler
+        .on_message(&message(payload(
+            8101,
+            GENERAL,
+            Some(GUILD),
+            BOB,
+            &question,
+        )))
+        .await;
+    fake.wait_sent(1, WITHIN).await;
+    let before = last_answer(&fake);
+    assert!(before.contains("Lisbon"), "{before}");
+
+    handler
+        .on_message_delete(
+            serenity::all::ChannelId::new(THREAD),
+            &[serenity::all::MessageId::new(8100)],
+            Some(serenity::all::GuildId::new(GUILD)),
+        )
+        .await;
+    handler
+        .on_message(&message(replying_to_deleted(
+            payload(8102, THREAD, Some(GUILD), CAROL, &question),
+            8100,
+            THREAD,
+        )))
+        .await;
+    fake.wait_sent(2, WITHIN).await;
+    let after = last_answer(&fake);
+    assert!(!after.contains("Lisbon"), "{after}");
+    assert!(rows_holding(&h, "lisbon").await.is_empty());
+    // The reply itself is kept, as Carol's.
+    assert!(database_text(&h).await.contains("where is the offsite"));
+}
+
 on_both_harnesses!(
+    a_reply_to_a_deleted_message_brings_nothing_back,
     privacy_follows_effective_permissions,
     deletes_and_edits_reach_the_memory,
     the_memory_slash_command_answers_ephemerally,

@@ -172,7 +172,7 @@ async fn a_killed_run_ends_like_an_uninterrupted_one(url: Option<String>) {
     let expected = state(&reference, &people).await;
 
     let second = match url {
-        Some(_) => fresh_postgres_url().await,
+        Some(_) => Some(fresh_postgres_url().await),
         None => None,
     };
     let h = harness_on(second, true).await;
@@ -546,7 +546,103 @@ async fn a_dry_run_shows_each_change_and_writes_nothing(url: Option<String>) {
     );
 }
 
+/// The running bot's own scheduler, as `engram run` starts it (`app::start_scheduler`, a tick
+/// a second): once 23:00 has come, the day's extraction runs with no call from anyone, once.
+async fn the_running_bot_extracts_the_day_at_23_00(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let (alice, bob, _) = a_day_of_chat(&h).await;
+    let mut config = h.config.clone();
+    config.jobs.tick_secs = 1;
+    let clock: std::sync::Arc<dyn Clock> = h.clock.clone();
+    let llm = engram::app::chat_model(&config, &Default::default(), clock).unwrap();
+    let asked = h.fake().seen();
+    let (task, stop) = engram::app::start_scheduler(&config, h.bot.memory().clone(), llm).unwrap();
+    // Alice's private chat and Bob's group: two extraction requests.
+    h.fake()
+        .wait_seen(asked + 2, std::time::Duration::from_secs(30))
+        .await;
+    // Stopping waits for the tick in hand.
+    stop.send(true).unwrap();
+    task.await.unwrap();
+    assert_eq!(h.fake().count("extract"), 2, "one run per place, once");
+    let runs = h.store.job_runs(engram::jobs::EXTRACT_ALL).await.unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert!(
+        entry_values(&h, alice)
+            .await
+            .iter()
+            .any(|v| v.contains("oolong")),
+        "alice's day was extracted"
+    );
+    assert!(
+        entry_values(&h, bob)
+            .await
+            .iter()
+            .any(|v| v.contains("Lisbon")),
+        "bob's day was extracted"
+    );
+}
+
+/// What `person` has in MEMORY.md, values only.
+async fn entry_values(h: &Harness, person: PersonId) -> Vec<String> {
+    h.store
+        .entries(person, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.value)
+        .collect()
+}
+
+/// Two people in one group on one day: each one's entries come from their own words only
+/// (the other's never reach their prompt, whatever the phrasing), and each has theirs.
+async fn each_persons_extraction_reads_only_their_own_words(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    let said = [
+        ("alice", "I drink green tea every morning"),
+        ("bob", "weekends are for chess tournaments"),
+        ("alice", "the new office is near the river"),
+        ("bob", "my brother Tom lives in Porto"),
+    ];
+    for (who, text) in said {
+        assert!(h.say_in(&lab, who, text).await.is_none(), "chatter: {text}");
+    }
+    h.clock.set(start_time() + chrono::Duration::hours(14));
+    let (alice, bob) = (h.person("alice").await, h.person("bob").await);
+    h.extractor("p1")
+        .extract_all(day(), false, |_, _| {})
+        .await
+        .unwrap();
+    let prompts: Vec<String> = h
+        .fake()
+        .requests()
+        .iter()
+        .filter(|r| r.task == "extract")
+        .map(|r| r.text())
+        .collect();
+    assert_eq!(prompts.len(), 2, "one run per person");
+    for (person, name) in [(alice, "alice"), (bob, "bob")] {
+        let values = entry_values(&h, person).await;
+        let prompt = prompts
+            .iter()
+            .find(|p| p.contains(said.iter().find(|(w, _)| *w == name).unwrap().1))
+            .expect("a prompt with their words");
+        for (who, text) in said {
+            let theirs = who == name;
+            assert_eq!(
+                values.iter().any(|v| v == text),
+                theirs,
+                "{name}'s entries and {who}'s {text:?}: {values:?}"
+            );
+            assert_eq!(prompt.contains(text), theirs, "{name}'s prompt: {prompt}");
+        }
+    }
+}
+
 on_both_harnesses!(
+    the_running_bot_extracts_the_day_at_23_00,
+    each_persons_extraction_reads_only_their_own_words,
     a_dry_run_shows_each_change_and_writes_nothing,
     a_missed_day_is_extracted_later_once,
     a_failed_run_backs_off_then_succeeds_once,

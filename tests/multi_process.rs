@@ -2,6 +2,7 @@
 //! of a scheduled job, one person per identity, and no lost concurrent fact update. Runs on
 //! PostgreSQL (required in CI) and on a shared SQLite file.
 
+#[macro_use]
 mod common;
 use chrono::{Duration, TimeZone, Utc};
 use common::*;
@@ -225,10 +226,9 @@ macro_rules! on_both {
     ($($name:ident),* $(,)?) => {
         mod postgres {
             $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    if let Some(url) = super::fresh_postgres_url().await {
-                        super::$name(url).await;
+                postgres_test! {
+                    async fn $name() {
+                        super::$name(super::fresh_postgres_url().await).await;
                     }
                 }
             )*
@@ -252,12 +252,10 @@ on_both!(
     concurrent_fact_updates_both_land
 );
 
+postgres_test! {
 /// Process B cached carol's facts; process A changes them: B must never serve the old text.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
-    let Some(url) = fresh_postgres_url().await else {
-        return;
-    };
+    let url = fresh_postgres_url().await;
     let fake = FakeLlmServer::start().await.unwrap();
     let (a, b) = two_bots(&url, &fake).await;
     let lab = group("lab");
@@ -291,15 +289,14 @@ async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
     };
     assert_eq!(engram::store::Change::parse(&cleared.payload()), cleared);
 }
+}
 
+postgres_test! {
 /// Process B cached what it knew about carol (her facts, today's summary with the LLM, the
 /// merged text); in process A she forgets one thing, then clears everything: B never serves
 /// the old text, in either case.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_forget_and_clear_elsewhere_are_never_served_stale() {
-    let Some(url) = fresh_postgres_url().await else {
-        return;
-    };
+    let url = fresh_postgres_url().await;
     let fake = FakeLlmServer::start().await.unwrap();
     let (a, b) = two_bots(&url, &fake).await;
     let lab = group("lab");
@@ -341,4 +338,51 @@ async fn postgres_forget_and_clear_elsewhere_are_never_served_stale() {
     .unwrap();
     let reply = b.say_in(&lab, "bob", ask).await.unwrap();
     assert!(!reply.contains("tea") && !reply.contains("Oslo"), "{reply}");
+}
+}
+
+postgres_test! {
+/// Process B's change feed (its LISTEN connection) is cut. What it missed meanwhile cannot be
+/// known, so once it notices, B drops everything it cached. Here carol's facts change behind
+/// both bots' backs (no notification at all): only that drop lets B see the new text.
+async fn postgres_a_lost_change_feed_drops_the_cache() {
+    use sqlx::Connection;
+    let url = fresh_postgres_url().await;
+    let fake = FakeLlmServer::start().await.unwrap();
+    let (a, b) = two_bots(&url, &fake).await;
+    let lab = group("lab");
+    a.say_in(&lab, "carol", "Engram, remember that I like tea")
+        .await;
+    let ask = "Engram, what do you know about @carol";
+    assert!(b.say_in(&lab, "bob", ask).await.unwrap().contains("tea"));
+    let mut db = sqlx::PgConnection::connect(&url).await.unwrap();
+    let changed = sqlx::query("UPDATE facts SET text = replace(text, 'tea', 'mate')")
+        .execute(&mut db)
+        .await
+        .unwrap();
+    assert_eq!(changed.rows_affected(), 1);
+    // The control: with its feed up and told nothing, B still serves what it cached.
+    let stale = b.say_in(&lab, "bob", ask).await.unwrap();
+    assert!(stale.contains("tea") && !stale.contains("mate"), "{stale}");
+
+    let mut applied = b.bot.memory().changes_applied();
+    let before = *applied.borrow_and_update();
+    let cut: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND query ILIKE 'LISTEN %'",
+    )
+    .fetch_all(&mut db)
+    .await
+    .unwrap();
+    assert_eq!(cut, [true, true], "both processes' feeds are cut");
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        applied.wait_for(|n| *n > before),
+    )
+    .await
+    .expect("B noticed its lost feed")
+    .unwrap();
+    let fresh = b.say_in(&lab, "bob", ask).await.unwrap();
+    assert!(fresh.contains("mate"), "{fresh}");
+}
 }

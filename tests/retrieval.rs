@@ -237,12 +237,24 @@ async fn privacy_filter_holds_for_every_way_to_leak(s: Arc<dyn Store>) {
                 tags.dedup();
                 tags
             };
+            // Every tag found must be allowed there, and (the positive control) each allowed
+            // message the query matches is found: an empty answer passes no check. "drawer"
+            // matches only the two private chats' messages.
             let case = |name: &str, got: Vec<String>, allowed: &[&str]| {
-                for tag in tag(&got) {
+                let found = tag(&got);
+                for tag in &found {
                     assert!(
                         allowed.contains(&tag.as_str()),
                         "{round} {query:?} {name}: {tag} leaked ({got:?})"
                     );
+                }
+                for tag in allowed {
+                    if query != "drawer" || tag.starts_with("DM-") {
+                        assert!(
+                            found.iter().any(|f| f == tag),
+                            "{round} {query:?} {name}: {tag} is allowed here and not found ({got:?})"
+                        );
+                    }
                 }
             };
             case(
@@ -275,7 +287,8 @@ async fn privacy_filter_holds_for_every_way_to_leak(s: Arc<dyn Store>) {
                 w.found(&public_b, w.alice, query, 50).await,
                 &["PUBLIC-B"],
             );
-            // Bob asking in Alice's DM place is not Alice: nothing of hers.
+            // Bob asking in Alice's DM place is not Alice: nothing of hers (the first case is
+            // the control: the same query finds her message for her).
             case(
                 "bob in alice's DM",
                 w.found(&dm_a, w.bob, query, 50).await,

@@ -1,5 +1,5 @@
 //! The store contract, written once and run against SQLite and PostgreSQL (`sqlite::*` and
-//! `postgres::*`). PostgreSQL runs when ENGRAM_TEST_POSTGRES_URL is set, and must in CI.
+//! `postgres::*`). PostgreSQL runs when built with ENGRAM_TEST_POSTGRES=1 (always in CI).
 
 #[macro_use]
 mod common;
@@ -869,11 +869,9 @@ async fn sqlite_start_up_errors_are_clear() {
     assert!(err.contains("cannot open database"), "{err}");
 }
 
-#[tokio::test]
+postgres_test! {
 async fn postgres_start_up_errors_are_clear() {
-    let Some(url) = fresh_postgres_url().await else {
-        return;
-    };
+    let url = fresh_postgres_url().await;
     drop(open_url(&url).await);
     add_future_migration(&url).await;
     let err = open_error(&url).await;
@@ -927,12 +925,11 @@ async fn postgres_start_up_errors_are_clear() {
     let err = open_error("postgres://[::1").await;
     assert!(err.contains("not a valid PostgreSQL URL"), "{err}");
 }
+}
 
-#[tokio::test]
+postgres_test! {
 async fn postgres_deleted_messages_are_never_found() {
-    let Some(url) = fresh_postgres_url().await else {
-        return;
-    };
+    let url = fresh_postgres_url().await;
     let s = open_url(&url).await;
     let lab = s
         .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
@@ -979,4 +976,18 @@ async fn postgres_deleted_messages_are_never_found() {
             .unwrap()
             .is_empty()
     );
+}
+}
+
+/// In CI the PostgreSQL tests must run: a build that did not see ENGRAM_TEST_POSTGRES=1 would
+/// list them as ignored, so it fails here instead.
+#[test]
+fn ci_builds_run_the_postgres_tests() {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        assert!(
+            cfg!(engram_postgres_tests),
+            "CI=true but the build did not see ENGRAM_TEST_POSTGRES=1: the PostgreSQL tests \
+             would be ignored (scripts/pg-test-server.sh start exports it)"
+        );
+    }
 }

@@ -59,10 +59,21 @@ fn start_with_grace(
     token: &str,
     shutdown_grace: Duration,
 ) -> Running {
+    start_polling(h, handler, fake, token, shutdown_grace, 5)
+}
+
+fn start_polling(
+    h: &Harness,
+    handler: Arc<dyn MessageHandler>,
+    fake: &FakeTelegram,
+    token: &str,
+    shutdown_grace: Duration,
+    poll_secs: u32,
+) -> Running {
     let (stop, shutdown) = watch::channel(false);
     let settings = TelegramSettings {
         api_url: fake.url(),
-        poll_secs: 5,
+        poll_secs,
         bot_name: h.config.bot.name.clone(),
         shutdown_grace,
     };
@@ -239,6 +250,48 @@ async fn group_and_forum_topic_answer_only_when_addressed() {
         "the question and the answer: {in_topic:?}"
     );
     running.stop().await.unwrap();
+}
+
+/// A Telegram outage (every call answered 500): the adapter keeps asking, with a growing pause,
+/// instead of stopping; what was written during the outage is answered once Telegram is back,
+/// once, and what was remembered before it is still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_is_ridden_out_and_what_came_meanwhile_answered_once() {
+    let h = Harness::offline().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    // Polls of one second: the poll in hand when the outage starts ends soon.
+    let running = start_polling(&h, h.bot.clone(), &fake, TOKEN, WITHIN, 1);
+    fake.push_text(&alice_dm(), ALICE, "remember that I love Rust", false);
+    fake.wait_sent(1, WITHIN).await;
+
+    fake.refuse_all(true);
+    // Two refused polls (a pause between them): it is still trying.
+    fake.wait_refused(2, WITHIN).await;
+    let asked = fake.push_text(&alice_dm(), ALICE, "what do you know about me", false);
+    fake.wait_refused(3, WITHIN).await;
+    assert_eq!(fake.sent().len(), 1, "nothing gets through the outage");
+    fake.refuse_all(false);
+
+    fake.wait_sent(2, WITHIN).await;
+    let sent = fake.sent();
+    assert_eq!(sent[1]["reply_parameters"]["message_id"], asked);
+    assert!(
+        sent[1]["text"].as_str().unwrap().contains("Rust"),
+        "{sent:?}"
+    );
+    // A later message is answered too, and the one from the outage not again.
+    fake.push_text(&alice_dm(), ALICE, "/memory", false);
+    fake.wait_sent(3, WITHIN).await;
+    let answered: Vec<i64> = fake
+        .sent()
+        .iter()
+        .map(|m| m["reply_parameters"]["message_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(answered.iter().filter(|id| **id == asked).count(), 1);
+    running
+        .stop()
+        .await
+        .expect("an outage is not a reason to stop");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -187,18 +187,38 @@ async fn day_summaries_refresh_at_most_hourly_and_past_days_are_never_recomputed
 
 #[tokio::test]
 async fn a_restarted_bot_reuses_stored_summaries() {
-    let h = Harness::with_llm().await;
+    // Alice's two past days (about 120 characters) exceed the history budget: the history is
+    // the model's summary of them, not their concatenation.
+    let h = Harness::build(true, |c| c.memory.history_summary_chars = 80).await;
     h.clock.set(start_time() + Duration::days(2));
     chatter(&h).await;
     let lab = group("lab");
-    h.say_in(&lab, "alice", "Engram, what do you know about me")
-        .await;
+    let ask = "Engram, what do you know about me";
+    let first = h.say_in(&lab, "alice", ask).await.unwrap();
     let summaries = h.fake().count("day_summary");
-    let histories = h.fake().count("history_summary");
+    let histories: Vec<_> = h
+        .fake()
+        .requests()
+        .into_iter()
+        .filter(|r| r.task == "history_summary")
+        .collect();
+    assert_eq!(histories.len(), 1, "one history summary for alice");
+    let prompt = histories[0].text();
+    assert!(
+        prompt.contains("deploy pipeline") && prompt.contains("slides"),
+        "both past days go to the model: {prompt}"
+    );
+    assert!(
+        !prompt.contains("coffee"),
+        "bob's days are not alice's history: {prompt}"
+    );
+    assert!(
+        first.contains("Earlier:"),
+        "the model's history is used: {first}"
+    );
     let h = h.restart().await;
     h.fake().clear();
-    h.say_in(&lab, "alice", "Engram, what do you know about me")
-        .await;
+    let again = h.say_in(&lab, "alice", ask).await.unwrap();
     assert_eq!(
         h.fake().count("day_summary"),
         0,
@@ -207,8 +227,9 @@ async fn a_restarted_bot_reuses_stored_summaries() {
     assert_eq!(
         h.fake().count("history_summary"),
         0,
-        "{histories} stored histories reused"
+        "the stored history is reused"
     );
+    assert!(again.contains("Earlier:"), "{again}");
     // Chatter after today's summary, within the same hour: not summarized yet.
     h.say_in(
         &lab,

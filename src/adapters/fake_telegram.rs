@@ -114,6 +114,7 @@ pub struct FakeTelegram {
     shared: Arc<Mutex<Shared>>,
     new_update: Arc<Notify>,
     sent_count: watch::Sender<usize>,
+    refused_count: watch::Sender<usize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -122,6 +123,7 @@ struct AppState {
     shared: Arc<Mutex<Shared>>,
     new_update: Arc<Notify>,
     sent_count: watch::Sender<usize>,
+    refused_count: watch::Sender<usize>,
 }
 
 impl FakeTelegram {
@@ -137,10 +139,12 @@ impl FakeTelegram {
         }));
         let new_update = Arc::new(Notify::new());
         let (sent_count, _) = watch::channel(0);
+        let (refused_count, _) = watch::channel(0);
         let state = AppState {
             shared: shared.clone(),
             new_update: new_update.clone(),
             sent_count: sent_count.clone(),
+            refused_count: refused_count.clone(),
         };
         let app = Router::new()
             .route("/{bot}/{method}", post(handle))
@@ -153,6 +157,7 @@ impl FakeTelegram {
             shared,
             new_update,
             sent_count,
+            refused_count,
             task,
         })
     }
@@ -291,6 +296,15 @@ impl FakeTelegram {
             .expect("the fake is running");
     }
 
+    /// Waits until at least `n` calls were refused by `refuse_all` (at most `within`).
+    pub async fn wait_refused(&self, n: usize, within: Duration) {
+        let mut count = self.refused_count.subscribe();
+        tokio::time::timeout(within, count.wait_for(|c| *c >= n))
+            .await
+            .unwrap_or_else(|_| panic!("{n} calls were not refused: {:?}", self.calls()))
+            .expect("the fake is running");
+    }
+
     pub fn commands(&self) -> Vec<Value> {
         self.shared.lock().expect("fake lock").commands.clone()
     }
@@ -330,6 +344,7 @@ async fn handle(
         let mut s = state.shared.lock().expect("fake lock");
         s.calls.push(method.clone());
         if s.refuse_all {
+            state.refused_count.send_modify(|n| *n += 1);
             return (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 Json(

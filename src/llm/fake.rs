@@ -511,6 +511,24 @@ fn first(text: &str, tag: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The text of an XML fragment: tags dropped, whitespace runs made one space.
+fn plain_text(xml: &str) -> String {
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in xml.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                out.push(' ');
+            }
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn clip(s: &str, max: usize) -> String {
     s.chars().take(max).collect()
 }
@@ -579,21 +597,31 @@ fn smart_answer(task: &str, body: &Value) -> String {
             json!({ "context": parts.join(" ") }).to_string()
         }
         "reply" => {
+            // Echoes the last message and everything the prompt's memory holds (facts, notes,
+            // recalled messages): what leaks into a prompt shows in the reply, and what a
+            // prompt drops is missing from it.
             let last = elements(&user, "message")
                 .pop()
                 .map(|(_, t)| t)
                 .unwrap_or_default();
-            format!("(fake reply) you said: {}", clip(&last, 200))
+            let memory = plain_text(&first(&user, "memory"));
+            let mut reply = format!("(fake reply) you said: {}", clip(&last, 200));
+            if !memory.is_empty() {
+                reply.push_str(&format!(" | remembered: {}", clip(&memory, 1500)));
+            }
+            reply
         }
         "extract" => {
-            // One entry per message about the writer ("I …", "my …"); "maybe" makes it weak.
+            // One entry per statement in the prompt (three words or more, not a question),
+            // whoever wrote it: a message that should not be in the prompt becomes an entry a
+            // test can see. "maybe" makes it weak.
             let messages = elements(&user, "message");
             let updates: Vec<Value> = messages
                 .iter()
                 .filter_map(|(_, t)| {
                     let t = t.trim();
                     let lower = t.to_lowercase();
-                    if !["i ", "i'm ", "my "].iter().any(|p| lower.starts_with(p)) {
+                    if t.ends_with('?') || t.split_whitespace().count() < 3 {
                         return None;
                     }
                     let key: Vec<String> = lower

@@ -14,7 +14,7 @@
 use super::offline::{contains_words, removed_sentences};
 use super::{FactRequest, ForgetOutcome, MemoryError, MemoryManager, Method};
 use crate::domain::{
-    MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceKind, StoredMessage,
+    MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind, StoredMessage,
 };
 use crate::memory::extraction;
 use crate::store::{Hearsay, document_terms, query_terms};
@@ -131,6 +131,17 @@ pub fn statement_line(h: &Hearsay) -> String {
 /// A text worth looking for in the bot's messages: two words or more.
 fn quotable(needle: &str) -> bool {
     needle.split_whitespace().count() >= 2
+}
+
+/// Where the bot may have quoted `message` (scopes, or all when None, within one space when
+/// Some): a private chat's or a restricted channel's message only there; a public message
+/// also in that space's restricted channels, which see the public ones.
+fn quoted_where(message: &StoredMessage) -> (Option<Vec<Scope>>, Option<SpaceId>) {
+    match &message.scope {
+        Scope::Dm(_) | Scope::Channel(..) => (Some(vec![message.scope.clone()]), None),
+        Scope::Space(space) => (None, Some(*space)),
+        Scope::Global => (None, None),
+    }
 }
 
 /// Whom the bot's quotes must be about, for `bot_quotes`.
@@ -529,17 +540,15 @@ impl MemoryManager {
         if !message.is_bot {
             self.forget_extracted(message).await?;
         }
-        // The message, and the bot's messages that quoted it about its author.
+        // The message, and the bot's messages that quoted it, whoever they answered, wherever
+        // it may have surfaced.
         let mut ids = vec![message.id];
-        let about = About {
-            person: message.author,
-            name: &message.author_name,
-        };
+        let (scopes, space) = quoted_where(message);
         ids.extend(
-            self.bot_quotes(
-                Some(std::slice::from_ref(&message.scope)),
+            self.quotes_of(
+                scopes.as_deref(),
                 std::slice::from_ref(&message.text),
-                &about,
+                |m| space.is_none_or(|s| m.space == s),
             )
             .await?,
         );

@@ -408,6 +408,8 @@ pub struct Resolved {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BotMessage {
     pub id: MessageId,
+    /// Where it was sent.
+    pub space: SpaceId,
     pub text: String,
     pub answered: Option<PersonId>,
 }

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Mutation testing (cargo-mutants) of Engram's core: the privacy scope filters, the forget and
+# authorization rules, the day-summary budget, fusion and ranking, token budgeting,
+# capture/forget parsing and the cache keys. Each mutant (a function body replaced, an operator
+# flipped) must make some test fail; a survivor is a behaviour no test pins down.
+#
+#   scripts/mutants.sh                       # every core file (hours on 2 cores)
+#   scripts/mutants.sh src/router.rs ...     # only these core files
+#   scripts/mutants.sh --changed origin/main # only the core files changed since a commit
+#   scripts/mutants.sh --iterate [FILE...]   # again, only what the last run did not catch
+#
+# Each file runs against the library's unit tests and the integration tests that exercise it
+# (the table below), in the mutants profile (no debug info). Survivors that cannot matter are
+# excluded in .cargo/mutants.toml, each with its reason. Results go to mutants.out/<file>/
+# (caught.txt, missed.txt, unviable.txt, timeout.txt); a summary line per file is printed,
+# and the exit status is non-zero when a mutant was missed.
+#
+# cargo-mutants works in place (a copy would rebuild every dependency): it edits src/ while it
+# runs and puts each file back, so src/ must have no uncommitted changes.
+# PostgreSQL tests are not run here (they are ignored without ENGRAM_TEST_POSTGRES=1): the
+# rules under test live above the store, and SQLite runs them faster.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# file → the test targets that cover it (besides --lib).
+declare -A TESTS=(
+    [src/domain/mod.rs]="--test privacy --test retrieval"
+    [src/memory/forgetting.rs]="--test forgetting"
+    [src/memory/summaries.rs]="--test transient --test privacy"
+    [src/retrieval/fusion.rs]="--test retrieval"
+    [src/store/terms.rs]="--test retrieval"
+    [src/memory/tokens.rs]=""
+    [src/memory/context.rs]="--test transient"
+    [src/router.rs]="--test memory_entries"
+    [src/memory/cache.rs]="--test transient"
+)
+# file → the functions that are the core there (a cargo-mutants --re on "file:line: replace
+# … in FUNCTION"); files not listed are mutated whole.
+declare -A FOCUS=(
+    [src/domain/mod.rs]='(Place::|Scope::privacy)'
+    [src/memory/forgetting.rs]='(forget_reach|place_scopes|Reach::scopes|ForgetTarget::|is_forgotten|quotable|quoted_where)'
+    [src/memory/summaries.rs]='(offline_day_map|history_summary|hour_bucket)'
+    [src/store/terms.rs]='(Bm25::term_score|Bm25::idf)'
+    [src/memory/context.rs]='(pack_notes|pack_recalled)'
+    [src/router.rs]='(parse_command|fact_subject|about_clause|after|subject_word)'
+)
+CORE=(src/memory/cache.rs src/memory/tokens.rs src/domain/mod.rs src/router.rs src/memory/forgetting.rs
+    src/memory/summaries.rs src/retrieval/fusion.rs src/memory/context.rs src/store/terms.rs)
+
+# --iterate: test again only what the last run in mutants.out did not catch.
+ITERATE=""
+if [ "${1:-}" = "--iterate" ]; then
+    ITERATE="--iterate"
+    shift
+fi
+files=()
+if [ "${1:-}" = "--changed" ]; then
+    base=${2:?--changed needs a commit}
+    changed=$(git diff --name-only "$base" -- src)
+    for f in "${CORE[@]}"; do
+        if grep -qx "$f" <<<"$changed"; then files+=("$f"); fi
+    done
+    if [ ${#files[@]} -eq 0 ]; then
+        echo "no core file changed since $base: nothing to mutate"
+        exit 0
+    fi
+elif [ $# -gt 0 ]; then
+    for f in "$@"; do
+        if [ -z "${TESTS[$f]+set}" ]; then
+            echo "$f is not a core file; core files: ${CORE[*]}" >&2
+            exit 2
+        fi
+        files+=("$f")
+    done
+else
+    files=("${CORE[@]}")
+fi
+
+if ! git diff --quiet HEAD -- src; then
+    echo "src/ has uncommitted changes: commit or stash them first (mutants edits src/ in place)" >&2
+    exit 2
+fi
+command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
+missed_any=0
+for f in "${files[@]}"; do
+    out="mutants.out/${f//\//_}"
+    if [ -z "$ITERATE" ]; then rm -rf "$out"; fi
+    mkdir -p "$out"
+    focus=()
+    if [ -n "${FOCUS[$f]+set}" ]; then focus=(--re "${FOCUS[$f]}"); fi
+    # shellcheck disable=SC2086 # the test targets are separate words
+    if cargo mutants --in-place --profile mutants --file "$f" "${focus[@]}" --output "$out" \
+        --timeout 600 $ITERATE -- --lib ${TESTS[$f]} >"$out/log.txt" 2>&1; then
+        :
+    else
+        status=$?
+        # 2: some mutants were missed; 3: some timed out. Anything else is a failure.
+        if [ $status -ne 2 ] && [ $status -ne 3 ]; then
+            tail -20 "$out/log.txt" >&2
+            exit $status
+        fi
+        missed_any=1
+    fi
+    dir="$out/mutants.out"
+    count() { [ -f "$dir/$1.txt" ] && wc -l <"$dir/$1.txt" || echo 0; }
+    printf '%-28s caught %3d  missed %3d  unviable %3d  timeout %3d\n' "$f" \
+        "$(count caught)" "$(count missed)" "$(count unviable)" "$(count timeout)"
+    if [ -s "$dir/missed.txt" ]; then sed 's/^/    missed: /' "$dir/missed.txt"; fi
+done
+exit $missed_any
