@@ -46,6 +46,7 @@ start() {
     # between the pick and the server's start, pick again (the server says why it failed).
     local port tries=0
     while :; do
+        rm -f "$DATA/pg/server.log"
         port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
         if run_as "$bin/pg_ctl" -D "$DATA/pg" -l "$DATA/pg/server.log" -w -t 60 \
             -o "-c listen_addresses=127.0.0.1 -p $port -k $DATA/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \

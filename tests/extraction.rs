@@ -547,7 +547,8 @@ async fn a_dry_run_shows_each_change_and_writes_nothing(url: Option<String>) {
 }
 
 /// The running bot's own scheduler, as `engram run` starts it (`app::start_scheduler`, a tick
-/// a second): once 23:00 has come, the day's extraction runs with no call from anyone, once.
+/// a second): once 23:00 has come, the day's extraction runs with no call from anyone. (That it
+/// waits for 23:00 and runs a day once is `a_missed_day_is_extracted_later_once`.)
 async fn the_running_bot_extracts_the_day_at_23_00(url: Option<String>) {
     let h = harness_on(url, true).await;
     let (alice, bob, _) = a_day_of_chat(&h).await;

@@ -462,7 +462,75 @@ async fn deleted_and_edited_messages_leave_memory(url: Option<String>) {
     );
 }
 
+/// The stored messages (of anyone, the bot's too) that hold `needle`.
+async fn stored_messages_holding(h: &Harness, needle: &str) -> Vec<String> {
+    database_text(h)
+        .await
+        .lines()
+        .filter(|l| l.starts_with("messages:") && l.contains(needle))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A deleted message's quotes in the bot's later answers go wherever it could have surfaced
+/// (here a restricted channel of its space, in an answer to someone else). The bot's messages
+/// holding the same words before it was said, or in another space, are not its quotes: they
+/// stay (a member cannot wipe them by saying and deleting the same words).
+async fn a_deleted_messages_quotes_go_where_it_surfaced_and_only_there(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let (lab, staff, home) = (group("lab"), restricted("lab", "staff"), group("home"));
+    let text = "the offsite moves to Lisbon in March";
+    // The fake model's answers repeat the question: the same words, before alice says them
+    // here, and after she does in another space.
+    let early = h
+        .say_in(&lab, "dave", &format!("Engram, {text}?"))
+        .await
+        .unwrap();
+    h.clock.advance(chrono::Duration::minutes(5));
+    let mut said = console_message(&lab, "alice", text, 0, h.clock.now(), false);
+    said.external_id = "offsite".into();
+    h.bot.handle(&said).await.unwrap();
+    h.clock.advance(chrono::Duration::minutes(5));
+    let elsewhere = h
+        .say_in(&home, "carol", &format!("Engram, {text}?"))
+        .await
+        .unwrap();
+    assert!(
+        early.contains(text) && elsewhere.contains(text),
+        "{early} {elsewhere}"
+    );
+    // The staff channel sees the public one: its answer to bob quotes alice.
+    let quoted = h
+        .say_in(&staff, "bob", "Engram, where is the offsite?")
+        .await
+        .unwrap();
+    assert!(quoted.contains(text), "{quoted}");
+    let before = stored_messages_holding(&h, text).await;
+    assert!(
+        before.iter().any(|l| l.contains("where is the offsite")),
+        "positive control: the staff answer is stored: {before:#?}"
+    );
+
+    h.bot
+        .message_deleted(Platform::Console, "lab", "general", &["offsite".into()])
+        .await
+        .unwrap();
+    let after = stored_messages_holding(&h, text).await;
+    assert!(
+        !after.iter().any(|l| l.contains("where is the offsite")),
+        "the quote in the staff channel is gone: {after:#?}"
+    );
+    // Dave's and Carol's questions and the bot's answers to them stay; alice's is gone.
+    assert_eq!(after.len(), before.len() - 2, "{before:#?}\n{after:#?}");
+    assert_eq!(
+        after.iter().filter(|l| l.contains("you said")).count(),
+        2,
+        "{after:#?}"
+    );
+}
+
 on_both_harnesses!(
+    a_deleted_messages_quotes_go_where_it_surfaced_and_only_there,
     forget_leaves_nothing_offline,
     forget_leaves_nothing_with_the_llm,
     clear_leaves_nothing,

@@ -9,6 +9,7 @@ use common::*;
 use engram::domain::{Platform, Scope};
 use engram::jobs::{JobOutcome, Scheduler};
 use engram::llm::fake::FakeLlmServer;
+use engram::store::Change;
 
 /// Two bots on `url`, both using one fake LLM, with one shared manual clock at 15:00.
 async fn two_bots(url: &str, fake: &FakeLlmServer) -> (Harness, Harness) {
@@ -20,6 +21,56 @@ async fn two_bots(url: &str, fake: &FakeLlmServer) -> (Harness, Harness) {
     );
     let b = bots.pop().unwrap();
     (bots.pop().unwrap(), b)
+}
+
+/// The change feed as one more listener hears it, so that a test can wait until process B has
+/// applied every change sent so far (B applies them in the order they were sent).
+struct Feed {
+    url: String,
+    listener: sqlx::postgres::PgListener,
+    heard: u64,
+}
+
+impl Feed {
+    /// Start it before any change is made: it counts them all.
+    async fn follow(url: &str) -> Feed {
+        let mut listener = sqlx::postgres::PgListener::connect(url).await.unwrap();
+        listener.listen("engram_changes").await.unwrap();
+        Feed {
+            url: url.to_string(),
+            listener,
+            heard: 0,
+        }
+    }
+
+    /// Sends a marker after everything so far and waits until B has applied it (and so every
+    /// change before it), at most 10 seconds.
+    async fn settle(&mut self, b: &Harness) {
+        use sqlx::Connection;
+        let within = std::time::Duration::from_secs(10);
+        let mut db = sqlx::PgConnection::connect(&self.url).await.unwrap();
+        sqlx::query("SELECT pg_notify('engram_changes', $1)")
+            .bind(Change::Marker.payload())
+            .execute(&mut db)
+            .await
+            .unwrap();
+        loop {
+            let note = tokio::time::timeout(within, self.listener.recv())
+                .await
+                .expect("the marker comes back")
+                .unwrap();
+            self.heard += 1;
+            if Change::parse(note.payload()) == Change::Marker {
+                break;
+            }
+        }
+        let heard = self.heard;
+        let mut applied = b.bot.memory().changes_applied();
+        tokio::time::timeout(within, applied.wait_for(|n| *n >= heard))
+            .await
+            .expect("B applied every change sent")
+            .unwrap();
+    }
 }
 
 fn scheduler(h: &Harness, name: &str) -> Scheduler {
@@ -258,26 +309,20 @@ async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
     let url = fresh_postgres_url().await;
     let fake = FakeLlmServer::start().await.unwrap();
     let (a, b) = two_bots(&url, &fake).await;
+    let mut feed = Feed::follow(&url).await;
     let lab = group("lab");
     a.say_in(&lab, "carol", "Engram, remember that I like tea")
         .await;
+    feed.settle(&b).await;
     let ask = "Engram, what do you know about @carol";
     assert!(
         b.say_in(&lab, "bob", ask).await.unwrap().contains("tea"),
         "B reads and caches carol's facts"
     );
-    let mut applied = b.bot.memory().changes_applied();
-    let before = *applied.borrow_and_update();
     a.say_in(&lab, "carol", "Engram, remember that I moved to Lisbon")
         .await;
     // Event-driven: B's listener reports each change it applied (bounded so a bug fails, not hangs).
-    tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        applied.wait_for(|n| *n > before),
-    )
-    .await
-    .expect("B heard about the change")
-    .unwrap();
+    feed.settle(&b).await;
     let reply = b.say_in(&lab, "bob", ask).await.unwrap();
     assert!(reply.contains("Lisbon") && reply.contains("tea"), "{reply}");
     assert_eq!(
@@ -299,6 +344,7 @@ async fn postgres_forget_and_clear_elsewhere_are_never_served_stale() {
     let url = fresh_postgres_url().await;
     let fake = FakeLlmServer::start().await.unwrap();
     let (a, b) = two_bots(&url, &fake).await;
+    let mut feed = Feed::follow(&url).await;
     let lab = group("lab");
     a.say_in(&lab, "carol", "Engram, remember that my salary is 90k")
         .await;
@@ -306,36 +352,22 @@ async fn postgres_forget_and_clear_elsewhere_are_never_served_stale() {
         .await;
     a.say_in(&lab, "carol", "my sister moves to Oslo in May")
         .await;
+    feed.settle(&b).await;
     let ask = "Engram, what do you know about @carol";
     let cached = b.say_in(&lab, "bob", ask).await.unwrap();
     assert!(
         cached.contains("90k") && cached.contains("tea") && cached.contains("Oslo"),
         "B reads and caches carol's memory: {cached}"
     );
-    let mut applied = b.bot.memory().changes_applied();
-    let before = *applied.borrow_and_update();
     a.say_in(&lab, "carol", "Engram, forget that my salary is 90k")
         .await;
-    tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        applied.wait_for(|n| *n > before),
-    )
-    .await
-    .expect("B heard about the forget")
-    .unwrap();
+    feed.settle(&b).await;
     let reply = b.say_in(&lab, "bob", ask).await.unwrap();
     assert!(!reply.contains("90k") && reply.contains("tea"), "{reply}");
 
-    let before = *applied.borrow_and_update();
     a.say_in(&lab, "carol", "Engram, /memory clear").await;
     a.say_in(&lab, "carol", "Engram, yes").await;
-    tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        applied.wait_for(|n| *n > before),
-    )
-    .await
-    .expect("B heard about the clear")
-    .unwrap();
+    feed.settle(&b).await;
     let reply = b.say_in(&lab, "bob", ask).await.unwrap();
     assert!(!reply.contains("tea") && !reply.contains("Oslo"), "{reply}");
 }
@@ -350,9 +382,11 @@ async fn postgres_a_lost_change_feed_drops_the_cache() {
     let url = fresh_postgres_url().await;
     let fake = FakeLlmServer::start().await.unwrap();
     let (a, b) = two_bots(&url, &fake).await;
+    let mut feed = Feed::follow(&url).await;
     let lab = group("lab");
     a.say_in(&lab, "carol", "Engram, remember that I like tea")
         .await;
+    feed.settle(&b).await;
     let ask = "Engram, what do you know about @carol";
     assert!(b.say_in(&lab, "bob", ask).await.unwrap().contains("tea"));
     let mut db = sqlx::PgConnection::connect(&url).await.unwrap();
@@ -374,7 +408,8 @@ async fn postgres_a_lost_change_feed_drops_the_cache() {
     .fetch_all(&mut db)
     .await
     .unwrap();
-    assert_eq!(cut, [true, true], "both processes' feeds are cut");
+    assert_eq!(cut.len(), 3, "both processes' feeds and the test's own are cut");
+    assert!(cut.iter().all(|c| *c));
     tokio::time::timeout(
         std::time::Duration::from_secs(10),
         applied.wait_for(|n| *n > before),

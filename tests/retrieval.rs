@@ -24,7 +24,7 @@ fn local_embedder() -> Option<SharedEmbedder> {
         .ok()
         .filter(|d| !d.is_empty());
     let Some(dir) = dir else {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
+        if in_ci() {
             panic!(
                 "CI=true but ENGRAM_TEST_MODEL_DIR is not set: retrieval tests need the local model"
             );

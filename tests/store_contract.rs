@@ -983,7 +983,7 @@ async fn postgres_deleted_messages_are_never_found() {
 /// list them as ignored, so it fails here instead.
 #[test]
 fn ci_builds_run_the_postgres_tests() {
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
+    if common::in_ci() {
         assert!(
             cfg!(engram_postgres_tests),
             "CI=true but the build did not see ENGRAM_TEST_POSTGRES=1: the PostgreSQL tests \

@@ -252,9 +252,9 @@ async fn group_and_forum_topic_answer_only_when_addressed() {
     running.stop().await.unwrap();
 }
 
-/// A Telegram outage (every call answered 500): the adapter keeps asking, with a growing pause,
-/// instead of stopping; what was written during the outage is answered once Telegram is back,
-/// once, and what was remembered before it is still there.
+/// A Telegram outage (every call answered 500): the adapter keeps asking instead of stopping;
+/// what was written during the outage is answered once Telegram is back, once, and what was
+/// remembered before it is still there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_is_ridden_out_and_what_came_meanwhile_answered_once() {
     let h = Harness::offline().await;
@@ -269,7 +269,6 @@ async fn an_outage_is_ridden_out_and_what_came_meanwhile_answered_once() {
     fake.wait_refused(2, WITHIN).await;
     let asked = fake.push_text(&alice_dm(), ALICE, "what do you know about me", false);
     fake.wait_refused(3, WITHIN).await;
-    assert_eq!(fake.sent().len(), 1, "nothing gets through the outage");
     fake.refuse_all(false);
 
     fake.wait_sent(2, WITHIN).await;

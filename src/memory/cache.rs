@@ -30,10 +30,6 @@ pub struct DaySummaries {
 
 pub type Hash = [u8; 32];
 
-pub fn hash_text(text: &str) -> Hash {
-    Sha256::digest(text.as_bytes()).into()
-}
-
 /// One hash over several texts (length-prefixed, so ("ab","c") ≠ ("a","bc")).
 pub fn hash_parts(parts: &[&str]) -> Hash {
     let mut h = Sha256::new();
@@ -260,5 +256,28 @@ mod tests {
         assert!(c.get(&c.merged, &(PersonId(2), [0; 32])).is_none());
         assert_eq!(c.stats(), CacheStats { hits: 1, misses: 1 });
         assert_eq!(c.stats().hit_ratio(), 0.5);
+        c.reset_stats();
+        assert_eq!(c.stats(), CacheStats::default());
+    }
+
+    /// What others said about one person is dropped for that person only, and a fill that
+    /// began before the drop is not kept.
+    #[test]
+    fn hearsay_is_invalidated_per_person() {
+        let c = MemoryCaches::new(10);
+        c.hearsay.insert(PersonId(1), Arc::new(Vec::new()));
+        c.hearsay.insert(PersonId(2), Arc::new(Vec::new()));
+        let since = c.begin_fill();
+        c.invalidate_hearsay(PersonId(1));
+        assert!(c.hearsay.get(&PersonId(1)).is_none());
+        assert!(
+            c.hearsay.get(&PersonId(2)).is_some(),
+            "another person's stays"
+        );
+        c.fill(&c.hearsay, since, PersonId(1), Arc::new(Vec::new()));
+        assert!(
+            c.hearsay.get(&PersonId(1)).is_none(),
+            "the older fill is dropped"
+        );
     }
 }

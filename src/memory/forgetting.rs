@@ -17,7 +17,7 @@ use crate::domain::{
     MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind, StoredMessage,
 };
 use crate::memory::extraction;
-use crate::store::{Hearsay, document_terms, query_terms};
+use crate::store::{BotMessageFilter, Hearsay, document_terms, query_terms};
 use std::collections::BTreeSet;
 use tracing::info;
 
@@ -133,14 +133,13 @@ fn quotable(needle: &str) -> bool {
     needle.split_whitespace().count() >= 2
 }
 
-/// Where the bot may have quoted `message` (scopes, or all when None, within one space when
-/// Some): a private chat's or a restricted channel's message only there; a public message
-/// also in that space's restricted channels, which see the public ones.
-fn quoted_where(message: &StoredMessage) -> (Option<Vec<Scope>>, Option<SpaceId>) {
+/// Where the bot may have quoted `message`, as (scopes, space) for `BotMessageFilter`: a
+/// private chat's message in that person's private chats, a restricted channel's in that
+/// channel, a public message anywhere in its space (the restricted channels see it too).
+fn quoted_in(message: &StoredMessage) -> (Option<Vec<Scope>>, Option<SpaceId>) {
     match &message.scope {
         Scope::Dm(_) | Scope::Channel(..) => (Some(vec![message.scope.clone()]), None),
-        Scope::Space(space) => (None, Some(*space)),
-        Scope::Global => (None, None),
+        Scope::Space(_) | Scope::Global => (None, Some(message.space)),
     }
 }
 
@@ -337,7 +336,11 @@ impl MemoryManager {
         self.store.delete_hearsay(subject, &ids).await?;
         let mut messages: Vec<MessageId> = told.iter().filter_map(|h| h.source_message).collect();
         let lines: Vec<String> = told.iter().map(statement_line).collect();
-        messages.extend(self.quotes_of(reach.scopes(), &lines, |_| true).await?);
+        let bots = BotMessageFilter {
+            scopes: reach.scopes(),
+            ..BotMessageFilter::default()
+        };
+        messages.extend(self.quotes_of(bots, &lines, |_| true).await?);
         Ok(messages)
     }
 
@@ -410,17 +413,21 @@ impl MemoryManager {
         about: &About<'_>,
     ) -> Result<Vec<MessageId>, MemoryError> {
         let name = about.name.to_lowercase();
-        self.quotes_of(scopes, needles, |m| {
+        let bots = BotMessageFilter {
+            scopes,
+            ..BotMessageFilter::default()
+        };
+        self.quotes_of(bots, needles, |m| {
             m.answered == Some(about.person)
                 || (!name.trim().is_empty() && m.text.to_lowercase().contains(&name))
         })
         .await
     }
 
-    /// The bot's messages in `scopes` that quote any of `needles` and pass `keep`.
+    /// The bot's messages passing `bots` that quote any of `needles` and pass `keep`.
     async fn quotes_of(
         &self,
-        scopes: Option<&[Scope]>,
+        bots: BotMessageFilter<'_>,
         needles: &[String],
         keep: impl Fn(&crate::store::BotMessage) -> bool,
     ) -> Result<Vec<MessageId>, MemoryError> {
@@ -435,7 +442,7 @@ impl MemoryManager {
             if terms.is_empty() {
                 continue;
             }
-            for m in self.store.bot_messages_with_terms(scopes, &terms).await? {
+            for m in self.store.bot_messages_with_terms(bots, &terms).await? {
                 if contains_words(&m.text, needle) && keep(&m) {
                     found.insert(m.id);
                 }
@@ -540,17 +547,18 @@ impl MemoryManager {
         if !message.is_bot {
             self.forget_extracted(message).await?;
         }
-        // The message, and the bot's messages that quoted it, whoever they answered, wherever
-        // it may have surfaced.
+        // The message, and the bot's later messages that quoted it, whoever they answered,
+        // wherever it may have surfaced.
         let mut ids = vec![message.id];
-        let (scopes, space) = quoted_where(message);
+        let (scopes, space) = quoted_in(message);
+        let bots = BotMessageFilter {
+            scopes: scopes.as_deref(),
+            space,
+            after: Some(message.id),
+        };
         ids.extend(
-            self.quotes_of(
-                scopes.as_deref(),
-                std::slice::from_ref(&message.text),
-                |m| space.is_none_or(|s| m.space == s),
-            )
-            .await?,
+            self.quotes_of(bots, std::slice::from_ref(&message.text), |_| true)
+                .await?,
         );
         removed += self.store.delete_messages(&ids).await?;
         self.purge_caches();

@@ -187,6 +187,7 @@ impl MemoryManager {
                     Change::Cleared { .. } | Change::Forgotten | Change::Unknown => {
                         memory.purge_caches()
                     }
+                    Change::Marker => {}
                 }
                 memory.changes_applied.send_modify(|n| *n += 1);
             }

@@ -307,6 +307,9 @@ pub enum Change {
     },
     /// The change feed was interrupted: anything may have changed meanwhile.
     Unknown,
+    /// Nothing changed: sent last, it tells the sender when a process has applied every
+    /// change before it (the feed is in order).
+    Marker,
 }
 
 impl Change {
@@ -317,6 +320,7 @@ impl Change {
             Change::Forgotten => "forgotten".to_string(),
             Change::Hearsay { person } => format!("hearsay|{}", person.0),
             Change::Unknown => "unknown".to_string(),
+            Change::Marker => "marker".to_string(),
         }
     }
 
@@ -335,6 +339,7 @@ impl Change {
                 person: PersonId(person),
             },
             (Some("forgotten"), None, None) => Change::Forgotten,
+            (Some("marker"), None, None) => Change::Marker,
             (Some("hearsay"), Some(person), None) => Change::Hearsay {
                 person: PersonId(person),
             },
@@ -402,6 +407,17 @@ pub struct Resolved {
     pub person: PersonId,
     /// Their memory is paused (`/memory pause`).
     pub paused: bool,
+}
+
+/// Which of the bot's messages `Store::bot_messages_with_terms` looks at.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BotMessageFilter<'a> {
+    /// Only in these scopes (every scope when None).
+    pub scopes: Option<&'a [Scope]>,
+    /// Only in this space.
+    pub space: Option<SpaceId>,
+    /// Only sent after this message (the bot cannot have quoted what did not exist yet).
+    pub after: Option<MessageId>,
 }
 
 /// A message of the bot's, with the author of the message it answered.
@@ -596,12 +612,12 @@ pub trait Store: Send + Sync {
         author: PersonId,
         scopes: Option<&[Scope]>,
     ) -> StoreResult<Vec<(MessageId, String)>>;
-    /// The bot's messages, in `scopes` (every scope when `None`), whose postings hold every
-    /// one of `terms`, and those withheld (they have no postings): the candidates for a text
-    /// the bot may have quoted. Each with the author of the message it answered.
+    /// The bot's messages that pass `filter` whose postings hold every one of `terms`, and
+    /// those withheld (they have no postings): the candidates for a text the bot may have
+    /// quoted. Each with the author of the message it answered.
     async fn bot_messages_with_terms(
         &self,
-        scopes: Option<&[Scope]>,
+        filter: BotMessageFilter<'_>,
         terms: &[String],
     ) -> StoreResult<Vec<BotMessage>>;
     /// Deletes the earlier values of these entries of `person`, and the earlier versions of

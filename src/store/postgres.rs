@@ -681,24 +681,27 @@ impl Store for PostgresStore {
 
     async fn bot_messages_with_terms(
         &self,
-        scopes: Option<&[Scope]>,
+        bots: BotMessageFilter<'_>,
         terms: &[String],
     ) -> StoreResult<Vec<BotMessage>> {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
-        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
+        let keys: Option<Vec<String>> = bots.scopes.map(|s| s.iter().map(Scope::key).collect());
         // A bot reply's reply_to is the id of the message it answers, as text.
         let rows: Vec<(i64, i64, String, Option<i64>)> = sqlx::query_as(
             "SELECT m.id, m.space_id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = (CASE WHEN m.reply_to ~ '^[0-9]{1,18}$' THEN m.reply_to::BIGINT END) \
              WHERE m.is_bot AND (m.id IN \
              (SELECT message_id FROM message_terms WHERE term = ANY($1) AND ($2::TEXT[] IS NULL OR scope = ANY($2)) \
               GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) \
-             OR (m.withheld AND ($2::TEXT[] IS NULL OR m.scope = ANY($2)))) ORDER BY m.id",
+             OR (m.withheld AND ($2::TEXT[] IS NULL OR m.scope = ANY($2)))) \
+             AND ($4::BIGINT IS NULL OR m.space_id = $4) AND m.id > $5 ORDER BY m.id",
         )
         .bind(terms)
         .bind(keys)
         .bind(terms.len() as i64)
+        .bind(bots.space.map(|s| s.0))
+        .bind(bots.after.map_or(0, |m| m.0))
         .fetch_all(&self.pool)
         .await
         .map_err(db_err)?;

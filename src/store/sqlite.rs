@@ -675,12 +675,12 @@ impl Store for SqliteStore {
 
     async fn bot_messages_with_terms(
         &self,
-        scopes: Option<&[Scope]>,
+        bots: BotMessageFilter<'_>,
         terms: &[String],
     ) -> StoreResult<Vec<BotMessage>> {
         let (Some((filter, keys)), Some((m_filter, _))) = (
-            scope_filter("scope", scopes),
-            scope_filter("m.scope", scopes),
+            scope_filter("scope", bots.scopes),
+            scope_filter("m.scope", bots.scopes),
         ) else {
             return Ok(Vec::new());
         };
@@ -693,7 +693,7 @@ impl Store for SqliteStore {
             "SELECT m.id, m.space_id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = m.reply_to \
              WHERE m.is_bot = 1 AND (m.id IN \
              (SELECT message_id FROM message_terms WHERE term IN ({}) {filter} GROUP BY message_id HAVING COUNT(DISTINCT term) = ?) \
-             OR (m.withheld = 1 {m_filter})) ORDER BY m.id",
+             OR (m.withheld = 1 {m_filter})) AND (? IS NULL OR m.space_id = ?) AND m.id > ? ORDER BY m.id",
             marks(terms.len())
         );
         let mut q = sqlx::query_as::<_, (i64, i64, String, Option<i64>)>(sqlx::AssertSqlSafe(sql));
@@ -707,6 +707,11 @@ impl Store for SqliteStore {
         for k in &keys {
             q = q.bind(k);
         }
+        let space = bots.space.map(|s| s.0);
+        q = q
+            .bind(space)
+            .bind(space)
+            .bind(bots.after.map_or(0, |m| m.0));
         Ok(q.fetch_all(&self.pool)
             .await
             .map_err(db_err)?

@@ -217,6 +217,11 @@ pub fn restricted(space: &str, channel: &str) -> ConsoleOptions {
     }
 }
 
+/// Whether this is a CI run (CI set to anything but empty, "false" or "0").
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
 /// A fresh, empty PostgreSQL database on the test server named by ENGRAM_TEST_POSTGRES_URL.
 /// Only PostgreSQL tests call it, and those run only when the build saw ENGRAM_TEST_POSTGRES=1
 /// (`postgres_test!`) or when asked for with `--ignored`: a missing server is then a failure.
@@ -309,7 +314,7 @@ macro_rules! on_both_harnesses {
 }
 
 /// Generates `sqlite::NAME` and `postgres::NAME` tests that call `NAME(store)` on a fresh
-/// database of each backend (PostgreSQL when ENGRAM_TEST_POSTGRES_URL is set; required in CI).
+/// database of each backend (PostgreSQL as `postgres_test!` says).
 #[allow(unused_macros)]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
