@@ -90,7 +90,7 @@ for f in "${files[@]}"; do
     if [ -n "${FOCUS[$f]+set}" ]; then focus=(--re "${FOCUS[$f]}"); fi
     # shellcheck disable=SC2086 # the test targets are separate words
     if cargo mutants --in-place --profile mutants --file "$f" "${focus[@]}" --output "$out" \
-        --timeout 600 $ITERATE -- --lib ${TESTS[$f]} >"$out/log.txt" 2>&1; then
+        --timeout 120 $ITERATE -- --lib ${TESTS[$f]} >"$out/log.txt" 2>&1; then
         :
     else
         status=$?

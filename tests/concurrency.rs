@@ -5,7 +5,6 @@
 
 mod common;
 use common::*;
-use engram::domain::PersonId;
 use engram::llm::fake::FakeLlmServer;
 use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
@@ -45,16 +44,6 @@ async fn chat_process(dir: &std::path::Path, url: &str, who: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-async fn values(h: &Harness, person: PersonId) -> Vec<String> {
-    h.store
-        .entries(person, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.value)
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,7 +120,7 @@ async fn every_remember_lands_while_writers_race_on_one_sqlite_file() {
     }
     // Every fact told, by every writer, is there.
     for who in ["alice", "bob", "carol", "dave", "erin", "frank"] {
-        let kept = values(a, a.person(who).await).await;
+        let kept = entry_values(a, a.person(who).await).await;
         for i in 0..PER_PERSON {
             let want = fact(who, i);
             assert!(
@@ -142,7 +131,7 @@ async fn every_remember_lands_while_writers_race_on_one_sqlite_file() {
     }
     // And the forgets took.
     for who in ["alice", "bob"] {
-        let kept = values(a, a.person(who).await).await;
+        let kept = entry_values(a, a.person(who).await).await;
         assert!(kept.iter().all(|v| !v.contains("seed")), "{who}: {kept:?}");
     }
 }

@@ -434,13 +434,7 @@ async fn extraction_clips_each_message(url: Option<String>) {
         .extract_all(day(), false, |_, _| {})
         .await
         .unwrap();
-    let prompts: Vec<String> = h
-        .fake()
-        .requests()
-        .iter()
-        .filter(|r| r.task == "extract")
-        .map(|r| r.text())
-        .collect();
+    let prompts = h.fake().prompts("extract");
     assert!(!prompts.is_empty());
     let limit = h.config.memory.max_message_chars_in_prompt;
     for prompt in &prompts {
@@ -584,17 +578,6 @@ async fn the_running_bot_extracts_the_day_at_23_00(url: Option<String>) {
     );
 }
 
-/// What `person` has in MEMORY.md, values only.
-async fn entry_values(h: &Harness, person: PersonId) -> Vec<String> {
-    h.store
-        .entries(person, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.value)
-        .collect()
-}
-
 /// Two people in one group on one day: each one's entries come from their own words only
 /// (the other's never reach their prompt, whatever the phrasing), and each has theirs.
 async fn each_persons_extraction_reads_only_their_own_words(url: Option<String>) {
@@ -615,13 +598,7 @@ async fn each_persons_extraction_reads_only_their_own_words(url: Option<String>)
         .extract_all(day(), false, |_, _| {})
         .await
         .unwrap();
-    let prompts: Vec<String> = h
-        .fake()
-        .requests()
-        .iter()
-        .filter(|r| r.task == "extract")
-        .map(|r| r.text())
-        .collect();
+    let prompts = h.fake().prompts("extract");
     assert_eq!(prompts.len(), 2, "one run per person");
     for (person, name) in [(alice, "alice"), (bob, "bob")] {
         let values = entry_values(&h, person).await;

@@ -73,6 +73,17 @@ impl Feed {
     }
 }
 
+/// Two processes on `url` where carol told A that she likes tea (in "lab") and B has applied
+/// that change: (A, B, the feed).
+async fn carol_likes_tea(url: &str, fake: &FakeLlmServer) -> (Harness, Harness, Feed) {
+    let (a, b) = two_bots(url, fake).await;
+    let mut feed = Feed::follow(url).await;
+    a.say_in(&group("lab"), "carol", "Engram, remember that I like tea")
+        .await;
+    feed.settle(&b).await;
+    (a, b, feed)
+}
+
 fn scheduler(h: &Harness, name: &str) -> Scheduler {
     Scheduler::new(
         h.bot.memory().clone(),
@@ -308,12 +319,8 @@ postgres_test! {
 async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
     let url = fresh_postgres_url().await;
     let fake = FakeLlmServer::start().await.unwrap();
-    let (a, b) = two_bots(&url, &fake).await;
-    let mut feed = Feed::follow(&url).await;
+    let (a, b, mut feed) = carol_likes_tea(&url, &fake).await;
     let lab = group("lab");
-    a.say_in(&lab, "carol", "Engram, remember that I like tea")
-        .await;
-    feed.settle(&b).await;
     let ask = "Engram, what do you know about @carol";
     assert!(
         b.say_in(&lab, "bob", ask).await.unwrap().contains("tea"),
@@ -381,12 +388,8 @@ async fn postgres_a_lost_change_feed_drops_the_cache() {
     use sqlx::Connection;
     let url = fresh_postgres_url().await;
     let fake = FakeLlmServer::start().await.unwrap();
-    let (a, b) = two_bots(&url, &fake).await;
-    let mut feed = Feed::follow(&url).await;
+    let (_a, b, _feed) = carol_likes_tea(&url, &fake).await;
     let lab = group("lab");
-    a.say_in(&lab, "carol", "Engram, remember that I like tea")
-        .await;
-    feed.settle(&b).await;
     let ask = "Engram, what do you know about @carol";
     assert!(b.say_in(&lab, "bob", ask).await.unwrap().contains("tea"));
     let mut db = sqlx::PgConnection::connect(&url).await.unwrap();

@@ -187,6 +187,15 @@ impl FakeLlmServer {
         self.shared.lock().expect("fake lock").requests.clone()
     }
 
+    /// The prompts (all messages' text) of the requests for `task`, in the order received.
+    pub fn prompts(&self, task: &str) -> Vec<String> {
+        self.requests()
+            .iter()
+            .filter(|r| r.task == task)
+            .map(RecordedRequest::text)
+            .collect()
+    }
+
     pub fn count(&self, task: &str) -> usize {
         self.shared
             .lock()

@@ -95,4 +95,15 @@ mod tests {
         assert!(t.count(&cut) <= 10);
         assert!(TokenCounter::new("gpt2").is_err());
     }
+
+    /// The smallest budgets: two tokens still keep a word and the ellipsis; one keeps nothing.
+    #[test]
+    fn the_smallest_budgets() {
+        let t = TokenCounter::new("cl100k_base").unwrap();
+        let long = "Alice loves Rust. She lives in Berlin.";
+        assert_eq!(t.truncate(long, 2), "Alice…");
+        assert_eq!(t.truncate(long, 1), "");
+        assert_eq!(t.truncate(long, 0), "");
+        assert_eq!(t.truncate("Alice", 1), "Alice", "what fits is kept whole");
+    }
 }

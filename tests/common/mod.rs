@@ -217,6 +217,17 @@ pub fn restricted(space: &str, channel: &str) -> ConsoleOptions {
     }
 }
 
+/// What `person` has in MEMORY.md, values only.
+pub async fn entry_values(h: &Harness, person: PersonId) -> Vec<String> {
+    h.store
+        .entries(person, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.value)
+        .collect()
+}
+
 /// Whether this is a CI run (CI set to anything but empty, "false" or "0").
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
