@@ -13,7 +13,7 @@
 # (the table below), in the mutants profile (no debug info). Survivors that cannot matter are
 # excluded in .cargo/mutants.toml, each with its reason. Results go to mutants.out/<file>/
 # (caught.txt, missed.txt, unviable.txt, timeout.txt); a summary line per file is printed,
-# and the exit status is non-zero when a mutant was missed.
+# and the exit status is non-zero when a mutant was missed or timed out.
 #
 # cargo-mutants works in place (a copy would rebuild every dependency): it edits src/ while it
 # runs and puts each file back, so src/ must have no uncommitted changes.
@@ -47,34 +47,42 @@ declare -A FOCUS=(
 CORE=(src/memory/cache.rs src/memory/tokens.rs src/domain/mod.rs src/router.rs src/memory/forgetting.rs
     src/memory/summaries.rs src/retrieval/fusion.rs src/memory/context.rs src/store/terms.rs)
 
-# --iterate: test again only what the last run in mutants.out did not catch.
+# Options in any order: --iterate (test again only what the last run in mutants.out did not
+# catch), --changed <commit> (the core files changed since its merge base), core files.
 ITERATE=""
-if [ "${1:-}" = "--iterate" ]; then
-    ITERATE="--iterate"
-    shift
-fi
+base=""
 files=()
-if [ "${1:-}" = "--changed" ]; then
-    base=${2:?--changed needs a commit}
-    changed=$(git diff --name-only "$base" -- src)
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --iterate) ITERATE="--iterate" ;;
+        --changed)
+            base=${2:?--changed needs a commit}
+            shift
+            ;;
+        *)
+            if [ -z "${TESTS[$1]+set}" ]; then
+                echo "$1 is not a core file; core files: ${CORE[*]}" >&2
+                exit 2
+            fi
+            files+=("$1")
+            ;;
+    esac
+    shift
+done
+if [ -n "$base" ]; then
+    changed=$(git diff --name-only "$base"...HEAD -- src)
     for f in "${CORE[@]}"; do
-        if grep -qx "$f" <<<"$changed"; then files+=("$f"); fi
+        if grep -qxF "$f" <<<"$changed"; then files+=("$f"); fi
     done
     if [ ${#files[@]} -eq 0 ]; then
         echo "no core file changed since $base: nothing to mutate"
         exit 0
     fi
-elif [ $# -gt 0 ]; then
-    for f in "$@"; do
-        if [ -z "${TESTS[$f]+set}" ]; then
-            echo "$f is not a core file; core files: ${CORE[*]}" >&2
-            exit 2
-        fi
-        files+=("$f")
-    done
-else
+elif [ ${#files[@]} -eq 0 ]; then
     files=("${CORE[@]}")
 fi
+# The PostgreSQL tests stay out (see above), whatever this shell exported.
+unset ENGRAM_TEST_POSTGRES ENGRAM_TEST_POSTGRES_URL
 
 if ! git diff --quiet HEAD -- src; then
     echo "src/ has uncommitted changes: commit or stash them first (mutants edits src/ in place)" >&2
@@ -87,7 +95,7 @@ for f in "${files[@]}"; do
     if [ -z "$ITERATE" ]; then rm -rf "$out"; fi
     mkdir -p "$out"
     focus=()
-    if [ -n "${FOCUS[$f]+set}" ]; then focus=(--re "${FOCUS[$f]}"); fi
+    if [ -n "${FOCUS[$f]+set}" ]; then focus=(--re "${FOCUS[$f]}"); else focus=(--re .); fi
     # shellcheck disable=SC2086 # the test targets are separate words
     if cargo mutants --in-place --profile mutants --file "$f" "${focus[@]}" --output "$out" \
         --timeout 120 $ITERATE -- --lib ${TESTS[$f]} >"$out/log.txt" 2>&1; then

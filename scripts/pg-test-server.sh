@@ -5,7 +5,7 @@
 #   eval "$(scripts/pg-test-server.sh start)"   # exports ENGRAM_TEST_POSTGRES_URL, ENGRAM_PG_DATA,
 #                                                # and ENGRAM_TEST_POSTGRES=1 (the tests' build flag)
 #   cargo test                                   # the PostgreSQL tests now run too
-#   scripts/pg-test-server.sh stop               # stops the server of $ENGRAM_PG_DATA
+#   eval "$(scripts/pg-test-server.sh stop)"    # stops the server of $ENGRAM_PG_DATA, unsets them
 #
 # The venv lives in $ENGRAM_PG_DIR (default /tmp/engram-pg), shared; each start gets a data
 # directory of its own there (its server, log and URL), so two runs on one host (a CI run
@@ -63,9 +63,9 @@ start() {
     "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres engram >&2
     local url="postgres://postgres@127.0.0.1:$port/engram"
     echo "$url" >"$DATA/url"
-    echo "export ENGRAM_TEST_POSTGRES_URL=$url"
+    printf 'export ENGRAM_TEST_POSTGRES_URL=%q\n' "$url"
     echo "export ENGRAM_TEST_POSTGRES=1"
-    echo "export ENGRAM_PG_DATA=$DATA"
+    printf 'export ENGRAM_PG_DATA=%q\n' "$DATA"
 }
 
 stop() {
@@ -73,6 +73,8 @@ stop() {
         echo "ENGRAM_PG_DATA is not set (the start's output exports it): nothing stopped" >&2
         return 0
     fi
+    # Printed for eval: the tests of this shell must not look for the stopped server.
+    echo "unset ENGRAM_TEST_POSTGRES ENGRAM_TEST_POSTGRES_URL ENGRAM_PG_DATA"
     [ -d "$DATA/pg" ] || return 0
     run_as "$(pg_bin)/pg_ctl" -D "$DATA/pg" -m fast stop >&2 || true
     rm -rf "$DATA"
