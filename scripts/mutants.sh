@@ -98,7 +98,7 @@ for f in "${files[@]}"; do
     if [ -n "${FOCUS[$f]+set}" ]; then focus=(--re "${FOCUS[$f]}"); else focus=(--re .); fi
     # shellcheck disable=SC2086 # the test targets are separate words
     if cargo mutants --in-place --profile mutants --file "$f" "${focus[@]}" --output "$out" \
-        --timeout 120 $ITERATE -- --lib ${TESTS[$f]} >"$out/log.txt" 2>&1; then
+        --timeout 60 $ITERATE -- --lib ${TESTS[$f]} >"$out/log.txt" 2>&1; then
         :
     else
         status=$?

@@ -372,4 +372,26 @@ mod tests {
                 .contains(&Scope::Space(SpaceId(1)))
         );
     }
+
+    /// Where each kind of place keeps what is said there: "remember everywhere" (global) is
+    /// global, a private chat is its owner's, a public channel is the space's.
+    #[test]
+    fn each_place_has_its_home_scope() {
+        let space = Scope::Space(SpaceId(1));
+        assert_eq!(place(Privacy::Global, None).home_scope(), Scope::Global);
+        assert_eq!(place(Privacy::Global, Some(3)).home_scope(), Scope::Global);
+        assert_eq!(
+            place(Privacy::Dm, Some(3)).home_scope(),
+            Scope::Dm(PersonId(3))
+        );
+        assert_eq!(place(Privacy::GuildPublic, None).home_scope(), space);
+        for p in [
+            Privacy::Global,
+            Privacy::Dm,
+            Privacy::GuildPublic,
+            Privacy::ChannelRestricted,
+        ] {
+            assert_eq!(place(p, Some(3)).home_scope().privacy(), p);
+        }
+    }
 }

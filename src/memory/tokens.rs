@@ -96,14 +96,54 @@ mod tests {
         assert!(TokenCounter::new("gpt2").is_err());
     }
 
-    /// The smallest budgets: two tokens still keep a word and the ellipsis; one keeps nothing.
+    /// The smallest budgets: two tokens still keep a piece and the ellipsis; one keeps nothing.
     #[test]
     fn the_smallest_budgets() {
         let t = TokenCounter::new("cl100k_base").unwrap();
         let long = "Alice loves Rust. She lives in Berlin.";
-        assert_eq!(t.truncate(long, 2), "Alice…");
+        let two = t.truncate(long, 2);
+        assert!(
+            two.ends_with('…') && two.len() > '…'.len_utf8() && t.count(&two) <= 2,
+            "{two:?}"
+        );
         assert_eq!(t.truncate(long, 1), "");
         assert_eq!(t.truncate(long, 0), "");
-        assert_eq!(t.truncate("Alice", 1), "Alice", "what fits is kept whole");
+        assert_eq!(t.truncate("Hi", 1), "Hi", "what fits is kept whole");
+    }
+
+    /// A sentence end in the second half of what fits is where the cut goes; one in the first
+    /// half is too early, and the cut goes at the last space instead.
+    #[test]
+    fn cuts_at_a_late_sentence_end_else_at_a_space() {
+        let t = TokenCounter::new("cl100k_base").unwrap();
+        let late = "One two three four five six. Seven eight nine ten eleven twelve thirteen";
+        let budget = t.count("One two three four five six. Seven eight") + 1;
+        assert_eq!(t.truncate(late, budget), "One two three four five six.…");
+        let early = "Hi. one two three four five six seven eight nine ten eleven";
+        let budget = t.count("Hi. one two three four five six") + 1;
+        // (The last word may be cut short, so it goes too.)
+        assert_eq!(t.truncate(early, budget), "Hi. one two three four five…");
+    }
+
+    /// Whatever the text and the budget, the cut (with its ellipsis) stays within it.
+    #[test]
+    fn every_cut_fits_its_budget() {
+        let t = TokenCounter::new("cl100k_base").unwrap();
+        let texts = [
+            "alpha beta gamma delta epsilon zeta eta theta iota kappa ".repeat(8),
+            "🦀🧠🎉".repeat(40),
+            "東京都の天気は晴れです".repeat(10),
+            "x".repeat(300),
+        ];
+        for text in &texts {
+            for budget in 2..60 {
+                let cut = t.truncate(text, budget);
+                assert!(
+                    t.count(&cut) <= budget,
+                    "{budget}: {} tokens in {cut:?}",
+                    t.count(&cut)
+                );
+            }
+        }
     }
 }
