@@ -326,6 +326,26 @@ mod tests {
     }
 
     #[test]
+    fn help_forms() {
+        assert_eq!(parse_command("help"), Command::Help);
+        assert_eq!(parse_command("?"), Command::Help);
+        assert_eq!(parse_command("HELP"), Command::Help);
+    }
+
+    /// A polite request's trailing "please" goes, whatever script the fact is written in (the
+    /// cut is at a character boundary counted from the end).
+    #[test]
+    fn a_trailing_please_goes_in_any_script() {
+        let fact = "я люблю пить зелёный чай по утрам и читать книги";
+        let Command::Remember { fact: kept, .. } =
+            parse_command(&format!("can you remember that {fact} please?"))
+        else {
+            panic!("a request to remember");
+        };
+        assert_eq!(kept, fact);
+    }
+
+    #[test]
     fn remember_forms() {
         assert_eq!(
             parse_command("remember that I love Rust"),
