@@ -283,7 +283,9 @@ pub fn parse_command(text: &str) -> Command {
                 };
             }
         }
-        if let Some((subject, fact)) = about_clause(rest).filter(|(_, f)| !f.is_empty()) {
+        // "forget this about @bob: …", as it was remembered.
+        let about = after(rest, "this").unwrap_or(rest);
+        if let Some((subject, fact)) = about_clause(about).filter(|(_, f)| !f.is_empty()) {
             return Command::Forget { subject, fact };
         }
         let fact = after(rest, "that").unwrap_or(rest).trim();
@@ -399,6 +401,13 @@ mod tests {
             Command::Forget {
                 subject: Subject::Speaker,
                 fact: "I love Rust".into()
+            }
+        );
+        assert_eq!(
+            parse_command("forget this about @bob: he plays chess"),
+            Command::Forget {
+                subject: named("bob"),
+                fact: "he plays chess".into()
             }
         );
         assert_eq!(
