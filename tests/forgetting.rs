@@ -529,7 +529,30 @@ async fn a_deleted_messages_quotes_go_where_it_surfaced_and_only_there(url: Opti
     );
 }
 
+/// A forget asked in a group reaches what may surface there, not what was said elsewhere: the
+/// same fact told in her private chat stays there, message and memory.
+async fn a_forget_in_a_group_leaves_the_private_chat(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    let lab = group("lab");
+    let told = "remember that I like green tea";
+    h.dm("alice", told).await;
+    h.say_in(&lab, "alice", &format!("Engram, {told}")).await;
+    let before = stored_messages_holding(&h, told).await;
+    assert!(
+        before.iter().any(|l| l.contains("dm:")) && before.iter().any(|l| l.contains("space:")),
+        "positive control: told in both places: {before:#?}"
+    );
+    h.say_in(&lab, "alice", "Engram, forget that I like green tea")
+        .await;
+    let after = stored_messages_holding(&h, told).await;
+    assert!(!after.iter().any(|l| l.contains("space:")), "{after:#?}");
+    assert!(after.iter().any(|l| l.contains("dm:")), "{after:#?}");
+    let recalled = h.dm("alice", "what do you know about me").await;
+    assert!(recalled.contains("green tea"), "{recalled}");
+}
+
 on_both_harnesses!(
+    a_forget_in_a_group_leaves_the_private_chat,
     a_deleted_messages_quotes_go_where_it_surfaced_and_only_there,
     forget_leaves_nothing_offline,
     forget_leaves_nothing_with_the_llm,
