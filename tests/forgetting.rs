@@ -551,7 +551,31 @@ async fn a_forget_in_a_group_leaves_the_private_chat(url: Option<String>) {
     assert!(recalled.contains("green tea"), "{recalled}");
 }
 
+/// Forgetting a fact removes every message in the forget's reach that said it, not only the
+/// one that asked to remember it; a message that did not say it stays.
+async fn a_forget_removes_every_message_that_said_it(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    let lab = group("lab");
+    h.say_in(&lab, "alice", "Engram, remember that my salary is 90k")
+        .await;
+    h.say_in(&lab, "alice", "between us, my salary is 90k now")
+        .await;
+    h.say_in(&lab, "alice", "the 90k budget for the offsite is approved")
+        .await;
+    assert_eq!(
+        stored_messages_holding(&h, "90k").await.len(),
+        3,
+        "positive control"
+    );
+    h.say_in(&lab, "alice", "Engram, forget that my salary is 90k")
+        .await;
+    let left = stored_messages_holding(&h, "90k").await;
+    assert_eq!(left.len(), 1, "{left:#?}");
+    assert!(left[0].contains("offsite"), "{left:#?}");
+}
+
 on_both_harnesses!(
+    a_forget_removes_every_message_that_said_it,
     a_forget_in_a_group_leaves_the_private_chat,
     a_deleted_messages_quotes_go_where_it_surfaced_and_only_there,
     forget_leaves_nothing_offline,

@@ -639,6 +639,12 @@ mod tests {
             dm_owner: Some(alice),
         };
         assert_eq!(forget_reach(&dm, alice, alice), Reach::Everywhere);
+        // Someone else, even where a place claims to be her private chat, never reaches
+        // everywhere.
+        assert_eq!(
+            forget_reach(&dm, alice, bob),
+            Reach::Scopes(vec![Scope::Dm(alice)])
+        );
         // About someone else from her private chat: only her own notes about them.
         assert_eq!(
             forget_reach(&dm, bob, alice),
