@@ -527,6 +527,20 @@ async fn a_deleted_messages_quotes_go_where_it_surfaced_and_only_there(url: Opti
         2,
         "{after:#?}"
     );
+    // A one-word message is no quote to look for: the bot's later answer holding that word
+    // stays when it is deleted.
+    let mut word = console_message(&lab, "erin", "Porto", 0, h.clock.now(), false);
+    word.external_id = "word".into();
+    h.bot.handle(&word).await.unwrap();
+    h.say_in(&lab, "dave", "Engram, what about Porto then?")
+        .await
+        .unwrap();
+    let porto = stored_messages_holding(&h, "Porto").await.len();
+    h.bot
+        .message_deleted(Platform::Console, "lab", "general", &["word".into()])
+        .await
+        .unwrap();
+    assert_eq!(stored_messages_holding(&h, "Porto").await.len(), porto - 1);
 }
 
 /// A forget asked in a group reaches what may surface there, not what was said elsewhere: the
