@@ -38,7 +38,7 @@ declare -A TESTS=(
 # … in FUNCTION"); files not listed are mutated whole.
 declare -A FOCUS=(
     [src/domain/mod.rs]='(Place::|Scope::privacy)'
-    [src/memory/forgetting.rs]='(forget_reach|place_scopes|Reach::scopes|ForgetTarget::|is_forgotten|quotable|quoted_where)'
+    [src/memory/forgetting.rs]='(forget_reach|place_scopes|Reach::scopes|ForgetTarget::|is_forgotten|quotable|quoted_in)'
     [src/memory/summaries.rs]='(offline_day_map|history_summary|hour_bucket)'
     [src/store/terms.rs]='(Bm25::term_score|Bm25::idf)'
     [src/memory/context.rs]='(pack_notes|pack_recalled)'

@@ -289,20 +289,16 @@ impl FakeTelegram {
 
     /// Waits until at least `n` messages were sent (at most `within`, then panics).
     pub async fn wait_sent(&self, n: usize, within: Duration) {
-        let mut count = self.sent_count.subscribe();
-        tokio::time::timeout(within, count.wait_for(|c| *c >= n))
-            .await
-            .unwrap_or_else(|_| panic!("{n} messages were not sent: {:?}", self.sent()))
-            .expect("the fake is running");
+        if !reaches(&self.sent_count, n, within).await {
+            panic!("{n} messages were not sent: {:?}", self.sent());
+        }
     }
 
     /// Waits until at least `n` calls were refused by `refuse_all` (at most `within`).
     pub async fn wait_refused(&self, n: usize, within: Duration) {
-        let mut count = self.refused_count.subscribe();
-        tokio::time::timeout(within, count.wait_for(|c| *c >= n))
-            .await
-            .unwrap_or_else(|_| panic!("{n} calls were not refused: {:?}", self.calls()))
-            .expect("the fake is running");
+        if !reaches(&self.refused_count, n, within).await {
+            panic!("{n} calls were not refused: {:?}", self.calls());
+        }
     }
 
     pub fn commands(&self) -> Vec<Value> {
@@ -317,6 +313,14 @@ impl FakeTelegram {
     pub fn calls(&self) -> Vec<String> {
         self.shared.lock().expect("fake lock").calls.clone()
     }
+}
+
+/// Whether `count` reaches `n` within `within`.
+async fn reaches(count: &watch::Sender<usize>, n: usize, within: Duration) -> bool {
+    let mut count = count.subscribe();
+    tokio::time::timeout(within, count.wait_for(|c| *c >= n))
+        .await
+        .is_ok_and(|seen| seen.is_ok())
 }
 
 impl Drop for FakeTelegram {

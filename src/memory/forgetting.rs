@@ -336,10 +336,7 @@ impl MemoryManager {
         self.store.delete_hearsay(subject, &ids).await?;
         let mut messages: Vec<MessageId> = told.iter().filter_map(|h| h.source_message).collect();
         let lines: Vec<String> = told.iter().map(statement_line).collect();
-        let bots = BotMessageFilter {
-            scopes: reach.scopes(),
-            ..BotMessageFilter::default()
-        };
+        let bots = BotMessageFilter::in_scopes(reach.scopes());
         messages.extend(self.quotes_of(bots, &lines, |_| true).await?);
         Ok(messages)
     }
@@ -413,11 +410,7 @@ impl MemoryManager {
         about: &About<'_>,
     ) -> Result<Vec<MessageId>, MemoryError> {
         let name = about.name.to_lowercase();
-        let bots = BotMessageFilter {
-            scopes,
-            ..BotMessageFilter::default()
-        };
-        self.quotes_of(bots, needles, |m| {
+        self.quotes_of(BotMessageFilter::in_scopes(scopes), needles, |m| {
             m.answered == Some(about.person)
                 || (!name.trim().is_empty() && m.text.to_lowercase().contains(&name))
         })

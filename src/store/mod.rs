@@ -420,12 +420,20 @@ pub struct BotMessageFilter<'a> {
     pub after: Option<MessageId>,
 }
 
+impl<'a> BotMessageFilter<'a> {
+    /// Every bot message in `scopes` (all scopes when None).
+    pub fn in_scopes(scopes: Option<&'a [Scope]>) -> BotMessageFilter<'a> {
+        BotMessageFilter {
+            scopes,
+            ..BotMessageFilter::default()
+        }
+    }
+}
+
 /// A message of the bot's, with the author of the message it answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BotMessage {
     pub id: MessageId,
-    /// Where it was sent.
-    pub space: SpaceId,
     pub text: String,
     pub answered: Option<PersonId>,
 }

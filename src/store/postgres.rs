@@ -689,8 +689,8 @@ impl Store for PostgresStore {
         }
         let keys: Option<Vec<String>> = bots.scopes.map(|s| s.iter().map(Scope::key).collect());
         // A bot reply's reply_to is the id of the message it answers, as text.
-        let rows: Vec<(i64, i64, String, Option<i64>)> = sqlx::query_as(
-            "SELECT m.id, m.space_id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = (CASE WHEN m.reply_to ~ '^[0-9]{1,18}$' THEN m.reply_to::BIGINT END) \
+        let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(
+            "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = (CASE WHEN m.reply_to ~ '^[0-9]{1,18}$' THEN m.reply_to::BIGINT END) \
              WHERE m.is_bot AND (m.id IN \
              (SELECT message_id FROM message_terms WHERE term = ANY($1) AND ($2::TEXT[] IS NULL OR scope = ANY($2)) \
               GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) \
@@ -707,9 +707,8 @@ impl Store for PostgresStore {
         .map_err(db_err)?;
         Ok(rows
             .into_iter()
-            .map(|(id, space, text, answered)| BotMessage {
+            .map(|(id, text, answered)| BotMessage {
                 id: MessageId(id),
-                space: SpaceId(space),
                 text,
                 answered: answered.map(PersonId),
             })

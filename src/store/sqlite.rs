@@ -690,13 +690,13 @@ impl Store for SqliteStore {
         // A bot reply's reply_to is the id of the message it answers (as text; SQLite
         // compares it with the integer id by number).
         let sql = format!(
-            "SELECT m.id, m.space_id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = m.reply_to \
+            "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = m.reply_to \
              WHERE m.is_bot = 1 AND (m.id IN \
              (SELECT message_id FROM message_terms WHERE term IN ({}) {filter} GROUP BY message_id HAVING COUNT(DISTINCT term) = ?) \
              OR (m.withheld = 1 {m_filter})) AND (? IS NULL OR m.space_id = ?) AND m.id > ? ORDER BY m.id",
             marks(terms.len())
         );
-        let mut q = sqlx::query_as::<_, (i64, i64, String, Option<i64>)>(sqlx::AssertSqlSafe(sql));
+        let mut q = sqlx::query_as::<_, (i64, String, Option<i64>)>(sqlx::AssertSqlSafe(sql));
         for t in terms {
             q = q.bind(t);
         }
@@ -716,9 +716,8 @@ impl Store for SqliteStore {
             .await
             .map_err(db_err)?
             .into_iter()
-            .map(|(id, space, text, answered)| BotMessage {
+            .map(|(id, text, answered)| BotMessage {
                 id: MessageId(id),
-                space: SpaceId(space),
                 text,
                 answered: answered.map(PersonId),
             })
