@@ -546,21 +546,40 @@ async fn a_deleted_messages_quotes_go_where_it_surfaced_and_only_there(url: Opti
 /// A forget asked in a group reaches what may surface there, not what was said elsewhere: the
 /// same fact told in her private chat stays there, message and memory.
 async fn a_forget_in_a_group_leaves_the_private_chat(url: Option<String>) {
-    let h = harness_on(url, false).await;
+    let h = harness_on(url, true).await;
     let lab = group("lab");
     let told = "remember that I like green tea";
     h.dm("alice", told).await;
     h.say_in(&lab, "alice", &format!("Engram, {told}")).await;
+    // The bot quotes it in both places, in answers to her.
+    let quotes = async |h: &Harness| {
+        let all = stored_messages_holding(h, "I like green tea").await;
+        let count = |at: &str| all.iter().filter(|l| l.contains(at)).count();
+        (count("dm:"), count("space:"))
+    };
+    h.dm("alice", "which tea should I buy?").await;
+    h.say_in(&lab, "alice", "Engram, which tea should I buy?")
+        .await;
     let before = stored_messages_holding(&h, told).await;
     assert!(
         before.iter().any(|l| l.contains("dm:")) && before.iter().any(|l| l.contains("space:")),
         "positive control: told in both places: {before:#?}"
+    );
+    let (dm_quotes, lab_quotes) = quotes(&h).await;
+    assert!(
+        dm_quotes >= 2 && lab_quotes >= 2,
+        "positive control: quoted in both places"
     );
     h.say_in(&lab, "alice", "Engram, forget that I like green tea")
         .await;
     let after = stored_messages_holding(&h, told).await;
     assert!(!after.iter().any(|l| l.contains("space:")), "{after:#?}");
     assert!(after.iter().any(|l| l.contains("dm:")), "{after:#?}");
+    assert_eq!(
+        quotes(&h).await,
+        (dm_quotes, 0),
+        "the quotes go in the group only"
+    );
     let recalled = h.dm("alice", "what do you know about me").await;
     assert!(recalled.contains("green tea"), "{recalled}");
 }
@@ -576,9 +595,12 @@ async fn a_forget_removes_every_message_that_said_it(url: Option<String>) {
         .await;
     h.say_in(&lab, "alice", "the 90k budget for the offsite is approved")
         .await;
+    // The same words, not in the same order: said all the same.
+    h.say_in(&lab, "alice", "90k, that is what my salary is")
+        .await;
     assert_eq!(
         stored_messages_holding(&h, "90k").await.len(),
-        3,
+        4,
         "positive control"
     );
     h.say_in(&lab, "alice", "Engram, forget that my salary is 90k")
@@ -588,7 +610,55 @@ async fn a_forget_removes_every_message_that_said_it(url: Option<String>) {
     assert!(left[0].contains("offsite"), "{left:#?}");
 }
 
+/// Someone who takes back what they told about another person in one group takes back that
+/// group's statement and the bot's quotes of it there; the same words told in another group,
+/// and the bot's quotes of them there, stay.
+async fn a_statement_taken_back_in_one_group_stays_in_another(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let (lab, home) = (group("lab"), group("home"));
+    let quoted = "alice says: he plays chess";
+    for place in [&lab, &home] {
+        h.say_in(
+            place,
+            "alice",
+            "Engram, remember this about @bob: he plays chess",
+        )
+        .await;
+        let shown = h
+            .say_in(place, "carol", "Engram, what games does @bob play?")
+            .await
+            .unwrap();
+        assert!(shown.contains(quoted), "positive control: {shown}");
+    }
+    let scopes = [
+        h.space_scope("lab").await.key(),
+        h.space_scope("home").await.key(),
+    ];
+    let quotes = async |h: &Harness| {
+        let all = stored_messages_holding(h, quoted).await;
+        let count = |scope: &str| {
+            all.iter()
+                .filter(|l| l.split(['|', ',']).any(|field| field.trim() == scope))
+                .count()
+        };
+        (count(&scopes[0]), count(&scopes[1]))
+    };
+    let (in_lab, in_home) = quotes(&h).await;
+    assert!(in_lab >= 1 && in_home >= 1, "positive control");
+    h.say_in(
+        &lab,
+        "alice",
+        "Engram, forget this about @bob: he plays chess",
+    )
+    .await;
+    assert_eq!(quotes(&h).await, (0, in_home));
+    let bob = h.person("bob").await;
+    let left = h.store.hearsay(bob, None).await.unwrap();
+    assert_eq!(left.len(), 1, "{left:?}");
+}
+
 on_both_harnesses!(
+    a_statement_taken_back_in_one_group_stays_in_another,
     a_forget_removes_every_message_that_said_it,
     a_forget_in_a_group_leaves_the_private_chat,
     a_deleted_messages_quotes_go_where_it_surfaced_and_only_there,
