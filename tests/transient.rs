@@ -260,3 +260,84 @@ async fn a_restarted_bot_reuses_stored_summaries() {
         "yesterday summarized once more after the day ended, then never ({after_day_change} calls)"
     );
 }
+
+/// Alice's history of the days before today in "lab", made at the harness's clock: the text,
+/// whether it was made without the model's day summaries, and the history_summary calls made.
+async fn alices_history(h: &Harness) -> (String, bool, usize) {
+    let scope = h.space_scope("lab").await;
+    let alice = h.person("alice").await;
+    let before = h.fake().count("history_summary");
+    let (text, degraded) = h
+        .bot
+        .memory()
+        .history_summary(&scope, alice, "alice", h.clock.now())
+        .await
+        .unwrap();
+    (
+        text.to_string(),
+        degraded,
+        h.fake().count("history_summary") - before,
+    )
+}
+
+/// The past days go to the model only when their dated lines do not fit the history budget,
+/// to the character. A history made from the model's day summaries is stored as ending
+/// yesterday; one made while the model failed (extractive day summaries of what she said) is
+/// not stored, so it is made again once the model is back.
+#[tokio::test]
+async fn the_history_goes_to_the_model_only_when_it_does_not_fit() {
+    let at = |budget: usize| async move {
+        let h = Harness::build(true, |c| c.memory.history_summary_chars = budget).await;
+        h.clock.set(start_time() + Duration::days(2));
+        chatter(&h).await;
+        h
+    };
+    let h = at(10_000).await;
+    let (text, degraded, calls) = alices_history(&h).await;
+    assert!(!degraded && calls == 0, "{degraded} {calls}");
+    assert!(
+        text.contains("deploy pipeline") && text.contains("slides") && !text.contains("coffee"),
+        "{text}"
+    );
+    let scope = h.space_scope("lab").await;
+    let alice = h.person("alice").await;
+    let yesterday = (h.clock.now() - Duration::days(1)).date_naive();
+    assert_eq!(
+        h.store
+            .history_summary(&scope, alice, yesterday)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(text.as_str()),
+        "stored as the history up to yesterday"
+    );
+
+    let fits = text.chars().count();
+    for (budget, calls) in [(fits, 0), (fits - 1, 1)] {
+        let h = at(budget).await;
+        let (made, _, made_calls) = alices_history(&h).await;
+        assert_eq!(made_calls, calls, "budget {budget} for {fits} characters");
+        assert!(made.chars().count() <= budget, "{made}");
+    }
+
+    let h = at(10_000).await;
+    h.fake()
+        .set_behavior(engram::llm::fake::Behavior::Status(500));
+    let (offline, degraded, _) = alices_history(&h).await;
+    assert!(degraded, "made without the model's day summaries");
+    assert!(
+        offline.contains("deploy pipeline") && offline.contains("slides"),
+        "alice's own words, extracted: {offline}"
+    );
+    assert!(!offline.contains("coffee"), "{offline}");
+    let scope = h.space_scope("lab").await;
+    let alice = h.person("alice").await;
+    assert_eq!(
+        h.store
+            .history_summary(&scope, alice, yesterday)
+            .await
+            .unwrap(),
+        None,
+        "a history made without the model is not kept"
+    );
+}

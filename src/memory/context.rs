@@ -818,6 +818,48 @@ mod tests {
         assert!(tight.cut >= 1);
     }
 
+    /// At every budget between no notes and all of them, the prompt stays within the budget
+    /// (the notes' frame counted), and a larger budget never keeps fewer notes.
+    #[test]
+    fn notes_fit_the_budget_at_every_size() {
+        let tokens = TokenCounter::new("cl100k_base").unwrap();
+        let bundle = |notes: Vec<Entry>| ContextBundle {
+            people: vec![person(1, "alice", "Alice likes tea.")],
+            working: vec![],
+            retrieved: vec![],
+            notes,
+            names: HashMap::new(),
+        };
+        let notes: Vec<Entry> = (0..6)
+            .map(|i| note(i, &format!("NOTE{i} keeps bees on the roof of block {i}")))
+            .collect();
+        let current = msg(100, "alice", "what should I prepare?");
+        let render = |notes: Vec<Entry>, budget: usize| {
+            render_prompt(&reply_system(), &bundle(notes), &current, budget, &tokens)
+        };
+        let base = render(vec![], 100_000).tokens;
+        let full = render(notes.clone(), 100_000).tokens;
+        let mut kept_before = 0;
+        // Counted piece by piece, the frame and separators cost a few tokens more than the
+        // whole prompt counted at once: a little room beyond the full prompt.
+        let roomy = full + 16;
+        for budget in base..=roomy {
+            let p = render(notes.clone(), budget);
+            assert!(p.tokens <= budget, "{} tokens at budget {budget}", p.tokens);
+            let kept = p.user.matches("<note ").count();
+            assert!(
+                kept >= kept_before,
+                "budget {budget}: {kept} < {kept_before}"
+            );
+            assert!(
+                p.cut >= notes.len() - kept,
+                "budget {budget}: the left out are cut"
+            );
+            kept_before = kept;
+        }
+        assert_eq!(kept_before, notes.len(), "all fit at {roomy}");
+    }
+
     #[test]
     fn mentions_show_names_and_stay_ids_elsewhere() {
         let names: HashMap<String, String> = [("123".to_string(), "Bob".to_string())]

@@ -158,17 +158,22 @@ pub fn extractive_summary(name: &str, messages: &[&str], max_chars: usize) -> St
     clip_chars(&format!("{head}{body}"), max_chars)
 }
 
-/// Day summaries joined newest first (recency matters most when space runs out).
-pub fn history_concat(days: &[(NaiveDate, String)], max_chars: usize) -> String {
+/// Day summaries joined newest first, one dated line each (recency matters most when space
+/// runs out), whatever their length.
+pub fn history_text(days: &[(NaiveDate, String)]) -> String {
     let mut sorted: Vec<&(NaiveDate, String)> =
         days.iter().filter(|(_, s)| !s.trim().is_empty()).collect();
     sorted.sort_by_key(|d| std::cmp::Reverse(d.0));
-    let text = sorted
+    sorted
         .iter()
         .map(|(d, s)| format!("{}: {}", d.format("%a %d %b"), s.trim()))
         .collect::<Vec<_>>()
-        .join("\n");
-    clip_chars(&text, max_chars)
+        .join("\n")
+}
+
+/// `history_text` cut to `max_chars`.
+pub fn history_concat(days: &[(NaiveDate, String)], max_chars: usize) -> String {
+    clip_chars(&history_text(days), max_chars)
 }
 
 /// The parts in priority order facts → today → history, labelled, empty parts left out.

@@ -285,10 +285,10 @@ impl MemoryManager {
             }
         }
         let max = self.settings.history_summary_chars;
-        let total: usize = days.iter().map(|(_, s)| s.chars().count() + 12).sum();
-        let text = if days.is_empty() || total <= max {
-            // Short enough as it is: no LLM call needed.
-            offline::history_concat(&days, max)
+        let joined = offline::history_text(&days);
+        let text = if joined.chars().count() <= max {
+            // Short enough as it is (or nothing at all): no LLM call needed.
+            joined
         } else {
             match self.summarize_history_llm(person, name, &days).await {
                 Ok(t) => t,
@@ -296,7 +296,7 @@ impl MemoryManager {
                     self.note_fallback("history_summary", &e);
                     degraded = true;
                     limited = matches!(e, LlmError::Limited);
-                    offline::history_concat(&days, max)
+                    offline::clip_chars(&joined, max)
                 }
             }
         };
