@@ -41,7 +41,7 @@ declare -A FOCUS=(
     [src/memory/forgetting.rs]='(forget_reach|place_scopes|Reach::scopes|ForgetTarget::|is_forgotten|quotable|quoted_in)'
     [src/memory/summaries.rs]='(offline_day_map|history_summary|hour_bucket)'
     [src/store/terms.rs]='(Bm25::term_score|Bm25::idf)'
-    [src/memory/context.rs]='(pack_notes|pack_recalled)'
+    [src/memory/context.rs]='(pack_notes|pack_recalled|in take)'
     [src/router.rs]='(parse_command|fact_subject|about_clause|after|subject_word)'
 )
 CORE=(src/memory/cache.rs src/memory/tokens.rs src/domain/mod.rs src/router.rs src/memory/forgetting.rs

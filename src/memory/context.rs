@@ -427,12 +427,10 @@ pub fn render_prompt(
     let mut history_xml = Vec::new();
     for m in bundle.working.iter().rev().filter(|m| m.id != current.id) {
         let xml = message_xml(m);
-        let t = tokens.count(&xml) + 1;
-        if used + t > budget {
+        if !take(&mut used, tokens.count(&xml) + 1, budget) {
             cut += 1;
             continue;
         }
-        used += t;
         history_xml.push(xml);
     }
     history_xml.reverse();
@@ -458,6 +456,15 @@ pub fn render_prompt(
         tokens: tokens_used,
         cut,
     }
+}
+
+/// Takes `t` tokens for an item when they fit in what is left of `budget`.
+fn take(used: &mut usize, t: usize, budget: usize) -> bool {
+    if *used + t > budget {
+        return false;
+    }
+    *used += t;
+    true
 }
 
 /// One person's memory: whole when it fits, else cut to the room left (at least 16 tokens).
@@ -514,11 +521,10 @@ fn pack_notes(
     for e in new_notes(p, notes) {
         let xml = element("note", &[("category", e.category.as_str())], &e.value);
         let t = tokens.count(&xml) + 1 + if items.is_empty() { frame } else { 0 };
-        if *used + t > budget {
+        if !take(used, t, budget) {
             *cut += 1;
             continue;
         }
-        *used += t;
         items.push(xml);
     }
     if !items.is_empty() {
@@ -558,11 +564,10 @@ fn pack_recalled(
             &display_mentions(&m.text, &bundle.names),
         );
         let t = tokens.count(&xml) + 1 + if frame_paid { 0 } else { frame };
-        if *used + t > budget {
+        if !take(used, t, budget) {
             *cut += 1;
             continue;
         }
-        *used += t;
         frame_paid = true;
         out.push(xml);
     }
@@ -818,46 +823,65 @@ mod tests {
         assert!(tight.cut >= 1);
     }
 
-    /// At every budget between no notes and all of them, the prompt stays within the budget
-    /// (the notes' frame counted), and a larger budget never keeps fewer notes.
+    /// At every budget between no notes or recalled messages and all of them, the prompt
+    /// stays within the budget (their frames counted), and a larger budget never keeps fewer.
     #[test]
-    fn notes_fit_the_budget_at_every_size() {
+    fn notes_and_recalled_messages_fit_the_budget_at_every_size() {
         let tokens = TokenCounter::new("cl100k_base").unwrap();
-        let bundle = |notes: Vec<Entry>| ContextBundle {
-            people: vec![person(1, "alice", "Alice likes tea.")],
-            working: vec![],
-            retrieved: vec![],
-            notes,
-            names: HashMap::new(),
-        };
         let notes: Vec<Entry> = (0..6)
             .map(|i| note(i, &format!("NOTE{i} keeps bees on the roof of block {i}")))
             .collect();
+        let recalled: Vec<Retrieved> = (0..4)
+            .map(|i| {
+                found(
+                    msg(10 + i, "bob", &format!("RECALLED{i} the lake trip {i}")),
+                    1.0,
+                )
+            })
+            .collect();
+        let items = notes.len() + recalled.len();
         let current = msg(100, "alice", "what should I prepare?");
-        let render = |notes: Vec<Entry>, budget: usize| {
-            render_prompt(&reply_system(), &bundle(notes), &current, budget, &tokens)
+        let render = |all: bool, budget: usize| {
+            let bundle = ContextBundle {
+                people: vec![person(1, "alice", "Alice likes tea.")],
+                working: vec![],
+                retrieved: if all { recalled.clone() } else { vec![] },
+                notes: if all { notes.clone() } else { vec![] },
+                names: HashMap::new(),
+            };
+            render_prompt(&reply_system(), &bundle, &current, budget, &tokens)
         };
-        let base = render(vec![], 100_000).tokens;
-        let full = render(notes.clone(), 100_000).tokens;
-        let mut kept_before = 0;
-        // Counted piece by piece, the frame and separators cost a few tokens more than the
+        let base = render(false, 100_000).tokens;
+        let full = render(true, 100_000).tokens;
+        // Counted piece by piece, the frames and separators cost a few tokens more than the
         // whole prompt counted at once: a little room beyond the full prompt.
         let roomy = full + 16;
+        let mut kept_before = 0;
         for budget in base..=roomy {
-            let p = render(notes.clone(), budget);
+            let p = render(true, budget);
             assert!(p.tokens <= budget, "{} tokens at budget {budget}", p.tokens);
-            let kept = p.user.matches("<note ").count();
+            let kept = p.user.matches("<note ").count() + p.user.matches("RECALLED").count();
             assert!(
                 kept >= kept_before,
                 "budget {budget}: {kept} < {kept_before}"
             );
             assert!(
-                p.cut >= notes.len() - kept,
+                p.cut >= items - kept,
                 "budget {budget}: the left out are cut"
             );
             kept_before = kept;
         }
-        assert_eq!(kept_before, notes.len(), "all fit at {roomy}");
+        assert_eq!(kept_before, items, "all fit at {roomy}");
+    }
+
+    #[test]
+    fn an_item_takes_what_is_left_to_the_last_token() {
+        let mut used = 90;
+        assert!(take(&mut used, 10, 100));
+        assert_eq!(used, 100);
+        assert!(!take(&mut used, 1, 100));
+        assert_eq!(used, 100, "an item left out takes nothing");
+        assert!(take(&mut used, 0, 100));
     }
 
     #[test]
