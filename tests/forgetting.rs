@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use engram::adapters::console::{ConsoleOptions, console_message};
 use engram::config::Secrets;
-use engram::domain::{MessageId, Platform};
+use engram::domain::{MessageId, Platform, Scope};
 use engram::retrieval::Indexer;
 use std::sync::Arc;
 
@@ -472,6 +472,21 @@ async fn stored_messages_holding(h: &Harness, needle: &str) -> Vec<String> {
         .collect()
 }
 
+/// How many stored messages holding `needle` each of `scopes` has (the scope is a column
+/// of its row: matched as a whole field, so `space:1` is not `space:12`).
+async fn held_in(h: &Harness, needle: &str, scopes: &[Scope]) -> Vec<usize> {
+    let rows = stored_messages_holding(h, needle).await;
+    scopes
+        .iter()
+        .map(|scope| {
+            let key = scope.key();
+            rows.iter()
+                .filter(|l| l.split(['|', ',']).any(|field| field.trim() == key))
+                .count()
+        })
+        .collect()
+}
+
 /// A deleted message's quotes in the bot's later answers go wherever it could have surfaced
 /// (here a restricted channel of its space, in an answer to someone else). The bot's messages
 /// holding the same words before it was said, or in another space, are not its quotes: they
@@ -552,11 +567,10 @@ async fn a_forget_in_a_group_leaves_the_private_chat(url: Option<String>) {
     h.dm("alice", told).await;
     h.say_in(&lab, "alice", &format!("Engram, {told}")).await;
     // The bot quotes it in both places, in answers to her.
-    let quotes = async |h: &Harness| {
-        let all = stored_messages_holding(h, "I like green tea").await;
-        let count = |at: &str| all.iter().filter(|l| l.contains(at)).count();
-        (count("dm:"), count("space:"))
-    };
+    let scopes = [
+        Scope::Dm(h.person("alice").await),
+        h.space_scope("lab").await,
+    ];
     h.dm("alice", "which tea should I buy?").await;
     h.say_in(&lab, "alice", "Engram, which tea should I buy?")
         .await;
@@ -565,10 +579,10 @@ async fn a_forget_in_a_group_leaves_the_private_chat(url: Option<String>) {
         before.iter().any(|l| l.contains("dm:")) && before.iter().any(|l| l.contains("space:")),
         "positive control: told in both places: {before:#?}"
     );
-    let (dm_quotes, lab_quotes) = quotes(&h).await;
+    let quotes = held_in(&h, "I like green tea", &scopes).await;
     assert!(
-        dm_quotes >= 2 && lab_quotes >= 2,
-        "positive control: quoted in both places"
+        quotes[0] >= 2 && quotes[1] >= 2,
+        "positive control: quoted in both places: {quotes:?}"
     );
     h.say_in(&lab, "alice", "Engram, forget that I like green tea")
         .await;
@@ -576,8 +590,8 @@ async fn a_forget_in_a_group_leaves_the_private_chat(url: Option<String>) {
     assert!(!after.iter().any(|l| l.contains("space:")), "{after:#?}");
     assert!(after.iter().any(|l| l.contains("dm:")), "{after:#?}");
     assert_eq!(
-        quotes(&h).await,
-        (dm_quotes, 0),
+        held_in(&h, "I like green tea", &scopes).await,
+        [quotes[0], 0],
         "the quotes go in the group only"
     );
     let recalled = h.dm("alice", "what do you know about me").await;
@@ -630,28 +644,19 @@ async fn a_statement_taken_back_in_one_group_stays_in_another(url: Option<String
             .unwrap();
         assert!(shown.contains(quoted), "positive control: {shown}");
     }
-    let scopes = [
-        h.space_scope("lab").await.key(),
-        h.space_scope("home").await.key(),
-    ];
-    let quotes = async |h: &Harness| {
-        let all = stored_messages_holding(h, quoted).await;
-        let count = |scope: &str| {
-            all.iter()
-                .filter(|l| l.split(['|', ',']).any(|field| field.trim() == scope))
-                .count()
-        };
-        (count(&scopes[0]), count(&scopes[1]))
-    };
-    let (in_lab, in_home) = quotes(&h).await;
-    assert!(in_lab >= 1 && in_home >= 1, "positive control");
+    let scopes = [h.space_scope("lab").await, h.space_scope("home").await];
+    let quotes = held_in(&h, quoted, &scopes).await;
+    assert!(
+        quotes[0] >= 1 && quotes[1] >= 1,
+        "positive control: {quotes:?}"
+    );
     h.say_in(
         &lab,
         "alice",
         "Engram, forget this about @bob: he plays chess",
     )
     .await;
-    assert_eq!(quotes(&h).await, (0, in_home));
+    assert_eq!(held_in(&h, quoted, &scopes).await, [0, quotes[1]]);
     let bob = h.person("bob").await;
     let left = h.store.hearsay(bob, None).await.unwrap();
     assert_eq!(left.len(), 1, "{left:?}");
