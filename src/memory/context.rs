@@ -480,8 +480,7 @@ fn pack_person(
     let overhead = tokens.count(&open) + tokens.count("</person>\n");
     let body = escape(&p.text);
     let body_tokens = tokens.count(&body);
-    if *used + overhead + body_tokens <= budget {
-        *used += overhead + body_tokens;
+    if take(used, overhead + body_tokens, budget) {
         out.push(format!("{open}{body}</person>"));
     } else if *used + overhead + 16 <= budget {
         let short = escape(&tokens.truncate(&p.text, budget - *used - overhead));
