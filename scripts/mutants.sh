@@ -9,8 +9,8 @@
 #   scripts/mutants.sh --changed origin/main # only the core files changed since a commit
 #   scripts/mutants.sh --iterate [FILE...]   # again, only what the last run did not catch
 #
-# Each file runs against the library's unit tests and the integration tests that exercise it
-# (the table below), in the mutants profile (no debug info). Survivors that cannot matter are
+# Each file runs against the library's unit tests and the integration test modules that exercise
+# it (the table below), in the mutants profile (no debug info). Survivors that cannot matter are
 # excluded in .cargo/mutants.toml, each with its reason. Results go to mutants.out/<file>/
 # (caught.txt, missed.txt, unviable.txt, timeout.txt); a summary line per file is printed,
 # and the exit status is non-zero when a mutant was missed or timed out.
@@ -22,17 +22,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# file → the test targets that cover it (besides --lib).
+# file → the integration test modules that cover it (filters on the one `it` test binary;
+# the library's unit tests always run too).
 declare -A TESTS=(
-    [src/domain/mod.rs]="--test privacy --test retrieval"
-    [src/memory/forgetting.rs]="--test forgetting"
-    [src/memory/summaries.rs]="--test transient --test privacy"
-    [src/retrieval/fusion.rs]="--test retrieval"
-    [src/store/terms.rs]="--test retrieval"
+    [src/domain/mod.rs]="privacy:: retrieval::"
+    [src/memory/forgetting.rs]="forgetting::"
+    [src/memory/summaries.rs]="transient:: privacy::"
+    [src/retrieval/fusion.rs]="retrieval::"
+    [src/store/terms.rs]="retrieval::"
     [src/memory/tokens.rs]=""
-    [src/memory/context.rs]="--test transient"
-    [src/router.rs]="--test memory_entries"
-    [src/memory/cache.rs]="--test transient"
+    [src/memory/context.rs]="transient::"
+    [src/router.rs]="memory_entries::"
+    [src/memory/cache.rs]="transient::"
 )
 # file → the functions that are the core there (a cargo-mutants --re on "file:line: replace
 # … in FUNCTION"); files not listed are mutated whole.
@@ -96,9 +97,14 @@ for f in "${files[@]}"; do
     mkdir -p "$out"
     focus=()
     if [ -n "${FOCUS[$f]+set}" ]; then focus=(--re "${FOCUS[$f]}"); else focus=(--re .); fi
-    # shellcheck disable=SC2086 # the test targets are separate words
+    # The library's unit tests all live in `mod tests` blocks: `tests::` picks every one of
+    # them (a test-name filter applies to both binaries), the file's modules pick its
+    # integration tests.
+    targets=(--lib)
+    if [ -n "${TESTS[$f]}" ]; then targets+=(--test it); fi
+    # shellcheck disable=SC2086 # the filters are separate words
     if cargo mutants --in-place --profile mutants --file "$f" "${focus[@]}" --output "$out" \
-        --timeout 60 $ITERATE -- --lib ${TESTS[$f]} >"$out/log.txt" 2>&1; then
+        --timeout 60 $ITERATE -- "${targets[@]}" -- tests:: ${TESTS[$f]} >"$out/log.txt" 2>&1; then
         :
     else
         status=$?

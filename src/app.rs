@@ -19,17 +19,26 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 #[derive(Debug, thiserror::Error)]
+/// What stops the bot from starting.
 pub enum AppError {
     #[error(transparent)]
+    /// The database could not be opened or migrated.
     Store(#[from] StoreError),
     #[error(transparent)]
+    /// The chat model client could not be built.
     Llm(#[from] LlmError),
     #[error(transparent)]
+    /// The embedder could not be loaded.
     Embed(#[from] EmbedError),
-    #[error("{0}")]
-    Setup(String),
     #[error(transparent)]
+    /// An edited prompt is missing a placeholder or cannot be read.
     Prompt(#[from] PromptError),
+    /// `prompts.dir` was set to something that is not a directory.
+    #[error("prompts.dir: {0} is not a directory (leave it unset for the built-in prompts)")]
+    PromptsDir(std::path::PathBuf),
+    #[error(transparent)]
+    /// `memory.tokenizer` names no tokenizer this build has.
+    Tokenizer(#[from] crate::memory::tokens::UnknownTokenizer),
 }
 
 /// Opens the database named by `store.url` (SQLite or PostgreSQL) and applies migrations.
@@ -153,10 +162,7 @@ pub fn prompts(config: &Config) -> Result<(Arc<Prompts>, PromptSources), AppErro
     let dir = std::path::Path::new(&config.prompts.dir);
     // The default directory may be missing (built-in prompts); one set on purpose may not.
     if config.prompts.dir != Config::defaults().prompts.dir && !dir.is_dir() {
-        return Err(AppError::Setup(format!(
-            "prompts.dir: {} is not a directory (leave it unset for the built-in prompts)",
-            dir.display()
-        )));
+        return Err(AppError::PromptsDir(dir.to_path_buf()));
     }
     let (prompts, sources) = Prompts::load(dir)?;
     Ok((Arc::new(prompts), sources))
@@ -279,7 +285,9 @@ pub fn start_indexer(
 /// How one platform adapter ended.
 #[derive(Debug)]
 pub struct PlatformExit {
+    /// The platform.
     pub platform: crate::domain::Platform,
+    /// Why it stopped; none when it ended normally.
     pub error: Option<String>,
 }
 
@@ -369,8 +377,7 @@ pub fn build_bot(
     ));
     let (prompts, sources) = prompts(config)?;
     announce_prompts(&config.prompts.dir, &sources);
-    let memory = MemoryManager::new(store.clone(), llm.clone(), clock, config.memory.clone())
-        .map_err(AppError::Setup)?
+    let memory = MemoryManager::new(store.clone(), llm.clone(), clock, config.memory.clone())?
         .with_retriever(retriever)
         .with_prompts(prompts.clone());
     Ok(Bot::new(

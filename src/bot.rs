@@ -4,6 +4,10 @@
 //! a person changes their own memory; what others tell about them is kept as the teller's
 //! words (`MemoryManager::tell`); a moderator of the space may forget things about anyone.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use crate::config::Config;
 use crate::domain::budget::{Admission, Limits, Payer, paid_by};
 use crate::domain::link;

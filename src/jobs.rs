@@ -5,6 +5,10 @@
 //! does not wait for them; `extract_all` runs the daily extraction of structured memory
 //! (default 23:00 UTC).
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use crate::domain::day_of;
 use crate::memory::summaries::day_bounds;
 use crate::memory::{MemoryError, MemoryManager};

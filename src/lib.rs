@@ -1,6 +1,35 @@
-//! Engram: a chat bot memory engine. Data flows from platform `adapters` through the
-//! `ingest`or and `router` (in `bot`) to `memory` and the `responder`, which sit on the `llm`
-//! provider and the `store`; `domain` types are at the bottom. `app` is the one composition root.
+//! Engram: a Discord and Telegram chat bot with tiered, privacy-aware long-term memory.
+//!
+//! # Layout
+//!
+//! Read the table from the top to follow a message: from the platform, through the bot, to
+//! memory, retrieval, the model and the store. `app` (the one composition root) builds each
+//! part with what it needs.
+//!
+//! | module | what it owns |
+//! |---|---|
+//! | [`adapters`] | the platforms: console, Discord (serenity), Telegram (teloxide); each turns events into [`domain::IncomingMessage`]s for the bot and sends replies back, split to the platform's size |
+//! | [`bot`] | one message end to end: ingest, route, a memory command or the responder, store the reply |
+//! | [`ingest`] | stores every message (and its mentions) before anything else may fail |
+//! | [`router`] | reads what an addressed message asks for: memory commands, remember / forget forms |
+//! | [`responder`] | conversation that is not a command: memory context plus the model's answer |
+//! | [`memory`] | the memory tier: facts, hearsay, structured entries and their extraction, day and history summaries, context assembly within a token budget, forgetting, caches, the memory tools |
+//! | [`retrieval`] | hybrid search (BM25 and vectors fused), time expressions, the background indexer |
+//! | [`llm`] | the chat-model seam: the OpenAI-compatible client, spending limits, the prompts |
+//! | [`embed`] | the embedding seam: local all-MiniLM-L6-v2 (candle) or an OpenAI-compatible API |
+//! | [`store`] | all of the product's SQL: SQLite and PostgreSQL + pgvector behind one contract, BM25 terms, backend-to-backend copy |
+//! | [`jobs`] | scheduled work (daily extraction, maintenance), run once across any number of processes |
+//! | [`domain`] | the types at the bottom: people, places, privacy scopes, entries, clock, budgets, link codes, secrets |
+//! | [`config`] | settings and secrets: defaults, file, environment, checked before start |
+//! | [`app`] | the composition root: config, store, model, clock and memory wired into a bot |
+//! | [`bench`] | `engram bench …`: benchmarks that print JSON |
+//!
+//! The `engram` binary (`src/main.rs`) only parses the command line and calls into these.
+//! With the `test-util` feature (on for the tests) the crate also carries the fakes that stand
+//! in for what is across the network: `llm::fake` (an OpenAI-compatible server),
+//! `adapters::fake_discord` and `adapters::fake_telegram`, all real HTTP servers on 127.0.0.1.
+
+#![warn(missing_docs)]
 
 pub mod adapters;
 pub mod app;

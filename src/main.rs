@@ -5,8 +5,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use engram::adapters::console::{self, ConsoleOptions, ConsoleSink};
 use engram::app;
-use engram::bench::context::{ContextBenchOptions, run as bench_context};
 use engram::bench::store as bench_store;
+use engram::bench::{ContextBenchOptions, LoadOptions};
 use engram::config::{Config, Secrets};
 use engram::domain::{Clock, ManualClock, SystemClock};
 use std::path::PathBuf;
@@ -129,29 +129,7 @@ enum BenchCommand {
     },
     /// Retrieval quality (R@k, nDCG@10 at turn and session level) and query latency on
     /// LongMemEval-format data, through the real ingest path and the bot's search.
-    Retrieval {
-        /// Data file, .jsonl or .jsonl.gz (format: shared/data/README.md).
-        #[arg(long)]
-        data: PathBuf,
-        /// Where to write the JSON report (it is printed too).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// "config" (the [embed] settings), "local", "openai" or "none".
-        #[arg(long, default_value = "config")]
-        embedder: String,
-        /// Directory of the local model's weights (overrides embed.model_dir).
-        #[arg(long)]
-        model_dir: Option<PathBuf>,
-        /// Keep vectors in this file between runs (keyed by text hash).
-        #[arg(long)]
-        embed_cache: Option<PathBuf>,
-        /// Measure on PostgreSQL (a new database is created and dropped) instead of SQLite.
-        #[arg(long)]
-        postgres: Option<String>,
-        /// Only the first N records.
-        #[arg(long)]
-        records: Option<usize>,
-    },
+    Retrieval(RetrievalArgs),
     /// People in spaces sending messages at a set rate through the real bot, the model a
     /// local fake with a set latency and fault rate; checks that every message and every
     /// "remember" was kept. SQLite, and PostgreSQL when a server URL is given.
@@ -227,6 +205,32 @@ fn default_speaker() -> String {
         .unwrap_or_else(|| "you".to_string())
 }
 
+/// `engram bench retrieval`'s options.
+#[derive(clap::Args)]
+struct RetrievalArgs {
+    /// Data file, .jsonl or .jsonl.gz, one conversation record per line (`bench::retrieval::Record`).
+    #[arg(long)]
+    data: PathBuf,
+    /// Where to write the JSON report (it is printed too).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// "config" (the [embed] settings), "local", "openai" or "none".
+    #[arg(long, default_value = "config")]
+    embedder: String,
+    /// Directory of the local model's weights (overrides embed.model_dir).
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// Keep vectors in this file between runs (keyed by text hash).
+    #[arg(long)]
+    embed_cache: Option<PathBuf>,
+    /// Measure on PostgreSQL (a new database is created and dropped) instead of SQLite.
+    #[arg(long)]
+    postgres: Option<String>,
+    /// Only the first N records.
+    #[arg(long)]
+    records: Option<usize>,
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -266,12 +270,19 @@ async fn main() -> anyhow::Result<()> {
         } => extract(&config, &secrets, user, all, dry_run, day).await,
         Command::Search { user, query } => search(&config, &user, &query).await,
         Command::Import { dir } => import(&config, &dir).await,
-        Command::Bench(BenchCommand::Ingest {
+        Command::Bench(command) => bench(command, &config, &secrets).await,
+    }
+}
+
+/// `engram bench …`: each benchmark prints its JSON report on stdout.
+async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
+    match command {
+        BenchCommand::Ingest {
             postgres,
             single,
             batched,
             batch_size,
-        }) => {
+        } => {
             anyhow::ensure!(batch_size > 0, "--batch-size must be positive");
             let mut reports = Vec::new();
             for db in bench_dbs(postgres.as_deref()).await? {
@@ -282,11 +293,11 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&reports)?);
             Ok(())
         }
-        Command::Bench(BenchCommand::Search {
+        BenchCommand::Search {
             postgres,
             sizes,
             queries,
-        }) => {
+        } => {
             anyhow::ensure!(
                 sizes.windows(2).all(|w| w[0] < w[1]) && !sizes.is_empty(),
                 "--sizes must be ascending"
@@ -301,68 +312,8 @@ async fn main() -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&reports)?);
             Ok(())
         }
-        Command::Bench(BenchCommand::Retrieval {
-            data,
-            out,
-            embedder,
-            model_dir,
-            embed_cache,
-            postgres,
-            records,
-        }) => {
-            let mut config = config.clone();
-            if let Some(dir) = model_dir {
-                config.embed.model_dir = dir.display().to_string();
-            }
-            if embedder != "config" {
-                config.embed.provider = embedder.clone();
-            }
-            config.validate()?;
-            let mut chosen = app::embedder(&config, &secrets)?;
-            let name = match &chosen {
-                Some(e) => e.model().to_string(),
-                None => "none".to_string(),
-            };
-            if let (Some(path), Some(inner)) = (embed_cache, chosen.take()) {
-                chosen = Some(Arc::new(
-                    engram::bench::retrieval::CachedEmbedder::open(
-                        inner,
-                        format!("max_tokens={}", config.embed.max_tokens),
-                        path,
-                    )
-                    .map_err(anyhow::Error::msg)?,
-                ));
-            }
-            let db = match &postgres {
-                Some(url) => bench_store::BenchDb::postgres(url).await?,
-                None => bench_store::BenchDb::sqlite().await?,
-            };
-            let report = engram::bench::retrieval::run(
-                engram::bench::retrieval::RetrievalBenchOptions {
-                    data,
-                    store: db.store.clone(),
-                    backend: db.backend.to_string(),
-                    embedder: chosen,
-                    embedder_name: name,
-                    settings: config.retrieval.clone(),
-                    records,
-                },
-                |line| eprintln!("{line}"),
-            )
-            .await
-            .map_err(anyhow::Error::msg);
-            db.drop_db().await;
-            let report = report?;
-            let json = serde_json::to_string_pretty(&report)?;
-            if let Some(path) = out {
-                std::fs::write(&path, &json)
-                    .with_context(|| format!("writing {}", path.display()))?;
-            }
-            println!("{json}");
-            eprintln!("{}", engram::bench::retrieval::table(&report));
-            Ok(())
-        }
-        Command::Bench(BenchCommand::Load {
+        BenchCommand::Retrieval(args) => bench_retrieval(args, config, secrets).await,
+        BenchCommand::Load {
             postgres,
             people,
             spaces,
@@ -370,8 +321,8 @@ async fn main() -> anyhow::Result<()> {
             secs,
             llm_latency_ms,
             llm_fault_rate,
-        }) => {
-            let opts = engram::bench::load::LoadOptions {
+        } => {
+            let opts = LoadOptions {
                 people,
                 spaces,
                 rate,
@@ -379,40 +330,135 @@ async fn main() -> anyhow::Result<()> {
                 llm_latency_ms,
                 llm_fault_rate,
             };
-            let mut reports = Vec::new();
-            for db in bench_dbs(postgres.as_deref()).await? {
-                let report = engram::bench::load::run(&opts, &db).await;
-                db.drop_db().await;
-                let report = report?;
-                eprintln!("{}", serde_json::to_string(&report)?);
-                reports.push(report);
-            }
-            println!("{}", serde_json::to_string_pretty(&reports)?);
-            Ok(())
+            bench_load(&opts, postgres.as_deref()).await
         }
-        Command::Bench(BenchCommand::Context {
+        BenchCommand::Context {
             people,
             days,
             messages,
             warm_rounds,
             seed,
-        }) => {
+        } => {
             anyhow::ensure!(
                 people > 0 && days > 0 && messages > 0,
                 "people, days and messages must be positive"
             );
-            let report = bench_context(&ContextBenchOptions {
+            bench_context(&ContextBenchOptions {
                 people,
                 days,
                 messages,
                 warm_rounds,
                 seed,
             })
-            .await?;
-            println!("{}", serde_json::to_string_pretty(&report)?);
-            Ok(())
+            .await
         }
     }
+}
+
+/// `engram bench retrieval`: one data file through ingest and search, on SQLite or PostgreSQL.
+async fn bench_retrieval(
+    args: RetrievalArgs,
+    config: &Config,
+    secrets: &Secrets,
+) -> anyhow::Result<()> {
+    let RetrievalArgs {
+        data,
+        out,
+        embedder,
+        model_dir,
+        embed_cache,
+        postgres,
+        records,
+    } = args;
+    let mut config = config.clone();
+    if let Some(dir) = model_dir {
+        config.embed.model_dir = dir.display().to_string();
+    }
+    if embedder != "config" {
+        config.embed.provider = embedder.clone();
+    }
+    config.validate()?;
+    let mut chosen = app::embedder(&config, secrets)?;
+    let name = match &chosen {
+        Some(e) => e.model().to_string(),
+        None => "none".to_string(),
+    };
+    if let (Some(path), Some(inner)) = (embed_cache, chosen.take()) {
+        chosen = Some(Arc::new(engram::bench::retrieval::CachedEmbedder::open(
+            inner,
+            format!("max_tokens={}", config.embed.max_tokens),
+            path,
+        )));
+    }
+    let db = match &postgres {
+        Some(url) => bench_store::BenchDb::postgres(url).await?,
+        None => bench_store::BenchDb::sqlite().await?,
+    };
+    let report = engram::bench::retrieval::run(
+        engram::bench::retrieval::RetrievalBenchOptions {
+            data,
+            store: db.store.clone(),
+            backend: db.backend.to_string(),
+            embedder: chosen,
+            embedder_name: name,
+            settings: config.retrieval.clone(),
+            records,
+        },
+        |line| eprintln!("{line}"),
+    )
+    .await;
+    db.drop_db().await;
+    let report = report?;
+    let json = serde_json::to_string_pretty(&report)?;
+    if let Some(path) = out {
+        std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("{json}");
+    eprintln!("{}", engram::bench::retrieval::table(&report));
+    Ok(())
+}
+
+/// `engram bench load`, on SQLite and on PostgreSQL when a URL is given.
+#[cfg(feature = "test-util")]
+async fn bench_load(opts: &LoadOptions, postgres: Option<&str>) -> anyhow::Result<()> {
+    let mut reports = Vec::new();
+    for db in bench_dbs(postgres).await? {
+        let report = engram::bench::load::run(opts, &db).await;
+        db.drop_db().await;
+        let report = report?;
+        eprintln!("{}", serde_json::to_string(&report)?);
+        reports.push(report);
+    }
+    println!("{}", serde_json::to_string_pretty(&reports)?);
+    Ok(())
+}
+
+/// `engram bench context`.
+#[cfg(feature = "test-util")]
+async fn bench_context(opts: &ContextBenchOptions) -> anyhow::Result<()> {
+    let report = engram::bench::context::run(opts).await?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+/// Without the fake model server (a release build), the two benchmarks that need it say how to
+/// get it.
+#[cfg(not(feature = "test-util"))]
+async fn bench_load(_: &LoadOptions, _: Option<&str>) -> anyhow::Result<()> {
+    Err(needs_test_util("load"))
+}
+
+#[cfg(not(feature = "test-util"))]
+async fn bench_context(_: &ContextBenchOptions) -> anyhow::Result<()> {
+    Err(needs_test_util("context"))
+}
+
+#[cfg(not(feature = "test-util"))]
+fn needs_test_util(bench: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "`engram bench {bench}` runs against a fake model server, which this build leaves out; \
+         run it with `cargo run --release --features test-util -- bench {bench}`"
+    )
 }
 
 /// SQLite always; PostgreSQL when a server URL is given.
@@ -560,7 +606,7 @@ async fn memory_manager(config: &Config) -> anyhow::Result<engram::memory::Memor
         Arc::new(engram::domain::SystemClock),
         config.memory.clone(),
     )
-    .map_err(anyhow::Error::msg)
+    .map_err(anyhow::Error::from)
 }
 
 /// A person by id or by name on any platform.

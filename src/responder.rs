@@ -16,7 +16,9 @@ use tracing::{info, warn};
 /// the person's confirmation.
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
+    /// The reply text.
     pub text: String,
+    /// Memory changes that wait for the person's yes.
     pub staged: Vec<StagedChange>,
     /// The answer only shows memory (a recall, a listing, the offline dump): it is not
     /// conversation, so it is kept in the history as a short note, never searched or recalled.
@@ -43,6 +45,7 @@ impl Answer {
     }
 }
 
+/// Answers conversation: memory context for the people in it, then the model (or the offline answer).
 pub struct Responder {
     memory: Arc<MemoryManager>,
     llm: Option<Arc<dyn ChatModel>>,
@@ -85,6 +88,7 @@ pub fn describe_memory(bundle: &ContextBundle) -> String {
 }
 
 impl Responder {
+    /// A responder over `memory`, with the chat model when one is configured.
     pub fn new(
         memory: Arc<MemoryManager>,
         llm: Option<Arc<dyn ChatModel>>,
@@ -107,6 +111,7 @@ impl Responder {
         }
     }
 
+    /// The answer to `msg`, an addressed message that is not a memory command.
     pub async fn reply(&self, msg: &Ingested) -> Result<Answer, MemoryError> {
         let mut people = vec![(msg.message.author, msg.message.author_name.clone())];
         people.extend(msg.mentions.iter().cloned());

@@ -2,6 +2,10 @@
 //! ("remember that …", "forget that …", "what do you know about @user") go to memory; anything
 //! else is conversation for the responder. Pure parsing, tested directly.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 /// Whom a command is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {

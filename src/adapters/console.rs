@@ -15,16 +15,20 @@ use tokio::sync::Mutex;
 /// Who speaks where.
 #[derive(Debug, Clone)]
 pub struct ConsoleOptions {
+    /// Who speaks (a console user name).
     pub speaker: String,
     /// A group space by name; None means a private chat with the bot.
     pub space: Option<String>,
+    /// The channel of the group chat (ignored in a private chat).
     pub channel: String,
     /// The channel is visible only to some members.
     pub restricted: bool,
+    /// Whether the speaker is a moderator of the space.
     pub moderator: bool,
 }
 
 impl ConsoleOptions {
+    /// A private chat with the bot, as `speaker`.
     pub fn private(speaker: &str) -> ConsoleOptions {
         ConsoleOptions {
             speaker: speaker.to_string(),
@@ -43,6 +47,7 @@ pub struct ConsoleSink<W> {
 }
 
 impl<W: AsyncWrite + Unpin + Send> ConsoleSink<W> {
+    /// Replies written to `out`, each prefixed with the bot's name.
     pub fn new(out: W, bot_name: &str) -> Self {
         ConsoleSink {
             out: Mutex::new(out),
@@ -132,8 +137,11 @@ pub fn console_message(
 /// One parsed script line: optional time, speaker, text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptLine {
+    /// When it was said (`[time]` prefix); none: now.
     pub at: Option<DateTime<Utc>>,
+    /// Who said it.
     pub speaker: String,
+    /// What was said.
     pub text: String,
 }
 

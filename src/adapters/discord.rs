@@ -41,15 +41,18 @@ pub fn intents() -> GatewayIntents {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why the Discord adapter stopped.
 pub enum DiscordError {
     /// The token was refused: retrying cannot help.
     #[error("Discord refused the bot token (check DISCORD_TOKEN)")]
     BadToken,
     #[error("Discord: {0}")]
+    /// The gateway failed in a way retrying did not mend.
     Gateway(String),
 }
 
 #[derive(Debug, Clone)]
+/// How to reach Discord.
 pub struct DiscordSettings {
     /// Base URL of an HTTP proxy for the Discord API; empty for discord.com.
     pub api_url: String,
@@ -84,6 +87,7 @@ pub struct Handler {
 }
 
 impl Handler {
+    /// The gateway event handler: events go to `bot`, replies out through `http`.
     pub fn new(bot: Arc<dyn MessageHandler>, http: Arc<Http>, bot_name: &str) -> Handler {
         Handler {
             bot,

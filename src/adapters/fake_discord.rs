@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// The bot's own user id on the fake Discord.
 pub const BOT_ID: u64 = 900_000_000_000_000_001;
 /// View Channel, as Discord's permission bit.
 pub const VIEW_CHANNEL: u64 = 1 << 10;
@@ -45,6 +46,7 @@ struct AppState {
     sent_count: watch::Sender<usize>,
 }
 
+/// A fake Discord HTTP API: records what the bot sends, refuses a wrong token.
 pub struct FakeDiscord {
     addr: SocketAddr,
     shared: Arc<Mutex<Shared>>,
@@ -53,6 +55,7 @@ pub struct FakeDiscord {
 }
 
 impl FakeDiscord {
+    /// Starts it on a free port of 127.0.0.1, accepting `token`.
     pub async fn start(token: &str) -> std::io::Result<FakeDiscord> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -170,6 +173,7 @@ impl FakeDiscord {
         self.shared.lock().expect("fake lock").interactions.clone()
     }
 
+    /// The channels the bot showed "typing…" in, in order.
     pub fn typing(&self) -> Vec<u64> {
         self.shared.lock().expect("fake lock").typing.clone()
     }
@@ -190,6 +194,7 @@ impl Drop for FakeDiscord {
     }
 }
 
+/// The bot's user object, as Discord describes it.
 pub fn bot_user() -> Value {
     json!({"id": BOT_ID.to_string(), "username": "Engram", "discriminator": "0",
            "global_name": null, "avatar": null, "bot": true})

@@ -18,17 +18,26 @@ use tokio::sync::{Notify, watch};
 
 /// The bot the fake server is: id and username.
 pub const BOT_ID: i64 = 7_000_000_001;
+/// The bot's username on the fake Telegram.
 pub const BOT_USERNAME: &str = "engram_test_bot";
 
 /// A chat where a test message is posted.
 #[derive(Debug, Clone)]
 pub enum Chat {
     /// A private chat with user `id` (the chat id is the user id).
-    Private { id: i64, name: String },
+    Private {
+        /// The user's (and the chat's) id.
+        id: i64,
+        /// The user's display name.
+        name: String,
+    },
     /// A group or supergroup; `topic` is a forum topic id.
     Group {
+        /// The chat id.
         id: i64,
+        /// The group's title.
         title: String,
+        /// The forum topic, if any.
         topic: Option<i32>,
     },
 }
@@ -73,8 +82,11 @@ struct Shared {
 /// Someone who writes in a test chat.
 #[derive(Debug, Clone)]
 pub struct TgUser<'a> {
+    /// The user id.
     pub id: i64,
+    /// The display name.
     pub name: &'a str,
+    /// The @username, if any.
     pub username: Option<&'a str>,
 }
 
@@ -109,6 +121,7 @@ fn mention_entities(text: &str) -> Vec<Value> {
     out
 }
 
+/// A fake Telegram Bot API: hands out queued updates to getUpdates and records what the bot sends.
 pub struct FakeTelegram {
     addr: SocketAddr,
     shared: Arc<Mutex<Shared>>,
@@ -301,10 +314,12 @@ impl FakeTelegram {
         }
     }
 
+    /// The command lists the bot registered (setMyCommands).
     pub fn commands(&self) -> Vec<Value> {
         self.shared.lock().expect("fake lock").commands.clone()
     }
 
+    /// The chat actions ("typing") the bot sent.
     pub fn chat_actions(&self) -> Vec<Value> {
         self.shared.lock().expect("fake lock").actions.clone()
     }

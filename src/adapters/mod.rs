@@ -5,7 +5,9 @@
 
 pub mod console;
 pub mod discord;
+#[cfg(feature = "test-util")]
 pub mod fake_discord;
+#[cfg(feature = "test-util")]
 pub mod fake_telegram;
 pub mod split;
 pub mod telegram;
@@ -22,6 +24,7 @@ use crate::store::StoreError;
 /// Where replies go: a platform channel, or the console.
 #[async_trait]
 pub trait ReplySink: Send + Sync {
+    /// Sends one reply; an I/O error means it did not arrive.
     async fn send(&self, reply: &Reply) -> std::io::Result<()>;
 }
 

@@ -34,11 +34,13 @@ pub const MAX_MESSAGE: usize = 4096;
 pub const MAIN_CHANNEL: &str = "main";
 
 #[derive(Debug, thiserror::Error)]
+/// Why the Telegram adapter stopped.
 pub enum TelegramError {
     /// The token was refused: retrying cannot help.
     #[error("Telegram refused the bot token (check TELEGRAM_TOKEN)")]
     BadToken,
     #[error("invalid telegram.api_url {0:?}")]
+    /// `telegram.api_url` is not a URL.
     BadUrl(String),
 }
 

@@ -3,7 +3,11 @@
 //! OpenAI-compatible server on 127.0.0.1), and warm; LLM calls and tokens per 1,000 messages,
 //! day-summary calls per space and hour while chat goes on, cache hit ratio, resident memory.
 
-use super::{Latency, latency, resident_memory_kib};
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
+use super::{ContextBenchOptions, Latency, latency, resident_memory_kib};
 use crate::config::Config;
 use crate::domain::{Clock, ManualClock, Place, Platform, Privacy, Scope, SpaceKind};
 use crate::llm::fake::FakeLlmServer;
@@ -16,27 +20,6 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
-
-#[derive(Debug, Clone)]
-pub struct ContextBenchOptions {
-    pub people: usize,
-    pub days: i64,
-    pub messages: usize,
-    pub warm_rounds: usize,
-    pub seed: u64,
-}
-
-impl Default for ContextBenchOptions {
-    fn default() -> Self {
-        ContextBenchOptions {
-            people: 100,
-            days: 7,
-            messages: 20_000,
-            warm_rounds: 20,
-            seed: 42,
-        }
-    }
-}
 
 #[derive(Debug, Serialize)]
 pub struct ContextBenchReport {
@@ -212,8 +195,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
     let ingest_seconds = t0.elapsed().as_secs_f64();
 
     // Cold, offline provider: every cache dropped before each build.
-    let offline = MemoryManager::new(store.clone(), None, clock.clone(), config.memory.clone())
-        .map_err(anyhow::Error::msg)?;
+    let offline = MemoryManager::new(store.clone(), None, clock.clone(), config.memory.clone())?;
     let mut cold = Vec::new();
     for _ in 0..3 {
         for (id, name) in &people {
@@ -235,8 +217,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
         Some(llm),
         clock.clone(),
         config.memory.clone(),
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     let mut cold_llm = Vec::new();
     for (id, name) in &people {
         let t = Instant::now();

@@ -4,28 +4,20 @@
 //! or PostgreSQL. Afterwards every message sent is looked up in the store and every "remember"
 //! in its author's memory: nothing may be lost.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use crate::adapters::MessageHandler;
 use crate::app;
 use crate::bench::store::BenchDb;
-use crate::bench::{Latency, latency, resident_memory_kib};
+use crate::bench::{Latency, LoadOptions, latency, resident_memory_kib};
 use crate::config::{Config, Secrets};
 use crate::domain::{Clock, IncomingMessage, Platform, Privacy, SpaceKind, SystemClock};
 use crate::llm::fake::FakeLlmServer;
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-#[derive(Debug, Clone)]
-pub struct LoadOptions {
-    pub people: usize,
-    pub spaces: usize,
-    /// Messages per second, all people together.
-    pub rate: f64,
-    pub secs: u64,
-    pub llm_latency_ms: u64,
-    /// Share (0..=1) of model requests that fail with 500.
-    pub llm_fault_rate: f64,
-}
 
 #[derive(Debug, Serialize)]
 pub struct LoadReport {

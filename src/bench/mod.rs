@@ -1,19 +1,70 @@
 //! `engram bench …`: benchmarks that print JSON. They run the real store, memory and HTTP client
 //! against local fakes, never against the network.
 
+// The two benchmarks that start a fake model server come with the `test-util` feature.
+#[cfg(feature = "test-util")]
 pub mod context;
+#[cfg(feature = "test-util")]
 pub mod load;
 pub mod retrieval;
 pub mod store;
 
 use serde::Serialize;
 
+/// `engram bench context`: the size of the synthetic community.
+#[derive(Debug, Clone)]
+pub struct ContextBenchOptions {
+    /// People in the community.
+    pub people: usize,
+    /// Days of chat.
+    pub days: i64,
+    /// Messages in all.
+    pub messages: usize,
+    /// Warm context builds per person.
+    pub warm_rounds: usize,
+    /// Seed of the generator (the same seed, the same community).
+    pub seed: u64,
+}
+
+impl Default for ContextBenchOptions {
+    fn default() -> Self {
+        ContextBenchOptions {
+            people: 100,
+            days: 7,
+            messages: 20_000,
+            warm_rounds: 20,
+            seed: 42,
+        }
+    }
+}
+
+/// `engram bench load`: the load and the fake model's behaviour.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// People sending messages.
+    pub people: usize,
+    /// Spaces they are spread over.
+    pub spaces: usize,
+    /// Messages per second, all people together.
+    pub rate: f64,
+    /// How long the load runs (seconds).
+    pub secs: u64,
+    /// How long the fake model takes to answer (milliseconds).
+    pub llm_latency_ms: u64,
+    /// Share (0..=1) of model requests that fail with 500.
+    pub llm_fault_rate: f64,
+}
+
 /// Latency percentiles in microseconds.
 #[derive(Debug, Serialize)]
 pub struct Latency {
+    /// How many samples were taken.
     pub samples: usize,
+    /// Median.
     pub p50_us: f64,
+    /// 99th percentile.
     pub p99_us: f64,
+    /// The slowest.
     pub max_us: f64,
 }
 

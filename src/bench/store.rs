@@ -3,6 +3,10 @@
 //! on SQLite and, when given a server, PostgreSQL. Text is drawn from a Zipf-distributed
 //! vocabulary, so term frequencies look like chat rather than like a 36-word toy.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use super::{Latency, latency};
 use crate::config::Config;
 use crate::domain::{PersonId, Platform, Privacy, Scope, SpaceId, SpaceKind};

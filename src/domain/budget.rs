@@ -14,8 +14,11 @@ use std::time::Duration;
 /// Whose answer the current task is making, and whether it may spend on the model and embedder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Payer {
+    /// The person the answer is for.
     pub person: PersonId,
+    /// The space it is given in.
     pub space: SpaceId,
+    /// Whether the answer was admitted under the limits.
     pub may_spend: bool,
 }
 
@@ -36,7 +39,9 @@ pub fn current_payer() -> Option<Payer> {
 /// The limits, as configured (0 = none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LimitSettings {
+    /// Answers one person may get per minute.
     pub answers_per_person_per_minute: u32,
+    /// Answers one space may get per minute.
     pub answers_per_space_per_minute: u32,
     /// Model tokens (prompt and completion) one space may spend on answers per UTC day.
     pub space_daily_budget: u64,
@@ -45,9 +50,11 @@ pub struct LimitSettings {
 /// Whether an answer may spend now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
+    /// The answer may use the model and the embedder.
     Allowed,
     /// Too many answers in the last minute (by this person, or in this space).
     TooFast {
+        /// When the oldest answer in the window leaves it.
         retry_in: Duration,
     },
     /// The space has spent today's token budget.
@@ -87,6 +94,7 @@ fn room<K: std::hash::Hash + Eq>(
 
 const MINUTE: chrono::Duration = chrono::Duration::minutes(1);
 
+/// The answer limits, shared by every task of one process.
 pub struct Limits {
     settings: LimitSettings,
     windows: Mutex<Windows>,
@@ -97,6 +105,7 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Limits as `settings` say, on `clock`'s time.
     pub fn new(settings: LimitSettings, clock: Arc<dyn Clock>) -> Limits {
         Limits {
             settings,

@@ -4,7 +4,9 @@
 use chrono::{DateTime, Duration, Utc};
 use std::sync::Mutex;
 
+/// What time it is: the system clock in the product, a `ManualClock` in tests.
 pub trait Clock: Send + Sync {
+    /// The current time.
     fn now(&self) -> DateTime<Utc>;
 }
 
@@ -25,16 +27,19 @@ pub struct ManualClock {
 }
 
 impl ManualClock {
+    /// A clock stopped at `start`.
     pub fn new(start: DateTime<Utc>) -> Self {
         ManualClock {
             now: Mutex::new(start),
         }
     }
 
+    /// Moves the clock to `t`.
     pub fn set(&self, t: DateTime<Utc>) {
         *self.now.lock().expect("clock lock") = t;
     }
 
+    /// Moves the clock forward by `by`.
     pub fn advance(&self, by: Duration) {
         let mut now = self.now.lock().expect("clock lock");
         *now += by;

@@ -1,6 +1,10 @@
 //! Structured memory entries (the MEMORY.md tier): categories, one entry, and what a write did.
 //! Domain types only; the store keeps them and `memory::entries` decides what to write.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use super::{PersonId, Scope};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -1,10 +1,20 @@
 //! Domain types at the bottom of the flow: people, places, privacy scopes and the one
 //! `IncomingMessage` every platform adapter produces. Nothing here does I/O.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`. The lint is
+// back on for each child module below that has no such note.
+#![allow(missing_docs)]
+
+#[warn(missing_docs)]
 pub mod budget;
+#[warn(missing_docs)]
 pub mod clock;
+#[warn(missing_docs)]
 pub mod entry;
+#[warn(missing_docs)]
 pub mod link;
+#[warn(missing_docs)]
 pub mod secret;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -99,7 +109,7 @@ impl SpaceKind {
     }
 }
 
-/// Privacy level of a memory item, from the place it was learned (DESIGN.md, Privacy).
+/// Privacy level of a memory item, from the place it was learned (README, "Privacy and forgetting").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Privacy {

@@ -6,8 +6,11 @@ use std::ops::Range;
 /// What kind of secret a span holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretKind {
+    /// A password (after words like "password" or "pw").
     Password,
+    /// An API key or token: after words like "token" or "apikey", or by its shape.
     Key,
+    /// A payment card number (Luhn-checked).
     CardNumber,
 }
 

@@ -7,11 +7,13 @@ use crate::embed::{EmbedError, Embedder};
 use async_trait::async_trait;
 use std::sync::Arc;
 
+/// An embedder that refuses calls made for an answer over its limits.
 pub struct Budgeted {
     inner: Arc<dyn Embedder>,
 }
 
 impl Budgeted {
+    /// `inner`, with the limits of the current task's payer.
     pub fn new(inner: Arc<dyn Embedder>) -> Budgeted {
         Budgeted { inner }
     }

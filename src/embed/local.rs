@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
 
+/// all-MiniLM-L6-v2 (384 dimensions) on the CPU with candle, from local weights.
 pub struct MiniLmEmbedder {
     inner: Arc<Inner>,
     model_name: String,

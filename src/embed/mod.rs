@@ -14,20 +14,29 @@ pub use local::MiniLmEmbedder;
 pub use openai::OpenAiEmbedder;
 
 #[derive(Debug, thiserror::Error)]
+/// Why an embedding call failed.
 pub enum EmbedError {
     #[error("cannot load the embedding model: {0}")]
+    /// The local model's files could not be loaded.
     Load(String),
     #[error("the embedding model failed: {0}")]
+    /// The local model failed on the input (or a vector cache could not be written).
     Model(String),
     #[error("cannot reach the embedding API: {0}")]
+    /// The embedding API could not be reached, timed out, or its client could not be built.
     Connect(String),
     #[error("the embedding API answered HTTP {status}: {detail}")]
+    /// The embedding API answered with an error status.
     Http {
+        /// The HTTP status.
         status: u16,
+        /// The start of the answer's body, for the log.
         detail: String,
+        /// How long the API asked us to wait (Retry-After).
         retry_after: Option<Duration>,
     },
     #[error("the embedding API's answer is unusable: {0}")]
+    /// The answer was not the vectors asked for.
     BadResponse(String),
     /// The answer this call was for is over its person's or space's limit.
     #[error("the spending limit for this answer is reached")]
@@ -50,11 +59,13 @@ impl EmbedError {
 pub trait Embedder: Send + Sync {
     /// Names the vector space: vectors of different models are never compared.
     fn model(&self) -> &str;
+    /// Length of every vector it makes.
     fn dimensions(&self) -> usize;
     /// One vector per text, in order, each of length `dimensions()` and L2-normalised.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
+/// An embedder shared by the indexer and the retriever.
 pub type SharedEmbedder = Arc<dyn Embedder>;
 
 /// Scales `v` to unit length (a zero vector stays zero).
@@ -75,6 +86,7 @@ pub fn to_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// A vector from its stored bytes (little-endian f32s).
 pub fn from_bytes(b: &[u8]) -> Vec<f32> {
     b.chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -95,6 +107,7 @@ pub fn to_pgvector(v: &[f32]) -> String {
     s
 }
 
+/// A vector from pgvector's text form (`[0.1,0.2,…]`).
 pub fn from_pgvector(s: &str) -> Vec<f32> {
     s.trim_matches(|c| c == '[' || c == ']')
         .split(',')

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+/// An OpenAI-compatible `/v1/embeddings` client.
 pub struct OpenAiEmbedder {
     http: reqwest::Client,
     endpoint: String,
@@ -40,6 +41,7 @@ struct WireItem {
 }
 
 impl OpenAiEmbedder {
+    /// A client for `config.base_url`, with `api_key` as the bearer token when given.
     pub fn new(config: &EmbedConfig, api_key: Option<String>) -> Result<Self, EmbedError> {
         let timeout = Duration::from_secs_f64(config.timeout_secs);
         let http = reqwest::Client::builder()

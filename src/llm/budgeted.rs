@@ -7,12 +7,14 @@ use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError, UsageSnapshot};
 use async_trait::async_trait;
 use std::sync::Arc;
 
+/// A chat model that refuses calls made for an answer over its limits and counts the tokens each answer spends.
 pub struct Budgeted {
     inner: Arc<dyn ChatModel>,
     limits: Arc<Limits>,
 }
 
 impl Budgeted {
+    /// `inner`, under `limits`.
     pub fn new(inner: Arc<dyn ChatModel>, limits: Arc<Limits>) -> Budgeted {
         Budgeted { inner, limits }
     }

@@ -2,6 +2,10 @@
 //! talks HTTP to it. It answers each task deterministically from the data in the prompt, records
 //! every request, and can be told to fail (status codes, invalid JSON, hanging, rate limits).
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use super::prompts::unescape;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};

@@ -2,9 +2,19 @@
 //! OpenAI-compatible client (`openai`), the prompts from `prompts/`, and a fake
 //! OpenAI-compatible server (`fake`) for tests and benchmarks.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`. The lint is
+// back on for each child module below that has no such note.
+#![allow(missing_docs)]
+
+#[warn(missing_docs)]
 pub mod budgeted;
+#[cfg(feature = "test-util")]
+#[warn(missing_docs)]
 pub mod fake;
+#[warn(missing_docs)]
 pub mod openai;
+#[warn(missing_docs)]
 pub mod prompts;
 
 use async_trait::async_trait;

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use tracing::{debug, warn};
 
+/// The OpenAI-compatible chat client: timeouts, retries with backoff, a circuit breaker.
 pub struct OpenAiClient {
     http: reqwest::Client,
     endpoint: String,
@@ -73,6 +74,7 @@ struct WireUsage {
 }
 
 impl OpenAiClient {
+    /// A client for the `[llm]` settings, with `api_key` as the bearer token when given.
     pub fn new(
         config: &LlmConfig,
         api_key: Option<String>,

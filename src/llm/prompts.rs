@@ -3,6 +3,10 @@
 //! helpers that mark memory and chat text as data. Every piece of user-provided text that
 //! enters a prompt goes through `escape`, so it cannot close a tag and pose as instructions.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use std::path::{Path, PathBuf};
 
 pub const REMEMBER: &str = include_str!("../../prompts/remember.md");

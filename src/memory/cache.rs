@@ -1,4 +1,4 @@
-//! In-process moka caches of the memory tier, keyed as DESIGN.md says: today's day summaries
+//! In-process moka caches of the memory tier, keyed by what they depend on: today's day summaries
 //! by (scope, date, hour) with a 1-hour TTL, past days by (scope, date) in a permanent LRU,
 //! history summaries by (scope, person, end date), merged contexts by content hash, and facts
 //! by (person, scope), invalidated on write here and, on PostgreSQL, on writes by any other
@@ -23,11 +23,13 @@ use std::time::Duration;
 /// One scope's summaries of one day, person → text.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DaySummaries {
+    /// Each active person's summary.
     pub by_person: BTreeMap<PersonId, String>,
     /// Produced by the offline fallback rather than the LLM.
     pub degraded: bool,
 }
 
+/// A SHA-256 digest of a cached value's inputs.
 pub type Hash = [u8; 32];
 
 /// One hash over several texts (length-prefixed, so ("ab","c") ≠ ("a","bc")).
@@ -41,12 +43,16 @@ pub fn hash_parts(parts: &[&str]) -> Hash {
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// Hits and misses of the summary and context caches.
 pub struct CacheStats {
+    /// Lookups answered from a cache.
     pub hits: u64,
+    /// Lookups that had to build the value.
     pub misses: u64,
 }
 
 impl CacheStats {
+    /// Hits over all lookups (0 when there were none).
     pub fn hit_ratio(&self) -> f64 {
         let total = self.hits + self.misses;
         if total == 0 {
@@ -57,12 +63,17 @@ impl CacheStats {
     }
 }
 
+/// Every cache of the memory tier.
 pub struct MemoryCaches {
     /// Key: (scope, summarized day, absolute hour bucket of "now" = Unix hours).
     pub today: Cache<(String, NaiveDate, i64), Arc<DaySummaries>>,
+    /// Past days' summaries, by (scope, day): they never change once final.
     pub past_days: Cache<(String, NaiveDate), Arc<DaySummaries>>,
+    /// History summaries, by (scope, person, end day).
     pub history: Cache<(String, PersonId, NaiveDate), Arc<str>>,
+    /// Merged contexts, by person and the hash of their inputs.
     pub merged: Cache<(PersonId, Hash), Arc<str>>,
+    /// Facts, by (person, scope key).
     pub facts: Cache<(PersonId, String), Arc<FactsRecord>>,
     /// What others said about a person, every scope (filtered where it is shown).
     pub hearsay: Cache<PersonId, Arc<Vec<crate::store::Hearsay>>>,
@@ -79,6 +90,7 @@ pub struct MemoryCaches {
 pub struct FillEpoch(u64);
 
 impl MemoryCaches {
+    /// Caches holding at most `capacity` entries each.
     pub fn new(capacity: u64) -> MemoryCaches {
         let hour = Duration::from_secs(3600);
         MemoryCaches {
@@ -169,6 +181,7 @@ impl MemoryCaches {
         found
     }
 
+    /// Hits and misses since the last reset.
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
@@ -176,6 +189,7 @@ impl MemoryCaches {
         }
     }
 
+    /// Starts counting hits and misses again.
     pub fn reset_stats(&self) {
         self.hits.store(0, Ordering::Relaxed);
         self.misses.store(0, Ordering::Relaxed);

@@ -18,7 +18,9 @@ use std::sync::Arc;
 /// What the memory holds about one person, as it may surface in one place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PersonMemory {
+    /// Whose memory it is.
     pub person: PersonId,
+    /// Their display name.
     pub name: String,
     /// The merged context (facts ⊕ today ⊕ history).
     pub text: Arc<str>,
@@ -29,6 +31,7 @@ pub struct PersonMemory {
 }
 
 impl PersonMemory {
+    /// Whether nothing is known about them here.
     pub fn is_empty(&self) -> bool {
         self.text.trim().is_empty()
     }
@@ -319,7 +322,9 @@ impl MemoryManager {
 /// A reply prompt ready for the chat model.
 #[derive(Debug, Clone)]
 pub struct RenderedPrompt {
+    /// The system message.
     pub system: String,
+    /// The user message: the memory and the conversation, as data.
     pub user: String,
     /// Tokens of `user` (memory + conversation), within the budget.
     pub tokens: usize,
@@ -830,7 +835,9 @@ mod tests {
         let notes: Vec<Entry> = (0..6)
             .map(|i| note(i, &format!("NOTE{i} keeps bees on the roof of block {i}")))
             .collect();
-        let recalled: Vec<Retrieved> = (0..4)
+        // Enough recalled messages that a token under-counted per message adds up beyond the
+        // few tokens of slack the frames leave.
+        let recalled: Vec<Retrieved> = (0..12)
             .map(|i| {
                 found(
                     msg(10 + i, "bob", &format!("RECALLED{i} the lake trip {i}")),
@@ -853,8 +860,9 @@ mod tests {
         let base = render(false, 100_000).tokens;
         let full = render(true, 100_000).tokens;
         // Counted piece by piece, the frames and separators cost a few tokens more than the
-        // whole prompt counted at once: a little room beyond the full prompt.
-        let roomy = full + 16;
+        // whole prompt counted at once (and each item one more, for its newline): a little
+        // room beyond the full prompt.
+        let roomy = full + items + 16;
         let mut kept_before = 0;
         for budget in base..=roomy {
             let p = render(true, budget);

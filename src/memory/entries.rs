@@ -3,6 +3,10 @@
 //! forget / clear / pause. The store keeps entries; this module decides what is written and
 //! what may be shown where.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use crate::domain::{
     Category, Clock, DailyNote, Entry, EntryWrite, NewEntry, PersonId, Place, Privacy, Scope,
 };

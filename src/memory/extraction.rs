@@ -5,7 +5,11 @@
 //! person's private chat, where their messages of the day are exactly what the day summary
 //! reads, the same call writes the day summary too, so that one needs no call of its own.
 
-use crate::domain::{Category, Clock, DailyNote, NewEntry, PersonId, Scope, StoredMessage};
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
+use crate::domain::{Category, Clock, DailyNote, Entry, NewEntry, PersonId, Scope, StoredMessage};
 use crate::llm::prompts::{Prompts, element, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
 use crate::memory::MemoryError;
@@ -92,24 +96,44 @@ pub struct Update {
     pub confidence: f64,
 }
 
+/// Why an extraction answer was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// No answer (the call failed), or one that is not the JSON asked for.
+    #[error(transparent)]
+    Model(#[from] LlmError),
+    /// Update `0` names a category that does not exist.
+    #[error("update {0}: unknown category {1:?}")]
+    Category(usize, String),
+    /// Update `0` has an action other than add, update or remove.
+    #[error("update {0}: unknown action {1:?}")]
+    Action(usize, String),
+    /// Update `0` has a confidence outside 0..1.
+    #[error("update {0}: confidence {1} outside 0..1")]
+    Confidence(usize, f64),
+    /// Update `0` has no usable key.
+    #[error("update {0}: empty key")]
+    EmptyKey(usize),
+    /// Update `0` writes an empty value or one over 500 characters.
+    #[error("update {0}: value must be 1 to 500 characters")]
+    ValueLength(usize),
+}
+
 /// The model's answer, validated as a whole: one bad update rejects the answer, so an answer
 /// is applied completely or not at all.
-pub fn parse_answer(content: &str) -> Result<Answer, String> {
-    let raw: RawAnswer = parse_json_answer(content).map_err(|e| e.to_string())?;
+pub fn parse_answer(content: &str) -> Result<Answer, AnswerError> {
+    let raw: RawAnswer = parse_json_answer(content)?;
     let mut out = Vec::new();
     for (i, u) in raw.memory_updates.into_iter().enumerate() {
         let category = Category::parse(&u.category)
-            .ok_or_else(|| format!("update {i}: unknown category {:?}", u.category))?;
+            .ok_or_else(|| AnswerError::Category(i, u.category.clone()))?;
         let action = match u.action.as_str() {
             "add" | "update" => Action::Write,
             "remove" => Action::Remove,
-            other => return Err(format!("update {i}: unknown action {other:?}")),
+            other => return Err(AnswerError::Action(i, other.to_string())),
         };
         if !(0.0..=1.0).contains(&u.confidence) {
-            return Err(format!(
-                "update {i}: confidence {} outside 0..1",
-                u.confidence
-            ));
+            return Err(AnswerError::Confidence(i, u.confidence));
         }
         let key: String = u
             .key
@@ -120,11 +144,11 @@ pub fn parse_answer(content: &str) -> Result<Answer, String> {
             .take(64)
             .collect();
         if key.trim_matches('_').is_empty() {
-            return Err(format!("update {i}: empty key"));
+            return Err(AnswerError::EmptyKey(i));
         }
         let value = u.value.trim().to_string();
         if action == Action::Write && (value.is_empty() || value.chars().count() > 500) {
-            return Err(format!("update {i}: value must be 1 to 500 characters"));
+            return Err(AnswerError::ValueLength(i));
         }
         out.push(Update {
             category,
@@ -168,6 +192,29 @@ pub struct ExtractionRun {
     pub changes: Vec<PlannedChange>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub daily_note: Option<String>,
+}
+
+impl ExtractionRun {
+    /// A run over `interactions` messages that has done nothing yet.
+    fn new(person: PersonId, scope: &Scope, day: NaiveDate, interactions: usize) -> Self {
+        ExtractionRun {
+            person: person.0,
+            scope: scope.key(),
+            day,
+            status: "done".into(),
+            interactions,
+            written: 0,
+            updated: 0,
+            removed: 0,
+            noted: 0,
+            tokens: 0,
+            duration_ms: 0,
+            error: None,
+            day_summary: false,
+            changes: Vec::new(),
+            daily_note: None,
+        }
+    }
 }
 
 /// One change an extraction would make to a person's memory.
@@ -274,6 +321,17 @@ pub struct ExtractionSettings {
 }
 
 /// The day summary to write with a run: the private chat's stats over what the run reads.
+/// What one run is about: whose, where, which day, under which job key, at what time, over
+/// how many messages.
+struct Target<'a> {
+    person: PersonId,
+    scope: &'a Scope,
+    day: NaiveDate,
+    key: &'a str,
+    now: DateTime<Utc>,
+    messages: usize,
+}
+
 struct SummaryPlan {
     name: String,
     stats: RangeStats,
@@ -419,6 +477,8 @@ impl Extractor {
         Ok(runs)
     }
 
+    /// One (person, place, day) run: claimed (unless a dry run), the model asked, its answer
+    /// applied whole or not at all, the run finished with its record.
     async fn run_one(
         &self,
         person: PersonId,
@@ -429,45 +489,12 @@ impl Extractor {
         dry_run: bool,
     ) -> Result<ExtractionRun, MemoryError> {
         let started = std::time::Instant::now();
-        let run_key = run_key(person, scope, day);
-        let mut run = ExtractionRun {
-            person: person.0,
-            scope: scope.key(),
-            day,
-            status: "done".into(),
-            interactions: messages.len(),
-            written: 0,
-            updated: 0,
-            removed: 0,
-            noted: 0,
-            tokens: 0,
-            duration_ms: 0,
-            error: None,
-            day_summary: false,
-            changes: Vec::new(),
-            daily_note: None,
-        };
+        let key = run_key(person, scope, day);
+        let mut run = ExtractionRun::new(person, scope, day, messages.len());
         let now = self.clock.now();
-        if !dry_run {
-            match self
-                .store
-                .claim_job_or_take_over(EXTRACT_JOB, &run_key, &self.holder, now, self.lease)
-                .await?
-            {
-                JobClaim::Acquired { .. } => {}
-                JobClaim::AlreadyDone => {
-                    run.status = "already_done".into();
-                    return Ok(run);
-                }
-                JobClaim::HeldByOther { .. } => {
-                    run.status = "held_by_other".into();
-                    return Ok(run);
-                }
-                JobClaim::RetryLater { .. } => {
-                    run.status = "retry_later".into();
-                    return Ok(run);
-                }
-            }
+        if !dry_run && let Some(status) = self.claim(&key, now).await? {
+            run.status = status.into();
+            return Ok(run);
         }
         let existing = self
             .store
@@ -485,7 +512,69 @@ impl Extractor {
             None => std::collections::HashMap::new(),
         };
         let prompt = prompt_for(messages, &existing, &names, self.settings.max_message_chars);
-        let system = match &summary {
+        let applied = match self
+            .answer(person, &self.system_prompt(&summary), &prompt, &mut run)
+            .await
+        {
+            Ok(answer) => {
+                let target = Target {
+                    person,
+                    scope,
+                    day,
+                    key: &key,
+                    now,
+                    messages: messages.len(),
+                };
+                self.apply(
+                    &target,
+                    &existing,
+                    summary.as_ref(),
+                    answer,
+                    dry_run,
+                    &mut run,
+                )
+                .await?;
+                Ok(())
+            }
+            Err(why) => Err(why),
+        };
+        if let Err(why) = applied {
+            run.status = "failed".into();
+            run.error = Some(why.to_string());
+        }
+        run.duration_ms = started.elapsed().as_millis() as u64;
+        if !dry_run {
+            self.finish(&key, &run).await?;
+        }
+        info!(%person, scope = %run.scope, %day, status = %run.status, written = run.written,
+              updated = run.updated, tokens = run.tokens, "extraction run");
+        Ok(run)
+    }
+
+    /// Claims the run (or takes over a dead holder's); the status to stop with when it is not
+    /// this process's to do.
+    async fn claim(
+        &self,
+        key: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<&'static str>, MemoryError> {
+        Ok(
+            match self
+                .store
+                .claim_job_or_take_over(EXTRACT_JOB, key, &self.holder, now, self.lease)
+                .await?
+            {
+                JobClaim::Acquired { .. } => None,
+                JobClaim::AlreadyDone => Some("already_done"),
+                JobClaim::HeldByOther { .. } => Some("held_by_other"),
+                JobClaim::RetryLater { .. } => Some("retry_later"),
+            },
+        )
+    }
+
+    /// The extraction prompt, with the day-summary request when this run writes one.
+    fn system_prompt(&self, summary: &Option<SummaryPlan>) -> String {
+        match summary {
             Some(plan) => {
                 self.prompts.extract.clone()
                     + &fill(
@@ -497,11 +586,21 @@ impl Extractor {
                     )
             }
             None => self.prompts.extract.clone(),
-        };
-        // Malformed output is retried once, then the run fails with nothing applied.
-        let mut answer = Err("not asked".to_string());
+        }
+    }
+
+    /// The model's answer, checked. Malformed output is asked for once more; the tokens spent
+    /// are counted in `run`.
+    async fn answer(
+        &self,
+        person: PersonId,
+        system: &str,
+        prompt: &str,
+        run: &mut ExtractionRun,
+    ) -> Result<Answer, AnswerError> {
+        let mut answer = Err(AnswerError::Model(LlmError::NotConfigured));
         for attempt in 0..2 {
-            match self.ask(&system, &prompt).await {
+            match self.ask(system, prompt).await {
                 Ok((content, tokens)) => {
                     run.tokens = run.tokens.saturating_add(tokens);
                     answer = parse_answer(&content);
@@ -512,103 +611,108 @@ impl Extractor {
                     }
                 }
                 Err(e) => {
-                    answer = Err(e.to_string());
-                    if !matches!(e, LlmError::BadResponse(_)) {
+                    let retry = matches!(e, LlmError::BadResponse(_));
+                    answer = Err(AnswerError::Model(e));
+                    if !retry {
                         break;
                     }
                 }
             }
         }
-        let result = match answer {
-            Ok(Answer {
-                updates,
-                daily_notes: notes,
-                day_summary,
-            }) => {
-                let (writes, removals, weak) =
-                    self.plan(person, scope, &updates, &origin(scope), &run_key, now);
-                run.noted = weak.len();
-                let note = DailyNote {
-                    day,
-                    scope: scope.clone(),
-                    text: daily_text(&notes, &weak, messages.len()),
-                    source: note_source(scope),
-                    added_at: now,
-                };
-                if dry_run {
-                    run.status = "dry_run".into();
-                    let changes = planned_changes(&existing, &writes, &removals, &weak);
-                    let count = |a: &str| changes.iter().filter(|c| c.action == a).count();
-                    (run.written, run.updated, run.removed) =
-                        (count("add"), count("update"), count("delete"));
-                    run.changes = changes;
-                    run.daily_note = Some(note.text.clone());
-                    Ok(())
-                } else {
-                    match self
-                        .store
-                        .apply_extraction(person, &writes, &removals, &note)
-                        .await?
-                    {
-                        Some(ExtractionCounts {
-                            added,
-                            updated,
-                            removed,
-                        }) => {
-                            run.written = added;
-                            run.updated = updated;
-                            run.removed = removed;
-                        }
-                        None => run.status = "already_done".into(),
-                    }
-                    if let (Some(plan), Some(text)) = (&summary, day_summary) {
-                        let text: String = text
-                            .chars()
-                            .take(self.settings.day_summary_chars * 2)
-                            .collect();
-                        let record = DaySummaryRecord {
-                            summaries: [(person, text)].into_iter().collect(),
-                            through_message: plan.stats.last_message,
-                            message_count: plan.stats.count,
-                            is_final: false,
-                            computed_at: now,
-                        };
-                        self.store.put_day_summary(scope, day, &record).await?;
-                        run.day_summary = true;
-                    }
-                    Ok(())
-                }
-            }
-            Err(why) => Err(why),
+        answer
+    }
+
+    /// Applies a checked answer in one transaction (entries, removals, the daily note), then
+    /// the person's day summary when one was asked for; a dry run only records the plan.
+    async fn apply(
+        &self,
+        t: &Target<'_>,
+        existing: &[Entry],
+        summary: Option<&SummaryPlan>,
+        answer: Answer,
+        dry_run: bool,
+        run: &mut ExtractionRun,
+    ) -> Result<(), MemoryError> {
+        let Answer {
+            updates,
+            daily_notes: notes,
+            day_summary,
+        } = answer;
+        let (writes, removals, weak) =
+            self.plan(t.person, t.scope, &updates, &origin(t.scope), t.key, t.now);
+        run.noted = weak.len();
+        let note = DailyNote {
+            day: t.day,
+            scope: t.scope.clone(),
+            text: daily_text(&notes, &weak, t.messages),
+            source: note_source(t.scope),
+            added_at: t.now,
         };
-        if let Err(why) = result {
-            run.status = "failed".into();
-            run.error = Some(why);
+        if dry_run {
+            run.status = "dry_run".into();
+            let changes = planned_changes(existing, &writes, &removals, &weak);
+            let count = |a: &str| changes.iter().filter(|c| c.action == a).count();
+            (run.written, run.updated, run.removed) =
+                (count("add"), count("update"), count("delete"));
+            run.changes = changes;
+            run.daily_note = Some(note.text.clone());
+            return Ok(());
         }
-        run.duration_ms = started.elapsed().as_millis() as u64;
-        if !dry_run {
-            let detail = serde_json::to_string(&run).unwrap_or_default();
-            self.store
-                .finish_job(
-                    EXTRACT_JOB,
-                    &run_key,
-                    &self.holder,
-                    self.clock.now(),
-                    // A failed run of one person may be tried again at once (by the next pass
-                    // or `engram extract`); the scheduled pass is what backs off.
-                    match run.error {
-                        None => Finish::Done,
-                        Some(_) => Finish::Failed {
-                            retry_at: self.clock.now(),
-                        },
-                    },
-                    &detail,
-                )
-                .await?;
+        match self
+            .store
+            .apply_extraction(t.person, &writes, &removals, &note)
+            .await?
+        {
+            Some(ExtractionCounts {
+                added,
+                updated,
+                removed,
+            }) => {
+                run.written = added;
+                run.updated = updated;
+                run.removed = removed;
+            }
+            None => run.status = "already_done".into(),
         }
-        info!(%person, scope = %run.scope, %day, status = %run.status, written = run.written,
-              updated = run.updated, tokens = run.tokens, "extraction run");
-        Ok(run)
+        if let (Some(plan), Some(text)) = (summary, day_summary) {
+            let text: String = text
+                .chars()
+                .take(self.settings.day_summary_chars * 2)
+                .collect();
+            let record = DaySummaryRecord {
+                summaries: [(t.person, text)].into_iter().collect(),
+                through_message: plan.stats.last_message,
+                message_count: plan.stats.count,
+                is_final: false,
+                computed_at: t.now,
+            };
+            self.store.put_day_summary(t.scope, t.day, &record).await?;
+            run.day_summary = true;
+        }
+        Ok(())
+    }
+
+    /// Records the run as finished. A failed run of one person may be tried again at once (by
+    /// the next pass or `engram extract`); the scheduled pass is what backs off.
+    async fn finish(&self, key: &str, run: &ExtractionRun) -> Result<(), MemoryError> {
+        let detail = serde_json::to_string(run).unwrap_or_default();
+        let finish = match run.error {
+            None => Finish::Done,
+            Some(_) => Finish::Failed {
+                retry_at: self.clock.now(),
+            },
+        };
+        self.store
+            .finish_job(
+                EXTRACT_JOB,
+                key,
+                &self.holder,
+                self.clock.now(),
+                finish,
+                &detail,
+            )
+            .await?;
+        Ok(())
     }
 
     async fn ask(&self, system: &str, prompt: &str) -> Result<(String, u64), LlmError> {

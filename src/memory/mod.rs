@@ -2,16 +2,32 @@
 //! the 3-way merge into one context per person, and the caches in front of them. It sits
 //! between the router/responder above and the store and LLM below.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`. The lint is
+// back on for each child module below that has no such note.
+#![allow(missing_docs)]
+
+#[warn(missing_docs)]
 pub mod cache;
+#[warn(missing_docs)]
 pub mod context;
+#[warn(missing_docs)]
 pub mod entries;
+#[warn(missing_docs)]
 pub mod extraction;
+#[warn(missing_docs)]
 pub mod facts;
+#[warn(missing_docs)]
 pub mod forgetting;
+#[warn(missing_docs)]
 pub mod hearsay;
+#[warn(missing_docs)]
 pub mod offline;
+#[warn(missing_docs)]
 pub mod summaries;
+#[warn(missing_docs)]
 pub mod tokens;
+#[warn(missing_docs)]
 pub mod tools;
 
 use crate::config::MemoryConfig;
@@ -87,7 +103,7 @@ impl MemoryManager {
         llm: Option<Arc<dyn ChatModel>>,
         clock: Arc<dyn Clock>,
         settings: MemoryConfig,
-    ) -> Result<MemoryManager, String> {
+    ) -> Result<MemoryManager, tokens::UnknownTokenizer> {
         let tokens = TokenCounter::new(&settings.tokenizer)?;
         let retriever = Arc::new(Retriever::new(
             store.clone(),

@@ -22,6 +22,7 @@ pub fn hour_bucket(t: DateTime<Utc>) -> i64 {
     t.timestamp().div_euclid(3600)
 }
 
+/// The first and last instant of `day` (UTC).
 pub fn day_bounds(day: NaiveDate) -> (DateTime<Utc>, DateTime<Utc>) {
     let start = day.and_hms_opt(0, 0, 0).expect("midnight").and_utc();
     (start, start + Duration::days(1))

@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 use tiktoken_rs::CoreBPE;
 
 #[derive(Clone)]
+/// Counts and cuts text in model tokens.
 pub struct TokenCounter {
     bpe: Arc<CoreBPE>,
 }
@@ -15,23 +16,29 @@ impl std::fmt::Debug for TokenCounter {
     }
 }
 
+/// A tokenizer name that is neither "cl100k_base" nor "o200k_base".
+#[derive(Debug, thiserror::Error)]
+#[error("unknown tokenizer {0:?}")]
+pub struct UnknownTokenizer(pub String);
+
 static CL100K: OnceLock<Arc<CoreBPE>> = OnceLock::new();
 static O200K: OnceLock<Arc<CoreBPE>> = OnceLock::new();
 
 impl TokenCounter {
     /// `name` is "cl100k_base" or "o200k_base"; the tables are built once per process.
-    pub fn new(name: &str) -> Result<TokenCounter, String> {
+    pub fn new(name: &str) -> Result<TokenCounter, UnknownTokenizer> {
         let bpe = match name {
             "cl100k_base" => CL100K.get_or_init(|| {
                 Arc::new(tiktoken_rs::cl100k_base().expect("embedded cl100k_base"))
             }),
             "o200k_base" => O200K
                 .get_or_init(|| Arc::new(tiktoken_rs::o200k_base().expect("embedded o200k_base"))),
-            other => return Err(format!("unknown tokenizer {other:?}")),
+            other => return Err(UnknownTokenizer(other.to_string())),
         };
         Ok(TokenCounter { bpe: bpe.clone() })
     }
 
+    /// Tokens in `text`.
     pub fn count(&self, text: &str) -> usize {
         self.bpe.encode_ordinary(text).len()
     }
@@ -80,6 +87,25 @@ impl TokenCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The context packer charges each note and recalled message one token for the newline
+    /// that joins it to the next (a margin, see `.cargo/mutants.toml`): the newline between two
+    /// elements costs nothing when the prompt is counted whole.
+    #[test]
+    fn a_newline_between_elements_is_free() {
+        for name in ["cl100k_base", "o200k_base"] {
+            let t = TokenCounter::new(name).unwrap();
+            let a = "<note category=\"preference\">likes tea</note>";
+            let b = "<message author=\"bob\" time=\"2026-11-01 10:00\">the lake trip</message>";
+            for (x, y) in [(a, b), (b, a), (a, a), (b, b)] {
+                let joined = t.count(&format!("{x}\n{y}"));
+                assert!(
+                    joined <= t.count(x) + t.count(y),
+                    "{name}: {x:?} + {y:?}: {joined}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn counts_and_truncates_within_budget() {

@@ -1,10 +1,14 @@
-//! The memory tool-calling API (seed memory-tool-calling-api), in the memory tier: the six
+//! The memory tool-calling API, in the memory tier: the six
 //! tools as OpenAI tool schemas, and the executor that runs a model's tool call for the person
 //! and place the code says it is for. The model never names whose memory it touches: the
 //! caller is fixed by the executor, and anything outside the caller's memory visible in that
 //! place is an error result, never data. When staging (`ToolExecutor::staging`, as for
 //! replies), a call that deletes or rewrites an existing entry is not done but kept for the
 //! person to confirm: what others wrote in the conversation can sway a model, not the memory.
+
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
 
 use crate::domain::{Category, Clock, DailyNote, Entry, NewEntry, PersonId, Place};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};

@@ -13,13 +13,17 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 #[derive(Debug, thiserror::Error)]
+/// Why indexing stopped.
 pub enum IndexError {
     #[error(transparent)]
+    /// Reading or writing the index failed.
     Store(#[from] StoreError),
     #[error(transparent)]
+    /// Embedding failed.
     Embed(#[from] EmbedError),
 }
 
+/// Embeds new messages in batches and groups them into episodes, off the reply path.
 pub struct Indexer {
     store: Arc<dyn Store>,
     embedder: Option<SharedEmbedder>,
@@ -56,6 +60,7 @@ pub fn extractive_summary(messages: &[StoredMessage]) -> String {
 }
 
 impl Indexer {
+    /// An indexer over `store` embedding `batch` messages per call.
     pub fn new(
         store: Arc<dyn Store>,
         embedder: Option<SharedEmbedder>,

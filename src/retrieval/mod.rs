@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tracing::warn;
 
-pub use indexer::Indexer;
+pub use indexer::{IndexError, Indexer};
 
 /// BM25 hits checked for the question's word pairs (reading a message costs microseconds).
 const PHRASE_CHECKS: usize = 50;
@@ -24,11 +24,15 @@ const PHRASE_CHECKS: usize = 50;
 /// One retrieved message with its fused score and where the score came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retrieved {
+    /// The message.
     pub message: StoredMessage,
+    /// Its fused score (higher is better).
     pub score: f64,
     /// Rank in the BM25 list, in the vector list, and of its episode (1 = best).
     pub bm25_rank: Option<usize>,
+    /// Rank in the vector list.
     pub vector_rank: Option<usize>,
+    /// Rank of its episode among the episodes found.
     pub episode_rank: Option<usize>,
     /// Inside the time window the question names.
     pub in_window: bool,
@@ -44,6 +48,7 @@ pub struct Retriever {
 }
 
 impl Retriever {
+    /// Search over `store`, with vectors when an embedder is given.
     pub fn new(
         store: Arc<dyn Store>,
         embedder: Option<SharedEmbedder>,
@@ -62,6 +67,7 @@ impl Retriever {
         self.query_vectors.invalidate_all();
     }
 
+    /// The fusion settings in use.
     pub fn settings(&self) -> &RetrievalConfig {
         &self.settings
     }

@@ -6,11 +6,14 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc, Weekday};
 /// A half-open window [from, to).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
+    /// Start of the window (inclusive).
     pub from: DateTime<Utc>,
+    /// End of the window (exclusive).
     pub to: DateTime<Utc>,
 }
 
 impl Window {
+    /// Whether `t` falls inside.
     pub fn contains(&self, t: DateTime<Utc>) -> bool {
         t >= self.from && t < self.to
     }

@@ -2,6 +2,10 @@
 //! dump and load, canonical row values, and per-table counts and checksums computed the same
 //! way on both sides.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`.
+#![allow(missing_docs)]
+
 use super::{Store, StoreError};
 use serde::Serialize;
 use sha2::{Digest, Sha256};

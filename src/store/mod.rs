@@ -2,11 +2,21 @@
 //! memory) talks to `dyn Store`; `sqlite` is the embedded backend, PostgreSQL comes behind the
 //! same trait.
 
+// Public items here are not all documented yet (issue 16, point 6); the list of such
+// files shrinks as each is documented: `grep -rl "not all documented" src`. The lint is
+// back on for each child module below that has no such note.
+#![allow(missing_docs)]
+
+#[warn(missing_docs)]
 pub mod copy;
+#[warn(missing_docs)]
 pub mod postgres;
 mod rows;
+#[warn(missing_docs)]
 pub mod sqlite;
+#[warn(missing_docs)]
 pub mod terms;
+#[warn(missing_docs)]
 pub mod url;
 
 use crate::domain::{
@@ -25,10 +35,21 @@ pub use terms::{
 };
 pub use url::{DbUrl, DbUrlError};
 
+/// What made a store call fail. Each variant keeps its cause typed (the driver's error, not a
+/// copy of its text) and shows it in its message, so a log line or the command line tells the
+/// whole story in one line. The text is for logs and the command line, never for a chat: the
+/// chat layer words its own answer.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot open database {url}: {reason}")]
-    Open { url: String, reason: String },
+    /// The database could not be opened, reached or prepared at start-up.
+    #[error("cannot open database {url}: {cause}")]
+    Open {
+        /// The database URL, password removed.
+        url: String,
+        /// Why: the driver's error, or what is missing on the server.
+        cause: Cause,
+    },
+    /// The URL names no backend this build knows, or is malformed.
     #[error(transparent)]
     Url(#[from] DbUrlError),
     /// A command that only reads was pointed at a SQLite file that is not there.
@@ -36,19 +57,44 @@ pub enum StoreError {
         "there is no database at {0}: run this where the bot runs, or point store.url (ENGRAM__STORE__URL or --config) at its database"
     )]
     Missing(String),
+    /// The database has a migration this build does not know: a newer engram upgraded it.
+    #[error(
+        "database migration failed: the database has migration {0}, which this engram does not know: it was upgraded by a newer engram; run that version or newer"
+    )]
+    FromNewer(i64),
+    /// Applying the migrations failed.
     #[error("database migration failed: {0}")]
-    Migrate(String),
+    Migrate(sqlx::migrate::MigrateError),
     /// The database was busy or the connection dropped; the same call may succeed later.
     #[error("database temporarily unavailable ({0}); retry")]
-    Unavailable(String),
+    Unavailable(sqlx::Error),
+    /// A statement failed.
     #[error("database error: {0}")]
-    Query(String),
+    Query(sqlx::Error),
+    /// A value could not be encoded for storage.
+    #[error("cannot encode {what} for the database: {cause}")]
+    Encode {
+        /// What was being stored.
+        what: &'static str,
+        /// The encoder's error.
+        cause: serde_json::Error,
+    },
     /// Someone else changed the row since it was read (optimistic concurrency).
     #[error("concurrent update of {what}; re-read and retry")]
-    Conflict { what: String },
+    Conflict {
+        /// The row that changed.
+        what: String,
+    },
+    /// A stored column could not be read as its type.
+    #[error("stored data is malformed: {0}")]
+    Column(sqlx::Error),
+    /// A stored value is not one this build can read (an unknown scope key, a bad date).
     #[error("stored data is malformed: {0}")]
     Corrupt(String),
 }
+
+/// The underlying error behind a `StoreError::Open`.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
 /// What one applied extraction changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -61,10 +107,8 @@ pub struct ExtractionCounts {
 /// Migration failures, with the one an operator can act on spelled out.
 pub(crate) fn migrate_error(e: sqlx::migrate::MigrateError) -> StoreError {
     match e {
-        sqlx::migrate::MigrateError::VersionMissing(v) => StoreError::Migrate(format!(
-            "the database has migration {v}, which this engram does not know: it was upgraded by a newer engram; run that version or newer"
-        )),
-        other => StoreError::Migrate(other.to_string()),
+        sqlx::migrate::MigrateError::VersionMissing(v) => StoreError::FromNewer(v),
+        other => StoreError::Migrate(other),
     }
 }
 

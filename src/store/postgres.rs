@@ -15,6 +15,7 @@ use std::time::Duration;
 /// NOTIFY channel on which writers announce changes that other processes' caches hold.
 const CHANGES_CHANNEL: &str = "engram_changes";
 
+/// The PostgreSQL + pgvector store.
 pub struct PostgresStore {
     pool: PgPool,
 }
@@ -22,15 +23,18 @@ pub struct PostgresStore {
 /// Pool and timeout settings of the PostgreSQL backend.
 #[derive(Debug, Clone)]
 pub struct PgSettings {
+    /// Connections in the pool.
     pub max_connections: u32,
+    /// How long to wait for a free connection.
     pub acquire_timeout: Duration,
+    /// The longest a statement may run.
     pub statement_timeout: Duration,
 }
 
 fn db_err(e: sqlx::Error) -> StoreError {
     match &e {
         sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
-            StoreError::Unavailable(e.to_string())
+            StoreError::Unavailable(e)
         }
         // serialization_failure, deadlock_detected, too_many_connections, admin shutdown
         sqlx::Error::Database(d)
@@ -39,16 +43,16 @@ fn db_err(e: sqlx::Error) -> StoreError {
                 Some("40001") | Some("40P01") | Some("53300") | Some("57P01")
             ) =>
         {
-            StoreError::Unavailable(e.to_string())
+            StoreError::Unavailable(e)
         }
-        _ => StoreError::Query(e.to_string()),
+        _ => StoreError::Query(e),
     }
 }
 
 const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
 
 fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
-    let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    let get = StoreError::Column;
     Ok(StoredMessage {
         id: MessageId(row.try_get(0).map_err(get)?),
         space: SpaceId(row.try_get(1).map_err(get)?),
@@ -111,13 +115,13 @@ impl PostgresStore {
     /// Connects, checks that pgvector is available, and applies pending migrations (under
     /// sqlx's advisory lock, so several processes may start at once).
     pub async fn open(url: &str, settings: &PgSettings) -> StoreResult<PostgresStore> {
-        let open_err = |reason: String| StoreError::Open {
+        let open_err = |cause: Cause| StoreError::Open {
             url: crate::config::redact_url(url),
-            reason,
+            cause,
         };
         let statement_timeout = format!("{}ms", settings.statement_timeout.as_millis());
         let options = PgConnectOptions::from_str(url)
-            .map_err(|e| open_err(format!("not a valid PostgreSQL URL: {e}")))?
+            .map_err(|e| open_err(format!("not a valid PostgreSQL URL: {e}").into()))?
             .options([
                 ("statement_timeout", statement_timeout.as_str()),
                 // Filtered vector searches keep walking the HNSW graph until they have
@@ -130,7 +134,7 @@ impl PostgresStore {
             use sqlx::Connection;
             let conn = sqlx::PgConnection::connect_with(&options)
                 .await
-                .map_err(|e| open_err(e.to_string()))?;
+                .map_err(|e| open_err(e.into()))?;
             let _ = conn.close().await;
         }
         let pool = PgPoolOptions::new()
@@ -138,13 +142,13 @@ impl PostgresStore {
             .acquire_timeout(settings.acquire_timeout)
             .connect_with(options)
             .await
-            .map_err(|e| open_err(e.to_string()))?;
+            .map_err(|e| open_err(e.into()))?;
         let has_vector: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')",
         )
         .fetch_one(&pool)
         .await
-        .map_err(|e| open_err(e.to_string()))?;
+        .map_err(|e| open_err(e.into()))?;
         if !has_vector {
             return Err(open_err(
                 "the pgvector extension is not installed on this PostgreSQL server; install pgvector (or use the pgvector/pgvector image)".into(),
@@ -161,7 +165,7 @@ impl PostgresStore {
                  run `CREATE EXTENSION vector;` in the database as a superuser, then start again"
                     .into()
             } else {
-                format!("cannot enable pgvector: {e}")
+                format!("cannot enable pgvector: {e}").into()
             }));
         }
         sqlx::migrate!("./migrations/postgres")
@@ -173,6 +177,7 @@ impl PostgresStore {
         Ok(store)
     }
 
+    /// The connection pool (benchmarks and tests).
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
@@ -2261,9 +2266,7 @@ async fn existing_message(
 }
 
 fn hit_from_row(row: &PgRow, score_column: usize) -> StoreResult<SearchHit> {
-    let score: f64 = row
-        .try_get(score_column)
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let score: f64 = row.try_get(score_column).map_err(StoreError::Column)?;
     Ok(SearchHit {
         message: message_from_row(row)?,
         score,
@@ -2274,7 +2277,7 @@ const EPISODE_COLUMNS: &str =
     "id, scope, space_id, channel, started_at, ended_at, messages::BIGINT, summary, closed";
 
 fn episode_from_row(row: &PgRow) -> StoreResult<Episode> {
-    let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    let get = StoreError::Column;
     Ok(Episode {
         id: row.try_get(0).map_err(get)?,
         scope: parse_scope(row.try_get::<&str, _>(1).map_err(get)?)?,

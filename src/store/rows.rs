@@ -55,7 +55,10 @@ pub fn fact_versions(rows: Vec<FactVersionRow>) -> StoreResult<Vec<FactVersion>>
 /// The person → summary map as stored (JSON keyed by person id).
 pub fn summaries_json(record: &DaySummaryRecord) -> StoreResult<String> {
     let raw: BTreeMap<i64, &String> = record.summaries.iter().map(|(k, v)| (k.0, v)).collect();
-    serde_json::to_string(&raw).map_err(|e| StoreError::Query(e.to_string()))
+    serde_json::to_string(&raw).map_err(|cause| StoreError::Encode {
+        what: "a day summary",
+        cause,
+    })
 }
 
 pub fn day_summary(

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
+/// The embedded SQLite store.
 pub struct SqliteStore {
     pool: SqlitePool,
 }
@@ -20,21 +21,21 @@ pub struct SqliteStore {
 fn db_err(e: sqlx::Error) -> StoreError {
     match &e {
         sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
-            StoreError::Unavailable(e.to_string())
+            StoreError::Unavailable(e)
         }
         sqlx::Error::Database(d)
             if matches!(d.code().as_deref(), Some("5") | Some("6") | Some("517")) =>
         {
-            StoreError::Unavailable(e.to_string())
+            StoreError::Unavailable(e)
         }
-        _ => StoreError::Query(e.to_string()),
+        _ => StoreError::Query(e),
     }
 }
 
 const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
 
 fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
-    let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    let get = StoreError::Column;
     Ok(StoredMessage {
         id: MessageId(row.try_get(0).map_err(get)?),
         space: SpaceId(row.try_get(1).map_err(get)?),
@@ -56,12 +57,12 @@ impl SqliteStore {
         max_connections: u32,
         busy_timeout: Duration,
     ) -> StoreResult<SqliteStore> {
-        let open_err = |reason: String| StoreError::Open {
+        let open_err = |cause: Cause| StoreError::Open {
             url: crate::config::redact_url(url),
-            reason,
+            cause,
         };
         let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| open_err(e.to_string()))?
+            .map_err(|e| open_err(e.into()))?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
@@ -74,13 +75,13 @@ impl SqliteStore {
         let path = options.get_filename().to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
-                .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display())))?;
+                .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()).into()))?;
         }
         let pool = SqlitePoolOptions::new()
             .max_connections(max_connections)
             .connect_with(options)
             .await
-            .map_err(|e| open_err(e.to_string()))?;
+            .map_err(|e| open_err(e.into()))?;
         sqlx::migrate!("./migrations/sqlite")
             .run(&pool)
             .await
@@ -150,6 +151,7 @@ impl SqliteStore {
             .map_err(db_err)
     }
 
+    /// The connection pool (benchmarks and tests).
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
@@ -2335,9 +2337,7 @@ fn numbered_pairs(first: usize, n: usize) -> String {
 }
 
 fn hit_from_row(row: &SqliteRow, score_column: usize) -> StoreResult<SearchHit> {
-    let score: f64 = row
-        .try_get(score_column)
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let score: f64 = row.try_get(score_column).map_err(StoreError::Column)?;
     Ok(SearchHit {
         message: message_from_row(row)?,
         score,
@@ -2348,7 +2348,7 @@ const EPISODE_COLUMNS: &str =
     "id, scope, space_id, channel, started_at, ended_at, messages, summary, closed";
 
 fn episode_from_row(row: &SqliteRow) -> StoreResult<Episode> {
-    let get = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    let get = StoreError::Column;
     Ok(Episode {
         id: row.try_get(0).map_err(get)?,
         scope: parse_scope(row.try_get::<&str, _>(1).map_err(get)?)?,

@@ -218,6 +218,7 @@ fn prefix3(w: &str) -> Prefix {
 }
 
 impl WordPairs {
+    /// The adjacent word pairs of `text`.
     pub fn of(text: &str) -> WordPairs {
         let mut pairs = HashSet::new();
         let mut prefixes = HashSet::new();
@@ -233,6 +234,7 @@ impl WordPairs {
         WordPairs { pairs, prefixes }
     }
 
+    /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty()
     }
@@ -280,10 +282,13 @@ impl WordPairs {
 /// (terms counted with repeats).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DocumentTerms {
+    /// Each term with its count.
     pub terms: Vec<(String, u32)>,
+    /// The document's length in terms.
     pub len: u32,
 }
 
+/// The BM25 terms of a document, with counts and length.
 pub fn document_terms(text: &str) -> DocumentTerms {
     let mut counts: HashMap<String, u32> = HashMap::new();
     let mut len = 0u32;
@@ -317,7 +322,9 @@ pub fn query_terms(text: &str, max: usize) -> Vec<String> {
 /// BM25's parameters: term-frequency saturation `k1` and length normalisation `b`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bm25 {
+    /// Term-frequency saturation.
     pub k1: f64,
+    /// Length normalisation (0: none, 1: full).
     pub b: f64,
 }
 

@@ -8,23 +8,37 @@ use std::path::PathBuf;
 pub enum DbUrl {
     /// `sqlite://PATH`, `sqlite:PATH` (a file, created when missing unless opened as existing)
     /// or `sqlite::memory:`; `url` is the URL as given.
-    Sqlite { url: String, path: Option<PathBuf> },
+    Sqlite {
+        /// The URL as given.
+        url: String,
+        /// The file; none for an in-memory database.
+        path: Option<PathBuf>,
+    },
     /// `postgres://…` or `postgresql://…`.
     Postgres(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a database URL is refused.
 pub enum DbUrlError {
     #[error(
         "unsupported database URL {0:?}: use sqlite://PATH (e.g. sqlite://data/engram.db) or postgres://USER@HOST/DB"
     )]
+    /// The scheme is neither sqlite nor postgres.
     Scheme(String),
     #[error(
         "the database URL {0:?} names no file: use sqlite://PATH, e.g. sqlite://data/engram.db"
     )]
+    /// A sqlite URL without a path.
     EmptyPath(String),
     #[error("the database URL {url:?} is not a valid PostgreSQL URL: {reason}")]
-    Malformed { url: String, reason: String },
+    /// A postgres URL the driver cannot read.
+    Malformed {
+        /// The URL, password removed.
+        url: String,
+        /// What the driver said.
+        reason: String,
+    },
 }
 
 impl DbUrl {

@@ -2,8 +2,7 @@
 //! JSON: the bot still replies with the best context it has, keeps every message, and no fact
 //! is lost or corrupted.
 
-mod common;
-use common::*;
+use crate::common::*;
 use engram::domain::Scope;
 use engram::llm::fake::Behavior;
 

@@ -4,9 +4,7 @@
 //! histories), no vector is left, search does not find it, and no reply or prompt shows it.
 //! Each check has its positive control: the same look finds the thing before it is forgotten.
 
-#[macro_use]
-mod common;
-use common::*;
+use crate::common::*;
 use engram::adapters::console::{ConsoleOptions, console_message};
 use engram::config::Secrets;
 use engram::domain::{MessageId, Platform, Scope};

@@ -2,9 +2,7 @@
 //! memory, and every way a model could reach another person's or another place's memory
 //! gets an error result and changes nothing.
 
-#[macro_use]
-mod common;
-use common::*;
+use crate::common::*;
 use engram::domain::{Clock, ManualClock, PersonId, Place, Platform, Privacy, SpaceId, SpaceKind};
 use engram::memory::entries::EntryBook;
 use engram::memory::tools::{Caller, ToolExecutor, tool_schemas};

@@ -3,8 +3,7 @@
 //! have) and from two `engram chat` processes. No writer fails with "database is locked": every
 //! "remember" is confirmed and lands, every forget is answered.
 
-mod common;
-use common::*;
+use crate::common::*;
 use engram::llm::fake::FakeLlmServer;
 use std::process::Stdio;
 use tokio::io::AsyncWriteExt;

@@ -3,9 +3,7 @@
 //! private and global memory follow the person; codes are single-use, expire, are refused in
 //! public, and unlink gives the account its own memory back.
 
-#[macro_use]
-mod common;
-use common::*;
+use crate::common::*;
 use engram::domain::Platform;
 
 async fn say(h: &Harness, platform: Platform, user: &str, text: &str, public: bool) -> String {

@@ -4,7 +4,6 @@
 //! message's postings and the term statistics consistent, one vector per message, no
 //! duplicate entries. The moment of the kill is a request the fake model holds, never a timer.
 
-mod common;
 use engram::llm::fake::FakeLlmServer;
 use sqlx::sqlite::SqlitePool;
 use std::path::Path;

@@ -1,10 +1,7 @@
 //! The `engram` binary as a new user runs it: console chat on the embedded SQLite default with
 //! no configuration, a script with several people, and clear start-up errors.
 
-#[macro_use]
-mod common;
-
-use common::engram;
+use crate::common::engram;
 
 #[test]
 fn run_opens_a_console_chat_that_remembers_across_restarts() {
@@ -169,7 +166,7 @@ fn bench_context_prints_json() {
 
 postgres_test! {
 async fn migrate_copies_sqlite_to_postgres_and_the_bot_remembers_there() {
-    let pg = common::fresh_postgres_url().await;
+    let pg = crate::common::fresh_postgres_url().await;
     let dir = tempfile::tempdir().unwrap();
     let script = "\
 [2026-11-20 10:00] alice: deploying the new release today

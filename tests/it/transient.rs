@@ -1,9 +1,8 @@
 //! Track 2 against the fake LLM over HTTP: day summaries (one call per space per hour bucket at
 //! most, past days never recomputed), history summaries, the 3-way merge and its caches.
 
-mod common;
+use crate::common::*;
 use chrono::Duration;
-use common::*;
 use engram::domain::Clock;
 
 /// Three days of chatter in "lab", days D-2, D-1 and D (D = the clock's day).

@@ -2,9 +2,7 @@
 //! updates and answers through its sendMessage, in a private chat, a group and a forum topic:
 //! remember → recall, commands registered, long answers split, text sent as plain text.
 
-#[macro_use]
-mod common;
-use common::*;
+use crate::common::*;
 use engram::adapters::fake_telegram::{BOT_USERNAME, Chat, FakeTelegram, TgUser};
 use engram::adapters::split::utf16;
 use engram::adapters::telegram::{self, TelegramError, TelegramSettings};

@@ -1,9 +1,7 @@
 //! Track 1 end to end: remember / forget / recall through `Bot::handle`, offline and with the
 //! fake LLM, plus who may forget what.
 
-#[macro_use]
-mod common;
-use common::*;
+use crate::common::*;
 use engram::domain::Scope;
 
 #[tokio::test]

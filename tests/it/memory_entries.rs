@@ -1,9 +1,7 @@
 //! Structured memory through the whole bot: explicit capture, /memory view, search, forget and
 //! clear with confirmation, pause, and who may see what, on SQLite and PostgreSQL.
 
-#[macro_use]
-mod common;
-use common::*;
+use crate::common::*;
 use engram::domain::{Category, DailyNote, NewEntry, PersonId, Scope};
 use engram::store::Store;
 use std::sync::Arc;

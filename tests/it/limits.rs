@@ -3,8 +3,7 @@
 //! clear short answer without a model call, memory commands still land (word for word), and
 //! every message is stored.
 
-mod common;
-use common::*;
+use crate::common::*;
 use engram::domain::Platform;
 
 const SLOW_DOWN: &str = "ask me again in about";

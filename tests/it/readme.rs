@@ -2,8 +2,7 @@
 //! the console commands, the settings it names and the overrides it shows. What the README
 //! says they do is checked, so the README cannot drift from the binary again.
 
-mod common;
-use common::engram;
+use crate::common::engram;
 
 fn readme() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()

@@ -2,10 +2,8 @@
 //! of a scheduled job, one person per identity, and no lost concurrent fact update. Runs on
 //! PostgreSQL (required in CI) and on a shared SQLite file.
 
-#[macro_use]
-mod common;
+use crate::common::*;
 use chrono::{Duration, TimeZone, Utc};
-use common::*;
 use engram::domain::{Platform, Scope};
 use engram::jobs::{JobOutcome, Scheduler};
 use engram::llm::fake::FakeLlmServer;

@@ -3,10 +3,8 @@
 //! episodes), ADD/MERGE of episodic memories and time awareness. Vector parts use the local
 //! all-MiniLM-L6-v2 from ENGRAM_TEST_MODEL_DIR (required in CI).
 
-#[macro_use]
-mod common;
+use crate::common::*;
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use common::*;
 use engram::config::Config;
 use engram::domain::{ManualClock, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind};
 use engram::embed::{MiniLmEmbedder, SharedEmbedder};

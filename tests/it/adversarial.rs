@@ -10,9 +10,7 @@
 //! (her facts in every scope, her entries, her messages) is exactly as before. Positive
 //! controls show each look can find a secret where it may surface.
 
-#[macro_use]
-mod common;
-use common::*;
+use crate::common::*;
 use engram::adapters::console::{ConsoleOptions, console_message};
 use engram::domain::{Platform, Scope};
 

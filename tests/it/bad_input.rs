@@ -1,7 +1,6 @@
 //! Bad input gets a clear answer and changes nothing it should not.
 
-mod common;
-use common::*;
+use crate::common::*;
 use engram::adapters::console::console_message;
 
 #[tokio::test]

@@ -2,9 +2,7 @@
 //! active people, nobody paused, one run per person and day, garbled answers retried once and
 //! never half-applied, and a run killed half-way that ends like an uninterrupted one.
 
-#[macro_use]
-mod common;
-use common::*;
+use crate::common::*;
 use engram::domain::PersonId;
 use engram::jobs::JobOutcome;
 use engram::llm::fake::Behavior;

@@ -5,9 +5,7 @@
 //! split at 2,000 characters in the right channel. And with both platforms configured, a
 //! Discord that refuses its token stops alone while Telegram keeps answering.
 
-#[macro_use]
-mod common;
-use common::*;
+use crate::common::*;
 use engram::adapters::discord::{self, DiscordSettings, Handler};
 use engram::adapters::fake_discord::{self as discord_perm, BOT_ID, FakeDiscord};
 use engram::adapters::fake_telegram::{Chat, FakeTelegram};

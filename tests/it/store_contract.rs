@@ -1,10 +1,8 @@
 //! The store contract, written once and run against SQLite and PostgreSQL (`sqlite::*` and
 //! `postgres::*`). PostgreSQL runs when built with ENGRAM_TEST_POSTGRES=1 (always in CI).
 
-#[macro_use]
-mod common;
+use crate::common::*;
 use chrono::{Duration, TimeZone, Utc};
-use common::*;
 use engram::domain::{MessageId, PersonId, Platform, Scope, SpaceId, SpaceKind};
 use engram::store::copy::{copy_all, summarize};
 use engram::store::{
@@ -882,7 +880,7 @@ async fn postgres_start_up_errors_are_clear() {
         err.contains("cannot open database") && err.contains("no_such_database"),
         "{err}"
     );
-    let (_held, port) = common::refused_port();
+    let (_held, port) = crate::common::refused_port();
     let err = open_error(&format!(
         "postgres://engram:secret-pw@127.0.0.1:{port}/engram"
     ))
@@ -983,7 +981,7 @@ async fn postgres_deleted_messages_are_never_found() {
 /// list them as ignored, so it fails here instead.
 #[test]
 fn ci_builds_run_the_postgres_tests() {
-    if common::in_ci() && !cfg!(engram_postgres_tests) {
+    if crate::common::in_ci() && !cfg!(engram_postgres_tests) {
         panic!(
             "CI but the build did not see ENGRAM_TEST_POSTGRES=1: the PostgreSQL tests would be \
              ignored (scripts/pg-test-server.sh start exports it)"

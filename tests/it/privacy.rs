@@ -1,7 +1,6 @@
 //! Privacy boundaries: each test tries a way for memory to surface where it must not.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[tokio::test]
 async fn dm_facts_never_surface_in_a_group() {
