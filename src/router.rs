@@ -2,10 +2,6 @@
 //! ("remember that …", "forget that …", "what do you know about @user") go to memory; anything
 //! else is conversation for the responder. Pure parsing, tested directly.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 /// Whom a command is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
@@ -19,43 +15,66 @@ pub enum Subject {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// What an addressed message asks for.
 pub enum Command {
+    /// "remember that …": a fact kept where it was said.
     Remember {
+        /// Whom it is about.
         subject: Subject,
+        /// The fact, as said.
         fact: String,
     },
     /// "remember everywhere that …": an explicit fact the speaker chooses to have known in
     /// every place (the `global` scope).
     RememberEverywhere {
+        /// Whom it is about.
         subject: Subject,
+        /// The fact, as said.
         fact: String,
     },
+    /// "forget that …": one thing taken back.
     Forget {
+        /// Whom it is about.
         subject: Subject,
+        /// What to forget, as said.
         fact: String,
     },
+    /// "forget everything about …".
     ForgetEverything {
+        /// Whom it is about.
         subject: Subject,
     },
+    /// "what do you know about …?".
     Recall {
+        /// Whom it is about.
         subject: Subject,
     },
     /// `/memory …`: the person's structured memory.
     Memory(MemoryCommand),
     /// "yes" / "no" to a question the bot asked (clear, forget).
     Confirm(bool),
+    /// "help" or "/help".
     Help,
+    /// Anything else: conversation for the responder.
     Chat,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// The `/memory` subcommands.
 pub enum MemoryCommand {
+    /// `/memory` or `/memory view`: the person's MEMORY.md.
     View,
+    /// `/memory pause`: keep nothing new about them.
     Pause,
+    /// `/memory resume`.
     Resume,
+    /// `/memory clear`: everything kept about them (asks first).
     Clear,
+    /// `/memory forget <words>`: the matching entries (asks first).
     Forget(String),
+    /// `/memory search <words>`.
     Search(String),
+    /// `/memory export`.
     Export,
     /// `/memory link` (a code is made) or `/memory link CODE` (the code is used).
     Link(String),
@@ -193,6 +212,7 @@ const QUESTION_WORDS: [&str; 10] = [
     "what", "when", "where", "who", "whom", "which", "how", "why", "if", "whether",
 ];
 
+/// Reads what `text` (the bot's name already taken off) asks for.
 pub fn parse_command(text: &str) -> Command {
     let mut text = text.trim().trim_start_matches([',', ':', '!', ' ']);
     let mut asked = false;

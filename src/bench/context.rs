@@ -3,10 +3,6 @@
 //! OpenAI-compatible server on 127.0.0.1), and warm; LLM calls and tokens per 1,000 messages,
 //! day-summary calls per space and hour while chat goes on, cache hit ratio, resident memory.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use super::{ContextBenchOptions, Latency, latency, resident_memory_kib};
 use crate::config::Config;
 use crate::domain::{Clock, ManualClock, Place, Platform, Privacy, Scope, SpaceKind};
@@ -22,10 +18,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Debug, Serialize)]
+/// What `engram bench context` prints.
 pub struct ContextBenchReport {
+    /// People in the community.
     pub people: usize,
+    /// Days of chat.
     pub days: i64,
+    /// Messages stored.
     pub messages: usize,
+    /// Time to store them.
     pub ingest_seconds: f64,
     /// No caches, offline provider (no LLM configured).
     pub cold_offline: Latency,
@@ -35,17 +36,26 @@ pub struct ContextBenchReport {
     pub warm: Latency,
     /// `MemoryManager::context` for a reply, warm: memory plus the channel's working memory.
     pub reply_context_warm: Latency,
+    /// Model calls made for the first full build with the LLM.
     pub llm_calls: u64,
+    /// Those calls per task.
     pub llm_calls_by_task: std::collections::BTreeMap<String, u64>,
+    /// Calls per 1,000 messages stored.
     pub llm_calls_per_1000_messages: f64,
+    /// Tokens (prompt and answer) per 1,000 messages stored.
     pub llm_tokens_per_1000_messages: f64,
+    /// Cache hits over lookups in the warm rounds.
     pub warm_cache_hit_ratio: f64,
     /// While chat goes on for `live_hours` hours, the most day-summary calls seen for one
     /// space in one hour bucket.
     pub live_hours: u32,
+    /// The most day-summary calls one space made in one hour bucket meanwhile (target: at most 1).
     pub max_day_summary_calls_per_space_hour: usize,
+    /// Model calls made while chat went on.
     pub live_llm_calls: usize,
+    /// Resident memory at the end (KiB).
     pub rss_kib: u64,
+    /// Peak resident memory (KiB).
     pub peak_rss_kib: u64,
 }
 
@@ -96,6 +106,7 @@ fn sentence(rng: &mut StdRng) -> String {
         .join(" ")
 }
 
+/// Builds the community in a temporary SQLite file and measures.
 pub async fn run(opts: &ContextBenchOptions) -> anyhow::Result<ContextBenchReport> {
     let dir = std::env::temp_dir().join(format!(
         "engram-bench-{}-{}",

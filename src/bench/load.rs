@@ -4,10 +4,6 @@
 //! or PostgreSQL. Afterwards every message sent is looked up in the store and every "remember"
 //! in its author's memory: nothing may be lost.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use crate::adapters::MessageHandler;
 use crate::app;
 use crate::bench::store::BenchDb;
@@ -20,41 +16,66 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Serialize)]
+/// What `engram bench load` prints, per backend.
 pub struct LoadReport {
+    /// "sqlite" or "postgres".
     pub backend: &'static str,
+    /// People sending messages.
     pub people: usize,
+    /// Spaces they were spread over.
     pub spaces: usize,
+    /// Messages per second asked for.
     pub rate_per_s: f64,
+    /// How long the load ran (seconds).
     pub secs: u64,
+    /// The fake model's answer time (milliseconds).
     pub llm_latency_ms: u64,
+    /// Share of model requests that failed.
     pub llm_fault_rate: f64,
+    /// Messages sent.
     pub sent: usize,
     /// Messages found in the store afterwards (must equal `sent`).
     pub stored: usize,
+    /// "remember" commands sent.
     pub remembers_asked: usize,
+    /// Of those, how many the bot confirmed.
     pub remembers_confirmed: usize,
     /// Facts found in their author's memory afterwards (must equal `remembers_asked`).
     pub remembers_kept: usize,
     /// Questions answered with the model, answered with "please wait" (a limit), or failed.
     pub answers_by_model: usize,
+    /// Questions answered with "please wait" (over a limit).
     pub answers_limited: usize,
+    /// Questions whose answer failed.
     pub answers_failed: usize,
     /// Time from a question or remember to its reply, in milliseconds.
     pub reply_latency_ms: LatencyMs,
+    /// Requests the fake model received.
     pub llm_requests: usize,
+    /// Model calls the bot counted.
     pub llm_calls: u64,
+    /// Of those, how many failed.
     pub llm_failures: u64,
+    /// Resident memory before the load (KiB).
     pub rss_start_kib: u64,
+    /// Resident memory after it (KiB).
     pub rss_end_kib: u64,
+    /// Peak resident memory (KiB).
     pub peak_rss_kib: u64,
+    /// Wall time of the load, until every sender finished (seconds).
     pub wall_secs: f64,
 }
 
 #[derive(Debug, Serialize)]
+/// Latency percentiles in milliseconds.
 pub struct LatencyMs {
+    /// How many samples were taken.
     pub samples: usize,
+    /// Median.
     pub p50: f64,
+    /// 99th percentile.
     pub p99: f64,
+    /// The slowest.
     pub max: f64,
 }
 

@@ -4,10 +4,6 @@
 //! and nDCG@10 at turn and session level, per category and overall, query latency and
 //! indexing time.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use crate::config::RetrievalConfig;
 use crate::domain::{
     IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceKind, StoredMessage,
@@ -27,35 +23,54 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 #[derive(Deserialize)]
+/// One conversation with its questions: a line of the data file.
 pub struct Record {
+    /// The conversation's id.
     pub conversation_id: String,
+    /// Its sessions, in any order (they are sorted by date).
     pub sessions: Vec<Session>,
+    /// The questions asked about it.
     pub questions: Vec<Question>,
 }
 
 #[derive(Deserialize)]
+/// One session of a conversation.
 pub struct Session {
+    /// The session's id.
     pub session_id: String,
+    /// When it took place (`parse_date`'s formats).
     pub date: String,
+    /// Its turns, in order.
     pub turns: Vec<Turn>,
 }
 
 #[derive(Deserialize)]
+/// One turn of a session.
 pub struct Turn {
+    /// The turn's id, which questions name as evidence.
     pub turn_id: String,
+    /// "user" or "assistant".
     pub speaker: String,
+    /// What was said.
     pub text: String,
 }
 
 #[derive(Deserialize)]
+/// A question about a conversation.
 pub struct Question {
+    /// The question's id.
     pub question_id: String,
+    /// What is asked.
     pub question: String,
+    /// Its category (scores are also reported per category).
     pub category: String,
+    /// When it is asked.
     pub question_date: String,
     #[serde(default)]
+    /// The turns that hold the answer.
     pub evidence_turn_ids: Vec<String>,
     #[serde(default)]
+    /// The sessions that hold the answer.
     pub evidence_session_ids: Vec<String>,
 }
 
@@ -153,10 +168,15 @@ pub fn ndcg_at(ranked: &[String], evidence: &[String], k: usize) -> f64 {
 }
 
 #[derive(Debug, Default, Clone, Serialize)]
+/// Recall and nDCG: summed while counting, means in the report.
 pub struct Scores {
+    /// Questions counted.
     pub questions: usize,
+    /// Recall in the top 5.
     pub r_at_5: f64,
+    /// Recall in the top 10.
     pub r_at_10: f64,
+    /// nDCG of the top 10.
     pub ndcg_at_10: f64,
 }
 
@@ -181,34 +201,55 @@ impl Scores {
 }
 
 #[derive(Debug, Serialize)]
+/// Scores at one level (turn or session).
 pub struct Level {
+    /// Over every question.
     pub overall: Scores,
+    /// Per question category.
     pub by_category: BTreeMap<String, Scores>,
 }
 
 #[derive(Debug, Serialize)]
+/// What `engram bench retrieval` prints.
 pub struct RetrievalReport {
+    /// The data file.
     pub data: String,
+    /// "sqlite" or "postgres".
     pub backend: String,
+    /// The embedding model, or "none".
     pub embedder: String,
+    /// Conversations read.
     pub records: usize,
+    /// Turns in them.
     pub turns: usize,
+    /// Questions scored.
     pub questions: usize,
+    /// Questions left out because they name no evidence.
     pub skipped_without_evidence: usize,
+    /// Scores of the evidence turns.
     pub turn: Level,
+    /// Scores of the evidence sessions.
     pub session: Level,
+    /// Search latency per question.
     pub query_latency: super::Latency,
+    /// Time to store every turn (seconds).
     pub ingest_seconds: f64,
+    /// Time to embed them and build episodes (seconds).
     pub index_seconds: f64,
     /// Per question: turn R@10 and session R@5 (to see which ones miss).
     pub per_question: Vec<QuestionResult>,
 }
 
 #[derive(Debug, Serialize)]
+/// One question's outcome.
 pub struct QuestionResult {
+    /// The question's id.
     pub question_id: String,
+    /// Its category.
     pub category: String,
+    /// Recall of its evidence turns in the top 10.
     pub turn_r_at_10: f64,
+    /// Recall of its evidence sessions in the top 5.
     pub session_r_at_5: f64,
     /// Where each evidence turn landed (null: not among the candidates at all).
     pub evidence: Vec<Option<HitTrace>>,
@@ -221,14 +262,23 @@ pub struct QuestionResult {
 /// One retrieved turn and why it ranked where it did.
 #[derive(Debug, Serialize)]
 pub struct HitTrace {
+    /// The turn's id.
     pub turn_id: String,
+    /// Its rank (1 = first).
     pub rank: usize,
+    /// Whether it is evidence for the question.
     pub evidence: bool,
+    /// Its fused score.
     pub score: f64,
+    /// Its rank in the BM25 list.
     pub bm25_rank: Option<usize>,
+    /// Its rank in the vector list.
     pub vector_rank: Option<usize>,
+    /// Its episode's rank.
     pub episode_rank: Option<usize>,
+    /// Whether it falls in the time window the question names.
     pub in_window: bool,
+    /// The start of its text.
     pub text: String,
 }
 
@@ -311,13 +361,21 @@ impl Embedder for CachedEmbedder {
     }
 }
 
+/// What `run` measures on.
 pub struct RetrievalBenchOptions {
+    /// The data file.
     pub data: PathBuf,
+    /// A new, empty store.
     pub store: Arc<dyn Store>,
+    /// Its backend's name, for the report.
     pub backend: String,
+    /// The embedder; none: BM25 only.
     pub embedder: Option<SharedEmbedder>,
+    /// The embedder's name, for the report.
     pub embedder_name: String,
+    /// The fusion settings.
     pub settings: RetrievalConfig,
+    /// Only the first N records.
     pub records: Option<usize>,
 }
 

@@ -3,10 +3,6 @@
 //! on SQLite and, when given a server, PostgreSQL. Text is drawn from a Zipf-distributed
 //! vocabulary, so term frequencies look like chat rather than like a 36-word toy.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use super::{Latency, latency};
 use crate::config::Config;
 use crate::domain::{PersonId, Platform, Privacy, Scope, SpaceId, SpaceKind};
@@ -25,6 +21,7 @@ pub struct Corpus {
 }
 
 impl Corpus {
+    /// A vocabulary of `size` made-up words.
     pub fn new(size: usize) -> Corpus {
         const SYLLABLES: [&str; 24] = [
             "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ba", "de", "fu", "go", "ha", "ji",
@@ -61,6 +58,7 @@ impl Corpus {
             .min(self.words.len() - 1)
     }
 
+    /// A sentence of 5 to 17 words drawn from the vocabulary.
     pub fn sentence(&self, rng: &mut StdRng) -> String {
         let n = rng.random_range(5..18);
         (0..n)
@@ -80,7 +78,9 @@ impl Corpus {
 
 /// A throwaway database for one backend; dropped (file or database) afterwards.
 pub struct BenchDb {
+    /// "sqlite" or "postgres".
     pub backend: &'static str,
+    /// The store on it.
     pub store: Arc<dyn Store>,
     cleanup: Cleanup,
 }
@@ -91,6 +91,7 @@ enum Cleanup {
 }
 
 impl BenchDb {
+    /// A new SQLite file in a temporary directory.
     pub async fn sqlite() -> anyhow::Result<BenchDb> {
         let dir = std::env::temp_dir().join(format!(
             "engram-bench-{}-{}",
@@ -215,15 +216,23 @@ fn messages(
 }
 
 #[derive(Debug, Serialize)]
+/// What `engram bench ingest` prints, per backend.
 pub struct IngestReport {
+    /// "sqlite" or "postgres".
     pub backend: &'static str,
+    /// Messages stored one at a time.
     pub single_messages: usize,
+    /// Their rate (messages per second).
     pub single_per_second: f64,
+    /// Messages stored in batches.
     pub batched_messages: usize,
+    /// Messages per batch.
     pub batch_size: usize,
+    /// Their rate (messages per second).
     pub batched_per_second: f64,
 }
 
+/// Stores `single` messages one at a time, then `batched` in batches of `batch_size`.
 pub async fn ingest(
     db: &BenchDb,
     single: usize,
@@ -256,17 +265,26 @@ pub async fn ingest(
 }
 
 #[derive(Debug, Serialize)]
+/// Search latency at one corpus size.
 pub struct SearchPoint {
+    /// Messages in the searched space.
     pub messages: usize,
+    /// Time to store them.
     pub load_seconds: f64,
+    /// Queries run.
     pub queries: usize,
+    /// Hits per query, on average (at most 10).
     pub mean_hits: f64,
+    /// Query latency.
     pub latency: Latency,
 }
 
 #[derive(Debug, Serialize)]
+/// What `engram bench search` prints, per backend.
 pub struct SearchReport {
+    /// "sqlite" or "postgres".
     pub backend: &'static str,
+    /// One point per corpus size.
     pub points: Vec<SearchPoint>,
 }
 

@@ -1,20 +1,10 @@
 //! Domain types at the bottom of the flow: people, places, privacy scopes and the one
 //! `IncomingMessage` every platform adapter produces. Nothing here does I/O.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`. The lint is
-// back on for each child module below that has no such note.
-#![allow(missing_docs)]
-
-#[warn(missing_docs)]
 pub mod budget;
-#[warn(missing_docs)]
 pub mod clock;
-#[warn(missing_docs)]
 pub mod entry;
-#[warn(missing_docs)]
 pub mod link;
-#[warn(missing_docs)]
 pub mod secret;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -50,13 +40,18 @@ pub struct MessageId(pub i64);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+/// The chat platforms Engram talks on.
 pub enum Platform {
+    /// The terminal (`engram chat` and scripts).
     Console,
+    /// Discord.
     Discord,
+    /// Telegram.
     Telegram,
 }
 
 impl Platform {
+    /// The stored name: "console", "discord" or "telegram".
     pub fn as_str(self) -> &'static str {
         match self {
             Platform::Console => "console",
@@ -65,6 +60,7 @@ impl Platform {
         }
     }
 
+    /// The platform a stored name names.
     pub fn parse(s: &str) -> Option<Platform> {
         match s {
             "console" => Some(Platform::Console),
@@ -85,12 +81,16 @@ impl fmt::Display for Platform {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SpaceKind {
+    /// A Discord server.
     Guild,
+    /// A Telegram group or supergroup.
     Group,
+    /// A private chat with the bot.
     Private,
 }
 
 impl SpaceKind {
+    /// The stored name: "guild", "group" or "private".
     pub fn as_str(self) -> &'static str {
         match self {
             SpaceKind::Guild => "guild",
@@ -99,6 +99,7 @@ impl SpaceKind {
         }
     }
 
+    /// The kind a stored name names.
     pub fn parse(s: &str) -> Option<SpaceKind> {
         match s {
             "guild" => Some(SpaceKind::Guild),
@@ -124,6 +125,7 @@ pub enum Privacy {
 }
 
 impl Privacy {
+    /// The stored name of the level.
     pub fn as_str(self) -> &'static str {
         match self {
             Privacy::Dm => "dm",
@@ -133,6 +135,7 @@ impl Privacy {
         }
     }
 
+    /// The level a stored name names.
     pub fn parse(s: &str) -> Option<Privacy> {
         match s {
             "dm" => Some(Privacy::Dm),
@@ -149,6 +152,7 @@ impl Privacy {
 /// store query rather than by filtering results afterwards.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scope {
+    /// Everywhere the person is: only what they chose to share (`/memory share`).
     Global,
     /// Public channels of one guild or group.
     Space(SpaceId),
@@ -159,6 +163,7 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The stored key: `global`, `space:ID`, `channel:ID:CHANNEL` or `dm:PERSON`.
     pub fn key(&self) -> String {
         match self {
             Scope::Global => "global".to_string(),
@@ -168,6 +173,7 @@ impl Scope {
         }
     }
 
+    /// The scope a stored key names.
     pub fn parse(key: &str) -> Option<Scope> {
         if key == "global" {
             return Some(Scope::Global);
@@ -188,6 +194,7 @@ impl Scope {
         None
     }
 
+    /// The privacy level of what lives in this scope.
     pub fn privacy(&self) -> Privacy {
         match self {
             Scope::Global => Privacy::Global,
@@ -201,10 +208,15 @@ impl Scope {
 /// Where a message was said or a question is asked: enough to decide what may surface.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Place {
+    /// The platform.
     pub platform: Platform,
+    /// The space (guild, group or private chat).
     pub space: SpaceId,
+    /// What kind of space it is.
     pub space_kind: SpaceKind,
+    /// The channel's platform id (the chat id in a private chat).
     pub channel: String,
+    /// Who may see what is said here.
     pub privacy: Privacy,
     /// The person whose private chat this is, for `Privacy::Dm` places.
     pub dm_owner: Option<PersonId>,
@@ -255,35 +267,48 @@ impl Place {
 /// A person as the memory knows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Person {
+    /// The person's id, the same on every linked platform account.
     pub id: PersonId,
+    /// The name shown for them.
     pub display_name: String,
 }
 
 /// The one message shape every platform adapter produces.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IncomingMessage {
+    /// The platform it came from.
     pub platform: Platform,
     /// Platform id of the guild or group; for private chats, the chat id.
     pub space_external_id: String,
+    /// What kind of space it was said in.
     pub space_kind: SpaceKind,
+    /// The space's title (guild or group name), empty when it has none.
     pub space_title: String,
     /// Platform id of the channel (or thread/topic); the chat id again for private chats.
     pub channel_external_id: String,
+    /// Who may see the channel.
     pub channel_privacy: Privacy,
+    /// The author's platform id.
     pub author_external_id: String,
+    /// The author's display name.
     pub author_display_name: String,
     /// The author's platform username (Telegram's @name), when they have one.
     pub author_username: Option<String>,
+    /// Whether the author is a bot (the bot's own messages included).
     pub author_is_bot: bool,
     /// Platform id of this message, used to make ingestion idempotent.
     pub external_id: String,
+    /// The text as the platform gave it.
     pub text: String,
+    /// When it was sent.
     pub sent_at: DateTime<Utc>,
+    /// The platform id of the message it replies to, if any.
     pub reply_to_external_id: Option<String>,
     /// Whether the message replies to one of the bot's own messages.
     pub replies_to_bot: bool,
     /// Platform user ids mentioned in the message, with the display name used.
     pub mentions: Vec<Mention>,
+    /// Names of attached files (their content is not read).
     pub attachments: Vec<String>,
     /// Whether the author moderates this space (may clear others' memory).
     pub author_is_moderator: bool,
@@ -297,21 +322,32 @@ pub struct IncomingMessage {
 pub struct Mention {
     /// Empty when only the username is known.
     pub external_id: String,
+    /// The name the mention shows.
     pub display_name: String,
+    /// The platform username, when known.
     pub username: Option<String>,
 }
 
 /// A message as stored in chat history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredMessage {
+    /// The stored message's id.
     pub id: MessageId,
+    /// The space it was said in.
     pub space: SpaceId,
+    /// The channel's platform id.
     pub channel: String,
+    /// The privacy scope it belongs to.
     pub scope: Scope,
+    /// Who said it.
     pub author: PersonId,
+    /// Their display name when it was stored.
     pub author_name: String,
+    /// Whether the bot said it.
     pub is_bot: bool,
+    /// The text, secrets already redacted.
     pub text: String,
+    /// When it was sent.
     pub sent_at: DateTime<Utc>,
     /// The conversation (episode) the background indexer put it in; None until indexed.
     pub episode: Option<i64>,

@@ -2,10 +2,6 @@
 //! talks HTTP to it. It answers each task deterministically from the data in the prompt, records
 //! every request, and can be told to fail (status codes, invalid JSON, hanging, rate limits).
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use super::prompts::unescape;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -40,8 +36,11 @@ pub enum Behavior {
 }
 
 #[derive(Debug, Clone)]
+/// One request the fake received.
 pub struct RecordedRequest {
+    /// The task it was for, read from the prompt.
     pub task: String,
+    /// The JSON body as sent.
     pub body: Value,
 }
 
@@ -80,6 +79,7 @@ struct Shared {
     forget_requests: bool,
 }
 
+/// A fake OpenAI-compatible `/v1/chat/completions` server on 127.0.0.1 that answers from the prompt it is given.
 pub struct FakeLlmServer {
     addr: SocketAddr,
     shared: Arc<Mutex<Shared>>,
@@ -87,6 +87,7 @@ pub struct FakeLlmServer {
 }
 
 impl FakeLlmServer {
+    /// Starts it on a free port.
     pub async fn start() -> std::io::Result<FakeLlmServer> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -111,6 +112,7 @@ impl FakeLlmServer {
         format!("http://{}/v1", self.addr)
     }
 
+    /// How it answers from now on.
     pub fn set_behavior(&self, behavior: Behavior) {
         self.shared.lock().expect("fake lock").behavior = Some(behavior);
     }
@@ -187,6 +189,7 @@ impl FakeLlmServer {
         self.shared.lock().expect("fake lock").seen as usize
     }
 
+    /// Every request so far, oldest first.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().expect("fake lock").requests.clone()
     }
@@ -200,6 +203,7 @@ impl FakeLlmServer {
             .collect()
     }
 
+    /// Requests for `task` so far.
     pub fn count(&self, task: &str) -> usize {
         self.shared
             .lock()
@@ -210,10 +214,12 @@ impl FakeLlmServer {
             .count()
     }
 
+    /// Requests so far.
     pub fn total(&self) -> usize {
         self.shared.lock().expect("fake lock").requests.len()
     }
 
+    /// Forgets the requests so far.
     pub fn clear(&self) {
         self.shared.lock().expect("fake lock").requests.clear();
     }
@@ -509,6 +515,7 @@ pub fn elements(text: &str, tag: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The value of attribute `name` in an element's attribute text.
 pub fn attr(attrs: &str, name: &str) -> Option<String> {
     let key = format!("{name}=\"");
     let start = attrs.find(&key)? + key.len();

@@ -2,19 +2,10 @@
 //! OpenAI-compatible client (`openai`), the prompts from `prompts/`, and a fake
 //! OpenAI-compatible server (`fake`) for tests and benchmarks.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`. The lint is
-// back on for each child module below that has no such note.
-#![allow(missing_docs)]
-
-#[warn(missing_docs)]
 pub mod budgeted;
 #[cfg(feature = "test-util")]
-#[warn(missing_docs)]
 pub mod fake;
-#[warn(missing_docs)]
 pub mod openai;
-#[warn(missing_docs)]
 pub mod prompts;
 
 use async_trait::async_trait;
@@ -27,9 +18,13 @@ pub use openai::OpenAiClient;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+/// Who says a chat message.
 pub enum Role {
+    /// The instructions.
     System,
+    /// The person (or the data the bot hands the model).
     User,
+    /// The model.
     Assistant,
     /// A tool's result, answering one of the assistant's tool calls.
     Tool,
@@ -38,14 +33,19 @@ pub enum Role {
 /// One function call the model asked for (OpenAI `tool_calls`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// The call's id, which the tool result names.
     pub id: String,
     #[serde(rename = "type", default = "function_type")]
+    /// Always "function".
     pub kind: String,
+    /// The function and its arguments.
     pub function: FunctionCall,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The function a tool call asks for.
 pub struct FunctionCall {
+    /// The tool's name.
     pub name: String,
     /// JSON text, as the model wrote it (it may be malformed).
     pub arguments: String,
@@ -56,12 +56,17 @@ fn function_type() -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One message of a chat request.
 pub struct ChatMessage {
+    /// Who says it.
     pub role: Role,
+    /// What is said.
     pub content: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Tool calls the model made (assistant messages only).
     pub tool_calls: Vec<ToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The tool call this message answers (tool results only).
     pub tool_call_id: Option<String>,
 }
 
@@ -88,56 +93,77 @@ impl ChatMessage {
             ..ChatMessage::new(Role::Tool, content)
         }
     }
+    /// A system message.
     pub fn system(content: impl Into<String>) -> Self {
         ChatMessage::new(Role::System, content.into())
     }
+    /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
         ChatMessage::new(Role::User, content.into())
     }
 }
 
 #[derive(Debug, Clone)]
+/// One request to the chat model.
 pub struct ChatRequest {
     /// What the call is for ("remember", "day_summary", ...): metrics and logs.
     pub task: &'static str,
+    /// The conversation so far.
     pub messages: Vec<ChatMessage>,
+    /// Sampling temperature (0 for every memory operation).
     pub temperature: f32,
     /// Ask for a JSON object (`response_format: json_object`).
     pub json: bool,
+    /// The longest answer wanted, in tokens; none: the API's default.
     pub max_tokens: Option<u32>,
     /// OpenAI `tools` the model may call (empty: none).
     pub tools: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// The model's answer.
 pub struct ChatResponse {
+    /// The text.
     pub content: String,
     /// Calls the model asked for instead of (or with) an answer.
     pub tool_calls: Vec<ToolCall>,
+    /// Tokens of the prompt, as the API counted them.
     pub prompt_tokens: u64,
+    /// Tokens of the answer.
     pub completion_tokens: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why a chat-model call gave no usable answer. Never shown in a chat.
 pub enum LlmError {
     #[error("no language model is configured")]
+    /// `llm.base_url` is empty: the offline fallback answers instead.
     NotConfigured,
     #[error("cannot reach the language model: {0}")]
+    /// The API could not be reached.
     Connect(String),
     #[error("the language model did not answer within {0:?}")]
+    /// No answer within the timeout.
     Timeout(Duration),
     #[error("the language model answered HTTP {status}: {detail}")]
+    /// The API answered with an error status.
     Http {
+        /// The HTTP status.
         status: u16,
+        /// The start of the answer's body, for the log (secrets removed).
         detail: String,
         /// From Retry-After, when the server sent one.
         retry_after: Option<Duration>,
     },
     #[error("the language model's answer is unusable: {0}")]
+    /// The answer was not what was asked for (not JSON, missing fields).
     BadResponse(String),
     /// Too many failures in a row: calls are skipped until the cooldown ends.
     #[error("the language model is failing; calls paused for {retry_after:?}")]
-    CircuitOpen { retry_after: Duration },
+    CircuitOpen {
+        /// How long until calls are tried again.
+        retry_after: Duration,
+    },
     /// The answer this call was for is over its person's or space's limit.
     #[error("the spending limit for this answer is reached")]
     Limited,
@@ -155,7 +181,9 @@ impl LlmError {
 }
 
 #[async_trait]
+/// The chat-model seam: the OpenAI-compatible client in the product, a fake server in tests.
 pub trait ChatModel: Send + Sync {
+    /// One completion.
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
     /// Calls and tokens so far, per task.
     fn usage(&self) -> UsageSnapshot;
@@ -168,15 +196,22 @@ pub struct Usage {
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Serialize)]
+/// LLM use so far.
 pub struct UsageSnapshot {
+    /// Calls made.
     pub calls: u64,
+    /// Calls that failed.
     pub failures: u64,
+    /// Prompt tokens spent.
     pub prompt_tokens: u64,
+    /// Answer tokens spent.
     pub completion_tokens: u64,
+    /// Calls per task ("reply", "extract", …).
     pub calls_by_task: BTreeMap<String, u64>,
 }
 
 impl Usage {
+    /// Counts one call of `task` and what it spent.
     pub fn record(&self, task: &str, result: &Result<ChatResponse, LlmError>) {
         let mut u = self.inner.lock().expect("usage lock");
         u.calls += 1;
@@ -191,6 +226,7 @@ impl Usage {
         }
     }
 
+    /// The counters now.
     pub fn snapshot(&self) -> UsageSnapshot {
         self.inner.lock().expect("usage lock").clone()
     }

@@ -3,20 +3,23 @@
 //! helpers that mark memory and chat text as data. Every piece of user-provided text that
 //! enters a prompt goes through `escape`, so it cannot close a tag and pose as instructions.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use std::path::{Path, PathBuf};
 
+/// The built-in `remember.md`.
 pub const REMEMBER: &str = include_str!("../../prompts/remember.md");
+/// The built-in `forget.md`.
 pub const FORGET: &str = include_str!("../../prompts/forget.md");
+/// The built-in `day_summary.md`.
 pub const DAY_SUMMARY: &str = include_str!("../../prompts/day_summary.md");
+/// The built-in `history_summary.md`.
 pub const HISTORY_SUMMARY: &str = include_str!("../../prompts/history_summary.md");
+/// The built-in `merge_context.md`.
 pub const MERGE_CONTEXT: &str = include_str!("../../prompts/merge_context.md");
+/// The built-in `reply.md`.
 pub const REPLY: &str = include_str!("../../prompts/reply.md");
 /// Appended to the reply prompt when the memory tools are offered (`llm.reply_tools`).
 pub const REPLY_TOOLS: &str = include_str!("../../prompts/reply_tools.md");
+/// The built-in `extract.md`.
 pub const EXTRACT: &str = include_str!("../../prompts/extract.md");
 /// Appended to the extraction prompt when the same call also writes the day summary.
 pub const EXTRACT_DAY_SUMMARY: &str = include_str!("../../prompts/extract_day_summary.md");
@@ -24,24 +27,36 @@ pub const EXTRACT_DAY_SUMMARY: &str = include_str!("../../prompts/extract_day_su
 /// The prompts in use: one text per task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompts {
+    /// Merging a new fact into a person's facts.
     pub remember: String,
+    /// Taking something out of a person's facts.
     pub forget: String,
+    /// A day summary of a scope.
     pub day_summary: String,
+    /// A summary of the days before today.
     pub history_summary: String,
+    /// Merging a person's memory tiers into one text.
     pub merge_context: String,
+    /// A conversational reply.
     pub reply: String,
+    /// What a reply may do with the memory tools.
     pub reply_tools: String,
+    /// The daily extraction.
     pub extract: String,
+    /// The day-summary request added to an extraction.
     pub extract_day_summary: String,
 }
 
 /// Where one prompt in use came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptSource {
+    /// The copy built into the binary.
     BuiltIn,
     /// A file of the prompts directory; `edited` when it differs from the built-in text.
     File {
+        /// The file.
         path: PathBuf,
+        /// Whether it differs from the built-in text.
         edited: bool,
     },
     /// A Markdown file of the prompts directory that is no prompt (a misspelt name): unused.
@@ -49,22 +64,40 @@ pub enum PromptSource {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why the prompts directory cannot be used (start-up stops).
 pub enum PromptError {
     #[error("cannot read the prompt {path}: {source}")]
+    /// A prompt file could not be read.
     Read {
+        /// The file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     #[error("the prompt {path} is empty")]
-    Empty { path: PathBuf },
+    /// A prompt file is empty.
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
     #[error("the prompt {path} must hold the placeholder {{{{{placeholder}}}}}")]
-    Missing { path: PathBuf, placeholder: String },
+    /// A prompt file lacks a placeholder it must hold.
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// The placeholder.
+        placeholder: String,
+    },
     #[error(
         "the prompt {path} has the placeholder {{{{{placeholder}}}}}, which nothing fills (it may use: {allowed})"
     )]
+    /// A placeholder nothing fills (a typo, most likely).
     Unknown {
+        /// The file.
         path: PathBuf,
+        /// The placeholder.
         placeholder: String,
+        /// The placeholders this prompt may use.
         allowed: String,
     },
 }

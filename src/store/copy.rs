@@ -2,10 +2,6 @@
 //! dump and load, canonical row values, and per-table counts and checksums computed the same
 //! way on both sides.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use super::{Store, StoreError};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -14,9 +10,13 @@ use sha2::{Digest, Sha256};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Value {
+    /// SQL NULL.
     Null,
+    /// An integer (booleans as 0/1).
     Int(i64),
+    /// Text.
     Text(String),
+    /// A float.
     Real(Float),
 }
 
@@ -37,34 +37,58 @@ impl Eq for Float {}
 /// How a column is stored: booleans are INTEGER 0/1 in SQLite and BOOLEAN in PostgreSQL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// INTEGER / BIGINT.
     Int,
+    /// TEXT.
     Text,
+    /// A boolean.
     Bool,
+    /// A nullable integer.
     NullInt,
+    /// A nullable text.
     NullText,
+    /// REAL / DOUBLE PRECISION.
     Real,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The tables `engram migrate` copies.
 pub enum Table {
+    /// `people`
     People,
+    /// `identities`
     Identities,
+    /// `spaces`
     Spaces,
+    /// `messages`
     Messages,
+    /// `facts`
     Facts,
+    /// `fact_versions`
     FactVersions,
+    /// `day_summaries`
     DaySummaries,
+    /// `history_summaries`
     HistorySummaries,
+    /// `job_runs`
     JobRuns,
+    /// `memory_entries`
     MemoryEntries,
+    /// `memory_entry_history`
     MemoryEntryHistory,
+    /// `daily_notes`
     DailyNotes,
+    /// `memory_settings`
     MemorySettings,
+    /// `hearsay`
     Hearsay,
 }
 
+/// A table's name and columns, as both backends hold them.
 pub struct TableSpec {
+    /// The table's name.
     pub name: &'static str,
+    /// Its columns, each with how it is stored.
     pub columns: &'static [(&'static str, Kind)],
     /// ORDER BY for a stable dump.
     pub order_by: &'static str,
@@ -93,6 +117,7 @@ impl Table {
         Table::Hearsay,
     ];
 
+    /// The table's name and columns.
     pub fn spec(self) -> TableSpec {
         match self {
             Table::People => TableSpec {
@@ -291,6 +316,7 @@ impl Table {
         }
     }
 
+    /// The table's name.
     pub fn name(self) -> &'static str {
         self.spec().name
     }
@@ -300,8 +326,11 @@ impl Table {
 /// tables hold the same data.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TableSummary {
+    /// The table's name.
     pub table: &'static str,
+    /// Rows in it.
     pub rows: u64,
+    /// SHA-256 of its canonical rows, in key order.
     pub checksum: String,
 }
 
