@@ -31,7 +31,7 @@ declare -A TESTS=(
     [src/retrieval/fusion.rs]="retrieval::"
     [src/store/terms.rs]="retrieval::"
     [src/memory/tokens.rs]=""
-    [src/memory/context.rs]="transient::"
+    [src/responder/prompt.rs]="transient::"
     [src/router.rs]="memory_entries::"
     [src/memory/cache.rs]="transient::"
 )
@@ -42,11 +42,11 @@ declare -A FOCUS=(
     [src/memory/forgetting.rs]='(forget_reach|place_scopes|Reach::scopes|ForgetTarget::|is_forgotten|quotable|quoted_in)'
     [src/memory/summaries.rs]='(offline_day_map|history_summary|hour_bucket)'
     [src/store/terms.rs]='(Bm25::term_score|Bm25::idf)'
-    [src/memory/context.rs]='(pack_notes|pack_recalled|in take)'
+    [src/responder/prompt.rs]='(pack_notes|pack_recalled|in take)'
     [src/router.rs]='(parse_command|fact_subject|about_clause|after|subject_word)'
 )
 CORE=(src/memory/cache.rs src/memory/tokens.rs src/domain/mod.rs src/router.rs src/memory/forgetting.rs
-    src/memory/summaries.rs src/retrieval/fusion.rs src/memory/context.rs src/store/terms.rs)
+    src/memory/summaries.rs src/retrieval/fusion.rs src/responder/prompt.rs src/store/terms.rs)
 
 # Options in any order: --iterate (test again only what the last run in mutants.out did not
 # catch), --changed <commit> (the core files changed since its merge base), core files.

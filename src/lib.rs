@@ -12,7 +12,7 @@
 //! | [`bot`] | one message end to end: ingest, route, a memory command or the responder, store the reply |
 //! | [`ingest`] | stores every message (and its mentions) before anything else may fail |
 //! | [`router`] | reads what an addressed message asks for: memory commands, remember / forget forms |
-//! | [`responder`] | conversation that is not a command: memory context plus the model's answer |
+//! | [`responder`] | conversation that is not a command: the memory context, the reply prompt packed within its token budget (`prompt`), the model's answer |
 //! | [`memory`] | the memory tier: facts, hearsay, structured entries and their extraction, day and history summaries, context assembly within a token budget, forgetting, caches, the memory tools |
 //! | [`retrieval`] | hybrid search (BM25 and vectors fused), time expressions, the background indexer |
 //! | [`llm`] | the chat-model seam: the OpenAI-compatible client, spending limits, the prompts |

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use tokens::TokenCounter;
 use tracing::{debug, warn};
 
-pub use context::{ContextBundle, PersonMemory, RenderedPrompt, render_prompt};
+pub use context::{ContextBundle, PersonMemory};
 pub use facts::{FactRequest, ForgetOutcome, RememberOutcome};
 
 #[derive(Debug, thiserror::Error)]

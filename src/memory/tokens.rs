@@ -88,7 +88,7 @@ impl TokenCounter {
 mod tests {
     use super::*;
 
-    /// The context packer charges each note and recalled message one token for the newline
+    /// The reply prompt's packer (`responder::prompt`) charges each note and recalled message one token for the newline
     /// that joins it to the next (a margin, see `.cargo/mutants.toml`): the newline between two
     /// elements costs nothing when the prompt is counted whole.
     #[test]

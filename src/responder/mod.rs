@@ -6,11 +6,13 @@ use crate::config::Config;
 use crate::ingest::Ingested;
 use crate::llm::prompts::{Prompts, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
-use crate::memory::context::new_notes;
 use crate::memory::tools::{Caller, StagedChange, run_with_tools};
-use crate::memory::{ContextBundle, MemoryError, MemoryManager, render_prompt};
+use crate::memory::{ContextBundle, MemoryError, MemoryManager};
+use prompt::{new_notes, render_prompt};
 use std::sync::Arc;
 use tracing::{info, warn};
+
+pub mod prompt;
 
 /// What the responder answers: the text, and memory changes the model asked for that wait for
 /// the person's confirmation.
