@@ -133,18 +133,7 @@ const TOKEN_PREFIXES: [&str; 10] = [
 /// Every secret in `text`: byte ranges on character boundaries, in order, with their kind.
 pub fn secret_spans(text: &str) -> Vec<(Range<usize>, SecretKind)> {
     let mut found = Vec::new();
-    if let Some(start) = text.find("-----BEGIN")
-        && text[start..].contains("PRIVATE KEY")
-    {
-        let end = text[start..]
-            .find("-----END")
-            .and_then(|e| {
-                let after = start + e + "-----END".len();
-                text[after..].find("-----").map(|x| after + x + 5)
-            })
-            .unwrap_or(text.len());
-        found.push((start..end, SecretKind::Key));
-    }
+    found.extend(private_key_block(text).map(|r| (r, SecretKind::Key)));
     let words = words(text);
     for (i, (range, core)) in words.iter().enumerate() {
         // "password=hunter2", "pin:4921": the announcing word and the value in one.
@@ -158,82 +147,8 @@ pub fn secret_spans(text: &str) -> Vec<(Range<usize>, SecretKind)> {
             found.push((range.start + at + 1..range.end, SecretKind::Password));
             continue;
         }
-        let lower = core.to_lowercase().replace('’', "'");
-        // "my password is X", "password: X", "the wifi password for guests is X".
-        let bare = lower.trim_end_matches([':', '=']);
-        // "my password's X": the verb in the word.
-        let (bare, inline_is) = match bare.strip_suffix("'s") {
-            Some(b) => (b, true),
-            None => (bare, false),
-        };
-        let qualified = QUALIFIED.contains(&bare)
-            && i > 0
-            && QUALIFIERS.contains(&words[i - 1].1.to_lowercase().as_str());
-        let announced = ANNOUNCING
-            .iter()
-            .find(|(w, _)| bare == *w)
-            .map(|(_, k)| k)
-            .or(qualified.then_some(&SecretKind::Key));
-        if let Some(kind) = announced {
-            let inline = inline_is || text[range.clone()].ends_with([':', '=']);
-            let mut j = i + 1;
-            let mut inline = inline;
-            // "PIN code is", "pin number:", "pass phrase is": still its name.
-            while !inline
-                && let Some((r, w)) = words.get(j)
-                && NAME_GOES_ON.contains(&w.to_lowercase().as_str())
-            {
-                inline = text[r.clone()].ends_with([':', '=']);
-                j += 1;
-            }
-            let mut linked = inline;
-            // Up to four words of what it is for ("for the wifi", "to my bank").
-            let mut skipped = 0;
-            while !linked && j < words.len() && skipped <= 4 {
-                let w = words[j].1.to_lowercase();
-                let raw = &text[words[j].0.clone()];
-                if LINKING.contains(&w.as_str()) || LINKING.contains(&raw) {
-                    linked = true;
-                } else if skipped == 0 && !FOR_WHAT.contains(&w.as_str()) {
-                    break;
-                } else if raw.ends_with([':', '=']) {
-                    linked = true;
-                    j += 1;
-                    break;
-                } else {
-                    skipped += 1;
-                }
-                j += 1;
-            }
-            // "my pin 1234", "password hunter2": no verb, but a value that has digits.
-            let bare_value = !linked
-                && words
-                    .get(i + 1)
-                    .is_some_and(|(_, v)| v.len() >= 4 && v.chars().any(|c| c.is_ascii_digit()));
-            if bare_value {
-                linked = true;
-                j = i + 1;
-            }
-            if linked
-                && let Some((value, core)) = words.get(j)
-                && !NOT_A_VALUE.contains(&core.to_lowercase().as_str())
-                && !core.is_empty()
-            {
-                // A password runs to the end of its clause ("correct horse battery staple");
-                // a key or code is one word. Either keeps its punctuation ("tr0ub4dor!").
-                let rest = &text[value.start..];
-                let end = if *kind == SecretKind::Password && !bare_value {
-                    [". ", ", ", "; ", "\n", " and ", " but "]
-                        .iter()
-                        .filter_map(|b| rest.find(b))
-                        .min()
-                        .map_or(text.len(), |e| value.start + e)
-                } else {
-                    rest.find(char::is_whitespace)
-                        .map_or(text.len(), |e| value.start + e)
-                };
-                found.push((value.start..end, *kind));
-            }
+        if let Some(announced) = announced_value(text, &words, i) {
+            found.push(announced);
         }
         if looks_like_token(core) {
             found.push((range.clone(), SecretKind::Key));
@@ -246,6 +161,116 @@ pub fn secret_spans(text: &str) -> Vec<(Range<usize>, SecretKind)> {
     );
     found.sort_by_key(|(r, _)| (r.start, r.end));
     found
+}
+
+/// A PEM private key block, from `-----BEGIN` to the end of its `-----END …-----` line (or
+/// of the text, when it is cut off).
+fn private_key_block(text: &str) -> Option<Range<usize>> {
+    let start = text.find("-----BEGIN")?;
+    if !text[start..].contains("PRIVATE KEY") {
+        return None;
+    }
+    let end = text[start..]
+        .find("-----END")
+        .and_then(|e| {
+            let after = start + e + "-----END".len();
+            text[after..].find("-----").map(|x| after + x + 5)
+        })
+        .unwrap_or(text.len());
+    Some(start..end)
+}
+
+/// When word `i` announces a secret ("my password is X", "password: X", "the wifi password
+/// for guests is X", "my pin 1234"), the value it announces and its kind.
+fn announced_value(
+    text: &str,
+    words: &[(Range<usize>, &str)],
+    i: usize,
+) -> Option<(Range<usize>, SecretKind)> {
+    let (range, core) = &words[i];
+    let lower = core.to_lowercase().replace('’', "'");
+    let bare = lower.trim_end_matches([':', '=']);
+    // "my password's X": the verb in the word.
+    let (bare, inline_is) = match bare.strip_suffix("'s") {
+        Some(b) => (b, true),
+        None => (bare, false),
+    };
+    let qualified = QUALIFIED.contains(&bare)
+        && i > 0
+        && QUALIFIERS.contains(&words[i - 1].1.to_lowercase().as_str());
+    let kind = *ANNOUNCING
+        .iter()
+        .find(|(w, _)| bare == *w)
+        .map(|(_, k)| k)
+        .or(qualified.then_some(&SecretKind::Key))?;
+    let mut inline = inline_is || text[range.clone()].ends_with([':', '=']);
+    let mut j = i + 1;
+    // "PIN code is", "pin number:", "pass phrase is": still its name.
+    while !inline
+        && let Some((r, w)) = words.get(j)
+        && NAME_GOES_ON.contains(&w.to_lowercase().as_str())
+    {
+        inline = text[r.clone()].ends_with([':', '=']);
+        j += 1;
+    }
+    let (mut linked, mut j) = linking_verb(text, words, inline, j);
+    // "my pin 1234", "password hunter2": no verb, but a value that has digits.
+    let bare_value = !linked
+        && words
+            .get(i + 1)
+            .is_some_and(|(_, v)| v.len() >= 4 && v.chars().any(|c| c.is_ascii_digit()));
+    if bare_value {
+        linked = true;
+        j = i + 1;
+    }
+    let (value, core) = words.get(j).filter(|_| linked)?;
+    if NOT_A_VALUE.contains(&core.to_lowercase().as_str()) || core.is_empty() {
+        return None;
+    }
+    // A password runs to the end of its clause ("correct horse battery staple"); a key or
+    // code is one word. Either keeps its punctuation ("tr0ub4dor!").
+    let rest = &text[value.start..];
+    let end = if kind == SecretKind::Password && !bare_value {
+        [". ", ", ", "; ", "\n", " and ", " but "]
+            .iter()
+            .filter_map(|b| rest.find(b))
+            .min()
+            .map_or(text.len(), |e| value.start + e)
+    } else {
+        rest.find(char::is_whitespace)
+            .map_or(text.len(), |e| value.start + e)
+    };
+    Some((value.start..end, kind))
+}
+
+/// From word `j` after a secret's name: whether a linking verb or a colon ties the name to a
+/// value (it already is when `inline`), passing up to four words of what it is for ("for the
+/// wifi", "to my bank"), and the index of the value's word.
+fn linking_verb(
+    text: &str,
+    words: &[(Range<usize>, &str)],
+    inline: bool,
+    mut j: usize,
+) -> (bool, usize) {
+    let mut linked = inline;
+    let mut skipped = 0;
+    while !linked && j < words.len() && skipped <= 4 {
+        let w = words[j].1.to_lowercase();
+        let raw = &text[words[j].0.clone()];
+        if LINKING.contains(&w.as_str()) || LINKING.contains(&raw) {
+            linked = true;
+        } else if skipped == 0 && !FOR_WHAT.contains(&w.as_str()) {
+            break;
+        } else if raw.ends_with([':', '=']) {
+            linked = true;
+            j += 1;
+            break;
+        } else {
+            skipped += 1;
+        }
+        j += 1;
+    }
+    (linked, j)
 }
 
 /// `text` with every secret replaced by `REDACTED`.
