@@ -11,7 +11,8 @@ pub mod store;
 
 use serde::Serialize;
 
-/// `engram bench context`: the size of the synthetic community.
+/// `engram bench context`: the size of the synthetic community (defaults: the command
+/// line's).
 #[derive(Debug, Clone)]
 pub struct ContextBenchOptions {
     /// People in the community.
@@ -24,18 +25,6 @@ pub struct ContextBenchOptions {
     pub warm_rounds: usize,
     /// Seed of the generator (the same seed, the same community).
     pub seed: u64,
-}
-
-impl Default for ContextBenchOptions {
-    fn default() -> Self {
-        ContextBenchOptions {
-            people: 100,
-            days: 7,
-            messages: 20_000,
-            warm_rounds: 20,
-            seed: 42,
-        }
-    }
 }
 
 /// `engram bench load`: the load and the fake model's behaviour.

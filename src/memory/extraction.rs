@@ -598,28 +598,27 @@ impl Extractor {
         prompt: &str,
         run: &mut ExtractionRun,
     ) -> Result<Answer, AnswerError> {
-        let mut answer = Err(AnswerError::Model(LlmError::NotConfigured));
-        for attempt in 0..2 {
-            match self.ask(system, prompt).await {
+        let mut attempt = 0;
+        loop {
+            let why = match self.ask(system, prompt).await {
                 Ok((content, tokens)) => {
                     run.tokens = run.tokens.saturating_add(tokens);
-                    answer = parse_answer(&content);
-                    if let Err(why) = &answer {
-                        warn!(%person, attempt, error = %why, "extraction answer rejected");
-                    } else {
-                        break;
+                    match parse_answer(&content) {
+                        Ok(answer) => return Ok(answer),
+                        Err(why) => {
+                            warn!(%person, attempt, error = %why, "extraction answer rejected");
+                            why
+                        }
                     }
                 }
-                Err(e) => {
-                    let retry = matches!(e, LlmError::BadResponse(_));
-                    answer = Err(AnswerError::Model(e));
-                    if !retry {
-                        break;
-                    }
-                }
+                Err(e @ LlmError::BadResponse(_)) => AnswerError::Model(e),
+                Err(e) => return Err(AnswerError::Model(e)),
+            };
+            attempt += 1;
+            if attempt == 2 {
+                return Err(why);
             }
         }
-        answer
     }
 
     /// Applies a checked answer in one transaction (entries, removals, the daily note), then
