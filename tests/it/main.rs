@@ -29,3 +29,4 @@ mod retrieval;
 mod store_contract;
 mod telegram;
 mod transient;
+mod upgrade;

@@ -356,9 +356,22 @@ macro_rules! on_both_backends {
 /// migration log aside). What was forgotten must appear nowhere in it: not in a row, a
 /// posting (stems: "salari"), a summary, an episode or a vector's table.
 pub async fn database_text(h: &Harness) -> String {
+    database_text_at(&h.config.store.url).await
+}
+
+/// `database_text` of the database at `url`.
+pub async fn database_text_at(url: &str) -> String {
+    database_rows_at(url)
+        .await
+        .into_iter()
+        .map(|row| format!("{row}\n"))
+        .collect()
+}
+
+/// Every row of every table of the database at `url` as `table: values` (see `database_text`).
+pub async fn database_rows_at(url: &str) -> Vec<String> {
     use sqlx::{Connection, Row};
-    let url = &h.config.store.url;
-    let mut out = String::new();
+    let mut out = Vec::new();
     if url.starts_with("postgres") {
         let mut c = sqlx::PgConnection::connect(url).await.unwrap();
         let tables: Vec<String> = sqlx::query_scalar(
@@ -375,7 +388,7 @@ pub async fn database_text(h: &Harness) -> String {
                 .await
                 .unwrap()
             {
-                out.push_str(&format!("{t}: {}\n", row.get::<String, _>(0)));
+                out.push(format!("{t}: {}", row.get::<String, _>(0)));
             }
         }
     } else {
@@ -409,7 +422,7 @@ pub async fn database_text(h: &Harness) -> String {
                 .await
                 .unwrap()
             {
-                out.push_str(&format!("{t}: {}\n", r.get::<String, _>(0)));
+                out.push(format!("{t}: {}", r.get::<String, _>(0)));
             }
         }
     }
