@@ -7,8 +7,52 @@
 // back on for each child module below that has no such note.
 #![allow(missing_docs)]
 
+/// Which SQL dialect a backend speaks, for the few statements written per backend
+/// (`per_dialect!`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// Writes the items once for both backends. Inside, `Backend` is the store type, `DIALECT` its
+/// dialect, and `db_err` its error mapping (each backend's `shared` module says what else).
+/// Statements use `$1`-style parameters, which both drivers bind by number; a statement
+/// that differs between the databases is written with `per_dialect!`.
+macro_rules! on_both_backends {
+    ($($item:item)*) => {
+        mod on_sqlite {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(unused_imports)]
+            use $crate::store::sqlite::shared::*;
+            $($item)*
+        }
+        mod on_postgres {
+            #[allow(unused_imports)]
+            use super::*;
+            #[allow(unused_imports)]
+            use $crate::store::postgres::shared::*;
+            $($item)*
+        }
+    };
+}
+
+/// The text for this backend's dialect, inside `on_both_backends!`.
+#[allow(unused_macros)]
+macro_rules! per_dialect {
+    (sqlite: $sqlite:expr, postgres: $postgres:expr $(,)?) => {
+        match DIALECT {
+            $crate::store::Dialect::Sqlite => $sqlite,
+            $crate::store::Dialect::Postgres => $postgres,
+        }
+    };
+}
+
 #[warn(missing_docs)]
 pub mod copy;
+#[warn(missing_docs)]
+pub mod jobs;
 #[warn(missing_docs)]
 pub mod postgres;
 mod rows;
@@ -28,6 +72,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::{BTreeMap, HashMap};
 
 pub use copy::{Table, Value};
+pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use terms::{
@@ -200,121 +245,6 @@ pub struct DaySummaryRecord {
 pub struct RangeStats {
     pub last_message: i64,
     pub count: i64,
-}
-
-/// A holder name unique to this process: host, this boot and process namespace, process id,
-/// and a random part ("host-m1a2b3c4d-4242-0badcafe").
-pub fn process_holder() -> String {
-    format!(
-        "{}-{}-{}-{:08x}",
-        host_name(),
-        this_machine().unwrap_or_else(|| "unknown".into()),
-        std::process::id(),
-        rand::random::<u32>()
-    )
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/etc/hostname")
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
-/// This boot of this machine and this process-id namespace: processes that share it see the
-/// same process ids (a restarted container, or another machine with the same host name, has
-/// another). None where it cannot be told.
-fn this_machine() -> Option<String> {
-    use sha2::Digest;
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let namespace = std::fs::read_link("/proc/self/ns/pid").ok()?;
-    let digest = sha2::Sha256::digest(format!("{}|{}", boot.trim(), namespace.display()));
-    Some(format!("m{}", &hex::encode(digest)[..9]))
-}
-
-/// Whether process `pid` of this machine is running (or exists but belongs to someone else).
-fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return true;
-    };
-    // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists.
-    let found = unsafe { libc::kill(pid, 0) } == 0;
-    found || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-}
-
-/// Whether `holder` (a `process_holder` name) was a process of this machine (same boot, same
-/// process namespace) that no longer runs. A holder of anywhere else, of this process, of an
-/// unknown machine, or of another form is taken as alive: its run is then taken over only when
-/// its lease ends.
-pub fn holder_is_gone(holder: &str) -> bool {
-    let mut parts = holder.rsplitn(4, '-');
-    let (Some(_), Some(pid), Some(machine), Some(host)) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return false;
-    };
-    let (Ok(pid), Some(ours)) = (pid.parse::<u32>(), this_machine()) else {
-        return false;
-    };
-    !host.is_empty()
-        && host == host_name()
-        && machine == ours
-        && pid != std::process::id()
-        && !process_alive(pid)
-}
-
-/// The outcome of claiming one run of a scheduled job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobClaim {
-    /// This holder runs it now (first claim, a retry after failure, or a takeover after the
-    /// previous holder's lease expired).
-    Acquired { attempt: i64 },
-    /// It ran to completion already.
-    AlreadyDone,
-    /// Another live holder is running it.
-    HeldByOther {
-        holder: String,
-        until: DateTime<Utc>,
-    },
-    /// It failed, and may be tried again from `at` on (a failing run backs off).
-    RetryLater { at: DateTime<Utc> },
-}
-
-/// How a claimed run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finish {
-    Done,
-    /// Failed; it may be claimed again from `retry_at` on.
-    Failed {
-        retry_at: DateTime<Utc>,
-    },
-}
-
-impl Finish {
-    fn status(self) -> &'static str {
-        match self {
-            Finish::Done => "done",
-            Finish::Failed { .. } => "failed",
-        }
-    }
-
-    /// What `lease_until` holds once finished: for a failed run, when it may be retried.
-    fn until(self, now: DateTime<Utc>) -> DateTime<Utc> {
-        match self {
-            Finish::Done => now,
-            Finish::Failed { retry_at } => retry_at,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobRun {
-    pub job: String,
-    pub run_key: String,
-    pub holder: String,
-    pub status: String,
-    pub attempts: i64,
-    pub detail: String,
 }
 
 /// What redeeming a link code did.
@@ -541,7 +471,7 @@ pub struct TableCount {
 }
 
 #[async_trait]
-pub trait Store: Send + Sync {
+pub trait Store: Jobs + Send + Sync {
     /// Maps a platform account to a person, creating both on first sight; keeps the display
     /// name current.
     async fn resolve_person(
@@ -851,63 +781,6 @@ pub trait Store: Send + Sync {
         to: DateTime<Utc>,
     ) -> StoreResult<Vec<Scope>>;
 
-    /// Claims one run of a scheduled job for `holder` until `now + lease`. Several processes
-    /// may race: exactly one gets `Acquired`; a crashed holder's claim expires with its lease.
-    async fn claim_job(
-        &self,
-        job: &str,
-        run_key: &str,
-        holder: &str,
-        now: DateTime<Utc>,
-        lease: chrono::Duration,
-    ) -> StoreResult<JobClaim>;
-    /// Marks a claimed run done, or failed (claimable again from `Finish::Failed`'s time on).
-    /// False if `holder` lost the claim.
-    async fn finish_job(
-        &self,
-        job: &str,
-        run_key: &str,
-        holder: &str,
-        now: DateTime<Utc>,
-        finish: Finish,
-        detail: &str,
-    ) -> StoreResult<bool>;
-    async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>>;
-    /// Takes over a run `from` holds (a holder known to be gone): false if it no longer does.
-    async fn take_over_job(
-        &self,
-        job: &str,
-        run_key: &str,
-        from: &str,
-        holder: &str,
-        now: DateTime<Utc>,
-        lease: chrono::Duration,
-    ) -> StoreResult<Option<i64>>;
-
-    /// `claim_job`, except that a run held by a process of this machine that is no longer
-    /// running (killed, crashed) is taken over at once instead of after its lease: a restarted
-    /// bot finishes the work its killed predecessor left.
-    async fn claim_job_or_take_over(
-        &self,
-        job: &str,
-        run_key: &str,
-        holder: &str,
-        now: DateTime<Utc>,
-        lease: chrono::Duration,
-    ) -> StoreResult<JobClaim> {
-        let claim = self.claim_job(job, run_key, holder, now, lease).await?;
-        if let JobClaim::HeldByOther { holder: gone, .. } = &claim
-            && holder_is_gone(gone)
-            && let Some(attempt) = self
-                .take_over_job(job, run_key, gone, holder, now, lease)
-                .await?
-        {
-            tracing::warn!(job, run_key, from = %gone, "took over a run whose process is gone");
-            return Ok(JobClaim::Acquired { attempt });
-        }
-        Ok(claim)
-    }
-
     /// BM25 search over messages in the given scopes: the privacy filter is part of the
     /// query, and N, average length and document frequencies are those of these scopes.
     /// `terms` come from `query_terms`; they are never interpreted as query syntax.
@@ -1105,44 +978,4 @@ pub(crate) fn forget_plan(rows: &[MessageRow]) -> StoreResult<ForgetPlan> {
         *first = (*first).min(day);
     }
     Ok(plan)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_finished_process_of_this_machine_is_gone() {
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let dead = child.id();
-        child.wait().unwrap();
-        let (host, machine) = (host_name(), this_machine().unwrap());
-        assert!(holder_is_gone(&format!("{host}-{machine}-{dead}-0000abcd")));
-        // Positive controls: this process, a running one, another machine (host, or boot and
-        // namespace), an unknown machine, a name of another form.
-        let me = std::process::id();
-        assert!(!holder_is_gone(&format!("{host}-{machine}-{me}-0000abcd")));
-        let running = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .unwrap();
-        assert!(!holder_is_gone(&format!(
-            "{host}-{machine}-{}-0000abcd",
-            running.id()
-        )));
-        assert!(!holder_is_gone(&format!(
-            "{host}x-{machine}-{dead}-0000abcd"
-        )));
-        assert!(!holder_is_gone(&format!(
-            "{host}-m000000000-{dead}-0000abcd"
-        )));
-        assert!(!holder_is_gone(&format!("{host}-unknown-{dead}-0000abcd")));
-        assert!(!holder_is_gone(&format!("-{machine}-{dead}-0000abcd")));
-        assert!(!holder_is_gone("p1"));
-        assert!(!holder_is_gone("a-b-c-d"));
-        assert!(process_holder().starts_with(&format!("{host}-{machine}-{me}-")));
-        let mut running = running;
-        running.kill().unwrap();
-        running.wait().unwrap();
-    }
 }

@@ -31,7 +31,7 @@ pub struct PgSettings {
     pub statement_timeout: Duration,
 }
 
-fn db_err(e: sqlx::Error) -> StoreError {
+pub(super) fn db_err(e: sqlx::Error) -> StoreError {
     match &e {
         sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
             StoreError::Unavailable(e)
@@ -47,6 +47,12 @@ fn db_err(e: sqlx::Error) -> StoreError {
         }
         _ => StoreError::Query(e),
     }
+}
+
+/// What the statements shared by both backends (`on_both_backends!`) need of this one.
+pub(super) mod shared {
+    pub(in crate::store) use super::{PostgresStore as Backend, db_err};
+    pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Postgres;
 }
 
 const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
@@ -1494,117 +1500,6 @@ impl Store for PostgresStore {
         .await
         .map_err(db_err)?;
         keys.iter().map(|k| parse_scope(k)).collect()
-    }
-
-    async fn claim_job(
-        &self,
-        job: &str,
-        run_key: &str,
-        holder: &str,
-        now: DateTime<Utc>,
-        lease: chrono::Duration,
-    ) -> StoreResult<JobClaim> {
-        let until = ms(now + lease);
-        let inserted = sqlx::query(
-            "INSERT INTO job_runs (job, run_key, holder, status, lease_until, attempts, started_at) VALUES ($1, $2, $3, 'running', $4, 1, $5) \
-             ON CONFLICT (job, run_key) DO NOTHING",
-        )
-        .bind(job)
-        .bind(run_key)
-        .bind(holder)
-        .bind(until)
-        .bind(ms(now))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        if inserted == 1 {
-            return Ok(JobClaim::Acquired { attempt: 1 });
-        }
-        let taken: Option<i64> = sqlx::query_scalar(
-            "UPDATE job_runs SET holder = $1, status = 'running', lease_until = $2, attempts = attempts + 1, started_at = $3 \
-             WHERE job = $4 AND run_key = $5 AND status IN ('failed', 'running') AND lease_until <= $3 RETURNING attempts",
-        )
-        .bind(holder)
-        .bind(until)
-        .bind(ms(now))
-        .bind(job)
-        .bind(run_key)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        if let Some(attempt) = taken {
-            return Ok(JobClaim::Acquired { attempt });
-        }
-        let (status, owner, lease_until): (String, String, i64) = sqlx::query_as(
-            "SELECT status, holder, lease_until FROM job_runs WHERE job = $1 AND run_key = $2",
-        )
-        .bind(job)
-        .bind(run_key)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows::claim_refused(&status, owner, lease_until)
-    }
-
-    async fn finish_job(
-        &self,
-        job: &str,
-        run_key: &str,
-        holder: &str,
-        now: DateTime<Utc>,
-        finish: Finish,
-        detail: &str,
-    ) -> StoreResult<bool> {
-        let updated = sqlx::query(
-            "UPDATE job_runs SET status = $1, finished_at = $2, detail = $3, lease_until = $7 WHERE job = $4 AND run_key = $5 AND holder = $6 AND status = 'running'",
-        )
-        .bind(finish.status())
-        .bind(ms(now))
-        .bind(detail)
-        .bind(job)
-        .bind(run_key)
-        .bind(holder)
-        .bind(ms(finish.until(now)))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        Ok(updated == 1)
-    }
-
-    async fn take_over_job(
-        &self,
-        job: &str,
-        run_key: &str,
-        from: &str,
-        holder: &str,
-        now: DateTime<Utc>,
-        lease: chrono::Duration,
-    ) -> StoreResult<Option<i64>> {
-        sqlx::query_scalar(
-            "UPDATE job_runs SET holder = $1, lease_until = $2, attempts = attempts + 1, started_at = $3 WHERE job = $4 AND run_key = $5 AND holder = $6 AND status = 'running' RETURNING attempts",
-        )
-        .bind(holder)
-        .bind(ms(now + lease))
-        .bind(ms(now))
-        .bind(job)
-        .bind(run_key)
-        .bind(from)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)
-    }
-
-    async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>> {
-        let rows: Vec<rows::JobRunRow> = sqlx::query_as(
-            "SELECT job, run_key, holder, status, attempts, detail FROM job_runs WHERE job = $1 ORDER BY run_key",
-        )
-        .bind(job)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows::job_runs(rows))
     }
 
     async fn search_messages(

@@ -2,10 +2,7 @@
 //! of fact history, day summaries and job runs. SQL stays in each backend; what a row means is
 //! decided once, here.
 
-use super::{
-    Account, DaySummaryRecord, FactVersion, Hearsay, JobClaim, JobRun, Resolved, StoreError,
-    StoreResult,
-};
+use super::{Account, DaySummaryRecord, FactVersion, Hearsay, Resolved, StoreError, StoreResult};
 use crate::domain::{MessageId, PersonId, Platform, Scope};
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
@@ -79,37 +76,6 @@ pub fn day_summary(
         is_final,
         computed_at: from_ms(at)?,
     })
-}
-
-/// A claim that neither inserted nor took over: done, failed and backing off, or held by
-/// someone alive.
-pub fn claim_refused(status: &str, holder: String, lease_until: i64) -> StoreResult<JobClaim> {
-    Ok(match status {
-        "done" => JobClaim::AlreadyDone,
-        "failed" => JobClaim::RetryLater {
-            at: from_ms(lease_until)?,
-        },
-        _ => JobClaim::HeldByOther {
-            holder,
-            until: from_ms(lease_until)?,
-        },
-    })
-}
-
-/// job, run_key, holder, status, attempts, detail
-pub type JobRunRow = (String, String, String, String, i64, String);
-
-pub fn job_runs(rows: Vec<JobRunRow>) -> Vec<JobRun> {
-    rows.into_iter()
-        .map(|(job, run_key, holder, status, attempts, detail)| JobRun {
-            job,
-            run_key,
-            holder,
-            status,
-            attempts,
-            detail,
-        })
-        .collect()
 }
 
 /// id, person_id, scope, category, key, value, confidence, source, origin, created_at,
