@@ -52,12 +52,16 @@ macro_rules! per_dialect {
 #[warn(missing_docs)]
 pub mod copy;
 #[warn(missing_docs)]
+pub mod facts;
+#[warn(missing_docs)]
 pub mod jobs;
 #[warn(missing_docs)]
 pub mod postgres;
 mod rows;
 #[warn(missing_docs)]
 pub mod sqlite;
+#[warn(missing_docs)]
+pub mod summaries;
 #[warn(missing_docs)]
 pub mod terms;
 #[warn(missing_docs)]
@@ -69,12 +73,14 @@ use crate::domain::{
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 pub use copy::{Table, Value};
+pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
 pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+pub use summaries::{DaySummaryRecord, Summaries};
 pub use terms::{
     Bm25, DocumentTerms, WordPairs, document_terms, plain_words, query_terms, rank_documents,
 };
@@ -187,56 +193,6 @@ pub struct NewMessage {
     /// Said while the author's memory was paused: kept in the history, but nothing is derived
     /// from it (no summaries, extraction, postings or vectors).
     pub withheld: bool,
-}
-
-/// The current facts text of one person in one scope.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FactsRecord {
-    pub text: String,
-    /// 0 when nothing was ever stored.
-    pub version: i64,
-    pub updated_at: Option<DateTime<Utc>>,
-}
-
-/// What a facts change was and where it came from, for the version history.
-#[derive(Debug, Clone)]
-pub struct FactChange {
-    /// "remember", "forget", ...
-    pub op: String,
-    /// The fact as the person stated it.
-    pub request: String,
-    /// "llm" or "offline": how the new text was produced.
-    pub method: String,
-    pub changed_by: Option<PersonId>,
-    pub source_message: Option<MessageId>,
-    pub at: DateTime<Utc>,
-    /// A forget: the earlier versions held what is being forgotten, so they are deleted in
-    /// the same transaction (the history then starts with this version).
-    pub drop_history: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FactVersion {
-    pub version: i64,
-    pub op: String,
-    pub request: String,
-    pub text: String,
-    pub method: String,
-    pub changed_by: Option<PersonId>,
-    pub source_message: Option<MessageId>,
-    pub at: DateTime<Utc>,
-}
-
-/// A stored day summary: one short text per active person of a scope and day.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DaySummaryRecord {
-    pub summaries: BTreeMap<PersonId, String>,
-    /// Highest message id the summary saw; newer messages make it stale.
-    pub through_message: i64,
-    pub message_count: i64,
-    /// Computed after the day ended: never recomputed.
-    pub is_final: bool,
-    pub computed_at: DateTime<Utc>,
 }
 
 /// Last message id and count of the chatter of a scope within a time range: cheap change
@@ -471,7 +427,7 @@ pub struct TableCount {
 }
 
 #[async_trait]
-pub trait Store: Jobs + Send + Sync {
+pub trait Store: Facts + Summaries + Jobs + Send + Sync {
     /// Maps a platform account to a person, creating both on first sight; keeps the display
     /// name current.
     async fn resolve_person(
@@ -562,21 +518,6 @@ pub trait Store: Jobs + Send + Sync {
         to: DateTime<Utc>,
     ) -> StoreResult<RangeStats>;
 
-    async fn facts(&self, person: PersonId, scope: &Scope) -> StoreResult<FactsRecord>;
-    /// Replaces the facts text if its version is still `expected_version`, and appends the
-    /// change to the history, atomically. `Conflict` when someone else wrote first.
-    async fn update_facts(
-        &self,
-        person: PersonId,
-        scope: &Scope,
-        expected_version: i64,
-        text: &str,
-        change: &FactChange,
-    ) -> StoreResult<i64>;
-    async fn fact_history(&self, person: PersonId, scope: &Scope) -> StoreResult<Vec<FactVersion>>;
-    /// Scopes in which `person` has a facts text (possibly empty).
-    async fn fact_scopes(&self, person: PersonId) -> StoreResult<Vec<Scope>>;
-
     /// A stored message by its platform id, in a space known by its platform id.
     /// Whether the bot has answered `message` (a reply to it is stored): a message the
     /// platform delivers again is then not answered twice.
@@ -618,32 +559,6 @@ pub trait Store: Jobs + Send + Sync {
     /// entries, daily notes and statements about others written from them. Other processes
     /// are told. Returns the messages deleted.
     async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64>;
-
-    async fn day_summary(
-        &self,
-        scope: &Scope,
-        day: NaiveDate,
-    ) -> StoreResult<Option<DaySummaryRecord>>;
-    async fn put_day_summary(
-        &self,
-        scope: &Scope,
-        day: NaiveDate,
-        record: &DaySummaryRecord,
-    ) -> StoreResult<()>;
-    async fn history_summary(
-        &self,
-        scope: &Scope,
-        person: PersonId,
-        end_day: NaiveDate,
-    ) -> StoreResult<Option<String>>;
-    async fn put_history_summary(
-        &self,
-        scope: &Scope,
-        person: PersonId,
-        end_day: NaiveDate,
-        summary: &str,
-        at: DateTime<Utc>,
-    ) -> StoreResult<()>;
 
     /// Writes a structured memory entry: added when (person, scope, category, key) is new,
     /// updated (the old value kept in the history) when its value changed, else unchanged.

@@ -51,7 +51,7 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
 
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
-    pub(in crate::store) use super::{PostgresStore as Backend, db_err};
+    pub(in crate::store) use super::{PostgresStore as Backend, db_err, notify as changed};
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Postgres;
 }
 
@@ -181,6 +181,11 @@ impl PostgresStore {
         let store = PostgresStore { pool };
         store.drain_terms_backlog().await?;
         Ok(store)
+    }
+
+    /// A write transaction (PostgreSQL's row locks need nothing more at BEGIN).
+    pub(super) async fn write_tx(&self) -> StoreResult<sqlx::Transaction<'static, sqlx::Postgres>> {
+        self.pool.begin().await.map_err(db_err)
     }
 
     /// The connection pool (benchmarks and tests).
@@ -506,134 +511,6 @@ impl Store for PostgresStore {
         })
     }
 
-    async fn facts(&self, person: PersonId, scope: &Scope) -> StoreResult<FactsRecord> {
-        let row: Option<(String, i64, i64)> = sqlx::query_as(
-            "SELECT text, version, updated_at FROM facts WHERE person_id = $1 AND scope = $2",
-        )
-        .bind(person.0)
-        .bind(scope.key())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        match row {
-            None => Ok(FactsRecord {
-                text: String::new(),
-                version: 0,
-                updated_at: None,
-            }),
-            Some((text, version, at)) => Ok(FactsRecord {
-                text,
-                version,
-                updated_at: Some(from_ms(at)?),
-            }),
-        }
-    }
-
-    async fn update_facts(
-        &self,
-        person: PersonId,
-        scope: &Scope,
-        expected_version: i64,
-        text: &str,
-        change: &FactChange,
-    ) -> StoreResult<i64> {
-        let new_version = expected_version + 1;
-        let key = scope.key();
-        let at = ms(change.at);
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let written = if expected_version == 0 {
-            sqlx::query(
-                "INSERT INTO facts (person_id, scope, text, version, updated_at) VALUES ($1, $2, $3, 1, $4) \
-                 ON CONFLICT (person_id, scope) DO NOTHING",
-            )
-            .bind(person.0)
-            .bind(&key)
-            .bind(text)
-            .bind(at)
-            .execute(&mut *tx)
-            .await
-        } else {
-            sqlx::query(
-                "UPDATE facts SET text = $1, version = $2, updated_at = $3 WHERE person_id = $4 AND scope = $5 AND version = $6",
-            )
-            .bind(text)
-            .bind(new_version)
-            .bind(at)
-            .bind(person.0)
-            .bind(&key)
-            .bind(expected_version)
-            .execute(&mut *tx)
-            .await
-        }
-        .map_err(db_err)?
-        .rows_affected();
-        if written == 0 {
-            tx.rollback().await.map_err(db_err)?;
-            return Err(StoreError::Conflict {
-                what: format!("facts of person {person} in {key}"),
-            });
-        }
-        if change.drop_history {
-            sqlx::query("DELETE FROM fact_versions WHERE person_id = $1 AND scope = $2")
-                .bind(person.0)
-                .bind(&key)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        sqlx::query(
-            "INSERT INTO fact_versions (person_id, scope, version, op, request, text, method, changed_by, source_message_id, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(person.0)
-        .bind(&key)
-        .bind(new_version)
-        .bind(&change.op)
-        .bind(&change.request)
-        .bind(text)
-        .bind(&change.method)
-        .bind(change.changed_by.map(|p| p.0))
-        .bind(change.source_message.map(|m| m.0))
-        .bind(at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        // Delivered at commit, to every process listening (see `watch_changes`).
-        notify(
-            &mut tx,
-            &Change::Facts {
-                person,
-                scope: scope.clone(),
-            },
-        )
-        .await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(new_version)
-    }
-
-    async fn fact_history(&self, person: PersonId, scope: &Scope) -> StoreResult<Vec<FactVersion>> {
-        let rows: Vec<rows::FactVersionRow> = sqlx::query_as(
-            "SELECT version, op, request, text, method, changed_by, source_message_id, created_at FROM fact_versions \
-             WHERE person_id = $1 AND scope = $2 ORDER BY version",
-        )
-        .bind(person.0)
-        .bind(scope.key())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows::fact_versions(rows)
-    }
-
-    async fn fact_scopes(&self, person: PersonId) -> StoreResult<Vec<Scope>> {
-        let keys: Vec<String> =
-            sqlx::query_scalar("SELECT scope FROM facts WHERE person_id = $1 ORDER BY scope")
-                .bind(person.0)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_err)?;
-        keys.iter().map(|k| parse_scope(k)).collect()
-    }
-
     async fn answered(&self, message: &StoredMessage) -> StoreResult<bool> {
         sqlx::query_scalar::<_, bool>(
             "SELECT EXISTS (SELECT 1 FROM messages WHERE space_id = $1 AND channel = $2 AND sent_at >= $3 AND is_bot AND reply_to = $4 AND id > $5)",
@@ -869,91 +746,6 @@ impl Store for PostgresStore {
         notify(&mut tx, &Change::Forgotten).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(deleted)
-    }
-
-    async fn day_summary(
-        &self,
-        scope: &Scope,
-        day: NaiveDate,
-    ) -> StoreResult<Option<DaySummaryRecord>> {
-        let row: Option<(String, i64, i64, bool, i64)> = sqlx::query_as(
-            "SELECT summaries, through_message_id, message_count, is_final, computed_at FROM day_summaries WHERE scope = $1 AND day = $2",
-        )
-        .bind(scope.key())
-        .bind(day.to_string())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        let Some((json, through, count, is_final, at)) = row else {
-            return Ok(None);
-        };
-        rows::day_summary(scope, day, &json, through, count, is_final, at).map(Some)
-    }
-
-    async fn put_day_summary(
-        &self,
-        scope: &Scope,
-        day: NaiveDate,
-        record: &DaySummaryRecord,
-    ) -> StoreResult<()> {
-        let json = rows::summaries_json(record)?;
-        sqlx::query(
-            "INSERT INTO day_summaries (scope, day, summaries, through_message_id, message_count, is_final, computed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (scope, day) DO UPDATE SET summaries = excluded.summaries, \
-               through_message_id = excluded.through_message_id, message_count = excluded.message_count, \
-               is_final = excluded.is_final, computed_at = excluded.computed_at \
-             WHERE NOT day_summaries.is_final",
-        )
-        .bind(scope.key())
-        .bind(day.to_string())
-        .bind(json)
-        .bind(record.through_message)
-        .bind(record.message_count)
-        .bind(record.is_final)
-        .bind(ms(record.computed_at))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn history_summary(
-        &self,
-        scope: &Scope,
-        person: PersonId,
-        end_day: NaiveDate,
-    ) -> StoreResult<Option<String>> {
-        sqlx::query_scalar("SELECT summary FROM history_summaries WHERE scope = $1 AND person_id = $2 AND end_day = $3")
-            .bind(scope.key())
-            .bind(person.0)
-            .bind(end_day.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)
-    }
-
-    async fn put_history_summary(
-        &self,
-        scope: &Scope,
-        person: PersonId,
-        end_day: NaiveDate,
-        summary: &str,
-        at: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO history_summaries (scope, person_id, end_day, summary, computed_at) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (scope, person_id, end_day) DO NOTHING",
-        )
-        .bind(scope.key())
-        .bind(person.0)
-        .bind(end_day.to_string())
-        .bind(summary)
-        .bind(ms(at))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
     }
 
     async fn write_entry(&self, e: &NewEntry) -> StoreResult<EntryWrite> {
@@ -2380,7 +2172,7 @@ async fn drop_episode(conn: &mut sqlx::PgConnection, episode: i64, scope: &str) 
 }
 
 /// Tells every process listening (see `watch_changes`) about `change`, at commit.
-async fn notify(conn: &mut sqlx::PgConnection, change: &Change) -> StoreResult<()> {
+pub(super) async fn notify(conn: &mut sqlx::PgConnection, change: &Change) -> StoreResult<()> {
     sqlx::query("SELECT pg_notify($1, $2)")
         .bind(CHANGES_CHANNEL)
         .bind(change.payload())

@@ -2,10 +2,9 @@
 //! of fact history, day summaries and job runs. SQL stays in each backend; what a row means is
 //! decided once, here.
 
-use super::{Account, DaySummaryRecord, FactVersion, Hearsay, Resolved, StoreError, StoreResult};
+use super::{Account, Hearsay, Resolved, StoreError, StoreResult};
 use crate::domain::{MessageId, PersonId, Platform, Scope};
 use chrono::{DateTime, NaiveDate, Utc};
-use std::collections::BTreeMap;
 
 pub fn ms(t: DateTime<Utc>) -> i64 {
     t.timestamp_millis()
@@ -18,64 +17,6 @@ pub fn from_ms(v: i64) -> StoreResult<DateTime<Utc>> {
 
 pub fn parse_scope(key: &str) -> StoreResult<Scope> {
     Scope::parse(key).ok_or_else(|| StoreError::Corrupt(format!("unknown scope {key:?}")))
-}
-
-/// version, op, request, text, method, changed_by, source_message_id, created_at
-pub type FactVersionRow = (
-    i64,
-    String,
-    String,
-    String,
-    String,
-    Option<i64>,
-    Option<i64>,
-    i64,
-);
-
-pub fn fact_versions(rows: Vec<FactVersionRow>) -> StoreResult<Vec<FactVersion>> {
-    rows.into_iter()
-        .map(|(version, op, request, text, method, by, src, at)| {
-            Ok(FactVersion {
-                version,
-                op,
-                request,
-                text,
-                method,
-                changed_by: by.map(PersonId),
-                source_message: src.map(MessageId),
-                at: from_ms(at)?,
-            })
-        })
-        .collect()
-}
-
-/// The person → summary map as stored (JSON keyed by person id).
-pub fn summaries_json(record: &DaySummaryRecord) -> StoreResult<String> {
-    let raw: BTreeMap<i64, &String> = record.summaries.iter().map(|(k, v)| (k.0, v)).collect();
-    serde_json::to_string(&raw).map_err(|cause| StoreError::Encode {
-        what: "a day summary",
-        cause,
-    })
-}
-
-pub fn day_summary(
-    scope: &Scope,
-    day: NaiveDate,
-    json: &str,
-    through: i64,
-    count: i64,
-    is_final: bool,
-    at: i64,
-) -> StoreResult<DaySummaryRecord> {
-    let raw: BTreeMap<i64, String> = serde_json::from_str(json)
-        .map_err(|e| StoreError::Corrupt(format!("day summary {}/{day}: {e}", scope.key())))?;
-    Ok(DaySummaryRecord {
-        summaries: raw.into_iter().map(|(k, v)| (PersonId(k), v)).collect(),
-        through_message: through,
-        message_count: count,
-        is_final,
-        computed_at: from_ms(at)?,
-    })
 }
 
 /// id, person_id, scope, category, key, value, confidence, source, origin, created_at,

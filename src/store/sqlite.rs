@@ -32,9 +32,15 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
     }
 }
 
+/// Other processes' caches hear of changes through PostgreSQL's feed only: a SQLite database
+/// has no feed (`watch_changes` is None), so there is no one to tell.
+pub(super) async fn changed(_: &mut sqlx::SqliteConnection, _: &Change) -> StoreResult<()> {
+    Ok(())
+}
+
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
-    pub(in crate::store) use super::{SqliteStore as Backend, db_err};
+    pub(in crate::store) use super::{SqliteStore as Backend, changed, db_err};
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Sqlite;
 }
 
@@ -507,123 +513,6 @@ impl Store for SqliteStore {
         })
     }
 
-    async fn facts(&self, person: PersonId, scope: &Scope) -> StoreResult<FactsRecord> {
-        let row: Option<(String, i64, i64)> = sqlx::query_as(
-            "SELECT text, version, updated_at FROM facts WHERE person_id = ? AND scope = ?",
-        )
-        .bind(person.0)
-        .bind(scope.key())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        match row {
-            None => Ok(FactsRecord {
-                text: String::new(),
-                version: 0,
-                updated_at: None,
-            }),
-            Some((text, version, at)) => Ok(FactsRecord {
-                text,
-                version,
-                updated_at: Some(from_ms(at)?),
-            }),
-        }
-    }
-
-    async fn update_facts(
-        &self,
-        person: PersonId,
-        scope: &Scope,
-        expected_version: i64,
-        text: &str,
-        change: &FactChange,
-    ) -> StoreResult<i64> {
-        let new_version = expected_version + 1;
-        let key = scope.key();
-        let at = ms(change.at);
-        let mut tx = self.write_tx().await?;
-        let written = if expected_version == 0 {
-            sqlx::query(
-                "INSERT INTO facts (person_id, scope, text, version, updated_at) VALUES (?, ?, ?, 1, ?) \
-                 ON CONFLICT (person_id, scope) DO NOTHING",
-            )
-            .bind(person.0)
-            .bind(&key)
-            .bind(text)
-            .bind(at)
-            .execute(&mut *tx)
-            .await
-        } else {
-            sqlx::query("UPDATE facts SET text = ?, version = ?, updated_at = ? WHERE person_id = ? AND scope = ? AND version = ?")
-                .bind(text)
-                .bind(new_version)
-                .bind(at)
-                .bind(person.0)
-                .bind(&key)
-                .bind(expected_version)
-                .execute(&mut *tx)
-                .await
-        }
-        .map_err(db_err)?
-        .rows_affected();
-        if written == 0 {
-            tx.rollback().await.map_err(db_err)?;
-            return Err(StoreError::Conflict {
-                what: format!("facts of person {person} in {key}"),
-            });
-        }
-        if change.drop_history {
-            sqlx::query("DELETE FROM fact_versions WHERE person_id = ? AND scope = ?")
-                .bind(person.0)
-                .bind(&key)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        sqlx::query(
-            "INSERT INTO fact_versions (person_id, scope, version, op, request, text, method, changed_by, source_message_id, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(person.0)
-        .bind(&key)
-        .bind(new_version)
-        .bind(&change.op)
-        .bind(&change.request)
-        .bind(text)
-        .bind(&change.method)
-        .bind(change.changed_by.map(|p| p.0))
-        .bind(change.source_message.map(|m| m.0))
-        .bind(at)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(new_version)
-    }
-
-    async fn fact_history(&self, person: PersonId, scope: &Scope) -> StoreResult<Vec<FactVersion>> {
-        let rows: Vec<rows::FactVersionRow> = sqlx::query_as(
-            "SELECT version, op, request, text, method, changed_by, source_message_id, created_at FROM fact_versions \
-             WHERE person_id = ? AND scope = ? ORDER BY version",
-        )
-        .bind(person.0)
-        .bind(scope.key())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows::fact_versions(rows)
-    }
-
-    async fn fact_scopes(&self, person: PersonId) -> StoreResult<Vec<Scope>> {
-        let keys: Vec<String> =
-            sqlx::query_scalar("SELECT scope FROM facts WHERE person_id = ? ORDER BY scope")
-                .bind(person.0)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_err)?;
-        keys.iter().map(|k| parse_scope(k)).collect()
-    }
-
     async fn answered(&self, message: &StoredMessage) -> StoreResult<bool> {
         sqlx::query_scalar::<_, bool>(
             "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_reply_to WHERE space_id = ? AND channel = ? AND sent_at >= ? AND is_bot = 1 AND reply_to = ? AND id > ?)",
@@ -901,92 +790,6 @@ impl Store for SqliteStore {
         }
         tx.commit().await.map_err(db_err)?;
         Ok(deleted)
-    }
-
-    async fn day_summary(
-        &self,
-        scope: &Scope,
-        day: NaiveDate,
-    ) -> StoreResult<Option<DaySummaryRecord>> {
-        let row: Option<(String, i64, i64, i64, i64)> = sqlx::query_as(
-            "SELECT summaries, through_message_id, message_count, is_final, computed_at FROM day_summaries WHERE scope = ? AND day = ?",
-        )
-        .bind(scope.key())
-        .bind(day.to_string())
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        let Some((json, through, count, is_final, at)) = row else {
-            return Ok(None);
-        };
-        rows::day_summary(scope, day, &json, through, count, is_final != 0, at).map(Some)
-    }
-
-    async fn put_day_summary(
-        &self,
-        scope: &Scope,
-        day: NaiveDate,
-        record: &DaySummaryRecord,
-    ) -> StoreResult<()> {
-        let json = rows::summaries_json(record)?;
-        // A final summary is never replaced by a non-final one (two processes racing).
-        sqlx::query(
-            "INSERT INTO day_summaries (scope, day, summaries, through_message_id, message_count, is_final, computed_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (scope, day) DO UPDATE SET summaries = excluded.summaries, \
-               through_message_id = excluded.through_message_id, message_count = excluded.message_count, \
-               is_final = excluded.is_final, computed_at = excluded.computed_at \
-             WHERE day_summaries.is_final = 0",
-        )
-        .bind(scope.key())
-        .bind(day.to_string())
-        .bind(json)
-        .bind(record.through_message)
-        .bind(record.message_count)
-        .bind(record.is_final as i64)
-        .bind(ms(record.computed_at))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn history_summary(
-        &self,
-        scope: &Scope,
-        person: PersonId,
-        end_day: NaiveDate,
-    ) -> StoreResult<Option<String>> {
-        sqlx::query_scalar("SELECT summary FROM history_summaries WHERE scope = ? AND person_id = ? AND end_day = ?")
-            .bind(scope.key())
-            .bind(person.0)
-            .bind(end_day.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)
-    }
-
-    async fn put_history_summary(
-        &self,
-        scope: &Scope,
-        person: PersonId,
-        end_day: NaiveDate,
-        summary: &str,
-        at: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO history_summaries (scope, person_id, end_day, summary, computed_at) VALUES (?, ?, ?, ?, ?) \
-             ON CONFLICT (scope, person_id, end_day) DO NOTHING",
-        )
-        .bind(scope.key())
-        .bind(person.0)
-        .bind(end_day.to_string())
-        .bind(summary)
-        .bind(ms(at))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
     }
 
     async fn write_entry(&self, e: &NewEntry) -> StoreResult<EntryWrite> {

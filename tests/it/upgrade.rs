@@ -5,10 +5,10 @@
 //! loads it, opens it through the store (which applies any newer migration), compares every
 //! row with what the fixture held, and asks the bot what it remembers.
 //!
-//! The fixtures are made by `make_upgrade_fixtures` (ignored), with today's engram, only when
-//! a new fixture version is wanted; the files it wrote for v0008 must never be replaced:
-//! `cargo test --test it upgrade::make_upgrade_fixtures -- --ignored` (PostgreSQL running,
-//! `pg_dump` of the server's version as ENGRAM_PG_DUMP).
+//! The fixtures are made by `make_upgrade_fixtures` (ignored), with the engram of the day, only
+//! when a new schema version wants its own; it never replaces a version's files:
+//! `ENGRAM_UPGRADE_FIXTURE=v0009 cargo test --test it upgrade::make_upgrade_fixtures -- --ignored`
+//! (PostgreSQL running, `pg_dump` of the server's version as ENGRAM_PG_DUMP).
 
 use crate::common::*;
 use engram::embed::{EmbedError, Embedder, SharedEmbedder};
@@ -20,9 +20,13 @@ use std::sync::Arc;
 const VERSION: &str = "v0008";
 
 fn fixture(name: &str) -> PathBuf {
+    fixture_of(VERSION, name)
+}
+
+fn fixture_of(version: &str, name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/upgrade")
-        .join(format!("{VERSION}.{name}"))
+        .join(format!("{version}.{name}"))
 }
 
 fn gunzip(path: &PathBuf) -> Vec<u8> {
@@ -185,16 +189,34 @@ async fn make_old_database(url: String) {
     indexer.index_all(|_| {}).await.unwrap();
 }
 
-async fn write_rows(url: &str, backend: &str) {
+async fn write_rows(url: &str, path: PathBuf) {
     let mut text = sorted_rows(url).await.join("\n");
     text.push('\n');
-    std::fs::write(fixture(&format!("{backend}.rows")), text).unwrap();
+    std::fs::write(path, text).unwrap();
 }
 
-/// Writes the fixtures of this schema version (see the module's comment).
+/// Writes the fixtures of the schema version named by ENGRAM_UPGRADE_FIXTURE (see the module's
+/// comment); without it, it does nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "makes the upgrade fixtures: run by hand for a new schema version only"]
+#[ignore = "a tool, not a test: makes upgrade fixtures when ENGRAM_UPGRADE_FIXTURE names a new version"]
 async fn make_upgrade_fixtures() {
+    let Ok(version) = std::env::var("ENGRAM_UPGRADE_FIXTURE") else {
+        eprintln!("ENGRAM_UPGRADE_FIXTURE is not set: no fixtures made");
+        return;
+    };
+    let fixture = |name: &str| fixture_of(&version, name);
+    for name in [
+        "sqlite.gz",
+        "sqlite.rows",
+        "postgres.sql.gz",
+        "postgres.rows",
+    ] {
+        assert!(
+            !fixture(name).exists(),
+            "{} exists: fixtures of a version are never replaced",
+            fixture(name).display()
+        );
+    }
     std::fs::create_dir_all(fixture("x").parent().unwrap()).unwrap();
     // SQLite: a clean copy of the file, compressed.
     let dir = tempfile::tempdir().unwrap();
@@ -213,7 +235,7 @@ async fn make_upgrade_fixtures() {
         .unwrap();
     }
     gzip(&fixture("sqlite.gz"), &std::fs::read(&copy).unwrap());
-    write_rows(&url, "sqlite").await;
+    write_rows(&url, fixture("sqlite.rows")).await;
 
     // PostgreSQL: a plain dump with INSERTs (no psql meta-commands), compressed.
     let url = fresh_postgres_url().await;
@@ -242,5 +264,5 @@ async fn make_upgrade_fixtures() {
         .map(|l| format!("{l}\n"))
         .collect();
     gzip(&fixture("postgres.sql.gz"), dump.as_bytes());
-    write_rows(&url, "postgres").await;
+    write_rows(&url, fixture("postgres.rows")).await;
 }
