@@ -54,6 +54,8 @@ pub mod copy;
 #[warn(missing_docs)]
 pub mod facts;
 #[warn(missing_docs)]
+pub mod identities;
+#[warn(missing_docs)]
 pub mod jobs;
 #[warn(missing_docs)]
 pub mod postgres;
@@ -68,8 +70,8 @@ pub mod terms;
 pub mod url;
 
 use crate::domain::{
-    DailyNote, Entry, EntryVersion, EntryWrite, MessageId, NewEntry, Person, PersonId, Platform,
-    Privacy, Scope, SpaceId, SpaceKind, StoredMessage,
+    DailyNote, Entry, EntryVersion, EntryWrite, MessageId, NewEntry, PersonId, Platform, Privacy,
+    Scope, SpaceId, StoredMessage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -77,6 +79,7 @@ use std::collections::HashMap;
 
 pub use copy::{Table, Value};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
+pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -203,20 +206,6 @@ pub struct RangeStats {
     pub count: i64,
 }
 
-/// What redeeming a link code did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LinkRedeem {
-    Linked {
-        person: PersonId,
-    },
-    /// No such code, or it has expired.
-    Unknown,
-    /// The code was made on the same platform: a link joins two platforms.
-    SamePlatform,
-    /// This identity already belongs to that person.
-    AlreadyLinked,
-}
-
 /// A change another process made that per-process caches must forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -331,14 +320,6 @@ pub enum EpisodeClose {
     },
 }
 
-/// The person behind an account, as `resolve_account` found or made them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Resolved {
-    pub person: PersonId,
-    /// Their memory is paused (`/memory pause`).
-    pub paused: bool,
-}
-
 /// Which of the bot's messages `Store::bot_messages_with_terms` looks at.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BotMessageFilter<'a> {
@@ -393,33 +374,6 @@ pub struct NewHearsay {
     pub at: DateTime<Utc>,
 }
 
-/// A platform account of a person.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Account {
-    pub platform: Platform,
-    pub external_id: String,
-    pub display_name: String,
-    pub username: Option<String>,
-    /// Joined to this person by `/memory link`: the person it had before (whose memory comes
-    /// back on unlink).
-    pub own_person: Option<PersonId>,
-}
-
-impl Account {
-    /// Joined to this person by `/memory link`.
-    pub fn linked(&self) -> bool {
-        self.own_person.is_some()
-    }
-}
-
-/// A person whose account name or username matches a name someone used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PersonMatch {
-    pub person: PersonId,
-    pub display_name: String,
-    pub username: Option<String>,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableCount {
     pub table: &'static str,
@@ -427,7 +381,7 @@ pub struct TableCount {
 }
 
 #[async_trait]
-pub trait Store: Facts + Summaries + Jobs + Send + Sync {
+pub trait Store: Identities + Facts + Summaries + Jobs + Send + Sync {
     /// Maps a platform account to a person, creating both on first sight; keeps the display
     /// name current.
     async fn resolve_person(
@@ -441,46 +395,6 @@ pub trait Store: Facts + Summaries + Jobs + Send + Sync {
             .await?
             .person)
     }
-    /// A platform account by id, without creating it.
-    async fn find_identity(
-        &self,
-        platform: Platform,
-        external_id: &str,
-    ) -> StoreResult<Option<PersonId>>;
-    /// `resolve_person` that also keeps the account's platform username (Telegram's @name;
-    /// a username now used by this account is taken off any other account), and says in the
-    /// same read whether the person's memory is paused.
-    async fn resolve_account(
-        &self,
-        platform: Platform,
-        external_id: &str,
-        display_name: &str,
-        username: Option<&str>,
-    ) -> StoreResult<Resolved>;
-    /// A platform account by username (case-insensitive, without the @).
-    async fn find_username(
-        &self,
-        platform: Platform,
-        username: &str,
-    ) -> StoreResult<Option<PersonId>>;
-    /// People whose account on `platform` has this display name or username
-    /// (case-insensitive), one row per person; with `space`, only people who wrote there.
-    async fn find_people(
-        &self,
-        platform: Platform,
-        name: &str,
-        space: Option<SpaceId>,
-    ) -> StoreResult<Vec<PersonMatch>>;
-    /// The platform accounts of a person.
-    async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>>;
-    async fn person(&self, id: PersonId) -> StoreResult<Option<Person>>;
-    async fn resolve_space(
-        &self,
-        platform: Platform,
-        external_id: &str,
-        kind: SpaceKind,
-        title: &str,
-    ) -> StoreResult<SpaceId>;
 
     /// Stores a message; storing the same (space, channel, external id) twice returns the first id.
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId>;
@@ -620,58 +534,9 @@ pub trait Store: Facts + Summaries + Jobs + Send + Sync {
     /// `delete_messages`. Returns rows removed.
     async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
 
-    /// Display names of the accounts (those known) with these ids on the platform of
-    /// `space`, for showing mentions stored as ids ("<@123>") by name.
-    async fn identity_names(
-        &self,
-        space: SpaceId,
-        external_ids: &[String],
-    ) -> StoreResult<HashMap<String, String>>;
-
-    /// Keeps a one-time link code (its hash) for `person`, made on `platform`; their earlier
-    /// codes and everyone's expired ones go.
-    async fn create_link_code(
-        &self,
-        code_hash: &str,
-        person: PersonId,
-        platform: Platform,
-        now: DateTime<Utc>,
-        expires_at: DateTime<Utc>,
-    ) -> StoreResult<()>;
-    /// Joins the identity (platform, external_id) to the person of the code, once: the code is
-    /// used up, and the identity remembers whose it was before.
-    async fn redeem_link_code(
-        &self,
-        code_hash: &str,
-        platform: Platform,
-        external_id: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<LinkRedeem>;
-    /// Gives a linked identity back to the person it had before; false when it was not linked.
-    async fn unlink_identity(&self, platform: Platform, external_id: &str) -> StoreResult<bool>;
-    /// The person and platform of a live code, without using it up.
-    async fn peek_link_code(
-        &self,
-        code_hash: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<Option<(PersonId, Platform)>>;
-    /// The hashes among `code_hashes` that are codes (live or expired), deleting them when
-    /// `revoke` (seen where others could read them).
-    async fn seen_link_codes(
-        &self,
-        code_hashes: &[String],
-        revoke: bool,
-    ) -> StoreResult<Vec<String>>;
     /// Deletes entries whose expiry has passed at `now` and daily notes of days before
     /// `notes_before`, with the history of those entries; returns the rows removed.
     async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64>;
-    async fn set_memory_paused(
-        &self,
-        person: PersonId,
-        paused: bool,
-        at: DateTime<Utc>,
-    ) -> StoreResult<()>;
-    async fn memory_paused(&self, person: PersonId) -> StoreResult<bool>;
 
     /// Row counts per table (operations, migration checks).
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;

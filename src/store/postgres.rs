@@ -3,7 +3,7 @@
 //! and vector/HNSW columns; numbered migrations in `migrations/postgres`.
 
 use super::copy::{Float, Kind};
-use super::rows::{self, KnownAccount, from_ms, ms, parse_scope};
+use super::rows::{self, from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
@@ -53,6 +53,30 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
 pub(super) mod shared {
     pub(in crate::store) use super::{PostgresStore as Backend, db_err, notify as changed};
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Postgres;
+
+    /// A connection (a transaction derefs to one).
+    pub(in crate::store) type Conn = sqlx::PgConnection;
+
+    /// A list bound as one parameter (for `in_list!`): an array.
+    pub(in crate::store) fn list<T>(items: &[T]) -> &[T] {
+        items
+    }
+
+    /// `IN` the list bound as parameter `$n` (made with `list`).
+    macro_rules! in_list {
+        ($n:literal) => {
+            concat!("= ANY($", $n, ")")
+        };
+    }
+    pub(in crate::store) use in_list;
+
+    /// `column` equals parameter `$n` ignoring ASCII case, as the column's index is built.
+    macro_rules! same_name {
+        ($column:literal, $n:literal) => {
+            concat!("lower(", $column, ") = lower($", $n, ")")
+        };
+    }
+    pub(in crate::store) use same_name;
 }
 
 const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
@@ -193,25 +217,6 @@ impl PostgresStore {
         &self.pool
     }
 
-    async fn person_for_identity(
-        &self,
-        platform: Platform,
-        external_id: &str,
-    ) -> StoreResult<Option<KnownAccount>> {
-        let sql = format!(
-            "SELECT {} FROM identities i LEFT JOIN memory_settings s ON s.person_id = i.person_id \
-             WHERE i.platform = $1 AND i.external_id = $2",
-            rows::KNOWN_ACCOUNT_COLUMNS
-        );
-        let row: Option<rows::KnownAccountRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(platform.as_str())
-            .bind(external_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?;
-        Ok(row.map(KnownAccount::from_row))
-    }
-
     async fn chatter(
         &self,
         scope: &Scope,
@@ -240,197 +245,6 @@ impl PostgresStore {
 
 #[async_trait]
 impl Store for PostgresStore {
-    async fn resolve_account(
-        &self,
-        platform: Platform,
-        external_id: &str,
-        display_name: &str,
-        username: Option<&str>,
-    ) -> StoreResult<Resolved> {
-        let username = username
-            .map(|u| u.trim_start_matches('@'))
-            .filter(|u| !u.is_empty());
-        if let Some(known) = self.person_for_identity(platform, external_id).await? {
-            let id = known.person;
-            let new_username = username.is_some() && known.username.as_deref() != username;
-            if known.display_name != display_name || new_username {
-                let mut tx = self.pool.begin().await.map_err(db_err)?;
-                sqlx::query("UPDATE identities SET display_name = $1, username = COALESCE($2, username) WHERE platform = $3 AND external_id = $4")
-                    .bind(display_name)
-                    .bind(username)
-                    .bind(platform.as_str())
-                    .bind(external_id)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query("UPDATE people SET display_name = $1 WHERE id = $2")
-                    .bind(display_name)
-                    .bind(id.0)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                if let Some(u) = username.filter(|_| new_username) {
-                    release_username(&mut tx, platform, external_id, u).await?;
-                }
-                tx.commit().await.map_err(db_err)?;
-            }
-            return Ok(known.resolved());
-        }
-        let now = ms(Utc::now());
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let person: i64 = sqlx::query_scalar(
-            "INSERT INTO people (display_name, created_at) VALUES ($1, $2) RETURNING id",
-        )
-        .bind(display_name)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        // A concurrent insert of the same identity waits here for the other transaction, then
-        // does nothing: one person per identity, whoever came second uses the first's.
-        let inserted = sqlx::query(
-            "INSERT INTO identities (platform, external_id, person_id, display_name, created_at, username) VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (platform, external_id) DO NOTHING",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .bind(person)
-        .bind(display_name)
-        .bind(now)
-        .bind(username)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        if inserted == 0 {
-            tx.rollback().await.map_err(db_err)?;
-            return self
-                .person_for_identity(platform, external_id)
-                .await?
-                .map(|k| k.resolved())
-                .ok_or_else(|| StoreError::Conflict {
-                    what: "identity".into(),
-                });
-        }
-        if let Some(u) = username {
-            release_username(&mut tx, platform, external_id, u).await?;
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(Resolved {
-            person: PersonId(person),
-            paused: false,
-        })
-    }
-
-    async fn find_identity(
-        &self,
-        platform: Platform,
-        external_id: &str,
-    ) -> StoreResult<Option<PersonId>> {
-        Ok(self
-            .person_for_identity(platform, external_id)
-            .await?
-            .map(|k| k.person))
-    }
-
-    async fn find_username(
-        &self,
-        platform: Platform,
-        username: &str,
-    ) -> StoreResult<Option<PersonId>> {
-        let id: Option<i64> = sqlx::query_scalar(
-            "SELECT person_id FROM identities WHERE platform = $1 AND lower(username) = lower($2) LIMIT 1",
-        )
-        .bind(platform.as_str())
-        .bind(username.trim_start_matches('@'))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(id.map(PersonId))
-    }
-
-    async fn find_people(
-        &self,
-        platform: Platform,
-        name: &str,
-        space: Option<SpaceId>,
-    ) -> StoreResult<Vec<PersonMatch>> {
-        let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(
-            "SELECT i.person_id, MIN(i.display_name), MIN(i.username) FROM identities i \
-             WHERE i.platform = $1 AND (lower(i.display_name) = lower($2) OR lower(i.username) = lower($2)) \
-             AND ($3::BIGINT IS NULL OR EXISTS (SELECT 1 FROM messages m WHERE m.author_id = i.person_id AND m.space_id = $3)) \
-             GROUP BY i.person_id ORDER BY i.person_id",
-        )
-        .bind(platform.as_str())
-        .bind(name.trim_start_matches('@'))
-        .bind(space.map(|s| s.0))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, display_name, username)| PersonMatch {
-                person: PersonId(id),
-                display_name,
-                username,
-            })
-            .collect())
-    }
-
-    async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>> {
-        let rows: Vec<rows::AccountRow> = sqlx::query_as(
-            "SELECT platform, external_id, display_name, username, own_person_id FROM identities \
-             WHERE person_id = $1 ORDER BY platform, external_id",
-        )
-        .bind(person.0)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows::accounts(rows)
-    }
-
-    async fn person(&self, id: PersonId) -> StoreResult<Option<Person>> {
-        let name: Option<String> =
-            sqlx::query_scalar("SELECT display_name FROM people WHERE id = $1")
-                .bind(id.0)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?;
-        Ok(name.map(|display_name| Person { id, display_name }))
-    }
-
-    async fn resolve_space(
-        &self,
-        platform: Platform,
-        external_id: &str,
-        kind: SpaceKind,
-        title: &str,
-    ) -> StoreResult<SpaceId> {
-        let id: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO spaces (platform, external_id, kind, title, created_at) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (platform, external_id) DO NOTHING RETURNING id",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .bind(kind.as_str())
-        .bind(title)
-        .bind(ms(Utc::now()))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        if let Some(id) = id {
-            return Ok(SpaceId(id));
-        }
-        let id: i64 =
-            sqlx::query_scalar("SELECT id FROM spaces WHERE platform = $1 AND external_id = $2")
-                .bind(platform.as_str())
-                .bind(external_id)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_err)?;
-        Ok(SpaceId(id))
-    }
-
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
         // The message and its postings commit together, so it is searchable once stored.
         let mut tx = self.pool.begin().await.map_err(db_err)?;
@@ -1042,190 +856,6 @@ impl Store for PostgresStore {
             .rows_affected();
         tx.commit().await.map_err(db_err)?;
         Ok(removed)
-    }
-
-    async fn identity_names(
-        &self,
-        space: SpaceId,
-        external_ids: &[String],
-    ) -> StoreResult<HashMap<String, String>> {
-        if external_ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT i.external_id, i.display_name FROM identities i JOIN spaces s ON s.platform = i.platform \
-             WHERE s.id = $1 AND i.external_id = ANY($2)",
-        )
-        .bind(space.0)
-        .bind(external_ids)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows.into_iter().collect())
-    }
-
-    async fn create_link_code(
-        &self,
-        code_hash: &str,
-        person: PersonId,
-        platform: Platform,
-        now: DateTime<Utc>,
-        expires_at: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query("DELETE FROM link_codes WHERE expires_at <= $1 OR person_id = $2")
-            .bind(ms(now))
-            .bind(person.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO link_codes (code_hash, person_id, platform, expires_at) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(code_hash)
-        .bind(person.0)
-        .bind(platform.as_str())
-        .bind(ms(expires_at))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)
-    }
-
-    async fn redeem_link_code(
-        &self,
-        code_hash: &str,
-        platform: Platform,
-        external_id: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<LinkRedeem> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let code: Option<(i64, String, i64)> = sqlx::query_as(
-            "SELECT person_id, platform, expires_at FROM link_codes WHERE code_hash = $1",
-        )
-        .bind(code_hash)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let Some((person, code_platform, _)) = code.filter(|c| c.2 > ms(now)) else {
-            return Ok(LinkRedeem::Unknown);
-        };
-        if code_platform == platform.as_str() {
-            return Ok(LinkRedeem::SamePlatform);
-        }
-        let current: Option<i64> = sqlx::query_scalar(
-            "SELECT person_id FROM identities WHERE platform = $1 AND external_id = $2",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        if current == Some(person) {
-            return Ok(LinkRedeem::AlreadyLinked);
-        }
-        if current.is_none() {
-            return Ok(LinkRedeem::Unknown);
-        }
-        sqlx::query(
-            "UPDATE identities SET own_person_id = COALESCE(own_person_id, person_id), person_id = $1 \
-             WHERE platform = $2 AND external_id = $3",
-        )
-        .bind(person)
-        .bind(platform.as_str())
-        .bind(external_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query("DELETE FROM link_codes WHERE code_hash = $1")
-            .bind(code_hash)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(LinkRedeem::Linked {
-            person: PersonId(person),
-        })
-    }
-
-    async fn unlink_identity(&self, platform: Platform, external_id: &str) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let changed = sqlx::query(
-            "UPDATE identities SET person_id = own_person_id, own_person_id = NULL \
-             WHERE platform = $1 AND external_id = $2 AND own_person_id IS NOT NULL",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        tx.commit().await.map_err(db_err)?;
-        Ok(changed > 0)
-    }
-
-    async fn peek_link_code(
-        &self,
-        code_hash: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<Option<(PersonId, Platform)>> {
-        let row: Option<(i64, String)> = sqlx::query_as(
-            "SELECT person_id, platform FROM link_codes WHERE code_hash = $1 AND expires_at > $2",
-        )
-        .bind(code_hash)
-        .bind(ms(now))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(row.and_then(|(p, platform)| Some((PersonId(p), Platform::parse(&platform)?))))
-    }
-
-    async fn seen_link_codes(
-        &self,
-        code_hashes: &[String],
-        revoke: bool,
-    ) -> StoreResult<Vec<String>> {
-        if code_hashes.is_empty() {
-            return Ok(Vec::new());
-        }
-        sqlx::query_scalar(if revoke {
-            "DELETE FROM link_codes WHERE code_hash = ANY($1) RETURNING code_hash"
-        } else {
-            "SELECT code_hash FROM link_codes WHERE code_hash = ANY($1)"
-        })
-        .bind(code_hashes)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)
-    }
-
-    async fn set_memory_paused(
-        &self,
-        person: PersonId,
-        paused: bool,
-        at: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO memory_settings (person_id, paused, updated_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (person_id) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at",
-        )
-        .bind(person.0)
-        .bind(paused)
-        .bind(ms(at))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn memory_paused(&self, person: PersonId) -> StoreResult<bool> {
-        let row: Option<(bool,)> =
-            sqlx::query_as("SELECT paused FROM memory_settings WHERE person_id = $1")
-                .bind(person.0)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?;
-        Ok(row.is_some_and(|r| r.0))
     }
 
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
@@ -2135,25 +1765,6 @@ async fn append_note_in(
     .await
     .map_err(db_err)?;
     Ok(done.rows_affected() == 1)
-}
-
-/// A username belongs to one account: whoever had it before (it was renamed) loses it.
-async fn release_username(
-    conn: &mut sqlx::PgConnection,
-    platform: Platform,
-    external_id: &str,
-    username: &str,
-) -> StoreResult<()> {
-    sqlx::query(
-        "UPDATE identities SET username = NULL WHERE platform = $1 AND lower(username) = lower($2) AND external_id <> $3",
-    )
-    .bind(platform.as_str())
-    .bind(username)
-    .bind(external_id)
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    Ok(())
 }
 
 /// Deletes an episode (emptied, or merged into another) and counts it out of its scope.

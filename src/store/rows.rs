@@ -2,8 +2,8 @@
 //! of fact history, day summaries and job runs. SQL stays in each backend; what a row means is
 //! decided once, here.
 
-use super::{Account, Hearsay, Resolved, StoreError, StoreResult};
-use crate::domain::{MessageId, PersonId, Platform, Scope};
+use super::{Hearsay, StoreError, StoreResult};
+use crate::domain::{MessageId, PersonId, Scope};
 use chrono::{DateTime, NaiveDate, Utc};
 
 pub fn ms(t: DateTime<Utc>) -> i64 {
@@ -94,56 +94,6 @@ pub fn daily_notes(rows: Vec<DailyNoteRow>) -> StoreResult<Vec<crate::domain::Da
                 text,
                 source,
                 added_at: from_ms(at)?,
-            })
-        })
-        .collect()
-}
-
-/// person_id, display_name, username, paused (NULL: never set)
-pub type KnownAccountRow = (i64, String, Option<String>, Option<bool>);
-
-/// The columns of `KnownAccountRow`: an identity `i` with its person's settings `s` joined.
-pub const KNOWN_ACCOUNT_COLUMNS: &str = "i.person_id, i.display_name, i.username, s.paused";
-
-/// An account as stored: its person, name, username, and whether their memory is paused.
-pub struct KnownAccount {
-    pub person: PersonId,
-    pub display_name: String,
-    pub username: Option<String>,
-    pub paused: bool,
-}
-
-impl KnownAccount {
-    pub fn from_row((person, display_name, username, paused): KnownAccountRow) -> KnownAccount {
-        KnownAccount {
-            person: PersonId(person),
-            display_name,
-            username,
-            paused: paused.unwrap_or(false),
-        }
-    }
-
-    pub fn resolved(&self) -> Resolved {
-        Resolved {
-            person: self.person,
-            paused: self.paused,
-        }
-    }
-}
-
-/// platform, external_id, display_name, username, own_person_id
-pub type AccountRow = (String, String, String, Option<String>, Option<i64>);
-
-pub fn accounts(rows: Vec<AccountRow>) -> StoreResult<Vec<Account>> {
-    rows.into_iter()
-        .map(|(platform, external_id, display_name, username, own)| {
-            Ok(Account {
-                platform: Platform::parse(&platform)
-                    .ok_or_else(|| StoreError::Corrupt(format!("unknown platform {platform:?}")))?,
-                external_id,
-                display_name,
-                username,
-                own_person: own.map(PersonId),
             })
         })
         .collect()

@@ -2,7 +2,7 @@
 //! `migrations/sqlite`). Default for one machine: `sqlite://data/engram.db`.
 
 use super::copy::{Float, Kind};
-use super::rows::{self, KnownAccount, from_ms, ms, parse_scope};
+use super::rows::{self, from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
 use sqlx::sqlite::{
@@ -42,6 +42,30 @@ pub(super) async fn changed(_: &mut sqlx::SqliteConnection, _: &Change) -> Store
 pub(super) mod shared {
     pub(in crate::store) use super::{SqliteStore as Backend, changed, db_err};
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Sqlite;
+
+    /// A connection (a transaction derefs to one).
+    pub(in crate::store) type Conn = sqlx::SqliteConnection;
+
+    /// A list bound as one parameter (for `in_list!`): a JSON array.
+    pub(in crate::store) fn list<T: serde::Serialize>(items: &[T]) -> String {
+        serde_json::Value::from_iter(items.iter().map(|i| serde_json::json!(i))).to_string()
+    }
+
+    /// `IN` the list bound as parameter `$n` (made with `list`).
+    macro_rules! in_list {
+        ($n:literal) => {
+            concat!("IN (SELECT value FROM json_each($", $n, "))")
+        };
+    }
+    pub(in crate::store) use in_list;
+
+    /// `column` equals parameter `$n` ignoring ASCII case, as the column's index is built.
+    macro_rules! same_name {
+        ($column:literal, $n:literal) => {
+            concat!($column, " = $", $n, " COLLATE NOCASE")
+        };
+    }
+    pub(in crate::store) use same_name;
 }
 
 const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
@@ -204,236 +228,10 @@ impl SqliteStore {
             .map_err(db_err)?;
         rows.iter().map(message_from_row).collect()
     }
-
-    async fn person_for_identity(
-        &self,
-        platform: Platform,
-        external_id: &str,
-    ) -> StoreResult<Option<KnownAccount>> {
-        let sql = format!(
-            "SELECT {} FROM identities i LEFT JOIN memory_settings s ON s.person_id = i.person_id \
-             WHERE i.platform = ? AND i.external_id = ?",
-            rows::KNOWN_ACCOUNT_COLUMNS
-        );
-        let row: Option<rows::KnownAccountRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(platform.as_str())
-            .bind(external_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?;
-        Ok(row.map(KnownAccount::from_row))
-    }
 }
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn resolve_account(
-        &self,
-        platform: Platform,
-        external_id: &str,
-        display_name: &str,
-        username: Option<&str>,
-    ) -> StoreResult<Resolved> {
-        let now = ms(Utc::now());
-        let username = username
-            .map(|u| u.trim_start_matches('@'))
-            .filter(|u| !u.is_empty());
-        if let Some(known) = self.person_for_identity(platform, external_id).await? {
-            let id = known.person;
-            let new_username = username.is_some() && known.username.as_deref() != username;
-            if known.display_name != display_name || new_username {
-                let mut tx = self.write_tx().await?;
-                sqlx::query(
-                    "UPDATE identities SET display_name = ?, username = COALESCE(?, username) WHERE platform = ? AND external_id = ?",
-                )
-                .bind(display_name)
-                .bind(username)
-                .bind(platform.as_str())
-                .bind(external_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                sqlx::query("UPDATE people SET display_name = ? WHERE id = ?")
-                    .bind(display_name)
-                    .bind(id.0)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                if let Some(u) = username.filter(|_| new_username) {
-                    release_username(&mut tx, platform, external_id, u).await?;
-                }
-                tx.commit().await.map_err(db_err)?;
-            }
-            return Ok(known.resolved());
-        }
-        let mut tx = self.write_tx().await?;
-        let person: i64 = sqlx::query_scalar(
-            "INSERT INTO people (display_name, created_at) VALUES (?, ?) RETURNING id",
-        )
-        .bind(display_name)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let inserted = sqlx::query(
-            "INSERT INTO identities (platform, external_id, person_id, display_name, created_at, username) VALUES (?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (platform, external_id) DO NOTHING",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .bind(person)
-        .bind(display_name)
-        .bind(now)
-        .bind(username)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        if inserted == 0 {
-            // Another writer created this identity first: use theirs, drop our person row.
-            tx.rollback().await.map_err(db_err)?;
-            return self
-                .person_for_identity(platform, external_id)
-                .await?
-                .map(|k| k.resolved())
-                .ok_or_else(|| StoreError::Conflict {
-                    what: "identity".into(),
-                });
-        }
-        if let Some(u) = username {
-            release_username(&mut tx, platform, external_id, u).await?;
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(Resolved {
-            person: PersonId(person),
-            paused: false,
-        })
-    }
-
-    async fn find_username(
-        &self,
-        platform: Platform,
-        username: &str,
-    ) -> StoreResult<Option<PersonId>> {
-        let id: Option<i64> = sqlx::query_scalar(
-            "SELECT person_id FROM identities WHERE platform = ? AND username = ? COLLATE NOCASE LIMIT 1",
-        )
-        .bind(platform.as_str())
-        .bind(username.trim_start_matches('@'))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(id.map(PersonId))
-    }
-
-    async fn find_people(
-        &self,
-        platform: Platform,
-        name: &str,
-        space: Option<SpaceId>,
-    ) -> StoreResult<Vec<PersonMatch>> {
-        let name = name.trim_start_matches('@');
-        let in_space = if space.is_some() {
-            "AND EXISTS (SELECT 1 FROM messages m WHERE m.author_id = i.person_id AND m.space_id = ?)"
-        } else {
-            ""
-        };
-        let sql = format!(
-            "SELECT i.person_id, MIN(i.display_name), MIN(i.username) FROM identities i \
-             WHERE i.platform = ? AND (i.display_name = ? COLLATE NOCASE OR i.username = ? COLLATE NOCASE) {in_space} \
-             GROUP BY i.person_id ORDER BY i.person_id"
-        );
-        let mut q = sqlx::query_as::<_, (i64, String, Option<String>)>(sqlx::AssertSqlSafe(sql))
-            .bind(platform.as_str())
-            .bind(name)
-            .bind(name);
-        if let Some(space) = space {
-            q = q.bind(space.0);
-        }
-        Ok(q.fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(|(id, display_name, username)| PersonMatch {
-                person: PersonId(id),
-                display_name,
-                username,
-            })
-            .collect())
-    }
-
-    async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>> {
-        let rows: Vec<rows::AccountRow> = sqlx::query_as(
-            "SELECT platform, external_id, display_name, username, own_person_id FROM identities \
-             WHERE person_id = ? ORDER BY platform, external_id",
-        )
-        .bind(person.0)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows::accounts(rows)
-    }
-
-    async fn find_identity(
-        &self,
-        platform: Platform,
-        external_id: &str,
-    ) -> StoreResult<Option<PersonId>> {
-        Ok(self
-            .person_for_identity(platform, external_id)
-            .await?
-            .map(|k| k.person))
-    }
-
-    async fn person(&self, id: PersonId) -> StoreResult<Option<Person>> {
-        let name: Option<String> =
-            sqlx::query_scalar("SELECT display_name FROM people WHERE id = ?")
-                .bind(id.0)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?;
-        Ok(name.map(|display_name| Person { id, display_name }))
-    }
-
-    async fn resolve_space(
-        &self,
-        platform: Platform,
-        external_id: &str,
-        kind: SpaceKind,
-        title: &str,
-    ) -> StoreResult<SpaceId> {
-        let existing: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM spaces WHERE platform = ? AND external_id = ?")
-                .bind(platform.as_str())
-                .bind(external_id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?;
-        if let Some(id) = existing {
-            return Ok(SpaceId(id));
-        }
-        sqlx::query(
-            "INSERT INTO spaces (platform, external_id, kind, title, created_at) VALUES (?, ?, ?, ?, ?) \
-             ON CONFLICT (platform, external_id) DO NOTHING",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .bind(kind.as_str())
-        .bind(title)
-        .bind(ms(Utc::now()))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        let id: i64 =
-            sqlx::query_scalar("SELECT id FROM spaces WHERE platform = ? AND external_id = ?")
-                .bind(platform.as_str())
-                .bind(external_id)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_err)?;
-        Ok(SpaceId(id))
-    }
-
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
         // The message and its postings commit together, so it is searchable once stored.
         let mut tx = self.write_tx().await?;
@@ -1092,197 +890,6 @@ impl Store for SqliteStore {
             .rows_affected();
         tx.commit().await.map_err(db_err)?;
         Ok(removed)
-    }
-
-    async fn identity_names(
-        &self,
-        space: SpaceId,
-        external_ids: &[String],
-    ) -> StoreResult<HashMap<String, String>> {
-        if external_ids.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let sql = format!(
-            "SELECT i.external_id, i.display_name FROM identities i JOIN spaces s ON s.platform = i.platform \
-             WHERE s.id = ? AND i.external_id IN ({})",
-            marks(external_ids.len())
-        );
-        let mut q = sqlx::query_as::<_, (String, String)>(sqlx::AssertSqlSafe(sql)).bind(space.0);
-        for id in external_ids {
-            q = q.bind(id);
-        }
-        Ok(q.fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .collect())
-    }
-
-    async fn create_link_code(
-        &self,
-        code_hash: &str,
-        person: PersonId,
-        platform: Platform,
-        now: DateTime<Utc>,
-        expires_at: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        let mut tx = self.write_tx().await?;
-        sqlx::query("DELETE FROM link_codes WHERE expires_at <= ? OR person_id = ?")
-            .bind(ms(now))
-            .bind(person.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        sqlx::query(
-            "INSERT INTO link_codes (code_hash, person_id, platform, expires_at) VALUES (?, ?, ?, ?)",
-        )
-        .bind(code_hash)
-        .bind(person.0)
-        .bind(platform.as_str())
-        .bind(ms(expires_at))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)
-    }
-
-    async fn redeem_link_code(
-        &self,
-        code_hash: &str,
-        platform: Platform,
-        external_id: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<LinkRedeem> {
-        let mut tx = self.write_tx().await?;
-        let code: Option<(i64, String, i64)> = sqlx::query_as(
-            "SELECT person_id, platform, expires_at FROM link_codes WHERE code_hash = ?",
-        )
-        .bind(code_hash)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let Some((person, code_platform, _)) = code.filter(|c| c.2 > ms(now)) else {
-            return Ok(LinkRedeem::Unknown);
-        };
-        if code_platform == platform.as_str() {
-            return Ok(LinkRedeem::SamePlatform);
-        }
-        let current: Option<i64> = sqlx::query_scalar(
-            "SELECT person_id FROM identities WHERE platform = ? AND external_id = ?",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        if current == Some(person) {
-            return Ok(LinkRedeem::AlreadyLinked);
-        }
-        if current.is_none() {
-            return Ok(LinkRedeem::Unknown);
-        }
-        sqlx::query(
-            "UPDATE identities SET own_person_id = COALESCE(own_person_id, person_id), person_id = ? \
-             WHERE platform = ? AND external_id = ?",
-        )
-        .bind(person)
-        .bind(platform.as_str())
-        .bind(external_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        sqlx::query("DELETE FROM link_codes WHERE code_hash = ?")
-            .bind(code_hash)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(LinkRedeem::Linked {
-            person: PersonId(person),
-        })
-    }
-
-    async fn unlink_identity(&self, platform: Platform, external_id: &str) -> StoreResult<bool> {
-        let mut tx = self.write_tx().await?;
-        let changed = sqlx::query(
-            "UPDATE identities SET person_id = own_person_id, own_person_id = NULL \
-             WHERE platform = ? AND external_id = ? AND own_person_id IS NOT NULL",
-        )
-        .bind(platform.as_str())
-        .bind(external_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        tx.commit().await.map_err(db_err)?;
-        Ok(changed > 0)
-    }
-
-    async fn peek_link_code(
-        &self,
-        code_hash: &str,
-        now: DateTime<Utc>,
-    ) -> StoreResult<Option<(PersonId, Platform)>> {
-        let row: Option<(i64, String)> = sqlx::query_as(
-            "SELECT person_id, platform FROM link_codes WHERE code_hash = ? AND expires_at > ?",
-        )
-        .bind(code_hash)
-        .bind(ms(now))
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(row.and_then(|(p, platform)| Some((PersonId(p), Platform::parse(&platform)?))))
-    }
-
-    async fn seen_link_codes(
-        &self,
-        code_hashes: &[String],
-        revoke: bool,
-    ) -> StoreResult<Vec<String>> {
-        let mut revoked = Vec::new();
-        let verb = if revoke { "DELETE" } else { "SELECT code_hash" };
-        for chunk in code_hashes.chunks(500) {
-            let sql = format!(
-                "{verb} FROM link_codes WHERE code_hash IN ({}){}",
-                marks(chunk.len()),
-                if revoke { " RETURNING code_hash" } else { "" }
-            );
-            let mut q = sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(sql));
-            for h in chunk {
-                q = q.bind(h);
-            }
-            revoked.extend(q.fetch_all(&self.pool).await.map_err(db_err)?);
-        }
-        Ok(revoked)
-    }
-
-    async fn set_memory_paused(
-        &self,
-        person: PersonId,
-        paused: bool,
-        at: DateTime<Utc>,
-    ) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO memory_settings (person_id, paused, updated_at) VALUES (?, ?, ?) \
-             ON CONFLICT (person_id) DO UPDATE SET paused = excluded.paused, updated_at = excluded.updated_at",
-        )
-        .bind(person.0)
-        .bind(paused)
-        .bind(ms(at))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn memory_paused(&self, person: PersonId) -> StoreResult<bool> {
-        let row: Option<(bool,)> =
-            sqlx::query_as("SELECT paused FROM memory_settings WHERE person_id = ?")
-                .bind(person.0)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(db_err)?;
-        Ok(row.is_some_and(|r| r.0))
     }
 
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
@@ -2191,25 +1798,6 @@ async fn append_note_in(
     .await
     .map_err(db_err)?;
     Ok(done.rows_affected() == 1)
-}
-
-/// A username belongs to one account: whoever had it before (it was renamed) loses it.
-async fn release_username(
-    conn: &mut sqlx::SqliteConnection,
-    platform: Platform,
-    external_id: &str,
-    username: &str,
-) -> StoreResult<()> {
-    sqlx::query(
-        "UPDATE identities SET username = NULL WHERE platform = ? AND username = ? COLLATE NOCASE AND external_id <> ?",
-    )
-    .bind(platform.as_str())
-    .bind(username)
-    .bind(external_id)
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    Ok(())
 }
 
 /// Deletes an episode (emptied, or merged into another) and counts it out of its scope.
