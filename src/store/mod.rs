@@ -52,6 +52,8 @@ macro_rules! per_dialect {
 #[warn(missing_docs)]
 pub mod copy;
 #[warn(missing_docs)]
+pub mod entries;
+#[warn(missing_docs)]
 pub mod facts;
 #[warn(missing_docs)]
 pub mod identities;
@@ -69,15 +71,13 @@ pub mod terms;
 #[warn(missing_docs)]
 pub mod url;
 
-use crate::domain::{
-    DailyNote, Entry, EntryVersion, EntryWrite, MessageId, NewEntry, PersonId, Platform, Privacy,
-    Scope, SpaceId, StoredMessage,
-};
+use crate::domain::{MessageId, PersonId, Platform, Privacy, Scope, SpaceId, StoredMessage};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::HashMap;
 
 pub use copy::{Table, Value};
+pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
 pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};
@@ -149,14 +149,6 @@ pub enum StoreError {
 
 /// The underlying error behind a `StoreError::Open`.
 pub type Cause = Box<dyn std::error::Error + Send + Sync>;
-
-/// What one applied extraction changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct ExtractionCounts {
-    pub added: usize,
-    pub updated: usize,
-    pub removed: usize,
-}
 
 /// Migration failures, with the one an operator can act on spelled out.
 pub(crate) fn migrate_error(e: sqlx::migrate::MigrateError) -> StoreError {
@@ -349,31 +341,6 @@ pub struct BotMessage {
     pub answered: Option<PersonId>,
 }
 
-/// What someone said about another person, kept as theirs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hearsay {
-    pub id: i64,
-    pub subject: PersonId,
-    pub scope: Scope,
-    pub told_by: PersonId,
-    /// The teller's current display name.
-    pub told_by_name: String,
-    pub text: String,
-    pub source_message: Option<MessageId>,
-    pub at: DateTime<Utc>,
-}
-
-/// A statement about `subject` by `told_by`, to keep as theirs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewHearsay {
-    pub subject: PersonId,
-    pub scope: Scope,
-    pub told_by: PersonId,
-    pub text: String,
-    pub source_message: Option<MessageId>,
-    pub at: DateTime<Utc>,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableCount {
     pub table: &'static str,
@@ -381,7 +348,7 @@ pub struct TableCount {
 }
 
 #[async_trait]
-pub trait Store: Identities + Facts + Summaries + Jobs + Send + Sync {
+pub trait Store: Identities + Entries + Facts + Summaries + Jobs + Send + Sync {
     /// Maps a platform account to a person, creating both on first sight; keeps the display
     /// name current.
     async fn resolve_person(
@@ -473,70 +440,6 @@ pub trait Store: Identities + Facts + Summaries + Jobs + Send + Sync {
     /// entries, daily notes and statements about others written from them. Other processes
     /// are told. Returns the messages deleted.
     async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64>;
-
-    /// Writes a structured memory entry: added when (person, scope, category, key) is new,
-    /// updated (the old value kept in the history) when its value changed, else unchanged.
-    async fn write_entry(&self, entry: &NewEntry) -> StoreResult<EntryWrite>;
-    /// A person's entries in `scopes` (every scope when `None`), newest first.
-    async fn entries(&self, person: PersonId, scopes: Option<&[Scope]>) -> StoreResult<Vec<Entry>>;
-    /// Earlier values of a person's entries, oldest first.
-    async fn entry_history(&self, person: PersonId) -> StoreResult<Vec<EntryVersion>>;
-    /// Deletes these entries of `person` and their history; ids of others are left alone.
-    async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64>;
-    /// Moves an entry of `person` (with its history) to `scope` (sharing it everywhere, or
-    /// back); when `scope` holds an entry of the same category and key, the moved one keeps
-    /// both by taking the key `key_ID`. False when `person` has no such entry.
-    async fn move_entry(&self, person: PersonId, id: i64, scope: &Scope) -> StoreResult<bool>;
-    /// Appends a block to a person's daily notes; false (nothing written) when a block of the
-    /// same source and day is there already.
-    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<bool>;
-    /// Replaces the text of the daily-note block of (day, source), or deletes it (`None`).
-    async fn rewrite_daily_note(
-        &self,
-        person: PersonId,
-        day: NaiveDate,
-        source: &str,
-        text: Option<&str>,
-    ) -> StoreResult<()>;
-
-    /// Keeps what `told_by` said about `subject`; false when the same was kept already.
-    async fn add_hearsay(&self, h: &NewHearsay) -> StoreResult<bool>;
-    /// What others said about `subject` in `scopes` (every scope when `None`), oldest first.
-    async fn hearsay(
-        &self,
-        subject: PersonId,
-        scopes: Option<&[Scope]>,
-    ) -> StoreResult<Vec<Hearsay>>;
-    /// Deletes these statements about `subject`; ids about others are left alone.
-    async fn delete_hearsay(&self, subject: PersonId, ids: &[i64]) -> StoreResult<u64>;
-    /// One extraction run's result, all or nothing: entry writes, removals by (scope,
-    /// category, key), and its daily note, which also marks the run as applied. `None` when
-    /// that note exists already (the run was applied before; nothing is written again).
-    async fn apply_extraction(
-        &self,
-        person: PersonId,
-        writes: &[NewEntry],
-        removals: &[(Scope, crate::domain::Category, String)],
-        note: &DailyNote,
-    ) -> StoreResult<Option<ExtractionCounts>>;
-    /// A person's daily notes in `scopes` (every scope when `None`), by day, then as appended.
-    async fn daily_notes(
-        &self,
-        person: PersonId,
-        scopes: Option<&[Scope]>,
-    ) -> StoreResult<Vec<DailyNote>>;
-    /// People with entries or daily notes, by id.
-    async fn people_with_memory(&self) -> StoreResult<Vec<PersonId>>;
-    /// Deletes everything derived about `person`: entries and their versions, daily notes, the
-    /// facts texts of every scope with their versions, their history summaries and their part
-    /// of the day summaries, what others said about them and what they said about others,
-    /// and their link codes (other processes are told). Their messages go with
-    /// `delete_messages`. Returns rows removed.
-    async fn clear_entries(&self, person: PersonId) -> StoreResult<u64>;
-
-    /// Deletes entries whose expiry has passed at `now` and daily notes of days before
-    /// `notes_before`, with the history of those entries; returns the rows removed.
-    async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64>;
 
     /// Row counts per table (operations, migration checks).
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;

@@ -3,7 +3,7 @@
 //! and vector/HNSW columns; numbered migrations in `migrations/postgres`.
 
 use super::copy::{Float, Kind};
-use super::rows::{self, from_ms, ms, parse_scope};
+use super::rows::{from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
@@ -77,6 +77,30 @@ pub(super) mod shared {
         };
     }
     pub(in crate::store) use same_name;
+
+    /// `column` in the list bound as `$n`, or any value when `$n` is NULL (no list).
+    macro_rules! in_list_or_all {
+        ($column:literal, $n:literal) => {
+            concat!(
+                "($",
+                $n,
+                "::TEXT[] IS NULL OR ",
+                $column,
+                " = ANY($",
+                $n,
+                "))"
+            )
+        };
+    }
+    pub(in crate::store) use in_list_or_all;
+
+    /// Locks the rows a SELECT read until the transaction ends.
+    macro_rules! for_update {
+        () => {
+            " FOR UPDATE"
+        };
+    }
+    pub(in crate::store) use for_update;
 }
 
 const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
@@ -560,302 +584,6 @@ impl Store for PostgresStore {
         notify(&mut tx, &Change::Forgotten).await?;
         tx.commit().await.map_err(db_err)?;
         Ok(deleted)
-    }
-
-    async fn write_entry(&self, e: &NewEntry) -> StoreResult<EntryWrite> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let write = write_entry_in(&mut tx, e).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(write)
-    }
-
-    async fn entries(&self, person: PersonId, scopes: Option<&[Scope]>) -> StoreResult<Vec<Entry>> {
-        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
-        let sql = format!(
-            "SELECT {} FROM memory_entries WHERE person_id = $1 AND ($2::TEXT[] IS NULL OR scope = ANY($2)) \
-             ORDER BY updated_at DESC, id DESC",
-            rows::ENTRY_COLUMNS
-        );
-        let rows: Vec<rows::EntryRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(person.0)
-            .bind(keys)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows::entries(rows)
-    }
-
-    async fn entry_history(&self, person: PersonId) -> StoreResult<Vec<EntryVersion>> {
-        let rows: Vec<rows::EntryVersionRow> = sqlx::query_as(
-            "SELECT entry_id, value, confidence, source, replaced_at, replaced_by \
-             FROM memory_entry_history WHERE person_id = $1 ORDER BY id",
-        )
-        .bind(person.0)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows::entry_versions(rows)
-    }
-
-    async fn move_entry(&self, person: PersonId, id: i64, scope: &Scope) -> StoreResult<bool> {
-        let moved = sqlx::query(
-            "UPDATE memory_entries SET scope = $1, key = CASE WHEN EXISTS (SELECT 1 FROM memory_entries o \
-             WHERE o.person_id = $2 AND o.scope = $1 AND o.category = memory_entries.category AND o.key = memory_entries.key AND o.id <> $3) \
-             THEN key || '_' || id ELSE key END WHERE person_id = $2 AND id = $3",
-        )
-        .bind(scope.key())
-        .bind(person.0)
-        .bind(id)
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(moved.rows_affected() > 0)
-    }
-
-    async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        sqlx::query("DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id = ANY($2)")
-            .bind(person.0)
-            .bind(ids)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        let removed =
-            sqlx::query("DELETE FROM memory_entries WHERE person_id = $1 AND id = ANY($2)")
-                .bind(person.0)
-                .bind(ids)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
-        tx.commit().await.map_err(db_err)?;
-        Ok(removed)
-    }
-
-    async fn rewrite_daily_note(
-        &self,
-        person: PersonId,
-        day: NaiveDate,
-        source: &str,
-        text: Option<&str>,
-    ) -> StoreResult<()> {
-        sqlx::query(match text {
-            Some(_) => "UPDATE daily_notes SET text = $4 WHERE person_id = $1 AND day = $2 AND source = $3",
-            None => "DELETE FROM daily_notes WHERE person_id = $1 AND day = $2 AND source = $3 AND $4::TEXT IS NULL",
-        })
-        .bind(person.0)
-        .bind(day.format("%Y-%m-%d").to_string())
-        .bind(source)
-        .bind(text)
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn add_hearsay(&self, h: &NewHearsay) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let done = sqlx::query(
-            "INSERT INTO hearsay (subject_id, scope, told_by, text, source_message_id, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
-             ON CONFLICT (subject_id, scope, told_by, text) DO NOTHING",
-        )
-        .bind(h.subject.0)
-        .bind(h.scope.key())
-        .bind(h.told_by.0)
-        .bind(&h.text)
-        .bind(h.source_message.map(|m| m.0))
-        .bind(ms(h.at))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        notify(&mut tx, &Change::Hearsay { person: h.subject }).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn hearsay(
-        &self,
-        subject: PersonId,
-        scopes: Option<&[Scope]>,
-    ) -> StoreResult<Vec<Hearsay>> {
-        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
-        let sql = format!(
-            "SELECT {} FROM hearsay h JOIN people p ON p.id = h.told_by \
-             WHERE h.subject_id = $1 AND ($2::TEXT[] IS NULL OR h.scope = ANY($2)) ORDER BY h.id",
-            rows::HEARSAY_COLUMNS
-        );
-        let rows: Vec<rows::HearsayRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(subject.0)
-            .bind(keys)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows::hearsay(rows)
-    }
-
-    async fn delete_hearsay(&self, subject: PersonId, ids: &[i64]) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let deleted = sqlx::query("DELETE FROM hearsay WHERE subject_id = $1 AND id = ANY($2)")
-            .bind(subject.0)
-            .bind(ids)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-        notify(&mut tx, &Change::Hearsay { person: subject }).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(deleted)
-    }
-
-    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<bool> {
-        let mut conn = self.pool.acquire().await.map_err(db_err)?;
-        append_note_in(&mut conn, person, note).await
-    }
-
-    async fn apply_extraction(
-        &self,
-        person: PersonId,
-        writes: &[NewEntry],
-        removals: &[(Scope, crate::domain::Category, String)],
-        note: &DailyNote,
-    ) -> StoreResult<Option<ExtractionCounts>> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        // The note first: when it exists, this run was applied already.
-        if !append_note_in(&mut tx, person, note).await? {
-            return Ok(None);
-        }
-        let mut counts = ExtractionCounts::default();
-        for e in writes {
-            match write_entry_in(&mut tx, e).await? {
-                EntryWrite::Added(_) => counts.added += 1,
-                EntryWrite::Updated(_) => counts.updated += 1,
-                EntryWrite::Unchanged(_) => {}
-            }
-        }
-        for (scope, category, key) in removals {
-            let gone: Vec<(i64,)> = sqlx::query_as(
-                "DELETE FROM memory_entries WHERE person_id = $1 AND scope = $2 AND category = $3 AND key = $4 RETURNING id",
-            )
-            .bind(person.0)
-            .bind(scope.key())
-            .bind(category.as_str())
-            .bind(key)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            for (id,) in gone {
-                sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                counts.removed += 1;
-            }
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(Some(counts))
-    }
-
-    async fn daily_notes(
-        &self,
-        person: PersonId,
-        scopes: Option<&[Scope]>,
-    ) -> StoreResult<Vec<DailyNote>> {
-        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
-        let rows: Vec<rows::DailyNoteRow> = sqlx::query_as(
-            "SELECT day, scope, text, source, added_at FROM daily_notes \
-             WHERE person_id = $1 AND ($2::TEXT[] IS NULL OR scope = ANY($2)) ORDER BY day, id",
-        )
-        .bind(person.0)
-        .bind(keys)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows::daily_notes(rows)
-    }
-
-    async fn people_with_memory(&self) -> StoreResult<Vec<PersonId>> {
-        let rows: Vec<(i64,)> = sqlx::query_as(
-            "SELECT person_id FROM memory_entries UNION SELECT person_id FROM daily_notes ORDER BY 1",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows.into_iter().map(|r| PersonId(r.0)).collect())
-    }
-
-    async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let mut removed = 0;
-        for table in [
-            "memory_entry_history",
-            "memory_entries",
-            "daily_notes",
-            "fact_versions",
-            "facts",
-            "history_summaries",
-            "link_codes",
-        ] {
-            let sql = format!("DELETE FROM {table} WHERE person_id = $1");
-            removed += sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(person.0)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
-        }
-        removed += sqlx::query("DELETE FROM hearsay WHERE subject_id = $1 OR told_by = $1")
-            .bind(person.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-        // Day summaries are one JSON map per scope and day: only this person's part goes.
-        removed += sqlx::query(
-            "UPDATE day_summaries SET summaries = (summaries::jsonb - $1)::text \
-             WHERE summaries::jsonb ? $1",
-        )
-        .bind(person.0.to_string())
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        // Other processes drop their cached copies at commit.
-        notify(&mut tx, &Change::Cleared { person }).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(removed)
-    }
-
-    async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let mut removed = sqlx::query(
-            "DELETE FROM memory_entry_history WHERE entry_id IN \
-             (SELECT id FROM memory_entries WHERE expires_at IS NOT NULL AND expires_at <= $1)",
-        )
-        .bind(ms(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        removed += sqlx::query(
-            "DELETE FROM memory_entries WHERE expires_at IS NOT NULL AND expires_at <= $1",
-        )
-        .bind(ms(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        removed += sqlx::query("DELETE FROM daily_notes WHERE day < $1")
-            .bind(notes_before.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-        tx.commit().await.map_err(db_err)?;
-        Ok(removed)
     }
 
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
@@ -1665,106 +1393,6 @@ async fn write_postings(
     .await
     .map_err(db_err)?;
     Ok(())
-}
-
-/// `write_entry` inside the caller's transaction.
-async fn write_entry_in(conn: &mut sqlx::PgConnection, e: &NewEntry) -> StoreResult<EntryWrite> {
-    // Row lock: two writers of the same key queue up instead of both inserting.
-    let old: Option<(i64, String, f64, String)> = sqlx::query_as(
-        "SELECT id, value, confidence, source FROM memory_entries \
-         WHERE person_id = $1 AND scope = $2 AND category = $3 AND key = $4 FOR UPDATE",
-    )
-    .bind(e.person.0)
-    .bind(e.scope.key())
-    .bind(e.category.as_str())
-    .bind(&e.key)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    let write = match old {
-        Some((id, value, _, _)) if value == e.value => EntryWrite::Unchanged(id),
-        Some((id, value, confidence, source)) => {
-            sqlx::query(
-                "INSERT INTO memory_entry_history (entry_id, person_id, value, confidence, source, replaced_at, replaced_by) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(id)
-            .bind(e.person.0)
-            .bind(value)
-            .bind(confidence)
-            .bind(source)
-            .bind(ms(e.at))
-            .bind(&e.source)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            sqlx::query(
-                "UPDATE memory_entries SET value = $1, confidence = $2, source = $3, origin = $4, updated_at = $5, expires_at = $6 WHERE id = $7",
-            )
-            .bind(&e.value)
-            .bind(e.confidence)
-            .bind(&e.source)
-            .bind(&e.origin)
-            .bind(ms(e.at))
-            .bind(e.expires_at.map(ms))
-            .bind(id)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            EntryWrite::Updated(id)
-        }
-        None => {
-            let row: Option<(i64,)> = sqlx::query_as(
-                "INSERT INTO memory_entries (person_id, scope, category, key, value, confidence, source, origin, created_at, updated_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) \
-                 ON CONFLICT (person_id, scope, category, key) DO NOTHING RETURNING id",
-            )
-            .bind(e.person.0)
-            .bind(e.scope.key())
-            .bind(e.category.as_str())
-            .bind(&e.key)
-            .bind(&e.value)
-            .bind(e.confidence)
-            .bind(&e.source)
-            .bind(&e.origin)
-            .bind(ms(e.at))
-            .bind(e.expires_at.map(ms))
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            match row {
-                Some((id,)) => EntryWrite::Added(id),
-                None => {
-                    return Err(StoreError::Conflict {
-                        what: format!("memory entry {}", e.key),
-                    });
-                }
-            }
-        }
-    };
-    Ok(write)
-}
-
-/// Appends a daily-note block unless one of the same source and day exists.
-async fn append_note_in(
-    conn: &mut sqlx::PgConnection,
-    person: PersonId,
-    note: &DailyNote,
-) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "INSERT INTO daily_notes (person_id, day, scope, text, source, added_at) VALUES ($1, $2, $3, $4, $5, $6) \
-         ON CONFLICT (person_id, day, source) DO NOTHING",
-    )
-    .bind(person.0)
-    .bind(note.day.format("%Y-%m-%d").to_string())
-    .bind(note.scope.key())
-    .bind(&note.text)
-    .bind(&note.source)
-    .bind(ms(note.added_at))
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    Ok(done.rows_affected() == 1)
 }
 
 /// Deletes an episode (emptied, or merged into another) and counts it out of its scope.

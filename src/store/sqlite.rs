@@ -2,7 +2,7 @@
 //! `migrations/sqlite`). Default for one machine: `sqlite://data/engram.db`.
 
 use super::copy::{Float, Kind};
-use super::rows::{self, from_ms, ms, parse_scope};
+use super::rows::{from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
 use sqlx::sqlite::{
@@ -66,6 +66,31 @@ pub(super) mod shared {
         };
     }
     pub(in crate::store) use same_name;
+
+    /// `column` in the list bound as `$n`, or any value when `$n` is NULL (no list).
+    macro_rules! in_list_or_all {
+        ($column:literal, $n:literal) => {
+            concat!(
+                "($",
+                $n,
+                " IS NULL OR ",
+                $column,
+                " IN (SELECT value FROM json_each($",
+                $n,
+                ")))"
+            )
+        };
+    }
+    pub(in crate::store) use in_list_or_all;
+
+    /// Locks the rows a SELECT read until the transaction ends: nothing on SQLite, where a
+    /// write transaction holds the whole database from its BEGIN.
+    macro_rules! for_update {
+        () => {
+            ""
+        };
+    }
+    pub(in crate::store) use for_update;
 }
 
 const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
@@ -588,308 +613,6 @@ impl Store for SqliteStore {
         }
         tx.commit().await.map_err(db_err)?;
         Ok(deleted)
-    }
-
-    async fn write_entry(&self, e: &NewEntry) -> StoreResult<EntryWrite> {
-        let mut tx = self.write_tx().await?;
-        let write = write_entry_in(&mut tx, e).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(write)
-    }
-
-    async fn entries(&self, person: PersonId, scopes: Option<&[Scope]>) -> StoreResult<Vec<Entry>> {
-        let Some((filter, keys)) = scope_filter("scope", scopes) else {
-            return Ok(Vec::new());
-        };
-        let sql = format!(
-            "SELECT {} FROM memory_entries WHERE person_id = ? {filter} ORDER BY updated_at DESC, id DESC",
-            rows::ENTRY_COLUMNS
-        );
-        let mut q = sqlx::query_as::<_, rows::EntryRow>(sqlx::AssertSqlSafe(sql)).bind(person.0);
-        for k in &keys {
-            q = q.bind(k);
-        }
-        rows::entries(q.fetch_all(&self.pool).await.map_err(db_err)?)
-    }
-
-    async fn entry_history(&self, person: PersonId) -> StoreResult<Vec<EntryVersion>> {
-        let rows: Vec<rows::EntryVersionRow> = sqlx::query_as(
-            "SELECT entry_id, value, confidence, source, replaced_at, replaced_by \
-             FROM memory_entry_history WHERE person_id = ? ORDER BY id",
-        )
-        .bind(person.0)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows::entry_versions(rows)
-    }
-
-    async fn move_entry(&self, person: PersonId, id: i64, scope: &Scope) -> StoreResult<bool> {
-        let moved = sqlx::query(
-            "UPDATE memory_entries SET scope = ?1, key = CASE WHEN EXISTS (SELECT 1 FROM memory_entries o \
-             WHERE o.person_id = ?2 AND o.scope = ?1 AND o.category = memory_entries.category AND o.key = memory_entries.key AND o.id <> ?3) \
-             THEN key || '_' || id ELSE key END WHERE person_id = ?2 AND id = ?3",
-        )
-        .bind(scope.key())
-        .bind(person.0)
-        .bind(id)
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(moved.rows_affected() > 0)
-    }
-
-    async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let mut tx = self.write_tx().await?;
-        let mut removed = 0;
-        for table in ["memory_entry_history", "memory_entries"] {
-            let column = if table == "memory_entries" {
-                "id"
-            } else {
-                "entry_id"
-            };
-            let sql = format!(
-                "DELETE FROM {table} WHERE person_id = ? AND {column} IN ({})",
-                marks(ids.len())
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(person.0);
-            for id in ids {
-                q = q.bind(id);
-            }
-            let done = q.execute(&mut *tx).await.map_err(db_err)?;
-            if table == "memory_entries" {
-                removed = done.rows_affected();
-            }
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(removed)
-    }
-
-    async fn append_daily_note(&self, person: PersonId, note: &DailyNote) -> StoreResult<bool> {
-        let mut conn = self.pool.acquire().await.map_err(db_err)?;
-        append_note_in(&mut conn, person, note).await
-    }
-
-    async fn rewrite_daily_note(
-        &self,
-        person: PersonId,
-        day: NaiveDate,
-        source: &str,
-        text: Option<&str>,
-    ) -> StoreResult<()> {
-        let q = match text {
-            Some(text) => sqlx::query(
-                "UPDATE daily_notes SET text = ? WHERE person_id = ? AND day = ? AND source = ?",
-            )
-            .bind(text),
-            None => sqlx::query(
-                "DELETE FROM daily_notes WHERE person_id = ? AND day = ? AND source = ?",
-            ),
-        };
-        q.bind(person.0)
-            .bind(day.format("%Y-%m-%d").to_string())
-            .bind(source)
-            .execute(&self.pool)
-            .await
-            .map_err(db_err)?;
-        Ok(())
-    }
-
-    async fn add_hearsay(&self, h: &NewHearsay) -> StoreResult<bool> {
-        let done = sqlx::query(
-            "INSERT INTO hearsay (subject_id, scope, told_by, text, source_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (subject_id, scope, told_by, text) DO NOTHING",
-        )
-        .bind(h.subject.0)
-        .bind(h.scope.key())
-        .bind(h.told_by.0)
-        .bind(&h.text)
-        .bind(h.source_message.map(|m| m.0))
-        .bind(ms(h.at))
-        .execute(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    async fn hearsay(
-        &self,
-        subject: PersonId,
-        scopes: Option<&[Scope]>,
-    ) -> StoreResult<Vec<Hearsay>> {
-        let Some((filter, keys)) = scope_filter("h.scope", scopes) else {
-            return Ok(Vec::new());
-        };
-        let sql = format!(
-            "SELECT {} FROM hearsay h JOIN people p ON p.id = h.told_by WHERE h.subject_id = ? {filter} ORDER BY h.id",
-            rows::HEARSAY_COLUMNS
-        );
-        let mut q = sqlx::query_as::<_, rows::HearsayRow>(sqlx::AssertSqlSafe(sql)).bind(subject.0);
-        for k in &keys {
-            q = q.bind(k);
-        }
-        rows::hearsay(q.fetch_all(&self.pool).await.map_err(db_err)?)
-    }
-
-    async fn delete_hearsay(&self, subject: PersonId, ids: &[i64]) -> StoreResult<u64> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let sql = format!(
-            "DELETE FROM hearsay WHERE subject_id = ? AND id IN ({})",
-            marks(ids.len())
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(subject.0);
-        for id in ids {
-            q = q.bind(id);
-        }
-        Ok(q.execute(&self.pool).await.map_err(db_err)?.rows_affected())
-    }
-
-    async fn apply_extraction(
-        &self,
-        person: PersonId,
-        writes: &[NewEntry],
-        removals: &[(Scope, crate::domain::Category, String)],
-        note: &DailyNote,
-    ) -> StoreResult<Option<ExtractionCounts>> {
-        let mut tx = self.write_tx().await?;
-        // The note first: when it exists, this run was applied already.
-        if !append_note_in(&mut tx, person, note).await? {
-            return Ok(None);
-        }
-        let mut counts = ExtractionCounts::default();
-        for e in writes {
-            match write_entry_in(&mut tx, e).await? {
-                EntryWrite::Added(_) => counts.added += 1,
-                EntryWrite::Updated(_) => counts.updated += 1,
-                EntryWrite::Unchanged(_) => {}
-            }
-        }
-        for (scope, category, key) in removals {
-            let gone: Vec<(i64,)> = sqlx::query_as(
-                "DELETE FROM memory_entries WHERE person_id = ? AND scope = ? AND category = ? AND key = ? RETURNING id",
-            )
-            .bind(person.0)
-            .bind(scope.key())
-            .bind(category.as_str())
-            .bind(key)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            for (id,) in gone {
-                sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = ?")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                counts.removed += 1;
-            }
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(Some(counts))
-    }
-
-    async fn daily_notes(
-        &self,
-        person: PersonId,
-        scopes: Option<&[Scope]>,
-    ) -> StoreResult<Vec<DailyNote>> {
-        let Some((filter, keys)) = scope_filter("scope", scopes) else {
-            return Ok(Vec::new());
-        };
-        let sql = format!(
-            "SELECT day, scope, text, source, added_at FROM daily_notes WHERE person_id = ? {filter} ORDER BY day, id"
-        );
-        let mut q =
-            sqlx::query_as::<_, rows::DailyNoteRow>(sqlx::AssertSqlSafe(sql)).bind(person.0);
-        for k in &keys {
-            q = q.bind(k);
-        }
-        rows::daily_notes(q.fetch_all(&self.pool).await.map_err(db_err)?)
-    }
-
-    async fn people_with_memory(&self) -> StoreResult<Vec<PersonId>> {
-        let rows: Vec<(i64,)> = sqlx::query_as(
-            "SELECT person_id FROM memory_entries UNION SELECT person_id FROM daily_notes ORDER BY 1",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows.into_iter().map(|r| PersonId(r.0)).collect())
-    }
-
-    async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
-        let mut tx = self.write_tx().await?;
-        let mut removed = 0;
-        for table in [
-            "memory_entry_history",
-            "memory_entries",
-            "daily_notes",
-            "fact_versions",
-            "facts",
-            "history_summaries",
-            "link_codes",
-        ] {
-            let sql = format!("DELETE FROM {table} WHERE person_id = ?");
-            removed += sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(person.0)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
-        }
-        removed += sqlx::query("DELETE FROM hearsay WHERE subject_id = ?1 OR told_by = ?1")
-            .bind(person.0)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-        // Day summaries are one JSON map per scope and day: only this person's part goes.
-        let path = format!("$.\"{}\"", person.0);
-        removed += sqlx::query(
-            "UPDATE day_summaries SET summaries = json_remove(summaries, ?1) \
-             WHERE json_type(summaries, ?1) IS NOT NULL",
-        )
-        .bind(&path)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        tx.commit().await.map_err(db_err)?;
-        Ok(removed)
-    }
-
-    async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64> {
-        let mut tx = self.write_tx().await?;
-        let mut removed = sqlx::query(
-            "DELETE FROM memory_entry_history WHERE entry_id IN \
-             (SELECT id FROM memory_entries WHERE expires_at IS NOT NULL AND expires_at <= ?)",
-        )
-        .bind(ms(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        removed += sqlx::query(
-            "DELETE FROM memory_entries WHERE expires_at IS NOT NULL AND expires_at <= ?",
-        )
-        .bind(ms(now))
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        removed += sqlx::query("DELETE FROM daily_notes WHERE day < ?")
-            .bind(notes_before.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-        tx.commit().await.map_err(db_err)?;
-        Ok(removed)
     }
 
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
@@ -1703,101 +1426,6 @@ async fn write_postings(
             .map_err(db_err)?;
     }
     Ok(())
-}
-
-/// `write_entry` inside the caller's transaction.
-async fn write_entry_in(
-    conn: &mut sqlx::SqliteConnection,
-    e: &NewEntry,
-) -> StoreResult<EntryWrite> {
-    let old: Option<(i64, String, f64, String)> = sqlx::query_as(
-        "SELECT id, value, confidence, source FROM memory_entries \
-         WHERE person_id = ? AND scope = ? AND category = ? AND key = ?",
-    )
-    .bind(e.person.0)
-    .bind(e.scope.key())
-    .bind(e.category.as_str())
-    .bind(&e.key)
-    .fetch_optional(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    let write = match old {
-        Some((id, value, _, _)) if value == e.value => EntryWrite::Unchanged(id),
-        Some((id, value, confidence, source)) => {
-            sqlx::query(
-                "INSERT INTO memory_entry_history (entry_id, person_id, value, confidence, source, replaced_at, replaced_by) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(id)
-            .bind(e.person.0)
-            .bind(value)
-            .bind(confidence)
-            .bind(source)
-            .bind(ms(e.at))
-            .bind(&e.source)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            sqlx::query(
-                "UPDATE memory_entries SET value = ?, confidence = ?, source = ?, origin = ?, updated_at = ?, expires_at = ? WHERE id = ?",
-            )
-            .bind(&e.value)
-            .bind(e.confidence)
-            .bind(&e.source)
-            .bind(&e.origin)
-            .bind(ms(e.at))
-            .bind(e.expires_at.map(ms))
-            .bind(id)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            EntryWrite::Updated(id)
-        }
-        None => {
-            let (id,): (i64,) = sqlx::query_as(
-                "INSERT INTO memory_entries (person_id, scope, category, key, value, confidence, source, origin, created_at, updated_at, expires_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            )
-            .bind(e.person.0)
-            .bind(e.scope.key())
-            .bind(e.category.as_str())
-            .bind(&e.key)
-            .bind(&e.value)
-            .bind(e.confidence)
-            .bind(&e.source)
-            .bind(&e.origin)
-            .bind(ms(e.at))
-            .bind(ms(e.at))
-            .bind(e.expires_at.map(ms))
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            EntryWrite::Added(id)
-        }
-    };
-    Ok(write)
-}
-
-/// Appends a daily-note block unless one of the same source and day exists.
-async fn append_note_in(
-    conn: &mut sqlx::SqliteConnection,
-    person: PersonId,
-    note: &DailyNote,
-) -> StoreResult<bool> {
-    let done = sqlx::query(
-        "INSERT INTO daily_notes (person_id, day, scope, text, source, added_at) VALUES (?, ?, ?, ?, ?, ?) \
-         ON CONFLICT (person_id, day, source) DO NOTHING",
-    )
-    .bind(person.0)
-    .bind(note.day.format("%Y-%m-%d").to_string())
-    .bind(note.scope.key())
-    .bind(&note.text)
-    .bind(&note.source)
-    .bind(ms(note.added_at))
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    Ok(done.rows_affected() == 1)
 }
 
 /// Deletes an episode (emptied, or merged into another) and counts it out of its scope.
