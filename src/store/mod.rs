@@ -38,6 +38,13 @@ macro_rules! on_both_backends {
     };
 }
 
+/// The columns `message_from_row` reads: a message `m` joined with its author `p`.
+macro_rules! message_columns {
+    () => {
+        "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id"
+    };
+}
+
 /// The text for this backend's dialect, inside `on_both_backends!`.
 #[allow(unused_macros)]
 macro_rules! per_dialect {
@@ -60,6 +67,8 @@ pub mod identities;
 #[warn(missing_docs)]
 pub mod jobs;
 #[warn(missing_docs)]
+pub mod messages;
+#[warn(missing_docs)]
 pub mod postgres;
 mod rows;
 #[warn(missing_docs)]
@@ -71,9 +80,9 @@ pub mod terms;
 #[warn(missing_docs)]
 pub mod url;
 
-use crate::domain::{MessageId, PersonId, Platform, Privacy, Scope, SpaceId, StoredMessage};
+use crate::domain::{MessageId, PersonId, Platform, Scope, SpaceId, StoredMessage};
 use async_trait::async_trait;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
 pub use copy::{Table, Value};
@@ -81,6 +90,7 @@ pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
 pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};
+pub use messages::{BotMessage, BotMessageFilter, Messages, NewMessage, RangeStats};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 pub use summaries::{DaySummaryRecord, Summaries};
@@ -169,34 +179,6 @@ impl StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
-
-/// A message to store, already resolved to internal ids by the ingestor.
-#[derive(Debug, Clone)]
-pub struct NewMessage {
-    pub space: SpaceId,
-    pub channel: String,
-    pub scope: Scope,
-    pub privacy: Privacy,
-    pub author: PersonId,
-    pub is_bot: bool,
-    /// A memory command addressed to the bot, not chatter: summaries skip it.
-    pub is_command: bool,
-    pub external_id: String,
-    pub reply_to: Option<String>,
-    pub text: String,
-    pub sent_at: DateTime<Utc>,
-    /// Said while the author's memory was paused: kept in the history, but nothing is derived
-    /// from it (no summaries, extraction, postings or vectors).
-    pub withheld: bool,
-}
-
-/// Last message id and count of the chatter of a scope within a time range: cheap change
-/// detection for summaries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RangeStats {
-    pub last_message: i64,
-    pub count: i64,
-}
 
 /// A change another process made that per-process caches must forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -312,35 +294,6 @@ pub enum EpisodeClose {
     },
 }
 
-/// Which of the bot's messages `Store::bot_messages_with_terms` looks at.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BotMessageFilter<'a> {
-    /// Only in these scopes (every scope when None).
-    pub scopes: Option<&'a [Scope]>,
-    /// Only in this space.
-    pub space: Option<SpaceId>,
-    /// Only sent after this message (the bot cannot have quoted what did not exist yet).
-    pub after: Option<MessageId>,
-}
-
-impl<'a> BotMessageFilter<'a> {
-    /// Every bot message in `scopes` (all scopes when None).
-    pub fn in_scopes(scopes: Option<&'a [Scope]>) -> BotMessageFilter<'a> {
-        BotMessageFilter {
-            scopes,
-            ..BotMessageFilter::default()
-        }
-    }
-}
-
-/// A message of the bot's, with the author of the message it answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BotMessage {
-    pub id: MessageId,
-    pub text: String,
-    pub answered: Option<PersonId>,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableCount {
     pub table: &'static str,
@@ -348,7 +301,7 @@ pub struct TableCount {
 }
 
 #[async_trait]
-pub trait Store: Identities + Entries + Facts + Summaries + Jobs + Send + Sync {
+pub trait Store: Identities + Messages + Entries + Facts + Summaries + Jobs + Send + Sync {
     /// Maps a platform account to a person, creating both on first sight; keeps the display
     /// name current.
     async fn resolve_person(
@@ -363,106 +316,8 @@ pub trait Store: Identities + Entries + Facts + Summaries + Jobs + Send + Sync {
             .person)
     }
 
-    /// Stores a message; storing the same (space, channel, external id) twice returns the first id.
-    async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId>;
-    /// Stores many messages in one transaction (bulk import, benchmarks).
-    async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>>;
-    /// The latest `limit` messages of a channel, oldest first.
-    async fn recent_messages(
-        &self,
-        space: SpaceId,
-        channel: &str,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>>;
-    /// Chatter (people's messages, not the bot's, not memory commands) of a scope in
-    /// [from, to), oldest first, at most `limit` (the latest ones).
-    async fn chatter_in_range(
-        &self,
-        scope: &Scope,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>>;
-    /// One author's chatter in a scope in [from, to), oldest first, at most `limit` (the latest).
-    async fn author_chatter_in_range(
-        &self,
-        scope: &Scope,
-        author: PersonId,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>>;
-    async fn chatter_stats(
-        &self,
-        scope: &Scope,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<RangeStats>;
-
-    /// A stored message by its platform id, in a space known by its platform id.
-    /// Whether the bot has answered `message` (a reply to it is stored): a message the
-    /// platform delivers again is then not answered twice.
-    async fn answered(&self, message: &StoredMessage) -> StoreResult<bool>;
-    async fn message_by_external(
-        &self,
-        platform: Platform,
-        space_external_id: &str,
-        channel: &str,
-        external_id: &str,
-    ) -> StoreResult<Option<StoredMessage>>;
-    /// Id and text of every message `author` wrote, in `scopes` (every scope when `None`).
-    async fn author_messages(
-        &self,
-        author: PersonId,
-        scopes: Option<&[Scope]>,
-    ) -> StoreResult<Vec<(MessageId, String)>>;
-    /// The bot's messages that pass `filter` whose postings hold every one of `terms`, and
-    /// those withheld (they have no postings): the candidates for a text the bot may have
-    /// quoted. Each with the author of the message it answered.
-    async fn bot_messages_with_terms(
-        &self,
-        filter: BotMessageFilter<'_>,
-        terms: &[String],
-    ) -> StoreResult<Vec<BotMessage>>;
-    /// Deletes the earlier values of these entries of `person`, and the earlier versions of
-    /// their facts in `fact_scopes` (the current text stays): what a forget found only in the
-    /// history. Returns rows removed.
-    async fn drop_history(
-        &self,
-        person: PersonId,
-        entry_ids: &[i64],
-        fact_scopes: &[Scope],
-    ) -> StoreResult<u64>;
-    /// Deletes messages, the bot's replies to them, and everything derived from them: their
-    /// postings and scope statistics, vectors, their place in episodes (a closed episode is
-    /// reopened, so its summary and vector are made again without them), the day summaries
-    /// of their scopes and days and the history summaries that read those days, and the
-    /// entries, daily notes and statements about others written from them. Other processes
-    /// are told. Returns the messages deleted.
-    async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64>;
-
     /// Row counts per table (operations, migration checks).
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;
-
-    /// People (not bots) who wrote in [from, to), by id.
-    async fn authors_in_range(
-        &self,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<Vec<PersonId>>;
-    /// Scopes `author` wrote in during [from, to).
-    async fn author_scopes(
-        &self,
-        author: PersonId,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<Vec<Scope>>;
-    /// Scopes with chatter in [from, to) (what a scheduled summary job has to cover).
-    async fn active_scopes(
-        &self,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<Vec<Scope>>;
 
     /// BM25 search over messages in the given scopes: the privacy filter is part of the
     /// query, and N, average length and document frequencies are those of these scopes.
@@ -619,46 +474,4 @@ fn rank_episode_postings(
     .into_iter()
     .map(|(episode, score)| EpisodeHit { episode, score })
     .collect()
-}
-
-/// A message being deleted: id, scope key, sent at (Unix ms), episode, text, withheld.
-pub(crate) type MessageRow = (i64, String, i64, Option<i64>, String, bool);
-
-/// What deleting messages must undo, worked out once for both backends.
-#[derive(Debug, Default)]
-pub(crate) struct ForgetPlan {
-    /// The postings each message has: (message, scope key, terms, document length).
-    pub postings: Vec<(i64, String, Vec<String>, i64)>,
-    /// Per episode: messages and total length leaving it.
-    pub episodes: std::collections::BTreeMap<i64, (i64, i64)>,
-    /// (scope key, day) whose day summary read these messages.
-    pub days: std::collections::BTreeSet<(String, NaiveDate)>,
-    /// Per scope, the first such day: history summaries ending then or later read it.
-    pub first_days: std::collections::BTreeMap<String, NaiveDate>,
-}
-
-pub(crate) fn forget_plan(rows: &[MessageRow]) -> StoreResult<ForgetPlan> {
-    let mut plan = ForgetPlan::default();
-    for (id, scope, sent_at, episode, text, withheld) in rows {
-        let doc = document_terms(text);
-        let len = doc.len as i64;
-        if !withheld {
-            plan.postings.push((
-                *id,
-                scope.clone(),
-                doc.terms.into_iter().map(|(t, _)| t).collect(),
-                len,
-            ));
-        }
-        if let Some(ep) = episode {
-            let e = plan.episodes.entry(*ep).or_default();
-            e.0 += 1;
-            e.1 += len;
-        }
-        let day = crate::domain::day_of(rows::from_ms(*sent_at)?);
-        plan.days.insert((scope.clone(), day));
-        let first = plan.first_days.entry(scope.clone()).or_insert(day);
-        *first = (*first).min(day);
-    }
-    Ok(plan)
 }

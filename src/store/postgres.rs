@@ -51,7 +51,10 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
 
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
-    pub(in crate::store) use super::{PostgresStore as Backend, db_err, notify as changed};
+    pub(in crate::store) use super::{
+        PostgresStore as Backend, db_err, drop_episode, forget_vectors, insert_rows,
+        message_from_row, notify as changed, write_postings,
+    };
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Postgres;
 
     /// A connection (a transaction derefs to one).
@@ -101,11 +104,38 @@ pub(super) mod shared {
         };
     }
     pub(in crate::store) use for_update;
+
+    /// Messages per INSERT statement (one array parameter per column).
+    pub(in crate::store) const MESSAGE_CHUNK: usize = 2000;
+
+    /// Names the index a statement must use: PostgreSQL's planner needs no such help.
+    macro_rules! indexed_by {
+        ($index:literal) => {
+            ""
+        };
+    }
+    pub(in crate::store) use indexed_by;
+
+    /// The message id a bot reply of message `m` answers (its reply_to, as text), or NULL
+    /// where reply_to is not a number (a user's reply holds a platform id).
+    macro_rules! reply_to_id {
+        ($m:literal) => {
+            concat!(
+                "(CASE WHEN ",
+                $m,
+                ".reply_to ~ '^[0-9]{1,18}$' THEN ",
+                $m,
+                ".reply_to::BIGINT END)"
+            )
+        };
+    }
+    pub(in crate::store) use reply_to_id;
 }
 
-const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
+const MESSAGE_COLUMNS: &str = message_columns!();
 
-fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
+/// A message read with `message_columns!()`.
+pub(super) fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
     let get = StoreError::Column;
     Ok(StoredMessage {
         id: MessageId(row.try_get(0).map_err(get)?),
@@ -240,352 +270,10 @@ impl PostgresStore {
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
-
-    async fn chatter(
-        &self,
-        scope: &Scope,
-        author: Option<PersonId>,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        let sql = format!(
-            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
-             WHERE m.scope = $1 AND ($2::BIGINT IS NULL OR m.author_id = $2) AND m.sent_at >= $3 AND m.sent_at < $4 \
-             AND NOT m.is_bot AND NOT m.is_command AND NOT m.withheld ORDER BY m.sent_at DESC, m.id DESC LIMIT $5) t ORDER BY sent_at, id"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(scope.key())
-            .bind(author.map(|a| a.0))
-            .bind(ms(from))
-            .bind(ms(to))
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
-    }
 }
 
 #[async_trait]
 impl Store for PostgresStore {
-    async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
-        // The message and its postings commit together, so it is searchable once stored.
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let id = insert_chunk(&mut tx, std::slice::from_ref(msg)).await?[0];
-        tx.commit().await.map_err(db_err)?;
-        Ok(id)
-    }
-
-    async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let mut ids = Vec::with_capacity(msgs.len());
-        for chunk in msgs.chunks(2000) {
-            ids.extend(insert_chunk(&mut tx, chunk).await?);
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(ids)
-    }
-
-    async fn recent_messages(
-        &self,
-        space: SpaceId,
-        channel: &str,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        let sql = format!(
-            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
-             WHERE m.space_id = $1 AND m.channel = $2 ORDER BY m.sent_at DESC, m.id DESC LIMIT $3) t ORDER BY sent_at, id"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(space.0)
-            .bind(channel)
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
-    }
-
-    async fn chatter_in_range(
-        &self,
-        scope: &Scope,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        self.chatter(scope, None, from, to, limit).await
-    }
-
-    async fn author_chatter_in_range(
-        &self,
-        scope: &Scope,
-        author: PersonId,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        self.chatter(scope, Some(author), from, to, limit).await
-    }
-
-    async fn chatter_stats(
-        &self,
-        scope: &Scope,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<RangeStats> {
-        let (last, count): (Option<i64>, i64) = sqlx::query_as(
-            "SELECT MAX(id), COUNT(*) FROM messages WHERE scope = $1 AND sent_at >= $2 AND sent_at < $3 AND NOT is_bot AND NOT is_command AND NOT withheld",
-        )
-        .bind(scope.key())
-        .bind(ms(from))
-        .bind(ms(to))
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(RangeStats {
-            last_message: last.unwrap_or(0),
-            count,
-        })
-    }
-
-    async fn answered(&self, message: &StoredMessage) -> StoreResult<bool> {
-        sqlx::query_scalar::<_, bool>(
-            "SELECT EXISTS (SELECT 1 FROM messages WHERE space_id = $1 AND channel = $2 AND sent_at >= $3 AND is_bot AND reply_to = $4 AND id > $5)",
-        )
-        .bind(message.space.0)
-        .bind(&message.channel)
-        .bind(ms(message.sent_at))
-        .bind(message.id.0.to_string())
-        .bind(message.id.0)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_err)
-    }
-
-    async fn message_by_external(
-        &self,
-        platform: Platform,
-        space_external_id: &str,
-        channel: &str,
-        external_id: &str,
-    ) -> StoreResult<Option<StoredMessage>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id JOIN spaces s ON s.id = m.space_id \
-             WHERE s.platform = $1 AND s.external_id = $2 AND m.channel = $3 AND m.external_id = $4"
-        );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(platform.as_str())
-            .bind(space_external_id)
-            .bind(channel)
-            .bind(external_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?;
-        row.as_ref().map(message_from_row).transpose()
-    }
-
-    async fn author_messages(
-        &self,
-        author: PersonId,
-        scopes: Option<&[Scope]>,
-    ) -> StoreResult<Vec<(MessageId, String)>> {
-        let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
-        let rows: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT id, text FROM messages WHERE author_id = $1 AND ($2::TEXT[] IS NULL OR scope = ANY($2)) ORDER BY id",
-        )
-        .bind(author.0)
-        .bind(keys)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, text)| (MessageId(id), text))
-            .collect())
-    }
-
-    async fn bot_messages_with_terms(
-        &self,
-        bots: BotMessageFilter<'_>,
-        terms: &[String],
-    ) -> StoreResult<Vec<BotMessage>> {
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let keys: Option<Vec<String>> = bots.scopes.map(|s| s.iter().map(Scope::key).collect());
-        // A bot reply's reply_to is the id of the message it answers, as text.
-        let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(
-            "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = (CASE WHEN m.reply_to ~ '^[0-9]{1,18}$' THEN m.reply_to::BIGINT END) \
-             WHERE m.is_bot AND (m.id IN \
-             (SELECT message_id FROM message_terms WHERE term = ANY($1) AND ($2::TEXT[] IS NULL OR scope = ANY($2)) \
-              GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) \
-             OR (m.withheld AND ($2::TEXT[] IS NULL OR m.scope = ANY($2)))) \
-             AND ($4::BIGINT IS NULL OR m.space_id = $4) AND m.id > $5 ORDER BY m.id",
-        )
-        .bind(terms)
-        .bind(keys)
-        .bind(terms.len() as i64)
-        .bind(bots.space.map(|s| s.0))
-        .bind(bots.after.map_or(0, |m| m.0))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, text, answered)| BotMessage {
-                id: MessageId(id),
-                text,
-                answered: answered.map(PersonId),
-            })
-            .collect())
-    }
-
-    async fn drop_history(
-        &self,
-        person: PersonId,
-        entry_ids: &[i64],
-        fact_scopes: &[Scope],
-    ) -> StoreResult<u64> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let mut removed = sqlx::query(
-            "DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id = ANY($2)",
-        )
-        .bind(person.0)
-        .bind(entry_ids)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        let keys: Vec<String> = fact_scopes.iter().map(Scope::key).collect();
-        removed += sqlx::query(
-            "DELETE FROM fact_versions v WHERE v.person_id = $1 AND v.scope = ANY($2) \
-             AND v.version < COALESCE((SELECT f.version FROM facts f WHERE f.person_id = v.person_id AND f.scope = v.scope), 0)",
-        )
-        .bind(person.0)
-        .bind(&keys)
-        .execute(&mut *tx)
-        .await
-        .map_err(db_err)?
-        .rows_affected();
-        tx.commit().await.map_err(db_err)?;
-        Ok(removed)
-    }
-
-    async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
-        let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
-        // The bot's replies to these messages go with them.
-        let rows: Vec<MessageRow> = sqlx::query_as(
-            "SELECT id, scope, sent_at, episode_id, text, withheld FROM messages \
-             WHERE id = ANY($1) OR (is_bot AND reply_to = ANY($2)) FOR UPDATE",
-        )
-        .bind(&asked)
-        .bind(&as_text)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        let all: Vec<i64> = rows.iter().map(|r| r.0).collect();
-        let plan = forget_plan(&rows)?;
-        for (id, scope, terms, len) in &plan.postings {
-            let removed = sqlx::query(
-                "DELETE FROM message_terms WHERE term = ANY($1) AND scope = $2 AND message_id = $3",
-            )
-            .bind(terms)
-            .bind(scope)
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-            if removed > 0 {
-                sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - $1 WHERE scope = $2")
-                    .bind(len)
-                    .bind(scope)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-        }
-        for (episode, (count, len)) in &plan.episodes {
-            let left: Option<(String, i32)> = sqlx::query_as(
-                "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL \
-                 WHERE id = $3 RETURNING scope, messages",
-            )
-            .bind(*count as i32)
-            .bind(len)
-            .bind(episode)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            let Some((scope, left)) = left else { continue };
-            sqlx::query(
-                "UPDATE scope_episode_stats SET total_len = total_len - $1 WHERE scope = $2",
-            )
-            .bind(len)
-            .bind(&scope)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            if left <= 0 {
-                drop_episode(&mut tx, *episode, &scope).await?;
-            }
-        }
-        for (scope, day) in &plan.days {
-            sqlx::query("DELETE FROM day_summaries WHERE scope = $1 AND day = $2")
-                .bind(scope)
-                .bind(day.to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        for (scope, day) in &plan.first_days {
-            sqlx::query("DELETE FROM history_summaries WHERE scope = $1 AND end_day >= $2")
-                .bind(scope)
-                .bind(day.to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        let sources: Vec<String> = all.iter().map(|id| format!("message:{id}")).collect();
-        for sql in [
-            "DELETE FROM memory_entry_history WHERE entry_id IN (SELECT id FROM memory_entries WHERE source = ANY($1))",
-            "DELETE FROM memory_entries WHERE source = ANY($1)",
-            "DELETE FROM daily_notes WHERE source = ANY($1)",
-        ] {
-            sqlx::query(sql)
-                .bind(&sources)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        for sql in [
-            "DELETE FROM hearsay WHERE source_message_id = ANY($1)",
-            "UPDATE fact_versions SET source_message_id = NULL WHERE source_message_id = ANY($1)",
-            "DELETE FROM message_terms_backlog WHERE message_id = ANY($1)",
-        ] {
-            sqlx::query(sql)
-                .bind(&all)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        let deleted = sqlx::query("DELETE FROM messages WHERE id = ANY($1)")
-            .bind(&all)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-        // Other processes drop whatever they cached from these messages, at commit.
-        notify(&mut tx, &Change::Forgotten).await?;
-        tx.commit().await.map_err(db_err)?;
-        Ok(deleted)
-    }
-
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
         let mut out = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {
@@ -600,56 +288,6 @@ impl Store for PostgresStore {
             });
         }
         Ok(out)
-    }
-
-    async fn authors_in_range(
-        &self,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<Vec<PersonId>> {
-        let ids: Vec<i64> = sqlx::query_scalar(
-            "SELECT DISTINCT author_id FROM messages WHERE sent_at >= $1 AND sent_at < $2 AND NOT is_bot AND NOT is_command AND NOT withheld ORDER BY author_id",
-        )
-        .bind(ms(from))
-        .bind(ms(to))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(ids.into_iter().map(PersonId).collect())
-    }
-
-    async fn author_scopes(
-        &self,
-        author: PersonId,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<Vec<Scope>> {
-        let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT scope FROM messages WHERE author_id = $1 AND sent_at >= $2 AND sent_at < $3 AND NOT is_bot AND NOT is_command AND NOT withheld ORDER BY scope",
-        )
-        .bind(author.0)
-        .bind(ms(from))
-        .bind(ms(to))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        keys.iter().map(|k| parse_scope(k)).collect()
-    }
-
-    async fn active_scopes(
-        &self,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<Vec<Scope>> {
-        let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT scope FROM messages WHERE sent_at >= $1 AND sent_at < $2 AND NOT is_bot AND NOT is_command AND NOT withheld ORDER BY scope",
-        )
-        .bind(ms(from))
-        .bind(ms(to))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        keys.iter().map(|k| parse_scope(k)).collect()
     }
 
     async fn search_messages(
@@ -1244,72 +882,6 @@ impl Store for PostgresStore {
     }
 }
 
-/// Stores `chunk` with one multi-row INSERT; ids are matched back by each row's unique key,
-/// and a message stored before (a redelivery) keeps its id.
-async fn insert_chunk(
-    conn: &mut sqlx::PgConnection,
-    chunk: &[NewMessage],
-) -> StoreResult<Vec<MessageId>> {
-    let mut ids = Vec::with_capacity(chunk.len());
-    let rows: Vec<(i64, i64, String, String)> = sqlx::query_as(
-            "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld) \
-             SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
-                                  $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[], $12::BOOLEAN[]) \
-             ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
-        )
-        .bind(chunk.iter().map(|m| m.space.0).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.channel.as_str()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.scope.key()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.privacy.as_str()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.author.0).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.is_bot).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.is_command).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.external_id.as_str()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.reply_to.as_deref()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.text.as_str()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| ms(m.sent_at)).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|m| m.withheld).collect::<Vec<_>>())
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(db_err)?;
-    let inserted: std::collections::HashMap<(i64, String, String), i64> = rows
-        .into_iter()
-        .map(|(id, s, c, e)| ((s, c, e), id))
-        .collect();
-    let mut fresh: Vec<(i64, String, String)> = Vec::with_capacity(inserted.len());
-    for m in chunk {
-        match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
-            Some(id) => {
-                ids.push(MessageId(*id));
-                // Nothing is derived from a withheld message: it is not searchable.
-                if !m.withheld {
-                    fresh.push((*id, m.scope.key(), m.text.clone()));
-                }
-            }
-            None => ids.push(existing_message(conn, m).await?),
-        }
-    }
-    write_postings(conn, &fresh).await?;
-    Ok(ids)
-}
-
-/// The id of a message already stored under `msg`'s key (a redelivery).
-async fn existing_message(
-    conn: &mut sqlx::PgConnection,
-    msg: &NewMessage,
-) -> StoreResult<MessageId> {
-    let id: i64 = sqlx::query_scalar(
-        "SELECT id FROM messages WHERE space_id = $1 AND channel = $2 AND external_id = $3",
-    )
-    .bind(msg.space.0)
-    .bind(&msg.channel)
-    .bind(&msg.external_id)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    Ok(MessageId(id))
-}
-
 fn hit_from_row(row: &PgRow, score_column: usize) -> StoreResult<SearchHit> {
     let score: f64 = row.try_get(score_column).map_err(StoreError::Column)?;
     Ok(SearchHit {
@@ -1337,7 +909,41 @@ fn episode_from_row(row: &PgRow) -> StoreResult<Episode> {
 }
 
 /// Postings and scope statistics of freshly stored messages (id, scope, text).
-async fn write_postings(
+/// Inserts a chunk of messages in one statement (a redelivered one is skipped); returns the
+/// new rows' id, space, channel and external id.
+pub(super) async fn insert_rows(
+    conn: &mut sqlx::PgConnection,
+    chunk: &[NewMessage],
+) -> StoreResult<Vec<(i64, i64, String, String)>> {
+    sqlx::query_as(
+        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld) \
+         SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
+                              $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[], $12::BOOLEAN[]) \
+         ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
+    )
+    .bind(chunk.iter().map(|m| m.space.0).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.channel.as_str()).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.scope.key()).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.privacy.as_str()).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.author.0).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.is_bot).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.is_command).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.external_id.as_str()).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.reply_to.as_deref()).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.text.as_str()).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| ms(m.sent_at)).collect::<Vec<_>>())
+    .bind(chunk.iter().map(|m| m.withheld).collect::<Vec<_>>())
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_err)
+}
+
+/// A message's vector is a column of its row: it goes with the row.
+pub(super) async fn forget_vectors(_: &mut sqlx::PgConnection, _: &[i64]) -> StoreResult<()> {
+    Ok(())
+}
+
+pub(super) async fn write_postings(
     conn: &mut sqlx::PgConnection,
     messages: &[(i64, String, String)],
 ) -> StoreResult<()> {
@@ -1396,7 +1002,11 @@ async fn write_postings(
 }
 
 /// Deletes an episode (emptied, or merged into another) and counts it out of its scope.
-async fn drop_episode(conn: &mut sqlx::PgConnection, episode: i64, scope: &str) -> StoreResult<()> {
+pub(super) async fn drop_episode(
+    conn: &mut sqlx::PgConnection,
+    episode: i64,
+    scope: &str,
+) -> StoreResult<()> {
     sqlx::query("DELETE FROM episodes WHERE id = $1")
         .bind(episode)
         .execute(&mut *conn)

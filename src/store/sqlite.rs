@@ -40,7 +40,10 @@ pub(super) async fn changed(_: &mut sqlx::SqliteConnection, _: &Change) -> Store
 
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
-    pub(in crate::store) use super::{SqliteStore as Backend, changed, db_err};
+    pub(in crate::store) use super::{
+        SqliteStore as Backend, changed, db_err, drop_episode, forget_vectors, insert_rows,
+        message_from_row, write_postings,
+    };
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Sqlite;
 
     /// A connection (a transaction derefs to one).
@@ -91,11 +94,33 @@ pub(super) mod shared {
         };
     }
     pub(in crate::store) use for_update;
+
+    /// Messages per INSERT statement (12 parameters each; SQLite allows 32,766).
+    pub(in crate::store) const MESSAGE_CHUNK: usize = 500;
+
+    /// Names the index a statement must use: SQLite's planner otherwise picks one that avoids a
+    /// sort and scans a whole range.
+    macro_rules! indexed_by {
+        ($index:literal) => {
+            concat!(" INDEXED BY ", $index)
+        };
+    }
+    pub(in crate::store) use indexed_by;
+
+    /// The message id a bot reply of message `m` answers (its reply_to, as text): SQLite
+    /// compares it with an integer id by number.
+    macro_rules! reply_to_id {
+        ($m:literal) => {
+            concat!($m, ".reply_to")
+        };
+    }
+    pub(in crate::store) use reply_to_id;
 }
 
-const MESSAGE_COLUMNS: &str = "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id";
+const MESSAGE_COLUMNS: &str = message_columns!();
 
-fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
+/// A message read with `message_columns!()`.
+pub(super) fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
     let get = StoreError::Column;
     Ok(StoredMessage {
         id: MessageId(row.try_get(0).map_err(get)?),
@@ -216,405 +241,10 @@ impl SqliteStore {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
-
-    /// Chatter of a scope (optionally of one author) in [from, to): the latest `limit`, oldest first.
-    async fn chatter(
-        &self,
-        scope: &Scope,
-        author: Option<PersonId>,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        // SQLite's planner likes any index that avoids the sort (time only, or scope only for a
-        // quiet author) and then scans a whole range; pin the index that matches the filter.
-        let (index, author_clause) = match author {
-            Some(_) => (
-                "INDEXED BY messages_by_scope_author_time",
-                "AND m.author_id = ?",
-            ),
-            None => ("INDEXED BY messages_by_scope_time", ""),
-        };
-        let sql = format!(
-            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m {index} JOIN people p ON p.id = m.author_id \
-             WHERE m.scope = ? {author_clause} AND m.sent_at >= ? AND m.sent_at < ? AND m.is_bot = 0 AND m.is_command = 0 AND m.withheld = 0 \
-             ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
-        );
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(scope.key());
-        if let Some(author) = author {
-            query = query.bind(author.0);
-        }
-        let rows = query
-            .bind(ms(from))
-            .bind(ms(to))
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
-    }
 }
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
-        // The message and its postings commit together, so it is searchable once stored.
-        let mut tx = self.write_tx().await?;
-        let id = insert_chunk(&mut tx, std::slice::from_ref(msg)).await?[0];
-        tx.commit().await.map_err(db_err)?;
-        Ok(id)
-    }
-
-    async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
-        let mut tx = self.write_tx().await?;
-        let mut ids = Vec::with_capacity(msgs.len());
-        for chunk in msgs.chunks(500) {
-            ids.extend(insert_chunk(&mut tx, chunk).await?);
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(ids)
-    }
-
-    async fn recent_messages(
-        &self,
-        space: SpaceId,
-        channel: &str,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        let sql = format!(
-            "SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages m INDEXED BY messages_by_channel_time JOIN people p ON p.id = m.author_id \
-             WHERE m.space_id = ? AND m.channel = ? ORDER BY m.sent_at DESC, m.id DESC LIMIT ?) ORDER BY 9, 1"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(space.0)
-            .bind(channel)
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
-    }
-
-    async fn chatter_in_range(
-        &self,
-        scope: &Scope,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        self.chatter(scope, None, from, to, limit).await
-    }
-
-    async fn author_chatter_in_range(
-        &self,
-        scope: &Scope,
-        author: PersonId,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        self.chatter(scope, Some(author), from, to, limit).await
-    }
-
-    async fn chatter_stats(
-        &self,
-        scope: &Scope,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<RangeStats> {
-        let (last, count): (Option<i64>, i64) =
-            sqlx::query_as("SELECT MAX(id), COUNT(*) FROM messages INDEXED BY messages_by_scope_time WHERE scope = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 AND withheld = 0")
-                .bind(scope.key())
-                .bind(ms(from))
-                .bind(ms(to))
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_err)?;
-        Ok(RangeStats {
-            last_message: last.unwrap_or(0),
-            count,
-        })
-    }
-
-    async fn answered(&self, message: &StoredMessage) -> StoreResult<bool> {
-        sqlx::query_scalar::<_, bool>(
-            "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_by_reply_to WHERE space_id = ? AND channel = ? AND sent_at >= ? AND is_bot = 1 AND reply_to = ? AND id > ?)",
-        )
-        .bind(message.space.0)
-        .bind(&message.channel)
-        .bind(ms(message.sent_at))
-        .bind(message.id.0.to_string())
-        .bind(message.id.0)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_err)
-    }
-
-    async fn message_by_external(
-        &self,
-        platform: Platform,
-        space_external_id: &str,
-        channel: &str,
-        external_id: &str,
-    ) -> StoreResult<Option<StoredMessage>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id JOIN spaces s ON s.id = m.space_id \
-             WHERE s.platform = ? AND s.external_id = ? AND m.channel = ? AND m.external_id = ?"
-        );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(platform.as_str())
-            .bind(space_external_id)
-            .bind(channel)
-            .bind(external_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_err)?;
-        row.as_ref().map(message_from_row).transpose()
-    }
-
-    async fn author_messages(
-        &self,
-        author: PersonId,
-        scopes: Option<&[Scope]>,
-    ) -> StoreResult<Vec<(MessageId, String)>> {
-        let Some((filter, keys)) = scope_filter("scope", scopes) else {
-            return Ok(Vec::new());
-        };
-        let sql = format!("SELECT id, text FROM messages WHERE author_id = ? {filter} ORDER BY id");
-        let mut q = sqlx::query_as::<_, (i64, String)>(sqlx::AssertSqlSafe(sql)).bind(author.0);
-        for k in &keys {
-            q = q.bind(k);
-        }
-        Ok(q.fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(|(id, text)| (MessageId(id), text))
-            .collect())
-    }
-
-    async fn bot_messages_with_terms(
-        &self,
-        bots: BotMessageFilter<'_>,
-        terms: &[String],
-    ) -> StoreResult<Vec<BotMessage>> {
-        let (Some((filter, keys)), Some((m_filter, _))) = (
-            scope_filter("scope", bots.scopes),
-            scope_filter("m.scope", bots.scopes),
-        ) else {
-            return Ok(Vec::new());
-        };
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        // A bot reply's reply_to is the id of the message it answers (as text; SQLite
-        // compares it with the integer id by number).
-        let sql = format!(
-            "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = m.reply_to \
-             WHERE m.is_bot = 1 AND (m.id IN \
-             (SELECT message_id FROM message_terms WHERE term IN ({}) {filter} GROUP BY message_id HAVING COUNT(DISTINCT term) = ?) \
-             OR (m.withheld = 1 {m_filter})) AND (? IS NULL OR m.space_id = ?) AND m.id > ? ORDER BY m.id",
-            marks(terms.len())
-        );
-        let mut q = sqlx::query_as::<_, (i64, String, Option<i64>)>(sqlx::AssertSqlSafe(sql));
-        for t in terms {
-            q = q.bind(t);
-        }
-        for k in &keys {
-            q = q.bind(k);
-        }
-        q = q.bind(terms.len() as i64);
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let space = bots.space.map(|s| s.0);
-        q = q
-            .bind(space)
-            .bind(space)
-            .bind(bots.after.map_or(0, |m| m.0));
-        Ok(q.fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?
-            .into_iter()
-            .map(|(id, text, answered)| BotMessage {
-                id: MessageId(id),
-                text,
-                answered: answered.map(PersonId),
-            })
-            .collect())
-    }
-
-    async fn drop_history(
-        &self,
-        person: PersonId,
-        entry_ids: &[i64],
-        fact_scopes: &[Scope],
-    ) -> StoreResult<u64> {
-        let mut tx = self.write_tx().await?;
-        let mut removed = 0;
-        if !entry_ids.is_empty() {
-            let sql = format!(
-                "DELETE FROM memory_entry_history WHERE person_id = ? AND entry_id IN ({})",
-                marks(entry_ids.len())
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(person.0);
-            for id in entry_ids {
-                q = q.bind(id);
-            }
-            removed += q.execute(&mut *tx).await.map_err(db_err)?.rows_affected();
-        }
-        for scope in fact_scopes {
-            removed += sqlx::query(
-                "DELETE FROM fact_versions WHERE person_id = ?1 AND scope = ?2 \
-                 AND version < COALESCE((SELECT version FROM facts WHERE person_id = ?1 AND scope = ?2), 0)",
-            )
-            .bind(person.0)
-            .bind(scope.key())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(removed)
-    }
-
-    async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let mut tx = self.write_tx().await?;
-        // The bot's replies to these messages go with them.
-        let mut all: Vec<i64> = ids.iter().map(|m| m.0).collect();
-        for chunk in ids.chunks(500) {
-            let sql = format!(
-                "SELECT id FROM messages WHERE reply_to IN ({}) AND is_bot = 1",
-                marks(chunk.len())
-            );
-            let mut q = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql));
-            for id in chunk {
-                q = q.bind(id.0.to_string());
-            }
-            all.extend(q.fetch_all(&mut *tx).await.map_err(db_err)?);
-        }
-        all.sort_unstable();
-        all.dedup();
-        let mut rows: Vec<MessageRow> = Vec::with_capacity(all.len());
-        for chunk in all.chunks(500) {
-            let sql = format!(
-                "SELECT id, scope, sent_at, episode_id, text, withheld FROM messages WHERE id IN ({})",
-                marks(chunk.len())
-            );
-            let mut q = sqlx::query_as::<_, (i64, String, i64, Option<i64>, String, bool)>(
-                sqlx::AssertSqlSafe(sql),
-            );
-            for id in chunk {
-                q = q.bind(id);
-            }
-            rows.extend(q.fetch_all(&mut *tx).await.map_err(db_err)?);
-        }
-        let plan = forget_plan(&rows)?;
-        for (id, scope, terms, len) in &plan.postings {
-            let mut removed = 0;
-            for term in terms {
-                removed += sqlx::query(
-                    "DELETE FROM message_terms WHERE term = ? AND scope = ? AND message_id = ?",
-                )
-                .bind(term)
-                .bind(scope)
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
-            }
-            if removed > 0 {
-                sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - ? WHERE scope = ?")
-                    .bind(len)
-                    .bind(scope)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-        }
-        for (episode, (count, len)) in &plan.episodes {
-            let left: Option<(String, i64)> = sqlx::query_as(
-                "UPDATE episodes SET messages = messages - ?, total_len = total_len - ?, closed = 0, summary = NULL, embedding = NULL \
-                 WHERE id = ? RETURNING scope, messages",
-            )
-            .bind(count)
-            .bind(len)
-            .bind(episode)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            let Some((scope, left)) = left else { continue };
-            sqlx::query("UPDATE scope_episode_stats SET total_len = total_len - ? WHERE scope = ?")
-                .bind(len)
-                .bind(&scope)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            if left <= 0 {
-                drop_episode(&mut tx, *episode, &scope).await?;
-            }
-        }
-        for (scope, day) in &plan.days {
-            sqlx::query("DELETE FROM day_summaries WHERE scope = ? AND day = ?")
-                .bind(scope)
-                .bind(day.to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        for (scope, day) in &plan.first_days {
-            sqlx::query("DELETE FROM history_summaries WHERE scope = ? AND end_day >= ?")
-                .bind(scope)
-                .bind(day.to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-        }
-        let mut deleted = 0;
-        for chunk in all.chunks(500) {
-            let m = marks(chunk.len());
-            let sources: Vec<String> = chunk.iter().map(|id| format!("message:{id}")).collect();
-            for sql in [
-                format!(
-                    "DELETE FROM memory_entry_history WHERE entry_id IN (SELECT id FROM memory_entries WHERE source IN ({m}))"
-                ),
-                format!("DELETE FROM memory_entries WHERE source IN ({m})"),
-                format!("DELETE FROM daily_notes WHERE source IN ({m})"),
-            ] {
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-                for src in &sources {
-                    q = q.bind(src);
-                }
-                q.execute(&mut *tx).await.map_err(db_err)?;
-            }
-            for sql in [
-                format!("DELETE FROM hearsay WHERE source_message_id IN ({m})"),
-                format!(
-                    "UPDATE fact_versions SET source_message_id = NULL WHERE source_message_id IN ({m})"
-                ),
-                format!("DELETE FROM message_vectors WHERE message_id IN ({m})"),
-                format!("DELETE FROM message_terms_backlog WHERE message_id IN ({m})"),
-                format!("DELETE FROM messages WHERE id IN ({m})"),
-            ] {
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
-                for id in chunk {
-                    q = q.bind(id);
-                }
-                let done = q.execute(&mut *tx).await.map_err(db_err)?.rows_affected();
-                if sql.starts_with("DELETE FROM messages ") {
-                    deleted += done;
-                }
-            }
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(deleted)
-    }
-
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
         let mut out = Vec::with_capacity(Table::ALL.len());
         for table in Table::ALL {
@@ -629,56 +259,6 @@ impl Store for SqliteStore {
             });
         }
         Ok(out)
-    }
-
-    async fn authors_in_range(
-        &self,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<Vec<PersonId>> {
-        let ids: Vec<i64> = sqlx::query_scalar(
-            "SELECT DISTINCT author_id FROM messages WHERE sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 AND withheld = 0 ORDER BY author_id",
-        )
-        .bind(ms(from))
-        .bind(ms(to))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(ids.into_iter().map(PersonId).collect())
-    }
-
-    async fn author_scopes(
-        &self,
-        author: PersonId,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<Vec<Scope>> {
-        let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT scope FROM messages WHERE author_id = ? AND sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 AND withheld = 0 ORDER BY scope",
-        )
-        .bind(author.0)
-        .bind(ms(from))
-        .bind(ms(to))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        keys.iter().map(|k| parse_scope(k)).collect()
-    }
-
-    async fn active_scopes(
-        &self,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-    ) -> StoreResult<Vec<Scope>> {
-        let keys: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT scope FROM messages WHERE sent_at >= ? AND sent_at < ? AND is_bot = 0 AND is_command = 0 AND withheld = 0 ORDER BY scope",
-        )
-        .bind(ms(from))
-        .bind(ms(to))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        keys.iter().map(|k| parse_scope(k)).collect()
     }
 
     async fn search_messages(
@@ -1239,76 +819,6 @@ impl Store for SqliteStore {
     }
 }
 
-/// Stores `chunk` with one multi-row INSERT; ids are matched back by each row's unique key,
-/// and a message stored before (a redelivery) keeps its id.
-async fn insert_chunk(
-    conn: &mut sqlx::SqliteConnection,
-    chunk: &[NewMessage],
-) -> StoreResult<Vec<MessageId>> {
-    let mut ids = Vec::with_capacity(chunk.len());
-    let sql = format!(
-        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld) \
-             VALUES {} ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
-        vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
-    );
-    let mut query = sqlx::query_as::<_, (i64, i64, String, String)>(sqlx::AssertSqlSafe(sql));
-    for m in chunk {
-        query = query
-            .bind(m.space.0)
-            .bind(&m.channel)
-            .bind(m.scope.key())
-            .bind(m.privacy.as_str())
-            .bind(m.author.0)
-            .bind(m.is_bot as i64)
-            .bind(m.is_command as i64)
-            .bind(&m.external_id)
-            .bind(&m.reply_to)
-            .bind(&m.text)
-            .bind(ms(m.sent_at))
-            .bind(m.withheld as i64);
-    }
-    let inserted: std::collections::HashMap<(i64, String, String), i64> = query
-        .fetch_all(&mut *conn)
-        .await
-        .map_err(db_err)?
-        .into_iter()
-        .map(|(id, s, c, e)| ((s, c, e), id))
-        .collect();
-    let mut fresh: Vec<(i64, String, String)> = Vec::with_capacity(inserted.len());
-    for m in chunk {
-        match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
-            Some(id) => {
-                ids.push(MessageId(*id));
-                // Nothing is derived from a withheld message: it is not searchable.
-                if !m.withheld {
-                    fresh.push((*id, m.scope.key(), m.text.clone()));
-                }
-            }
-            // Already stored (a redelivered message): its existing id.
-            None => ids.push(existing_message(conn, m).await?),
-        }
-    }
-    write_postings(conn, &fresh).await?;
-    Ok(ids)
-}
-
-/// The id of a message already stored under `msg`'s key (a redelivery).
-async fn existing_message(
-    conn: &mut sqlx::SqliteConnection,
-    msg: &NewMessage,
-) -> StoreResult<MessageId> {
-    let id: i64 = sqlx::query_scalar(
-        "SELECT id FROM messages WHERE space_id = ? AND channel = ? AND external_id = ?",
-    )
-    .bind(msg.space.0)
-    .bind(&msg.channel)
-    .bind(&msg.external_id)
-    .fetch_one(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    Ok(MessageId(id))
-}
-
 /// Registers sqlite-vec (vec_distance_cosine, vec0) for every connection opened afterwards.
 fn register_sqlite_vec() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -1328,19 +838,6 @@ fn register_sqlite_vec() {
             )));
         }
     });
-}
-
-/// `AND {column} IN (?, …)` for `scopes` with the keys to bind, or no filter for every scope
-/// (`None`); None when `scopes` is empty (nothing can match).
-fn scope_filter(column: &str, scopes: Option<&[Scope]>) -> Option<(String, Vec<String>)> {
-    match scopes {
-        None => Some((String::new(), Vec::new())),
-        Some([]) => None,
-        Some(s) => Some((
-            format!("AND {column} IN ({})", marks(s.len())),
-            s.iter().map(Scope::key).collect(),
-        )),
-    }
 }
 
 fn marks(n: usize) -> String {
@@ -1390,7 +887,52 @@ fn episode_from_row(row: &SqliteRow) -> StoreResult<Episode> {
 }
 
 /// Postings and scope statistics of freshly stored messages (id, scope, text).
-async fn write_postings(
+/// Inserts a chunk of messages in one statement (a redelivered one is skipped); returns the
+/// new rows' id, space, channel and external id.
+pub(super) async fn insert_rows(
+    conn: &mut sqlx::SqliteConnection,
+    chunk: &[NewMessage],
+) -> StoreResult<Vec<(i64, i64, String, String)>> {
+    let sql = format!(
+        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld) \
+             VALUES {} ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
+        vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+    );
+    let mut query = sqlx::query_as::<_, (i64, i64, String, String)>(sqlx::AssertSqlSafe(sql));
+    for m in chunk {
+        query = query
+            .bind(m.space.0)
+            .bind(&m.channel)
+            .bind(m.scope.key())
+            .bind(m.privacy.as_str())
+            .bind(m.author.0)
+            .bind(m.is_bot)
+            .bind(m.is_command)
+            .bind(&m.external_id)
+            .bind(&m.reply_to)
+            .bind(&m.text)
+            .bind(ms(m.sent_at))
+            .bind(m.withheld);
+    }
+    query.fetch_all(&mut *conn).await.map_err(db_err)
+}
+
+/// A deleted message's vector goes with it.
+pub(super) async fn forget_vectors(
+    conn: &mut sqlx::SqliteConnection,
+    ids: &[i64],
+) -> StoreResult<()> {
+    sqlx::query(
+        "DELETE FROM message_vectors WHERE message_id IN (SELECT value FROM json_each($1))",
+    )
+    .bind(shared::list(ids))
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+pub(super) async fn write_postings(
     conn: &mut sqlx::SqliteConnection,
     messages: &[(i64, String, String)],
 ) -> StoreResult<()> {
@@ -1429,7 +971,7 @@ async fn write_postings(
 }
 
 /// Deletes an episode (emptied, or merged into another) and counts it out of its scope.
-async fn drop_episode(
+pub(super) async fn drop_episode(
     conn: &mut sqlx::SqliteConnection,
     episode: i64,
     scope: &str,

@@ -1,0 +1,712 @@
+//! The messages themselves: storing them (with their search postings, in the same
+//! transaction), reading a channel's recent history or a scope's chatter of a day, who spoke
+//! where, and deleting messages with everything derived from them.
+
+use super::rows::{from_ms, ms, parse_scope};
+use super::{Change, StoreResult, document_terms};
+use crate::domain::{MessageId, PersonId, Platform, Privacy, Scope, SpaceId, StoredMessage};
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Storing, reading and deleting messages.
+#[async_trait]
+pub trait Messages: Send + Sync {
+    /// Stores a message; storing the same (space, channel, external id) twice returns the first id.
+    async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId>;
+    /// Stores many messages in one transaction (bulk import, benchmarks).
+    async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>>;
+    /// The latest `limit` messages of a channel, oldest first.
+    async fn recent_messages(
+        &self,
+        space: SpaceId,
+        channel: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>>;
+    /// Chatter (people's messages, not the bot's, not memory commands) of a scope in
+    /// [from, to), oldest first, at most `limit` (the latest ones).
+    async fn chatter_in_range(
+        &self,
+        scope: &Scope,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>>;
+    /// One author's chatter in a scope in [from, to), oldest first, at most `limit` (the latest).
+    async fn author_chatter_in_range(
+        &self,
+        scope: &Scope,
+        author: PersonId,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>>;
+    /// Last message id and count of the chatter of `scope` in [from, to).
+    async fn chatter_stats(
+        &self,
+        scope: &Scope,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<RangeStats>;
+    /// A stored message by its platform id, in a space known by its platform id.
+    /// Whether the bot has answered `message` (a reply to it is stored): a message the
+    /// platform delivers again is then not answered twice.
+    async fn answered(&self, message: &StoredMessage) -> StoreResult<bool>;
+    /// The message with this platform id in (platform, space, channel), for a platform's edit
+    /// or delete event.
+    async fn message_by_external(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+        external_id: &str,
+    ) -> StoreResult<Option<StoredMessage>>;
+    /// Id and text of every message `author` wrote, in `scopes` (every scope when `None`).
+    async fn author_messages(
+        &self,
+        author: PersonId,
+        scopes: Option<&[Scope]>,
+    ) -> StoreResult<Vec<(MessageId, String)>>;
+    /// The bot's messages that pass `filter` whose postings hold every one of `terms`, and
+    /// those withheld (they have no postings): the candidates for a text the bot may have
+    /// quoted. Each with the author of the message it answered.
+    async fn bot_messages_with_terms(
+        &self,
+        filter: BotMessageFilter<'_>,
+        terms: &[String],
+    ) -> StoreResult<Vec<BotMessage>>;
+    /// Deletes the earlier values of these entries of `person`, and the earlier versions of
+    /// their facts in `fact_scopes` (the current text stays): what a forget found only in the
+    /// history. Returns rows removed.
+    async fn drop_history(
+        &self,
+        person: PersonId,
+        entry_ids: &[i64],
+        fact_scopes: &[Scope],
+    ) -> StoreResult<u64>;
+    /// Deletes messages, the bot's replies to them, and everything derived from them: their
+    /// postings and scope statistics, vectors, their place in episodes (a closed episode is
+    /// reopened, so its summary and vector are made again without them), the day summaries
+    /// of their scopes and days and the history summaries that read those days, and the
+    /// entries, daily notes and statements about others written from them. Other processes
+    /// are told. Returns the messages deleted.
+    async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64>;
+    /// People (not bots) who wrote in [from, to), by id.
+    async fn authors_in_range(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<PersonId>>;
+    /// Scopes `author` wrote in during [from, to).
+    async fn author_scopes(
+        &self,
+        author: PersonId,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Scope>>;
+    /// Scopes with chatter in [from, to) (what a scheduled summary job has to cover).
+    async fn active_scopes(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<Scope>>;
+}
+
+/// A message to store, already resolved to internal ids by the ingestor.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    /// The space it was said in.
+    pub space: SpaceId,
+    /// The channel (or thread) within the space.
+    pub channel: String,
+    /// Who may read it (from the channel's privacy).
+    pub scope: Scope,
+    /// The channel's privacy level.
+    pub privacy: Privacy,
+    /// Who said it.
+    pub author: PersonId,
+    /// Said by the bot.
+    pub is_bot: bool,
+    /// A memory command addressed to the bot, not chatter: summaries skip it.
+    pub is_command: bool,
+    /// The platform's id of the message (unique per space and channel).
+    pub external_id: String,
+    /// What it replies to: a platform id, or a stored id for the bot's replies.
+    pub reply_to: Option<String>,
+    /// The text.
+    pub text: String,
+    /// When it was sent.
+    pub sent_at: DateTime<Utc>,
+    /// Said while the author's memory was paused: kept in the history, but nothing is derived
+    /// from it (no summaries, extraction, postings or vectors).
+    pub withheld: bool,
+}
+
+/// Last message id and count of the chatter of a scope within a time range: cheap change
+/// detection for summaries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RangeStats {
+    /// The highest message id (0 when none).
+    pub last_message: i64,
+    /// How many.
+    pub count: i64,
+}
+
+/// Which of the bot's messages `Store::bot_messages_with_terms` looks at.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BotMessageFilter<'a> {
+    /// Only in these scopes (every scope when None).
+    pub scopes: Option<&'a [Scope]>,
+    /// Only in this space.
+    pub space: Option<SpaceId>,
+    /// Only sent after this message (the bot cannot have quoted what did not exist yet).
+    pub after: Option<MessageId>,
+}
+
+impl<'a> BotMessageFilter<'a> {
+    /// Every bot message in `scopes` (all scopes when None).
+    pub fn in_scopes(scopes: Option<&'a [Scope]>) -> BotMessageFilter<'a> {
+        BotMessageFilter {
+            scopes,
+            ..BotMessageFilter::default()
+        }
+    }
+}
+
+/// A message of the bot's, with the author of the message it answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BotMessage {
+    /// The bot's message.
+    pub id: MessageId,
+    /// Its text.
+    pub text: String,
+    /// Who wrote the message it answered.
+    pub answered: Option<PersonId>,
+}
+
+on_both_backends! {
+    #[async_trait]
+    impl Messages for Backend {
+        async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
+            // The message and its postings commit together, so it is searchable once stored.
+            let mut tx = self.write_tx().await?;
+            let id = insert_chunk(&mut tx, std::slice::from_ref(msg)).await?[0];
+            tx.commit().await.map_err(db_err)?;
+            Ok(id)
+        }
+
+        async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {
+            let mut tx = self.write_tx().await?;
+            let mut ids = Vec::with_capacity(msgs.len());
+            for chunk in msgs.chunks(MESSAGE_CHUNK) {
+                ids.extend(insert_chunk(&mut tx, chunk).await?);
+            }
+            tx.commit().await.map_err(db_err)?;
+            Ok(ids)
+        }
+
+        async fn recent_messages(
+            &self,
+            space: SpaceId,
+            channel: &str,
+            limit: usize,
+        ) -> StoreResult<Vec<StoredMessage>> {
+            let rows = sqlx::query(concat!(
+                "SELECT * FROM (SELECT ",
+                message_columns!(),
+                " FROM messages m",
+                indexed_by!("messages_by_channel_time"),
+                " JOIN people p ON p.id = m.author_id \
+                 WHERE m.space_id = $1 AND m.channel = $2 ORDER BY m.sent_at DESC, m.id DESC LIMIT $3) t ORDER BY sent_at, id"
+            ))
+                .bind(space.0)
+                .bind(channel)
+                .bind(limit as i64)
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?;
+            rows.iter().map(message_from_row).collect()
+        }
+
+        async fn chatter_in_range(
+            &self,
+            scope: &Scope,
+            from: DateTime<Utc>,
+            to: DateTime<Utc>,
+            limit: usize,
+        ) -> StoreResult<Vec<StoredMessage>> {
+            self.chatter(scope, None, from, to, limit).await
+        }
+
+        async fn author_chatter_in_range(
+            &self,
+            scope: &Scope,
+            author: PersonId,
+            from: DateTime<Utc>,
+            to: DateTime<Utc>,
+            limit: usize,
+        ) -> StoreResult<Vec<StoredMessage>> {
+            self.chatter(scope, Some(author), from, to, limit).await
+        }
+
+        async fn chatter_stats(
+            &self,
+            scope: &Scope,
+            from: DateTime<Utc>,
+            to: DateTime<Utc>,
+        ) -> StoreResult<RangeStats> {
+            let (last, count): (Option<i64>, i64) = sqlx::query_as(
+                concat!("SELECT MAX(id), COUNT(*) FROM messages", indexed_by!("messages_by_scope_time"), " WHERE scope = $1 AND sent_at >= $2 AND sent_at < $3 AND NOT is_bot AND NOT is_command AND NOT withheld"),
+            )
+            .bind(scope.key())
+            .bind(ms(from))
+            .bind(ms(to))
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(RangeStats {
+                last_message: last.unwrap_or(0),
+                count,
+            })
+        }
+
+        async fn answered(&self, message: &StoredMessage) -> StoreResult<bool> {
+            sqlx::query_scalar::<_, bool>(
+                concat!(
+                    "SELECT EXISTS (SELECT 1 FROM messages",
+                    indexed_by!("messages_by_reply_to"),
+                    " WHERE space_id = $1 AND channel = $2 AND sent_at >= $3 AND is_bot AND reply_to = $4 AND id > $5)"
+                ),
+            )
+            .bind(message.space.0)
+            .bind(&message.channel)
+            .bind(ms(message.sent_at))
+            .bind(message.id.0.to_string())
+            .bind(message.id.0)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)
+        }
+
+        async fn message_by_external(
+            &self,
+            platform: Platform,
+            space_external_id: &str,
+            channel: &str,
+            external_id: &str,
+        ) -> StoreResult<Option<StoredMessage>> {
+            let row = sqlx::query(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM messages m JOIN people p ON p.id = m.author_id JOIN spaces s ON s.id = m.space_id \
+                 WHERE s.platform = $1 AND s.external_id = $2 AND m.channel = $3 AND m.external_id = $4"
+            ))
+                .bind(platform.as_str())
+                .bind(space_external_id)
+                .bind(channel)
+                .bind(external_id)
+                .fetch_optional(self.pool())
+                .await
+                .map_err(db_err)?;
+            row.as_ref().map(message_from_row).transpose()
+        }
+
+        async fn author_messages(
+            &self,
+            author: PersonId,
+            scopes: Option<&[Scope]>,
+        ) -> StoreResult<Vec<(MessageId, String)>> {
+            let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
+            let rows: Vec<(i64, String)> = sqlx::query_as(
+                concat!("SELECT id, text FROM messages WHERE author_id = $1 AND ", in_list_or_all!("scope", 2), " ORDER BY id"),
+            )
+            .bind(author.0)
+            .bind(keys.as_deref().map(list))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(rows
+                .into_iter()
+                .map(|(id, text)| (MessageId(id), text))
+                .collect())
+        }
+
+        async fn bot_messages_with_terms(
+            &self,
+            bots: BotMessageFilter<'_>,
+            terms: &[String],
+        ) -> StoreResult<Vec<BotMessage>> {
+            if terms.is_empty() {
+                return Ok(Vec::new());
+            }
+            let keys: Option<Vec<String>> = bots.scopes.map(|s| s.iter().map(Scope::key).collect());
+            // A bot reply's reply_to is the id of the message it answers, as text.
+            let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(concat!(
+                "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = ",
+                reply_to_id!("m"),
+                " WHERE m.is_bot AND (m.id IN (SELECT message_id FROM message_terms WHERE term ",
+                in_list!(1),
+                " AND ",
+                in_list_or_all!("scope", 2),
+                " GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) OR (m.withheld AND ",
+                in_list_or_all!("m.scope", 2),
+                ")) AND (CAST($4 AS BIGINT) IS NULL OR m.space_id = $4) AND m.id > $5 ORDER BY m.id"
+            ))
+            .bind(list(terms))
+            .bind(keys.as_deref().map(list))
+            .bind(terms.len() as i64)
+            .bind(bots.space.map(|s| s.0))
+            .bind(bots.after.map_or(0, |m| m.0))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(rows
+                .into_iter()
+                .map(|(id, text, answered)| BotMessage {
+                    id: MessageId(id),
+                    text,
+                    answered: answered.map(PersonId),
+                })
+                .collect())
+        }
+
+        async fn drop_history(
+            &self,
+            person: PersonId,
+            entry_ids: &[i64],
+            fact_scopes: &[Scope],
+        ) -> StoreResult<u64> {
+            let mut tx = self.write_tx().await?;
+            let mut removed = sqlx::query(
+                concat!("DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id ", in_list!(2)),
+            )
+            .bind(person.0)
+            .bind(list(entry_ids))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            let keys: Vec<String> = fact_scopes.iter().map(Scope::key).collect();
+            removed += sqlx::query(
+                concat!(
+                    "DELETE FROM fact_versions AS v WHERE v.person_id = $1 AND v.scope ",
+                    in_list!(2),
+                    " AND v.version < COALESCE((SELECT f.version FROM facts f WHERE f.person_id = v.person_id AND f.scope = v.scope), 0)"
+                ),
+            )
+            .bind(person.0)
+            .bind(list(&keys))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            tx.commit().await.map_err(db_err)?;
+            Ok(removed)
+        }
+
+        async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64> {
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            let mut tx = self.write_tx().await?;
+            let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
+            let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
+            // The bot's replies to these messages go with them.
+            let rows: Vec<MessageRow> = sqlx::query_as(concat!(
+                "SELECT id, scope, sent_at, episode_id, text, withheld FROM messages WHERE id ",
+                in_list!(1),
+                " OR (is_bot AND reply_to ",
+                in_list!(2),
+                ")",
+                for_update!()
+            ))
+            .bind(list(&asked))
+            .bind(list(&as_text))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let all: Vec<i64> = rows.iter().map(|r| r.0).collect();
+            let plan = forget_plan(&rows)?;
+            for (id, scope, terms, len) in &plan.postings {
+                let removed = sqlx::query(
+                    concat!("DELETE FROM message_terms WHERE term ", in_list!(1), " AND scope = $2 AND message_id = $3"),
+                )
+                .bind(list(terms))
+                .bind(scope)
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+                if removed > 0 {
+                    sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - $1 WHERE scope = $2")
+                        .bind(len)
+                        .bind(scope)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                }
+            }
+            for (episode, (count, len)) in &plan.episodes {
+                let left: Option<(String, i32)> = sqlx::query_as(
+                    "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL \
+                     WHERE id = $3 RETURNING scope, messages",
+                )
+                .bind(*count as i32)
+                .bind(len)
+                .bind(episode)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                let Some((scope, left)) = left else { continue };
+                sqlx::query(
+                    "UPDATE scope_episode_stats SET total_len = total_len - $1 WHERE scope = $2",
+                )
+                .bind(len)
+                .bind(&scope)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                if left <= 0 {
+                    drop_episode(&mut tx, *episode, &scope).await?;
+                }
+            }
+            for (scope, day) in &plan.days {
+                sqlx::query("DELETE FROM day_summaries WHERE scope = $1 AND day = $2")
+                    .bind(scope)
+                    .bind(day.to_string())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            for (scope, day) in &plan.first_days {
+                sqlx::query("DELETE FROM history_summaries WHERE scope = $1 AND end_day >= $2")
+                    .bind(scope)
+                    .bind(day.to_string())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            let sources: Vec<String> = all.iter().map(|id| format!("message:{id}")).collect();
+            for sql in [
+                concat!(
+                    "DELETE FROM memory_entry_history WHERE entry_id IN (SELECT id FROM memory_entries WHERE source ",
+                    in_list!(1),
+                    ")"
+                ),
+                concat!("DELETE FROM memory_entries WHERE source ", in_list!(1)),
+                concat!("DELETE FROM daily_notes WHERE source ", in_list!(1)),
+            ] {
+                sqlx::query(sql)
+                    .bind(list(&sources))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            forget_vectors(&mut tx, &all).await?;
+            for sql in [
+                concat!("DELETE FROM hearsay WHERE source_message_id ", in_list!(1)),
+                concat!("UPDATE fact_versions SET source_message_id = NULL WHERE source_message_id ", in_list!(1)),
+                concat!("DELETE FROM message_terms_backlog WHERE message_id ", in_list!(1)),
+            ] {
+                sqlx::query(sql)
+                    .bind(list(&all))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            let deleted = sqlx::query(concat!("DELETE FROM messages WHERE id ", in_list!(1)))
+                .bind(list(&all))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+            // Other processes drop whatever they cached from these messages, at commit.
+            changed(&mut tx, &Change::Forgotten).await?;
+            tx.commit().await.map_err(db_err)?;
+            Ok(deleted)
+        }
+
+        async fn authors_in_range(
+            &self,
+            from: DateTime<Utc>,
+            to: DateTime<Utc>,
+        ) -> StoreResult<Vec<PersonId>> {
+            let ids: Vec<i64> = sqlx::query_scalar(
+                "SELECT DISTINCT author_id FROM messages WHERE sent_at >= $1 AND sent_at < $2 AND NOT is_bot AND NOT is_command AND NOT withheld ORDER BY author_id",
+            )
+            .bind(ms(from))
+            .bind(ms(to))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(ids.into_iter().map(PersonId).collect())
+        }
+
+        async fn author_scopes(
+            &self,
+            author: PersonId,
+            from: DateTime<Utc>,
+            to: DateTime<Utc>,
+        ) -> StoreResult<Vec<Scope>> {
+            let keys: Vec<String> = sqlx::query_scalar(
+                "SELECT DISTINCT scope FROM messages WHERE author_id = $1 AND sent_at >= $2 AND sent_at < $3 AND NOT is_bot AND NOT is_command AND NOT withheld ORDER BY scope",
+            )
+            .bind(author.0)
+            .bind(ms(from))
+            .bind(ms(to))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            keys.iter().map(|k| parse_scope(k)).collect()
+        }
+
+        async fn active_scopes(
+            &self,
+            from: DateTime<Utc>,
+            to: DateTime<Utc>,
+        ) -> StoreResult<Vec<Scope>> {
+            let keys: Vec<String> = sqlx::query_scalar(
+                "SELECT DISTINCT scope FROM messages WHERE sent_at >= $1 AND sent_at < $2 AND NOT is_bot AND NOT is_command AND NOT withheld ORDER BY scope",
+            )
+            .bind(ms(from))
+            .bind(ms(to))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            keys.iter().map(|k| parse_scope(k)).collect()
+        }
+    }
+
+    impl Backend {
+        async fn chatter(
+            &self,
+            scope: &Scope,
+            author: Option<PersonId>,
+            from: DateTime<Utc>,
+            to: DateTime<Utc>,
+            limit: usize,
+        ) -> StoreResult<Vec<StoredMessage>> {
+            // SQLite's planner likes any index that avoids the sort (time only, or scope only for a
+            // quiet author) and then scans a whole range; the index that matches the filter is
+            // named (`indexed_by!`).
+            macro_rules! chatter_of {
+                ($index:literal, $author:literal) => {
+                    concat!(
+                        "SELECT * FROM (SELECT ",
+                        message_columns!(),
+                        " FROM messages m",
+                        indexed_by!($index),
+                        " JOIN people p ON p.id = m.author_id WHERE m.scope = $1 AND ",
+                        $author,
+                        " AND m.sent_at >= $3 AND m.sent_at < $4 AND NOT m.is_bot AND NOT m.is_command AND NOT m.withheld \
+                         ORDER BY m.sent_at DESC, m.id DESC LIMIT $5) t ORDER BY sent_at, id"
+                    )
+                };
+            }
+            let sql = match author {
+                Some(_) => chatter_of!("messages_by_scope_author_time", "m.author_id = $2"),
+                None => chatter_of!("messages_by_scope_time", "CAST($2 AS BIGINT) IS NULL"),
+            };
+            let rows = sqlx::query(sql)
+                .bind(scope.key())
+                .bind(author.map(|a| a.0))
+                .bind(ms(from))
+                .bind(ms(to))
+                .bind(limit as i64)
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?;
+            rows.iter().map(message_from_row).collect()
+        }
+    }
+
+    /// Stores `chunk` with one multi-row INSERT; ids are matched back by each row's unique key,
+    /// and a message stored before (a redelivery) keeps its id.
+    async fn insert_chunk(
+        conn: &mut Conn,
+        chunk: &[NewMessage],
+    ) -> StoreResult<Vec<MessageId>> {
+        let mut ids = Vec::with_capacity(chunk.len());
+        let rows = insert_rows(conn, chunk).await?;
+        let inserted: std::collections::HashMap<(i64, String, String), i64> = rows
+            .into_iter()
+            .map(|(id, s, c, e)| ((s, c, e), id))
+            .collect();
+        let mut fresh: Vec<(i64, String, String)> = Vec::with_capacity(inserted.len());
+        for m in chunk {
+            match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
+                Some(id) => {
+                    ids.push(MessageId(*id));
+                    // Nothing is derived from a withheld message: it is not searchable.
+                    if !m.withheld {
+                        fresh.push((*id, m.scope.key(), m.text.clone()));
+                    }
+                }
+                // Already stored (a redelivered message): its existing id.
+            None => ids.push(existing_message(conn, m).await?),
+            }
+        }
+        write_postings(conn, &fresh).await?;
+        Ok(ids)
+    }
+
+    /// The id of a message already stored under `msg`'s key (a redelivery).
+    async fn existing_message(
+        conn: &mut Conn,
+        msg: &NewMessage,
+    ) -> StoreResult<MessageId> {
+        let id: i64 = sqlx::query_scalar(
+            "SELECT id FROM messages WHERE space_id = $1 AND channel = $2 AND external_id = $3",
+        )
+        .bind(msg.space.0)
+        .bind(&msg.channel)
+        .bind(&msg.external_id)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        Ok(MessageId(id))
+    }
+}
+
+/// A message being deleted: id, scope key, sent at (Unix ms), episode, text, withheld.
+type MessageRow = (i64, String, i64, Option<i64>, String, bool);
+
+/// What deleting messages must undo, worked out once for both backends.
+#[derive(Debug, Default)]
+struct ForgetPlan {
+    /// The postings each message has: (message, scope key, terms, document length).
+    postings: Vec<(i64, String, Vec<String>, i64)>,
+    /// Per episode: messages and total length leaving it.
+    episodes: BTreeMap<i64, (i64, i64)>,
+    /// (scope key, day) whose day summary read these messages.
+    days: BTreeSet<(String, NaiveDate)>,
+    /// Per scope, the first such day: history summaries ending then or later read it.
+    first_days: BTreeMap<String, NaiveDate>,
+}
+
+fn forget_plan(rows: &[MessageRow]) -> StoreResult<ForgetPlan> {
+    let mut plan = ForgetPlan::default();
+    for (id, scope, sent_at, episode, text, withheld) in rows {
+        let doc = document_terms(text);
+        let len = doc.len as i64;
+        if !withheld {
+            plan.postings.push((
+                *id,
+                scope.clone(),
+                doc.terms.into_iter().map(|(t, _)| t).collect(),
+                len,
+            ));
+        }
+        if let Some(ep) = episode {
+            let e = plan.episodes.entry(*ep).or_default();
+            e.0 += 1;
+            e.1 += len;
+        }
+        let day = crate::domain::day_of(from_ms(*sent_at)?);
+        plan.days.insert((scope.clone(), day));
+        let first = plan.first_days.entry(scope.clone()).or_insert(day);
+        *first = (*first).min(day);
+    }
+    Ok(plan)
+}
