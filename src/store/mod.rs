@@ -72,6 +72,8 @@ pub mod messages;
 pub mod postgres;
 mod rows;
 #[warn(missing_docs)]
+pub mod search;
+#[warn(missing_docs)]
 pub mod sqlite;
 #[warn(missing_docs)]
 pub mod summaries;
@@ -82,8 +84,6 @@ pub mod url;
 
 use crate::domain::{MessageId, PersonId, Platform, Scope, SpaceId, StoredMessage};
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
-use std::collections::HashMap;
 
 pub use copy::{Table, Value};
 pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
@@ -92,6 +92,7 @@ pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};
 pub use messages::{BotMessage, BotMessageFilter, Messages, NewMessage, RangeStats};
 pub use postgres::PostgresStore;
+pub use search::{Episode, EpisodeClose, EpisodeHit, IndexedMessage, SearchHit, SearchIndex};
 pub use sqlite::SqliteStore;
 pub use summaries::{DaySummaryRecord, Summaries};
 pub use terms::{
@@ -241,59 +242,6 @@ impl Change {
     }
 }
 
-/// A search hit: the message and its relevance (higher is better): BM25 for full-text
-/// search, cosine similarity for vector search.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchHit {
-    pub message: StoredMessage,
-    pub score: f64,
-}
-
-/// An episode found by search, with its relevance (higher is better).
-#[derive(Debug, Clone, PartialEq)]
-pub struct EpisodeHit {
-    pub episode: i64,
-    pub score: f64,
-}
-
-/// An episode: a run of conversation in one channel. Once closed it is an episodic memory:
-/// a topic summary, its supporting dialogue (the episode's messages) and an embedding.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Episode {
-    pub id: i64,
-    pub scope: Scope,
-    pub space: SpaceId,
-    pub channel: String,
-    pub started_at: DateTime<Utc>,
-    pub ended_at: DateTime<Utc>,
-    pub messages: i64,
-    pub summary: Option<String>,
-    pub closed: bool,
-}
-
-/// What the background indexer learned about one stored message.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IndexedMessage {
-    pub message: StoredMessage,
-    /// Unit vector from the configured embedder; None when embeddings are off.
-    pub embedding: Option<Vec<f32>>,
-}
-
-/// How a closed episode is written: on its own (ADD) or folded into an older, near-identical
-/// episodic memory of the same scope (MERGE).
-#[derive(Debug, Clone, PartialEq)]
-pub enum EpisodeClose {
-    Add {
-        summary: String,
-        embedding: Option<Vec<f32>>,
-    },
-    Merge {
-        into: i64,
-        summary: String,
-        embedding: Option<Vec<f32>>,
-    },
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableCount {
     pub table: &'static str,
@@ -301,7 +249,9 @@ pub struct TableCount {
 }
 
 #[async_trait]
-pub trait Store: Identities + Messages + Entries + Facts + Summaries + Jobs + Send + Sync {
+pub trait Store:
+    Identities + Messages + SearchIndex + Entries + Facts + Summaries + Jobs + Send + Sync
+{
     /// Maps a platform account to a person, creating both on first sight; keeps the display
     /// name current.
     async fn resolve_person(
@@ -318,73 +268,6 @@ pub trait Store: Identities + Messages + Entries + Facts + Summaries + Jobs + Se
 
     /// Row counts per table (operations, migration checks).
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;
-
-    /// BM25 search over messages in the given scopes: the privacy filter is part of the
-    /// query, and N, average length and document frequencies are those of these scopes.
-    /// `terms` come from `query_terms`; they are never interpreted as query syntax.
-    async fn search_messages(
-        &self,
-        scopes: &[Scope],
-        terms: &[String],
-        bm25: Bm25,
-        limit: usize,
-    ) -> StoreResult<Vec<SearchHit>>;
-    /// BM25 over whole episodes (an episode's messages as one document), same rules.
-    async fn search_episodes(
-        &self,
-        scopes: &[Scope],
-        terms: &[String],
-        bm25: Bm25,
-        limit: usize,
-    ) -> StoreResult<Vec<EpisodeHit>>;
-    /// Messages of the given scopes nearest to `vector` (cosine similarity), best first.
-    async fn nearest_messages(
-        &self,
-        scopes: &[Scope],
-        vector: &[f32],
-        limit: usize,
-    ) -> StoreResult<Vec<SearchHit>>;
-    /// Closed episodes of the given scopes nearest to `vector`, best first.
-    async fn nearest_episodes(
-        &self,
-        scopes: &[Scope],
-        vector: &[f32],
-        limit: usize,
-    ) -> StoreResult<Vec<EpisodeHit>>;
-
-    /// Messages the background indexer has not handled yet, oldest first.
-    async fn unindexed_messages(&self, limit: usize) -> StoreResult<Vec<StoredMessage>>;
-    /// Puts each message in its channel's episode (a new episode after a pause longer than
-    /// `gap`), stores its vector, and marks it indexed. Messages another process indexed
-    /// meanwhile are skipped. Returns how many this call indexed.
-    async fn index_messages(
-        &self,
-        items: &[IndexedMessage],
-        gap: chrono::Duration,
-    ) -> StoreResult<usize>;
-    /// Open episodes whose last message is older than `ended_before`, oldest first.
-    async fn episodes_to_close(
-        &self,
-        ended_before: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<Episode>>;
-    async fn episodes(&self, ids: &[i64]) -> StoreResult<Vec<Episode>>;
-    /// The messages of an episode in time order (at most `limit`, the first ones).
-    async fn episode_messages(&self, episode: i64, limit: usize)
-    -> StoreResult<Vec<StoredMessage>>;
-    /// Stored vectors of messages (those without one are left out).
-    async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>>;
-    /// Closed episodes of `scope` nearest to `vector` with similarity at least `min`.
-    async fn similar_episode(
-        &self,
-        scope: &Scope,
-        vector: &[f32],
-        min: f32,
-        except: i64,
-    ) -> StoreResult<Option<(i64, f32)>>;
-    /// Closes an episode as an episodic memory (ADD), or merges it into an older one (MERGE:
-    /// its messages move over and it is deleted). Closing twice changes nothing.
-    async fn close_episode(&self, episode: i64, close: &EpisodeClose) -> StoreResult<()>;
 
     /// Rows of `table` in primary-key order, as canonical values (copying between backends).
     async fn dump_rows(
@@ -405,73 +288,4 @@ pub trait Store: Identities + Messages + Entries + Facts + Summaries + Jobs + Se
     /// Routine upkeep that keeps query plans and indexes good after much writing: planner
     /// statistics, index merges, dead rows. Safe to run any time; the daily job runs it.
     async fn maintain(&self) -> StoreResult<()>;
-}
-
-/// The per-scope statistics behind BM25's N and average length: of messages, or of episodes.
-#[derive(Debug, Clone, Copy)]
-enum StatsTable {
-    Messages,
-    Episodes,
-}
-
-impl StatsTable {
-    fn name(self) -> &'static str {
-        match self {
-            StatsTable::Messages => "scope_term_stats",
-            StatsTable::Episodes => "scope_episode_stats",
-        }
-    }
-
-    fn count_column(self) -> &'static str {
-        match self {
-            StatsTable::Messages => "docs",
-            StatsTable::Episodes => "episodes",
-        }
-    }
-}
-
-/// The open episode of a channel while the indexer walks new messages (times in Unix ms).
-struct OpenEpisode {
-    id: i64,
-    started: i64,
-    ended: i64,
-}
-
-impl OpenEpisode {
-    /// A message at `at` continues this episode when no pause longer than `gap` separates them.
-    fn takes(&self, at: i64, gap: chrono::Duration) -> bool {
-        let gap = gap.num_milliseconds();
-        at >= self.started - gap && at <= self.ended + gap
-    }
-}
-
-/// Messages in the order episodes are built: by channel time, then id.
-fn sorted_for_episodes(items: &[IndexedMessage]) -> Vec<&IndexedMessage> {
-    let mut sorted: Vec<&IndexedMessage> = items.iter().collect();
-    sorted.sort_by_key(|i| (i.message.sent_at, i.message.id));
-    sorted
-}
-
-/// Episode-level BM25 from (term, episode, tf, episode length) rows of the searched scopes.
-fn rank_episode_postings(
-    bm25: Bm25,
-    rows: Vec<(String, i64, i64, i64)>,
-    episodes: i64,
-    total_len: i64,
-    limit: usize,
-) -> Vec<EpisodeHit> {
-    let lens: HashMap<i64, f64> = rows.iter().map(|r| (r.1, r.3 as f64)).collect();
-    let postings: Vec<(String, i64, i64)> = rows.into_iter().map(|r| (r.0, r.1, r.2)).collect();
-    let n = episodes.max(1) as f64;
-    terms::rank_documents(
-        bm25,
-        &postings,
-        &lens,
-        n,
-        total_len.max(1) as f64 / n,
-        limit,
-    )
-    .into_iter()
-    .map(|(episode, score)| EpisodeHit { episode, score })
-    .collect()
 }

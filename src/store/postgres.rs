@@ -8,7 +8,6 @@ use super::*;
 use crate::embed;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Row};
-use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -52,8 +51,9 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
     pub(in crate::store) use super::{
-        PostgresStore as Backend, db_err, drop_episode, forget_vectors, insert_rows,
-        message_from_row, notify as changed, write_postings,
+        PostgresStore as Backend, db_err, drop_episode, forget_vectors, hit_from_row, insert_rows,
+        lock_indexer, message_from_row, message_vectors, nearest_messages, notify as changed,
+        place_message, write_postings,
     };
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Postgres;
 
@@ -130,42 +130,74 @@ pub(super) mod shared {
         };
     }
     pub(in crate::store) use reply_to_id;
-}
 
-const MESSAGE_COLUMNS: &str = message_columns!();
+    /// Term weights bound as one JSON parameter `$n` (`[[term, idf], ...]`) as rows (term, idf).
+    macro_rules! term_weights {
+        ($n:literal) => {
+            concat!(
+                "SELECT value ->> 0 AS term, CAST(value ->> 1 AS FLOAT8) AS idf FROM jsonb_array_elements(CAST($",
+                $n,
+                " AS JSONB))"
+            )
+        };
+    }
+    pub(in crate::store) use term_weights;
 
-/// A message read with `message_columns!()`.
-pub(super) fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
-    let get = StoreError::Column;
-    Ok(StoredMessage {
-        id: MessageId(row.try_get(0).map_err(get)?),
-        space: SpaceId(row.try_get(1).map_err(get)?),
-        channel: row.try_get(2).map_err(get)?,
-        scope: parse_scope(row.try_get::<&str, _>(3).map_err(get)?)?,
-        author: PersonId(row.try_get(4).map_err(get)?),
-        author_name: row.try_get(5).map_err(get)?,
-        is_bot: row.try_get(6).map_err(get)?,
-        text: row.try_get(7).map_err(get)?,
-        sent_at: from_ms(row.try_get(8).map_err(get)?)?,
-        episode: row.try_get(9).map_err(get)?,
-    })
+    /// A vector parameter `$n` (made with `vector_param`).
+    macro_rules! vector {
+        ($n:literal) => {
+            concat!("CAST($", $n, " AS vector)")
+        };
+    }
+    pub(in crate::store) use vector;
+
+    /// Cosine similarity of `column` and the vector parameter `$n`.
+    macro_rules! similarity {
+        ($column:literal, $n:literal) => {
+            concat!("1.0 - (", $column, " <=> CAST($", $n, " AS vector))")
+        };
+    }
+    pub(in crate::store) use similarity;
+
+    /// ORDER BY nearest to the vector parameter `$n` first, as the HNSW index serves it.
+    macro_rules! nearest_first {
+        ($column:literal, $n:literal) => {
+            concat!($column, " <=> CAST($", $n, " AS vector)")
+        };
+    }
+    pub(in crate::store) use nearest_first;
+
+    /// The smaller of two values.
+    macro_rules! least {
+        ($a:literal, $b:literal) => {
+            concat!("LEAST(", $a, ", ", $b, ")")
+        };
+    }
+    pub(in crate::store) use least;
+
+    /// The larger of two values.
+    macro_rules! greatest {
+        ($a:literal, $b:literal) => {
+            concat!("GREATEST(", $a, ", ", $b, ")")
+        };
+    }
+    pub(in crate::store) use greatest;
+
+    /// Message `m` is not indexed yet, in the form of the partial index on it.
+    macro_rules! unindexed {
+        ($m:literal) => {
+            concat!("NOT ", $m, ".indexed")
+        };
+    }
+    pub(in crate::store) use unindexed;
+
+    /// A vector as bound: pgvector's text form.
+    pub(in crate::store) fn vector_param(v: &[f32]) -> String {
+        crate::embed::to_pgvector(v)
+    }
 }
 
 impl PostgresStore {
-    /// Documents and their total length over `keys`, for BM25's N and average length.
-    async fn scope_totals(&self, table: StatsTable, keys: &[String]) -> StoreResult<(i64, i64)> {
-        let sql = format!(
-            "SELECT COALESCE(SUM({}), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM {} WHERE scope = ANY($1)",
-            table.count_column(),
-            table.name()
-        );
-        sqlx::query_as(sqlx::AssertSqlSafe(sql))
-            .bind(keys)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(db_err)
-    }
-
     /// Writes the postings of messages queued in `message_terms_backlog` (stored before the
     /// retrieval migration, or copied in by `engram migrate`). Processes opening at once
     /// share the work: each takes rows the others have not locked.
@@ -288,406 +320,6 @@ impl Store for PostgresStore {
             });
         }
         Ok(out)
-    }
-
-    async fn search_messages(
-        &self,
-        scopes: &[Scope],
-        terms: &[String],
-        bm25: Bm25,
-        limit: usize,
-    ) -> StoreResult<Vec<SearchHit>> {
-        if scopes.is_empty() || terms.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        // N and average length of the scopes the asker may see, then each term's document
-        // frequency there: idf follows the searched scopes, not the whole database.
-        let (n, total_len) = self.scope_totals(StatsTable::Messages, &keys).await?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let dfs: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT term, COUNT(*) FROM message_terms WHERE term = ANY($1) AND scope = ANY($2) GROUP BY term",
-        )
-        .bind(terms)
-        .bind(&keys)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        if dfs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let idfs = terms::idfs(n, &dfs);
-        let avg_len = total_len as f64 / n as f64;
-        // The scope filter sits in the postings scan (index condition), before ORDER BY/LIMIT.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "WITH q AS (SELECT * FROM UNNEST($1::TEXT[], $2::FLOAT8[]) AS q(term, idf)), \
-             scored AS (SELECT t.message_id AS id, SUM(q.idf * t.tf * ($4 + 1.0) / (t.tf + $4 * (1.0 - $5 + $5 * t.doc_len / $6))) AS score \
-                FROM q JOIN message_terms t ON t.term = q.term WHERE t.scope = ANY($3) \
-                GROUP BY t.message_id ORDER BY score DESC, t.message_id DESC LIMIT $7) \
-             SELECT {MESSAGE_COLUMNS}, scored.score FROM scored JOIN messages m ON m.id = scored.id \
-             JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC"
-        )))
-        .bind(idfs.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>())
-        .bind(idfs.iter().map(|(_, i)| *i).collect::<Vec<_>>())
-        .bind(&keys)
-        .bind(bm25.k1)
-        .bind(bm25.b)
-        .bind(avg_len)
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.iter().map(|row| hit_from_row(row, 10)).collect()
-    }
-
-    async fn search_episodes(
-        &self,
-        scopes: &[Scope],
-        terms: &[String],
-        bm25: Bm25,
-        limit: usize,
-    ) -> StoreResult<Vec<EpisodeHit>> {
-        if scopes.is_empty() || terms.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        let (n, total_len) = self.scope_totals(StatsTable::Episodes, &keys).await?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
-            "SELECT t.term, m.episode_id, SUM(t.tf)::BIGINT, MAX(e.total_len) FROM message_terms t \
-             JOIN messages m ON m.id = t.message_id JOIN episodes e ON e.id = m.episode_id \
-             WHERE t.term = ANY($1) AND t.scope = ANY($2) GROUP BY t.term, m.episode_id",
-        )
-        .bind(terms)
-        .bind(&keys)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rank_episode_postings(bm25, rows, n, total_len, limit))
-    }
-
-    async fn nearest_messages(
-        &self,
-        scopes: &[Scope],
-        vector: &[f32],
-        limit: usize,
-    ) -> StoreResult<Vec<SearchHit>> {
-        if scopes.is_empty() || vector.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        // The scope filter is in the same query as the HNSW scan, and every connection runs
-        // iterative scans (see `open`). Small scopes are scanned exactly via the scope index.
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "WITH near AS (SELECT id, 1.0 - (embedding <=> $1::vector) AS sim FROM messages \
-                WHERE scope = ANY($2) AND embedding IS NOT NULL ORDER BY embedding <=> $1::vector LIMIT $3) \
-             SELECT {MESSAGE_COLUMNS}, near.sim FROM near JOIN messages m ON m.id = near.id \
-             JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC"
-        )))
-        .bind(embed::to_pgvector(vector))
-        .bind(&keys)
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.iter().map(|row| hit_from_row(row, 10)).collect()
-    }
-
-    async fn nearest_episodes(
-        &self,
-        scopes: &[Scope],
-        vector: &[f32],
-        limit: usize,
-    ) -> StoreResult<Vec<EpisodeHit>> {
-        if scopes.is_empty() || vector.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        let rows: Vec<(i64, f64)> = sqlx::query_as(
-            "SELECT id, 1.0 - (embedding <=> $1::vector) AS sim FROM episodes \
-             WHERE scope = ANY($2) AND closed AND embedding IS NOT NULL ORDER BY embedding <=> $1::vector, id DESC LIMIT $3",
-        )
-        .bind(embed::to_pgvector(vector))
-        .bind(&keys)
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows
-            .into_iter()
-            .map(|(episode, score)| EpisodeHit { episode, score })
-            .collect())
-    }
-
-    async fn unindexed_messages(&self, limit: usize) -> StoreResult<Vec<StoredMessage>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
-             WHERE NOT m.indexed ORDER BY m.id LIMIT $1"
-        )))
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
-    }
-
-    async fn index_messages(
-        &self,
-        items: &[IndexedMessage],
-        gap: chrono::Duration,
-    ) -> StoreResult<usize> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        // One indexer writes at a time across processes: episodes are built in time order
-        // per channel, and two processes must not open two episodes for one conversation.
-        sqlx::query("SELECT pg_advisory_xact_lock(7311)")
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-        let mut done = 0;
-        let mut open: HashMap<(i64, String), OpenEpisode> = HashMap::new();
-        for item in sorted_for_episodes(items) {
-            let m = &item.message;
-            // Claimed before any episode is touched: a message another process indexed
-            // meanwhile must not open an empty episode.
-            let claimed =
-                sqlx::query("UPDATE messages SET indexed = true WHERE id = $1 AND NOT indexed")
-                    .bind(m.id.0)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?
-                    .rows_affected();
-            if claimed == 0 {
-                continue;
-            }
-            let key = (m.space.0, m.channel.clone());
-            if !open.contains_key(&key) {
-                let row: Option<(i64, i64, i64)> = sqlx::query_as(
-                    "SELECT id, started_at, ended_at FROM episodes WHERE space_id = $1 AND channel = $2 AND NOT closed ORDER BY ended_at DESC LIMIT 1",
-                )
-                .bind(m.space.0)
-                .bind(&m.channel)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                if let Some((id, started, ended)) = row {
-                    open.insert(key.clone(), OpenEpisode { id, started, ended });
-                }
-            }
-            let len = document_terms(&m.text).len as i64;
-            let at = ms(m.sent_at);
-            let episode = match open.get_mut(&key).filter(|e| e.takes(at, gap)) {
-                Some(e) => {
-                    e.started = e.started.min(at);
-                    e.ended = e.ended.max(at);
-                    e.id
-                }
-                None => {
-                    let id: i64 = sqlx::query_scalar(
-                        "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at) VALUES ($1, $2, $3, $4, $4, 0, 0, $4) RETURNING id",
-                    )
-                    .bind(m.scope.key())
-                    .bind(m.space.0)
-                    .bind(&m.channel)
-                    .bind(at)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                    sqlx::query("INSERT INTO scope_episode_stats AS s (scope, episodes, total_len) VALUES ($1, 1, 0) ON CONFLICT (scope) DO UPDATE SET episodes = s.episodes + 1")
-                        .bind(m.scope.key())
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    open.insert(
-                        key,
-                        OpenEpisode {
-                            id,
-                            started: at,
-                            ended: at,
-                        },
-                    );
-                    id
-                }
-            };
-            sqlx::query(
-                "UPDATE messages SET episode_id = $2, embedding = CASE WHEN withheld THEN NULL ELSE $3::vector END WHERE id = $1",
-            )
-            .bind(m.id.0)
-            .bind(episode)
-            .bind(item.embedding.as_deref().map(embed::to_pgvector))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            sqlx::query("UPDATE episodes SET started_at = LEAST(started_at, $1), ended_at = GREATEST(ended_at, $1), messages = messages + 1, total_len = total_len + $2, updated_at = $1 WHERE id = $3")
-                .bind(at)
-                .bind(len)
-                .bind(episode)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            sqlx::query(
-                "UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2",
-            )
-            .bind(len)
-            .bind(m.scope.key())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            done += 1;
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(done)
-    }
-
-    async fn episodes_to_close(
-        &self,
-        ended_before: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<Episode>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {EPISODE_COLUMNS} FROM episodes WHERE NOT closed AND ended_at < $1 ORDER BY ended_at, id LIMIT $2"
-        )))
-        .bind(ms(ended_before))
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.iter().map(episode_from_row).collect()
-    }
-
-    async fn episodes(&self, ids: &[i64]) -> StoreResult<Vec<Episode>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {EPISODE_COLUMNS} FROM episodes WHERE id = ANY($1) ORDER BY id"
-        )))
-        .bind(ids)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.iter().map(episode_from_row).collect()
-    }
-
-    async fn episode_messages(
-        &self,
-        episode: i64,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m JOIN people p ON p.id = m.author_id \
-             WHERE m.episode_id = $1 AND NOT m.withheld ORDER BY m.sent_at, m.id LIMIT $2"
-        )))
-        .bind(episode)
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
-    }
-
-    async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
-        let rows: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT id, embedding::TEXT FROM messages WHERE id = ANY($1) AND embedding IS NOT NULL ORDER BY id",
-        )
-        .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, v)| (MessageId(id), embed::from_pgvector(&v)))
-            .collect())
-    }
-
-    async fn similar_episode(
-        &self,
-        scope: &Scope,
-        vector: &[f32],
-        min: f32,
-        except: i64,
-    ) -> StoreResult<Option<(i64, f32)>> {
-        let row: Option<(i64, f64)> = sqlx::query_as(
-            "SELECT id, 1.0 - (embedding <=> $1::vector) AS sim FROM episodes \
-             WHERE scope = $2 AND closed AND id <> $3 AND embedding IS NOT NULL ORDER BY embedding <=> $1::vector, id LIMIT 1",
-        )
-        .bind(embed::to_pgvector(vector))
-        .bind(scope.key())
-        .bind(except)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(row
-            .map(|(id, sim)| (id, sim as f32))
-            .filter(|(_, sim)| *sim >= min))
-    }
-
-    async fn close_episode(&self, episode: i64, close: &EpisodeClose) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let row: Option<(String, i64, i64, i32, i64)> = sqlx::query_as(
-            "SELECT scope, started_at, ended_at, messages, total_len FROM episodes WHERE id = $1 AND NOT closed FOR UPDATE",
-        )
-        .bind(episode)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        // Closed (or merged away) already: closing again changes nothing.
-        let Some((scope, started, ended, count, total_len)) = row else {
-            return Ok(());
-        };
-        match close {
-            EpisodeClose::Add { summary, embedding } => {
-                sqlx::query("UPDATE episodes SET summary = $1, embedding = $2::vector, closed = true, updated_at = $3 WHERE id = $4")
-                    .bind(summary)
-                    .bind(embedding.as_deref().map(embed::to_pgvector))
-                    .bind(ended)
-                    .bind(episode)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-            EpisodeClose::Merge {
-                into,
-                summary,
-                embedding,
-            } => {
-                let target_scope: Option<String> = sqlx::query_scalar(
-                    "SELECT scope FROM episodes WHERE id = $1 AND closed FOR UPDATE",
-                )
-                .bind(into)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                // Only within one scope, and so one privacy level.
-                if target_scope.as_deref() != Some(scope.as_str()) {
-                    return Err(StoreError::Conflict {
-                        what: format!(
-                            "episode {episode} cannot merge into {into}: not a closed episode of the same scope"
-                        ),
-                    });
-                }
-                sqlx::query("UPDATE messages SET episode_id = $1 WHERE episode_id = $2")
-                    .bind(into)
-                    .bind(episode)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query("UPDATE episodes SET started_at = LEAST(started_at, $1), ended_at = GREATEST(ended_at, $2), messages = messages + $3, total_len = total_len + $4, summary = $5, embedding = COALESCE($6::vector, embedding), updated_at = $2 WHERE id = $7")
-                    .bind(started)
-                    .bind(ended)
-                    .bind(count)
-                    .bind(total_len)
-                    .bind(summary)
-                    .bind(embedding.as_deref().map(embed::to_pgvector))
-                    .bind(into)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                drop_episode(&mut tx, episode, &scope).await?;
-            }
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(())
     }
 
     async fn dump_rows(
@@ -882,29 +514,102 @@ impl Store for PostgresStore {
     }
 }
 
-fn hit_from_row(row: &PgRow, score_column: usize) -> StoreResult<SearchHit> {
+/// One indexer writes at a time across processes: episodes are built in time order per
+/// channel, and two processes must not open two episodes for one conversation.
+pub(super) async fn lock_indexer(conn: &mut sqlx::PgConnection) -> StoreResult<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(7311)")
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    Ok(())
+}
+
+/// Puts an indexed message in its episode and keeps its vector (a withheld one keeps none).
+pub(super) async fn place_message(
+    conn: &mut sqlx::PgConnection,
+    m: &StoredMessage,
+    episode: i64,
+    embedding: Option<&[f32]>,
+) -> StoreResult<()> {
+    sqlx::query(
+        "UPDATE messages SET episode_id = $2, embedding = CASE WHEN withheld THEN NULL ELSE $3::vector END WHERE id = $1",
+    )
+    .bind(m.id.0)
+    .bind(episode)
+    .bind(embedding.map(embed::to_pgvector))
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// The messages of scopes `keys` nearest to `vector`, best first. The scope filter is in the
+/// same query as the HNSW scan, and every connection runs iterative scans (see `open`); small
+/// scopes are scanned exactly via the scope index.
+pub(super) async fn nearest_messages(
+    store: &PostgresStore,
+    keys: &[String],
+    vector: &[f32],
+    limit: usize,
+) -> StoreResult<Vec<SearchHit>> {
+    let rows = sqlx::query(concat!(
+        "WITH near AS (SELECT id, 1.0 - (embedding <=> $1::vector) AS sim FROM messages \
+            WHERE scope = ANY($2) AND embedding IS NOT NULL ORDER BY embedding <=> $1::vector LIMIT $3) \
+         SELECT ",
+        message_columns!(),
+        ", near.sim FROM near JOIN messages m ON m.id = near.id \
+         JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC"
+    ))
+    .bind(embed::to_pgvector(vector))
+    .bind(keys)
+    .bind(limit as i64)
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db_err)?;
+    rows.iter().map(|row| hit_from_row(row, 10)).collect()
+}
+
+/// The vectors of these messages (those that have one), by id.
+pub(super) async fn message_vectors(
+    store: &PostgresStore,
+    ids: &[MessageId],
+) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
+    let rows: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT id, embedding::TEXT FROM messages WHERE id = ANY($1) AND embedding IS NOT NULL ORDER BY id",
+    )
+    .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>())
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db_err)?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, v)| (MessageId(id), embed::from_pgvector(&v)))
+        .collect())
+}
+
+/// A message read with `message_columns!()`.
+pub(super) fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
+    let get = StoreError::Column;
+    Ok(StoredMessage {
+        id: MessageId(row.try_get(0).map_err(get)?),
+        space: SpaceId(row.try_get(1).map_err(get)?),
+        channel: row.try_get(2).map_err(get)?,
+        scope: parse_scope(row.try_get::<&str, _>(3).map_err(get)?)?,
+        author: PersonId(row.try_get(4).map_err(get)?),
+        author_name: row.try_get(5).map_err(get)?,
+        is_bot: row.try_get(6).map_err(get)?,
+        text: row.try_get(7).map_err(get)?,
+        sent_at: from_ms(row.try_get(8).map_err(get)?)?,
+        episode: row.try_get(9).map_err(get)?,
+    })
+}
+
+/// A message read with `message_columns!()` and its score in column `score_column`.
+pub(super) fn hit_from_row(row: &PgRow, score_column: usize) -> StoreResult<SearchHit> {
     let score: f64 = row.try_get(score_column).map_err(StoreError::Column)?;
     Ok(SearchHit {
         message: message_from_row(row)?,
         score,
-    })
-}
-
-const EPISODE_COLUMNS: &str =
-    "id, scope, space_id, channel, started_at, ended_at, messages::BIGINT, summary, closed";
-
-fn episode_from_row(row: &PgRow) -> StoreResult<Episode> {
-    let get = StoreError::Column;
-    Ok(Episode {
-        id: row.try_get(0).map_err(get)?,
-        scope: parse_scope(row.try_get::<&str, _>(1).map_err(get)?)?,
-        space: SpaceId(row.try_get(2).map_err(get)?),
-        channel: row.try_get(3).map_err(get)?,
-        started_at: from_ms(row.try_get(4).map_err(get)?)?,
-        ended_at: from_ms(row.try_get(5).map_err(get)?)?,
-        messages: row.try_get(6).map_err(get)?,
-        summary: row.try_get(7).map_err(get)?,
-        closed: row.try_get(8).map_err(get)?,
     })
 }
 

@@ -41,8 +41,9 @@ pub(super) async fn changed(_: &mut sqlx::SqliteConnection, _: &Change) -> Store
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
     pub(in crate::store) use super::{
-        SqliteStore as Backend, changed, db_err, drop_episode, forget_vectors, insert_rows,
-        message_from_row, write_postings,
+        SqliteStore as Backend, changed, db_err, drop_episode, forget_vectors, hit_from_row,
+        insert_rows, lock_indexer, message_from_row, message_vectors, nearest_messages,
+        place_message, write_postings,
     };
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Sqlite;
 
@@ -115,25 +116,71 @@ pub(super) mod shared {
         };
     }
     pub(in crate::store) use reply_to_id;
-}
 
-const MESSAGE_COLUMNS: &str = message_columns!();
+    /// Term weights bound as one JSON parameter `$n` (`[[term, idf], ...]`) as rows (term, idf).
+    macro_rules! term_weights {
+        ($n:literal) => {
+            concat!(
+                "SELECT value ->> 0 AS term, value ->> 1 AS idf FROM json_each($",
+                $n,
+                ")"
+            )
+        };
+    }
+    pub(in crate::store) use term_weights;
 
-/// A message read with `message_columns!()`.
-pub(super) fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
-    let get = StoreError::Column;
-    Ok(StoredMessage {
-        id: MessageId(row.try_get(0).map_err(get)?),
-        space: SpaceId(row.try_get(1).map_err(get)?),
-        channel: row.try_get(2).map_err(get)?,
-        scope: parse_scope(row.try_get::<&str, _>(3).map_err(get)?)?,
-        author: PersonId(row.try_get(4).map_err(get)?),
-        author_name: row.try_get(5).map_err(get)?,
-        is_bot: row.try_get::<i64, _>(6).map_err(get)? != 0,
-        text: row.try_get(7).map_err(get)?,
-        sent_at: from_ms(row.try_get(8).map_err(get)?)?,
-        episode: row.try_get(9).map_err(get)?,
-    })
+    /// A vector parameter `$n` (made with `vector_param`).
+    macro_rules! vector {
+        ($n:literal) => {
+            concat!("$", $n)
+        };
+    }
+    pub(in crate::store) use vector;
+
+    /// Cosine similarity of `column` and the vector parameter `$n`; computed by sqlite-vec.
+    macro_rules! similarity {
+        ($column:literal, $n:literal) => {
+            concat!("1.0 - vec_distance_cosine(", $column, ", $", $n, ")")
+        };
+    }
+    pub(in crate::store) use similarity;
+
+    /// ORDER BY nearest to the vector parameter `$n` first (`sim` is the `similarity!`).
+    macro_rules! nearest_first {
+        ($column:literal, $n:literal) => {
+            "sim DESC"
+        };
+    }
+    pub(in crate::store) use nearest_first;
+
+    /// The smaller of two values.
+    macro_rules! least {
+        ($a:literal, $b:literal) => {
+            concat!("MIN(", $a, ", ", $b, ")")
+        };
+    }
+    pub(in crate::store) use least;
+
+    /// The larger of two values.
+    macro_rules! greatest {
+        ($a:literal, $b:literal) => {
+            concat!("MAX(", $a, ", ", $b, ")")
+        };
+    }
+    pub(in crate::store) use greatest;
+
+    /// Message `m` is not indexed yet, in the form of the partial index on it.
+    macro_rules! unindexed {
+        ($m:literal) => {
+            concat!($m, ".indexed = 0")
+        };
+    }
+    pub(in crate::store) use unindexed;
+
+    /// A vector as bound: little-endian f32 bytes.
+    pub(in crate::store) fn vector_param(v: &[f32]) -> Vec<u8> {
+        crate::embed::to_bytes(v)
+    }
 }
 
 impl SqliteStore {
@@ -206,21 +253,6 @@ impl SqliteStore {
         }
     }
 
-    /// Documents and their total length over `keys`, for BM25's N and average length.
-    async fn scope_totals(&self, table: StatsTable, keys: &[String]) -> StoreResult<(i64, i64)> {
-        let sql = format!(
-            "SELECT COALESCE(SUM({}), 0), COALESCE(SUM(total_len), 0) FROM {} WHERE scope IN ({})",
-            table.count_column(),
-            table.name(),
-            marks(keys.len())
-        );
-        let mut q = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(sql));
-        for k in keys {
-            q = q.bind(k);
-        }
-        q.fetch_one(&self.pool).await.map_err(db_err)
-    }
-
     /// A private in-memory database (tests, benchmarks).
     pub async fn in_memory() -> StoreResult<SqliteStore> {
         // One connection: every connection to ":memory:" would be its own database.
@@ -259,442 +291,6 @@ impl Store for SqliteStore {
             });
         }
         Ok(out)
-    }
-
-    async fn search_messages(
-        &self,
-        scopes: &[Scope],
-        terms: &[String],
-        bm25: Bm25,
-        limit: usize,
-    ) -> StoreResult<Vec<SearchHit>> {
-        if scopes.is_empty() || terms.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        let scope_marks = marks(keys.len());
-        let term_marks = marks(terms.len());
-        // N and average length of the scopes the asker may see, then each term's document
-        // frequency there: idf follows the searched scopes, not the whole database.
-        let (n, total_len) = self.scope_totals(StatsTable::Messages, &keys).await?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "SELECT term, COUNT(*) FROM message_terms WHERE term IN ({term_marks}) AND scope IN ({scope_marks}) GROUP BY term"
-        );
-        let mut q = sqlx::query_as::<_, (String, i64)>(sqlx::AssertSqlSafe(sql));
-        for t in terms {
-            q = q.bind(t);
-        }
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let dfs = q.fetch_all(&self.pool).await.map_err(db_err)?;
-        if dfs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let idfs = terms::idfs(n, &dfs);
-        let avg_len = total_len as f64 / n as f64;
-        // The scope filter sits in the postings scan, before ORDER BY/LIMIT: a top-k cut
-        // never drops an allowed hit, and nothing outside the scopes is ever scored.
-        let sql = format!(
-            "WITH q(term, idf) AS (VALUES {}), \
-             scored AS (SELECT t.message_id AS id, SUM(q.idf * t.tf * (?1 + 1.0) / (t.tf + ?1 * (1.0 - ?2 + ?2 * t.doc_len / ?3))) AS score \
-                FROM q JOIN message_terms t ON t.term = q.term WHERE t.scope IN ({}) \
-                GROUP BY t.message_id ORDER BY score DESC, t.message_id DESC LIMIT ?4) \
-             SELECT {MESSAGE_COLUMNS}, scored.score FROM scored JOIN messages m ON m.id = scored.id \
-             JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC",
-            numbered_pairs(5, idfs.len()),
-            numbered(5 + 2 * idfs.len(), keys.len()),
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(bm25.k1)
-            .bind(bm25.b)
-            .bind(avg_len)
-            .bind(limit as i64);
-        for (t, idf) in &idfs {
-            q = q.bind(t).bind(idf);
-        }
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let rows = q.fetch_all(&self.pool).await.map_err(db_err)?;
-        rows.iter().map(|row| hit_from_row(row, 10)).collect()
-    }
-
-    async fn search_episodes(
-        &self,
-        scopes: &[Scope],
-        terms: &[String],
-        bm25: Bm25,
-        limit: usize,
-    ) -> StoreResult<Vec<EpisodeHit>> {
-        if scopes.is_empty() || terms.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        let scope_marks = marks(keys.len());
-        let (n, total_len) = self.scope_totals(StatsTable::Episodes, &keys).await?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        // Each term's frequency per episode; idf and scores are computed from these below.
-        let sql = format!(
-            "SELECT t.term, m.episode_id, SUM(t.tf), MAX(e.total_len) FROM message_terms t \
-             JOIN messages m ON m.id = t.message_id JOIN episodes e ON e.id = m.episode_id \
-             WHERE t.term IN ({}) AND t.scope IN ({scope_marks}) GROUP BY t.term, m.episode_id",
-            marks(terms.len())
-        );
-        let mut q = sqlx::query_as::<_, (String, i64, i64, i64)>(sqlx::AssertSqlSafe(sql));
-        for t in terms {
-            q = q.bind(t);
-        }
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let rows = q.fetch_all(&self.pool).await.map_err(db_err)?;
-        Ok(rank_episode_postings(bm25, rows, n, total_len, limit))
-    }
-
-    async fn nearest_messages(
-        &self,
-        scopes: &[Scope],
-        vector: &[f32],
-        limit: usize,
-    ) -> StoreResult<Vec<SearchHit>> {
-        if scopes.is_empty() || vector.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        // Exact scan of the scopes' vectors (sqlite-vec computes the distances in C): the
-        // privacy filter comes first, so the top k are always k allowed messages.
-        let sql = format!(
-            "WITH near AS (SELECT message_id AS id, 1.0 - vec_distance_cosine(embedding, ?) AS sim \
-                FROM message_vectors WHERE scope IN ({}) ORDER BY sim DESC, message_id DESC LIMIT ?) \
-             SELECT {MESSAGE_COLUMNS}, near.sim FROM near JOIN messages m ON m.id = near.id \
-             JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC",
-            marks(keys.len())
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(embed::to_bytes(vector));
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let rows = q
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(|row| hit_from_row(row, 10)).collect()
-    }
-
-    async fn nearest_episodes(
-        &self,
-        scopes: &[Scope],
-        vector: &[f32],
-        limit: usize,
-    ) -> StoreResult<Vec<EpisodeHit>> {
-        if scopes.is_empty() || vector.is_empty() || limit == 0 {
-            return Ok(Vec::new());
-        }
-        let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-        let sql = format!(
-            "SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS sim FROM episodes \
-             WHERE scope IN ({}) AND closed = 1 AND embedding IS NOT NULL ORDER BY sim DESC, id DESC LIMIT ?",
-            marks(keys.len())
-        );
-        let mut q =
-            sqlx::query_as::<_, (i64, f64)>(sqlx::AssertSqlSafe(sql)).bind(embed::to_bytes(vector));
-        for k in &keys {
-            q = q.bind(k);
-        }
-        let rows = q
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        Ok(rows
-            .into_iter()
-            .map(|(episode, score)| EpisodeHit { episode, score })
-            .collect())
-    }
-
-    async fn unindexed_messages(&self, limit: usize) -> StoreResult<Vec<StoredMessage>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m INDEXED BY messages_unindexed JOIN people p ON p.id = m.author_id \
-             WHERE m.indexed = 0 ORDER BY m.id LIMIT ?"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
-    }
-
-    async fn index_messages(
-        &self,
-        items: &[IndexedMessage],
-        gap: chrono::Duration,
-    ) -> StoreResult<usize> {
-        let mut tx = self.write_tx().await?;
-        let mut done = 0;
-        let mut open: HashMap<(i64, String), OpenEpisode> = HashMap::new();
-        for item in sorted_for_episodes(items) {
-            let m = &item.message;
-            let claimed =
-                sqlx::query("UPDATE messages SET indexed = 1 WHERE id = ? AND indexed = 0")
-                    .bind(m.id.0)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?
-                    .rows_affected();
-            if claimed == 0 {
-                continue;
-            }
-            let key = (m.space.0, m.channel.clone());
-            if !open.contains_key(&key) {
-                let row: Option<(i64, i64, i64)> = sqlx::query_as(
-                    "SELECT id, started_at, ended_at FROM episodes WHERE space_id = ? AND channel = ? AND closed = 0 ORDER BY ended_at DESC LIMIT 1",
-                )
-                .bind(m.space.0)
-                .bind(&m.channel)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                if let Some((id, started, ended)) = row {
-                    open.insert(key.clone(), OpenEpisode { id, started, ended });
-                }
-            }
-            let len = document_terms(&m.text).len as i64;
-            let at = ms(m.sent_at);
-            let episode = match open.get_mut(&key).filter(|e| e.takes(at, gap)) {
-                Some(e) => {
-                    e.started = e.started.min(at);
-                    e.ended = e.ended.max(at);
-                    sqlx::query("UPDATE episodes SET started_at = MIN(started_at, ?1), ended_at = MAX(ended_at, ?1), messages = messages + 1, total_len = total_len + ?2, updated_at = ?1 WHERE id = ?3")
-                        .bind(at)
-                        .bind(len)
-                        .bind(e.id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    e.id
-                }
-                None => {
-                    let id: i64 = sqlx::query_scalar(
-                        "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at) VALUES (?, ?, ?, ?, ?, 1, ?, ?) RETURNING id",
-                    )
-                    .bind(m.scope.key())
-                    .bind(m.space.0)
-                    .bind(&m.channel)
-                    .bind(at)
-                    .bind(at)
-                    .bind(len)
-                    .bind(at)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                    sqlx::query("INSERT INTO scope_episode_stats (scope, episodes, total_len) VALUES (?, 1, 0) ON CONFLICT (scope) DO UPDATE SET episodes = episodes + 1")
-                        .bind(m.scope.key())
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    open.insert(
-                        key,
-                        OpenEpisode {
-                            id,
-                            started: at,
-                            ended: at,
-                        },
-                    );
-                    id
-                }
-            };
-            sqlx::query("UPDATE scope_episode_stats SET total_len = total_len + ? WHERE scope = ?")
-                .bind(len)
-                .bind(m.scope.key())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            sqlx::query("UPDATE messages SET episode_id = ? WHERE id = ?")
-                .bind(episode)
-                .bind(m.id.0)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            if let Some(v) = &item.embedding {
-                sqlx::query("INSERT OR REPLACE INTO message_vectors (message_id, scope, embedding) SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM messages WHERE id = ?1 AND withheld = 1)")
-                    .bind(m.id.0)
-                    .bind(m.scope.key())
-                    .bind(embed::to_bytes(v))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-            done += 1;
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(done)
-    }
-
-    async fn episodes_to_close(
-        &self,
-        ended_before: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreResult<Vec<Episode>> {
-        let sql = format!(
-            "SELECT {EPISODE_COLUMNS} FROM episodes WHERE closed = 0 AND ended_at < ? ORDER BY ended_at, id LIMIT ?"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(ms(ended_before))
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(episode_from_row).collect()
-    }
-
-    async fn episodes(&self, ids: &[i64]) -> StoreResult<Vec<Episode>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "SELECT {EPISODE_COLUMNS} FROM episodes WHERE id IN ({}) ORDER BY id",
-            marks(ids.len())
-        );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for id in ids {
-            q = q.bind(id);
-        }
-        let rows = q.fetch_all(&self.pool).await.map_err(db_err)?;
-        rows.iter().map(episode_from_row).collect()
-    }
-
-    async fn episode_messages(
-        &self,
-        episode: i64,
-        limit: usize,
-    ) -> StoreResult<Vec<StoredMessage>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages m INDEXED BY messages_by_episode JOIN people p ON p.id = m.author_id \
-             WHERE m.episode_id = ? AND m.withheld = 0 ORDER BY m.sent_at, m.id LIMIT ?"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(episode)
-            .bind(limit as i64)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        rows.iter().map(message_from_row).collect()
-    }
-
-    async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
-        let mut out = Vec::new();
-        for chunk in ids.chunks(500) {
-            let sql = format!(
-                "SELECT message_id, embedding FROM message_vectors WHERE message_id IN ({}) ORDER BY message_id",
-                marks(chunk.len())
-            );
-            let mut q = sqlx::query_as::<_, (i64, Vec<u8>)>(sqlx::AssertSqlSafe(sql));
-            for id in chunk {
-                q = q.bind(id.0);
-            }
-            for (id, blob) in q.fetch_all(&self.pool).await.map_err(db_err)? {
-                out.push((MessageId(id), embed::from_bytes(&blob)));
-            }
-        }
-        Ok(out)
-    }
-
-    async fn similar_episode(
-        &self,
-        scope: &Scope,
-        vector: &[f32],
-        min: f32,
-        except: i64,
-    ) -> StoreResult<Option<(i64, f32)>> {
-        let row: Option<(i64, f64)> = sqlx::query_as(
-            "SELECT id, 1.0 - vec_distance_cosine(embedding, ?) AS sim FROM episodes \
-             WHERE scope = ? AND closed = 1 AND id <> ? AND embedding IS NOT NULL ORDER BY sim DESC, id LIMIT 1",
-        )
-        .bind(embed::to_bytes(vector))
-        .bind(scope.key())
-        .bind(except)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_err)?;
-        Ok(row
-            .map(|(id, sim)| (id, sim as f32))
-            .filter(|(_, sim)| *sim >= min))
-    }
-
-    async fn close_episode(&self, episode: i64, close: &EpisodeClose) -> StoreResult<()> {
-        let mut tx = self.write_tx().await?;
-        let row: Option<(String, i64, i64, i64, i64)> = sqlx::query_as(
-            "SELECT scope, started_at, ended_at, messages, total_len FROM episodes WHERE id = ? AND closed = 0",
-        )
-        .bind(episode)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_err)?;
-        // Closed (or merged away) already: closing again changes nothing.
-        let Some((scope, started, ended, count, total_len)) = row else {
-            return Ok(());
-        };
-        match close {
-            EpisodeClose::Add { summary, embedding } => {
-                sqlx::query("UPDATE episodes SET summary = ?, embedding = ?, closed = 1, updated_at = ? WHERE id = ?")
-                    .bind(summary)
-                    .bind(embedding.as_deref().map(embed::to_bytes))
-                    .bind(ended)
-                    .bind(episode)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-            EpisodeClose::Merge {
-                into,
-                summary,
-                embedding,
-            } => {
-                let target_scope: Option<String> =
-                    sqlx::query_scalar("SELECT scope FROM episodes WHERE id = ? AND closed = 1")
-                        .bind(into)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                // Only within one scope, and so one privacy level.
-                if target_scope.as_deref() != Some(scope.as_str()) {
-                    return Err(StoreError::Conflict {
-                        what: format!(
-                            "episode {episode} cannot merge into {into}: not a closed episode of the same scope"
-                        ),
-                    });
-                }
-                sqlx::query("UPDATE messages SET episode_id = ? WHERE episode_id = ?")
-                    .bind(into)
-                    .bind(episode)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query("UPDATE episodes SET started_at = MIN(started_at, ?), ended_at = MAX(ended_at, ?), messages = messages + ?, total_len = total_len + ?, summary = ?, embedding = COALESCE(?, embedding), updated_at = ? WHERE id = ?")
-                    .bind(started)
-                    .bind(ended)
-                    .bind(count)
-                    .bind(total_len)
-                    .bind(summary)
-                    .bind(embedding.as_deref().map(embed::to_bytes))
-                    .bind(ended)
-                    .bind(into)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                drop_episode(&mut tx, episode, &scope).await?;
-            }
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(())
     }
 
     async fn dump_rows(
@@ -840,49 +436,109 @@ fn register_sqlite_vec() {
     });
 }
 
-fn marks(n: usize) -> String {
-    vec!["?"; n].join(", ")
-}
-
-/// `?first, ?first+1, ...` for `n` parameters.
-fn numbered(first: usize, n: usize) -> String {
-    (first..first + n)
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// `(?first, ?first+1), ...` for `n` pairs.
-fn numbered_pairs(first: usize, n: usize) -> String {
-    (0..n)
-        .map(|i| format!("(?{}, ?{})", first + 2 * i, first + 2 * i + 1))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// One indexer writes at a time: a SQLite write transaction holds the whole database already.
+pub(super) async fn lock_indexer(_: &mut sqlx::SqliteConnection) -> StoreResult<()> {
+    Ok(())
 }
 
-fn hit_from_row(row: &SqliteRow, score_column: usize) -> StoreResult<SearchHit> {
+/// Puts an indexed message in its episode and keeps its vector (a withheld one keeps none).
+pub(super) async fn place_message(
+    conn: &mut sqlx::SqliteConnection,
+    m: &StoredMessage,
+    episode: i64,
+    embedding: Option<&[f32]>,
+) -> StoreResult<()> {
+    sqlx::query("UPDATE messages SET episode_id = $1 WHERE id = $2")
+        .bind(episode)
+        .bind(m.id.0)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    if let Some(v) = embedding {
+        sqlx::query(
+            "INSERT OR REPLACE INTO message_vectors (message_id, scope, embedding) SELECT $1, $2, $3 \
+             WHERE NOT EXISTS (SELECT 1 FROM messages WHERE id = $1 AND withheld = 1)",
+        )
+        .bind(m.id.0)
+        .bind(m.scope.key())
+        .bind(embed::to_bytes(v))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// The messages of scopes `keys` nearest to `vector`, best first: an exact scan of the scopes'
+/// vectors (sqlite-vec computes the distances in C), so the privacy filter comes first and the
+/// top k are always k allowed messages.
+pub(super) async fn nearest_messages(
+    store: &SqliteStore,
+    keys: &[String],
+    vector: &[f32],
+    limit: usize,
+) -> StoreResult<Vec<SearchHit>> {
+    let rows = sqlx::query(concat!(
+        "WITH near AS (SELECT message_id AS id, 1.0 - vec_distance_cosine(embedding, $1) AS sim \
+            FROM message_vectors WHERE scope IN (SELECT value FROM json_each($2)) ORDER BY sim DESC, message_id DESC LIMIT $3) \
+         SELECT ",
+        message_columns!(),
+        ", near.sim FROM near JOIN messages m ON m.id = near.id \
+         JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC"
+    ))
+    .bind(embed::to_bytes(vector))
+    .bind(shared::list(keys))
+    .bind(limit as i64)
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db_err)?;
+    rows.iter().map(|row| hit_from_row(row, 10)).collect()
+}
+
+/// The vectors of these messages (those that have one), by id.
+pub(super) async fn message_vectors(
+    store: &SqliteStore,
+    ids: &[MessageId],
+) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
+    let ids: Vec<i64> = ids.iter().map(|i| i.0).collect();
+    let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT message_id, embedding FROM message_vectors \
+         WHERE message_id IN (SELECT value FROM json_each($1)) ORDER BY message_id",
+    )
+    .bind(shared::list(&ids))
+    .fetch_all(&store.pool)
+    .await
+    .map_err(db_err)?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, blob)| (MessageId(id), embed::from_bytes(&blob)))
+        .collect())
+}
+
+/// A message read with `message_columns!()`.
+pub(super) fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
+    let get = StoreError::Column;
+    Ok(StoredMessage {
+        id: MessageId(row.try_get(0).map_err(get)?),
+        space: SpaceId(row.try_get(1).map_err(get)?),
+        channel: row.try_get(2).map_err(get)?,
+        scope: parse_scope(row.try_get::<&str, _>(3).map_err(get)?)?,
+        author: PersonId(row.try_get(4).map_err(get)?),
+        author_name: row.try_get(5).map_err(get)?,
+        is_bot: row.try_get::<i64, _>(6).map_err(get)? != 0,
+        text: row.try_get(7).map_err(get)?,
+        sent_at: from_ms(row.try_get(8).map_err(get)?)?,
+        episode: row.try_get(9).map_err(get)?,
+    })
+}
+
+/// A message read with `message_columns!()` and its score in column `score_column`.
+pub(super) fn hit_from_row(row: &SqliteRow, score_column: usize) -> StoreResult<SearchHit> {
     let score: f64 = row.try_get(score_column).map_err(StoreError::Column)?;
     Ok(SearchHit {
         message: message_from_row(row)?,
         score,
-    })
-}
-
-const EPISODE_COLUMNS: &str =
-    "id, scope, space_id, channel, started_at, ended_at, messages, summary, closed";
-
-fn episode_from_row(row: &SqliteRow) -> StoreResult<Episode> {
-    let get = StoreError::Column;
-    Ok(Episode {
-        id: row.try_get(0).map_err(get)?,
-        scope: parse_scope(row.try_get::<&str, _>(1).map_err(get)?)?,
-        space: SpaceId(row.try_get(2).map_err(get)?),
-        channel: row.try_get(3).map_err(get)?,
-        started_at: from_ms(row.try_get(4).map_err(get)?)?,
-        ended_at: from_ms(row.try_get(5).map_err(get)?)?,
-        messages: row.try_get(6).map_err(get)?,
-        summary: row.try_get(7).map_err(get)?,
-        closed: row.try_get::<i64, _>(8).map_err(get)? != 0,
     })
 }
 

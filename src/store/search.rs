@@ -1,0 +1,712 @@
+//! The search index over messages: BM25 over postings and nearest vectors, both inside the
+//! scopes the asker may read; and episodes, the runs of conversation the indexer cuts
+//! messages into, which become episodic memories when they close.
+
+use super::rows::{from_ms, ms, parse_scope};
+use super::{Bm25, StoreError, StoreResult, document_terms, terms};
+use crate::domain::{MessageId, Scope, SpaceId, StoredMessage};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+
+/// Searching messages and episodes, and building episodes.
+#[async_trait]
+pub trait SearchIndex: Send + Sync {
+    /// BM25 search over messages in the given scopes: the privacy filter is part of the
+    /// query, and N, average length and document frequencies are those of these scopes.
+    /// `terms` come from `query_terms`; they are never interpreted as query syntax.
+    async fn search_messages(
+        &self,
+        scopes: &[Scope],
+        terms: &[String],
+        bm25: Bm25,
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>>;
+    /// BM25 over whole episodes (an episode's messages as one document), same rules.
+    async fn search_episodes(
+        &self,
+        scopes: &[Scope],
+        terms: &[String],
+        bm25: Bm25,
+        limit: usize,
+    ) -> StoreResult<Vec<EpisodeHit>>;
+    /// Messages of the given scopes nearest to `vector` (cosine similarity), best first.
+    async fn nearest_messages(
+        &self,
+        scopes: &[Scope],
+        vector: &[f32],
+        limit: usize,
+    ) -> StoreResult<Vec<SearchHit>>;
+    /// Closed episodes of the given scopes nearest to `vector`, best first.
+    async fn nearest_episodes(
+        &self,
+        scopes: &[Scope],
+        vector: &[f32],
+        limit: usize,
+    ) -> StoreResult<Vec<EpisodeHit>>;
+    /// Messages the background indexer has not handled yet, oldest first.
+    async fn unindexed_messages(&self, limit: usize) -> StoreResult<Vec<StoredMessage>>;
+    /// Puts each message in its channel's episode (a new episode after a pause longer than
+    /// `gap`), stores its vector, and marks it indexed. Messages another process indexed
+    /// meanwhile are skipped. Returns how many this call indexed.
+    async fn index_messages(
+        &self,
+        items: &[IndexedMessage],
+        gap: chrono::Duration,
+    ) -> StoreResult<usize>;
+    /// Open episodes whose last message is older than `ended_before`, oldest first.
+    async fn episodes_to_close(
+        &self,
+        ended_before: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<Episode>>;
+    /// These episodes (those that exist), by id.
+    async fn episodes(&self, ids: &[i64]) -> StoreResult<Vec<Episode>>;
+    /// The messages of an episode in time order (at most `limit`, the first ones).
+    async fn episode_messages(&self, episode: i64, limit: usize)
+    -> StoreResult<Vec<StoredMessage>>;
+    /// Stored vectors of messages (those without one are left out).
+    async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>>;
+    /// Closed episodes of `scope` nearest to `vector` with similarity at least `min`.
+    async fn similar_episode(
+        &self,
+        scope: &Scope,
+        vector: &[f32],
+        min: f32,
+        except: i64,
+    ) -> StoreResult<Option<(i64, f32)>>;
+    /// Closes an episode as an episodic memory (ADD), or merges it into an older one (MERGE:
+    /// its messages move over and it is deleted). Closing twice changes nothing.
+    async fn close_episode(&self, episode: i64, close: &EpisodeClose) -> StoreResult<()>;
+}
+
+/// A search hit: the message and its relevance (higher is better): BM25 for full-text
+/// search, cosine similarity for vector search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    /// The message.
+    pub message: StoredMessage,
+    /// Its relevance.
+    pub score: f64,
+}
+
+/// An episode found by search, with its relevance (higher is better).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeHit {
+    /// The episode's id.
+    pub episode: i64,
+    /// Its relevance.
+    pub score: f64,
+}
+
+/// An episode: a run of conversation in one channel. Once closed it is an episodic memory:
+/// a topic summary, its supporting dialogue (the episode's messages) and an embedding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Episode {
+    /// Its id.
+    pub id: i64,
+    /// The scope of its messages (one channel, so one scope).
+    pub scope: Scope,
+    /// The space.
+    pub space: SpaceId,
+    /// The channel.
+    pub channel: String,
+    /// Its first message's time.
+    pub started_at: DateTime<Utc>,
+    /// Its last message's time.
+    pub ended_at: DateTime<Utc>,
+    /// How many messages it has.
+    pub messages: i64,
+    /// The topic summary, once closed.
+    pub summary: Option<String>,
+    /// Closed: an episodic memory, no longer growing.
+    pub closed: bool,
+}
+
+/// What the background indexer learned about one stored message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedMessage {
+    /// The message.
+    pub message: StoredMessage,
+    /// Unit vector from the configured embedder; None when embeddings are off.
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// How a closed episode is written: on its own (ADD) or folded into an older, near-identical
+/// episodic memory of the same scope (MERGE).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EpisodeClose {
+    /// A new episodic memory.
+    Add {
+        /// Its topic summary.
+        summary: String,
+        /// Its vector (the centroid of its messages').
+        embedding: Option<Vec<f32>>,
+    },
+    /// Folded into an older episodic memory.
+    Merge {
+        /// The older episode.
+        into: i64,
+        /// The summary the merged memory keeps.
+        summary: String,
+        /// Its new vector, if any.
+        embedding: Option<Vec<f32>>,
+    },
+}
+
+/// The columns `episode_of` reads.
+macro_rules! episode_columns {
+    () => {
+        "id, scope, space_id, channel, started_at, ended_at, CAST(messages AS BIGINT), summary, closed"
+    };
+}
+
+on_both_backends! {
+    #[async_trait]
+    impl SearchIndex for Backend {
+        async fn search_messages(
+            &self,
+            scopes: &[Scope],
+            terms: &[String],
+            bm25: Bm25,
+            limit: usize,
+        ) -> StoreResult<Vec<SearchHit>> {
+            if scopes.is_empty() || terms.is_empty() || limit == 0 {
+                return Ok(Vec::new());
+            }
+            let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+            // N and average length of the scopes the asker may see, then each term's document
+            // frequency there: idf follows the searched scopes, not the whole database.
+            let (n, total_len) = self.scope_totals(StatsTable::Messages, &keys).await?;
+            if n == 0 {
+                return Ok(Vec::new());
+            }
+            let dfs: Vec<(String, i64)> = sqlx::query_as(concat!(
+                "SELECT term, COUNT(*) FROM message_terms WHERE term ",
+                in_list!(1),
+                " AND scope ",
+                in_list!(2),
+                " GROUP BY term"
+            ))
+            .bind(list(terms))
+            .bind(list(&keys))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            if dfs.is_empty() {
+                return Ok(Vec::new());
+            }
+            let idfs = terms::idfs(n, &dfs);
+            let avg_len = total_len as f64 / n as f64;
+            let weights = serde_json::to_string(&idfs).map_err(|cause| StoreError::Encode {
+                what: "search terms",
+                cause,
+            })?;
+            // The scope filter sits in the postings scan (index condition), before ORDER BY/LIMIT:
+            // a top-k cut never drops an allowed hit, and nothing outside the scopes is scored.
+            let rows = sqlx::query(concat!(
+                "WITH q AS (",
+                term_weights!(1),
+                "), scored AS (SELECT t.message_id AS id, \
+                   SUM(q.idf * t.tf * ($3 + 1.0) / (t.tf + $3 * (1.0 - $4 + $4 * t.doc_len / $5))) AS score \
+                   FROM q JOIN message_terms t ON t.term = q.term WHERE t.scope ",
+                in_list!(2),
+                " GROUP BY t.message_id ORDER BY score DESC, t.message_id DESC LIMIT $6) SELECT ",
+                message_columns!(),
+                ", scored.score FROM scored JOIN messages m ON m.id = scored.id \
+                 JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC"
+            ))
+            .bind(weights)
+            .bind(list(&keys))
+            .bind(bm25.k1)
+            .bind(bm25.b)
+            .bind(avg_len)
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.iter().map(|row| hit_from_row(row, 10)).collect()
+        }
+
+        async fn search_episodes(
+            &self,
+            scopes: &[Scope],
+            terms: &[String],
+            bm25: Bm25,
+            limit: usize,
+        ) -> StoreResult<Vec<EpisodeHit>> {
+            if scopes.is_empty() || terms.is_empty() || limit == 0 {
+                return Ok(Vec::new());
+            }
+            let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+            let (n, total_len) = self.scope_totals(StatsTable::Episodes, &keys).await?;
+            if n == 0 {
+                return Ok(Vec::new());
+            }
+            let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+                concat!(
+                    "SELECT t.term, m.episode_id, CAST(SUM(t.tf) AS BIGINT), MAX(e.total_len) FROM message_terms t \
+                     JOIN messages m ON m.id = t.message_id JOIN episodes e ON e.id = m.episode_id WHERE t.term ",
+                    in_list!(1),
+                    " AND t.scope ",
+                    in_list!(2),
+                    " GROUP BY t.term, m.episode_id"
+                ),
+            )
+            .bind(list(terms))
+            .bind(list(&keys))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(rank_episode_postings(bm25, rows, n, total_len, limit))
+        }
+
+        async fn nearest_messages(
+            &self,
+            scopes: &[Scope],
+            vector: &[f32],
+            limit: usize,
+        ) -> StoreResult<Vec<SearchHit>> {
+            if scopes.is_empty() || vector.is_empty() || limit == 0 {
+                return Ok(Vec::new());
+            }
+            let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+            nearest_messages(self, &keys, vector, limit).await
+        }
+
+        async fn nearest_episodes(
+            &self,
+            scopes: &[Scope],
+            vector: &[f32],
+            limit: usize,
+        ) -> StoreResult<Vec<EpisodeHit>> {
+            if scopes.is_empty() || vector.is_empty() || limit == 0 {
+                return Ok(Vec::new());
+            }
+            let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+            let rows: Vec<(i64, f64)> = sqlx::query_as(
+                concat!(
+                    "SELECT id, ",
+                    similarity!("embedding", 1),
+                    " AS sim FROM episodes WHERE scope ",
+                    in_list!(2),
+                    " AND closed AND embedding IS NOT NULL ORDER BY ",
+                    nearest_first!("embedding", 1),
+                    ", id DESC LIMIT $3"
+                ),
+            )
+            .bind(vector_param(vector))
+            .bind(list(&keys))
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(rows
+                .into_iter()
+                .map(|(episode, score)| EpisodeHit { episode, score })
+                .collect())
+        }
+
+        async fn unindexed_messages(&self, limit: usize) -> StoreResult<Vec<StoredMessage>> {
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM messages m",
+                indexed_by!("messages_unindexed"),
+                " JOIN people p ON p.id = m.author_id WHERE ",
+                unindexed!("m"),
+                " ORDER BY m.id LIMIT $1"
+            ))
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.iter().map(message_from_row).collect()
+        }
+
+        async fn index_messages(
+            &self,
+            items: &[IndexedMessage],
+            gap: chrono::Duration,
+        ) -> StoreResult<usize> {
+            let mut tx = self.write_tx().await?;
+            // One indexer writes at a time across processes: episodes are built in time order
+            // per channel, and two processes must not open two episodes for one conversation.
+            lock_indexer(&mut tx).await?;
+            let mut done = 0;
+            let mut open: HashMap<(i64, String), OpenEpisode> = HashMap::new();
+            for item in sorted_for_episodes(items) {
+                let m = &item.message;
+                // Claimed before any episode is touched: a message another process indexed
+                // meanwhile must not open an empty episode.
+                let claimed =
+                    sqlx::query("UPDATE messages SET indexed = true WHERE id = $1 AND NOT indexed")
+                        .bind(m.id.0)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?
+                        .rows_affected();
+                if claimed == 0 {
+                    continue;
+                }
+                let key = (m.space.0, m.channel.clone());
+                if !open.contains_key(&key) {
+                    let row: Option<(i64, i64, i64)> = sqlx::query_as(
+                        "SELECT id, started_at, ended_at FROM episodes WHERE space_id = $1 AND channel = $2 AND NOT closed ORDER BY ended_at DESC LIMIT 1",
+                    )
+                    .bind(m.space.0)
+                    .bind(&m.channel)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    if let Some((id, started, ended)) = row {
+                        open.insert(key.clone(), OpenEpisode { id, started, ended });
+                    }
+                }
+                let len = document_terms(&m.text).len as i64;
+                let at = ms(m.sent_at);
+                let episode = match open.get_mut(&key).filter(|e| e.takes(at, gap)) {
+                    Some(e) => {
+                        e.started = e.started.min(at);
+                        e.ended = e.ended.max(at);
+                        e.id
+                    }
+                    None => {
+                        let id: i64 = sqlx::query_scalar(
+                            "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at) VALUES ($1, $2, $3, $4, $4, 0, 0, $4) RETURNING id",
+                        )
+                        .bind(m.scope.key())
+                        .bind(m.space.0)
+                        .bind(&m.channel)
+                        .bind(at)
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                        sqlx::query("INSERT INTO scope_episode_stats AS s (scope, episodes, total_len) VALUES ($1, 1, 0) ON CONFLICT (scope) DO UPDATE SET episodes = s.episodes + 1")
+                            .bind(m.scope.key())
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(db_err)?;
+                        open.insert(
+                            key,
+                            OpenEpisode {
+                                id,
+                                started: at,
+                                ended: at,
+                            },
+                        );
+                        id
+                    }
+                };
+                place_message(&mut tx, m, episode, item.embedding.as_deref()).await?;
+                sqlx::query(concat!(
+                    "UPDATE episodes SET started_at = ",
+                    least!("started_at", "$1"),
+                    ", ended_at = ",
+                    greatest!("ended_at", "$1"),
+                    ", messages = messages + 1, total_len = total_len + $2, updated_at = $1 WHERE id = $3"
+                ))
+                    .bind(at)
+                    .bind(len)
+                    .bind(episode)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                sqlx::query(
+                    "UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2",
+                )
+                .bind(len)
+                .bind(m.scope.key())
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                done += 1;
+            }
+            tx.commit().await.map_err(db_err)?;
+            Ok(done)
+        }
+
+        async fn episodes_to_close(
+            &self,
+            ended_before: DateTime<Utc>,
+            limit: usize,
+        ) -> StoreResult<Vec<Episode>> {
+            let rows: Vec<EpisodeRow> = sqlx::query_as(concat!(
+                "SELECT ",
+                episode_columns!(),
+                " FROM episodes WHERE NOT closed AND ended_at < $1 ORDER BY ended_at, id LIMIT $2"
+            ))
+            .bind(ms(ended_before))
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.into_iter().map(episode_of).collect()
+        }
+
+        async fn episodes(&self, ids: &[i64]) -> StoreResult<Vec<Episode>> {
+            let rows: Vec<EpisodeRow> = sqlx::query_as(concat!(
+                "SELECT ",
+                episode_columns!(),
+                " FROM episodes WHERE id ",
+                in_list!(1),
+                " ORDER BY id"
+            ))
+            .bind(list(ids))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.into_iter().map(episode_of).collect()
+        }
+
+        async fn episode_messages(
+            &self,
+            episode: i64,
+            limit: usize,
+        ) -> StoreResult<Vec<StoredMessage>> {
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM messages m",
+                indexed_by!("messages_by_episode"),
+                " JOIN people p ON p.id = m.author_id \
+                 WHERE m.episode_id = $1 AND NOT m.withheld ORDER BY m.sent_at, m.id LIMIT $2"
+            ))
+            .bind(episode)
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.iter().map(message_from_row).collect()
+        }
+
+        async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
+            message_vectors(self, ids).await
+        }
+
+        async fn similar_episode(
+            &self,
+            scope: &Scope,
+            vector: &[f32],
+            min: f32,
+            except: i64,
+        ) -> StoreResult<Option<(i64, f32)>> {
+            let row: Option<(i64, f64)> = sqlx::query_as(
+                concat!(
+                    "SELECT id, ",
+                    similarity!("embedding", 1),
+                    " AS sim FROM episodes WHERE scope = $2 AND closed AND id <> $3 AND embedding IS NOT NULL ORDER BY ",
+                    nearest_first!("embedding", 1),
+                    ", id LIMIT 1"
+                ),
+            )
+            .bind(vector_param(vector))
+            .bind(scope.key())
+            .bind(except)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(row
+                .map(|(id, sim)| (id, sim as f32))
+                .filter(|(_, sim)| *sim >= min))
+        }
+
+        async fn close_episode(&self, episode: i64, close: &EpisodeClose) -> StoreResult<()> {
+            let mut tx = self.write_tx().await?;
+            let row: Option<(String, i64, i64, i32, i64)> = sqlx::query_as(
+                concat!(
+                    "SELECT scope, started_at, ended_at, messages, total_len FROM episodes WHERE id = $1 AND NOT closed",
+                    for_update!()
+                ),
+            )
+            .bind(episode)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            // Closed (or merged away) already: closing again changes nothing.
+            let Some((scope, started, ended, count, total_len)) = row else {
+                return Ok(());
+            };
+            match close {
+                EpisodeClose::Add { summary, embedding } => {
+                    sqlx::query(concat!(
+                        "UPDATE episodes SET summary = $1, embedding = ",
+                        vector!(2),
+                        ", closed = true, updated_at = $3 WHERE id = $4"
+                    ))
+                        .bind(summary)
+                        .bind(embedding.as_deref().map(vector_param))
+                        .bind(ended)
+                        .bind(episode)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                }
+                EpisodeClose::Merge {
+                    into,
+                    summary,
+                    embedding,
+                } => {
+                    let target_scope: Option<String> = sqlx::query_scalar(
+                        concat!("SELECT scope FROM episodes WHERE id = $1 AND closed", for_update!()),
+                    )
+                    .bind(into)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                    // Only within one scope, and so one privacy level.
+                    if target_scope.as_deref() != Some(scope.as_str()) {
+                        return Err(StoreError::Conflict {
+                            what: format!(
+                                "episode {episode} cannot merge into {into}: not a closed episode of the same scope"
+                            ),
+                        });
+                    }
+                    sqlx::query("UPDATE messages SET episode_id = $1 WHERE episode_id = $2")
+                        .bind(into)
+                        .bind(episode)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    sqlx::query(concat!(
+                        "UPDATE episodes SET started_at = ",
+                        least!("started_at", "$1"),
+                        ", ended_at = ",
+                        greatest!("ended_at", "$2"),
+                        ", messages = messages + $3, total_len = total_len + $4, summary = $5, embedding = COALESCE(",
+                        vector!(6),
+                        ", embedding), updated_at = $2 WHERE id = $7"
+                    ))
+                        .bind(started)
+                        .bind(ended)
+                        .bind(count)
+                        .bind(total_len)
+                        .bind(summary)
+                        .bind(embedding.as_deref().map(vector_param))
+                        .bind(into)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    drop_episode(&mut tx, episode, &scope).await?;
+                }
+            }
+            tx.commit().await.map_err(db_err)?;
+            Ok(())
+        }
+    }
+
+    impl Backend {
+        /// Documents and their total length over `keys`, for BM25's N and average length.
+        async fn scope_totals(&self, table: StatsTable, keys: &[String]) -> StoreResult<(i64, i64)> {
+            let sql = format!(
+                "SELECT CAST(COALESCE(SUM({}), 0) AS BIGINT), CAST(COALESCE(SUM(total_len), 0) AS BIGINT) FROM {} WHERE scope {}",
+                table.count_column(),
+                table.name(),
+                in_list!(1)
+            );
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(list(keys))
+                .fetch_one(self.pool())
+                .await
+                .map_err(db_err)
+        }
+    }
+}
+
+/// The per-scope statistics behind BM25's N and average length: of messages, or of episodes.
+#[derive(Debug, Clone, Copy)]
+enum StatsTable {
+    Messages,
+    Episodes,
+}
+
+impl StatsTable {
+    fn name(self) -> &'static str {
+        match self {
+            StatsTable::Messages => "scope_term_stats",
+            StatsTable::Episodes => "scope_episode_stats",
+        }
+    }
+
+    fn count_column(self) -> &'static str {
+        match self {
+            StatsTable::Messages => "docs",
+            StatsTable::Episodes => "episodes",
+        }
+    }
+}
+
+/// The open episode of a channel while the indexer walks new messages (times in Unix ms).
+struct OpenEpisode {
+    id: i64,
+    started: i64,
+    ended: i64,
+}
+
+impl OpenEpisode {
+    /// A message at `at` continues this episode when no pause longer than `gap` separates them.
+    fn takes(&self, at: i64, gap: chrono::Duration) -> bool {
+        let gap = gap.num_milliseconds();
+        at >= self.started - gap && at <= self.ended + gap
+    }
+}
+
+/// Messages in the order episodes are built: by channel time, then id.
+fn sorted_for_episodes(items: &[IndexedMessage]) -> Vec<&IndexedMessage> {
+    let mut sorted: Vec<&IndexedMessage> = items.iter().collect();
+    sorted.sort_by_key(|i| (i.message.sent_at, i.message.id));
+    sorted
+}
+
+/// Episode-level BM25 from (term, episode, tf, episode length) rows of the searched scopes.
+fn rank_episode_postings(
+    bm25: Bm25,
+    rows: Vec<(String, i64, i64, i64)>,
+    episodes: i64,
+    total_len: i64,
+    limit: usize,
+) -> Vec<EpisodeHit> {
+    let lens: HashMap<i64, f64> = rows.iter().map(|r| (r.1, r.3 as f64)).collect();
+    let postings: Vec<(String, i64, i64)> = rows.into_iter().map(|r| (r.0, r.1, r.2)).collect();
+    let n = episodes.max(1) as f64;
+    terms::rank_documents(
+        bm25,
+        &postings,
+        &lens,
+        n,
+        total_len.max(1) as f64 / n,
+        limit,
+    )
+    .into_iter()
+    .map(|(episode, score)| EpisodeHit { episode, score })
+    .collect()
+}
+
+/// id, scope, space_id, channel, started_at, ended_at, messages, summary, closed
+type EpisodeRow = (
+    i64,
+    String,
+    i64,
+    String,
+    i64,
+    i64,
+    i64,
+    Option<String>,
+    bool,
+);
+
+fn episode_of(
+    (id, scope, space, channel, started, ended, messages, summary, closed): EpisodeRow,
+) -> StoreResult<Episode> {
+    Ok(Episode {
+        id,
+        scope: parse_scope(&scope)?,
+        space: SpaceId(space),
+        channel,
+        started_at: from_ms(started)?,
+        ended_at: from_ms(ended)?,
+        messages,
+        summary,
+        closed,
+    })
+}
