@@ -11,6 +11,20 @@ use std::collections::HashMap;
 /// Who is who: people, their accounts and spaces, and the links between accounts.
 #[async_trait]
 pub trait Identities: Send + Sync {
+    /// Maps a platform account to a person, creating both on first sight; keeps the display
+    /// name current.
+    async fn resolve_person(
+        &self,
+        platform: Platform,
+        external_id: &str,
+        display_name: &str,
+    ) -> StoreResult<PersonId> {
+        Ok(self
+            .resolve_account(platform, external_id, display_name, None)
+            .await?
+            .person)
+    }
+
     /// `resolve_person` that also keeps the account's platform username (Telegram's @name;
     /// a username now used by this account is taken off any other account), and says in the
     /// same read whether the person's memory is paused.

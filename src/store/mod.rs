@@ -57,6 +57,8 @@ macro_rules! per_dialect {
 }
 
 #[warn(missing_docs)]
+pub mod admin;
+#[warn(missing_docs)]
 pub mod copy;
 #[warn(missing_docs)]
 pub mod entries;
@@ -82,9 +84,9 @@ pub mod terms;
 #[warn(missing_docs)]
 pub mod url;
 
-use crate::domain::{MessageId, PersonId, Platform, Scope, SpaceId, StoredMessage};
-use async_trait::async_trait;
+use crate::domain::{MessageId, PersonId, Scope, SpaceId, StoredMessage};
 
+pub use admin::{Admin, TableCount};
 pub use copy::{Table, Value};
 pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
@@ -242,50 +244,23 @@ impl Change {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableCount {
-    pub table: &'static str,
-    pub rows: i64,
+/// The whole store: every concern, as the rest of the bot holds it (`Arc<dyn Store>`). Each
+/// part's methods come from its concern's trait; a store is whatever implements them all.
+pub trait Store:
+    Identities + Messages + SearchIndex + Entries + Facts + Summaries + Jobs + Admin + Send + Sync
+{
 }
 
-#[async_trait]
-pub trait Store:
-    Identities + Messages + SearchIndex + Entries + Facts + Summaries + Jobs + Send + Sync
+impl<T> Store for T where
+    T: Identities
+        + Messages
+        + SearchIndex
+        + Entries
+        + Facts
+        + Summaries
+        + Jobs
+        + Admin
+        + Send
+        + Sync
 {
-    /// Maps a platform account to a person, creating both on first sight; keeps the display
-    /// name current.
-    async fn resolve_person(
-        &self,
-        platform: Platform,
-        external_id: &str,
-        display_name: &str,
-    ) -> StoreResult<PersonId> {
-        Ok(self
-            .resolve_account(platform, external_id, display_name, None)
-            .await?
-            .person)
-    }
-
-    /// Row counts per table (operations, migration checks).
-    async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;
-
-    /// Rows of `table` in primary-key order, as canonical values (copying between backends).
-    async fn dump_rows(
-        &self,
-        table: Table,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<Vec<Value>>>;
-    /// Inserts rows from `dump_rows`; rows already present are left alone. Returns rows added.
-    async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64>;
-    /// After loading rows with explicit ids: move id sequences past them.
-    async fn finish_load(&self) -> StoreResult<()>;
-
-    /// Changes written by other processes sharing this database, for cache invalidation.
-    /// None when the store is not shared between processes (SQLite: one bot process).
-    async fn watch_changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>>;
-
-    /// Routine upkeep that keeps query plans and indexes good after much writing: planner
-    /// statistics, index merges, dead rows. Safe to run any time; the daily job runs it.
-    async fn maintain(&self) -> StoreResult<()>;
 }

@@ -2,7 +2,6 @@
 //! number of bot processes. Same rows as SQLite (times in Unix ms), plus tsvector/GIN full text
 //! and vector/HNSW columns; numbered migrations in `migrations/postgres`.
 
-use super::copy::{Float, Kind};
 use super::rows::{from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
@@ -52,8 +51,8 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
 pub(super) mod shared {
     pub(in crate::store) use super::{
         PostgresStore as Backend, db_err, drop_episode, forget_vectors, hit_from_row, insert_rows,
-        lock_indexer, message_from_row, message_vectors, nearest_messages, notify as changed,
-        place_message, write_postings,
+        lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
+        nearest_messages, notify as changed, place_message, watch_changes, write_postings,
     };
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Postgres;
 
@@ -201,7 +200,7 @@ impl PostgresStore {
     /// Writes the postings of messages queued in `message_terms_backlog` (stored before the
     /// retrieval migration, or copied in by `engram migrate`). Processes opening at once
     /// share the work: each takes rows the others have not locked.
-    async fn drain_terms_backlog(&self) -> StoreResult<()> {
+    pub(super) async fn drain_terms_backlog(&self) -> StoreResult<()> {
         loop {
             let mut tx = self.pool.begin().await.map_err(db_err)?;
             let rows: Vec<(i64, String, String)> = sqlx::query_as(
@@ -304,214 +303,70 @@ impl PostgresStore {
     }
 }
 
-#[async_trait]
-impl Store for PostgresStore {
-    async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
-        let mut out = Vec::with_capacity(Table::ALL.len());
-        for table in Table::ALL {
-            let sql = format!("SELECT COUNT(*) FROM {}", table.name());
-            let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_err)?;
-            out.push(TableCount {
-                table: table.name(),
-                rows,
-            });
-        }
-        Ok(out)
-    }
-
-    async fn dump_rows(
-        &self,
-        table: Table,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<Vec<Value>>> {
-        let spec = table.spec();
-        let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
+/// Moves the id sequences past the ids a load copied.
+pub(super) async fn move_sequences(store: &PostgresStore) -> StoreResult<()> {
+    for table in Table::ALL.iter().filter(|t| t.spec().has_identity) {
+        let name = table.name();
         let sql = format!(
-            "SELECT {} FROM {} ORDER BY {} LIMIT $1 OFFSET $2",
-            cols.join(", "),
-            spec.name,
-            spec.order_by
+            "SELECT setval(pg_get_serial_sequence('{name}', 'id'), COALESCE((SELECT MAX(id) FROM {name}), 0) + 1, false)"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&store.pool)
             .await
             .map_err(db_err)?;
-        let bad = |e: sqlx::Error| StoreError::Corrupt(format!("{}: {e}", spec.name));
-        rows.iter()
-            .map(|row| {
-                spec.columns
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (_, kind))| {
-                        Ok(match kind {
-                            Kind::Int => Value::Int(row.try_get(i).map_err(bad)?),
-                            Kind::Bool => {
-                                Value::Int(row.try_get::<bool, _>(i).map_err(bad)? as i64)
-                            }
-                            Kind::Text => Value::Text(row.try_get(i).map_err(bad)?),
-                            Kind::NullInt => row
-                                .try_get::<Option<i64>, _>(i)
-                                .map_err(bad)?
-                                .map_or(Value::Null, Value::Int),
-                            Kind::NullText => row
-                                .try_get::<Option<String>, _>(i)
-                                .map_err(bad)?
-                                .map_or(Value::Null, Value::Text),
-                            Kind::Real => Value::Real(Float(row.try_get(i).map_err(bad)?)),
-                        })
-                    })
-                    .collect()
-            })
-            .collect()
     }
+    Ok(())
+}
 
-    async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64> {
-        let spec = table.spec();
-        let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
-        let per_statement = (60_000 / cols.len()).min(1000);
-        let mut tx = self.pool.begin().await.map_err(db_err)?;
-        let mut added = 0;
-        for chunk in rows.chunks(per_statement) {
-            let mut n = 0;
-            let tuples: Vec<String> = chunk
-                .iter()
-                .map(|_| {
-                    let marks: Vec<String> = cols
-                        .iter()
-                        .map(|_| {
-                            n += 1;
-                            format!("${n}")
-                        })
-                        .collect();
-                    format!("({})", marks.join(", "))
-                })
-                .collect();
-            let overriding = if spec.has_identity {
-                " OVERRIDING SYSTEM VALUE"
-            } else {
-                ""
-            };
-            // Copied messages need postings: the ones actually added join the backlog.
-            let returning = if spec.name == "messages" {
-                " RETURNING id"
-            } else {
-                ""
-            };
-            let sql = format!(
-                "INSERT INTO {} ({}){overriding} VALUES {} ON CONFLICT DO NOTHING{returning}",
-                spec.name,
-                cols.join(", "),
-                tuples.join(", ")
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for row in chunk {
-                for ((_, kind), value) in spec.columns.iter().zip(row) {
-                    query = match (kind, value) {
-                        (Kind::Bool, Value::Int(v)) => query.bind(*v != 0),
-                        (Kind::NullText | Kind::Text, Value::Null) => query.bind(None::<String>),
-                        (_, Value::Null) => query.bind(None::<i64>),
-                        (_, Value::Int(v)) => query.bind(*v),
-                        (_, Value::Text(t)) => query.bind(t.as_str()),
-                        (_, Value::Real(r)) => query.bind(r.0),
-                    };
+/// The changes other processes commit, as they commit them (LISTEN/NOTIFY).
+pub(super) async fn watch_changes(
+    store: &PostgresStore,
+) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
+    let mut listener = sqlx::postgres::PgListener::connect_with(&store.pool)
+        .await
+        .map_err(db_err)?;
+    listener.listen(CHANGES_CHANNEL).await.map_err(db_err)?;
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    tokio::spawn(async move {
+        loop {
+            let change = match listener.try_recv().await {
+                Ok(Some(note)) => Change::parse(note.payload()),
+                // Reconnecting: notifications sent meanwhile are lost.
+                Ok(None) => Change::Unknown,
+                Err(e) => {
+                    tracing::warn!(error = %e, "change feed interrupted; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    Change::Unknown
                 }
-            }
-            let inserted = if returning.is_empty() {
-                added += query
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?
-                    .rows_affected();
-                Vec::new()
-            } else {
-                let rows = query.fetch_all(&mut *tx).await.map_err(db_err)?;
-                added += rows.len() as u64;
-                rows
             };
-            if spec.name == "messages" && !inserted.is_empty() {
-                let ids = inserted
-                    .iter()
-                    .map(|row| row.try_get::<i64, _>(0))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(db_err)?;
-                sqlx::query("INSERT INTO message_terms_backlog (message_id) SELECT * FROM UNNEST($1::BIGINT[]) ON CONFLICT DO NOTHING")
-                    .bind(&ids)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
+            if tx.send(change).await.is_err() {
+                break;
             }
         }
-        tx.commit().await.map_err(db_err)?;
-        Ok(added)
-    }
+    });
+    Ok(Some(rx))
+}
 
-    async fn watch_changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
-        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+/// Fresh statistics and visibility maps for the busiest tables.
+pub(super) async fn maintain(store: &PostgresStore) -> StoreResult<()> {
+    // Fresh statistics keep the planner on the full-text index instead of ANDing it with
+    // a whole-scope bitmap; VACUUM sets hint bits and the visibility map after bulk loads.
+    for table in [
+        "messages",
+        "message_terms",
+        "episodes",
+        "facts",
+        "fact_versions",
+        "identities",
+        "people",
+    ] {
+        let sql = format!("VACUUM (ANALYZE) {table}");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&store.pool)
             .await
             .map_err(db_err)?;
-        listener.listen(CHANGES_CHANNEL).await.map_err(db_err)?;
-        let (tx, rx) = tokio::sync::mpsc::channel(1024);
-        tokio::spawn(async move {
-            loop {
-                let change = match listener.try_recv().await {
-                    Ok(Some(note)) => Change::parse(note.payload()),
-                    // Reconnecting: notifications sent meanwhile are lost.
-                    Ok(None) => Change::Unknown,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "change feed interrupted; retrying");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                        Change::Unknown
-                    }
-                };
-                if tx.send(change).await.is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(Some(rx))
     }
-
-    async fn maintain(&self) -> StoreResult<()> {
-        // Fresh statistics keep the planner on the full-text index instead of ANDing it with
-        // a whole-scope bitmap; VACUUM sets hint bits and the visibility map after bulk loads.
-        for table in [
-            "messages",
-            "message_terms",
-            "episodes",
-            "facts",
-            "fact_versions",
-            "identities",
-            "people",
-        ] {
-            let sql = format!("VACUUM (ANALYZE) {table}");
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
-        }
-        Ok(())
-    }
-
-    async fn finish_load(&self) -> StoreResult<()> {
-        self.drain_terms_backlog().await?;
-        for table in Table::ALL.iter().filter(|t| t.spec().has_identity) {
-            let name = table.name();
-            let sql = format!(
-                "SELECT setval(pg_get_serial_sequence('{name}', 'id'), COALESCE((SELECT MAX(id) FROM {name}), 0) + 1, false)"
-            );
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .execute(&self.pool)
-                .await
-                .map_err(db_err)?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// One indexer writes at a time across processes: episodes are built in time order per

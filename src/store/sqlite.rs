@@ -1,7 +1,6 @@
 //! The embedded SQLite backend of `Store` (sqlx, WAL, numbered migrations in
 //! `migrations/sqlite`). Default for one machine: `sqlite://data/engram.db`.
 
-use super::copy::{Float, Kind};
 use super::rows::{from_ms, ms, parse_scope};
 use super::*;
 use crate::embed;
@@ -42,8 +41,8 @@ pub(super) async fn changed(_: &mut sqlx::SqliteConnection, _: &Change) -> Store
 pub(super) mod shared {
     pub(in crate::store) use super::{
         SqliteStore as Backend, changed, db_err, drop_episode, forget_vectors, hit_from_row,
-        insert_rows, lock_indexer, message_from_row, message_vectors, nearest_messages,
-        place_message, write_postings,
+        insert_rows, lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
+        nearest_messages, place_message, watch_changes, write_postings,
     };
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Sqlite;
 
@@ -226,7 +225,7 @@ impl SqliteStore {
 
     /// Writes the postings of messages queued in `message_terms_backlog` (stored before the
     /// retrieval migration, or copied in by `engram migrate`).
-    async fn drain_terms_backlog(&self) -> StoreResult<()> {
+    pub(super) async fn drain_terms_backlog(&self) -> StoreResult<()> {
         loop {
             let mut tx = self.write_tx().await?;
             // LEFT JOIN: an id whose message is gone leaves the queue all the same.
@@ -275,144 +274,25 @@ impl SqliteStore {
     }
 }
 
-#[async_trait]
-impl Store for SqliteStore {
-    async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
-        let mut out = Vec::with_capacity(Table::ALL.len());
-        for table in Table::ALL {
-            let sql = format!("SELECT COUNT(*) FROM {}", table.name());
-            let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db_err)?;
-            out.push(TableCount {
-                table: table.name(),
-                rows,
-            });
-        }
-        Ok(out)
-    }
+/// SQLite hands out max(rowid) + 1: there is no sequence to move after a load.
+pub(super) async fn move_sequences(_: &SqliteStore) -> StoreResult<()> {
+    Ok(())
+}
 
-    async fn dump_rows(
-        &self,
-        table: Table,
-        offset: i64,
-        limit: i64,
-    ) -> StoreResult<Vec<Vec<Value>>> {
-        let spec = table.spec();
-        let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
-        let sql = format!(
-            "SELECT {} FROM {} ORDER BY {} LIMIT ? OFFSET ?",
-            cols.join(", "),
-            spec.name,
-            spec.order_by
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(limit)
-            .bind(offset)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_err)?;
-        let bad = |e: sqlx::Error| StoreError::Corrupt(format!("{}: {e}", spec.name));
-        rows.iter()
-            .map(|row| {
-                spec.columns
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (_, kind))| {
-                        Ok(match kind {
-                            Kind::Int | Kind::Bool => Value::Int(row.try_get(i).map_err(bad)?),
-                            Kind::Text => Value::Text(row.try_get(i).map_err(bad)?),
-                            Kind::NullInt => row
-                                .try_get::<Option<i64>, _>(i)
-                                .map_err(bad)?
-                                .map_or(Value::Null, Value::Int),
-                            Kind::NullText => row
-                                .try_get::<Option<String>, _>(i)
-                                .map_err(bad)?
-                                .map_or(Value::Null, Value::Text),
-                            Kind::Real => Value::Real(Float(row.try_get(i).map_err(bad)?)),
-                        })
-                    })
-                    .collect()
-            })
-            .collect()
-    }
+/// One bot process per SQLite file: no other process's changes to follow.
+pub(super) async fn watch_changes(
+    _: &SqliteStore,
+) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
+    Ok(None)
+}
 
-    async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64> {
-        let spec = table.spec();
-        let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
-        let per_statement = (30_000 / cols.len()).min(500);
-        let mut tx = self.write_tx().await?;
-        let mut added = 0;
-        for chunk in rows.chunks(per_statement) {
-            let one = format!("({})", vec!["?"; cols.len()].join(", "));
-            // Copied messages need postings: the ones actually added join the backlog.
-            let returning = if spec.name == "messages" {
-                " RETURNING id"
-            } else {
-                ""
-            };
-            let sql = format!(
-                "INSERT INTO {} ({}) VALUES {} ON CONFLICT DO NOTHING{returning}",
-                spec.name,
-                cols.join(", "),
-                vec![one; chunk.len()].join(", ")
-            );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for row in chunk {
-                for value in row {
-                    query = match value {
-                        Value::Null => query.bind(None::<i64>),
-                        Value::Int(v) => query.bind(*v),
-                        Value::Text(t) => query.bind(t.as_str()),
-                        Value::Real(r) => query.bind(r.0),
-                    };
-                }
-            }
-            let inserted = if returning.is_empty() {
-                added += query
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?
-                    .rows_affected();
-                Vec::new()
-            } else {
-                let rows = query.fetch_all(&mut *tx).await.map_err(db_err)?;
-                added += rows.len() as u64;
-                rows
-            };
-            if spec.name == "messages" && !inserted.is_empty() {
-                let sql = format!(
-                    "INSERT OR IGNORE INTO message_terms_backlog (message_id) VALUES {}",
-                    vec!["(?)"; inserted.len()].join(", ")
-                );
-                let mut backlog = sqlx::query(sqlx::AssertSqlSafe(sql));
-                for row in &inserted {
-                    backlog = backlog.bind(row.try_get::<i64, _>(0).map_err(db_err)?);
-                }
-                backlog.execute(&mut *tx).await.map_err(db_err)?;
-            }
-        }
-        tx.commit().await.map_err(db_err)?;
-        Ok(added)
-    }
-
-    async fn watch_changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
-        Ok(None)
-    }
-
-    async fn maintain(&self) -> StoreResult<()> {
-        for sql in ["PRAGMA optimize=0x10002"] {
-            sqlx::query(sql).execute(&self.pool).await.map_err(db_err)?;
-        }
-        Ok(())
-    }
-
-    async fn finish_load(&self) -> StoreResult<()> {
-        // SQLite hands out max(rowid) + 1: no sequence to move. Copied messages get postings.
-        self.drain_terms_backlog().await
-    }
+/// Planner statistics for the tables whose shape changed.
+pub(super) async fn maintain(store: &SqliteStore) -> StoreResult<()> {
+    sqlx::query("PRAGMA optimize=0x10002")
+        .execute(&store.pool)
+        .await
+        .map_err(db_err)?;
+    Ok(())
 }
 
 /// Registers sqlite-vec (vec_distance_cosine, vec0) for every connection opened afterwards.

@@ -1,0 +1,216 @@
+//! Operations on the whole database: row counts, dumping and loading rows to copy a deployment
+//! between backends (`copy` says what a row is), the change feed other processes' caches
+//! follow, and routine upkeep.
+
+use super::copy::{Float, Kind, Table, Value};
+use super::{Change, StoreError, StoreResult};
+use async_trait::async_trait;
+use sqlx::Row;
+
+/// Whole-database operations.
+#[async_trait]
+pub trait Admin: Send + Sync {
+    /// Row counts per table (operations, migration checks).
+    async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;
+
+    /// Rows of `table` in primary-key order, as canonical values (copying between backends).
+    async fn dump_rows(
+        &self,
+        table: Table,
+        offset: i64,
+        limit: i64,
+    ) -> StoreResult<Vec<Vec<Value>>>;
+    /// Inserts rows from `dump_rows`; rows already present are left alone. Returns rows added.
+    async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64>;
+    /// After loading rows: copied messages get their postings, and id sequences move past the
+    /// ids loaded.
+    async fn finish_load(&self) -> StoreResult<()>;
+
+    /// Changes written by other processes sharing this database, for cache invalidation.
+    /// None when the store is not shared between processes (SQLite: one bot process).
+    async fn watch_changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>>;
+
+    /// Routine upkeep that keeps query plans and indexes good after much writing: planner
+    /// statistics, index merges, dead rows. Safe to run any time; the daily job runs it.
+    async fn maintain(&self) -> StoreResult<()>;
+}
+
+/// How many rows a table holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableCount {
+    /// The table.
+    pub table: &'static str,
+    /// Its rows.
+    pub rows: i64,
+}
+
+on_both_backends! {
+    #[async_trait]
+    impl Admin for Backend {
+        async fn table_counts(&self) -> StoreResult<Vec<TableCount>> {
+            let mut out = Vec::with_capacity(Table::ALL.len());
+            for table in Table::ALL {
+                let sql = format!("SELECT COUNT(*) FROM {}", table.name());
+                let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                    .fetch_one(self.pool())
+                    .await
+                    .map_err(db_err)?;
+                out.push(TableCount {
+                    table: table.name(),
+                    rows,
+                });
+            }
+            Ok(out)
+        }
+
+        async fn dump_rows(
+            &self,
+            table: Table,
+            offset: i64,
+            limit: i64,
+        ) -> StoreResult<Vec<Vec<Value>>> {
+            let spec = table.spec();
+            let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
+            let sql = format!(
+                "SELECT {} FROM {} ORDER BY {} LIMIT $1 OFFSET $2",
+                cols.join(", "),
+                spec.name,
+                spec.order_by
+            );
+            let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(limit)
+                .bind(offset)
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?;
+            let bad = |e: sqlx::Error| StoreError::Corrupt(format!("{}: {e}", spec.name));
+            rows.iter()
+                .map(|row| {
+                    spec.columns
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (_, kind))| {
+                            Ok(match kind {
+                                Kind::Int => Value::Int(row.try_get(i).map_err(bad)?),
+                                Kind::Bool => {
+                                    Value::Int(row.try_get::<bool, _>(i).map_err(bad)? as i64)
+                                }
+                                Kind::Text => Value::Text(row.try_get(i).map_err(bad)?),
+                                Kind::NullInt => row
+                                    .try_get::<Option<i64>, _>(i)
+                                    .map_err(bad)?
+                                    .map_or(Value::Null, Value::Int),
+                                Kind::NullText => row
+                                    .try_get::<Option<String>, _>(i)
+                                    .map_err(bad)?
+                                    .map_or(Value::Null, Value::Text),
+                                Kind::Real => Value::Real(Float(row.try_get(i).map_err(bad)?)),
+                            })
+                        })
+                        .collect()
+                })
+                .collect()
+        }
+
+        async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64> {
+            let spec = table.spec();
+            let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
+            // Within each database's limit of bound parameters per statement.
+            let per_statement = per_dialect!(
+                sqlite: (30_000 / cols.len()).min(500),
+                postgres: (60_000 / cols.len()).min(1000),
+            );
+            let mut tx = self.write_tx().await?;
+            let mut added = 0;
+            for chunk in rows.chunks(per_statement) {
+                let mut n = 0;
+                let tuples: Vec<String> = chunk
+                    .iter()
+                    .map(|_| {
+                        let marks: Vec<String> = cols
+                            .iter()
+                            .map(|_| {
+                                n += 1;
+                                format!("${n}")
+                            })
+                            .collect();
+                        format!("({})", marks.join(", "))
+                    })
+                    .collect();
+                // Ids are copied as they are: PostgreSQL's identity columns must be told.
+                let overriding = match spec.has_identity {
+                    true => per_dialect!(sqlite: "", postgres: " OVERRIDING SYSTEM VALUE"),
+                    false => "",
+                };
+                // Copied messages need postings: the ones actually added join the backlog.
+                let returning = if spec.name == "messages" {
+                    " RETURNING id"
+                } else {
+                    ""
+                };
+                let sql = format!(
+                    "INSERT INTO {} ({}){overriding} VALUES {} ON CONFLICT DO NOTHING{returning}",
+                    spec.name,
+                    cols.join(", "),
+                    tuples.join(", ")
+                );
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for row in chunk {
+                    for ((_, kind), value) in spec.columns.iter().zip(row) {
+                        query = match (kind, value) {
+                            (Kind::Bool, Value::Int(v)) => query.bind(*v != 0),
+                            (Kind::NullText | Kind::Text, Value::Null) => query.bind(None::<String>),
+                            (_, Value::Null) => query.bind(None::<i64>),
+                            (_, Value::Int(v)) => query.bind(*v),
+                            (_, Value::Text(t)) => query.bind(t.as_str()),
+                            (_, Value::Real(r)) => query.bind(r.0),
+                        };
+                    }
+                }
+                let inserted = if returning.is_empty() {
+                    added += query
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?
+                        .rows_affected();
+                    Vec::new()
+                } else {
+                    let rows = query.fetch_all(&mut *tx).await.map_err(db_err)?;
+                    added += rows.len() as u64;
+                    rows
+                };
+                if spec.name == "messages" && !inserted.is_empty() {
+                    let ids = inserted
+                        .iter()
+                        .map(|row| row.try_get::<i64, _>(0))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(db_err)?;
+                    sqlx::query(concat!(
+                        "INSERT INTO message_terms_backlog (message_id) SELECT id FROM messages WHERE id ",
+                        in_list!(1),
+                        " ON CONFLICT DO NOTHING"
+                    ))
+                    .bind(list(&ids))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                }
+            }
+            tx.commit().await.map_err(db_err)?;
+            Ok(added)
+        }
+
+        async fn finish_load(&self) -> StoreResult<()> {
+            self.drain_terms_backlog().await?;
+            move_sequences(self).await
+        }
+
+        async fn watch_changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
+            watch_changes(self).await
+        }
+
+        async fn maintain(&self) -> StoreResult<()> {
+            maintain(self).await
+        }
+    }
+}
