@@ -374,6 +374,9 @@ on_both_backends! {
         }
 
         async fn delete_hearsay(&self, subject: PersonId, ids: &[i64]) -> StoreResult<u64> {
+            if ids.is_empty() {
+                return Ok(0);
+            }
             let mut tx = self.write_tx().await?;
             let deleted = sqlx::query(concat!("DELETE FROM hearsay WHERE subject_id = $1 AND id ", in_list!(2)))
                 .bind(subject.0)

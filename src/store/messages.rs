@@ -341,17 +341,27 @@ on_both_backends! {
             }
             let keys: Option<Vec<String>> = bots.scopes.map(|s| s.iter().map(Scope::key).collect());
             // A bot reply's reply_to is the id of the message it answers, as text.
-            let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(concat!(
-                "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = ",
-                reply_to_id!("m"),
-                " WHERE m.is_bot AND (m.id IN (SELECT message_id FROM message_terms WHERE term ",
-                in_list!(1),
-                " AND ",
-                in_list_or_all!("scope", 2),
-                " GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) OR (m.withheld AND ",
-                in_list_or_all!("m.scope", 2),
-                ")) AND (CAST($4 AS BIGINT) IS NULL OR m.space_id = $4) AND m.id > $5 ORDER BY m.id"
-            ))
+            macro_rules! bot_messages {
+                ($scope:expr, $m_scope:expr) => {
+                    concat!(
+                        "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = ",
+                        reply_to_id!("m"),
+                        " WHERE m.is_bot AND (m.id IN (SELECT message_id FROM message_terms WHERE term ",
+                        in_list!(1),
+                        " AND ",
+                        $scope,
+                        " GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) OR (m.withheld AND ",
+                        $m_scope,
+                        ")) AND (CAST($4 AS BIGINT) IS NULL OR m.space_id = $4) AND m.id > $5 ORDER BY m.id"
+                    )
+                };
+            }
+            // A scope list is a plain IN, which SQLite serves from the scope indexes.
+            let sql = match keys {
+                Some(_) => bot_messages!(concat!("scope ", in_list!(2)), concat!("m.scope ", in_list!(2))),
+                None => bot_messages!(in_list_or_all!("scope", 2), in_list_or_all!("m.scope", 2)),
+            };
+            let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(sql)
             .bind(list(terms))
             .bind(keys.as_deref().map(list))
             .bind(terms.len() as i64)
@@ -425,7 +435,11 @@ on_both_backends! {
             .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
-            let all: Vec<i64> = rows.iter().map(|r| r.0).collect();
+            // What was written from an asked message goes even when the message itself is gone
+            // already (a write that raced a forget).
+            let mut all: Vec<i64> = rows.iter().map(|r| r.0).chain(asked.iter().copied()).collect();
+            all.sort_unstable();
+            all.dedup();
             let plan = forget_plan(&rows)?;
             for (id, scope, terms, len) in &plan.postings {
                 let removed = sqlx::query(

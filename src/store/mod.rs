@@ -1,11 +1,7 @@
-//! The store contract: the only place that knows about SQL. Everything above it (ingest,
-//! memory) talks to `dyn Store`; `sqlite` is the embedded backend, PostgreSQL comes behind the
-//! same trait.
-
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`. The lint is
-// back on for each child module below that has no such note.
-#![allow(missing_docs)]
+//! The store: the only place that knows about SQL. Each concern (identities, messages, search,
+//! entries, facts, summaries, jobs, admin) is a small trait in its own file, written once for
+//! both backends with `on_both_backends!`; `sqlite` and `postgres` open their database and keep
+//! what really differs. Everything above talks to `dyn Store`, the sum of the concerns.
 
 /// Which SQL dialect a backend speaks, for the few statements written per backend
 /// (`per_dialect!`).
@@ -181,17 +177,22 @@ impl StoreError {
     }
 }
 
+/// What a store call returns.
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// A change another process made that per-process caches must forget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
+    /// A person's facts text of a scope changed.
     Facts {
+        /// Whose.
         person: PersonId,
+        /// Of which scope.
         scope: Scope,
     },
     /// `/memory clear`: everything derived about the person is gone.
     Cleared {
+        /// Whose.
         person: PersonId,
     },
     /// Messages or memory were forgotten (a forget, a deleted or edited platform message):
@@ -199,6 +200,7 @@ pub enum Change {
     Forgotten,
     /// What others said about the person changed.
     Hearsay {
+        /// About whom.
         person: PersonId,
     },
     /// The change feed was interrupted: anything may have changed meanwhile.
@@ -209,6 +211,7 @@ pub enum Change {
 }
 
 impl Change {
+    /// The change as sent on the feed (`parse` reads it back).
     pub fn payload(&self) -> String {
         match self {
             Change::Facts { person, scope } => format!("facts|{}|{}", person.0, scope.key()),
@@ -220,6 +223,7 @@ impl Change {
         }
     }
 
+    /// A change read from the feed; `Unknown` for anything this build cannot read.
     pub fn parse(payload: &str) -> Change {
         let mut parts = payload.splitn(3, '|');
         match (

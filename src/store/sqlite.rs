@@ -531,12 +531,39 @@ mod tests {
     /// could fail with "database is locked" under concurrent writers: there is one.
     #[test]
     fn every_transaction_is_begun_by_write_tx() {
-        let source = include_str!("sqlite.rs");
+        // This file and every concern's file, whose statements run on SQLite too.
+        let sources = [
+            include_str!("sqlite.rs"),
+            include_str!("admin.rs"),
+            include_str!("entries.rs"),
+            include_str!("facts.rs"),
+            include_str!("identities.rs"),
+            include_str!("jobs.rs"),
+            include_str!("messages.rs"),
+            include_str!("search.rs"),
+            include_str!("summaries.rs"),
+        ];
         let begun = [concat!(".beg", "in("), concat!(".beg", "in_with(")]
             .iter()
-            .map(|needle| source.matches(needle).count())
+            .map(|needle| {
+                sources
+                    .iter()
+                    .map(|s| s.matches(needle).count())
+                    .sum::<usize>()
+            })
             .sum::<usize>();
         assert_eq!(begun, 1, "transactions must be begun by write_tx only");
-        assert!(source.contains(concat!("begin_with(\"BEGIN ", "IMMEDIATE\")")));
+        assert!(sources[0].contains(concat!("begin_with(\"BEGIN ", "IMMEDIATE\")")));
+        // Every concern file of the store is read above.
+        let listed = sources.len() - 1;
+        let concerns = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/store"))
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                let text = std::fs::read_to_string(e.as_ref().unwrap().path()).unwrap();
+                name != "sqlite.rs" && text.contains("on_both_backends! {")
+            })
+            .count();
+        assert_eq!(listed, concerns, "a concern file is missing from the list");
     }
 }
