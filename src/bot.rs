@@ -10,7 +10,7 @@ use crate::domain::link;
 use crate::domain::{
     IncomingMessage, PersonId, Place, Platform, Privacy, Scope, SpaceId, StoredMessage,
 };
-use crate::ingest::{Ingested, Ingestor, sanitize, strip_address};
+use crate::ingest::{Ingested, Ingestor, strip_address};
 use crate::llm::ChatModel;
 use crate::memory::entries::Captured;
 use crate::memory::forgetting::is_forgotten;
@@ -345,7 +345,9 @@ impl Bot {
         else {
             return Ok(());
         };
-        if old.text == crate::ingest::stored_form(&sanitize(&msg.text)) {
+        if old.text
+            == crate::ingest::stored_form(&crate::ingest::message_text(msg, &self.config.bot.name))
+        {
             return Ok(());
         }
         let fact = self.remembered_in(&old);
@@ -426,7 +428,7 @@ impl Bot {
             || self
                 .config
                 .is_moderator(msg.platform, &ingested.author_external_id);
-        let command = parse_command(text);
+        let command = ingested.command.clone();
         let shows_memory = matches!(
             command,
             Command::Recall { .. }

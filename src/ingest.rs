@@ -30,6 +30,9 @@ pub struct Ingested {
     pub addressed: bool,
     /// The text with the bot's name or mention taken off.
     pub command_text: String,
+    /// What it asks of the bot: the platform's command, or what the router read in
+    /// `command_text` (`Chat` when not addressed).
+    pub command: Command,
     /// Whether the author moderates the space.
     pub author_is_moderator: bool,
     /// The author's memory is paused: nothing is derived from this message.
@@ -122,6 +125,40 @@ pub fn strip_address(text: &str, bot_name: &str) -> Option<String> {
     found.then(|| out.join(" ").trim().to_string())
 }
 
+/// The message's text as the bot keeps it: sanitized, and each mention of the bot itself
+/// ("<@123>", "@engram_bot") written as its name ("@Engram"), so addressing reads the same on
+/// every platform and a model reading history sees a name.
+pub fn message_text(msg: &IncomingMessage, bot_name: &str) -> String {
+    let mut text = sanitize(&msg.text);
+    let name = format!("@{bot_name}");
+    for token in msg
+        .mentions
+        .iter()
+        .filter(|m| m.is_self && !m.token.is_empty())
+        .map(|m| m.token.as_str())
+    {
+        // A token that ends in a word character stands for the bot only where the word ends
+        // ("@engram_bot", not "@engram_bots").
+        let word = token.ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        while let Some(start) = text[at..].find(token).map(|i| at + i) {
+            let end = start + token.len();
+            let ends = !word
+                || text[end..]
+                    .chars()
+                    .next()
+                    .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            out.push_str(&text[at..start]);
+            out.push_str(if ends { &name } else { token });
+            at = end;
+        }
+        out.push_str(&text[at..]);
+        text = out;
+    }
+    text
+}
+
 impl Ingestor {
     /// An ingestor on `store`; `bot_name` is how people address the bot, `max_mentions` the most people one message may mention.
     pub fn new(store: Arc<dyn Store>, bot_name: &str, max_mentions: usize) -> Ingestor {
@@ -135,7 +172,7 @@ impl Ingestor {
 
     /// Stores the message and resolves who and where. `None` for a message with no text.
     pub async fn ingest(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
-        let text = sanitize(&msg.text);
+        let text = message_text(msg, &self.bot_name);
         if text.is_empty() {
             return Ok(None);
         }
@@ -178,14 +215,17 @@ impl Ingestor {
             },
             dm_owner: private.then_some(author),
         };
-        let (addressed, command_text) = match strip_address(&text, &self.bot_name) {
-            Some(rest) if !msg.author_is_bot => (true, rest),
-            _ => (
-                !msg.author_is_bot && (private || msg.replies_to_bot),
-                text.clone(),
-            ),
+        // The one reading of what it asks: the platform's command as it came, else the text.
+        let stripped = strip_address(&text, &self.bot_name).filter(|_| !msg.author_is_bot);
+        let addressed = !msg.author_is_bot
+            && (stripped.is_some() || msg.command.is_some() || private || msg.replies_to_bot);
+        let command_text = stripped.unwrap_or_else(|| text.clone());
+        let command = match &msg.command {
+            Some(command) if !msg.author_is_bot => command.clone(),
+            _ if addressed => parse_command(&command_text),
+            _ => Command::Chat,
         };
-        let is_command = addressed && !matches!(parse_command(&command_text), Command::Chat);
+        let is_command = !matches!(command, Command::Chat);
         // Link codes never reach the stored text, however they are spelled out; one seen
         // outside a private chat is dead at once, as anyone there could use it.
         let mut stored_text = stored_form(&text);
@@ -245,7 +285,7 @@ impl Ingestor {
         let about = msg
             .mentions
             .iter()
-            .filter(|m| !m.display_name.eq_ignore_ascii_case(&self.bot_name))
+            .filter(|m| !m.is_self && !m.display_name.eq_ignore_ascii_case(&self.bot_name))
             .filter(|m| seen.insert((m.external_id.clone(), m.username.clone())))
             .take(self.max_mentions);
         for m in about {
@@ -292,6 +332,7 @@ impl Ingestor {
             mentions,
             addressed,
             command_text,
+            command,
             author_is_moderator: msg.author_is_moderator,
             withheld,
             is_command,

@@ -108,6 +108,8 @@ pub fn console_message(
             external_id: w.to_string(),
             display_name: w.to_string(),
             username: None,
+            token: format!("@{w}"),
+            is_self: false,
         })
         .collect();
     IncomingMessage {
@@ -131,6 +133,8 @@ pub fn console_message(
         attachments: Vec::new(),
         author_is_moderator: opts.moderator,
         private_answer: false,
+        // Typed commands are read from the text, as on every platform.
+        command: None,
     }
 }
 

@@ -14,6 +14,7 @@ use crate::adapters::split::{chars, split_message};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
+use crate::router::memory_request;
 use serenity::all::{
     Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType, Context,
     CreateAllowedMentions, CreateCommand, CreateCommandOption, CreateInteractionResponse,
@@ -205,20 +206,17 @@ impl Handler {
                 .await
                 .unwrap_or(Privacy::ChannelRestricted),
         };
-        let text = if cmd.guild_id.is_none() {
-            format!("/memory {request}")
-        } else {
-            format!("@{} /memory {request}", self.bot_name)
-        };
+        // Kept as the person would have typed it; what it asks is the command itself.
         let mut incoming = message_in(
             cmd.guild_id,
             cmd.channel_id,
             privacy,
             &cmd.user,
             format!("interaction:{}", cmd.id.get()),
-            text.trim().to_string(),
+            format!("/memory {request}").trim().to_string(),
             *cmd.id.created_at(),
         );
+        incoming.command = Some(memory_request(&request));
         // Only the asker sees the answer: it shows what may surface in this channel, and it is
         // kept in their private scope, never in the channel's history (where others' prompts
         // and searches would read it).
@@ -348,7 +346,7 @@ impl Handler {
             privacy,
             author,
             event.id.get().to_string(),
-            own_mention_as_name(content, me, &self.bot_name),
+            content.to_string(),
             event.timestamp.map_or_else(chrono::Utc::now, |t| *t),
         );
         edited.author_is_bot = author.bot;
@@ -358,6 +356,7 @@ impl Handler {
             .flatten()
             .filter(|u| u.id != me)
             .map(mention)
+            .chain(own_mentions(content, me, &self.bot_name))
             .collect();
         if let Err(e) = self.bot.edited(&edited).await {
             error!(platform = "discord", error = %e, "an edited message could not be updated");
@@ -431,7 +430,7 @@ pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> 
         privacy,
         &msg.author,
         msg.id.get().to_string(),
-        own_mention_as_name(&msg.content, me, bot_name),
+        msg.content.clone(),
         *msg.timestamp,
     );
     m.author_is_bot = msg.author.bot;
@@ -449,6 +448,7 @@ pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> 
         .iter()
         .filter(|u| u.id != me)
         .map(mention)
+        .chain(own_mentions(&msg.content, me, bot_name))
         .collect();
     m.attachments = msg.attachments.iter().map(|a| a.url.clone()).collect();
     m
@@ -459,6 +459,8 @@ fn mention(u: &User) -> Mention {
         external_id: u.id.get().to_string(),
         display_name: u.display_name().to_string(),
         username: Some(u.name.clone()),
+        token: format!("<@{}>", u.id.get()),
+        is_self: false,
     }
 }
 
@@ -502,14 +504,25 @@ fn message_in(
         attachments: Vec::new(),
         author_is_moderator: false,
         private_answer: false,
+        command: None,
     }
 }
 
-/// "<@123>" or "<@!123>" for the bot becomes "@Engram", so addressing works as everywhere.
-pub fn own_mention_as_name(text: &str, me: UserId, bot_name: &str) -> String {
-    let name = format!("@{bot_name}");
-    text.replace(&format!("<@{me}>"), &name)
-        .replace(&format!("<@!{me}>"), &name)
+/// The bot's own mentions ("<@123>", "<@!123>") as the text holds them; ingest writes them
+/// as its name. Taken from the text, not the event's mention list: a reply pings the bot
+/// without naming it, and an edit event may carry no list.
+pub fn own_mentions(text: &str, me: UserId, bot_name: &str) -> Vec<Mention> {
+    [format!("<@{me}>"), format!("<@!{me}>")]
+        .into_iter()
+        .filter(|token| text.contains(token.as_str()))
+        .map(|token| Mention {
+            external_id: me.get().to_string(),
+            display_name: bot_name.to_string(),
+            username: None,
+            token,
+            is_self: true,
+        })
+        .collect()
 }
 
 /// The slash commands registered at start.

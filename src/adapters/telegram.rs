@@ -11,7 +11,8 @@
 use crate::adapters::split::{split_message, utf16};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
-use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
+use crate::domain::{Command, IncomingMessage, Mention, Platform, Privacy, SpaceKind};
+use crate::router::memory_request;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -558,13 +559,26 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
                 external_id: user.id.0.to_string(),
                 display_name: user.full_name(),
                 username: user.username.clone(),
+                token: e.text().to_string(),
+                is_self: false,
             }),
             MessageEntityKind::Mention => {
                 let name = e.text().trim_start_matches('@');
-                (!name.eq_ignore_ascii_case(me.username())).then(|| Mention {
-                    external_id: String::new(),
-                    display_name: name.to_string(),
+                let is_self = name.eq_ignore_ascii_case(me.username());
+                Some(Mention {
+                    external_id: if is_self {
+                        me.user.id.0.to_string()
+                    } else {
+                        String::new()
+                    },
+                    display_name: if is_self {
+                        bot_name.to_string()
+                    } else {
+                        name.to_string()
+                    },
                     username: Some(name.to_string()),
+                    token: e.text().to_string(),
+                    is_self,
                 })
             }
             _ => None,
@@ -582,7 +596,7 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
         author_username: from.username.clone(),
         author_is_bot: from.is_bot,
         external_id: format!("{chat}:{}", m.id.0),
-        text: addressed_text(text, me.username(), bot_name, private),
+        text: text.to_string(),
         sent_at: m.date,
         reply_to_external_id: m.reply_to_message().map(|r| format!("{chat}:{}", r.id.0)),
         replies_to_bot,
@@ -590,50 +604,29 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
         attachments: Vec::new(),
         author_is_moderator: false,
         private_answer: false,
+        command: command_of(text, me.username()),
     })
 }
 
-/// The text in the bot's own terms: "@engram_bot" becomes "@Engram", and a command for this
-/// bot ("/memory@engram_bot search x", or "/memory search x") is addressed to it ("@Engram
-/// /memory search x"); "/start" is the help. A command for another bot stays as it is.
-pub fn addressed_text(text: &str, username: &str, bot_name: &str, private: bool) -> String {
-    let handle = format!("@{username}");
-    let ours = format!("@{bot_name}");
-    let mut text = text.trim().to_string();
-    if let Some(rest) = text.strip_prefix('/') {
-        let (first, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        let (command, target) = first.split_once('@').unwrap_or((first, ""));
-        if target.is_empty() || target.eq_ignore_ascii_case(username) {
-            let command = match command.to_lowercase().as_str() {
-                "start" | "help" => "help".to_string(),
-                "link" | "unlink" => format!("/memory {}", command.to_lowercase()),
-                c => format!("/{c}"),
-            };
-            let line = format!("{command} {}", args.trim()).trim().to_string();
-            return if private {
-                line
-            } else {
-                format!("{ours} {line}")
-            };
-        }
-        return text;
+/// A command for this bot ("/memory@engram_bot search x", or "/memory search x") as the
+/// command it is: "/start" and "/help" are the help, "/link" and "/unlink" the `/memory`
+/// subcommands, any other command of ours conversation. None for a command of another bot
+/// or a message that is not a command (its text is read as any message's).
+pub fn command_of(text: &str, username: &str) -> Option<Command> {
+    let rest = text.trim().strip_prefix('/')?;
+    let (first, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let (command, target) = first.split_once('@').unwrap_or((first, ""));
+    if !(target.is_empty() || target.eq_ignore_ascii_case(username)) {
+        return None;
     }
-    // Mentions of the bot's username, in any case, become its name (positions found in the
-    // text itself: a lowercase copy can be longer or shorter).
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    while let Some((start, end)) = crate::ingest::find_ignore_case(&text, &handle, at) {
-        let word_ends = text[end..]
-            .chars()
-            .next()
-            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
-        out.push_str(&text[at..start]);
-        out.push_str(if word_ends { &ours } else { &text[start..end] });
-        at = end;
-    }
-    out.push_str(&text[at..]);
-    text = out;
-    text
+    let args = args.trim();
+    Some(match command.to_lowercase().as_str() {
+        "start" | "help" => Command::Help,
+        "memory" => memory_request(args),
+        c @ ("link" | "unlink") => memory_request(&format!("{c} {args}")),
+        // Read as the same words typed to the bot would be.
+        c => crate::router::parse_command(&format!("/{c} {args}")),
+    })
 }
 
 #[cfg(test)]
@@ -641,25 +634,76 @@ mod tests {
     use super::*;
 
     #[test]
-    fn commands_and_mentions_address_the_bot() {
-        let t = |s: &str, private: bool| addressed_text(s, "engram_bot", "Engram", private);
+    fn commands_for_this_bot_are_commands() {
+        use crate::domain::MemoryCommand;
+        let c = |s: &str| command_of(s, "engram_bot");
         assert_eq!(
-            t("/memory@engram_bot search rust", false),
-            "@Engram /memory search rust"
+            c("/memory@engram_bot search rust"),
+            Some(Command::Memory(MemoryCommand::Search("rust".into())))
         );
-        assert_eq!(t("/memory", false), "@Engram /memory");
-        assert_eq!(t("/memory search rust", true), "/memory search rust");
-        assert_eq!(t("/start", true), "help");
-        assert_eq!(t("/help@Engram_Bot", false), "@Engram help");
-        assert_eq!(t("/memory@other_bot", false), "/memory@other_bot");
+        assert_eq!(c("/memory"), Some(Command::Memory(MemoryCommand::View)));
         assert_eq!(
-            t("@ENGRAM_BOT remember that I love tea", false),
+            c("/memory search rust"),
+            Some(Command::Memory(MemoryCommand::Search("rust".into())))
+        );
+        assert_eq!(c("/memory confirm"), Some(Command::Confirm(true)));
+        assert_eq!(c("/start"), Some(Command::Help));
+        assert_eq!(c("/help@Engram_Bot"), Some(Command::Help));
+        assert_eq!(
+            c("/link 123456"),
+            Some(Command::Memory(MemoryCommand::Link("123456".into())))
+        );
+        assert_eq!(
+            c("/unlink@engram_bot"),
+            Some(Command::Memory(MemoryCommand::Unlink(String::new())))
+        );
+        assert_eq!(c("/weather"), Some(Command::Chat));
+        // Another bot's command, and words that are not a command.
+        assert_eq!(c("/memory@other_bot"), None);
+        assert_eq!(c("@ENGRAM_BOT remember that I love tea"), None);
+        assert_eq!(c("hi all"), None);
+    }
+
+    #[test]
+    fn the_bots_own_mention_reads_as_its_name() {
+        let msg = |text: &str, tokens: &[&str]| IncomingMessage {
+            mentions: tokens
+                .iter()
+                .map(|t| Mention {
+                    external_id: "1".into(),
+                    display_name: "Engram".into(),
+                    username: Some("engram_bot".into()),
+                    token: t.to_string(),
+                    is_self: true,
+                })
+                .collect(),
+            ..crate::adapters::console::console_message(
+                &crate::adapters::console::ConsoleOptions::private("a"),
+                "a",
+                text,
+                0,
+                chrono::Utc::now(),
+                false,
+            )
+        };
+        let t =
+            |text: &str, tokens: &[&str]| crate::ingest::message_text(&msg(text, tokens), "Engram");
+        assert_eq!(
+            t("@ENGRAM_BOT remember that I love tea", &["@ENGRAM_BOT"]),
             "@Engram remember that I love tea"
         );
-        assert_eq!(t("mail @engram_bots now", false), "mail @engram_bots now");
-        assert_eq!(t("hi all", false), "hi all");
-        // Characters whose lowercase changes length, before and inside the mention.
-        assert_eq!(t("\u{212A} @engram_bot hi", false), "\u{212A} @Engram hi");
-        assert_eq!(t("İİ @ENGRAM_BOT İ", false), "İİ @Engram İ");
+        assert_eq!(t("mail @engram_bots now", &[]), "mail @engram_bots now");
+        // Another word that starts like the token is left alone.
+        assert_eq!(
+            t("@engram_bot and @engram_bots", &["@engram_bot"]),
+            "@Engram and @engram_bots"
+        );
+        assert_eq!(t("hi all", &[]), "hi all");
+        // Characters whose lowercase changes length, before and inside the text.
+        assert_eq!(
+            t("\u{212A} @engram_bot hi", &["@engram_bot"]),
+            "\u{212A} @Engram hi"
+        );
+        assert_eq!(t("İİ @ENGRAM_BOT İ", &["@ENGRAM_BOT"]), "İİ @Engram İ");
     }
 }

@@ -172,6 +172,7 @@ fn message(seq: usize, person: usize, space: usize, people: usize) -> IncomingMe
         attachments: Vec::new(),
         author_is_moderator: false,
         private_answer: false,
+        command: None,
     }
 }
 

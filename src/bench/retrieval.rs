@@ -400,6 +400,7 @@ fn incoming(conv: &str, turn: &Turn, at: DateTime<Utc>) -> IncomingMessage {
         attachments: Vec::new(),
         author_is_moderator: false,
         private_answer: false,
+        command: None,
     }
 }
 

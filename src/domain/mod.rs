@@ -3,6 +3,7 @@
 
 pub mod budget;
 pub mod clock;
+pub mod command;
 pub mod entry;
 pub mod link;
 pub mod secret;
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use command::{Command, MemoryCommand, Subject};
 pub use entry::{Category, DailyNote, Entry, EntryVersion, EntryWrite, NewEntry};
 
 /// Internal id of a person; platform user ids map onto it through identities.
@@ -315,6 +317,9 @@ pub struct IncomingMessage {
     /// Only the author sees the answer (a Discord ephemeral reply): the message and the
     /// answer are kept in the author's private scope, never in the channel's history.
     pub private_answer: bool,
+    /// What the platform delivered as a command for the bot (a Discord slash command, a
+    /// Telegram "/command" for this bot): taken as it is, never read from the text.
+    pub command: Option<Command>,
 }
 
 /// Someone mentioned in a message: by account id, or (Telegram's "@name") by username only.
@@ -326,6 +331,11 @@ pub struct Mention {
     pub display_name: String,
     /// The platform username, when known.
     pub username: Option<String>,
+    /// The mention as the text writes it ("<@123>", "@dana_k"); empty when the text does not
+    /// hold it (a Discord reply's ping).
+    pub token: String,
+    /// The bot itself: its token in the text stands for the bot's name.
+    pub is_self: bool,
 }
 
 /// A message as stored in chat history.

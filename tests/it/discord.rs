@@ -458,6 +458,12 @@ async fn the_memory_slash_command_answers_ephemerally(url: Option<String>) {
             .any(|(_, t)| t.contains("/memory search rust")),
         "{private:?}"
     );
+    // A slash command is stored as a command, not chatter (summaries of the day skip it).
+    let flags = crate::common::command_flags(&h.config.store.url).await;
+    assert!(
+        flags.contains(&("/memory search rust".to_string(), true)),
+        "{flags:?}"
+    );
     let bob_in_general = engram::domain::Place {
         platform: Platform::Discord,
         space: guild,

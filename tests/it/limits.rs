@@ -102,6 +102,8 @@ async fn a_message_mentioning_many_people_builds_memory_for_a_bounded_few() {
             external_id: format!("u{i}"),
             display_name: format!("user{i}"),
             username: None,
+            token: format!("<@u{i}>"),
+            is_self: false,
         })
         .collect();
     // The same person mentioned again does not use up the bound.
@@ -111,6 +113,8 @@ async fn a_message_mentioning_many_people_builds_memory_for_a_bounded_few() {
             external_id: "u0".into(),
             display_name: "user0".into(),
             username: None,
+            token: "<@u0>".into(),
+            is_self: false,
         },
     );
     h.bot.handle(&msg).await.unwrap();

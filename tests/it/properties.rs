@@ -6,11 +6,13 @@
 //! controls, and the words the parsers look for ("Engram,", "remember that", "<@123>", "```").
 
 use chrono::{DateTime, TimeZone, Utc};
-use engram::adapters::discord::own_mention_as_name;
+use engram::adapters::discord::own_mentions;
 use engram::adapters::split::{chars, split_message, utf16};
-use engram::adapters::telegram::addressed_text;
+use engram::adapters::telegram::command_of;
 use engram::domain::{Scope, link, secret};
-use engram::ingest::{find_ignore_case, prefix_len_ignore_case, sanitize, strip_address};
+use engram::ingest::{
+    find_ignore_case, message_text, prefix_len_ignore_case, sanitize, strip_address,
+};
 use engram::llm::openai::parse_retry_after;
 use engram::llm::parse_json_answer;
 use engram::llm::prompts::{escape, unescape};
@@ -152,10 +154,21 @@ proptest! {
     }
 
     #[test]
-    fn platform_mentions_take_any_text(t in text(), private in any::<bool>()) {
-        let out = addressed_text(&t, "engram_bot", "Engram", private);
-        let _ = parse_command(&out);
-        let _ = own_mention_as_name(&t, UserId::new(123), "Engram");
+    fn platform_mentions_take_any_text(t in text(), token in text()) {
+        let _ = command_of(&t, "engram_bot");
+        let mut msg = engram::adapters::console::console_message(
+            &engram::adapters::console::ConsoleOptions::private("a"), "a", &t, 0, Utc::now(), false);
+        msg.mentions = own_mentions(&t, UserId::new(123), "Engram");
+        let _ = parse_command(&message_text(&msg, "Engram"));
+        // A self mention whose token is any text (a platform's entity) never breaks the text.
+        msg.mentions.push(engram::domain::Mention {
+            external_id: "1".into(),
+            display_name: "Engram".into(),
+            username: None,
+            token,
+            is_self: true,
+        });
+        let _ = parse_command(&message_text(&msg, "Engram"));
         let ids = mention_ids(&t);
         let names: HashMap<String, String> = ids.iter().map(|id| (id.clone(), "Bob".to_string())).collect();
         let _ = display_mentions(&t, &names);

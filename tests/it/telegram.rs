@@ -218,6 +218,13 @@ async fn group_and_forum_topic_answer_only_when_addressed() {
     fake.wait_sent(3, WITHIN).await;
     let texts = fake.sent_to(-100500);
     assert!(texts[1].contains("green tea"), "{}", texts[1]);
+    // The platform's command is stored as a command (summaries skip it); the chatter is not.
+    let flags = crate::common::command_flags(&h.config.store.url).await;
+    assert!(flags.contains(&(command.clone(), true)), "{flags:?}");
+    assert!(
+        flags.contains(&("hello everyone, coffee at 3?".to_string(), false)),
+        "{flags:?}"
+    );
     assert!(texts[2].contains("green tea"), "{}", texts[2]);
 
     let space = h

@@ -429,6 +429,19 @@ pub async fn database_rows_at(url: &str) -> Vec<String> {
     out
 }
 
+/// Every stored message's text with its `is_command` flag, oldest first.
+pub async fn command_flags(url: &str) -> Vec<(String, bool)> {
+    use sqlx::Connection;
+    let sql = "SELECT text, is_command FROM messages ORDER BY id";
+    if url.starts_with("postgres") {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::query_as(sql).fetch_all(&mut c).await.unwrap()
+    } else {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::query_as(sql).fetch_all(&mut c).await.unwrap()
+    }
+}
+
 /// The lines of `database_text` that hold `needle` or, for its words, the stems search
 /// postings keep ("balcony" is posted as "balconi"), case-insensitively.
 pub async fn rows_holding(h: &Harness, needle: &str) -> Vec<String> {
@@ -562,6 +575,7 @@ pub fn platform_message(
         attachments: vec![],
         author_is_moderator: false,
         private_answer: false,
+        command: None,
     }
 }
 
