@@ -171,61 +171,7 @@ on_both_backends! {
             bm25: Bm25,
             limit: usize,
         ) -> StoreResult<Vec<SearchHit>> {
-            if scopes.is_empty() || terms.is_empty() || limit == 0 {
-                return Ok(Vec::new());
-            }
-            let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-            // N and average length of the scopes the asker may see, then each term's document
-            // frequency there: idf follows the searched scopes, not the whole database.
-            let (n, total_len) = self.scope_totals(StatsTable::Messages, &keys).await?;
-            if n == 0 {
-                return Ok(Vec::new());
-            }
-            let dfs: Vec<(String, i64)> = sqlx::query_as(concat!(
-                "SELECT term, COUNT(*) FROM message_terms WHERE term ",
-                in_list!(1),
-                " AND scope ",
-                in_list!(2),
-                " GROUP BY term"
-            ))
-            .bind(list(terms))
-            .bind(list(&keys))
-            .fetch_all(self.pool())
-            .await
-            .map_err(db_err)?;
-            if dfs.is_empty() {
-                return Ok(Vec::new());
-            }
-            let idfs = terms::idfs(n, &dfs);
-            let avg_len = total_len as f64 / n as f64;
-            let weights = serde_json::to_string(&idfs).map_err(|cause| StoreError::Encode {
-                what: "search terms",
-                cause,
-            })?;
-            // The scope filter sits in the postings scan (index condition), before ORDER BY/LIMIT:
-            // a top-k cut never drops an allowed hit, and nothing outside the scopes is scored.
-            let rows = sqlx::query(concat!(
-                "WITH q AS (",
-                term_weights!(1),
-                "), scored AS (SELECT t.message_id AS id, \
-                   SUM(q.idf * t.tf * ($3 + 1.0) / (t.tf + $3 * (1.0 - $4 + $4 * t.doc_len / $5))) AS score \
-                   FROM q JOIN message_terms t ON t.term = q.term WHERE t.scope ",
-                in_list!(2),
-                " GROUP BY t.message_id ORDER BY score DESC, t.message_id DESC LIMIT $6) SELECT ",
-                message_columns!(),
-                ", scored.score FROM scored JOIN messages m ON m.id = scored.id \
-                 JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC"
-            ))
-            .bind(weights)
-            .bind(list(&keys))
-            .bind(bm25.k1)
-            .bind(bm25.b)
-            .bind(avg_len)
-            .bind(limit as i64)
-            .fetch_all(self.pool())
-            .await
-            .map_err(db_err)?;
-            rows.iter().map(|row| hit_from_row(row, 10)).collect()
+            search_messages(self, scopes, terms, bm25, limit).await
         }
 
         async fn search_episodes(
@@ -239,7 +185,7 @@ on_both_backends! {
                 return Ok(Vec::new());
             }
             let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-            let (n, total_len) = self.scope_totals(StatsTable::Episodes, &keys).await?;
+            let (n, total_len) = self.episode_totals(&keys).await?;
             if n == 0 {
                 return Ok(Vec::new());
             }
@@ -596,42 +542,17 @@ on_both_backends! {
     }
 
     impl Backend {
-        /// Documents and their total length over `keys`, for BM25's N and average length.
-        async fn scope_totals(&self, table: StatsTable, keys: &[String]) -> StoreResult<(i64, i64)> {
-            let sql = format!(
-                "SELECT CAST(COALESCE(SUM({}), 0) AS BIGINT), CAST(COALESCE(SUM(total_len), 0) AS BIGINT) FROM {} WHERE scope {}",
-                table.count_column(),
-                table.name(),
+        /// Episodes and their total length over `keys`, for BM25's N and average length.
+        async fn episode_totals(&self, keys: &[String]) -> StoreResult<(i64, i64)> {
+            sqlx::query_as(concat!(
+                "SELECT CAST(COALESCE(SUM(episodes), 0) AS BIGINT), CAST(COALESCE(SUM(total_len), 0) AS BIGINT) \
+                 FROM scope_episode_stats WHERE scope ",
                 in_list!(1)
-            );
-            sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(list(keys))
-                .fetch_one(self.pool())
-                .await
-                .map_err(db_err)
-        }
-    }
-}
-
-/// The per-scope statistics behind BM25's N and average length: of messages, or of episodes.
-#[derive(Debug, Clone, Copy)]
-enum StatsTable {
-    Messages,
-    Episodes,
-}
-
-impl StatsTable {
-    fn name(self) -> &'static str {
-        match self {
-            StatsTable::Messages => "scope_term_stats",
-            StatsTable::Episodes => "scope_episode_stats",
-        }
-    }
-
-    fn count_column(self) -> &'static str {
-        match self {
-            StatsTable::Messages => "docs",
-            StatsTable::Episodes => "episodes",
+            ))
+            .bind(list(keys))
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)
         }
     }
 }
