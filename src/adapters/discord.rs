@@ -216,7 +216,7 @@ impl Handler {
             format!("/memory {request}").trim().to_string(),
             *cmd.id.created_at(),
         );
-        incoming.command = Some(memory_request(&request));
+        incoming.command = Some(memory_request(&crate::ingest::sanitize(&request)));
         // Only the asker sees the answer: it shows what may surface in this channel, and it is
         // kept in their private scope, never in the channel's history (where others' prompts
         // and searches would read it).

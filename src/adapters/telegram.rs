@@ -604,7 +604,8 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
         attachments: Vec::new(),
         author_is_moderator: false,
         private_answer: false,
-        command: command_of(text, me.username()),
+        // Read from the text as ingest will keep it (no control characters in its words).
+        command: command_of(&crate::ingest::sanitize(text), me.username()),
     })
 }
 

@@ -126,9 +126,14 @@ pub fn redact(text: &str) -> String {
         .iter()
         .position(|w| !w.starts_with('@'))
         .unwrap_or(words.len());
+    // A platform command may name its bot ("/link@engram_bot", Telegram's form).
+    let command_word = |w: &str, name: &str| {
+        let bare = w.split_once('@').map_or(w, |(c, _)| c);
+        bare.eq_ignore_ascii_case(name)
+    };
     let command = match words.get(first..) {
-        Some([w, ..]) if w.eq_ignore_ascii_case("/link") => Some(first + 1),
-        Some([w, l, ..]) if w.eq_ignore_ascii_case("/memory") && l.eq_ignore_ascii_case("link") => {
+        Some([w, ..]) if command_word(w, "/link") => Some(first + 1),
+        Some([w, l, ..]) if command_word(w, "/memory") && l.eq_ignore_ascii_case("link") => {
             Some(first + 2)
         }
         _ => None,
@@ -170,6 +175,17 @@ mod tests {
         );
         assert_eq!(redact("/link"), "/link");
         assert_eq!(redact("/LINK k7qm x2pd"), "/LINK [link code]");
+        // Telegram's commands name their bot; a mistyped or used code is still taken out.
+        assert_eq!(
+            redact("/link@engram_bot k7qm-x2pz"),
+            "/link@engram_bot [link code]"
+        );
+        assert_eq!(
+            redact("/memory@Engram_Bot link K7QM"),
+            "/memory@Engram_Bot link [link code]"
+        );
+        // Positive control: another command keeps its words.
+        assert_eq!(redact("/linked@engram_bot k7qm"), "/linked@engram_bot k7qm");
         assert_eq!(
             redact("Your code is K7QM-X2PD. Send \"/memory link K7QM-X2PD\" there."),
             "Your code is [link code]. Send \"/memory link [link code]\" there."

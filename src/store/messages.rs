@@ -441,94 +441,10 @@ on_both_backends! {
             all.sort_unstable();
             all.dedup();
             let plan = forget_plan(&rows)?;
-            for (id, scope, terms, len) in &plan.postings {
-                let removed = sqlx::query(
-                    concat!("DELETE FROM message_terms WHERE term ", in_list!(1), " AND scope = $2 AND message_id = $3"),
-                )
-                .bind(list(terms))
-                .bind(scope)
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
-                if removed > 0 {
-                    sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - $1 WHERE scope = $2")
-                        .bind(len)
-                        .bind(scope)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                }
-            }
-            for (episode, (count, len)) in &plan.episodes {
-                let left: Option<(String, i32)> = sqlx::query_as(
-                    "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL \
-                     WHERE id = $3 RETURNING scope, messages",
-                )
-                .bind(*count as i32)
-                .bind(len)
-                .bind(episode)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                let Some((scope, left)) = left else { continue };
-                sqlx::query(
-                    "UPDATE scope_episode_stats SET total_len = total_len - $1 WHERE scope = $2",
-                )
-                .bind(len)
-                .bind(&scope)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                if left <= 0 {
-                    drop_episode(&mut tx, *episode, &scope).await?;
-                }
-            }
-            for (scope, day) in &plan.days {
-                sqlx::query("DELETE FROM day_summaries WHERE scope = $1 AND day = $2")
-                    .bind(scope)
-                    .bind(day.to_string())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-            for (scope, day) in &plan.first_days {
-                sqlx::query("DELETE FROM history_summaries WHERE scope = $1 AND end_day >= $2")
-                    .bind(scope)
-                    .bind(day.to_string())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-            let sources: Vec<String> = all.iter().map(|id| format!("message:{id}")).collect();
-            for sql in [
-                concat!(
-                    "DELETE FROM memory_entry_history WHERE entry_id IN (SELECT id FROM memory_entries WHERE source ",
-                    in_list!(1),
-                    ")"
-                ),
-                concat!("DELETE FROM memory_entries WHERE source ", in_list!(1)),
-                concat!("DELETE FROM daily_notes WHERE source ", in_list!(1)),
-            ] {
-                sqlx::query(sql)
-                    .bind(list(&sources))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
-            forget_vectors(&mut tx, &all).await?;
-            for sql in [
-                concat!("DELETE FROM hearsay WHERE source_message_id ", in_list!(1)),
-                concat!("UPDATE fact_versions SET source_message_id = NULL WHERE source_message_id ", in_list!(1)),
-                concat!("DELETE FROM message_terms_backlog WHERE message_id ", in_list!(1)),
-            ] {
-                sqlx::query(sql)
-                    .bind(list(&all))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
+            unpost(&mut tx, &plan).await?;
+            shrink_episodes(&mut tx, &plan).await?;
+            drop_summaries(&mut tx, &plan).await?;
+            drop_derived(&mut tx, &all).await?;
             let deleted = sqlx::query(concat!("DELETE FROM messages WHERE id ", in_list!(1)))
                 .bind(list(&all))
                 .execute(&mut *tx)
@@ -590,6 +506,117 @@ on_both_backends! {
             .map_err(db_err)?;
             keys.iter().map(|k| parse_scope(k)).collect()
         }
+    }
+
+    /// The postings of forgotten messages, and their part of the scopes' statistics.
+    async fn unpost(conn: &mut Conn, plan: &ForgetPlan) -> StoreResult<()> {
+        for (id, scope, terms, len) in &plan.postings {
+            let removed = sqlx::query(
+                concat!("DELETE FROM message_terms WHERE term ", in_list!(1), " AND scope = $2 AND message_id = $3"),
+            )
+            .bind(list(terms))
+            .bind(scope)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            if removed > 0 {
+                sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - $1 WHERE scope = $2")
+                    .bind(len)
+                    .bind(scope)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgotten messages leave their episodes: a closed one reopens (its summary and vector
+    /// are made again without them), an emptied one goes.
+    async fn shrink_episodes(conn: &mut Conn, plan: &ForgetPlan) -> StoreResult<()> {
+        for (episode, (count, len)) in &plan.episodes {
+            let left: Option<(String, i32)> = sqlx::query_as(
+                "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL \
+                 WHERE id = $3 RETURNING scope, messages",
+            )
+            .bind(*count as i32)
+            .bind(len)
+            .bind(episode)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            let Some((scope, left)) = left else { continue };
+            sqlx::query(
+                "UPDATE scope_episode_stats SET total_len = total_len - $1 WHERE scope = $2",
+            )
+            .bind(len)
+            .bind(&scope)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            if left <= 0 {
+                drop_episode(&mut *conn, *episode, &scope).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The day summaries that read forgotten messages, and the history summaries that read
+    /// those days.
+    async fn drop_summaries(conn: &mut Conn, plan: &ForgetPlan) -> StoreResult<()> {
+        for (scope, day) in &plan.days {
+            sqlx::query("DELETE FROM day_summaries WHERE scope = $1 AND day = $2")
+                .bind(scope)
+                .bind(day.to_string())
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        }
+        for (scope, day) in &plan.first_days {
+            sqlx::query("DELETE FROM history_summaries WHERE scope = $1 AND end_day >= $2")
+                .bind(scope)
+                .bind(day.to_string())
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    /// What was written from the messages `all`: entries, notes, statements about others, vectors;
+    /// fact versions keep their text but no longer point at them.
+    async fn drop_derived(conn: &mut Conn, all: &[i64]) -> StoreResult<()> {
+        let sources: Vec<String> = all.iter().map(|id| format!("message:{id}")).collect();
+        for sql in [
+            concat!(
+                "DELETE FROM memory_entry_history WHERE entry_id IN (SELECT id FROM memory_entries WHERE source ",
+                in_list!(1),
+                ")"
+            ),
+            concat!("DELETE FROM memory_entries WHERE source ", in_list!(1)),
+            concat!("DELETE FROM daily_notes WHERE source ", in_list!(1)),
+        ] {
+            sqlx::query(sql)
+                .bind(list(&sources))
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        }
+        forget_vectors(&mut *conn, all).await?;
+        for sql in [
+            concat!("DELETE FROM hearsay WHERE source_message_id ", in_list!(1)),
+            concat!("UPDATE fact_versions SET source_message_id = NULL WHERE source_message_id ", in_list!(1)),
+            concat!("DELETE FROM message_terms_backlog WHERE message_id ", in_list!(1)),
+        ] {
+            sqlx::query(sql)
+                .bind(list(all))
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        }
+        Ok(())
     }
 
     impl Backend {

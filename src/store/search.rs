@@ -295,77 +295,10 @@ on_both_backends! {
                 if claimed == 0 {
                     continue;
                 }
-                let key = (m.space.0, m.channel.clone());
-                if !open.contains_key(&key) {
-                    let row: Option<(i64, i64, i64)> = sqlx::query_as(
-                        "SELECT id, started_at, ended_at FROM episodes WHERE space_id = $1 AND channel = $2 AND NOT closed ORDER BY ended_at DESC LIMIT 1",
-                    )
-                    .bind(m.space.0)
-                    .bind(&m.channel)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                    if let Some((id, started, ended)) = row {
-                        open.insert(key.clone(), OpenEpisode { id, started, ended });
-                    }
-                }
-                let len = document_terms(&m.text).len as i64;
                 let at = ms(m.sent_at);
-                let episode = match open.get_mut(&key).filter(|e| e.takes(at, gap)) {
-                    Some(e) => {
-                        e.started = e.started.min(at);
-                        e.ended = e.ended.max(at);
-                        e.id
-                    }
-                    None => {
-                        let id: i64 = sqlx::query_scalar(
-                            "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at) VALUES ($1, $2, $3, $4, $4, 0, 0, $4) RETURNING id",
-                        )
-                        .bind(m.scope.key())
-                        .bind(m.space.0)
-                        .bind(&m.channel)
-                        .bind(at)
-                        .fetch_one(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                        sqlx::query("INSERT INTO scope_episode_stats AS s (scope, episodes, total_len) VALUES ($1, 1, 0) ON CONFLICT (scope) DO UPDATE SET episodes = s.episodes + 1")
-                            .bind(m.scope.key())
-                            .execute(&mut *tx)
-                            .await
-                            .map_err(db_err)?;
-                        open.insert(
-                            key,
-                            OpenEpisode {
-                                id,
-                                started: at,
-                                ended: at,
-                            },
-                        );
-                        id
-                    }
-                };
+                let episode = episode_for(&mut tx, &mut open, m, at, gap).await?;
                 place_message(&mut tx, m, episode, item.embedding.as_deref()).await?;
-                sqlx::query(concat!(
-                    "UPDATE episodes SET started_at = ",
-                    least!("started_at", "$1"),
-                    ", ended_at = ",
-                    greatest!("ended_at", "$1"),
-                    ", messages = messages + 1, total_len = total_len + $2, updated_at = $1 WHERE id = $3"
-                ))
-                    .bind(at)
-                    .bind(len)
-                    .bind(episode)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                sqlx::query(
-                    "UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2",
-                )
-                .bind(len)
-                .bind(m.scope.key())
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+                grow_episode(&mut tx, m, episode, at).await?;
                 done += 1;
             }
             tx.commit().await.map_err(db_err)?;
@@ -539,6 +472,97 @@ on_both_backends! {
             tx.commit().await.map_err(db_err)?;
             Ok(())
         }
+    }
+
+    /// The episode message `m` (sent at `at`) belongs to: the channel's open one when no pause
+    /// longer than `gap` separates them, else a new one (`open` keeps each channel's, so a
+    /// batch reads it once).
+    async fn episode_for(
+        conn: &mut Conn,
+        open: &mut HashMap<(i64, String), OpenEpisode>,
+        m: &StoredMessage,
+        at: i64,
+        gap: chrono::Duration,
+    ) -> StoreResult<i64> {
+        let key = (m.space.0, m.channel.clone());
+        if !open.contains_key(&key) {
+            let row: Option<(i64, i64, i64)> = sqlx::query_as(
+                "SELECT id, started_at, ended_at FROM episodes WHERE space_id = $1 AND channel = $2 AND NOT closed ORDER BY ended_at DESC LIMIT 1",
+            )
+            .bind(m.space.0)
+            .bind(&m.channel)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            if let Some((id, started, ended)) = row {
+                open.insert(key.clone(), OpenEpisode { id, started, ended });
+            }
+    }
+    Ok(match open.get_mut(&key).filter(|e| e.takes(at, gap)) {
+        Some(e) => {
+            e.started = e.started.min(at);
+            e.ended = e.ended.max(at);
+            e.id
+        }
+        None => {
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at) VALUES ($1, $2, $3, $4, $4, 0, 0, $4) RETURNING id",
+            )
+            .bind(m.scope.key())
+            .bind(m.space.0)
+            .bind(&m.channel)
+            .bind(at)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            sqlx::query("INSERT INTO scope_episode_stats AS s (scope, episodes, total_len) VALUES ($1, 1, 0) ON CONFLICT (scope) DO UPDATE SET episodes = s.episodes + 1")
+                .bind(m.scope.key())
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+            open.insert(
+                key,
+                OpenEpisode {
+                    id,
+                    started: at,
+                    ended: at,
+                },
+            );
+            id
+        }
+    })
+    }
+
+    /// Episode `episode` takes message `m`: its time span, size and the scope's total length.
+    async fn grow_episode(
+        conn: &mut Conn,
+        m: &StoredMessage,
+        episode: i64,
+        at: i64,
+    ) -> StoreResult<()> {
+        let len = document_terms(&m.text).len as i64;
+        sqlx::query(concat!(
+            "UPDATE episodes SET started_at = ",
+            least!("started_at", "$1"),
+            ", ended_at = ",
+            greatest!("ended_at", "$1"),
+            ", messages = messages + 1, total_len = total_len + $2, updated_at = $1 WHERE id = $3"
+        ))
+            .bind(at)
+            .bind(len)
+            .bind(episode)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(
+            "UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2",
+        )
+        .bind(len)
+        .bind(m.scope.key())
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        Ok(())
     }
 
     impl Backend {
