@@ -3,10 +3,6 @@
 //! forget / clear / pause. The store keeps entries; this module decides what is written and
 //! what may be shown where.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use crate::domain::{
     Category, Clock, DailyNote, Entry, EntryWrite, NewEntry, PersonId, Place, Privacy, Scope,
 };
@@ -141,7 +137,9 @@ pub fn looks_like_code(text: &str) -> bool {
 /// Why a text is never kept as memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NeverKept {
+    /// Source code: memory keeps what people are, not what they paste.
     Code,
+    /// A secret (a key, a password, a card number), of this kind.
     Secret(crate::domain::secret::SecretKind),
 }
 
@@ -184,9 +182,13 @@ pub fn render_memory_md(entries: &[Entry], max_words: usize) -> String {
 /// it was learned (its scope) under the same key.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EntryMeta {
+    /// The scope it was learned in (its key).
     pub scope: String,
+    /// Its key within its category.
     pub key: String,
+    /// How sure the bot was.
     pub confidence: f64,
+    /// How it was learned (a private chat, a group).
     pub origin: String,
 }
 
@@ -194,8 +196,11 @@ pub struct EntryMeta {
 /// written by hand, or by an older engram).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportedEntry {
+    /// The MEMORY.md section it was under.
     pub category: Category,
+    /// Its text.
     pub value: String,
+    /// Where it was learned, when the export said.
     pub meta: Option<EntryMeta>,
 }
 
@@ -416,7 +421,9 @@ pub fn render_daily(day: NaiveDate, notes: &[&DailyNote]) -> String {
 /// Where an exported daily-note block was learned and what wrote it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NoteMeta {
+    /// The scope it was learned in (its key).
     pub scope: String,
+    /// What wrote it (an extraction run, a tool call).
     pub source: String,
 }
 
@@ -465,6 +472,7 @@ pub fn parse_daily_blocks(name: &str, text: &str) -> Result<(NaiveDate, NoteBloc
 /// What a capture did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Captured {
+    /// Kept: added, updated, or already there.
     Written(EntryWrite),
     /// Code and secrets are never stored.
     Refused(NeverKept),
@@ -478,6 +486,7 @@ pub struct EntryBook {
 }
 
 impl EntryBook {
+    /// The entries of `store`; a MEMORY.md shows at most `max_words` words.
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, max_words: usize) -> EntryBook {
         EntryBook {
             store,
@@ -619,6 +628,7 @@ impl EntryBook {
         Ok(self.store.delete_entries(person, ids).await?)
     }
 
+    /// Pauses (`/memory pause`) or resumes what is kept about `person`.
     pub async fn set_paused(&self, person: PersonId, paused: bool) -> Result<(), MemoryError> {
         Ok(self
             .store
@@ -626,6 +636,7 @@ impl EntryBook {
             .await?)
     }
 
+    /// Whether `person`'s memory is paused.
     pub async fn paused(&self, person: PersonId) -> Result<bool, MemoryError> {
         Ok(self.store.memory_paused(person).await?)
     }

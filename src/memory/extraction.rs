@@ -5,10 +5,6 @@
 //! person's private chat, where their messages of the day are exactly what the day summary
 //! reads, the same call writes the day summary too, so that one needs no call of its own.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use crate::domain::{Category, Clock, DailyNote, Entry, NewEntry, PersonId, Scope, StoredMessage};
 use crate::llm::prompts::{Prompts, element, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
@@ -23,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tracing::{info, warn};
 
+/// The job name of the daily extraction runs (one run per person, place and day).
 pub const EXTRACT_JOB: &str = "extract";
 
 /// The key of one run: (person, place, day).
@@ -75,24 +72,35 @@ struct RawAnswer {
 /// A validated answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answer {
+    /// The entries to write or remove.
     pub updates: Vec<Update>,
+    /// What goes to the daily notes.
     pub daily_notes: String,
+    /// The day summary, when one was asked for.
     pub day_summary: Option<String>,
 }
 
+/// What an update does to its entry.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
+    /// Adds or replaces it.
     Write,
+    /// Removes it.
     Remove,
 }
 
 /// One validated update.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Update {
+    /// The MEMORY.md section.
     pub category: Category,
+    /// The entry's key within it.
     pub key: String,
+    /// Its new text.
     pub value: String,
+    /// Write or remove.
     pub action: Action,
+    /// How sure the model was (0 to 1).
     pub confidence: f64,
 }
 
@@ -171,19 +179,29 @@ pub fn parse_answer(content: &str) -> Result<Answer, AnswerError> {
 /// What one (person, place, day) run did: the run record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExtractionRun {
+    /// Whose memory (person id).
     pub person: i64,
+    /// Which place (scope key).
     pub scope: String,
+    /// Which day.
     pub day: NaiveDate,
     /// done, dry_run, already_done, held_by_other, failed
     pub status: String,
+    /// The person's messages read.
     pub interactions: usize,
+    /// Entries added.
     pub written: usize,
+    /// Entries updated.
     pub updated: usize,
+    /// Entries removed.
     pub removed: usize,
     /// Weaker updates that went to the daily notes only.
     pub noted: usize,
+    /// Model tokens used.
     pub tokens: u64,
+    /// How long it took.
     pub duration_ms: u64,
+    /// Why it failed, for the operator (never shown in a chat).
     pub error: Option<String>,
     /// The day summary of this place was written by the same call.
     pub day_summary: bool,
@@ -191,6 +209,7 @@ pub struct ExtractionRun {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<PlannedChange>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// A dry run: the daily note it would write.
     pub daily_note: Option<String>,
 }
 
@@ -223,11 +242,16 @@ pub struct PlannedChange {
     /// "add", "update", "unchanged", "delete", "note" (too weak for MEMORY.md: the daily
     /// notes only), or "skip" (a delete of an entry that is not there).
     pub action: &'static str,
+    /// The MEMORY.md section.
     pub category: &'static str,
+    /// The entry's key.
     pub key: String,
+    /// The value it would have.
     pub value: String,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// The value it has now, for an update.
     pub old_value: Option<String>,
+    /// How sure the model was.
     pub confidence: f64,
 }
 
@@ -309,6 +333,7 @@ pub fn planned_changes(
 pub struct ExtractionSettings {
     /// Least confidence of a durable entry.
     pub durable: f64,
+    /// Most messages of a person's day a run reads.
     pub max_messages: usize,
     /// When the daily run is due (UTC).
     pub at: NaiveTime,
@@ -337,6 +362,8 @@ struct SummaryPlan {
     stats: RangeStats,
 }
 
+/// The daily extraction: reads each active person's day and keeps what is durable in
+/// MEMORY.md and the rest in daily notes, once per person, place and day across processes.
 pub struct Extractor {
     store: Arc<dyn Store>,
     llm: Arc<dyn ChatModel>,
@@ -348,6 +375,7 @@ pub struct Extractor {
 }
 
 impl Extractor {
+    /// An extractor over `store` with `llm`, claiming runs as `holder` for `lease` at a time.
     pub fn new(
         store: Arc<dyn Store>,
         llm: Arc<dyn ChatModel>,

@@ -3,10 +3,6 @@
 //! offline fallback. Writes are optimistic (versioned), so concurrent updates are re-merged,
 //! never lost, and every change lands in the version history.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use super::offline;
 use super::{MemoryError, MemoryManager, Method};
 use crate::domain::{MessageId, PersonId, Place, Scope};
@@ -34,27 +30,49 @@ enum ModelRefused {
 /// A remember or forget request, as the router resolved it.
 #[derive(Debug, Clone)]
 pub struct FactRequest<'a> {
+    /// Whom the fact is about.
     pub subject: PersonId,
+    /// Their name, as shown.
     pub subject_name: &'a str,
+    /// Who asked.
     pub actor: PersonId,
+    /// Their name, as shown.
     pub actor_name: &'a str,
     /// Moderators may make the bot forget things about anyone.
     pub actor_is_moderator: bool,
+    /// Where it was asked.
     pub place: &'a Place,
+    /// The fact, as said.
     pub text: &'a str,
+    /// The message that asked.
     pub source: Option<MessageId>,
 }
 
+/// What a remember did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RememberOutcome {
-    Saved { method: Method },
+    /// Kept, by the model or offline.
+    Saved {
+        /// How.
+        method: Method,
+    },
+    /// The facts already said it.
     AlreadyKnown,
 }
 
+/// What a forget did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ForgetOutcome {
-    Forgotten { method: Method },
-    NotFound { method: Method },
+    /// Taken out, by the model or offline.
+    Forgotten {
+        /// How.
+        method: Method,
+    },
+    /// Nothing like it was there.
+    NotFound {
+        /// How.
+        method: Method,
+    },
 }
 
 #[derive(Deserialize)]

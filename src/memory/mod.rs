@@ -2,32 +2,16 @@
 //! the 3-way merge into one context per person, and the caches in front of them. It sits
 //! between the router/responder above and the store and LLM below.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`. The lint is
-// back on for each child module below that has no such note.
-#![allow(missing_docs)]
-
-#[warn(missing_docs)]
 pub mod cache;
-#[warn(missing_docs)]
 pub mod context;
-#[warn(missing_docs)]
 pub mod entries;
-#[warn(missing_docs)]
 pub mod extraction;
-#[warn(missing_docs)]
 pub mod facts;
-#[warn(missing_docs)]
 pub mod forgetting;
-#[warn(missing_docs)]
 pub mod hearsay;
-#[warn(missing_docs)]
 pub mod offline;
-#[warn(missing_docs)]
 pub mod summaries;
-#[warn(missing_docs)]
 pub mod tokens;
-#[warn(missing_docs)]
 pub mod tools;
 
 use crate::config::MemoryConfig;
@@ -43,9 +27,12 @@ use tracing::{debug, warn};
 pub use context::{ContextBundle, PersonMemory};
 pub use facts::{FactRequest, ForgetOutcome, RememberOutcome};
 
+/// What a memory operation failed on. The text of `Invalid` and `NotAllowed` is shown to the
+/// person who asked; the others are for logs.
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
     #[error(transparent)]
+    /// The store failed.
     Store(#[from] StoreError),
     /// The request itself is unusable (empty, too long); nothing was changed.
     #[error("{0}")]
@@ -59,6 +46,7 @@ pub enum MemoryError {
 }
 
 impl MemoryError {
+    /// Whether the same operation may succeed if tried again.
     pub fn is_retryable(&self) -> bool {
         match self {
             MemoryError::Store(e) => e.is_retryable(),
@@ -71,11 +59,14 @@ impl MemoryError {
 /// How a memory change or view was produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// By the model.
     Llm,
+    /// Without a model (rules and word matching).
     Offline,
 }
 
 impl Method {
+    /// "llm" or "offline", as logged and stored.
     pub fn as_str(self) -> &'static str {
         match self {
             Method::Llm => "llm",
@@ -84,6 +75,8 @@ impl Method {
     }
 }
 
+/// The memory tier: facts, entries, summaries, context and forgetting over one store, with
+/// this process's caches.
 pub struct MemoryManager {
     store: Arc<dyn Store>,
     llm: Option<Arc<dyn ChatModel>>,
@@ -98,6 +91,7 @@ pub struct MemoryManager {
 }
 
 impl MemoryManager {
+    /// The memory over `store`, with `llm` when a model is configured.
     pub fn new(
         store: Arc<dyn Store>,
         llm: Option<Arc<dyn ChatModel>>,
@@ -157,26 +151,32 @@ impl MemoryManager {
         )
     }
 
+    /// The retriever the context uses.
     pub fn retriever(&self) -> &Arc<Retriever> {
         &self.retriever
     }
 
+    /// The store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
 
+    /// The clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
+    /// This process's caches.
     pub fn caches(&self) -> &MemoryCaches {
         &self.caches
     }
 
+    /// The token counter prompts are measured with.
     pub fn tokens(&self) -> &TokenCounter {
         &self.tokens
     }
 
+    /// The `[memory]` settings.
     pub fn settings(&self) -> &MemoryConfig {
         &self.settings
     }
@@ -216,6 +216,7 @@ impl MemoryManager {
         self.changes_applied.subscribe()
     }
 
+    /// Whether a model is configured.
     pub fn has_llm(&self) -> bool {
         self.llm.is_some()
     }

@@ -6,10 +6,6 @@
 //! replies), a call that deletes or rewrites an existing entry is not done but kept for the
 //! person to confirm: what others wrote in the conversation can sway a model, not the memory.
 
-// Public items here are not all documented yet (issue 16, point 6); the list of such
-// files shrinks as each is documented: `grep -rl "not all documented" src`.
-#![allow(missing_docs)]
-
 use crate::domain::{Category, Clock, DailyNote, Entry, NewEntry, PersonId, Place};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
 use crate::memory::entries::{EntryBook, never_kept, origin, rank_entries, render_memory_md};
@@ -148,10 +144,14 @@ struct ContextArgs {
 /// Whose memory a tool call acts on, and where: set by the code that runs the model.
 #[derive(Debug, Clone)]
 pub struct Caller {
+    /// Whose memory.
     pub person: PersonId,
+    /// Where the conversation is: what the tools may see and write.
     pub place: Place,
 }
 
+/// Runs the memory tools a model calls (search, write, rewrite, delete entries; notes) for
+/// one caller; in a group, changes wait for the person's confirmation.
 pub struct ToolExecutor {
     store: Arc<dyn Store>,
     book: Arc<EntryBook>,
@@ -165,23 +165,32 @@ pub struct ToolExecutor {
 /// A change to an existing entry that a model asked for, waiting for the person's "yes".
 #[derive(Debug, Clone, PartialEq)]
 pub enum StagedChange {
+    /// An entry to delete.
     Delete {
+        /// The entry.
         id: i64,
+        /// Its value, to show.
         value: String,
     },
     /// A new entry (in a group, where others' words reach the model too).
     Write {
+        /// The entry.
         entry: NewEntry,
     },
     /// A daily-note line (likewise).
     Note {
+        /// The note.
         note: DailyNote,
     },
+    /// An entry rewritten.
     Rewrite {
         /// The entry it replaces, and that entry's category (a new category moves it).
         replaces: i64,
+        /// Its category before.
         old_category: Category,
+        /// Its value before.
         old_value: String,
+        /// The new entry.
         entry: NewEntry,
     },
 }
@@ -242,6 +251,8 @@ fn show(e: &Entry) -> Value {
 }
 
 impl ToolExecutor {
+    /// The tools over `store` and `book`; entries below `durable` confidence go to the daily
+    /// notes, and a MEMORY.md shows at most `max_words` words.
     pub fn new(
         store: Arc<dyn Store>,
         book: Arc<EntryBook>,
@@ -590,7 +601,9 @@ fn parse_expiry(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 /// (tool, arguments, result).
 #[derive(Debug, Clone)]
 pub struct ToolConversation {
+    /// The model's final answer.
     pub answer: String,
+    /// Each call: tool, arguments, result.
     pub calls: Vec<(String, String, Value)>,
 }
 

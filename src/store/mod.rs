@@ -17,14 +17,14 @@ pub(crate) enum Dialect {
 /// that differs between the databases is written with `per_dialect!`.
 macro_rules! on_both_backends {
     ($($item:item)*) => {
-        mod on_sqlite {
+        pub(in crate::store) mod on_sqlite {
             #[allow(unused_imports)]
             use super::*;
             #[allow(unused_imports)]
             use $crate::store::sqlite::shared::*;
             $($item)*
         }
-        mod on_postgres {
+        pub(in crate::store) mod on_postgres {
             #[allow(unused_imports)]
             use super::*;
             #[allow(unused_imports)]
@@ -52,32 +52,19 @@ macro_rules! per_dialect {
     };
 }
 
-#[warn(missing_docs)]
 pub mod admin;
-#[warn(missing_docs)]
 pub mod copy;
-#[warn(missing_docs)]
 pub mod entries;
-#[warn(missing_docs)]
 pub mod facts;
-#[warn(missing_docs)]
 pub mod identities;
-#[warn(missing_docs)]
 pub mod jobs;
-#[warn(missing_docs)]
 pub mod messages;
-#[warn(missing_docs)]
 pub mod postgres;
 mod rows;
-#[warn(missing_docs)]
 pub mod search;
-#[warn(missing_docs)]
 pub mod sqlite;
-#[warn(missing_docs)]
 pub mod summaries;
-#[warn(missing_docs)]
 pub mod terms;
-#[warn(missing_docs)]
 pub mod url;
 
 use crate::domain::{MessageId, PersonId, Scope, SpaceId, StoredMessage};

@@ -50,10 +50,11 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
     pub(in crate::store) use super::{
-        PostgresStore as Backend, db_err, drop_episode, forget_vectors, insert_rows, lock_indexer,
-        maintain, message_from_row, message_vectors, move_sequences, nearest_messages,
-        notify as changed, place_message, search_messages, watch_changes, write_postings,
+        PostgresStore as Backend, db_err, forget_vectors, insert_rows, lock_indexer, maintain,
+        message_from_row, message_vectors, move_sequences, nearest_messages, notify as changed,
+        place_message, search_messages, watch_changes, write_postings,
     };
+    pub(in crate::store) use crate::store::search::on_postgres::drop_episode;
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Postgres;
 
     /// A connection (a transaction derefs to one).
@@ -613,25 +614,6 @@ pub(super) async fn write_postings(
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
-    Ok(())
-}
-
-/// Deletes an episode (emptied, or merged into another) and counts it out of its scope.
-pub(super) async fn drop_episode(
-    conn: &mut sqlx::PgConnection,
-    episode: i64,
-    scope: &str,
-) -> StoreResult<()> {
-    sqlx::query("DELETE FROM episodes WHERE id = $1")
-        .bind(episode)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-    sqlx::query("UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = $1")
-        .bind(scope)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
     Ok(())
 }
 

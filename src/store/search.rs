@@ -565,6 +565,25 @@ on_both_backends! {
         Ok(())
     }
 
+    /// Deletes an episode (emptied, or merged into another) and counts it out of its scope.
+    pub(in crate::store) async fn drop_episode(
+        conn: &mut Conn,
+        episode: i64,
+        scope: &str,
+    ) -> StoreResult<()> {
+        sqlx::query("DELETE FROM episodes WHERE id = $1")
+            .bind(episode)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        sqlx::query("UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = $1")
+            .bind(scope)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
     impl Backend {
         /// Episodes and their total length over `keys`, for BM25's N and average length.
         async fn episode_totals(&self, keys: &[String]) -> StoreResult<(i64, i64)> {
