@@ -12,6 +12,7 @@ use crate::domain::{
 };
 use crate::ingest::{Ingested, Ingestor, strip_address};
 use crate::llm::ChatModel;
+use crate::memory::FactVerb;
 use crate::memory::entries::Captured;
 use crate::memory::forgetting::is_forgotten;
 use crate::memory::hearsay::hearsay_lines;
@@ -243,14 +244,11 @@ impl Bot {
         let mut text = match answer {
             Ok(Answer { text, staged, .. }) if staged.is_empty() => text,
             Ok(Answer { text, staged, .. }) => self.ask_to_confirm(&ingested, text, staged),
-            Err(MemoryError::Invalid(why)) | Err(MemoryError::NotAllowed(why)) => why,
-            Err(MemoryError::Busy) => {
-                "Memory is busy with other updates right now; please try again.".to_string()
-            }
             Err(MemoryError::Store(e)) => {
                 error!(error = %e, "memory store failed while answering");
                 "Something went wrong on my side; your message is saved, but I couldn't act on it. Please try again.".to_string()
             }
+            Err(refused) => refusal(&refused),
         };
         if text.trim().is_empty() {
             text = "…".to_string();
@@ -626,10 +624,10 @@ impl Bot {
             return Ok("Your memory is paused, so I didn't save that. Say \"/memory resume\" to turn it back on.".to_string());
         }
         if fact.chars().count() > self.memory.settings().max_fact_chars {
-            return Err(MemoryError::Invalid(format!(
+            return Ok(format!(
                 "That is too long to remember (the limit is {} characters). Nothing was changed.",
                 self.memory.settings().max_fact_chars
-            )));
+            ));
         }
         info!(actor = %person, "capture");
         match entries
@@ -650,7 +648,7 @@ impl Bot {
                         method: Method::Offline,
                     }) => "Got it, I'll remember that (noted word for word: my language model is not available).".to_string(),
                     Ok(_) => "Got it, I'll remember that.".to_string(),
-                    Err(MemoryError::Invalid(_)) => {
+                    Err(MemoryError::FactsFull { .. }) => {
                         // The facts text is full: the entry holds it all the same.
                         warn!(person = %person, "facts text full; only the entry was written");
                         "Got it, I'll remember that.".to_string()
@@ -714,9 +712,7 @@ impl Bot {
             }
             MemoryCommand::Forget(topic) => {
                 if topic.trim().is_empty() {
-                    return Err(MemoryError::Invalid(
-                        "Forget what? Try \"/memory forget <topic>\".".into(),
-                    ));
+                    return Ok("Forget what? Try \"/memory forget <topic>\".".into());
                 }
                 let found = entries.search(person, place, &topic, 20).await?;
                 let terms = query_terms(&topic, 32);
@@ -800,9 +796,7 @@ impl Bot {
             "/memory unshare <words of the entry>"
         };
         if words.trim().is_empty() {
-            return Err(MemoryError::Invalid(format!(
-                "Which entry? Try \"{usage}\"."
-            )));
+            return Ok(format!("Which entry? Try \"{usage}\"."));
         }
         let person = ingested.message.author;
         let place = &ingested.place;
@@ -1298,9 +1292,7 @@ impl Bot {
                 Ok((id, shown))
             }
             (0, Subject::MaybeNamed(_)) => Ok(speaker),
-            (0, _) => Err(MemoryError::Invalid(format!(
-                "I don't know anyone called {name} here yet. Nothing was changed."
-            ))),
+            (0, _) => Err(MemoryError::UnknownPerson { name: name.clone() }),
             _ => {
                 let who: Vec<String> = found
                     .iter()
@@ -1309,11 +1301,60 @@ impl Bot {
                         None => shown.clone(),
                     })
                     .collect();
-                Err(MemoryError::Invalid(format!(
-                    "More than one person here goes by {name}: {}. Mention the one you mean with @ (or reply to their message). Nothing was changed.",
-                    who.join(", ")
-                )))
+                Err(MemoryError::AmbiguousPerson {
+                    name: name.clone(),
+                    candidates: who,
+                })
             }
+        }
+    }
+}
+
+/// The answer to a request memory refused, in the chat's words (nothing was changed).
+fn refusal(e: &MemoryError) -> String {
+    match e {
+        MemoryError::EmptyFact { verb } => {
+            let (what, example) = match verb {
+                FactVerb::Remember => ("Remember", "remember"),
+                FactVerb::Forget => ("Forget", "forget"),
+            };
+            format!("{what} what? Say it after the command, e.g. \"{example} that I love Rust\".")
+        }
+        MemoryError::EmptyCapture => {
+            "Remember what? Say it after the phrase, e.g. \"remember that I prefer short answers\".".to_string()
+        }
+        MemoryError::FactTooLong { verb, len, limit } => {
+            let what = match verb {
+                FactVerb::Remember => "remember",
+                FactVerb::Forget => "forget",
+            };
+            format!(
+                "That is too long to {what} as a fact ({len} characters; the limit is {limit}). Nothing was changed."
+            )
+        }
+        MemoryError::FactsFull { subject, limit } => format!(
+            "I already keep a lot about {subject} here ({limit} characters at most). Ask me to forget something first; nothing was changed."
+        ),
+        MemoryError::NotTheirs { subject } => format!(
+            "Only {subject} (or a moderator) can make me forget things about {subject}; you can take back only what you told me yourself. Nothing was changed."
+        ),
+        MemoryError::SubjectPaused { subject } => format!(
+            "{subject} has paused their memory, so I'm not keeping anything new about them. Nothing was changed."
+        ),
+        MemoryError::NeverKept(why) => why.refusal().to_string(),
+        MemoryError::UnknownPerson { name } => {
+            format!("I don't know anyone called {name} here yet. Nothing was changed.")
+        }
+        MemoryError::AmbiguousPerson { name, candidates } => format!(
+            "More than one person here goes by {name}: {}. Mention the one you mean with @ (or reply to their message). Nothing was changed.",
+            candidates.join(", ")
+        ),
+        MemoryError::Import(why) => why.to_string(),
+        MemoryError::Busy => {
+            "Memory is busy with other updates right now; please try again.".to_string()
+        }
+        MemoryError::Store(_) => {
+            "Something went wrong on my side; your message is saved, but I couldn't act on it. Please try again.".to_string()
         }
     }
 }

@@ -134,6 +134,23 @@ pub fn looks_like_code(text: &str) -> bool {
     statements && symbols * 8 > len && len > 20
 }
 
+/// Why an import was refused (nothing was changed).
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A file of the export could not be read; the parser says where.
+    #[error("{0}")]
+    Unreadable(String),
+    /// A file that is not part of a memory export.
+    #[error("{0}: not part of a memory export")]
+    NotInExport(String),
+    /// A scope that is someone else's private chat.
+    #[error("scope {0:?} is another person's private chat")]
+    OthersPrivateChat(String),
+    /// A scope this engram does not know.
+    #[error("unknown scope {0:?}")]
+    UnknownScope(String),
+}
+
 /// Why a text is never kept as memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NeverKept {
@@ -506,9 +523,7 @@ impl EntryBook {
     ) -> Result<Captured, MemoryError> {
         let fact = fact.trim();
         if fact.is_empty() {
-            return Err(MemoryError::Invalid(
-                "Remember what? Say it after the phrase, e.g. \"remember that I prefer short answers\".".into(),
-            ));
+            return Err(MemoryError::EmptyCapture);
         }
         if let Some(why) = never_kept(fact) {
             return Ok(Captured::Refused(why));
@@ -654,13 +669,11 @@ impl EntryBook {
         let mut days = Vec::new();
         for (path, text) in files {
             if path == "MEMORY.md" {
-                entries = parse_export_md(text).map_err(MemoryError::Invalid)?;
+                entries = parse_export_md(text).map_err(ImportError::Unreadable)?;
             } else if let Some(name) = path.strip_prefix("memory/") {
-                days.push(parse_daily_blocks(name, text).map_err(MemoryError::Invalid)?);
+                days.push(parse_daily_blocks(name, text).map_err(ImportError::Unreadable)?);
             } else {
-                return Err(MemoryError::Invalid(format!(
-                    "{path}: not part of a memory export"
-                )));
+                return Err(ImportError::NotInExport(path.clone()).into());
             }
         }
         // Where each piece goes: the scope it was learned in, which must be this person's
@@ -670,11 +683,11 @@ impl EntryBook {
                 return Ok(Scope::Dm(person));
             };
             match Scope::parse(key) {
-                Some(Scope::Dm(p)) if p != person => Err(MemoryError::Invalid(format!(
-                    "scope {key:?} is another person's private chat"
-                ))),
+                Some(Scope::Dm(p)) if p != person => {
+                    Err(ImportError::OthersPrivateChat(key.to_string()).into())
+                }
                 Some(scope) => Ok(scope),
-                None => Err(MemoryError::Invalid(format!("unknown scope {key:?}"))),
+                None => Err(ImportError::UnknownScope(key.to_string()).into()),
             }
         };
         let mut planned = Vec::new();

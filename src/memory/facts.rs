@@ -4,7 +4,7 @@
 //! never lost, and every change lands in the version history.
 
 use super::offline;
-use super::{MemoryError, MemoryManager, Method};
+use super::{FactVerb, MemoryError, MemoryManager, Method};
 use crate::domain::{MessageId, PersonId, Place, Scope};
 use crate::llm::LlmError;
 use crate::llm::prompts::element;
@@ -182,28 +182,29 @@ impl MemoryManager {
         Ok(record)
     }
 
-    pub(super) fn check_fact_text(&self, text: &str, what: &str) -> Result<String, MemoryError> {
+    pub(super) fn check_fact_text(
+        &self,
+        text: &str,
+        verb: FactVerb,
+    ) -> Result<String, MemoryError> {
         let text = text.trim();
         if text.is_empty() {
-            return Err(MemoryError::Invalid(format!(
-                "{what} what? Say it after the command, e.g. \"{} that I love Rust\".",
-                what.to_lowercase()
-            )));
+            return Err(MemoryError::EmptyFact { verb });
         }
         let len = text.chars().count();
         if len > self.settings.max_fact_chars {
-            return Err(MemoryError::Invalid(format!(
-                "That is too long to {} as a fact ({len} characters; the limit is {}). Nothing was changed.",
-                what.to_lowercase(),
-                self.settings.max_fact_chars
-            )));
+            return Err(MemoryError::FactTooLong {
+                verb,
+                len,
+                limit: self.settings.max_fact_chars,
+            });
         }
         Ok(text.to_string())
     }
 
     /// Merges a new fact about `req.subject` into the facts of the scope where it was said.
     pub async fn remember(&self, req: &FactRequest<'_>) -> Result<RememberOutcome, MemoryError> {
-        let fact = self.check_fact_text(req.text, "Remember")?;
+        let fact = self.check_fact_text(req.text, FactVerb::Remember)?;
         let scope = req.place.home_scope();
         for _ in 0..MAX_ATTEMPTS {
             let current = self.store.facts(req.subject, &scope).await?;
@@ -228,10 +229,10 @@ impl MemoryManager {
                 return Ok(RememberOutcome::AlreadyKnown);
             }
             if text.chars().count() > self.settings.max_facts_chars {
-                return Err(MemoryError::Invalid(format!(
-                    "I already keep a lot about {} here ({} characters at most). Ask me to forget something first; nothing was changed.",
-                    req.subject_name, self.settings.max_facts_chars
-                )));
+                return Err(MemoryError::FactsFull {
+                    subject: req.subject_name.to_string(),
+                    limit: self.settings.max_facts_chars,
+                });
             }
             if self
                 .write_facts(

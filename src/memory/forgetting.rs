@@ -166,7 +166,7 @@ impl MemoryManager {
     /// subject or a moderator removes it from everything; anyone else only takes back what
     /// they themselves said about the subject.
     pub async fn forget(&self, req: &FactRequest<'_>) -> Result<ForgetOutcome, MemoryError> {
-        let target = self.check_fact_text(req.text, "Forget")?;
+        let target = self.check_fact_text(req.text, super::FactVerb::Forget)?;
         let reach = forget_reach(req.place, req.subject, req.actor);
         let removed = self.forget_in(req, &reach, Some(&target)).await?;
         let method = removed.method.unwrap_or(Method::Offline);
@@ -212,10 +212,9 @@ impl MemoryManager {
             .filter(|h| (owner || h.told_by == req.actor) && matches(&h.text))
             .collect();
         if !owner && told.is_empty() {
-            return Err(MemoryError::NotAllowed(format!(
-                "Only {} (or a moderator) can make me forget things about {}; you can take back only what you told me yourself. Nothing was changed.",
-                req.subject_name, req.subject_name
-            )));
+            return Err(MemoryError::NotTheirs {
+                subject: req.subject_name.to_string(),
+            });
         }
         let mut messages = self.remove_statements(req.subject, &told, reach).await?;
         removed.items += told.len();

@@ -14,15 +14,14 @@ impl MemoryManager {
     /// Keeps what `req.actor` said about `req.subject` at `req.place`; false when the same was
     /// kept already.
     pub async fn tell(&self, req: &FactRequest<'_>) -> Result<bool, MemoryError> {
-        let text = self.check_fact_text(req.text, "Remember")?;
+        let text = self.check_fact_text(req.text, super::FactVerb::Remember)?;
         if self.store.memory_paused(req.subject).await? {
-            return Err(MemoryError::NotAllowed(format!(
-                "{} has paused their memory, so I'm not keeping anything new about them. Nothing was changed.",
-                req.subject_name
-            )));
+            return Err(MemoryError::SubjectPaused {
+                subject: req.subject_name.to_string(),
+            });
         }
         if let Some(why) = never_kept(&text) {
-            return Err(MemoryError::Invalid(why.refusal().into()));
+            return Err(MemoryError::NeverKept(why));
         }
         let added = self
             .store

@@ -27,22 +27,84 @@ use tracing::{debug, warn};
 pub use context::{ContextBundle, PersonMemory};
 pub use facts::{FactRequest, ForgetOutcome, RememberOutcome};
 
-/// What a memory operation failed on. The text of `Invalid` and `NotAllowed` is shown to the
-/// person who asked; the others are for logs.
+/// What a memory operation failed on. Each variant says what happened, typed; the chat layer
+/// words the answer (`bot`), and a log shows this text.
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
-    #[error(transparent)]
     /// The store failed.
+    #[error(transparent)]
     Store(#[from] StoreError),
-    /// The request itself is unusable (empty, too long); nothing was changed.
-    #[error("{0}")]
-    Invalid(String),
-    /// The actor may not do this to the subject's memory; nothing was changed.
-    #[error("{0}")]
-    NotAllowed(String),
+    /// A remember or forget with nothing after the command; nothing was changed.
+    #[error("{verb:?} without a fact")]
+    EmptyFact {
+        /// What was asked.
+        verb: FactVerb,
+    },
+    /// "remember that" with nothing after the phrase; nothing was changed.
+    #[error("nothing to remember after the phrase")]
+    EmptyCapture,
+    /// A fact longer than the limit; nothing was changed.
+    #[error("{verb:?} of {len} characters (the limit is {limit})")]
+    FactTooLong {
+        /// What was asked.
+        verb: FactVerb,
+        /// Its length in characters.
+        len: usize,
+        /// The most a fact may have.
+        limit: usize,
+    },
+    /// The subject's facts text would outgrow its limit; nothing was changed.
+    #[error("the facts about {subject} are full ({limit} characters)")]
+    FactsFull {
+        /// Whose facts, as shown.
+        subject: String,
+        /// The most the text may have.
+        limit: usize,
+    },
+    /// Only the subject (or a moderator) may take this back; nothing was changed.
+    #[error("only {subject} or a moderator may change this")]
+    NotTheirs {
+        /// Whose memory, as shown.
+        subject: String,
+    },
+    /// The subject paused their memory: nothing new is kept about them.
+    #[error("{subject} has paused their memory")]
+    SubjectPaused {
+        /// Whose memory, as shown.
+        subject: String,
+    },
+    /// A text memory never keeps (code, a secret).
+    #[error("never kept: {0:?}")]
+    NeverKept(entries::NeverKept),
+    /// No one of that name is known where the request was made.
+    #[error("no one called {name} here")]
+    UnknownPerson {
+        /// The name used.
+        name: String,
+    },
+    /// More than one person of that name is known there.
+    #[error("more than one person called {name}")]
+    AmbiguousPerson {
+        /// The name used.
+        name: String,
+        /// Each of them, as shown.
+        candidates: Vec<String>,
+    },
+    /// An import that is not a memory export of this person's; nothing was changed.
+    #[error(transparent)]
+    Import(#[from] entries::ImportError),
     /// Facts kept changing under us (many concurrent writers); nothing was lost, try again.
     #[error("memory is busy with other updates; try again")]
     Busy,
+}
+
+/// What a fact request asks, for the words of its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FactVerb {
+    /// "remember …".
+    Remember,
+    /// "forget …".
+    Forget,
 }
 
 impl MemoryError {
