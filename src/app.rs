@@ -226,6 +226,8 @@ pub fn extractor(
 pub fn start_scheduler(
     config: &Config,
     memory: Arc<crate::memory::MemoryManager>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
     llm: Option<Arc<dyn ChatModel>>,
 ) -> Result<
     (
@@ -235,19 +237,16 @@ pub fn start_scheduler(
     AppError,
 > {
     let holder = crate::store::process_holder();
-    let extractor = extractor(
-        config,
-        memory.store().clone(),
-        llm,
-        memory.clock().clone(),
-        holder.clone(),
-    )?;
+    let extractor = extractor(config, store.clone(), llm, clock.clone(), holder.clone())?;
     let scheduler = Arc::new(
         crate::jobs::Scheduler::new(
             memory,
+            store,
+            clock,
             holder,
             chrono::Duration::seconds(config.jobs.lease_secs as i64),
             config.jobs.day_summaries_time(),
+            config.memory.daily_notes_days,
         )
         .with_extractor(extractor)
         .with_retry_backoff(chrono::Duration::seconds(
@@ -377,12 +376,18 @@ pub fn build_bot(
     ));
     let (prompts, sources) = prompts(config)?;
     announce_prompts(&config.prompts.dir, &sources);
-    let memory = MemoryManager::new(store.clone(), llm.clone(), clock, config.memory.clone())?
-        .with_retriever(retriever)
-        .with_prompts(prompts.clone());
+    let memory = MemoryManager::new(
+        store.clone(),
+        llm.clone(),
+        clock.clone(),
+        config.memory.clone(),
+    )?
+    .with_retriever(retriever)
+    .with_prompts(prompts.clone());
     Ok(Bot::new(
         config.clone(),
         store,
+        clock,
         Arc::new(memory),
         llm,
         limits,

@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::domain::budget::{Admission, Limits, Payer, paid_by};
 use crate::domain::link;
 use crate::domain::{
-    IncomingMessage, PersonId, Place, Platform, Privacy, Scope, SpaceId, StoredMessage,
+    Clock, IncomingMessage, PersonId, Place, Platform, Privacy, Scope, SpaceId, StoredMessage,
 };
 use crate::ingest::{Ingested, Ingestor, strip_address};
 use crate::llm::ChatModel;
@@ -105,6 +105,8 @@ pub struct Bot {
     link_failures: moka::sync::Cache<(Platform, String), u32>,
     config: Config,
     store: Arc<dyn Store>,
+    /// The bot's time: when questions were asked, when codes lapse.
+    clock: Arc<dyn Clock>,
     ingestor: Ingestor,
     memory: Arc<MemoryManager>,
     responder: Responder,
@@ -145,6 +147,7 @@ impl Bot {
     pub fn new(
         config: Config,
         store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
         memory: Arc<MemoryManager>,
         llm: Option<Arc<dyn ChatModel>>,
         limits: Option<Arc<Limits>>,
@@ -172,6 +175,7 @@ impl Bot {
                 .build(),
             config,
             store,
+            clock,
             ingestor,
             memory,
             responder,
@@ -253,7 +257,7 @@ impl Bot {
         if text.trim().is_empty() {
             text = "…".to_string();
         }
-        let now = self.memory.clock().now().max(ingested.message.sent_at);
+        let now = self.clock.now().max(ingested.message.sent_at);
         // Memory shown is not memory: kept as a short note, withheld from search and
         // summaries, so it never comes back as conversation or survives a forget.
         let (kept, withheld) = if shows_memory {
@@ -274,7 +278,7 @@ impl Bot {
             .await?;
         let where_asked = Self::asked_key(msg);
         if asking {
-            self.asked.insert(where_asked, self.memory.clock().now());
+            self.asked.insert(where_asked, self.clock.now());
         } else {
             self.asked.invalidate(&where_asked);
         }
@@ -380,7 +384,6 @@ impl Bot {
         (payer, admission)
     }
 
-    /// The fact a stored "remember that …" about its author carried, if it was one.
     /// The fact a message of a person asked the bot to remember about themselves, and whether
     /// they asked for it to be known everywhere.
     fn remembered_in(&self, message: &StoredMessage) -> Option<(String, bool)> {
@@ -576,10 +579,8 @@ impl Bot {
 
     /// Keeps what waits for the speaker's "yes" here, asked now.
     fn ask(&self, ingested: &Ingested, pending: Pending) {
-        self.pending.insert(
-            Self::pending_key(ingested),
-            (pending, self.memory.clock().now()),
-        );
+        self.pending
+            .insert(Self::pending_key(ingested), (pending, self.clock.now()));
     }
 
     fn asked_key(msg: &IncomingMessage) -> (Platform, String, String, String) {
@@ -605,7 +606,7 @@ impl Bot {
         let Some(asked_at) = self.asked.get(&Self::asked_key(msg)) else {
             return false;
         };
-        let now = self.memory.clock().now();
+        let now = self.clock.now();
         now >= asked_at && now - asked_at <= PLAIN_ANSWER_WINDOW
     }
 
@@ -623,10 +624,10 @@ impl Bot {
         if entries.paused(person).await? {
             return Ok("Your memory is paused, so I didn't save that. Say \"/memory resume\" to turn it back on.".to_string());
         }
-        if fact.chars().count() > self.memory.settings().max_fact_chars {
+        if fact.chars().count() > self.config.memory.max_fact_chars {
             return Ok(format!(
                 "That is too long to remember (the limit is {} characters). Nothing was changed.",
-                self.memory.settings().max_fact_chars
+                self.config.memory.max_fact_chars
             ));
         }
         info!(actor = %person, "capture");
@@ -875,7 +876,7 @@ impl Bot {
     ) -> Result<String, MemoryError> {
         let person = ingested.message.author;
         let everywhere = to == Scope::Global;
-        if !self.memory.store().move_entry(person, id, &to).await? {
+        if !self.store.move_entry(person, id, &to).await? {
             return Ok("That entry is gone meanwhile, so nothing changed.".to_string());
         }
         // The facts text follows: known everywhere, or no longer.
@@ -957,7 +958,7 @@ impl Bot {
                 "I won't use a code posted here: anyone could have seen it, so it no longer works. Make a new one with \"/memory link\" in a private chat.".to_string()
             });
         }
-        let now = self.memory.clock().now();
+        let now = self.clock.now();
         if code.trim().is_empty() {
             let code = link::new_code();
             self.store
@@ -1100,7 +1101,7 @@ impl Bot {
         let Some((pending, asked_at)) = self.pending.remove(&key) else {
             return Ok(None);
         };
-        if self.memory.clock().now() - asked_at > chrono::TimeDelta::minutes(LINK_CODE_MINUTES) {
+        if self.clock.now() - asked_at > chrono::TimeDelta::minutes(LINK_CODE_MINUTES) {
             return Ok(Some(format!(
                 "I asked that more than {LINK_CODE_MINUTES} minutes ago, so it has lapsed and nothing was changed; ask me again if you still want it."
             )));
@@ -1144,7 +1145,7 @@ impl Bot {
             }
             Pending::Link { code_hash } => {
                 let place = &ingested.place;
-                let now = self.memory.clock().now();
+                let now = self.clock.now();
                 match self
                     .store
                     .redeem_link_code(&code_hash, place.platform, &ingested.author_external_id, now)

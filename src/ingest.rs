@@ -1,6 +1,7 @@
 //! The ingestor: turns an `IncomingMessage` into stored chat history before anything else can
-//! fail, resolves people and places, decides whether the bot was addressed, and marks memory
-//! commands (explicit triggers) so summaries do not treat them as chatter. Next: the router.
+//! fail, resolves people and places, decides whether the bot was addressed and reads, once, what
+//! it asks (the platform's command, else `router::parse_command` on the text), marking memory
+//! commands (explicit triggers) so summaries do not treat them as chatter.
 //! What a paused person says is stored withheld (nothing is derived from it); link codes are
 //! taken out of stored text, and a code seen outside a private chat is revoked at once.
 
@@ -26,7 +27,8 @@ pub struct Ingested {
     pub author_external_id: String,
     /// The people it mentions, as (person, display name), bots left out.
     pub mentions: Vec<(PersonId, String)>,
-    /// Whether the bot was addressed: private chat, reply to the bot, its name first, or @name.
+    /// Whether the bot was addressed: private chat, reply to the bot, its name first, @name, or
+    /// a platform command.
     pub addressed: bool,
     /// The text with the bot's name or mention taken off.
     pub command_text: String,

@@ -5,10 +5,10 @@
 //! does not wait for them; `extract_all` runs the daily extraction of structured memory
 //! (default 23:00 UTC).
 
-use crate::domain::day_of;
+use crate::domain::{Clock, day_of};
 use crate::memory::summaries::day_bounds;
 use crate::memory::{MemoryError, MemoryManager};
-use crate::store::{Finish, JobClaim};
+use crate::store::{Finish, JobClaim, Store};
 use chrono::{Duration, NaiveTime};
 use serde::Serialize;
 use std::sync::Arc;
@@ -62,6 +62,10 @@ pub enum JobOutcome {
 /// Runs the scheduled jobs on a tick, each once across every process sharing the store.
 pub struct Scheduler {
     memory: Arc<MemoryManager>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    /// How many days of daily notes are kept.
+    notes_days: u32,
     holder: String,
     lease: Duration,
     day_summaries_after: NaiveTime,
@@ -89,7 +93,7 @@ impl Scheduler {
         let Some(extractor) = &self.extractor else {
             return Ok(JobOutcome::NoLlm);
         };
-        let days = extractor.due_days(self.memory.clock().now());
+        let days = extractor.due_days(self.clock.now());
         let Some(&today) = days.last() else {
             return Ok(JobOutcome::NotDue);
         };
@@ -108,7 +112,7 @@ impl Scheduler {
             }
             let run_key = day.to_string();
             // The clock is read again for every day: an earlier day's run may have taken long.
-            let now = self.memory.clock().now();
+            let now = self.clock.now();
             let attempt = match self.claim(EXTRACT_ALL, &run_key, now).await? {
                 Ok(attempt) => attempt,
                 Err(JobOutcome::AlreadyDone { .. }) if day != today => {
@@ -168,15 +172,22 @@ impl Scheduler {
         Ok(outcome.unwrap_or(JobOutcome::NotDue))
     }
 
-    /// `holder` names this process in the job table (host, pid, random suffix).
+    /// `holder` names this process in the job table (host, pid, random suffix); daily notes
+    /// older than `notes_days` go with the daily upkeep.
     pub fn new(
         memory: Arc<MemoryManager>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
         holder: String,
         lease: Duration,
         day_summaries_after: NaiveTime,
+        notes_days: u32,
     ) -> Scheduler {
         Scheduler {
             memory,
+            store,
+            clock,
+            notes_days,
             holder,
             lease,
             day_summaries_after,
@@ -212,7 +223,7 @@ impl Scheduler {
         detail: &str,
         attempt: i64,
     ) -> Result<(), MemoryError> {
-        let now = self.memory.clock().now();
+        let now = self.clock.now();
         let finish = if ok {
             Finish::Done
         } else {
@@ -220,8 +231,7 @@ impl Scheduler {
             warn!(job, %run_key, attempt, %retry_at, detail, "job failed; it will be tried again");
             Finish::Failed { retry_at }
         };
-        self.memory
-            .store()
+        self.store
             .finish_job(job, run_key, &self.holder, now, finish, detail)
             .await?;
         Ok(())
@@ -237,8 +247,7 @@ impl Scheduler {
         let run_key = run_key.to_string();
         Ok(
             match self
-                .memory
-                .store()
+                .store
                 .claim_job_or_take_over(job, &run_key, &self.holder, now, self.lease)
                 .await?
             {
@@ -257,18 +266,18 @@ impl Scheduler {
 
     /// Database upkeep (`Store::maintain`), once a day by one process.
     pub async fn run_maintenance(&self) -> Result<JobOutcome, MemoryError> {
-        let now = self.memory.clock().now();
+        let now = self.clock.now();
         if now.time() < self.day_summaries_after {
             return Ok(JobOutcome::NotDue);
         }
         let run_key = day_of(now).to_string();
-        let store = self.memory.store();
+        let store = &self.store;
         let attempt = match self.claim(MAINTENANCE, &run_key, now).await? {
             Ok(attempt) => attempt,
             Err(refused) => return Ok(refused),
         };
         // Expired entries and old daily notes go first; then the database's own upkeep.
-        let keep = Duration::days(i64::from(self.memory.settings().daily_notes_days));
+        let keep = Duration::days(i64::from(self.notes_days));
         let result = match store.prune_memory(now, day_of(now) - keep).await {
             Ok(pruned) => {
                 info!(job = MAINTENANCE, pruned, "expired memory removed");
@@ -296,7 +305,7 @@ impl Scheduler {
     /// Runs what is due now. Safe to call from every process at once, and again after a crash:
     /// a finished run is never repeated, an abandoned one is taken over after its lease.
     pub async fn run_due(&self) -> Result<JobOutcome, MemoryError> {
-        let now = self.memory.clock().now();
+        let now = self.clock.now();
         if now.time() < self.day_summaries_after {
             return Ok(JobOutcome::NotDue);
         }
@@ -335,7 +344,7 @@ impl Scheduler {
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<(usize, usize), MemoryError> {
         let (from, to) = day_bounds(day);
-        let scopes = self.memory.store().active_scopes(from, to).await?;
+        let scopes = self.store.active_scopes(from, to).await?;
         let mut degraded = 0;
         for scope in &scopes {
             if self.memory.day_summaries(scope, day, now).await?.degraded {

@@ -17,9 +17,9 @@
 //! | [`retrieval`] | hybrid search (BM25 and vectors fused), time expressions, the background indexer |
 //! | [`llm`] | the chat-model seam: the OpenAI-compatible client, spending limits, the prompts |
 //! | [`embed`] | the embedding seam: local all-MiniLM-L6-v2 (candle) or an OpenAI-compatible API |
-//! | [`store`] | all of the product's SQL, one file per concern, each written once for SQLite and PostgreSQL + pgvector; BM25 terms, backend-to-backend copy |
+//! | [`store`] | all of the product's SQL, one file per concern: statements written once for SQLite and PostgreSQL + pgvector (`on_both_backends!`), what differs (BM25 over messages, bulk inserts, postings, vectors) in `sqlite` and `postgres`; BM25 terms, backend-to-backend copy |
 //! | [`jobs`] | scheduled work (daily extraction, maintenance), run once across any number of processes |
-//! | [`domain`] | the types at the bottom: people, places, privacy scopes, entries, clock, budgets, link codes, secrets |
+//! | [`domain`] | the types at the bottom: people, places, privacy scopes, entries, commands, clock, budgets, link codes, secrets |
 //! | [`config`] | settings and secrets: defaults, file, environment, checked before start |
 //! | [`app`] | the composition root: config, store, model, clock and memory wired into a bot |
 //! | [`bench`] | `engram bench …`: benchmarks that print JSON |

@@ -480,6 +480,7 @@ async fn bench_dbs(postgres: Option<&str>) -> anyhow::Result<Vec<bench_store::Be
 /// The bot and what runs beside it: the store, chat model and embedder, wired by `app`.
 struct Running {
     bot: Arc<engram::bot::Bot>,
+    store: Arc<dyn engram::store::Store>,
     llm: Option<Arc<dyn engram::llm::ChatModel>>,
     indexer: tokio::task::JoinHandle<()>,
     stop_indexer: tokio::sync::watch::Sender<bool>,
@@ -506,9 +507,10 @@ async fn start_bot(
         clock.clone(),
     )?);
     bot.memory().follow_changes().await?;
-    let (indexer, stop_indexer) = app::start_indexer(config, store, embedder, clock);
+    let (indexer, stop_indexer) = app::start_indexer(config, store.clone(), embedder, clock);
     Ok(Running {
         bot,
+        store,
         llm,
         indexer,
         stop_indexer,
@@ -517,9 +519,15 @@ async fn start_bot(
 
 /// `engram run` with platform tokens: Discord and Telegram at once, until Ctrl-C or SIGTERM.
 async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
-    let running = start_bot(config, secrets, Arc::new(SystemClock)).await?;
-    let (jobs, stop_jobs) =
-        app::start_scheduler(config, running.bot.memory().clone(), running.llm.clone())?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let running = start_bot(config, secrets, clock.clone()).await?;
+    let (jobs, stop_jobs) = app::start_scheduler(
+        config,
+        running.bot.memory().clone(),
+        running.store.clone(),
+        clock,
+        running.llm.clone(),
+    )?;
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -555,6 +563,7 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
     };
     let Running {
         bot,
+        store,
         llm,
         indexer,
         stop_indexer,
@@ -584,7 +593,8 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
             tracing::info!(lines = played, "script finished");
         }
         _ => {
-            let (jobs, stop_jobs) = app::start_scheduler(config, bot.memory().clone(), llm)?;
+            let (jobs, stop_jobs) =
+                app::start_scheduler(config, bot.memory().clone(), store, clock.clone(), llm)?;
             let stdin = tokio::io::BufReader::new(tokio::io::stdin());
             console::run_interactive(&bot, opts, clock, stdin, &sink).await?;
             let _ = stop_jobs.send(true);
@@ -598,15 +608,18 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
 
 /// The memory tier of a command-line run: the store and `MemoryManager`, no platform.
 /// The database must exist: these commands read or add to a deployment, never start one.
-async fn memory_manager(config: &Config) -> anyhow::Result<engram::memory::MemoryManager> {
+/// The store of an existing deployment, and the memory over it (no model).
+async fn memory_manager(
+    config: &Config,
+) -> anyhow::Result<(Arc<dyn engram::store::Store>, engram::memory::MemoryManager)> {
     let store = app::open_existing_store(config).await?;
-    engram::memory::MemoryManager::new(
-        store,
+    let memory = engram::memory::MemoryManager::new(
+        store.clone(),
         None,
         Arc::new(engram::domain::SystemClock),
         config.memory.clone(),
-    )
-    .map_err(anyhow::Error::from)
+    )?;
+    Ok((store, memory))
 }
 
 /// A person by id or by name on any platform.
@@ -714,9 +727,9 @@ async fn extract(
 }
 
 async fn search(config: &Config, user: &str, query: &str) -> anyhow::Result<()> {
-    let memory = memory_manager(config).await?;
-    let person = find_person(memory.store(), user).await?;
-    let entries = memory.store().entries(person, None).await?;
+    let store = app::open_existing_store(config).await?;
+    let person = find_person(&store, user).await?;
+    let entries = store.entries(person, None).await?;
     let found = engram::memory::entries::rank_entries(entries, query, 20);
     if found.is_empty() {
         println!("nothing matches {query:?}");
@@ -735,12 +748,11 @@ async fn search(config: &Config, user: &str, query: &str) -> anyhow::Result<()> 
 }
 
 async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
-    let memory = memory_manager(config).await?;
-    let people = memory.store().people_with_memory().await?;
+    let (store, memory) = memory_manager(config).await?;
+    let people = store.people_with_memory().await?;
     for (n, person) in people.iter().enumerate() {
         // "12-alice": the id import reads, and a name a person can find.
-        let name: String = memory
-            .store()
+        let name: String = store
             .person(*person)
             .await?
             .map(|p| p.display_name)
@@ -766,7 +778,7 @@ async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
 }
 
 async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
-    let memory = memory_manager(config).await?;
+    let (store, memory) = memory_manager(config).await?;
     let mut dirs: Vec<_> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .collect::<Result<_, _>>()?;
@@ -784,7 +796,7 @@ async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
         };
         let person = engram::domain::PersonId(id);
         anyhow::ensure!(
-            memory.store().person(person).await?.is_some(),
+            store.person(person).await?.is_some(),
             "person {id} is not in this database; import into the database the export came from"
         );
         let mut files = Vec::new();
@@ -793,8 +805,7 @@ async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
             let text = std::fs::read_to_string(&main)?;
             // The accounts the export names must include one of this person's here.
             if let Some(exported) = engram::memory::entries::exported_accounts(&text) {
-                let here: Vec<String> = memory
-                    .store()
+                let here: Vec<String> = store
                     .accounts(person)
                     .await?
                     .iter()

@@ -165,7 +165,7 @@ pub fn parse_command(text: &str) -> Command {
     if text.eq_ignore_ascii_case("help") || text == "?" {
         return Command::Help;
     }
-    // Answers first: "/memory confirm" (as a Discord slash command sends it) is one.
+    // Answers first: "/memory confirm" typed as text is one.
     let lower = text.to_lowercase();
     let lower = lower.trim_end_matches(['.', '!']);
     if [

@@ -52,7 +52,8 @@ pub struct TelegramSettings {
     pub api_url: String,
     /// Long-poll wait of one `getUpdates` (seconds, under the client's 17 s timeout).
     pub poll_secs: u32,
-    /// The bot's name in its own conversation ("Engram"): "@username" becomes "@Name".
+    /// The bot's name in its own conversation ("Engram"), shown for its own mention (ingest
+    /// writes "@username" as "@Name").
     pub bot_name: String,
     /// On shutdown, how long the chats may take to finish what they were given.
     pub shutdown_grace: Duration,

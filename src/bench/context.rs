@@ -210,7 +210,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
     let mut cold = Vec::new();
     for _ in 0..3 {
         for (id, name) in &people {
-            offline.caches().clear();
+            offline.purge_caches();
             let t = Instant::now();
             std::hint::black_box(offline.person_memory(*id, name, &place).await?);
             cold.push(t.elapsed().as_secs_f64() * 1e6);
@@ -237,7 +237,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
     }
     let usage = client.usage();
 
-    memory.caches().reset_stats();
+    memory.reset_cache_stats();
     let mut warm = Vec::new();
     for _ in 0..opts.warm_rounds {
         for (id, name) in &people {
@@ -246,7 +246,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
             warm.push(t.elapsed().as_secs_f64() * 1e6);
         }
     }
-    let hit_ratio = memory.caches().stats().hit_ratio();
+    let hit_ratio = memory.cache_stats().hit_ratio();
     // The whole reply context: the speaker's memory plus the channel's working memory (one
     // indexed query that is never cached).
     let mut reply_warm = Vec::new();

@@ -207,8 +207,15 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
         clock.clone(),
     )?);
     bot.memory().follow_changes().await?;
-    let (indexer, stop_indexer) = app::start_indexer(&config, db.store.clone(), None, clock);
-    let (jobs, stop_jobs) = app::start_scheduler(&config, bot.memory().clone(), llm.clone())?;
+    let (indexer, stop_indexer) =
+        app::start_indexer(&config, db.store.clone(), None, clock.clone());
+    let (jobs, stop_jobs) = app::start_scheduler(
+        &config,
+        bot.memory().clone(),
+        db.store.clone(),
+        clock,
+        llm.clone(),
+    )?;
     let handler: Arc<dyn MessageHandler> = bot.clone();
 
     let outcomes: Arc<Mutex<Vec<Sent>>> = Arc::new(Mutex::new(Vec::new()));

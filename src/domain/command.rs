@@ -1,5 +1,6 @@
 //! What a message asks of the bot, as the router reads it from text or an adapter receives it
-//! from the platform (a slash command): the commands and whom they are about.
+//! from the platform (a Discord slash command, a Telegram /command for this bot): the commands
+//! and whom they are about.
 
 /// Whom a command is about.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -308,7 +308,8 @@ pub struct IncomingMessage {
     pub reply_to_external_id: Option<String>,
     /// Whether the message replies to one of the bot's own messages.
     pub replies_to_bot: bool,
-    /// Platform user ids mentioned in the message, with the display name used.
+    /// The accounts mentioned (by id, or by @username), each with its token in the text; the
+    /// bot's own mention has `is_self`.
     pub mentions: Vec<Mention>,
     /// Names of attached files (their content is not read).
     pub attachments: Vec<String>,
@@ -318,7 +319,8 @@ pub struct IncomingMessage {
     /// answer are kept in the author's private scope, never in the channel's history.
     pub private_answer: bool,
     /// What the platform delivered as a command for the bot (a Discord slash command, a
-    /// Telegram "/command" for this bot): taken as it is, never read from the text.
+    /// Telegram "/command" for this bot): taken as it is; ingest does not read the text for it
+    /// again.
     pub command: Option<Command>,
 }
 

@@ -218,29 +218,19 @@ impl MemoryManager {
         &self.retriever
     }
 
-    /// The store.
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
+    /// How this process's caches have served since the last `reset_cache_stats`.
+    pub fn cache_stats(&self) -> cache::CacheStats {
+        self.caches.stats()
     }
 
-    /// The clock.
-    pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
-    }
-
-    /// This process's caches.
-    pub fn caches(&self) -> &MemoryCaches {
-        &self.caches
+    /// Starts counting cache hits and misses afresh.
+    pub fn reset_cache_stats(&self) {
+        self.caches.reset_stats()
     }
 
     /// The token counter prompts are measured with.
     pub fn tokens(&self) -> &TokenCounter {
         &self.tokens
-    }
-
-    /// The `[memory]` settings.
-    pub fn settings(&self) -> &MemoryConfig {
-        &self.settings
     }
 
     /// Applies changes made by other processes to this process's caches, for as long as the

@@ -1,6 +1,5 @@
 //! The PostgreSQL + pgvector backend of `Store`, chosen by a `postgres://` URL: shared by any
-//! number of bot processes. Same rows as SQLite (times in Unix ms), plus tsvector/GIN full text
-//! and vector/HNSW columns; numbered migrations in `migrations/postgres`.
+//! number of bot processes. Same rows as SQLite (times in Unix ms), with vector/HNSW columns; numbered migrations in `migrations/postgres`.
 
 use super::rows::{from_ms, ms, parse_scope};
 use super::*;
@@ -524,7 +523,6 @@ fn hit_from_row(row: &PgRow, score_column: usize) -> StoreResult<SearchHit> {
     })
 }
 
-/// Postings and scope statistics of freshly stored messages (id, scope, text).
 /// Inserts a chunk of messages in one statement (a redelivered one is skipped); returns the
 /// new rows' id, space, channel and external id.
 pub(super) async fn insert_rows(
@@ -559,6 +557,7 @@ pub(super) async fn forget_vectors(_: &mut sqlx::PgConnection, _: &[i64]) -> Sto
     Ok(())
 }
 
+/// Postings and scope statistics of freshly stored messages (id, scope, text).
 pub(super) async fn write_postings(
     conn: &mut sqlx::PgConnection,
     messages: &[(i64, String, String)],

@@ -305,7 +305,6 @@ fn register_sqlite_vec() {
     });
 }
 
-/// `(?first, ?first+1), ...` for `n` pairs.
 /// One indexer writes at a time: a SQLite write transaction holds the whole database already.
 pub(super) async fn lock_indexer(_: &mut sqlx::SqliteConnection) -> StoreResult<()> {
     Ok(())
@@ -510,7 +509,6 @@ fn hit_from_row(row: &SqliteRow, score_column: usize) -> StoreResult<SearchHit> 
     })
 }
 
-/// Postings and scope statistics of freshly stored messages (id, scope, text).
 /// Inserts a chunk of messages in one statement (a redelivered one is skipped); returns the
 /// new rows' id, space, channel and external id.
 pub(super) async fn insert_rows(
@@ -556,6 +554,7 @@ pub(super) async fn forget_vectors(
     Ok(())
 }
 
+/// Postings and scope statistics of freshly stored messages (id, scope, text).
 pub(super) async fn write_postings(
     conn: &mut sqlx::SqliteConnection,
     messages: &[(i64, String, String)],

@@ -247,9 +247,12 @@ async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<Strin
         .set(start_time() + chrono::Duration::hours(15) + chrono::Duration::minutes(10));
     let scheduler = engram::jobs::Scheduler::new(
         h.bot.memory().clone(),
+        h.store.clone(),
+        h.clock.clone(),
         "p1".into(),
         chrono::Duration::minutes(15),
         chrono::NaiveTime::from_hms_opt(0, 5, 0).unwrap(),
+        h.config.memory.daily_notes_days,
     );
     let calls_before = h.fake().count("day_summary");
     scheduler.run_due().await.unwrap();
@@ -304,9 +307,12 @@ async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<Strin
 fn scheduler(h: &Harness) -> engram::jobs::Scheduler {
     engram::jobs::Scheduler::new(
         h.bot.memory().clone(),
+        h.store.clone(),
+        h.clock.clone(),
         "p1".into(),
         chrono::Duration::minutes(15),
         chrono::NaiveTime::from_hms_opt(0, 5, 0).unwrap(),
+        h.config.memory.daily_notes_days,
     )
     .with_extractor(Some(h.extractor("p1")))
     .with_retry_backoff(chrono::Duration::minutes(5))
@@ -547,9 +553,11 @@ async fn the_running_bot_extracts_the_day_at_23_00(url: Option<String>) {
     let mut config = h.config.clone();
     config.jobs.tick_secs = 1;
     let clock: std::sync::Arc<dyn Clock> = h.clock.clone();
-    let llm = engram::app::chat_model(&config, &Default::default(), clock).unwrap();
+    let llm = engram::app::chat_model(&config, &Default::default(), clock.clone()).unwrap();
     let asked = h.fake().seen();
-    let (task, stop) = engram::app::start_scheduler(&config, h.bot.memory().clone(), llm).unwrap();
+    let (task, stop) =
+        engram::app::start_scheduler(&config, h.bot.memory().clone(), h.store.clone(), clock, llm)
+            .unwrap();
     // Alice's private chat and Bob's group: two extraction requests.
     h.fake()
         .wait_seen(asked + 2, std::time::Duration::from_secs(30))

@@ -85,9 +85,12 @@ async fn carol_likes_tea(url: &str, fake: &FakeLlmServer) -> (Harness, Harness, 
 fn scheduler(h: &Harness, name: &str) -> Scheduler {
     Scheduler::new(
         h.bot.memory().clone(),
+        h.store.clone(),
+        h.clock.clone(),
         name.into(),
         Duration::minutes(15),
         chrono::NaiveTime::from_hms_opt(0, 5, 0).unwrap(),
+        h.config.memory.daily_notes_days,
     )
 }
 
