@@ -2,14 +2,18 @@
 //! Everything is passed in, so tests start the whole bot with a temp database, a fake LLM
 //! server and a manual clock.
 
-use crate::bot::Bot;
+use crate::bot::{Bot, BotParts};
 use crate::config::{Config, Secrets, StoreConfig};
 use crate::domain::Clock;
 use crate::domain::budget::Limits;
 use crate::embed::{EmbedError, Embedder, MiniLmEmbedder, OpenAiEmbedder, SharedEmbedder};
 use crate::llm::prompts::{PromptError, PromptSource, PromptSources, Prompts};
 use crate::llm::{ChatModel, LlmError, OpenAiClient};
-use crate::memory::MemoryManager;
+use crate::memory::entries::EntryBook;
+use crate::memory::tokens::TokenCounter;
+use crate::memory::tools::ToolExecutor;
+use crate::memory::{MemoryManager, MemoryParts};
+use crate::responder::Responder;
 use crate::retrieval::{Indexer, Retriever};
 use crate::store::postgres::PgSettings;
 use crate::store::{DbUrl, PostgresStore, SqliteStore, Store, StoreError};
@@ -348,6 +352,94 @@ pub async fn run_platforms(
     exits
 }
 
+/// The memory tier, each part made once: the manager, and the parts that others use directly
+/// (the same ones the manager holds).
+pub struct Memory {
+    /// Facts, summaries, context, forgetting.
+    pub manager: Arc<MemoryManager>,
+    /// Structured entries (MEMORY.md, daily notes).
+    pub entries: Arc<EntryBook>,
+    /// The memory tools a model may use.
+    pub tools: ToolExecutor,
+    /// The token counter prompts are measured with.
+    pub tokens: TokenCounter,
+    /// What finds the retrieved part of every context.
+    pub retriever: Arc<Retriever>,
+}
+
+/// Builds the memory tier over `store`: `llm` when a model is configured, `retriever` for
+/// the retrieved part of contexts, `prompts` for every memory call.
+pub fn build_memory(
+    config: &Config,
+    store: Arc<dyn Store>,
+    llm: Option<Arc<dyn ChatModel>>,
+    clock: Arc<dyn Clock>,
+    retriever: Arc<Retriever>,
+    prompts: Arc<Prompts>,
+) -> Result<Memory, AppError> {
+    let settings = config.memory.clone();
+    let tokens = TokenCounter::new(&settings.tokenizer)?;
+    let entries = Arc::new(EntryBook::new(
+        store.clone(),
+        clock.clone(),
+        settings.memory_md_max_words,
+    ));
+    let tools = ToolExecutor::new(
+        store.clone(),
+        entries.clone(),
+        clock.clone(),
+        settings.durable_confidence,
+        settings.memory_md_max_words,
+    );
+    let manager = Arc::new(MemoryManager::new(MemoryParts {
+        store,
+        llm,
+        clock,
+        settings,
+        retriever: retriever.clone(),
+        entries: entries.clone(),
+        tools: tools.clone(),
+        prompts,
+    }));
+    Ok(Memory {
+        manager,
+        entries,
+        tools,
+        tokens,
+        retriever,
+    })
+}
+
+/// The memory of a command-line run or an offline benchmark: no model, BM25 retrieval, the
+/// built-in prompts.
+pub fn offline_memory(
+    config: &Config,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> Result<Memory, AppError> {
+    let retriever = Arc::new(Retriever::new(
+        store.clone(),
+        None,
+        config.retrieval.clone(),
+    ));
+    build_memory(
+        config,
+        store,
+        None,
+        clock,
+        retriever,
+        Arc::new(Prompts::builtin()),
+    )
+}
+
+/// A bot and the memory tier it runs on.
+pub struct Built {
+    /// The bot, for the platforms.
+    pub bot: Bot,
+    /// Its memory, for the jobs and the caches that follow other processes.
+    pub memory: Memory,
+}
+
 /// Builds the bot from its parts; `embedder` (None: BM25 only) serves retrieval.
 pub fn build_bot(
     config: &Config,
@@ -355,7 +447,7 @@ pub fn build_bot(
     llm: Option<Arc<dyn ChatModel>>,
     embedder: Option<SharedEmbedder>,
     clock: Arc<dyn Clock>,
-) -> Result<Bot, AppError> {
+) -> Result<Built, AppError> {
     // What answers spend on the model and the embedder is limited per person and space; with
     // neither configured there is nothing to limit.
     let limits = (llm.is_some() || embedder.is_some())
@@ -376,21 +468,30 @@ pub fn build_bot(
     ));
     let (prompts, sources) = prompts(config)?;
     announce_prompts(&config.prompts.dir, &sources);
-    let memory = MemoryManager::new(
+    let memory = build_memory(
+        config,
         store.clone(),
         llm.clone(),
         clock.clone(),
-        config.memory.clone(),
-    )?
-    .with_retriever(retriever)
-    .with_prompts(prompts.clone());
-    Ok(Bot::new(
-        config.clone(),
+        retriever,
+        prompts.clone(),
+    )?;
+    let responder = Responder::new(
+        memory.manager.clone(),
+        llm,
+        memory.tokens.clone(),
+        memory.tools.clone(),
+        config,
+        &prompts,
+    );
+    let bot = Bot::new(BotParts {
+        config: config.clone(),
         store,
         clock,
-        Arc::new(memory),
-        llm,
+        memory: memory.manager.clone(),
+        entries: memory.entries.clone(),
+        responder,
         limits,
-        &prompts,
-    ))
+    });
+    Ok(Built { bot, memory })
 }

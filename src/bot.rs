@@ -6,25 +6,24 @@
 
 use crate::config::Config;
 use crate::domain::budget::{Admission, Limits, Payer, paid_by};
-use crate::domain::link;
 use crate::domain::{
     Clock, IncomingMessage, PersonId, Place, Platform, Privacy, Scope, SpaceId, StoredMessage,
 };
 use crate::ingest::{Ingested, Ingestor, strip_address};
-use crate::llm::ChatModel;
-use crate::memory::FactVerb;
-use crate::memory::entries::Captured;
+use crate::linking::{self, CodeCheck, Linker};
+use crate::memory::entries::EntryBook;
 use crate::memory::forgetting::is_forgotten;
 use crate::memory::hearsay::hearsay_lines;
 use crate::memory::tools::StagedChange;
 use crate::memory::{
-    FactRequest, ForgetOutcome, MemoryError, MemoryManager, Method, RememberOutcome,
+    CaptureOutcome, FactRequest, FactVerb, FactsFollowed, ForgetOutcome, MemoryError,
+    MemoryManager, Method, Moved,
 };
 use crate::responder::{Answer, Responder};
 use crate::router::{Command, MemoryCommand, Subject, parse_command};
 use crate::store::{LinkRedeem, Store, StoreError, document_terms, query_terms};
 use std::sync::Arc;
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
 /// What the bot says back, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,10 +64,8 @@ fn account_line(a: &crate::store::Account) -> String {
     }
 }
 
-/// How long a `/memory link` code can be used, and the window of the wrong-code limit.
-const LINK_CODE_MINUTES: i64 = 10;
-/// Wrong link codes one account may try within that window.
-const LINK_ATTEMPTS: u32 = 5;
+/// How long the bot waits for a "yes" (as long as a link code lasts).
+const LINK_CODE_MINUTES: i64 = linking::CODE_MINUTES;
 
 /// A request waiting for the person's "yes".
 #[derive(Debug, Clone)]
@@ -92,6 +89,24 @@ enum Pending {
     },
 }
 
+/// What a bot is built from (by `app::build_bot`, once).
+pub struct BotParts {
+    /// The settings.
+    pub config: Config,
+    /// Where messages are kept.
+    pub store: Arc<dyn Store>,
+    /// The bot's time: when questions were asked, when codes lapse.
+    pub clock: Arc<dyn Clock>,
+    /// The memory tier.
+    pub memory: Arc<MemoryManager>,
+    /// The entries the memory tier keeps (the same book).
+    pub entries: Arc<EntryBook>,
+    /// What answers conversation.
+    pub responder: Responder,
+    /// What answers may spend (None: no model or embedder to spend on).
+    pub limits: Option<Arc<Limits>>,
+}
+
 /// The bot: one incoming message in, at most one reply out.
 pub struct Bot {
     /// Keyed by (person, platform, space, channel): a "yes" counts only where it was asked.
@@ -101,14 +116,16 @@ pub struct Bot {
     /// clock): keyed by (platform, account, space, channel) as the platform names them, so
     /// their plain "yes" there is an answer, not chatter, for `PLAIN_ANSWER_WINDOW`.
     asked: moka::sync::Cache<(Platform, String, String, String), chrono::DateTime<chrono::Utc>>,
-    /// Wrong link codes per account (platform, account id), for the attempt limit.
-    link_failures: moka::sync::Cache<(Platform, String), u32>,
     config: Config,
     store: Arc<dyn Store>,
     /// The bot's time: when questions were asked, when codes lapse.
     clock: Arc<dyn Clock>,
     ingestor: Ingestor,
     memory: Arc<MemoryManager>,
+    /// The speaker's own entries, read and paused directly; changed through `memory`, which
+    /// keeps the facts text in step.
+    entries: Arc<EntryBook>,
+    linker: Linker,
     responder: Responder,
     /// What answers may spend (None: no model or embedder to spend on).
     limits: Option<Arc<Limits>>,
@@ -143,23 +160,24 @@ const HELP: &str = "I remember things about the people here. Try:\n\
 Anything else is conversation.";
 
 impl Bot {
-    /// A bot on `store` and `memory`, with the chat model when one is configured.
-    pub fn new(
-        config: Config,
-        store: Arc<dyn Store>,
-        clock: Arc<dyn Clock>,
-        memory: Arc<MemoryManager>,
-        llm: Option<Arc<dyn ChatModel>>,
-        limits: Option<Arc<Limits>>,
-        prompts: &crate::llm::prompts::Prompts,
-    ) -> Bot {
+    /// The bot over the parts the composition root built (`app::build_bot`).
+    pub fn new(parts: BotParts) -> Bot {
+        let BotParts {
+            config,
+            store,
+            clock,
+            memory,
+            entries,
+            responder,
+            limits,
+        } = parts;
         let ingestor = Ingestor::new(
             store.clone(),
             &config.bot.name,
             config.limits.mentions_per_message,
         );
-        let responder = Responder::new(memory.clone(), llm, &config, prompts);
-        let window = std::time::Duration::from_secs(LINK_CODE_MINUTES as u64 * 60);
+        let linker = Linker::new(store.clone(), clock.clone());
+        let window = std::time::Duration::from_secs(linking::CODE_MINUTES as u64 * 60);
         Bot {
             pending: moka::sync::Cache::builder()
                 .max_capacity(10_000)
@@ -169,28 +187,26 @@ impl Bot {
                 .max_capacity(10_000)
                 .time_to_live(window)
                 .build(),
-            link_failures: moka::sync::Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(window)
-                .build(),
             config,
             store,
             clock,
             ingestor,
             memory,
+            entries,
+            linker,
             responder,
             limits,
         }
     }
 
-    /// Its memory tier.
-    pub fn memory(&self) -> &Arc<MemoryManager> {
-        &self.memory
+    /// The name people address it by.
+    pub fn name(&self) -> &str {
+        &self.config.bot.name
     }
 
-    /// Its settings.
-    pub fn config(&self) -> &Config {
-        &self.config
+    /// Whether a chat model is configured (without one it answers from memory, offline).
+    pub fn has_model(&self) -> bool {
+        self.responder.has_model()
     }
 
     /// Handles one message: always stored first; a reply when the bot was addressed.
@@ -620,47 +636,18 @@ impl Bot {
     /// "remember that …" about oneself: a structured entry (MEMORY.md) and the facts text.
     async fn capture(&self, ingested: &Ingested, fact: &str) -> Result<String, MemoryError> {
         let person = ingested.message.author;
-        let entries = self.memory.entries();
-        if entries.paused(person).await? {
-            return Ok("Your memory is paused, so I didn't save that. Say \"/memory resume\" to turn it back on.".to_string());
-        }
-        if fact.chars().count() > self.config.memory.max_fact_chars {
-            return Ok(format!(
-                "That is too long to remember (the limit is {} characters). Nothing was changed.",
-                self.config.memory.max_fact_chars
-            ));
-        }
-        info!(actor = %person, "capture");
-        match entries
-            .capture(person, &ingested.place, fact, ingested.message.id.0)
-            .await?
-        {
-            Captured::Refused(why) => Ok(why.refusal().to_string()),
-            Captured::Written(crate::domain::EntryWrite::Unchanged(_)) => {
-                Ok("I already knew that.".to_string())
-            }
-            Captured::Written(_) => {
-                // The facts text feeds the merged per-person context; a failure there is
-                // logged and never undoes the entry.
-                let name = ingested.message.author_name.clone();
-                let req = self.fact_request(ingested, person, &name, false, fact);
-                Ok(match self.memory.remember(&req).await {
-                    Ok(RememberOutcome::Saved {
-                        method: Method::Offline,
-                    }) => "Got it, I'll remember that (noted word for word: my language model is not available).".to_string(),
-                    Ok(_) => "Got it, I'll remember that.".to_string(),
-                    Err(MemoryError::FactsFull { .. }) => {
-                        // The facts text is full: the entry holds it all the same.
-                        warn!(person = %person, "facts text full; only the entry was written");
-                        "Got it, I'll remember that.".to_string()
-                    }
-                    Err(e) => {
-                        error!(error = %e, "facts update after capture failed; the entry is kept");
-                        "Got it, I'll remember that.".to_string()
-                    }
-                })
-            }
-        }
+        let name = ingested.message.author_name.clone();
+        let req = self.fact_request(ingested, person, &name, false, fact);
+        Ok(match self.memory.capture(&req).await? {
+            CaptureOutcome::Paused => "Your memory is paused, so I didn't save that. Say \"/memory resume\" to turn it back on.".to_string(),
+            CaptureOutcome::TooLong { limit } => format!(
+                "That is too long to remember (the limit is {limit} characters). Nothing was changed."
+            ),
+            CaptureOutcome::Refused(why) => why.refusal().to_string(),
+            CaptureOutcome::Unchanged => "I already knew that.".to_string(),
+            CaptureOutcome::Saved { word_for_word: true } => "Got it, I'll remember that (noted word for word: my language model is not available).".to_string(),
+            CaptureOutcome::Saved { word_for_word: false } => "Got it, I'll remember that.".to_string(),
+        })
     }
 
     async fn memory_command(
@@ -670,7 +657,7 @@ impl Bot {
     ) -> Result<String, MemoryError> {
         let person = ingested.message.author;
         let place = &ingested.place;
-        let entries = self.memory.entries();
+        let entries = &self.entries;
         let private = place.privacy == Privacy::Dm;
         Ok(match cmd {
             MemoryCommand::View => {
@@ -803,8 +790,7 @@ impl Bot {
         let place = &ingested.place;
         let wanted = query_terms(words, 32);
         let found: Vec<crate::domain::Entry> = self
-            .memory
-            .entries()
+            .entries
             .search(person, place, words, 20)
             .await?
             .into_iter()
@@ -842,7 +828,7 @@ impl Bot {
             }
         };
         if everywhere {
-            if self.memory.entries().paused(person).await? {
+            if self.entries.paused(person).await? {
                 return Ok("Your memory is paused, so I'm not changing where it is known. Say \"/memory resume\" first.".to_string());
             }
             if entry.value.split_whitespace().any(|w| w.starts_with('@')) {
@@ -875,57 +861,22 @@ impl Bot {
         to: Scope,
     ) -> Result<String, MemoryError> {
         let person = ingested.message.author;
-        let everywhere = to == Scope::Global;
-        if !self.store.move_entry(person, id, &to).await? {
-            return Ok("That entry is gone meanwhile, so nothing changed.".to_string());
-        }
-        // The facts text follows: known everywhere, or no longer.
         let name = ingested.message.author_name.clone();
-        let global_place = Place {
-            privacy: Privacy::Global,
-            dm_owner: None,
-            ..ingested.place.clone()
-        };
-        let req = FactRequest {
-            place: &global_place,
-            ..self.fact_request(ingested, person, &name, false, value)
-        };
-        let facts_follow = if everywhere {
-            self.memory.remember(&req).await.map(|_| true)
-        } else {
-            // Out of what is known everywhere, into what is known in their private chat.
-            let private = Place {
-                privacy: Privacy::Dm,
-                dm_owner: Some(person),
-                ..ingested.place.clone()
-            };
-            let kept = FactRequest {
-                place: &private,
-                ..self.fact_request(ingested, person, &name, false, value)
-            };
-            match self.memory.forget_shared(&req).await {
-                Ok(found) => self.memory.remember(&kept).await.map(|_| found),
-                Err(e) => Err(e),
-            }
-        };
-        self.memory.purge_caches();
-        info!(actor = %person, entry = id, everywhere, "entry scope changed");
-        Ok(match (everywhere, facts_follow) {
-            (true, _) => format!(
+        let req = self.fact_request(ingested, person, &name, false, value);
+        Ok(match self.memory.move_entry(&req, id, to).await? {
+            Moved::Gone => "That entry is gone meanwhile, so nothing changed.".to_string(),
+            Moved::Shared => format!(
                 "Shared: I'll know \"{value}\" everywhere, in every group and private chat. \"/memory unshare\" takes it back."
             ),
-            (false, Ok(true)) => format!(
+            Moved::Unshared(FactsFollowed::Yes) => format!(
                 "Unshared: \"{value}\" is no longer known everywhere, only in our private chat."
             ),
-            (false, Ok(false)) => format!(
+            Moved::Unshared(FactsFollowed::NotFound) => format!(
                 "Unshared: the entry \"{value}\" is known only in our private chat now, but I couldn't find those words in what I know about you everywhere; if I say it elsewhere, tell me \"forget that …\" there."
             ),
-            (false, Err(e)) => {
-                warn!(error = %e, "unshare: the facts text was not updated");
-                format!(
-                    "Unshared: the entry \"{value}\" is known only in our private chat now, but I couldn't update what I know about you everywhere; try \"/memory unshare\" again later."
-                )
-            }
+            Moved::Unshared(FactsFollowed::Failed) => format!(
+                "Unshared: the entry \"{value}\" is known only in our private chat now, but I couldn't update what I know about you everywhere; try \"/memory unshare\" again later."
+            ),
         })
     }
 
@@ -958,53 +909,37 @@ impl Bot {
                 "I won't use a code posted here: anyone could have seen it, so it no longer works. Make a new one with \"/memory link\" in a private chat.".to_string()
             });
         }
-        let now = self.clock.now();
+        let person = ingested.message.author;
         if code.trim().is_empty() {
-            let code = link::new_code();
-            self.store
-                .create_link_code(
-                    &link::code_hash(&code),
-                    ingested.message.author,
-                    place.platform,
-                    now,
-                    now + chrono::Duration::minutes(LINK_CODE_MINUTES),
-                )
-                .await?;
-            info!(actor = %ingested.message.author, platform = place.platform.as_str(), "link code made");
+            let code = self.linker.new_code(person, place.platform).await?;
             return Ok(format!(
                 "Your link code is {code}. Within {LINK_CODE_MINUTES} minutes, send \"/memory link {code}\" to me in a private chat on your other platform (Discord or Telegram). It works once; that account then shares your memory from here: what you told me in private and what I know about you everywhere. Never post it anywhere else."
             ));
         }
-        let account = (place.platform, ingested.author_external_id.clone());
-        let failures = self.link_failures.get(&account).unwrap_or(0);
-        if failures >= LINK_ATTEMPTS {
-            warn!(
-                platform = place.platform.as_str(),
-                "too many wrong link codes"
-            );
-            return Ok(format!(
-                "Too many wrong codes. Wait {LINK_CODE_MINUTES} minutes, then make a new code on the other platform."
-            ));
-        }
-        let code_hash = link::code_hash(code);
-        let Some((person, platform)) = self.store.peek_link_code(&code_hash, now).await? else {
-            self.link_failures.insert(account, failures + 1);
-            return Ok("That code is unknown or has expired. Make a new one with \"/memory link\" on the other platform.".to_string());
+        let checked = self
+            .linker
+            .check(person, place.platform, &ingested.author_external_id, code)
+            .await?;
+        let (code_hash, accounts) = match checked {
+            CodeCheck::Ready {
+                code_hash,
+                accounts,
+            } => (code_hash, accounts),
+            CodeCheck::TooManyTries => {
+                return Ok(format!(
+                    "Too many wrong codes. Wait {LINK_CODE_MINUTES} minutes, then make a new code on the other platform."
+                ));
+            }
+            CodeCheck::Unknown => return Ok("That code is unknown or has expired. Make a new one with \"/memory link\" on the other platform.".to_string()),
+            CodeCheck::SamePlatform => {
+                return Ok("That code was made on this platform: use it on the other one.".to_string());
+            }
+            CodeCheck::AlreadyLinked => {
+                return Ok("This account is already linked to that one.".to_string());
+            }
         };
-        if platform == place.platform {
-            return Ok("That code was made on this platform: use it on the other one.".to_string());
-        }
-        if person == ingested.message.author {
-            return Ok("This account is already linked to that one.".to_string());
-        }
         // Names can be faked: the accounts are shown with their usernames and ids too.
-        let others: Vec<String> = self
-            .store
-            .accounts(person)
-            .await?
-            .iter()
-            .map(account_line)
-            .collect();
+        let others: Vec<String> = accounts.iter().map(account_line).collect();
         self.ask(ingested, Pending::Link { code_hash });
         Ok(format!(
             "This joins this {} account ({}, id {}) with {}: your private memory and what I know about you everywhere will be shared between them. Only say yes if that is your own account. Reply \"yes\" to link them or \"no\" to cancel.",
@@ -1017,7 +952,7 @@ impl Bot {
 
     /// `/memory links`: the accounts that share this memory.
     async fn links(&self, person: PersonId) -> Result<String, MemoryError> {
-        let accounts = self.store.accounts(person).await?;
+        let accounts = self.linker.accounts(person).await?;
         if accounts.len() <= 1 {
             return Ok("This account is not linked to another one.".to_string());
         }
@@ -1049,47 +984,18 @@ impl Bot {
                 }
             },
         };
-        let accounts = self.store.accounts(person).await?;
-        let me = accounts
+        let done: Vec<String> = self
+            .linker
+            .unlink(person, here, &ingested.author_external_id, only)
+            .await?
             .iter()
-            .find(|a| a.platform == here && a.external_id == ingested.author_external_id);
-        let cut: Vec<&crate::store::Account> = match (only, me) {
-            (None, Some(me)) if me.linked() => vec![me],
-            (None, _) => accounts.iter().filter(|a| a.linked()).collect(),
-            (Some(p), me) => {
-                let joined: Vec<_> = accounts
-                    .iter()
-                    .filter(|a| a.platform == p && a.linked())
-                    .collect();
-                match me {
-                    // The join goes the other way: this account is the one that joined.
-                    Some(me)
-                        if joined.is_empty()
-                            && me.linked()
-                            && accounts.iter().any(|a| a.platform == p) =>
-                    {
-                        vec![me]
-                    }
-                    _ => joined,
-                }
-            }
-        };
-        let mut done = Vec::new();
-        for a in cut {
-            if self
-                .store
-                .unlink_identity(a.platform, &a.external_id)
-                .await?
-            {
-                done.push(format!("{} on {}", a.display_name, a.platform));
-            }
-        }
+            .map(|a| format!("{} on {}", a.display_name, a.platform))
+            .collect();
         if done.is_empty() {
             return Ok(
                 "This account is not linked to another one, so nothing changed.".to_string(),
             );
         }
-        info!(actor = %person, accounts = done.len(), "identities unlinked");
         Ok(format!(
             "Unlinked: {} has its own memory again.",
             done.join(" and ")
@@ -1115,48 +1021,29 @@ impl Bot {
                 self.move_entry(ingested, id, &value, Scope::Global).await?
             }
             Pending::Forget { entries, told } => {
-                let ids: Vec<i64> = entries.iter().map(|(id, _)| *id).collect();
-                let mut n = self.memory.entries().delete(person, &ids).await? as usize;
-                // What others said goes with what told and showed it, and nothing of theirs
-                // is taken for the person's own words.
-                let told_ids: Vec<i64> = told.iter().map(|(id, _)| *id).collect();
-                n += self.memory.forget_statements(person, &told_ids).await? as usize;
-                // What was said when an entry was captured is also in the facts text, the
-                // notes, the messages and the bot's answers: forget it there too.
-                self.forget_everywhere(ingested, entries.iter().map(|(_, v)| v.as_str()))
-                    .await;
-                info!(actor = %person, entries = n, "memory forget");
+                let told: Vec<i64> = told.iter().map(|(id, _)| *id).collect();
+                let req = self.own_request(ingested);
+                let n = self.memory.delete_entries(&req, &entries, &told).await?;
                 format!(
                     "Done, I've forgotten {n} {}.",
                     if n == 1 { "entry" } else { "entries" }
                 )
             }
             Pending::Clear => {
-                // The accounts joined to this person bring their own earlier memory (it comes
-                // back on unlink): it is theirs too, and goes as well.
-                let mut n = self.memory.clear_person(person).await?;
-                for a in self.store.accounts(person).await? {
-                    if let Some(own) = a.own_person {
-                        n += self.memory.clear_person(own).await?;
-                    }
-                }
-                info!(actor = %person, rows = n, "memory clear");
+                self.memory.clear_with_joined(person).await?;
                 "Done, I've cleared everything I had about you.".to_string()
             }
             Pending::Link { code_hash } => {
-                let place = &ingested.place;
-                let now = self.clock.now();
+                let platform = ingested.place.platform;
                 match self
-                    .store
-                    .redeem_link_code(&code_hash, place.platform, &ingested.author_external_id, now)
+                    .linker
+                    .redeem(&code_hash, platform, &ingested.author_external_id)
                     .await?
                 {
-                    LinkRedeem::Linked { person: into } => {
-                        info!(from = %person, to = %into, platform = place.platform.as_str(), "identity linked");
+                    LinkRedeem::Linked { .. } => {
                         self.memory.purge_caches();
                         format!(
-                            "Linked: this {} account now shares your memory. \"/memory links\" lists the accounts, \"/memory unlink\" undoes it.",
-                            place.platform
+                            "Linked: this {platform} account now shares your memory. \"/memory links\" lists the accounts, \"/memory unlink\" undoes it."
                         )
                     }
                     LinkRedeem::Unknown => "That code has expired meanwhile. Make a new one with \"/memory link\" on the other platform.".to_string(),
@@ -1165,18 +1052,8 @@ impl Bot {
                 }
             }
             Pending::Tools(changes) => {
-                let tools = self.memory.tools();
-                let n = tools.apply_staged(person, &changes).await?;
-                self.forget_everywhere(
-                    ingested,
-                    changes.iter().filter_map(|c| match c {
-                        StagedChange::Delete { value, .. } => Some(value.as_str()),
-                        _ => None,
-                    }),
-                )
-                .await;
-                self.memory.purge_caches();
-                info!(actor = %person, changes = n, "memory changes confirmed");
+                let req = self.own_request(ingested);
+                let n = self.memory.apply_staged(&req, &changes).await?;
                 format!(
                     "Done: {n} {} changed.",
                     if n == 1 { "entry" } else { "entries" }
@@ -1185,21 +1062,10 @@ impl Bot {
         }))
     }
 
-    /// Forgets what the speaker's deleted entries said, everywhere else it is kept (facts,
-    /// notes, messages, the bot's answers). A failure is logged: the entries are gone anyway.
-    async fn forget_everywhere<'a>(
-        &self,
-        ingested: &Ingested,
-        values: impl Iterator<Item = &'a str>,
-    ) {
-        let person = ingested.message.author;
-        let name = &ingested.message.author_name;
-        for value in values {
-            let req = self.fact_request(ingested, person, name, false, value);
-            if let Err(e) = self.memory.forget(&req).await {
-                warn!(error = %e, "forgetting a deleted entry everywhere failed");
-            }
-        }
+    /// A request of the speaker about their own memory (its text is filled in per fact).
+    fn own_request<'a>(&self, ingested: &'a Ingested) -> FactRequest<'a> {
+        let me = &ingested.message;
+        self.fact_request(ingested, me.author, &me.author_name, false, "")
     }
 
     fn who(&self, ingested: &Ingested, subject: PersonId, name: &str) -> String {
@@ -1247,7 +1113,7 @@ impl Bot {
             Subject::Named(name) | Subject::MaybeNamed(name) => name,
         };
         // A platform mention by account id ("<@123>" on Discord) names exactly that account.
-        let mentioned_id = crate::memory::context::mention_ids(name);
+        let mentioned_id = crate::domain::mention::ids_in(name);
         let name = match mentioned_id.as_slice() {
             [id] if name.trim_end_matches(['?', '.', ',', '!']).ends_with('>') => id,
             _ => name,

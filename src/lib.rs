@@ -11,6 +11,7 @@
 //! | [`adapters`] | the platforms: console, Discord (serenity), Telegram (teloxide); each turns events into [`domain::IncomingMessage`]s for the bot and sends replies back, split to the platform's size |
 //! | [`bot`] | one message end to end: ingest, route, a memory command or the responder, store the reply |
 //! | [`ingest`] | stores every message (and its mentions) before anything else may fail |
+//! | [`linking`] | joining a person's accounts on two platforms: one-time link codes, the wrong-code limit, unlinking |
 //! | [`router`] | reads what an addressed message asks for: memory commands, remember / forget forms |
 //! | [`responder`] | conversation that is not a command: the memory context, the reply prompt packed within its token budget (`prompt`), the model's answer |
 //! | [`memory`] | the memory tier: facts, hearsay, structured entries and their extraction, day and history summaries, context assembly within a token budget, forgetting, caches, the memory tools |
@@ -40,6 +41,7 @@ pub mod domain;
 pub mod embed;
 pub mod ingest;
 pub mod jobs;
+pub mod linking;
 pub mod llm;
 pub mod memory;
 pub mod responder;

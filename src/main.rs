@@ -480,6 +480,7 @@ async fn bench_dbs(postgres: Option<&str>) -> anyhow::Result<Vec<bench_store::Be
 /// The bot and what runs beside it: the store, chat model and embedder, wired by `app`.
 struct Running {
     bot: Arc<engram::bot::Bot>,
+    memory: Arc<engram::memory::MemoryManager>,
     store: Arc<dyn engram::store::Store>,
     llm: Option<Arc<dyn engram::llm::ChatModel>>,
     indexer: tokio::task::JoinHandle<()>,
@@ -499,17 +500,19 @@ async fn start_bot(
     })?;
     let llm = app::chat_model(config, secrets, clock.clone())?;
     let embedder = app::embedder(config, secrets).context("loading the embedding model")?;
-    let bot = Arc::new(app::build_bot(
+    let built = app::build_bot(
         config,
         store.clone(),
         llm.clone(),
         embedder.clone(),
         clock.clone(),
-    )?);
-    bot.memory().follow_changes().await?;
+    )?;
+    let (bot, memory) = (Arc::new(built.bot), built.memory.manager);
+    memory.follow_changes().await?;
     let (indexer, stop_indexer) = app::start_indexer(config, store.clone(), embedder, clock);
     Ok(Running {
         bot,
+        memory,
         store,
         llm,
         indexer,
@@ -523,7 +526,7 @@ async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
     let running = start_bot(config, secrets, clock.clone()).await?;
     let (jobs, stop_jobs) = app::start_scheduler(
         config,
-        running.bot.memory().clone(),
+        running.memory.clone(),
         running.store.clone(),
         clock,
         running.llm.clone(),
@@ -563,6 +566,7 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
     };
     let Running {
         bot,
+        memory,
         store,
         llm,
         indexer,
@@ -594,7 +598,7 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
         }
         _ => {
             let (jobs, stop_jobs) =
-                app::start_scheduler(config, bot.memory().clone(), store, clock.clone(), llm)?;
+                app::start_scheduler(config, memory, store, clock.clone(), llm)?;
             let stdin = tokio::io::BufReader::new(tokio::io::stdin());
             console::run_interactive(&bot, opts, clock, stdin, &sink).await?;
             let _ = stop_jobs.send(true);
@@ -606,19 +610,13 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
     Ok(())
 }
 
-/// The memory tier of a command-line run: the store and `MemoryManager`, no platform.
-/// The database must exist: these commands read or add to a deployment, never start one.
-/// The store of an existing deployment, and the memory over it (no model).
-async fn memory_manager(
+/// The memory tier of a command-line run, no platform and no model. The database must
+/// exist: these commands read or add to a deployment, never start one.
+async fn offline_memory(
     config: &Config,
-) -> anyhow::Result<(Arc<dyn engram::store::Store>, engram::memory::MemoryManager)> {
+) -> anyhow::Result<(Arc<dyn engram::store::Store>, app::Memory)> {
     let store = app::open_existing_store(config).await?;
-    let memory = engram::memory::MemoryManager::new(
-        store.clone(),
-        None,
-        Arc::new(engram::domain::SystemClock),
-        config.memory.clone(),
-    )?;
+    let memory = app::offline_memory(config, store.clone(), Arc::new(engram::domain::SystemClock))?;
     Ok((store, memory))
 }
 
@@ -748,7 +746,7 @@ async fn search(config: &Config, user: &str, query: &str) -> anyhow::Result<()> 
 }
 
 async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
-    let (store, memory) = memory_manager(config).await?;
+    let (store, memory) = offline_memory(config).await?;
     let people = store.people_with_memory().await?;
     for (n, person) in people.iter().enumerate() {
         // "12-alice": the id import reads, and a name a person can find.
@@ -766,7 +764,7 @@ async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
         } else {
             out.join(format!("{}-{name}", person.0))
         };
-        for (path, text) in memory.entries().export(*person).await? {
+        for (path, text) in memory.entries.export(*person).await? {
             let file = dir.join(&path);
             std::fs::create_dir_all(file.parent().expect("a file in a directory"))?;
             std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
@@ -778,7 +776,7 @@ async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
 }
 
 async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
-    let (store, memory) = memory_manager(config).await?;
+    let (store, memory) = offline_memory(config).await?;
     let mut dirs: Vec<_> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .collect::<Result<_, _>>()?;
@@ -838,7 +836,7 @@ async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
     }
     for (path, person, files) in &plan {
         let (entries, notes) = memory
-            .entries()
+            .entries
             .import(*person, files)
             .await
             .with_context(|| format!("importing {}", path.display()))?;

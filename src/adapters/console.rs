@@ -194,7 +194,7 @@ where
 {
     let mut opts = opts;
     let mut lines = input.lines();
-    let name = bot.config().bot.name.clone();
+    let name = bot.name().to_string();
     let where_ = match &opts.space {
         None => "a private chat".to_string(),
         Some(s) => format!(
@@ -202,7 +202,7 @@ where
             opts.channel
         ),
     };
-    let offline = if bot.memory().has_llm() {
+    let offline = if bot.has_model() {
         ""
     } else {
         " (offline: no language model configured)"

@@ -13,7 +13,7 @@
 use crate::adapters::split::{chars, split_message};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
-use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind};
+use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind, mention};
 use crate::router::memory_request;
 use serenity::all::{
     Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType, Context,
@@ -459,7 +459,7 @@ fn mention(u: &User) -> Mention {
         external_id: u.id.get().to_string(),
         display_name: u.display_name().to_string(),
         username: Some(u.name.clone()),
-        token: format!("<@{}>", u.id.get()),
+        token: mention::token(&u.id.get().to_string()),
         is_self: false,
     }
 }
@@ -512,7 +512,7 @@ fn message_in(
 /// as its name. Taken from the text, not the event's mention list: a reply pings the bot
 /// without naming it, and an edit event may carry no list.
 pub fn own_mentions(text: &str, me: UserId, bot_name: &str) -> Vec<Mention> {
-    [format!("<@{me}>"), format!("<@!{me}>")]
+    [mention::token(&me.to_string()), format!("<@!{me}>")]
         .into_iter()
         .filter(|token| text.contains(token.as_str()))
         .map(|token| Mention {

@@ -4,11 +4,13 @@
 //! day-summary calls per space and hour while chat goes on, cache hit ratio, resident memory.
 
 use super::{ContextBenchOptions, Latency, latency, resident_memory_kib};
+use crate::app;
 use crate::config::Config;
 use crate::domain::{Clock, ManualClock, Place, Platform, Privacy, Scope, SpaceKind};
 use crate::llm::fake::FakeLlmServer;
+use crate::llm::prompts::Prompts;
 use crate::llm::{ChatModel, OpenAiClient};
-use crate::memory::MemoryManager;
+use crate::retrieval::Retriever;
 use crate::store::{FactChange, NewMessage, SqliteStore, Store};
 use chrono::{Duration, TimeZone, Utc};
 use rand::rngs::StdRng;
@@ -206,7 +208,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
     let ingest_seconds = t0.elapsed().as_secs_f64();
 
     // Cold, offline provider: every cache dropped before each build.
-    let offline = MemoryManager::new(store.clone(), None, clock.clone(), config.memory.clone())?;
+    let offline = app::offline_memory(&config, store.clone(), clock.clone())?.manager;
     let mut cold = Vec::new();
     for _ in 0..3 {
         for (id, name) in &people {
@@ -223,12 +225,20 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
     llm_config.base_url = fake.base_url();
     let client = Arc::new(OpenAiClient::new(&llm_config, None, clock.clone())?);
     let llm: Arc<dyn ChatModel> = client.clone();
-    let memory = MemoryManager::new(
+    let retriever = Arc::new(Retriever::new(
+        store.clone(),
+        None,
+        config.retrieval.clone(),
+    ));
+    let memory = app::build_memory(
+        &config,
         store.clone(),
         Some(llm),
         clock.clone(),
-        config.memory.clone(),
-    )?;
+        retriever,
+        Arc::new(Prompts::builtin()),
+    )?
+    .manager;
     let mut cold_llm = Vec::new();
     for (id, name) in &people {
         let t = Instant::now();

@@ -199,23 +199,13 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
     config.llm.base_url = fake.base_url();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let llm = app::chat_model(&config, &Secrets::default(), clock.clone())?;
-    let bot = Arc::new(app::build_bot(
-        &config,
-        db.store.clone(),
-        llm.clone(),
-        None,
-        clock.clone(),
-    )?);
-    bot.memory().follow_changes().await?;
+    let built = app::build_bot(&config, db.store.clone(), llm.clone(), None, clock.clone())?;
+    let (bot, memory) = (Arc::new(built.bot), built.memory.manager);
+    memory.follow_changes().await?;
     let (indexer, stop_indexer) =
         app::start_indexer(&config, db.store.clone(), None, clock.clone());
-    let (jobs, stop_jobs) = app::start_scheduler(
-        &config,
-        bot.memory().clone(),
-        db.store.clone(),
-        clock,
-        llm.clone(),
-    )?;
+    let (jobs, stop_jobs) =
+        app::start_scheduler(&config, memory, db.store.clone(), clock, llm.clone())?;
     let handler: Arc<dyn MessageHandler> = bot.clone();
 
     let outcomes: Arc<Mutex<Vec<Sent>>> = Arc::new(Mutex::new(Vec::new()));

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod command;
 pub mod entry;
 pub mod link;
+pub mod mention;
 pub mod secret;
 
 use chrono::{DateTime, NaiveDate, Utc};

@@ -6,7 +6,7 @@
 use super::cache::hash_parts;
 use super::offline;
 use super::{MemoryError, MemoryManager, Method};
-use crate::domain::{Entry, PersonId, Place, StoredMessage, day_of};
+use crate::domain::{Entry, PersonId, Place, StoredMessage, day_of, mention};
 use crate::llm::prompts::element;
 use crate::retrieval::Retrieved;
 use serde::Deserialize;
@@ -53,21 +53,6 @@ pub struct ContextBundle {
     pub names: HashMap<String, String>,
 }
 
-/// The account ids mentioned in `text` as "<@123>" or "<@!123>".
-pub fn mention_ids(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(i) = rest.find("<@") {
-        rest = &rest[i + 2..];
-        let body = rest.strip_prefix('!').unwrap_or(rest);
-        let digits: String = body.chars().take_while(char::is_ascii_digit).collect();
-        if !digits.is_empty() && body[digits.len()..].starts_with('>') && !out.contains(&digits) {
-            out.push(digits);
-        }
-    }
-    out
-}
-
 /// Display names of the accounts mentioned by id in `texts`, said in `space` (whose
 /// platform the ids belong to).
 pub async fn mention_names<'a>(
@@ -75,30 +60,13 @@ pub async fn mention_names<'a>(
     space: crate::domain::SpaceId,
     texts: impl IntoIterator<Item = &'a str>,
 ) -> Result<HashMap<String, String>, crate::store::StoreError> {
-    let mut ids: Vec<String> = texts.into_iter().flat_map(mention_ids).collect();
+    let mut ids: Vec<String> = texts.into_iter().flat_map(mention::ids_in).collect();
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
     ids.sort();
     ids.dedup();
     store.identity_names(space, &ids).await
-}
-
-/// `text` with each known "<@id>" / "<@!id>" shown as "@name".
-pub fn display_mentions(text: &str, names: &HashMap<String, String>) -> String {
-    if names.is_empty() || !text.contains("<@") {
-        return text.to_string();
-    }
-    let mut out = text.to_string();
-    for id in mention_ids(text) {
-        if let Some(name) = names.get(&id) {
-            let shown = format!("@{name}");
-            out = out
-                .replace(&format!("<@{id}>"), &shown)
-                .replace(&format!("<@!{id}>"), &shown);
-        }
-    }
-    out
 }
 
 /// Most MEMORY.md entries offered to a reply; the token budget decides how many fit.
@@ -314,25 +282,5 @@ impl MemoryManager {
             notes,
             names,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mentions_show_names_and_stay_ids_elsewhere() {
-        let names: HashMap<String, String> = [("123".to_string(), "Bob".to_string())]
-            .into_iter()
-            .collect();
-        assert_eq!(
-            mention_ids("hi <@123> and <@!456>, <@x> <@789"),
-            ["123", "456"]
-        );
-        assert_eq!(
-            display_mentions("ask <@123> or <@!123>; <@456> is unknown", &names),
-            "ask @Bob or @Bob; <@456> is unknown"
-        );
     }
 }

@@ -5,11 +5,12 @@
 //! person's private chat, where their messages of the day are exactly what the day summary
 //! reads, the same call writes the day summary too, so that one needs no call of its own.
 
+use crate::domain::mention;
 use crate::domain::{Category, Clock, DailyNote, Entry, NewEntry, PersonId, Scope, StoredMessage};
 use crate::llm::prompts::{Prompts, element, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
 use crate::memory::MemoryError;
-use crate::memory::context::{display_mentions, mention_names};
+use crate::memory::context::mention_names;
 use crate::memory::entries::{never_kept, origin};
 use crate::memory::offline::clip_chars;
 use crate::memory::summaries::day_bounds;
@@ -820,7 +821,7 @@ fn prompt_for(
         out.push_str(&element(
             "message",
             &[("at", &m.sent_at.format("%Y-%m-%d %H:%M").to_string())],
-            &clip_chars(&display_mentions(&m.text, names), max_message_chars),
+            &clip_chars(&mention::display(&m.text, names), max_message_chars),
         ));
         out.push('\n');
     }

@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod context;
 pub mod entries;
+pub mod entry_facts;
 pub mod extraction;
 pub mod facts;
 pub mod forgetting;
@@ -21,10 +22,10 @@ use crate::retrieval::Retriever;
 use crate::store::{Change, Store, StoreError};
 use cache::MemoryCaches;
 use std::sync::Arc;
-use tokens::TokenCounter;
 use tracing::{debug, warn};
 
 pub use context::{ContextBundle, PersonMemory};
+pub use entry_facts::{CaptureOutcome, FactsFollowed, Moved};
 pub use facts::{FactRequest, ForgetOutcome, RememberOutcome};
 
 /// What a memory operation failed on. Each variant says what happened, typed; the chat layer
@@ -145,77 +146,60 @@ pub struct MemoryManager {
     clock: Arc<dyn Clock>,
     caches: MemoryCaches,
     settings: MemoryConfig,
-    tokens: TokenCounter,
     retriever: Arc<Retriever>,
     entries: Arc<entries::EntryBook>,
+    tools: tools::ToolExecutor,
     changes_applied: tokio::sync::watch::Sender<u64>,
     prompts: Arc<crate::llm::prompts::Prompts>,
 }
 
+/// What the memory tier is built from. The composition root (`app::build_memory`) makes each
+/// part once and hands the same ones to whoever else needs them (the bot's entries, the
+/// responder's tools).
+pub struct MemoryParts {
+    /// Where memory lives.
+    pub store: Arc<dyn Store>,
+    /// The model, when one is configured (None: every operation takes its offline path).
+    pub llm: Option<Arc<dyn ChatModel>>,
+    /// Memory's time: days, summaries, lapses.
+    pub clock: Arc<dyn Clock>,
+    /// `[memory]` settings.
+    pub settings: MemoryConfig,
+    /// What finds the retrieved part of every context.
+    pub retriever: Arc<Retriever>,
+    /// Structured entries (MEMORY.md, daily notes).
+    pub entries: Arc<entries::EntryBook>,
+    /// The memory tools, to apply changes a model staged.
+    pub tools: tools::ToolExecutor,
+    /// The prompts (built-in, or an operator's edited ones).
+    pub prompts: Arc<crate::llm::prompts::Prompts>,
+}
+
 impl MemoryManager {
-    /// The memory over `store`, with `llm` when a model is configured.
-    pub fn new(
-        store: Arc<dyn Store>,
-        llm: Option<Arc<dyn ChatModel>>,
-        clock: Arc<dyn Clock>,
-        settings: MemoryConfig,
-    ) -> Result<MemoryManager, tokens::UnknownTokenizer> {
-        let tokens = TokenCounter::new(&settings.tokenizer)?;
-        let retriever = Arc::new(Retriever::new(
-            store.clone(),
-            None,
-            crate::config::Config::defaults().retrieval,
-        ));
-        let entries = Arc::new(entries::EntryBook::new(
-            store.clone(),
-            clock.clone(),
-            settings.memory_md_max_words,
-        ));
-        Ok(MemoryManager {
-            entries,
-            retriever,
+    /// The memory tier over its parts.
+    pub fn new(parts: MemoryParts) -> MemoryManager {
+        let MemoryParts {
             store,
             llm,
             clock,
-            caches: MemoryCaches::new(settings.cache_capacity),
             settings,
-            tokens,
+            retriever,
+            entries,
+            tools,
+            prompts,
+        } = parts;
+        MemoryManager {
+            caches: MemoryCaches::new(settings.cache_capacity),
+            store,
+            llm,
+            clock,
+            settings,
+            retriever,
+            entries,
+            tools,
             changes_applied: tokio::sync::watch::channel(0).0,
-            prompts: Arc::new(crate::llm::prompts::Prompts::builtin()),
-        })
-    }
-
-    /// Uses `prompts` (an operator's edited prompts) instead of the built-in ones.
-    pub fn with_prompts(mut self, prompts: Arc<crate::llm::prompts::Prompts>) -> MemoryManager {
-        self.prompts = prompts;
-        self
-    }
-
-    /// Uses `retriever` (its embedder and settings) for the retrieved part of every context.
-    pub fn with_retriever(mut self, retriever: Arc<Retriever>) -> MemoryManager {
-        self.retriever = retriever;
-        self
-    }
-
-    /// Structured entries (MEMORY.md, daily notes, /memory).
-    pub fn entries(&self) -> &Arc<entries::EntryBook> {
-        &self.entries
-    }
-
-    /// The memory tools (write/read/search/update/delete/get_memory_context) for a model.
-    pub fn tools(&self) -> tools::ToolExecutor {
-        tools::ToolExecutor::new(
-            self.store.clone(),
-            self.entries.clone(),
-            self.clock.clone(),
-            self.settings.durable_confidence,
-            self.settings.memory_md_max_words,
-        )
-    }
-
-    /// The retriever the context uses.
-    pub fn retriever(&self) -> &Arc<Retriever> {
-        &self.retriever
+            prompts,
+        }
     }
 
     /// How this process's caches have served since the last `reset_cache_stats`.
@@ -226,11 +210,6 @@ impl MemoryManager {
     /// Starts counting cache hits and misses afresh.
     pub fn reset_cache_stats(&self) {
         self.caches.reset_stats()
-    }
-
-    /// The token counter prompts are measured with.
-    pub fn tokens(&self) -> &TokenCounter {
-        &self.tokens
     }
 
     /// Applies changes made by other processes to this process's caches, for as long as the
@@ -269,7 +248,7 @@ impl MemoryManager {
     }
 
     /// Whether a model is configured.
-    pub fn has_llm(&self) -> bool {
+    pub(crate) fn has_llm(&self) -> bool {
         self.llm.is_some()
     }
 

@@ -3,9 +3,10 @@
 //! per person over days 2–7. Without an LLM, per-person extractive summaries stand in.
 
 use super::cache::DaySummaries;
-use super::context::{display_mentions, mention_names};
+use super::context::mention_names;
 use super::offline;
 use super::{MemoryError, MemoryManager};
+use crate::domain::mention;
 use crate::domain::{PersonId, Scope, StoredMessage, day_of};
 use crate::llm::LlmError;
 use crate::llm::prompts::{element, fill};
@@ -193,7 +194,7 @@ impl MemoryManager {
         for m in messages.iter().filter(|m| !m.is_bot) {
             people.entry(m.author).or_insert(&m.author_name);
             let text = offline::clip_chars(
-                &display_mentions(&m.text, &names),
+                &mention::display(&m.text, &names),
                 self.settings.max_message_chars_in_prompt,
             );
             lines.push(element(

@@ -250,6 +250,21 @@ fn show(e: &Entry) -> Value {
            "confidence": e.confidence, "updated_at": e.updated_at.to_rfc3339()})
 }
 
+/// A copy over the same store and entries that does what it is asked: what one copy staged
+/// stays with that copy (see `staging`).
+impl Clone for ToolExecutor {
+    fn clone(&self) -> ToolExecutor {
+        ToolExecutor {
+            store: self.store.clone(),
+            book: self.book.clone(),
+            clock: self.clock.clone(),
+            durable: self.durable,
+            max_words: self.max_words,
+            staged: None,
+        }
+    }
+}
+
 impl ToolExecutor {
     /// The tools over `store` and `book`; entries below `durable` confidence go to the daily
     /// notes, and a MEMORY.md shows at most `max_words` words.
@@ -270,10 +285,13 @@ impl ToolExecutor {
         }
     }
 
-    /// Deletions and rewrites are kept for confirmation instead of done (`take_staged`).
-    pub fn staging(mut self) -> ToolExecutor {
-        self.staged = Some(std::sync::Mutex::new(Vec::new()));
-        self
+    /// The same tools for one reply, keeping deletions and rewrites for confirmation instead
+    /// of doing them (`take_staged`).
+    pub fn staging(&self) -> ToolExecutor {
+        ToolExecutor {
+            staged: Some(std::sync::Mutex::new(Vec::new())),
+            ..self.clone()
+        }
     }
 
     /// The changes kept for confirmation so far.

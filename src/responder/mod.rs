@@ -6,7 +6,8 @@ use crate::config::Config;
 use crate::ingest::Ingested;
 use crate::llm::prompts::{Prompts, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
-use crate::memory::tools::{Caller, StagedChange, run_with_tools};
+use crate::memory::tokens::TokenCounter;
+use crate::memory::tools::{Caller, StagedChange, ToolExecutor, run_with_tools};
 use crate::memory::{ContextBundle, MemoryError, MemoryManager};
 use prompt::{new_notes, render_prompt};
 use std::sync::Arc;
@@ -51,6 +52,10 @@ impl Answer {
 pub struct Responder {
     memory: Arc<MemoryManager>,
     llm: Option<Arc<dyn ChatModel>>,
+    /// What the prompt is measured with.
+    tokens: TokenCounter,
+    /// The memory tools a reply may use (staging what needs the person's "yes").
+    tools: ToolExecutor,
     /// The reply prompt with the bot's name filled in, and what is added with the tools.
     system: String,
     tools_prompt: String,
@@ -90,16 +95,21 @@ pub fn describe_memory(bundle: &ContextBundle) -> String {
 }
 
 impl Responder {
-    /// A responder over `memory`, with the chat model when one is configured.
+    /// A responder over `memory`, with the chat model when one is configured; prompts are
+    /// measured with `tokens`, and a reply may use `tools`.
     pub fn new(
         memory: Arc<MemoryManager>,
         llm: Option<Arc<dyn ChatModel>>,
+        tokens: TokenCounter,
+        tools: ToolExecutor,
         config: &Config,
         prompts: &Prompts,
     ) -> Responder {
         Responder {
             memory,
             llm,
+            tokens,
+            tools,
             system: fill(&prompts.reply, &[("bot_name", &config.bot.name)]),
             tools_prompt: prompts.reply_tools.clone(),
             budget: config.memory.context_budget_tokens,
@@ -111,6 +121,11 @@ impl Responder {
                 0
             },
         }
+    }
+
+    /// Whether a chat model is configured (without one, answers show memory instead).
+    pub fn has_model(&self) -> bool {
+        self.llm.is_some()
     }
 
     /// The answer to `msg`, an addressed message that is not a memory command.
@@ -131,7 +146,7 @@ impl Responder {
             &bundle,
             &msg.message,
             self.budget,
-            self.memory.tokens(),
+            &self.tokens,
         );
         let Some(llm) = &self.llm else {
             return Ok(Answer::showing_memory(format!(
@@ -158,7 +173,7 @@ impl Responder {
         let answer = if self.tool_rounds > 0 {
             // The tools act for the speaker, where they spoke, whatever the model asks; what
             // would delete or rewrite their memory waits for their own "yes".
-            let tools = self.memory.tools().staging();
+            let tools = self.tools.staging();
             let caller = Caller {
                 person: msg.message.author,
                 place: msg.place.clone(),

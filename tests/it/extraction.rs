@@ -246,7 +246,7 @@ async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<Strin
     h.clock
         .set(start_time() + chrono::Duration::hours(15) + chrono::Duration::minutes(10));
     let scheduler = engram::jobs::Scheduler::new(
-        h.bot.memory().clone(),
+        h.memory.manager.clone(),
         h.store.clone(),
         h.clock.clone(),
         "p1".into(),
@@ -283,8 +283,8 @@ async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<Strin
         .set(start_time() + chrono::Duration::hours(15) + chrono::Duration::minutes(10));
     let dm2 = engram::domain::Scope::Dm(alice2);
     let calls_before = h2.fake().count("day_summary");
-    h2.bot
-        .memory()
+    h2.memory
+        .manager
         .day_summaries(&dm2, day(), h2.clock.now())
         .await
         .unwrap();
@@ -306,7 +306,7 @@ async fn a_private_chats_day_summary_comes_with_its_extraction(url: Option<Strin
 /// The scheduler of `h`'s process, with the daily extraction and a 5-minute retry backoff.
 fn scheduler(h: &Harness) -> engram::jobs::Scheduler {
     engram::jobs::Scheduler::new(
-        h.bot.memory().clone(),
+        h.memory.manager.clone(),
         h.store.clone(),
         h.clock.clone(),
         "p1".into(),
@@ -555,9 +555,14 @@ async fn the_running_bot_extracts_the_day_at_23_00(url: Option<String>) {
     let clock: std::sync::Arc<dyn Clock> = h.clock.clone();
     let llm = engram::app::chat_model(&config, &Default::default(), clock.clone()).unwrap();
     let asked = h.fake().seen();
-    let (task, stop) =
-        engram::app::start_scheduler(&config, h.bot.memory().clone(), h.store.clone(), clock, llm)
-            .unwrap();
+    let (task, stop) = engram::app::start_scheduler(
+        &config,
+        h.memory.manager.clone(),
+        h.store.clone(),
+        clock,
+        llm,
+    )
+    .unwrap();
     // Alice's private chat and Bob's group: two extraction requests.
     h.fake()
         .wait_seen(asked + 2, std::time::Duration::from_secs(30))

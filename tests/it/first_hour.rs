@@ -625,13 +625,7 @@ async fn heard_about_alice(h: &crate::common::Harness, space: &str) -> String {
         .unwrap();
     let alice = h.person("alice").await;
     let place = h.place(&opts, "bob").await;
-    let shown = h
-        .bot
-        .memory()
-        .entries()
-        .memory_md(alice, &place)
-        .await
-        .unwrap();
+    let shown = h.memory.entries.memory_md(alice, &place).await.unwrap();
     format!("{recall}\n{shown}")
 }
 

@@ -233,7 +233,7 @@ async fn export_import_export_is_identical(url: Option<String>) {
     .await
     .unwrap();
     let alice = h.person("alice").await;
-    let book = h.bot.memory().entries();
+    let book = &h.memory.entries;
     let first = book.export(alice).await.unwrap();
     assert_eq!(first[0].0, "MEMORY.md");
     assert!(
@@ -279,7 +279,7 @@ async fn export_import_export_is_identical(url: Option<String>) {
     );
 
     // Into an emptied memory, then again: the same files, and the second import adds nothing.
-    assert!(h.bot.memory().clear_person(alice).await.unwrap() > 0);
+    assert!(h.memory.manager.clear_person(alice).await.unwrap() > 0);
     let (entries, notes) = book.import(alice, &first).await.unwrap();
     assert_eq!((entries, notes), (6, 6));
     // Each entry is back where it was learned: the group's still shows in the group.

@@ -338,7 +338,7 @@ async fn the_tool_loop_runs_calls_for_the_caller_over_the_real_client() {
     )
     .unwrap()
     .unwrap();
-    let tools = h.bot.memory().tools();
+    let tools = h.memory.tools.clone();
     let other = format!(r#"{{"category": "preference", "user_id": {}}}"#, bob.0);
     let user = format!(
         "<call name=\"write_memory\">{}</call><call name=\"search_memory\">{}</call><call name=\"read_memory\">{other}</call>",

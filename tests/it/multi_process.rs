@@ -63,7 +63,7 @@ impl Feed {
             }
         }
         let heard = self.heard;
-        let mut applied = b.bot.memory().changes_applied();
+        let mut applied = b.memory.manager.changes_applied();
         tokio::time::timeout(within, applied.wait_for(|n| *n >= heard))
             .await
             .expect("B applied every change sent")
@@ -84,7 +84,7 @@ async fn carol_likes_tea(url: &str, fake: &FakeLlmServer) -> (Harness, Harness, 
 
 fn scheduler(h: &Harness, name: &str) -> Scheduler {
     Scheduler::new(
-        h.bot.memory().clone(),
+        h.memory.manager.clone(),
         h.store.clone(),
         h.clock.clone(),
         name.into(),
@@ -403,7 +403,7 @@ async fn postgres_a_lost_change_feed_drops_the_cache() {
     let stale = b.say_in(&lab, "bob", ask).await.unwrap();
     assert!(stale.contains("tea") && !stale.contains("mate"), "{stale}");
 
-    let mut applied = b.bot.memory().changes_applied();
+    let mut applied = b.memory.manager.changes_applied();
     let before = *applied.borrow_and_update();
     let cut: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \

@@ -9,6 +9,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use engram::adapters::discord::own_mentions;
 use engram::adapters::split::{chars, split_message, utf16};
 use engram::adapters::telegram::command_of;
+use engram::domain::mention;
 use engram::domain::{Scope, link, secret};
 use engram::ingest::{
     find_ignore_case, message_text, prefix_len_ignore_case, sanitize, strip_address,
@@ -16,7 +17,6 @@ use engram::ingest::{
 use engram::llm::openai::parse_retry_after;
 use engram::llm::parse_json_answer;
 use engram::llm::prompts::{escape, unescape};
-use engram::memory::context::{display_mentions, mention_ids};
 use engram::memory::entries::{
     categorize, key_for, looks_like_code, never_kept, parse_daily, parse_daily_blocks,
     parse_export_md, parse_memory_md,
@@ -169,9 +169,9 @@ proptest! {
             is_self: true,
         });
         let _ = parse_command(&message_text(&msg, "Engram"));
-        let ids = mention_ids(&t);
+        let ids = mention::ids_in(&t);
         let names: HashMap<String, String> = ids.iter().map(|id| (id.clone(), "Bob".to_string())).collect();
-        let _ = display_mentions(&t, &names);
+        let _ = mention::display(&t, &names);
     }
 
     #[test]

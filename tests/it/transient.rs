@@ -66,7 +66,7 @@ async fn context_is_built_once_and_then_served_from_cache() {
         privacy: engram::domain::Privacy::GuildPublic,
         dm_owner: None,
     };
-    let memory = h.bot.memory();
+    let memory = &h.memory.manager;
     let first = memory.person_memory(alice, "alice", &place).await.unwrap();
     let calls = h.fake().total();
     assert!(calls >= 1, "the first build uses the LLM");
@@ -267,8 +267,8 @@ async fn alices_history(h: &Harness) -> (String, bool, usize) {
     let alice = h.person("alice").await;
     let before = h.fake().count("history_summary");
     let (text, degraded) = h
-        .bot
-        .memory()
+        .memory
+        .manager
         .history_summary(&scope, alice, "alice", h.clock.now())
         .await
         .unwrap();

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct Harness {
     pub bot: Arc<Bot>,
+    /// The bot's memory tier (the same parts the bot runs on).
+    pub memory: app::Memory,
     pub clock: Arc<ManualClock>,
     pub store: Arc<dyn Store>,
     pub fake: Option<FakeLlmServer>,
@@ -76,11 +78,12 @@ impl Harness {
     ) -> Harness {
         let store = app::open_store(&config).await.unwrap();
         let llm = app::chat_model(&config, &Secrets::default(), clock.clone()).unwrap();
-        let bot =
-            Arc::new(app::build_bot(&config, store.clone(), llm, None, clock.clone()).unwrap());
-        bot.memory().follow_changes().await.unwrap();
+        let built = app::build_bot(&config, store.clone(), llm, None, clock.clone()).unwrap();
+        let (bot, memory) = (Arc::new(built.bot), built.memory);
+        memory.manager.follow_changes().await.unwrap();
         Harness {
             bot,
+            memory,
             clock,
             store,
             fake,
@@ -474,9 +477,8 @@ pub async fn search_texts(
     asker: PersonId,
     query: &str,
 ) -> Vec<String> {
-    h.bot
-        .memory()
-        .retriever()
+    h.memory
+        .retriever
         .search(
             query,
             &place.visible_scopes(asker),
