@@ -17,6 +17,20 @@ pub const ATTEMPTS: u32 = 5;
 /// What a code offered by an account is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CodeCheck {
+    /// A good code: redeeming `code_hash` joins the account to the person of these accounts.
+    Ready {
+        /// What to redeem after the person's "yes".
+        code_hash: String,
+        /// The accounts of the person who made the code, to show before they agree.
+        accounts: Vec<Account>,
+    },
+    /// A code that cannot be used, and why.
+    Refused(CodeRefused),
+}
+
+/// Why a code cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeRefused {
     /// The account tried too many wrong codes lately; this one was not looked at.
     TooManyTries,
     /// No such code, or it expired (counted as a wrong try).
@@ -25,13 +39,6 @@ pub enum CodeCheck {
     SamePlatform,
     /// The code is this person's own: the accounts are joined already.
     AlreadyLinked,
-    /// A good code: redeeming `code_hash` joins the account to the person of these accounts.
-    Ready {
-        /// What to redeem after the person's "yes".
-        code_hash: String,
-        /// The accounts of the person who made the code, to show before they agree.
-        accounts: Vec<Account>,
-    },
 }
 
 /// Link codes and joins over one store, with this process's wrong-code counts.
@@ -90,7 +97,7 @@ impl Linker {
         let failures = self.failures.get(&account).unwrap_or(0);
         if failures >= ATTEMPTS {
             warn!(platform = platform.as_str(), "too many wrong link codes");
-            return Ok(CodeCheck::TooManyTries);
+            return Ok(CodeCheck::Refused(CodeRefused::TooManyTries));
         }
         let code_hash = link::code_hash(code);
         let Some((owner, made_on)) = self
@@ -99,13 +106,13 @@ impl Linker {
             .await?
         else {
             self.failures.insert(account, failures + 1);
-            return Ok(CodeCheck::Unknown);
+            return Ok(CodeCheck::Refused(CodeRefused::Unknown));
         };
         if made_on == platform {
-            return Ok(CodeCheck::SamePlatform);
+            return Ok(CodeCheck::Refused(CodeRefused::SamePlatform));
         }
         if owner == person {
-            return Ok(CodeCheck::AlreadyLinked);
+            return Ok(CodeCheck::Refused(CodeRefused::AlreadyLinked));
         }
         Ok(CodeCheck::Ready {
             code_hash,

@@ -15,15 +15,14 @@ use crate::memory::entries::EntryBook;
 use crate::memory::forgetting::is_forgotten;
 use crate::memory::hearsay::hearsay_lines;
 use crate::memory::tools::StagedChange;
-use crate::memory::{
-    CaptureOutcome, FactRequest, FactVerb, FactsFollowed, ForgetOutcome, MemoryError,
-    MemoryManager, Method, Moved,
-};
+use crate::memory::{CaptureOutcome, FactRequest, MemoryError, MemoryManager};
 use crate::responder::{Answer, Responder};
 use crate::router::{Command, MemoryCommand, Subject, parse_command};
 use crate::store::{LinkRedeem, Store, StoreError, document_terms, query_terms};
 use std::sync::Arc;
 use tracing::{error, info};
+
+pub mod replies;
 
 /// What the bot says back, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,29 +39,12 @@ pub struct Reply {
     pub text: String,
 }
 
-/// An account as shown to its owner: "Alice (@alice_w, id 1001) on telegram".
-/// How long after the bot asked a yes/no question in a group a plain "yes" or "no" (without
+/// How long after/// How long after the bot asked a yes/no question in a group a plain "yes" or "no" (without
 /// its name) still answers it.
 const PLAIN_ANSWER_WINDOW: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
 
 /// The words that answer the bot's question in a group without its name.
 const PLAIN_ANSWERS: [&str; 5] = ["yes", "y", "yes please", "no", "n"];
-
-/// What the history keeps of an answer that only showed memory.
-const SHOWN_MEMORY_NOTE: &str = "(showed memory here; not kept in the history)";
-
-fn account_line(a: &crate::store::Account) -> String {
-    match &a.username {
-        Some(u) => format!(
-            "{} (@{u}, id {}) on {}",
-            a.display_name, a.external_id, a.platform
-        ),
-        None => format!(
-            "{} (id {}) on {}",
-            a.display_name, a.external_id, a.platform
-        ),
-    }
-}
 
 /// How long the bot waits for a "yes" (as long as a link code lasts).
 const LINK_CODE_MINUTES: i64 = linking::CODE_MINUTES;
@@ -130,34 +112,6 @@ pub struct Bot {
     /// What answers may spend (None: no model or embedder to spend on).
     limits: Option<Arc<Limits>>,
 }
-
-/// What the person is told when an answer would spend over a limit.
-fn limited_reply(admission: Admission) -> Option<String> {
-    match admission {
-        Admission::Allowed => None,
-        Admission::TooFast { retry_in } => Some(format!(
-            "I'm getting more messages than I can answer right now. Yours is saved; ask me again in about {} seconds.",
-            retry_in.as_secs().max(1)
-        )),
-        Admission::BudgetSpent => Some(
-            "This place has used today's budget for my language model, so I can't chat until midnight UTC. Your message is saved, and remember/forget still work.".to_string(),
-        ),
-    }
-}
-
-const HELP: &str = "I remember things about the people here. Try:\n\
-  remember that I love Rust\n\
-  remember this about @bob: he plays chess (kept as what you told me)\n\
-  forget that I love Rust\n\
-  forget everything about me\n\
-  what do you know about me / about @bob\n\
-  note that / keep in mind … (goes into your MEMORY.md)\n\
-  remember everywhere that … (known in every group and chat; /memory unshare <words> undoes)\n\
-  /memory, /memory search <words>, /memory forget <topic>,\n\
-  /memory pause, /memory resume, /memory clear, /memory export,\n\
-  /memory share <words>, /memory unshare <words>\n\
-  /memory link (join your Discord and Telegram memory), /memory links, /memory unlink\n\
-Anything else is conversation.";
 
 impl Bot {
     /// The bot over the parts the composition root built (`app::build_bot`).
@@ -266,9 +220,9 @@ impl Bot {
             Ok(Answer { text, staged, .. }) => self.ask_to_confirm(&ingested, text, staged),
             Err(MemoryError::Store(e)) => {
                 error!(error = %e, "memory store failed while answering");
-                "Something went wrong on my side; your message is saved, but I couldn't act on it. Please try again.".to_string()
+                replies::STORE_FAILED.to_string()
             }
-            Err(refused) => refusal(&refused),
+            Err(refused) => replies::refusal(&refused),
         };
         if text.trim().is_empty() {
             text = "…".to_string();
@@ -277,7 +231,7 @@ impl Bot {
         // Memory shown is not memory: kept as a short note, withheld from search and
         // summaries, so it never comes back as conversation or survives a forget.
         let (kept, withheld) = if shows_memory {
-            (SHOWN_MEMORY_NOTE, true)
+            (replies::SHOWN_MEMORY_NOTE, true)
         } else {
             (text.as_str(), ingested.withheld)
         };
@@ -429,16 +383,13 @@ impl Bot {
     ) -> Result<Answer, MemoryError> {
         let text = ingested.command_text.trim();
         if text.is_empty() {
-            return Ok(Answer::from(format!(
-                "Yes? Say \"{} help\" to see what I can do.",
-                self.config.bot.name
-            )));
+            return Ok(Answer::from(replies::yes(&self.config.bot.name)));
         }
         let len = text.chars().count();
         if len > self.config.bot.max_command_chars {
-            return Ok(Answer::from(format!(
-                "That message is too long for me to act on ({len} characters; the limit is {}). I kept it in the chat history, but did nothing else with it.",
-                self.config.bot.max_command_chars
+            return Ok(Answer::from(replies::too_long_to_act(
+                len,
+                self.config.bot.max_command_chars,
             )));
         }
         let moderator = ingested.author_is_moderator
@@ -464,19 +415,19 @@ impl Bot {
         }
         // Conversation needs the model: over a limit it gets a short answer instead. Memory
         // commands go on without the model (word for word).
-        if let Some(wait) = limited_reply(admission)
+        if let Some(wait) = replies::limited(admission)
             && matches!(command, Command::Chat)
         {
             return Ok(Answer::from(wait));
         }
         let said = match command {
-            Command::Help => HELP.to_string(),
+            Command::Help => replies::HELP.to_string(),
             Command::Chat => return self.responder.reply(ingested).await,
             Command::Memory(cmd) => self.memory_command(ingested, cmd).await?,
             Command::Confirm(yes) => match self.confirm(ingested, yes).await? {
                 Some(answer) => answer,
                 // Nothing was asked: a "yes" is conversation, and over a limit gets its answer.
-                None => match limited_reply(admission) {
+                None => match replies::limited(admission) {
                     Some(wait) => wait,
                     None => return self.responder.reply(ingested).await,
                 },
@@ -491,7 +442,9 @@ impl Bot {
                     || others
                     || fact.split_whitespace().any(|w| w.starts_with('@'))
                 {
-                    return Ok(Answer::from("Only the person a fact is about can have it known everywhere, and it may be about no one else, so I kept nothing. Without \"everywhere\" I keep it where you said it.".to_string()));
+                    return Ok(Answer::from(
+                        replies::EVERYWHERE_ONLY_ABOUT_ONESELF.to_string(),
+                    ));
                 }
                 // Their choice: the fact goes to the global scope, known in every place.
                 let everywhere = Ingested {
@@ -502,58 +455,34 @@ impl Bot {
                     },
                     ..ingested.clone()
                 };
-                let said = self.capture(&everywhere, &fact).await?;
-                if said.starts_with("Got it") {
-                    format!(
-                        "{said} I'll know it everywhere, in every group and private chat (\"/memory unshare\" takes it back)."
-                    )
-                } else {
-                    said
-                }
+                let outcome = self.capture(&everywhere, &fact).await?;
+                replies::known_everywhere(replies::captured(&outcome), &outcome)
             }
             Command::Remember { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 if subject == ingested.message.author {
-                    return self.capture(ingested, &fact).await.map(Answer::from);
+                    let outcome = self.capture(ingested, &fact).await?;
+                    return Ok(Answer::from(replies::captured(&outcome)));
                 }
                 let req = self.fact_request(ingested, subject, &name, moderator, &fact);
                 info!(actor = %ingested.message.author, subject = %subject, "told about someone");
                 if self.memory.tell(&req).await? {
-                    if ingested.place.privacy == Privacy::Dm {
-                        format!(
-                            "Got it, I'll keep that as what you told me about {name}, here in our private chat only."
-                        )
-                    } else {
-                        format!(
-                            "Got it, I'll keep that as what you told me about {name}. {name} can see it and remove it."
-                        )
-                    }
+                    replies::told(&name, ingested.place.privacy == Privacy::Dm)
                 } else {
-                    "I already knew that.".to_string()
+                    replies::ALREADY_KNEW.to_string()
                 }
             }
             Command::Forget { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 let req = self.fact_request(ingested, subject, &name, moderator, &fact);
                 info!(actor = %ingested.message.author, subject = %subject, "forget");
-                match self.memory.forget(&req).await? {
-                    ForgetOutcome::Forgotten { .. } => "Done, I've forgotten that.".to_string(),
-                    ForgetOutcome::NotFound { method: Method::Llm } => {
-                        "I didn't find that in what I know, so nothing changed.".to_string()
-                    }
-                    ForgetOutcome::NotFound {
-                        method: Method::Offline,
-                    } => "I didn't find that wording in what I know, so nothing changed. Try the exact words you used when you told me.".to_string(),
-                }
+                replies::forgot(&self.memory.forget(&req).await?)
             }
             Command::ForgetEverything { subject } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 let req = self.fact_request(ingested, subject, &name, moderator, "");
                 let who = self.who(ingested, subject, &name);
-                match self.memory.forget_everything(&req).await? {
-                    0 => format!("I had nothing about {who} here, so nothing changed."),
-                    _ => format!("Done, I've forgotten everything about {who} that I keep here."),
-                }
+                replies::forgot_everything(&who, self.memory.forget_everything(&req).await?)
             }
             Command::Recall { subject } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
@@ -562,11 +491,7 @@ impl Bot {
                     .person_memory(subject, &name, &ingested.place)
                     .await?;
                 let who = self.who(ingested, subject, &name);
-                if memory.is_empty() {
-                    format!("I don't know anything about {who} yet.")
-                } else {
-                    format!("Here's what I know about {who}:\n{}", memory.text.trim())
-                }
+                replies::recall(&who, (!memory.is_empty()).then_some(&*memory.text))
             }
         };
         Ok(Answer {
@@ -582,15 +507,9 @@ impl Bot {
         text: String,
         staged: Vec<StagedChange>,
     ) -> String {
-        let list: Vec<String> = staged
-            .iter()
-            .map(|c| format!("- {}", c.describe()))
-            .collect();
+        let changes: Vec<String> = staged.iter().map(StagedChange::describe).collect();
         self.ask(ingested, Pending::Tools(staged));
-        format!(
-            "{text}\n\nBefore I change your memory: should I\n{}\nReply \"yes\" to do it or \"no\" to keep it as it is.",
-            list.join("\n")
-        )
+        replies::confirm_changes(&text, &changes)
     }
 
     /// Keeps what waits for the speaker's "yes" here, asked now.
@@ -634,20 +553,14 @@ impl Bot {
     }
 
     /// "remember that …" about oneself: a structured entry (MEMORY.md) and the facts text.
-    async fn capture(&self, ingested: &Ingested, fact: &str) -> Result<String, MemoryError> {
-        let person = ingested.message.author;
-        let name = ingested.message.author_name.clone();
-        let req = self.fact_request(ingested, person, &name, false, fact);
-        Ok(match self.memory.capture(&req).await? {
-            CaptureOutcome::Paused => "Your memory is paused, so I didn't save that. Say \"/memory resume\" to turn it back on.".to_string(),
-            CaptureOutcome::TooLong { limit } => format!(
-                "That is too long to remember (the limit is {limit} characters). Nothing was changed."
-            ),
-            CaptureOutcome::Refused(why) => why.refusal().to_string(),
-            CaptureOutcome::Unchanged => "I already knew that.".to_string(),
-            CaptureOutcome::Saved { word_for_word: true } => "Got it, I'll remember that (noted word for word: my language model is not available).".to_string(),
-            CaptureOutcome::Saved { word_for_word: false } => "Got it, I'll remember that.".to_string(),
-        })
+    async fn capture(
+        &self,
+        ingested: &Ingested,
+        fact: &str,
+    ) -> Result<CaptureOutcome, MemoryError> {
+        let me = &ingested.message;
+        let req = self.fact_request(ingested, me.author, &me.author_name, false, fact);
+        self.memory.capture(&req).await
     }
 
     async fn memory_command(
@@ -663,44 +576,24 @@ impl Bot {
             MemoryCommand::View => {
                 let md = entries.memory_md(person, place).await?;
                 let told = self.told_about(person, ingested).await?;
-                let told = if told.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "\n## What others told me about you\n{}\n(Their words, not yours: \"/memory forget <words>\" removes one.)\n",
-                        hearsay_lines(&told)
-                    )
-                };
-                let paused = if entries.paused(person).await? {
-                    "\n(Memory is paused: nothing new is collected. /memory resume turns it back on.)"
-                } else {
-                    ""
-                };
-                if md.lines().count() <= 1 && told.is_empty() {
-                    format!("I have no notes about you that I may show here.{paused}")
-                } else if private {
-                    format!("{md}{told}{paused}")
-                } else {
-                    format!(
-                        "{md}{told}(Only what may be shown in this channel; ask me in a private chat for all of it.){paused}"
-                    )
-                }
+                let paused = entries.paused(person).await?;
+                replies::memory_view(&md, &hearsay_lines(&told), paused, private)
             }
             MemoryCommand::Pause => {
                 entries.set_paused(person, true).await?;
-                "Memory paused: nothing new about you is collected, summarized, extracted or written, by me or by anyone telling me about you. What I already know stays until you remove it. Say \"/memory resume\" to turn it back on.".to_string()
+                replies::PAUSED.to_string()
             }
             MemoryCommand::Resume => {
                 entries.set_paused(person, false).await?;
-                "Memory is back on.".to_string()
+                replies::RESUMED.to_string()
             }
             MemoryCommand::Clear => {
                 self.ask(ingested, Pending::Clear);
-                "This removes everything I have about you, everywhere: your MEMORY.md entries and their history, daily notes, what I know about you (with its history), what others told me about you and what you told me about others, and every message of yours I kept, with my replies to them (the platform keeps its own copy). Reply \"yes\" to confirm or \"no\" to keep it.".to_string()
+                replies::CLEAR_ASK.to_string()
             }
             MemoryCommand::Forget(topic) => {
                 if topic.trim().is_empty() {
-                    return Ok("Forget what? Try \"/memory forget <topic>\".".into());
+                    return Ok(replies::FORGET_WHAT.to_string());
                 }
                 let found = entries.search(person, place, &topic, 20).await?;
                 let terms = query_terms(&topic, 32);
@@ -718,16 +611,18 @@ impl Bot {
                     .map(|h| (h.id, h.text, h.told_by_name))
                     .collect();
                 if found.is_empty() && told.is_empty() {
-                    format!(
-                        "I have nothing about \"{}\" that I may show here, so nothing changed.",
-                        topic.trim()
-                    )
+                    replies::nothing_to_forget(&topic)
                 } else {
-                    let mut list: Vec<String> = found
-                        .iter()
-                        .map(|(e, _)| format!("- {}", e.value))
-                        .collect();
-                    list.extend(told.iter().map(|(_, t, by)| format!("- {by} says: {t}")));
+                    let said = replies::forget_ask(
+                        &found
+                            .iter()
+                            .map(|(e, _)| e.value.as_str())
+                            .collect::<Vec<_>>(),
+                        &told
+                            .iter()
+                            .map(|(_, t, by)| (t.as_str(), by.as_str()))
+                            .collect::<Vec<_>>(),
+                    );
                     self.ask(
                         ingested,
                         Pending::Forget {
@@ -735,26 +630,16 @@ impl Bot {
                             told: told.into_iter().map(|(id, t, _)| (id, t)).collect(),
                         },
                     );
-                    format!(
-                        "This matches:\n{}\nReply \"yes\" to forget it, or \"no\" to keep it.",
-                        list.join("\n")
-                    )
+                    said
                 }
             }
             MemoryCommand::Search(query) => {
                 let found = entries.search(person, place, &query, 10).await?;
-                if found.is_empty() {
-                    format!("Nothing in your memory matches \"{}\".", query.trim())
-                } else {
-                    let list: Vec<String> = found
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (e, _))| {
-                            format!("{}. {} ({})", i + 1, e.value, e.category.heading())
-                        })
-                        .collect();
-                    list.join("\n")
-                }
+                let found: Vec<(&str, &str)> = found
+                    .iter()
+                    .map(|(e, _)| (e.value.as_str(), e.category.heading()))
+                    .collect();
+                replies::search_results(&query, &found)
             }
             MemoryCommand::Export => entries.memory_md(person, place).await?,
             MemoryCommand::Link(code) => self.link(ingested, &code).await?,
@@ -762,9 +647,7 @@ impl Bot {
             MemoryCommand::Unlink(which) => self.unlink(ingested, &which).await?,
             MemoryCommand::Share(words) => self.share(ingested, &words, true).await?,
             MemoryCommand::Unshare(words) => self.share(ingested, &words, false).await?,
-            MemoryCommand::Unknown(word) => format!(
-                "I don't know \"/memory {word}\". Try /memory, /memory search <words>, /memory forget <topic>, /memory pause, /memory resume, /memory clear, /memory export, /memory share <words>, /memory unshare <words>, /memory link, /memory links or /memory unlink."
-            ),
+            MemoryCommand::Unknown(word) => replies::unknown_memory_command(&word),
         })
     }
 
@@ -778,13 +661,8 @@ impl Bot {
         words: &str,
         everywhere: bool,
     ) -> Result<String, MemoryError> {
-        let usage = if everywhere {
-            "/memory share <words of the entry>"
-        } else {
-            "/memory unshare <words of the entry>"
-        };
         if words.trim().is_empty() {
-            return Ok(format!("Which entry? Try \"{usage}\"."));
+            return Ok(replies::which_entry(everywhere));
         }
         let person = ingested.message.author;
         let place = &ingested.place;
@@ -806,33 +684,18 @@ impl Bot {
             .collect();
         let entry = match found.as_slice() {
             [one] => one.clone(),
-            [] => {
-                return Ok(if everywhere {
-                    format!(
-                        "None of your entries that I may show here has all of \"{}\" (and is not shared already).",
-                        words.trim()
-                    )
-                } else {
-                    format!(
-                        "None of your shared entries has all of \"{}\".",
-                        words.trim()
-                    )
-                });
-            }
+            [] => return Ok(replies::no_entry_to_share(words, everywhere)),
             many => {
-                let list: Vec<String> = many.iter().map(|e| format!("- {}", e.value)).collect();
-                return Ok(format!(
-                    "Several entries match; say which one with more of its words:\n{}",
-                    list.join("\n")
-                ));
+                let values: Vec<&str> = many.iter().map(|e| e.value.as_str()).collect();
+                return Ok(replies::several_entries(&values));
             }
         };
         if everywhere {
             if self.entries.paused(person).await? {
-                return Ok("Your memory is paused, so I'm not changing where it is known. Say \"/memory resume\" first.".to_string());
+                return Ok(replies::SHARE_PAUSED.to_string());
             }
             if entry.value.split_whitespace().any(|w| w.starts_with('@')) {
-                return Ok("That entry mentions someone else, and what is known everywhere may only be about you, so I left it where it is.".to_string());
+                return Ok(replies::SHARE_MENTIONS_SOMEONE.to_string());
             }
             let learned = crate::memory::entries::origin(&entry.scope);
             self.ask(
@@ -842,10 +705,7 @@ impl Bot {
                     value: entry.value.clone(),
                 },
             );
-            return Ok(format!(
-                "Share \"{}\" (learned in {learned}) everywhere, in every group and private chat where I am? Reply \"yes\" to share it or \"no\" to keep it where it is.",
-                entry.value
-            ));
+            return Ok(replies::share_ask(&entry.value, &learned));
         }
         self.move_entry(ingested, entry.id, &entry.value, Scope::Dm(person))
             .await
@@ -863,21 +723,8 @@ impl Bot {
         let person = ingested.message.author;
         let name = ingested.message.author_name.clone();
         let req = self.fact_request(ingested, person, &name, false, value);
-        Ok(match self.memory.move_entry(&req, id, to).await? {
-            Moved::Gone => "That entry is gone meanwhile, so nothing changed.".to_string(),
-            Moved::Shared => format!(
-                "Shared: I'll know \"{value}\" everywhere, in every group and private chat. \"/memory unshare\" takes it back."
-            ),
-            Moved::Unshared(FactsFollowed::Yes) => format!(
-                "Unshared: \"{value}\" is no longer known everywhere, only in our private chat."
-            ),
-            Moved::Unshared(FactsFollowed::NotFound) => format!(
-                "Unshared: the entry \"{value}\" is known only in our private chat now, but I couldn't find those words in what I know about you everywhere; if I say it elsewhere, tell me \"forget that …\" there."
-            ),
-            Moved::Unshared(FactsFollowed::Failed) => format!(
-                "Unshared: the entry \"{value}\" is known only in our private chat now, but I couldn't update what I know about you everywhere; try \"/memory unshare\" again later."
-            ),
-        })
+        let moved = self.memory.move_entry(&req, id, to).await?;
+        Ok(replies::moved(&moved, value))
     }
 
     /// What others told about `person` that they may see where they ask: in their own
@@ -902,19 +749,12 @@ impl Bot {
     async fn link(&self, ingested: &Ingested, code: &str) -> Result<String, MemoryError> {
         let place = &ingested.place;
         if place.privacy != Privacy::Dm {
-            return Ok(if code.trim().is_empty() {
-                "Ask me for a link code in a private chat: anyone who sees a code can use it."
-                    .to_string()
-            } else {
-                "I won't use a code posted here: anyone could have seen it, so it no longer works. Make a new one with \"/memory link\" in a private chat.".to_string()
-            });
+            return Ok(replies::link_only_in_private(!code.trim().is_empty()));
         }
         let person = ingested.message.author;
         if code.trim().is_empty() {
             let code = self.linker.new_code(person, place.platform).await?;
-            return Ok(format!(
-                "Your link code is {code}. Within {LINK_CODE_MINUTES} minutes, send \"/memory link {code}\" to me in a private chat on your other platform (Discord or Telegram). It works once; that account then shares your memory from here: what you told me in private and what I know about you everywhere. Never post it anywhere else."
-            ));
+            return Ok(replies::link_code(&code));
         }
         let checked = self
             .linker
@@ -925,45 +765,20 @@ impl Bot {
                 code_hash,
                 accounts,
             } => (code_hash, accounts),
-            CodeCheck::TooManyTries => {
-                return Ok(format!(
-                    "Too many wrong codes. Wait {LINK_CODE_MINUTES} minutes, then make a new code on the other platform."
-                ));
-            }
-            CodeCheck::Unknown => return Ok("That code is unknown or has expired. Make a new one with \"/memory link\" on the other platform.".to_string()),
-            CodeCheck::SamePlatform => {
-                return Ok("That code was made on this platform: use it on the other one.".to_string());
-            }
-            CodeCheck::AlreadyLinked => {
-                return Ok("This account is already linked to that one.".to_string());
-            }
+            CodeCheck::Refused(why) => return Ok(replies::code_refused(why)),
         };
-        // Names can be faked: the accounts are shown with their usernames and ids too.
-        let others: Vec<String> = accounts.iter().map(account_line).collect();
         self.ask(ingested, Pending::Link { code_hash });
-        Ok(format!(
-            "This joins this {} account ({}, id {}) with {}: your private memory and what I know about you everywhere will be shared between them. Only say yes if that is your own account. Reply \"yes\" to link them or \"no\" to cancel.",
+        Ok(replies::link_ask(
             place.platform,
-            ingested.message.author_name,
-            ingested.author_external_id,
-            others.join(", ")
+            &ingested.message.author_name,
+            &ingested.author_external_id,
+            &accounts,
         ))
     }
 
     /// `/memory links`: the accounts that share this memory.
     async fn links(&self, person: PersonId) -> Result<String, MemoryError> {
-        let accounts = self.linker.accounts(person).await?;
-        if accounts.len() <= 1 {
-            return Ok("This account is not linked to another one.".to_string());
-        }
-        let list: Vec<String> = accounts
-            .iter()
-            .map(|a| format!("- {}", account_line(a)))
-            .collect();
-        Ok(format!(
-            "These accounts share your memory:\n{}\n\"/memory unlink\" separates them (\"/memory unlink discord\" or \"/memory unlink telegram\" cuts that one).",
-            list.join("\n")
-        ))
+        Ok(replies::links(&self.linker.accounts(person).await?))
     }
 
     /// `/memory unlink [platform]`: cuts a join from either side. Without a platform, this
@@ -977,29 +792,14 @@ impl Bot {
             "" => None,
             p => match Platform::parse(p) {
                 Some(p) => Some(p),
-                None => {
-                    return Ok(format!(
-                        "\"{which}\" is not a platform: say \"/memory unlink discord\" or \"/memory unlink telegram\"."
-                    ));
-                }
+                None => return Ok(replies::not_a_platform(&which)),
             },
         };
-        let done: Vec<String> = self
+        let cut = self
             .linker
             .unlink(person, here, &ingested.author_external_id, only)
-            .await?
-            .iter()
-            .map(|a| format!("{} on {}", a.display_name, a.platform))
-            .collect();
-        if done.is_empty() {
-            return Ok(
-                "This account is not linked to another one, so nothing changed.".to_string(),
-            );
-        }
-        Ok(format!(
-            "Unlinked: {} has its own memory again.",
-            done.join(" and ")
-        ))
+            .await?;
+        Ok(replies::unlinked(&cut))
     }
 
     async fn confirm(&self, ingested: &Ingested, yes: bool) -> Result<Option<String>, MemoryError> {
@@ -1008,12 +808,10 @@ impl Bot {
             return Ok(None);
         };
         if self.clock.now() - asked_at > chrono::TimeDelta::minutes(LINK_CODE_MINUTES) {
-            return Ok(Some(format!(
-                "I asked that more than {LINK_CODE_MINUTES} minutes ago, so it has lapsed and nothing was changed; ask me again if you still want it."
-            )));
+            return Ok(Some(replies::lapsed()));
         }
         if !yes {
-            return Ok(Some("OK, nothing was changed.".to_string()));
+            return Ok(Some(replies::NOTHING_CHANGED.to_string()));
         }
         let person = ingested.message.author;
         Ok(Some(match pending {
@@ -1023,41 +821,26 @@ impl Bot {
             Pending::Forget { entries, told } => {
                 let told: Vec<i64> = told.iter().map(|(id, _)| *id).collect();
                 let req = self.own_request(ingested);
-                let n = self.memory.delete_entries(&req, &entries, &told).await?;
-                format!(
-                    "Done, I've forgotten {n} {}.",
-                    if n == 1 { "entry" } else { "entries" }
-                )
+                replies::forgot_entries(self.memory.delete_entries(&req, &entries, &told).await?)
             }
             Pending::Clear => {
                 self.memory.clear_with_joined(person).await?;
-                "Done, I've cleared everything I had about you.".to_string()
+                replies::CLEARED.to_string()
             }
             Pending::Link { code_hash } => {
                 let platform = ingested.place.platform;
-                match self
+                let redeemed = self
                     .linker
                     .redeem(&code_hash, platform, &ingested.author_external_id)
-                    .await?
-                {
-                    LinkRedeem::Linked { .. } => {
-                        self.memory.purge_caches();
-                        format!(
-                            "Linked: this {platform} account now shares your memory. \"/memory links\" lists the accounts, \"/memory unlink\" undoes it."
-                        )
-                    }
-                    LinkRedeem::Unknown => "That code has expired meanwhile. Make a new one with \"/memory link\" on the other platform.".to_string(),
-                    LinkRedeem::SamePlatform => "That code was made on this platform: use it on the other one.".to_string(),
-                    LinkRedeem::AlreadyLinked => "This account is already linked to that one.".to_string(),
+                    .await?;
+                if matches!(redeemed, LinkRedeem::Linked { .. }) {
+                    self.memory.purge_caches();
                 }
+                replies::redeemed(&redeemed, platform)
             }
             Pending::Tools(changes) => {
                 let req = self.own_request(ingested);
-                let n = self.memory.apply_staged(&req, &changes).await?;
-                format!(
-                    "Done: {n} {} changed.",
-                    if n == 1 { "entry" } else { "entries" }
-                )
+                replies::changed_entries(self.memory.apply_staged(&req, &changes).await?)
             }
         }))
     }
@@ -1163,65 +946,13 @@ impl Bot {
             _ => {
                 let who: Vec<String> = found
                     .iter()
-                    .map(|(_, shown, username)| match username {
-                        Some(u) => format!("{shown} (@{u})"),
-                        None => shown.clone(),
-                    })
+                    .map(|(_, shown, username)| replies::candidate(shown, username.as_deref()))
                     .collect();
                 Err(MemoryError::AmbiguousPerson {
                     name: name.clone(),
                     candidates: who,
                 })
             }
-        }
-    }
-}
-
-/// The answer to a request memory refused, in the chat's words (nothing was changed).
-fn refusal(e: &MemoryError) -> String {
-    match e {
-        MemoryError::EmptyFact { verb } => {
-            let (what, example) = match verb {
-                FactVerb::Remember => ("Remember", "remember"),
-                FactVerb::Forget => ("Forget", "forget"),
-            };
-            format!("{what} what? Say it after the command, e.g. \"{example} that I love Rust\".")
-        }
-        MemoryError::EmptyCapture => {
-            "Remember what? Say it after the phrase, e.g. \"remember that I prefer short answers\".".to_string()
-        }
-        MemoryError::FactTooLong { verb, len, limit } => {
-            let what = match verb {
-                FactVerb::Remember => "remember",
-                FactVerb::Forget => "forget",
-            };
-            format!(
-                "That is too long to {what} as a fact ({len} characters; the limit is {limit}). Nothing was changed."
-            )
-        }
-        MemoryError::FactsFull { subject, limit } => format!(
-            "I already keep a lot about {subject} here ({limit} characters at most). Ask me to forget something first; nothing was changed."
-        ),
-        MemoryError::NotTheirs { subject } => format!(
-            "Only {subject} (or a moderator) can make me forget things about {subject}; you can take back only what you told me yourself. Nothing was changed."
-        ),
-        MemoryError::SubjectPaused { subject } => format!(
-            "{subject} has paused their memory, so I'm not keeping anything new about them. Nothing was changed."
-        ),
-        MemoryError::NeverKept(why) => why.refusal().to_string(),
-        MemoryError::UnknownPerson { name } => {
-            format!("I don't know anyone called {name} here yet. Nothing was changed.")
-        }
-        MemoryError::AmbiguousPerson { name, candidates } => format!(
-            "More than one person here goes by {name}: {}. Mention the one you mean with @ (or reply to their message). Nothing was changed.",
-            candidates.join(", ")
-        ),
-        MemoryError::Import(why) => why.to_string(),
-        MemoryError::Busy => {
-            "Memory is busy with other updates right now; please try again.".to_string()
-        }
-        MemoryError::Store(_) => {
-            "Something went wrong on my side; your message is saved, but I couldn't act on it. Please try again.".to_string()
         }
     }
 }
