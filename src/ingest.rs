@@ -6,7 +6,8 @@
 //! taken out of stored text, and a code seen outside a private chat is revoked at once.
 
 use crate::domain::{
-    IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceKind, StoredMessage,
+    IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceId, SpaceKind,
+    StoredMessage,
 };
 use crate::domain::{link, secret};
 use crate::router::{Command, parse_command};
@@ -161,6 +162,70 @@ pub fn message_text(msg: &IncomingMessage, bot_name: &str) -> String {
     text
 }
 
+/// Where `msg` was said, by `author` in `space`: a private space or a DM channel is the
+/// author's private chat.
+fn place_of(msg: &IncomingMessage, space: SpaceId, author: PersonId) -> Place {
+    let private = msg.space_kind == SpaceKind::Private || msg.channel_privacy == Privacy::Dm;
+    Place {
+        platform: msg.platform,
+        space,
+        space_kind: msg.space_kind,
+        channel: msg.channel_external_id.clone(),
+        privacy: if private {
+            Privacy::Dm
+        } else {
+            msg.channel_privacy
+        },
+        dm_owner: private.then_some(author),
+    }
+}
+
+/// Where `msg`, said at `place` by `author`, is kept: an answer only the author sees is kept
+/// with them (a channel of its own in their private scope, out of the channel's history and
+/// everyone else's search); anything else where it was said.
+fn kept_at(msg: &IncomingMessage, place: &Place, author: PersonId) -> Place {
+    if msg.private_answer && place.privacy != Privacy::Dm {
+        Place {
+            channel: format!("private:{}", msg.author_external_id),
+            privacy: Privacy::Dm,
+            dm_owner: Some(author),
+            ..place.clone()
+        }
+    } else {
+        place.clone()
+    }
+}
+
+/// What an addressed message asks, read once.
+struct Asked {
+    /// Whether it was said to the bot.
+    addressed: bool,
+    /// The text without the bot's name in front.
+    command_text: String,
+    /// What it asks for.
+    command: Command,
+}
+
+/// The one reading of what `msg` (whose text is `text`) asks: the platform's command as it
+/// came, else the text said to the bot (by name, in a private chat, or as a reply to it).
+/// A bot's message asks nothing.
+fn asked(msg: &IncomingMessage, text: &str, bot_name: &str, private: bool) -> Asked {
+    let stripped = strip_address(text, bot_name).filter(|_| !msg.author_is_bot);
+    let addressed = !msg.author_is_bot
+        && (stripped.is_some() || msg.command.is_some() || private || msg.replies_to_bot);
+    let command_text = stripped.unwrap_or_else(|| text.to_string());
+    let command = match &msg.command {
+        Some(command) if !msg.author_is_bot => command.clone(),
+        _ if addressed => parse_command(&command_text),
+        _ => Command::Chat,
+    };
+    Asked {
+        addressed,
+        command_text,
+        command,
+    }
+}
+
 impl Ingestor {
     /// An ingestor on `store`; `bot_name` is how people address the bot, `max_mentions` the most people one message may mention.
     pub fn new(store: Arc<dyn Store>, bot_name: &str, max_mentions: usize) -> Ingestor {
@@ -178,12 +243,10 @@ impl Ingestor {
         if text.is_empty() {
             return Ok(None);
         }
-        let author_name = sanitize(&msg.author_display_name);
-        let author_name = if author_name.is_empty() {
-            msg.author_external_id.clone()
-        } else {
-            author_name
-        };
+        // Shown by their name, or (no name left once cleaned) by their account id.
+        let author_name = Some(sanitize(&msg.author_display_name))
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| msg.author_external_id.clone());
         // One read: who wrote it, and whether their memory is paused (then it is withheld).
         let resolved = self
             .store
@@ -204,65 +267,15 @@ impl Ingestor {
                 &msg.space_title,
             )
             .await?;
-        let private = msg.space_kind == SpaceKind::Private || msg.channel_privacy == Privacy::Dm;
-        let place = Place {
-            platform: msg.platform,
-            space,
-            space_kind: msg.space_kind,
-            channel: msg.channel_external_id.clone(),
-            privacy: if private {
-                Privacy::Dm
-            } else {
-                msg.channel_privacy
-            },
-            dm_owner: private.then_some(author),
-        };
-        // The one reading of what it asks: the platform's command as it came, else the text.
-        let stripped = strip_address(&text, &self.bot_name).filter(|_| !msg.author_is_bot);
-        let addressed = !msg.author_is_bot
-            && (stripped.is_some() || msg.command.is_some() || private || msg.replies_to_bot);
-        let command_text = stripped.unwrap_or_else(|| text.clone());
-        let command = match &msg.command {
-            Some(command) if !msg.author_is_bot => command.clone(),
-            _ if addressed => parse_command(&command_text),
-            _ => Command::Chat,
-        };
+        let place = place_of(msg, space, author);
+        let Asked {
+            addressed,
+            command_text,
+            command,
+        } = asked(msg, &text, &self.bot_name, place.privacy == Privacy::Dm);
         let is_command = !matches!(command, Command::Chat);
-        // Link codes never reach the stored text, however they are spelled out; one seen
-        // outside a private chat is dead at once, as anyone there could use it.
-        let mut stored_text = stored_form(&text);
-        let spans = link::code_spans(&text);
-        if !spans.is_empty() {
-            let hashes: Vec<String> = spans.iter().map(|(c, _)| link::code_hash(c)).collect();
-            let codes = self.store.seen_link_codes(&hashes, !private).await?;
-            if !codes.is_empty() {
-                if !private {
-                    warn!(
-                        platform = msg.platform.as_str(),
-                        "a link code was posted outside a private chat: revoked"
-                    );
-                }
-                let seen: Vec<std::ops::Range<usize>> = spans
-                    .into_iter()
-                    .zip(hashes)
-                    .filter(|(_, h)| codes.contains(h))
-                    .map(|((_, r), _)| r)
-                    .collect();
-                stored_text = stored_form(&link::redact_spans(&text, &seen));
-            }
-        }
-        // An answer only the author sees is kept with them: a channel of its own in their
-        // private scope, out of the channel's history and everyone else's search.
-        let record = if msg.private_answer && !private {
-            Place {
-                channel: format!("private:{}", msg.author_external_id),
-                privacy: Privacy::Dm,
-                dm_owner: Some(author),
-                ..place.clone()
-            }
-        } else {
-            place.clone()
-        };
+        let stored_text = self.without_link_codes(&text, &place).await?;
+        let record = kept_at(msg, &place, author);
         let id = self
             .store
             .insert_message(&NewMessage {
@@ -280,8 +293,67 @@ impl Ingestor {
                 withheld,
             })
             .await?;
-        // People the message is about: each once, the bot aside, at most `max_mentions` of them
-        // (a message naming hundreds builds memory for a bounded few).
+        let mentions = self.mentioned(msg).await?;
+        Ok(Some(Ingested {
+            message: StoredMessage {
+                id,
+                space,
+                channel: record.channel.clone(),
+                scope: record.home_scope(),
+                author,
+                author_name,
+                is_bot: msg.author_is_bot,
+                text: stored_text,
+                sent_at: msg.sent_at,
+                episode: None,
+            },
+            place,
+            author_external_id: msg.author_external_id.clone(),
+            mentions,
+            addressed,
+            command_text,
+            command,
+            author_is_moderator: msg.author_is_moderator,
+            withheld,
+            is_command,
+            record,
+        }))
+    }
+
+    /// `text` as stored: secrets redacted and link codes taken out, however they are spelled
+    /// out. A code seen outside a private chat is dead at once, as anyone there could use it.
+    async fn without_link_codes(&self, text: &str, place: &Place) -> Result<String, StoreError> {
+        let spans = link::code_spans(text);
+        if spans.is_empty() {
+            return Ok(stored_form(text));
+        }
+        let private = place.privacy == Privacy::Dm;
+        let hashes: Vec<String> = spans.iter().map(|(c, _)| link::code_hash(c)).collect();
+        let codes = self.store.seen_link_codes(&hashes, !private).await?;
+        if codes.is_empty() {
+            return Ok(stored_form(text));
+        }
+        if !private {
+            warn!(
+                platform = place.platform.as_str(),
+                "a link code was posted outside a private chat: revoked"
+            );
+        }
+        let seen: Vec<std::ops::Range<usize>> = spans
+            .into_iter()
+            .zip(hashes)
+            .filter(|(_, h)| codes.contains(h))
+            .map(|((_, r), _)| r)
+            .collect();
+        Ok(stored_form(&link::redact_spans(text, &seen)))
+    }
+
+    /// The people `msg` is about, with their names: each once, the bot aside, at most
+    /// `max_mentions` of them (a message naming hundreds builds memory for a bounded few).
+    async fn mentioned(
+        &self,
+        msg: &IncomingMessage,
+    ) -> Result<Vec<(PersonId, String)>, StoreError> {
         let mut mentions = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let about = msg
@@ -316,30 +388,7 @@ impl Ingestor {
                 mentions.push((id, m.display_name.clone()));
             }
         }
-        Ok(Some(Ingested {
-            message: StoredMessage {
-                id,
-                space,
-                channel: record.channel.clone(),
-                scope: record.home_scope(),
-                author,
-                author_name,
-                is_bot: msg.author_is_bot,
-                text: stored_text,
-                sent_at: msg.sent_at,
-                episode: None,
-            },
-            place,
-            author_external_id: msg.author_external_id.clone(),
-            mentions,
-            addressed,
-            command_text,
-            command,
-            author_is_moderator: msg.author_is_moderator,
-            withheld,
-            is_command,
-            record,
-        }))
+        Ok(mentions)
     }
 
     /// Stores the bot's own reply in the same place (before it is sent), link codes taken out;

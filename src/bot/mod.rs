@@ -113,6 +113,22 @@ pub struct Bot {
     limits: Option<Arc<Limits>>,
 }
 
+/// Whether the answer to `command` only shows memory (kept in the history as a note).
+fn shows_memory(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Recall { .. }
+            | Command::Memory(
+                MemoryCommand::View
+                    | MemoryCommand::Search(_)
+                    | MemoryCommand::Export
+                    | MemoryCommand::Forget(_)
+                    | MemoryCommand::Share(_)
+                    | MemoryCommand::Unshare(_)
+            )
+    )
+}
+
 impl Bot {
     /// The bot over the parts the composition root built (`app::build_bot`).
     pub fn new(parts: BotParts) -> Bot {
@@ -397,18 +413,7 @@ impl Bot {
                 .config
                 .is_moderator(msg.platform, &ingested.author_external_id);
         let command = ingested.command.clone();
-        let shows_memory = matches!(
-            command,
-            Command::Recall { .. }
-                | Command::Memory(
-                    MemoryCommand::View
-                        | MemoryCommand::Search(_)
-                        | MemoryCommand::Export
-                        | MemoryCommand::Forget(_)
-                        | MemoryCommand::Share(_)
-                        | MemoryCommand::Unshare(_)
-                )
-        );
+        let shows_memory = shows_memory(&command);
         if !matches!(command, Command::Confirm(_)) {
             // A question the bot asked lapses once the person moves on.
             self.pending.invalidate(&Self::pending_key(ingested));
@@ -433,30 +438,10 @@ impl Bot {
                 },
             },
             Command::RememberEverywhere { subject, fact } => {
-                let (subject, _) = self.resolve_subject(msg, ingested, &subject).await?;
-                let others = ingested
-                    .mentions
-                    .iter()
-                    .any(|(p, _)| *p != ingested.message.author);
-                if subject != ingested.message.author
-                    || others
-                    || fact.split_whitespace().any(|w| w.starts_with('@'))
-                {
-                    return Ok(Answer::from(
-                        replies::EVERYWHERE_ONLY_ABOUT_ONESELF.to_string(),
-                    ));
-                }
-                // Their choice: the fact goes to the global scope, known in every place.
-                let everywhere = Ingested {
-                    place: Place {
-                        privacy: Privacy::Global,
-                        dm_owner: None,
-                        ..ingested.place.clone()
-                    },
-                    ..ingested.clone()
-                };
-                let outcome = self.capture(&everywhere, &fact).await?;
-                replies::known_everywhere(replies::captured(&outcome), &outcome)
+                return self
+                    .remember_everywhere(msg, ingested, &subject, &fact)
+                    .await
+                    .map(Answer::from);
             }
             Command::Remember { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
@@ -465,12 +450,7 @@ impl Bot {
                     return Ok(Answer::from(replies::captured(&outcome)));
                 }
                 let req = self.fact_request(ingested, subject, &name, moderator, &fact);
-                info!(actor = %ingested.message.author, subject = %subject, "told about someone");
-                if self.memory.tell(&req).await? {
-                    replies::told(&name, ingested.place.privacy == Privacy::Dm)
-                } else {
-                    replies::ALREADY_KNEW.to_string()
-                }
+                self.tell(&req).await?
             }
             Command::Forget { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
@@ -552,6 +532,51 @@ impl Bot {
         )
     }
 
+    /// "remember everywhere that …": the speaker's choice to have a fact about themselves (and
+    /// no one else) known in every place.
+    async fn remember_everywhere(
+        &self,
+        msg: &IncomingMessage,
+        ingested: &Ingested,
+        subject: &Subject,
+        fact: &str,
+    ) -> Result<String, MemoryError> {
+        let (subject, _) = self.resolve_subject(msg, ingested, subject).await?;
+        let others = ingested
+            .mentions
+            .iter()
+            .any(|(p, _)| *p != ingested.message.author);
+        if subject != ingested.message.author
+            || others
+            || fact.split_whitespace().any(|w| w.starts_with('@'))
+        {
+            return Ok(replies::EVERYWHERE_ONLY_ABOUT_ONESELF.to_string());
+        }
+        let everywhere = Ingested {
+            place: Place {
+                privacy: Privacy::Global,
+                dm_owner: None,
+                ..ingested.place.clone()
+            },
+            ..ingested.clone()
+        };
+        let outcome = self.capture(&everywhere, fact).await?;
+        Ok(replies::known_everywhere(
+            replies::captured(&outcome),
+            &outcome,
+        ))
+    }
+
+    /// "remember this about @name: …": kept as what the speaker told about them.
+    async fn tell(&self, req: &FactRequest<'_>) -> Result<String, MemoryError> {
+        info!(actor = %req.actor, subject = %req.subject, "told about someone");
+        Ok(if self.memory.tell(req).await? {
+            replies::told(req.subject_name, req.place.privacy == Privacy::Dm)
+        } else {
+            replies::ALREADY_KNEW.to_string()
+        })
+    }
+
     /// "remember that …" about oneself: a structured entry (MEMORY.md) and the facts text.
     async fn capture(
         &self,
@@ -591,48 +616,7 @@ impl Bot {
                 self.ask(ingested, Pending::Clear);
                 replies::CLEAR_ASK.to_string()
             }
-            MemoryCommand::Forget(topic) => {
-                if topic.trim().is_empty() {
-                    return Ok(replies::FORGET_WHAT.to_string());
-                }
-                let found = entries.search(person, place, &topic, 20).await?;
-                let terms = query_terms(&topic, 32);
-                let told: Vec<(i64, String, String)> = self
-                    .told_about(person, ingested)
-                    .await?
-                    .into_iter()
-                    .filter(|h| {
-                        is_forgotten(&h.text, &topic, "")
-                            || document_terms(&h.text)
-                                .terms
-                                .iter()
-                                .any(|(t, _)| terms.contains(t))
-                    })
-                    .map(|h| (h.id, h.text, h.told_by_name))
-                    .collect();
-                if found.is_empty() && told.is_empty() {
-                    replies::nothing_to_forget(&topic)
-                } else {
-                    let said = replies::forget_ask(
-                        &found
-                            .iter()
-                            .map(|(e, _)| e.value.as_str())
-                            .collect::<Vec<_>>(),
-                        &told
-                            .iter()
-                            .map(|(_, t, by)| (t.as_str(), by.as_str()))
-                            .collect::<Vec<_>>(),
-                    );
-                    self.ask(
-                        ingested,
-                        Pending::Forget {
-                            entries: found.iter().map(|(e, _)| (e.id, e.value.clone())).collect(),
-                            told: told.into_iter().map(|(id, t, _)| (id, t)).collect(),
-                        },
-                    );
-                    said
-                }
-            }
+            MemoryCommand::Forget(topic) => self.forget_topic(ingested, &topic).await?,
             MemoryCommand::Search(query) => {
                 let found = entries.search(person, place, &query, 10).await?;
                 let found: Vec<(&str, &str)> = found
@@ -649,6 +633,54 @@ impl Bot {
             MemoryCommand::Unshare(words) => self.share(ingested, &words, false).await?,
             MemoryCommand::Unknown(word) => replies::unknown_memory_command(&word),
         })
+    }
+
+    /// `/memory forget <topic>`: the speaker's entries and what others told about them that
+    /// match the topic and may be seen here, listed for their "yes".
+    async fn forget_topic(&self, ingested: &Ingested, topic: &str) -> Result<String, MemoryError> {
+        if topic.trim().is_empty() {
+            return Ok(replies::FORGET_WHAT.to_string());
+        }
+        let person = ingested.message.author;
+        let found = self
+            .entries
+            .search(person, &ingested.place, topic, 20)
+            .await?;
+        let terms = query_terms(topic, 32);
+        let told: Vec<(i64, String, String)> = self
+            .told_about(person, ingested)
+            .await?
+            .into_iter()
+            .filter(|h| {
+                is_forgotten(&h.text, topic, "")
+                    || document_terms(&h.text)
+                        .terms
+                        .iter()
+                        .any(|(t, _)| terms.contains(t))
+            })
+            .map(|h| (h.id, h.text, h.told_by_name))
+            .collect();
+        if found.is_empty() && told.is_empty() {
+            return Ok(replies::nothing_to_forget(topic));
+        }
+        let said = replies::forget_ask(
+            &found
+                .iter()
+                .map(|(e, _)| e.value.as_str())
+                .collect::<Vec<_>>(),
+            &told
+                .iter()
+                .map(|(_, t, by)| (t.as_str(), by.as_str()))
+                .collect::<Vec<_>>(),
+        );
+        self.ask(
+            ingested,
+            Pending::Forget {
+                entries: found.iter().map(|(e, _)| (e.id, e.value.clone())).collect(),
+                told: told.into_iter().map(|(id, t, _)| (id, t)).collect(),
+            },
+        );
+        Ok(said)
     }
 
     /// `/memory share` (`everywhere`) or `/memory unshare`: the one entry of the speaker that
