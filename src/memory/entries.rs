@@ -8,7 +8,7 @@ use crate::domain::{
 };
 use crate::memory::MemoryError;
 use crate::store::{Bm25, Store, document_terms, plain_words, query_terms, rank_documents};
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -495,6 +495,62 @@ pub enum Captured {
     Refused(NeverKept),
 }
 
+/// What an import of `person`'s export would write, read and checked before anything is.
+struct ImportPlan {
+    /// MEMORY.md's entries, each with the scope it goes to.
+    entries: Vec<(ImportedEntry, Scope)>,
+    /// The daily notes: day, scope, source, text.
+    notes: Vec<(NaiveDate, Scope, String, String)>,
+}
+
+/// Reads the files of an export of `person` (MEMORY.md, `memory/YYYY-MM-DD.md`) and where each
+/// piece goes: the scope it was learned in, which must be this person's (a private scope of
+/// someone else is refused), else their private scope.
+fn plan_import(person: PersonId, files: &[(String, String)]) -> Result<ImportPlan, MemoryError> {
+    let mut entries = Vec::new();
+    let mut days = Vec::new();
+    for (path, text) in files {
+        if path == "MEMORY.md" {
+            entries = parse_export_md(text).map_err(ImportError::Unreadable)?;
+        } else if let Some(name) = path.strip_prefix("memory/") {
+            days.push(parse_daily_blocks(name, text).map_err(ImportError::Unreadable)?);
+        } else {
+            return Err(ImportError::NotInExport(path.clone()).into());
+        }
+    }
+    let scope_of = |key: Option<&str>| -> Result<Scope, MemoryError> {
+        let Some(key) = key else {
+            return Ok(Scope::Dm(person));
+        };
+        match Scope::parse(key) {
+            Some(Scope::Dm(p)) if p != person => {
+                Err(ImportError::OthersPrivateChat(key.to_string()).into())
+            }
+            Some(scope) => Ok(scope),
+            None => Err(ImportError::UnknownScope(key.to_string()).into()),
+        }
+    };
+    let mut planned = Vec::new();
+    for e in entries {
+        let scope = scope_of(e.meta.as_ref().map(|m| m.scope.as_str()))?;
+        planned.push((e, scope));
+    }
+    let mut notes = Vec::new();
+    for (day, blocks) in &days {
+        for (meta, text) in blocks {
+            let scope = scope_of(meta.as_ref().map(|m| m.scope.as_str()))?;
+            let source = meta
+                .as_ref()
+                .map_or_else(|| "import".to_string(), |m| m.source.clone());
+            notes.push((*day, scope, source, text.clone()));
+        }
+    }
+    Ok(ImportPlan {
+        entries: planned,
+        notes,
+    })
+}
+
 /// Structured entries of people: capture, views, search, forget, clear, pause.
 pub struct EntryBook {
     store: Arc<dyn Store>,
@@ -665,45 +721,7 @@ impl EntryBook {
         person: PersonId,
         files: &[(String, String)],
     ) -> Result<(usize, usize), MemoryError> {
-        let mut entries = Vec::new();
-        let mut days = Vec::new();
-        for (path, text) in files {
-            if path == "MEMORY.md" {
-                entries = parse_export_md(text).map_err(ImportError::Unreadable)?;
-            } else if let Some(name) = path.strip_prefix("memory/") {
-                days.push(parse_daily_blocks(name, text).map_err(ImportError::Unreadable)?);
-            } else {
-                return Err(ImportError::NotInExport(path.clone()).into());
-            }
-        }
-        // Where each piece goes: the scope it was learned in, which must be this person's
-        // (a private scope of someone else is refused), else their private scope.
-        let scope_of = |key: Option<&str>| -> Result<Scope, MemoryError> {
-            let Some(key) = key else {
-                return Ok(Scope::Dm(person));
-            };
-            match Scope::parse(key) {
-                Some(Scope::Dm(p)) if p != person => {
-                    Err(ImportError::OthersPrivateChat(key.to_string()).into())
-                }
-                Some(scope) => Ok(scope),
-                None => Err(ImportError::UnknownScope(key.to_string()).into()),
-            }
-        };
-        let mut planned = Vec::new();
-        for e in &entries {
-            planned.push(scope_of(e.meta.as_ref().map(|m| m.scope.as_str()))?);
-        }
-        let mut notes_planned = Vec::new();
-        for (day, blocks) in &days {
-            for (meta, text) in blocks {
-                let scope = scope_of(meta.as_ref().map(|m| m.scope.as_str()))?;
-                let source = meta
-                    .as_ref()
-                    .map_or_else(|| "import".to_string(), |m| m.source.clone());
-                notes_planned.push((*day, scope, source, text.clone()));
-            }
-        }
+        let ImportPlan { entries, notes } = plan_import(person, files)?;
         let now = self.clock.now();
         // What is already known (under any key or scope) is not written twice.
         let known: std::collections::HashSet<(Category, String)> = self
@@ -720,7 +738,7 @@ impl EntryBook {
             .collect();
         let mut keys: HashMap<(Category, String), usize> = HashMap::new();
         let mut written = 0;
-        for (e, scope) in entries.into_iter().zip(planned) {
+        for (e, scope) in entries {
             let (category, value) = (e.category, e.value);
             // An export edited by hand may hold what memory never keeps.
             if never_kept(&value).is_some() {
@@ -765,27 +783,33 @@ impl EntryBook {
                 written += 1;
             }
         }
-        let mut notes = 0;
-        for (day, scope, source, text) in notes_planned {
+        let notes = self.import_notes(person, notes, now).await?;
+        Ok((written, notes))
+    }
+
+    /// Adds the daily notes of an import (day, scope, source, text) but what memory never
+    /// keeps; returns how many were new.
+    async fn import_notes(
+        &self,
+        person: PersonId,
+        notes: Vec<(NaiveDate, Scope, String, String)>,
+        now: DateTime<Utc>,
+    ) -> Result<usize, MemoryError> {
+        let mut added = 0;
+        for (day, scope, source, text) in notes {
             if never_kept(&text).is_some() {
                 continue;
             }
-            let added = self
-                .store
-                .append_daily_note(
-                    person,
-                    &DailyNote {
-                        day,
-                        scope,
-                        text,
-                        source,
-                        added_at: now,
-                    },
-                )
-                .await?;
-            notes += usize::from(added);
+            let note = DailyNote {
+                day,
+                scope,
+                text,
+                source,
+                added_at: now,
+            };
+            added += usize::from(self.store.append_daily_note(person, &note).await?);
         }
-        Ok((written, notes))
+        Ok(added)
     }
 
     /// MEMORY.md and `memory/YYYY-MM-DD.md` of everything about `person`, as (relative path,

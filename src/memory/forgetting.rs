@@ -177,6 +177,127 @@ impl MemoryManager {
         })
     }
 
+    /// Forgets the target (None: everything) in the subject's facts of every scope in reach,
+    /// noting what was removed. Returns the scopes where only an earlier version said it:
+    /// that history goes.
+    async fn forget_facts(
+        &self,
+        req: &FactRequest<'_>,
+        reach: &Reach,
+        target: Option<&str>,
+        asked: Option<&ForgetTarget>,
+        removed: &mut Removed,
+    ) -> Result<Vec<Scope>, MemoryError> {
+        let fact_scopes = match reach {
+            Reach::Everywhere => self.store.fact_scopes(req.subject).await?,
+            Reach::Scopes(s) => s.clone(),
+        };
+        let mut history_scopes = Vec::new();
+        for scope in &fact_scopes {
+            let sentences = match target {
+                Some(t) => {
+                    let (found, method, sentences) = self.forget_in_scope(req, scope, t).await?;
+                    if found {
+                        removed.method = Some(method);
+                    }
+                    sentences
+                }
+                None => self.empty_facts(req, scope).await?,
+            };
+            if !sentences.is_empty() {
+                removed.items += 1;
+                removed.needles.extend(sentences);
+            } else if let Some(asked) = asked
+                && self
+                    .store
+                    .fact_history(req.subject, scope)
+                    .await?
+                    .iter()
+                    .any(|v| asked.matches(&v.text))
+            {
+                history_scopes.push(scope.clone());
+            }
+        }
+        Ok(history_scopes)
+    }
+
+    /// Deletes the subject's entries in reach that say what was asked (None: all of them) or
+    /// what was removed from the facts under other words, and the earlier versions (of kept
+    /// entries, and of the facts in `history_scopes`) that said it.
+    async fn forget_entries(
+        &self,
+        req: &FactRequest<'_>,
+        reach: &Reach,
+        asked: Option<&ForgetTarget>,
+        history_scopes: &[Scope],
+        removed: &mut Removed,
+    ) -> Result<(), MemoryError> {
+        let matches = |text: &str| asked.is_none_or(|t| t.matches(text));
+        let entries = self.store.entries(req.subject, reach.scopes()).await?;
+        let said = ForgetTarget::all(&removed.needles, req.subject_name);
+        let gone: Vec<_> = entries
+            .iter()
+            .filter(|e| matches(&e.value) || said.iter().any(|t| t.matches(&e.value)))
+            .collect();
+        let ids: Vec<i64> = gone.iter().map(|e| e.id).collect();
+        removed.items += self.store.delete_entries(req.subject, &ids).await? as usize;
+        removed.needles.extend(gone.iter().map(|e| e.value.clone()));
+        let Some(asked) = asked else {
+            return Ok(());
+        };
+        let kept: Vec<i64> = entries
+            .iter()
+            .map(|e| e.id)
+            .filter(|id| !ids.contains(id))
+            .collect();
+        let old: BTreeSet<i64> = self
+            .store
+            .entry_history(req.subject)
+            .await?
+            .into_iter()
+            .filter(|v| kept.contains(&v.entry_id) && asked.matches(&v.value))
+            .map(|v| v.entry_id)
+            .collect();
+        let old: Vec<i64> = old.into_iter().collect();
+        if self
+            .store
+            .drop_history(req.subject, &old, history_scopes)
+            .await?
+            > 0
+        {
+            removed.items += 1;
+        }
+        Ok(())
+    }
+
+    /// The subject's own messages in reach that said what was forgotten ("remember that X",
+    /// chatter), counted as items but for the request itself.
+    async fn own_messages_saying(
+        &self,
+        req: &FactRequest<'_>,
+        reach: &Reach,
+        target: Option<&str>,
+        removed: &mut Removed,
+    ) -> Result<Vec<MessageId>, MemoryError> {
+        let said = ForgetTarget::all(&removed.needles, req.subject_name);
+        let mut messages = Vec::new();
+        for (id, text) in self
+            .store
+            .author_messages(req.subject, reach.scopes())
+            .await?
+        {
+            let says = target.is_some_and(|t| contains_words(&text, t))
+                || said.iter().any(|t| t.matches(&text));
+            if says {
+                if Some(id) != req.source {
+                    removed.items += 1;
+                }
+                messages.push(id);
+            }
+        }
+        Ok(messages)
+    }
+
     /// "forget everything about X": the facts, entries and statements about X that may
     /// surface here (their history too), and X's own messages that said them, by the same
     /// rules as `forget`. Returns how many items went.
@@ -222,92 +343,17 @@ impl MemoryManager {
             if let Some(t) = target {
                 removed.needles.push(t.to_string());
             }
-            let fact_scopes = match reach {
-                Reach::Everywhere => self.store.fact_scopes(req.subject).await?,
-                Reach::Scopes(s) => s.clone(),
-            };
-            let mut history_scopes = Vec::new();
-            for scope in &fact_scopes {
-                let sentences = match target {
-                    Some(t) => {
-                        let (found, method, sentences) =
-                            self.forget_in_scope(req, scope, t).await?;
-                        if found {
-                            removed.method = Some(method);
-                        }
-                        sentences
-                    }
-                    None => self.empty_facts(req, scope).await?,
-                };
-                if !sentences.is_empty() {
-                    removed.items += 1;
-                    removed.needles.extend(sentences);
-                } else if let Some(asked) = &asked
-                    && self
-                        .store
-                        .fact_history(req.subject, scope)
-                        .await?
-                        .iter()
-                        .any(|v| asked.matches(&v.text))
-                {
-                    // Only an earlier version says it: that history goes.
-                    history_scopes.push(scope.clone());
-                }
-            }
-            // Entries: what was asked, or what the model found under other words.
-            let entries = self.store.entries(req.subject, reach.scopes()).await?;
-            let said = ForgetTarget::all(&removed.needles, req.subject_name);
-            let gone: Vec<_> = entries
-                .iter()
-                .filter(|e| matches(&e.value) || said.iter().any(|t| t.matches(&e.value)))
-                .collect();
-            let ids: Vec<i64> = gone.iter().map(|e| e.id).collect();
-            removed.items += self.store.delete_entries(req.subject, &ids).await? as usize;
-            removed.needles.extend(gone.iter().map(|e| e.value.clone()));
-            if let Some(asked) = &asked {
-                let kept: Vec<i64> = entries
-                    .iter()
-                    .map(|e| e.id)
-                    .filter(|id| !ids.contains(id))
-                    .collect();
-                let old: BTreeSet<i64> = self
-                    .store
-                    .entry_history(req.subject)
-                    .await?
-                    .into_iter()
-                    .filter(|v| kept.contains(&v.entry_id) && asked.matches(&v.value))
-                    .map(|v| v.entry_id)
-                    .collect();
-                let old: Vec<i64> = old.into_iter().collect();
-                if self
-                    .store
-                    .drop_history(req.subject, &old, &history_scopes)
-                    .await?
-                    > 0
-                {
-                    removed.items += 1;
-                }
-            }
+            let history_scopes = self
+                .forget_facts(req, reach, target, asked.as_ref(), &mut removed)
+                .await?;
+            self.forget_entries(req, reach, asked.as_ref(), &history_scopes, &mut removed)
+                .await?;
             self.forget_in_notes(req.subject, reach, &removed.needles)
                 .await?;
-            // The subject's own messages that said it ("remember that X", chatter).
-            let said = ForgetTarget::all(&removed.needles, req.subject_name);
-            for (id, text) in self
-                .store
-                .author_messages(req.subject, reach.scopes())
-                .await?
-            {
-                let said = match target {
-                    Some(t) => contains_words(&text, t),
-                    None => false,
-                } || said.iter().any(|t| t.matches(&text));
-                if said {
-                    if Some(id) != req.source {
-                        removed.items += 1;
-                    }
-                    messages.push(id);
-                }
-            }
+            messages.extend(
+                self.own_messages_saying(req, reach, target, &mut removed)
+                    .await?,
+            );
             messages.extend(
                 self.bot_quotes(reach.scopes(), &removed.needles, &about)
                     .await?,

@@ -10,7 +10,7 @@ use crate::domain::mention;
 use crate::domain::{PersonId, Scope, StoredMessage, day_of};
 use crate::llm::LlmError;
 use crate::llm::prompts::{element, fill};
-use crate::store::DaySummaryRecord;
+use crate::store::{DaySummaryRecord, RangeStats};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -98,26 +98,8 @@ impl MemoryManager {
 
         let (from, to) = day_bounds(day);
         let stats = self.store.chatter_stats(scope, from, to).await?;
-        if let Some(stored) = self.store.day_summary(scope, day).await? {
-            let same_hour = hour_bucket(stored.computed_at) == hour_bucket(now);
-            let up_to_date = stored.through_message >= stats.last_message;
-            // Fewer messages than it read: some were deleted or forgotten since, and it may
-            // quote them. Never kept, final or not.
-            let shrunk =
-                stats.count < stored.message_count || stats.last_message < stored.through_message;
-            if !shrunk && (stored.is_final || up_to_date || (!is_past && same_hour)) {
-                if is_past && !stored.is_final {
-                    // Computed while it was today and nothing was said since: final as it is.
-                    let mut finished = stored.clone();
-                    finished.is_final = true;
-                    self.store.put_day_summary(scope, day, &finished).await?;
-                }
-                let value = Arc::new(DaySummaries {
-                    by_person: stored.summaries,
-                    degraded: false,
-                });
-                return Ok(remember(value, is_past));
-            }
+        if let Some(value) = self.stored_day_summaries(scope, day, now, &stats).await? {
+            return Ok(remember(value, is_past));
         }
         if stats.count == 0 {
             return Ok(remember(Arc::new(DaySummaries::default()), is_past));
@@ -168,6 +150,41 @@ impl MemoryManager {
                 }))
             }
         }
+    }
+
+    /// The stored summaries of `day` in `scope`, when they still hold at `now` for the
+    /// chatter `stats` describe: final, up to date, or (today) made this hour, and read from
+    /// no message since deleted or forgotten. A past day's summaries made while it was today,
+    /// with nothing said since, become final as they are.
+    async fn stored_day_summaries(
+        &self,
+        scope: &Scope,
+        day: NaiveDate,
+        now: DateTime<Utc>,
+        stats: &RangeStats,
+    ) -> Result<Option<Arc<DaySummaries>>, MemoryError> {
+        let Some(stored) = self.store.day_summary(scope, day).await? else {
+            return Ok(None);
+        };
+        let is_past = day < day_of(now);
+        let same_hour = hour_bucket(stored.computed_at) == hour_bucket(now);
+        let up_to_date = stored.through_message >= stats.last_message;
+        // Fewer messages than it read: some were deleted or forgotten since, and it may
+        // quote them. Never kept, final or not.
+        let shrunk =
+            stats.count < stored.message_count || stats.last_message < stored.through_message;
+        if shrunk || !(stored.is_final || up_to_date || (!is_past && same_hour)) {
+            return Ok(None);
+        }
+        if is_past && !stored.is_final {
+            let mut finished = stored.clone();
+            finished.is_final = true;
+            self.store.put_day_summary(scope, day, &finished).await?;
+        }
+        Ok(Some(Arc::new(DaySummaries {
+            by_person: stored.summaries,
+            degraded: false,
+        })))
     }
 
     async fn summarize_day_llm(

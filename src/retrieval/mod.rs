@@ -10,7 +10,9 @@ pub mod time;
 use crate::config::RetrievalConfig;
 use crate::domain::{PersonId, Scope, StoredMessage};
 use crate::embed::SharedEmbedder;
-use crate::store::{Bm25, Store, StoreError, WordPairs, plain_words, query_terms};
+use crate::store::{
+    Bm25, EpisodeHit, SearchHit, Store, StoreError, WordPairs, plain_words, query_terms,
+};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -117,30 +119,12 @@ impl Retriever {
         }
         // Long pastes: the first part carries the question; the embedder cuts anyway.
         let text: String = text.chars().take(4000).collect();
-        let terms = query_terms(&text, self.settings.max_query_terms);
-        let c = self.settings.candidates;
-        let e = self.settings.episode_candidates;
-        let bm25 = self.bm25();
-        // The query's vector is computed while the BM25 queries run.
-        let vector_side = async {
-            let vector = if text.trim().is_empty() {
-                None
-            } else {
-                self.query_vector(&text).await
-            };
-            match vector {
-                Some(v) => tokio::try_join!(
-                    self.store.nearest_messages(scopes, &v, c),
-                    self.store.nearest_episodes(scopes, &v, e),
-                ),
-                None => Ok((Vec::new(), Vec::new())),
-            }
-        };
-        let (bm25_hits, episode_hits, (vector_hits, near_episodes)) = tokio::try_join!(
-            self.store.search_messages(scopes, &terms, bm25, c),
-            self.store.search_episodes(scopes, &terms, bm25, e),
-            vector_side,
-        )?;
+        let Candidates {
+            bm25_hits,
+            episode_hits,
+            vector_hits,
+            near_episodes,
+        } = self.candidates(&text, scopes).await?;
 
         let mut messages: HashMap<i64, StoredMessage> = HashMap::new();
         let bm25_ids: Vec<i64> = bm25_hits.iter().map(|h| h.message.id.0).collect();
@@ -149,26 +133,13 @@ impl Retriever {
             messages.entry(h.message.id.0).or_insert(h.message);
         }
 
-        // Episodes: BM25 over whole conversations, their closed-memory vectors, and the best
-        // message similarity inside each, fused into one episode ranking. (The best BM25
-        // message per episode was tried as a fourth list: no gain with vectors, a loss without.)
-        let ep_bm25: Vec<i64> = episode_hits.iter().map(|h| h.episode).collect();
-        let ep_vec: Vec<i64> = near_episodes.iter().map(|h| h.episode).collect();
-        let ep_by_msg_vec = episodes_in_order(&vector_ids, &messages);
         let k = self.settings.rrf_k;
-        let episode_scores = fusion::rrf(
-            &[
-                (1.0, &ep_bm25[..]),
-                (1.0, &ep_vec[..]),
-                (1.0, &ep_by_msg_vec[..]),
-            ],
+        let episode_rank = episode_ranks(
+            &episode_hits,
+            &near_episodes,
+            &episodes_in_order(&vector_ids, &messages),
             k,
         );
-        let episode_rank: HashMap<i64, usize> = fusion::ranked(&episode_scores)
-            .into_iter()
-            .enumerate()
-            .map(|(i, (ep, _))| (ep, i + 1))
-            .collect();
 
         let mut scores = fusion::rrf(
             &[
@@ -233,6 +204,81 @@ impl Retriever {
         results.truncate(limit);
         Ok(results)
     }
+}
+
+/// What the store found for one query, before fusion.
+struct Candidates {
+    /// BM25 over messages, best first.
+    bm25_hits: Vec<SearchHit>,
+    /// BM25 over whole episodes, best first.
+    episode_hits: Vec<EpisodeHit>,
+    /// Nearest messages by vector, best first (none without an embedder).
+    vector_hits: Vec<SearchHit>,
+    /// Nearest closed episodes by vector, best first.
+    near_episodes: Vec<EpisodeHit>,
+}
+
+impl Retriever {
+    /// The candidate lists for `text` in `scopes`: the BM25 queries run while the query's
+    /// vector is computed, then the vector queries.
+    async fn candidates(&self, text: &str, scopes: &[Scope]) -> Result<Candidates, StoreError> {
+        let terms = query_terms(text, self.settings.max_query_terms);
+        let c = self.settings.candidates;
+        let e = self.settings.episode_candidates;
+        let bm25 = self.bm25();
+        let vector_side = async {
+            let vector = if text.trim().is_empty() {
+                None
+            } else {
+                self.query_vector(text).await
+            };
+            match vector {
+                Some(v) => tokio::try_join!(
+                    self.store.nearest_messages(scopes, &v, c),
+                    self.store.nearest_episodes(scopes, &v, e),
+                ),
+                None => Ok((Vec::new(), Vec::new())),
+            }
+        };
+        let (bm25_hits, episode_hits, (vector_hits, near_episodes)) = tokio::try_join!(
+            self.store.search_messages(scopes, &terms, bm25, c),
+            self.store.search_episodes(scopes, &terms, bm25, e),
+            vector_side,
+        )?;
+        Ok(Candidates {
+            bm25_hits,
+            episode_hits,
+            vector_hits,
+            near_episodes,
+        })
+    }
+}
+
+/// Each episode's rank (1 = best) from BM25 over whole conversations, their closed-memory
+/// vectors, and the best message similarity inside each (`by_message_vector`), fused. (The
+/// best BM25 message per episode was tried as a fourth list: no gain with vectors, a loss
+/// without.)
+fn episode_ranks(
+    bm25: &[EpisodeHit],
+    vector: &[EpisodeHit],
+    by_message_vector: &[i64],
+    k: f64,
+) -> HashMap<i64, usize> {
+    let ep_bm25: Vec<i64> = bm25.iter().map(|h| h.episode).collect();
+    let ep_vec: Vec<i64> = vector.iter().map(|h| h.episode).collect();
+    let episode_scores = fusion::rrf(
+        &[
+            (1.0, &ep_bm25[..]),
+            (1.0, &ep_vec[..]),
+            (1.0, by_message_vector),
+        ],
+        k,
+    );
+    fusion::ranked(&episode_scores)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (ep, _))| (ep, i + 1))
+        .collect()
 }
 
 /// The episodes of ranked messages, each at the rank of its best message.
