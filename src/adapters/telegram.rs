@@ -146,34 +146,9 @@ pub async fn run(
     let url = reqwest::Url::parse(&settings.api_url)
         .map_err(|_| TelegramError::BadUrl(settings.api_url.clone()))?;
     let api = teloxide::Bot::new(token).set_api_url(url);
-    let mut backoff = Backoff::default();
-    let me = loop {
-        tokio::select! {
-            _ = shutdown.changed() => return Ok(()),
-            me = api.get_me() => match me {
-                Ok(me) => break me,
-                Err(e) if refused(&e) => return Err(TelegramError::BadToken),
-                Err(e) => {
-                    let wait = backoff.next();
-                    warn!(platform = "telegram", error = %redact(&e, token), retry_in_s = wait.as_secs(), "Telegram unreachable");
-                    tokio::select! {
-                        _ = shutdown.changed() => return Ok(()),
-                        _ = tokio::time::sleep(wait) => {}
-                    }
-                }
-            }
-        }
+    let Some(me) = connect(&api, token, &mut shutdown).await? else {
+        return Ok(());
     };
-    info!(platform = "telegram", username = %me.username(), "connected");
-    if !me.can_read_all_group_messages {
-        info!(
-            platform = "telegram",
-            "privacy mode is on: in groups only commands, mentions and replies to the bot arrive (turn it off in BotFather to collect all group chatter)"
-        );
-    }
-    if let Err(e) = api.set_my_commands(commands()).await {
-        warn!(platform = "telegram", error = %redact(&e, token), "could not register the bot commands");
-    }
     let ctx = Arc::new(Ctx {
         api: api.clone(),
         token: token.to_string(),
@@ -185,39 +160,20 @@ pub async fn run(
         unfinished: std::sync::Mutex::new(BTreeSet::new()),
         finished: Notify::new(),
     });
-    backoff = Backoff::default();
-    let mut chats: HashMap<ChatId, ChatQueue> = HashMap::new();
-    let mut workers = JoinSet::new();
-    // Updates handed to a chat (finished or not) from the acknowledged offset on: Telegram
-    // delivers the ones after an unfinished update again, and they are not handled twice.
-    let mut handed: BTreeSet<i32> = BTreeSet::new();
-    let mut next_new: i32 = 0;
+    let mut backoff = Backoff::default();
+    let mut chats = Chats::default();
     let mut offset: i32;
-    // Acknowledged however unfinished (see `STALL`), and since when a full batch of old updates
-    // has come back with nothing new.
-    let mut ack_floor: i32 = 0;
-    let mut stalled_since: Option<std::time::Instant> = None;
     loop {
-        // Too much unfinished work: fetch nothing more until some of it is done.
-        while ctx.unfinished().len() >= MAX_UNFINISHED {
-            let finished = ctx.finished.notified();
-            tokio::select! {
-                _ = shutdown.changed() => {
-                    drain(ctx, chats, workers, next_new, ack_floor).await;
-                    return Ok(());
-                }
-                _ = finished => {}
-                // A finish between the count and the wait is not missed for long.
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            }
+        if !room_for_more(&ctx, &mut shutdown).await {
+            break;
         }
         offset = ctx
             .unfinished()
             .first()
             .copied()
-            .unwrap_or(next_new)
-            .max(ack_floor);
-        handed.retain(|id| *id >= offset);
+            .unwrap_or(chats.next_new)
+            .max(chats.ack_floor);
+        chats.handed.retain(|id| *id >= offset);
         let poll = api
             .get_updates()
             .offset(offset)
@@ -244,15 +200,128 @@ pub async fn run(
                 continue;
             }
         };
-        // A chat whose worker has finished everything lets it go (dropping the sender ends it).
-        chats.retain(|_, q| q.pending.load(Ordering::Acquire) > 0);
-        while workers.try_join_next().is_some() {}
-        let mut fresh = 0;
         let full = updates.len() >= usize::from(BATCH);
+        let fresh = chats.hand_out(&ctx, updates);
+        chats.note_batch(fresh, full, ctx.unfinished().len());
+        if fresh == 0 && !ctx.unfinished().is_empty() {
+            // Only updates still being handled came back: wait for one of them to finish (or a
+            // moment, for new ones) rather than ask again at once.
+            let finished = ctx.finished.notified();
+            tokio::select! {
+                _ = shutdown.changed() => break,
+                _ = finished => {}
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    }
+    drain(ctx, chats).await;
+    Ok(())
+}
+
+/// Too much unfinished work: fetches nothing more until some of it is done. False when
+/// `shutdown` came first.
+async fn room_for_more(ctx: &Ctx, shutdown: &mut watch::Receiver<bool>) -> bool {
+    while ctx.unfinished().len() >= MAX_UNFINISHED {
+        let finished = ctx.finished.notified();
+        tokio::select! {
+            _ = shutdown.changed() => return false,
+            _ = finished => {}
+            // A finish between the count and the wait is not missed for long.
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+    true
+}
+
+/// Asks Telegram who the bot is until it answers (an unreachable API is retried with a
+/// growing pause), then registers the bot's commands. None when `shutdown` came first.
+async fn connect(
+    api: &teloxide::Bot,
+    token: &str,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<Option<Me>, TelegramError> {
+    let mut backoff = Backoff::default();
+    let me = loop {
+        tokio::select! {
+            _ = shutdown.changed() => return Ok(None),
+            me = api.get_me() => match me {
+                Ok(me) => break me,
+                Err(e) if refused(&e) => return Err(TelegramError::BadToken),
+                Err(e) => {
+                    let wait = backoff.next();
+                    warn!(platform = "telegram", error = %redact(&e, token), retry_in_s = wait.as_secs(), "Telegram unreachable");
+                    tokio::select! {
+                        _ = shutdown.changed() => return Ok(None),
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+    };
+    info!(platform = "telegram", username = %me.username(), "connected");
+    if !me.can_read_all_group_messages {
+        info!(
+            platform = "telegram",
+            "privacy mode is on: in groups only commands, mentions and replies to the bot arrive (turn it off in BotFather to collect all group chatter)"
+        );
+    }
+    if let Err(e) = api.set_my_commands(commands()).await {
+        warn!(platform = "telegram", error = %redact(&e, token), "could not register the bot commands");
+    }
+    Ok(Some(me))
+}
+
+/// The chats being served: one queue and worker each, and which updates were handed out.
+#[derive(Default)]
+struct Chats {
+    queues: HashMap<ChatId, ChatQueue>,
+    workers: JoinSet<()>,
+    /// Updates handed to a chat (finished or not) from the acknowledged offset on: Telegram
+    /// delivers the ones after an unfinished update again, and they are not handled twice.
+    handed: BTreeSet<i32>,
+    /// The id after the newest update seen.
+    next_new: i32,
+    /// Acknowledged however unfinished (see `STALL`).
+    ack_floor: i32,
+    /// Since when full batches of old updates have come back with nothing new.
+    stalled_since: Option<std::time::Instant>,
+}
+
+impl Chats {
+    /// After a batch of `fresh` new updates (`full`: as many as asked for), with `unfinished`
+    /// updates still being handled: a slow update that has held up full batches for `STALL`
+    /// is acknowledged unfinished, so the updates behind it keep coming.
+    fn note_batch(&mut self, fresh: usize, full: bool, unfinished: usize) {
+        if fresh > 0 || !full {
+            self.stalled_since = None;
+            return;
+        }
+        let since = *self
+            .stalled_since
+            .get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() >= STALL {
+            warn!(
+                platform = "telegram",
+                unfinished,
+                "a slow update holds up a full batch: acknowledged unfinished (not delivered again after a crash)"
+            );
+            self.ack_floor = self.next_new;
+            self.stalled_since = None;
+        }
+    }
+
+    /// Hands each update not handed out before to its chat's queue (starting a worker for a
+    /// chat that has none), in order. Returns how many were new.
+    fn hand_out(&mut self, ctx: &Arc<Ctx>, updates: Vec<Update>) -> usize {
+        // A chat whose worker has finished everything lets it go (dropping the sender ends it).
+        self.queues
+            .retain(|_, q| q.pending.load(Ordering::Acquire) > 0);
+        while self.workers.try_join_next().is_some() {}
+        let mut fresh = 0;
         for update in updates {
             let id = update.id.0 as i32;
-            next_new = next_new.max(id.saturating_add(1));
-            if !handed.insert(id) {
+            self.next_new = self.next_new.max(id.saturating_add(1));
+            if !self.handed.insert(id) {
                 continue;
             }
             fresh += 1;
@@ -260,7 +329,8 @@ pub async fn run(
                 continue;
             };
             ctx.unfinished().insert(id);
-            let queue = chats.entry(chat).or_insert_with(|| {
+            let workers = &mut self.workers;
+            let queue = self.queues.entry(chat).or_insert_with(|| {
                 let (tx, rx) = mpsc::unbounded_channel();
                 let pending = Arc::new(AtomicUsize::new(0));
                 workers.spawn(chat_worker(ctx.clone(), rx, pending.clone()));
@@ -274,46 +344,22 @@ pub async fn run(
                 ctx.finish(id);
             }
         }
-        if fresh == 0 && full {
-            let since = *stalled_since.get_or_insert_with(std::time::Instant::now);
-            if since.elapsed() >= STALL {
-                warn!(
-                    platform = "telegram",
-                    unfinished = ctx.unfinished().len(),
-                    "a slow update holds up a full batch: acknowledged unfinished (not delivered again after a crash)"
-                );
-                ack_floor = next_new;
-                stalled_since = None;
-            }
-        } else {
-            stalled_since = None;
-        }
-        if fresh == 0 && !ctx.unfinished().is_empty() {
-            // Only updates still being handled came back: wait for one of them to finish (or a
-            // moment, for new ones) rather than ask again at once.
-            let finished = ctx.finished.notified();
-            tokio::select! {
-                _ = shutdown.changed() => break,
-                _ = finished => {}
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            }
-        }
+        fresh
     }
-    drain(ctx, chats, workers, next_new, ack_floor).await;
-    Ok(())
 }
 
 /// Shutting down: no new updates; the chats get the grace period to finish what they were
 /// given, the rest is stopped. What finished is acknowledged; what did not comes again at the
 /// next start.
-async fn drain(
-    ctx: Arc<Ctx>,
-    chats: HashMap<ChatId, ChatQueue>,
-    mut workers: JoinSet<()>,
-    next_new: i32,
-    ack_floor: i32,
-) {
-    drop(chats);
+async fn drain(ctx: Arc<Ctx>, chats: Chats) {
+    let Chats {
+        queues,
+        mut workers,
+        next_new,
+        ack_floor,
+        ..
+    } = chats;
+    drop(queues);
     let all = async { while workers.join_next().await.is_some() {} };
     if tokio::time::timeout(ctx.settings.shutdown_grace, all)
         .await

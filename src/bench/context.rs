@@ -6,13 +6,14 @@
 use super::{ContextBenchOptions, Latency, latency, resident_memory_kib};
 use crate::app;
 use crate::config::Config;
-use crate::domain::{Clock, ManualClock, Place, Platform, Privacy, Scope, SpaceKind};
+use crate::domain::{Clock, ManualClock, PersonId, Place, Platform, Privacy, Scope, SpaceKind};
 use crate::llm::fake::FakeLlmServer;
 use crate::llm::prompts::Prompts;
 use crate::llm::{ChatModel, OpenAiClient};
+use crate::memory::MemoryManager;
 use crate::retrieval::Retriever;
 use crate::store::{FactChange, NewMessage, SqliteStore, Store};
-use chrono::{Duration, TimeZone, Utc};
+use chrono::{DateTime, Duration, TimeZone, Utc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -126,18 +127,22 @@ pub async fn run(opts: &ContextBenchOptions) -> anyhow::Result<ContextBenchRepor
     result
 }
 
-async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<ContextBenchReport> {
-    let config = Config::defaults();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(url, 8, std::time::Duration::from_secs(5)).await?);
-    let now = Utc
-        .with_ymd_and_hms(2026, 11, 22, 15, 30, 0)
-        .single()
-        .expect("valid time");
-    let clock = Arc::new(ManualClock::new(now));
-    let mut rng = StdRng::seed_from_u64(opts.seed);
+/// The seeded community of a context benchmark.
+struct Community {
+    /// Its members: id and name.
+    people: Vec<(PersonId, String)>,
+    /// Its one public channel.
+    place: Place,
+}
 
-    // The community: one public space, `people` members, messages spread over `days` days.
+/// The community: one public space, `opts.people` members, `opts.messages` messages spread
+/// over `opts.days` days up to `now`, and facts for every other member.
+async fn seed(
+    store: &dyn Store,
+    opts: &ContextBenchOptions,
+    rng: &mut StdRng,
+    now: DateTime<Utc>,
+) -> anyhow::Result<Community> {
     let space = store
         .resolve_space(Platform::Console, "bench", SpaceKind::Group, "bench")
         .await?;
@@ -161,7 +166,6 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
     };
     let start = now - Duration::days(opts.days - 1) - Duration::hours(15);
     let span_ms = (now - start).num_milliseconds();
-    let t0 = Instant::now();
     let mut batch = Vec::with_capacity(1000);
     for i in 0..opts.messages {
         // A skewed activity: a few people talk much more than the rest.
@@ -176,7 +180,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
             is_command: false,
             external_id: format!("m{i}"),
             reply_to: None,
-            text: sentence(&mut rng),
+            text: sentence(rng),
             sent_at: start + Duration::milliseconds(rng.random_range(0..span_ms)),
             withheld: false,
         });
@@ -205,19 +209,109 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
             .update_facts(*id, &Scope::Space(space), 0, &text, &change)
             .await?;
     }
+    Ok(Community { people, place })
+}
+
+/// Builds the memory of each of `people` at `place` `rounds` times; microseconds per build.
+/// `cold` drops every cache before each build.
+async fn time_builds(
+    memory: &MemoryManager,
+    people: &[(PersonId, String)],
+    place: &Place,
+    rounds: usize,
+    cold: bool,
+) -> anyhow::Result<Vec<f64>> {
+    let mut times = Vec::new();
+    for _ in 0..rounds {
+        for (id, name) in people {
+            if cold {
+                memory.purge_caches();
+            }
+            let t = Instant::now();
+            std::hint::black_box(memory.person_memory(*id, name, place).await?);
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    Ok(times)
+}
+
+/// The live phase of a context benchmark: chat going on while memory is asked for.
+struct Live<'a> {
+    store: &'a dyn Store,
+    memory: &'a MemoryManager,
+    fake: &'a FakeLlmServer,
+    clock: &'a ManualClock,
+}
+
+impl Live<'_> {
+    /// Every 10 minutes for `hours` hours, 20 new messages in the community's channel and 10
+    /// memory builds of random members. Returns the most day-summary calls in one hour.
+    async fn chat(
+        &self,
+        community: &Community,
+        hours: u32,
+        rng: &mut StdRng,
+    ) -> anyhow::Result<usize> {
+        let space = community.place.space;
+        let mut per_hour = std::collections::BTreeMap::<(chrono::NaiveDate, u32), usize>::new();
+        let mut seq = 0usize;
+        for _ in 0..(hours * 6) {
+            self.clock.advance(Duration::minutes(10));
+            let at = self.clock.now();
+            let batch: Vec<NewMessage> = (0..20)
+                .map(|_| {
+                    seq += 1;
+                    NewMessage {
+                        space,
+                        channel: "general".into(),
+                        scope: Scope::Space(space),
+                        privacy: Privacy::GuildPublic,
+                        author: community.people[rng.random_range(0..community.people.len())].0,
+                        is_bot: false,
+                        is_command: false,
+                        external_id: format!("live{seq}"),
+                        reply_to: None,
+                        text: sentence(rng),
+                        sent_at: at,
+                        withheld: false,
+                    }
+                })
+                .collect();
+            self.store.insert_messages(&batch).await?;
+            let calls = self.fake.count("day_summary");
+            for _ in 0..10 {
+                let (id, name) = &community.people[rng.random_range(0..community.people.len())];
+                self.memory
+                    .person_memory(*id, name, &community.place)
+                    .await?;
+            }
+            use chrono::Timelike;
+            *per_hour.entry((at.date_naive(), at.hour())).or_default() +=
+                self.fake.count("day_summary") - calls;
+        }
+        Ok(per_hour.values().copied().max().unwrap_or(0))
+    }
+}
+
+async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<ContextBenchReport> {
+    let config = Config::defaults();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(url, 8, std::time::Duration::from_secs(5)).await?);
+    let now = Utc
+        .with_ymd_and_hms(2026, 11, 22, 15, 30, 0)
+        .single()
+        .expect("valid time");
+    let clock = Arc::new(ManualClock::new(now));
+    let mut rng = StdRng::seed_from_u64(opts.seed);
+
+    let t0 = Instant::now();
+    let community = seed(store.as_ref(), opts, &mut rng, now).await?;
+    let (people, place) = (&community.people, &community.place);
     let ingest_seconds = t0.elapsed().as_secs_f64();
 
     // Cold, offline provider: every cache dropped before each build.
     let offline = app::offline_memory(&config, store.clone(), clock.clone())?.manager;
-    let mut cold = Vec::new();
-    for _ in 0..3 {
-        for (id, name) in &people {
-            offline.purge_caches();
-            let t = Instant::now();
-            std::hint::black_box(offline.person_memory(*id, name, &place).await?);
-            cold.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-    }
+    let cold = time_builds(&offline, people, place, 3, true).await?;
 
     // With the LLM: the fake server over real HTTP.
     let fake = FakeLlmServer::start().await?;
@@ -239,30 +333,18 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
         Arc::new(Prompts::builtin()),
     )?
     .manager;
-    let mut cold_llm = Vec::new();
-    for (id, name) in &people {
-        let t = Instant::now();
-        std::hint::black_box(memory.person_memory(*id, name, &place).await?);
-        cold_llm.push(t.elapsed().as_secs_f64() * 1e6);
-    }
+    let cold_llm = time_builds(&memory, people, place, 1, false).await?;
     let usage = client.usage();
 
     memory.reset_cache_stats();
-    let mut warm = Vec::new();
-    for _ in 0..opts.warm_rounds {
-        for (id, name) in &people {
-            let t = Instant::now();
-            std::hint::black_box(memory.person_memory(*id, name, &place).await?);
-            warm.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-    }
+    let warm = time_builds(&memory, people, place, opts.warm_rounds, false).await?;
     let hit_ratio = memory.cache_stats().hit_ratio();
     // The whole reply context: the speaker's memory plus the channel's working memory (one
     // indexed query that is never cached).
     let mut reply_warm = Vec::new();
-    for (id, name) in &people {
+    for (id, name) in people {
         let t = Instant::now();
-        std::hint::black_box(memory.context(&[(*id, name.clone())], &place, "").await?);
+        std::hint::black_box(memory.context(&[(*id, name.clone())], place, "").await?);
         reply_warm.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let (rss, peak) = resident_memory_kib();
@@ -270,40 +352,13 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
     // Chat goes on: every 10 minutes for 3 hours, 20 new messages and 10 context builds.
     let live_hours = 3u32;
     let calls_before = fake.total();
-    let mut per_hour = std::collections::BTreeMap::<(chrono::NaiveDate, u32), usize>::new();
-    let mut seq = 0usize;
-    for _ in 0..(live_hours * 6) {
-        clock.advance(Duration::minutes(10));
-        let at = clock.now();
-        let batch: Vec<NewMessage> = (0..20)
-            .map(|_| {
-                seq += 1;
-                NewMessage {
-                    space,
-                    channel: "general".into(),
-                    scope: Scope::Space(space),
-                    privacy: Privacy::GuildPublic,
-                    author: people[rng.random_range(0..people.len())].0,
-                    is_bot: false,
-                    is_command: false,
-                    external_id: format!("live{seq}"),
-                    reply_to: None,
-                    text: sentence(&mut rng),
-                    sent_at: at,
-                    withheld: false,
-                }
-            })
-            .collect();
-        store.insert_messages(&batch).await?;
-        let calls = fake.count("day_summary");
-        for _ in 0..10 {
-            let (id, name) = &people[rng.random_range(0..people.len())];
-            memory.person_memory(*id, name, &place).await?;
-        }
-        use chrono::Timelike;
-        *per_hour.entry((at.date_naive(), at.hour())).or_default() +=
-            fake.count("day_summary") - calls;
-    }
+    let live = Live {
+        store: store.as_ref(),
+        memory: &memory,
+        fake: &fake,
+        clock: &clock,
+    };
+    let most_per_hour = live.chat(&community, live_hours, &mut rng).await?;
     let per_1000 = opts.messages as f64 / 1000.0;
     Ok(ContextBenchReport {
         people: opts.people,
@@ -321,7 +376,7 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
             / per_1000,
         warm_cache_hit_ratio: hit_ratio,
         live_hours,
-        max_day_summary_calls_per_space_hour: per_hour.values().copied().max().unwrap_or(0),
+        max_day_summary_calls_per_space_hour: most_per_hour,
         live_llm_calls: fake.total() - calls_before,
         rss_kib: rss,
         peak_rss_kib: peak,

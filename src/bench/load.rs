@@ -176,101 +176,63 @@ fn message(seq: usize, person: usize, space: usize, people: usize) -> IncomingMe
     }
 }
 
-/// Runs the load on `db` and checks every message and every remember afterwards.
-pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport> {
-    anyhow::ensure!(
-        opts.people > 0 && opts.spaces > 0 && opts.secs > 0,
-        "people, spaces and secs must be positive"
-    );
-    anyhow::ensure!(
-        opts.rate > 0.0 && opts.rate <= 10_000.0,
-        "rate must be between 0 and 10000 messages per second"
-    );
-    anyhow::ensure!(
-        (0.0..=1.0).contains(&opts.llm_fault_rate),
-        "llm-fault-rate must be within 0..=1"
-    );
-    let (rss_start, _) = resident_memory_kib();
-    let fake = FakeLlmServer::start().await?;
-    fake.set_latency(Duration::from_millis(opts.llm_latency_ms));
-    fake.set_fault_rate(opts.llm_fault_rate);
-    fake.stop_recording();
-    let mut config = Config::load(None)?;
-    config.llm.base_url = fake.base_url();
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let llm = app::chat_model(&config, &Secrets::default(), clock.clone())?;
-    let built = app::build_bot(&config, db.store.clone(), llm.clone(), None, clock.clone())?;
-    let (bot, memory) = (Arc::new(built.bot), built.memory.manager);
-    memory.follow_changes().await?;
-    let (indexer, stop_indexer) =
-        app::start_indexer(&config, db.store.clone(), None, clock.clone());
-    let (jobs, stop_jobs) =
-        app::start_scheduler(&config, memory, db.store.clone(), clock, llm.clone())?;
-    let handler: Arc<dyn MessageHandler> = bot.clone();
-
-    let outcomes: Arc<Mutex<Vec<Sent>>> = Arc::new(Mutex::new(Vec::new()));
-    let started = Instant::now();
-    let total = (opts.rate * opts.secs as f64).round() as usize;
-    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / opts.rate));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut last_report = Instant::now();
-    for seq in 0..total {
-        tick.tick().await;
-        let (people, person) = (opts.people, seq % opts.people);
-        let space = person % opts.spaces;
-        let (handler, sink) = (handler.clone(), outcomes.clone());
-        tasks.spawn(async move {
-            let msg = message(seq, person, space, people);
-            let asked = Instant::now();
-            let result = handler
-                .message(&msg, Box::pin(std::future::pending()))
-                .await;
-            let latency_us = asked.elapsed().as_secs_f64() * 1e6;
-            let answered = match result {
-                Ok(None) => Answered::Silent,
-                Ok(Some(r)) if r.text.starts_with("Got it") => Answered::Confirmed,
-                Ok(Some(r)) if r.text.contains(LIMITED) || r.text.contains(BUDGET) => {
-                    Answered::Limited
-                }
-                Ok(Some(_)) => Answered::Replied,
-                Err(_) => Answered::Failed,
-            };
-            sink.lock().expect("outcomes lock").push(Sent {
-                kind: kind_of(seq, people),
-                seq,
-                person,
-                space,
-                latency_us,
-                answered,
-            });
-        });
-        while tasks.try_join_next().is_some() {}
-        if last_report.elapsed() >= Duration::from_secs(10) {
-            last_report = Instant::now();
-            eprintln!(
-                "[{}] load: {}/{} sent, {} finished, {:.0} s",
-                db.backend,
-                seq + 1,
-                total,
-                outcomes.lock().expect("outcomes lock").len(),
-                started.elapsed().as_secs_f64()
-            );
-        }
+impl LoadOptions {
+    /// Refuses options no load can be made of.
+    fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.people > 0 && self.spaces > 0 && self.secs > 0,
+            "people, spaces and secs must be positive"
+        );
+        anyhow::ensure!(
+            self.rate > 0.0 && self.rate <= 10_000.0,
+            "rate must be between 0 and 10000 messages per second"
+        );
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&self.llm_fault_rate),
+            "llm-fault-rate must be within 0..=1"
+        );
+        Ok(())
     }
-    while tasks.join_next().await.is_some() {}
-    let wall_secs = started.elapsed().as_secs_f64();
-    stop_jobs.send_replace(true);
-    stop_indexer.send_replace(true);
-    let _ = jobs.await;
-    let _ = indexer.await;
+}
 
-    // Everything sent is stored; every remember is in its author's memory.
-    let outcomes = std::mem::take(&mut *outcomes.lock().expect("outcomes lock"));
+/// Sends message `seq` (of `person` in `space`) and sorts its answer.
+async fn send(
+    handler: &dyn MessageHandler,
+    seq: usize,
+    person: usize,
+    space: usize,
+    people: usize,
+) -> Sent {
+    let msg = message(seq, person, space, people);
+    let asked = Instant::now();
+    let result = handler
+        .message(&msg, Box::pin(std::future::pending()))
+        .await;
+    let latency_us = asked.elapsed().as_secs_f64() * 1e6;
+    let answered = match result {
+        Ok(None) => Answered::Silent,
+        Ok(Some(r)) if r.text.starts_with("Got it") => Answered::Confirmed,
+        Ok(Some(r)) if r.text.contains(LIMITED) || r.text.contains(BUDGET) => Answered::Limited,
+        Ok(Some(_)) => Answered::Replied,
+        Err(_) => Answered::Failed,
+    };
+    Sent {
+        kind: kind_of(seq, people),
+        seq,
+        person,
+        space,
+        latency_us,
+        answered,
+    }
+}
+
+/// What of the load the store kept: every message sent is stored, and every remember is in
+/// its author's memory. Returns (messages stored, remembers kept).
+async fn kept(db: &BenchDb, outcomes: &[Sent], people: usize) -> anyhow::Result<(usize, usize)> {
     let mut stored = 0;
     let mut remembers_kept = 0;
-    for sent in &outcomes {
-        let msg = message(sent.seq, sent.person, sent.space, opts.people);
+    for sent in outcomes {
+        let msg = message(sent.seq, sent.person, sent.space, people);
         if db
             .store
             .message_by_external(
@@ -298,6 +260,80 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
             }
         }
     }
+    Ok((stored, remembers_kept))
+}
+
+/// Sends `total` messages at `opts.rate` per second, each answered in a task of its own, and
+/// waits for every answer; progress every 10 s.
+async fn drive(
+    handler: Arc<dyn MessageHandler>,
+    opts: &LoadOptions,
+    backend: &str,
+    total: usize,
+) -> Vec<Sent> {
+    let outcomes: Arc<Mutex<Vec<Sent>>> = Arc::new(Mutex::new(Vec::new()));
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / opts.rate));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut last_report = Instant::now();
+    for seq in 0..total {
+        tick.tick().await;
+        let (people, person) = (opts.people, seq % opts.people);
+        let space = person % opts.spaces;
+        let (handler, sink) = (handler.clone(), outcomes.clone());
+        tasks.spawn(async move {
+            let sent = send(handler.as_ref(), seq, person, space, people).await;
+            sink.lock().expect("outcomes lock").push(sent);
+        });
+        while tasks.try_join_next().is_some() {}
+        if last_report.elapsed() >= Duration::from_secs(10) {
+            last_report = Instant::now();
+            eprintln!(
+                "[{}] load: {}/{} sent, {} finished, {:.0} s",
+                backend,
+                seq + 1,
+                total,
+                outcomes.lock().expect("outcomes lock").len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+    std::mem::take(&mut *outcomes.lock().expect("outcomes lock"))
+}
+
+/// Runs the load on `db` and checks every message and every remember afterwards.
+pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport> {
+    opts.check()?;
+    let (rss_start, _) = resident_memory_kib();
+    let fake = FakeLlmServer::start().await?;
+    fake.set_latency(Duration::from_millis(opts.llm_latency_ms));
+    fake.set_fault_rate(opts.llm_fault_rate);
+    fake.stop_recording();
+    let mut config = Config::load(None)?;
+    config.llm.base_url = fake.base_url();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let llm = app::chat_model(&config, &Secrets::default(), clock.clone())?;
+    let built = app::build_bot(&config, db.store.clone(), llm.clone(), None, clock.clone())?;
+    let (bot, memory) = (Arc::new(built.bot), built.memory.manager);
+    memory.follow_changes().await?;
+    let (indexer, stop_indexer) =
+        app::start_indexer(&config, db.store.clone(), None, clock.clone());
+    let (jobs, stop_jobs) =
+        app::start_scheduler(&config, memory, db.store.clone(), clock, llm.clone())?;
+    let handler: Arc<dyn MessageHandler> = bot.clone();
+
+    let started = Instant::now();
+    let total = (opts.rate * opts.secs as f64).round() as usize;
+    let outcomes = drive(handler, opts, db.backend, total).await;
+    let wall_secs = started.elapsed().as_secs_f64();
+    stop_jobs.send_replace(true);
+    stop_indexer.send_replace(true);
+    let _ = jobs.await;
+    let _ = indexer.await;
+
+    let (stored, remembers_kept) = kept(db, &outcomes, opts.people).await?;
     let count = |kind: Kind, answered: Answered| {
         outcomes
             .iter()

@@ -149,38 +149,12 @@ impl Retriever {
             k,
         );
         let window = time::window(&text, now);
-        let about_bot = asks_what_the_bot_said(&text);
-        let speaker_bonus = self.settings.speaker_weight / (k + 1.0);
-        let episode_k = if self.embedder.is_some() {
-            self.settings.episode_rrf_k
-        } else {
-            self.settings.episode_rrf_k_bm25_only
+        let asked = Asked {
+            text: &text,
+            asker,
+            window,
         };
-        let pairs = WordPairs::of(&text);
-        let lexical: HashSet<i64> = bm25_ids.iter().take(PHRASE_CHECKS).copied().collect();
-        let phrase_bonus = self.settings.phrase_weight / (k + 1.0);
-        for (id, score) in scores.iter_mut() {
-            let m = &messages[id];
-            let favoured = if about_bot {
-                m.is_bot
-            } else {
-                asker == Some(m.author)
-            };
-            if favoured {
-                *score += speaker_bonus;
-            }
-            // A pair needs both its words, so only BM25's hits can hold one; its best half
-            // is where a pair can still change the top of the ranking.
-            if phrase_bonus > 0.0 && lexical.contains(id) {
-                *score += phrase_bonus * pairs.shared_with(&m.text) as f64;
-            }
-            if let Some(rank) = m.episode.and_then(|ep| episode_rank.get(&ep)) {
-                *score += self.settings.episode_weight / (episode_k + *rank as f64);
-            }
-            if window.is_some_and(|w| w.contains(m.sent_at)) {
-                *score += self.settings.time_weight / (k + 1.0);
-            }
-        }
+        self.add_bonuses(&mut scores, &messages, &asked, &bm25_ids, &episode_rank);
         let position = |list: &[i64], id: i64| list.iter().position(|x| *x == id).map(|p| p + 1);
         let results: Vec<Retrieved> = fusion::ranked(&scores)
             .into_iter()
@@ -203,6 +177,64 @@ impl Retriever {
         });
         results.truncate(limit);
         Ok(results)
+    }
+}
+
+/// A query as the bonuses read it.
+struct Asked<'a> {
+    /// What was asked.
+    text: &'a str,
+    /// Who asked.
+    asker: Option<PersonId>,
+    /// The time it names, if any.
+    window: Option<time::Window>,
+}
+
+impl Retriever {
+    /// Adds to each fused score what the rest of the query says about the message: said by
+    /// the asker (or by the bot, when the question asks what it said), word pairs of the
+    /// query (BM25's best hits only), its episode's rank, and the time the query names.
+    fn add_bonuses(
+        &self,
+        scores: &mut HashMap<i64, f64>,
+        messages: &HashMap<i64, StoredMessage>,
+        asked: &Asked<'_>,
+        bm25_ids: &[i64],
+        episode_rank: &HashMap<i64, usize>,
+    ) {
+        let k = self.settings.rrf_k;
+        let about_bot = asks_what_the_bot_said(asked.text);
+        let speaker_bonus = self.settings.speaker_weight / (k + 1.0);
+        let episode_k = if self.embedder.is_some() {
+            self.settings.episode_rrf_k
+        } else {
+            self.settings.episode_rrf_k_bm25_only
+        };
+        let pairs = WordPairs::of(asked.text);
+        let lexical: HashSet<i64> = bm25_ids.iter().take(PHRASE_CHECKS).copied().collect();
+        let phrase_bonus = self.settings.phrase_weight / (k + 1.0);
+        for (id, score) in scores.iter_mut() {
+            let m = &messages[id];
+            let favoured = if about_bot {
+                m.is_bot
+            } else {
+                asked.asker == Some(m.author)
+            };
+            if favoured {
+                *score += speaker_bonus;
+            }
+            // A pair needs both its words, so only BM25's hits can hold one; its best half
+            // is where a pair can still change the top of the ranking.
+            if phrase_bonus > 0.0 && lexical.contains(id) {
+                *score += phrase_bonus * pairs.shared_with(&m.text) as f64;
+            }
+            if let Some(rank) = m.episode.and_then(|ep| episode_rank.get(&ep)) {
+                *score += self.settings.episode_weight / (episode_k + *rank as f64);
+            }
+            if asked.window.is_some_and(|w| w.contains(m.sent_at)) {
+                *score += self.settings.time_weight / (k + 1.0);
+            }
+        }
     }
 }
 
