@@ -7,6 +7,8 @@ use crate::config::{Config, Secrets, StoreConfig};
 use crate::domain::Clock;
 use crate::domain::budget::Limits;
 use crate::embed::{EmbedError, Embedder, MiniLmEmbedder, OpenAiEmbedder, SharedEmbedder};
+use crate::ingest::Ingestor;
+use crate::linking::Linker;
 use crate::llm::prompts::{PromptError, PromptSource, PromptSources, Prompts};
 use crate::llm::{ChatModel, LlmError, OpenAiClient};
 use crate::memory::entries::EntryBook;
@@ -486,6 +488,12 @@ pub fn build_bot(
     );
     let bot = Bot::new(BotParts {
         config: config.clone(),
+        ingestor: Ingestor::new(
+            store.clone(),
+            &config.bot.name,
+            config.limits.mentions_per_message,
+        ),
+        linker: Linker::new(store.clone(), clock.clone()),
         store,
         clock,
         memory: memory.manager.clone(),

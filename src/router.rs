@@ -139,6 +139,9 @@ const QUESTION_WORDS: [&str; 10] = [
 ];
 
 /// Reads what `text` (the bot's name already taken off) asks for.
+// Over 80 lines: the forms are tried in order (courtesies, "remember everywhere", capture
+// phrases, remember/forget/recall forms, yes/no) and the order is the meaning; split up, the
+// precedence would hide in the calls.
 pub fn parse_command(text: &str) -> Command {
     let mut text = text.trim().trim_start_matches([',', ':', '!', ' ']);
     let mut asked = false;

@@ -293,6 +293,8 @@ impl Live<'_> {
     }
 }
 
+// Over 80 lines: the phases of the benchmark in order (seed, cold, with the model, warm,
+// live), each timed where it runs.
 async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<ContextBenchReport> {
     let config = Config::defaults();
     let store: Arc<dyn Store> =

@@ -83,6 +83,10 @@ pub struct BotParts {
     pub memory: Arc<MemoryManager>,
     /// The entries the memory tier keeps (the same book).
     pub entries: Arc<EntryBook>,
+    /// What stores every message first.
+    pub ingestor: Ingestor,
+    /// Link codes and joins.
+    pub linker: Linker,
     /// What answers conversation.
     pub responder: Responder,
     /// What answers may spend (None: no model or embedder to spend on).
@@ -138,15 +142,11 @@ impl Bot {
             clock,
             memory,
             entries,
+            ingestor,
+            linker,
             responder,
             limits,
         } = parts;
-        let ingestor = Ingestor::new(
-            store.clone(),
-            &config.bot.name,
-            config.limits.mentions_per_message,
-        );
-        let linker = Linker::new(store.clone(), clock.clone());
         let window = std::time::Duration::from_secs(linking::CODE_MINUTES as u64 * 60);
         Bot {
             pending: moka::sync::Cache::builder()
@@ -186,6 +186,8 @@ impl Bot {
 
     /// `handle`, running `while_answering` (a platform's typing indicator) only while an
     /// answer is being made: not for chatter, and dropped as soon as the answer is ready.
+    // Over 80 lines: the one path of a message (answer or chatter, already answered, paid
+    // for, answered, kept), in the order it happens.
     pub async fn handle_with(
         &self,
         msg: &IncomingMessage,
@@ -391,6 +393,8 @@ impl Bot {
         }
     }
 
+    // Over 80 lines: one arm per command, each a call; the checks before them (empty, too
+    // long, over a limit) apply to all.
     async fn answer(
         &self,
         msg: &IncomingMessage,

@@ -60,6 +60,8 @@ impl MemoryManager {
     ///
     /// Today: at most one LLM call per scope per hour bucket, and none when nothing new was
     /// said. Past days: computed once after the day ended, stored, never recomputed.
+    // Over 80 lines: the cache, the stored summaries, the model and the offline fallback, in
+    // the order they are tried, each writing back to the caches that hold its result.
     pub async fn day_summaries(
         &self,
         scope: &Scope,

@@ -79,6 +79,8 @@ fn month(year: i32, m: u32) -> Option<Window> {
 }
 
 /// The window the query names, if any. Vague phrases ("recently") name none.
+// Over 80 lines: one arm per time expression ("today", "last week", "in May", …), read as
+// a table.
 pub fn window(query: &str, now: DateTime<Utc>) -> Option<Window> {
     let lower = query.to_lowercase();
     let words: Vec<&str> = lower

@@ -112,6 +112,9 @@ on_both_backends! {
                 .collect()
         }
 
+        // Over 80 lines: one bulk INSERT per chunk (its placeholders, PostgreSQL's identity
+        // override, each column bound as its database wants it), and copied messages joining
+        // the postings backlog, all in one transaction written once for both databases.
         async fn load_rows(&self, table: Table, rows: &[Vec<Value>]) -> StoreResult<u64> {
             let spec = table.spec();
             let cols: Vec<&str> = spec.columns.iter().map(|(c, _)| *c).collect();
