@@ -39,7 +39,7 @@ pub struct Reply {
     pub text: String,
 }
 
-/// How long after/// How long after the bot asked a yes/no question in a group a plain "yes" or "no" (without
+/// How long after the bot asked a yes/no question in a group a plain "yes" or "no" (without
 /// its name) still answers it.
 const PLAIN_ANSWER_WINDOW: chrono::TimeDelta = chrono::TimeDelta::minutes(2);
 
@@ -297,18 +297,7 @@ impl Bot {
             else {
                 continue;
             };
-            let fact = self.remembered_in(&message);
-            // Taking a remembered fact back may ask the model: it counts as its author's.
-            let payer = self.payer(message.author, message.space).0;
-            removed += paid_by(
-                payer,
-                self.memory.forget_message(
-                    &message,
-                    fact.as_ref()
-                        .map(|(f, everywhere)| (f.as_str(), *everywhere)),
-                ),
-            )
-            .await?;
+            removed += self.forget_message(&message).await?;
         }
         if removed > 0 {
             info!(
@@ -340,21 +329,29 @@ impl Bot {
         {
             return Ok(());
         }
-        let fact = self.remembered_in(&old);
-        let payer = self.payer(old.author, old.space).0;
-        paid_by(
-            payer,
-            self.memory.forget_message(
-                &old,
-                fact.as_ref()
-                    .map(|(f, everywhere)| (f.as_str(), *everywhere)),
-            ),
-        )
-        .await?;
+        self.forget_message(&old).await?;
         let mut msg = msg.clone();
         msg.sent_at = old.sent_at;
         self.ingestor.ingest(&msg).await?;
         Ok(())
+    }
+
+    /// A platform message gone (deleted, or edited into another): it leaves the history and
+    /// everything derived from it, and a fact it asked to remember is taken back. Returns the
+    /// messages removed.
+    async fn forget_message(&self, message: &StoredMessage) -> Result<u64, MemoryError> {
+        let fact = self.remembered_in(message);
+        // Taking a remembered fact back may ask the model: it counts as its author's.
+        let payer = self.payer(message.author, message.space).0;
+        paid_by(
+            payer,
+            self.memory.forget_message(
+                message,
+                fact.as_ref()
+                    .map(|(f, everywhere)| (f.as_str(), *everywhere)),
+            ),
+        )
+        .await
     }
 
     /// Whose work this is and whether it may spend on the model now (counted once towards

@@ -53,11 +53,22 @@ pub enum FactsFollowed {
     Failed,
 }
 
+/// These operations change a person's own memory, asked by them: anyone else (another
+/// member, a moderator) is refused, whoever calls.
+fn own(req: &FactRequest<'_>) -> Result<PersonId, MemoryError> {
+    if req.actor != req.subject {
+        return Err(MemoryError::NotTheirs {
+            subject: req.subject_name.to_string(),
+        });
+    }
+    Ok(req.subject)
+}
+
 impl MemoryManager {
-    /// "remember that …" about oneself (`req.subject` is the speaker): a structured entry,
+    /// "remember that …" about oneself (`req.subject` is the speaker, and asked): a structured entry,
     /// then the facts text. A failure of the facts text is logged and never undoes the entry.
     pub async fn capture(&self, req: &FactRequest<'_>) -> Result<CaptureOutcome, MemoryError> {
-        let person = req.subject;
+        let person = own(req)?;
         if self.entries.paused(person).await? {
             return Ok(CaptureOutcome::Paused);
         }
@@ -93,7 +104,7 @@ impl MemoryManager {
         }
     }
 
-    /// Deletes entries of `req.actor` (id and text) and the statements others made about
+    /// Deletes entries of the speaker (id and text) and the statements others made about
     /// them (`told`, ids), and forgets what the entries said everywhere else it is kept
     /// (facts, notes, messages, the bot's answers). Returns the entries and statements gone.
     pub async fn delete_entries(
@@ -102,7 +113,7 @@ impl MemoryManager {
         entries: &[(i64, String)],
         told: &[i64],
     ) -> Result<usize, MemoryError> {
-        let person = req.actor;
+        let person = own(req)?;
         let ids: Vec<i64> = entries.iter().map(|(id, _)| *id).collect();
         let mut n = self.entries.delete(person, &ids).await? as usize;
         // What others said goes with what told and showed it, and nothing of theirs is taken
@@ -114,7 +125,7 @@ impl MemoryManager {
         Ok(n)
     }
 
-    /// Moves the entry `id` of `req.subject` to `to` (global: shared; their private scope:
+    /// Moves the speaker's entry `id` to `to` (global: shared; their private scope:
     /// unshared), and the fact `req.text` with it.
     pub async fn move_entry(
         &self,
@@ -122,7 +133,7 @@ impl MemoryManager {
         id: i64,
         to: Scope,
     ) -> Result<Moved, MemoryError> {
-        let person = req.subject;
+        let person = own(req)?;
         let everywhere = to == Scope::Global;
         if !self.store.move_entry(person, id, &to).await? {
             return Ok(Moved::Gone);
@@ -172,14 +183,14 @@ impl MemoryManager {
         Ok(moved)
     }
 
-    /// Applies the changes to `req.actor`'s entries that a model staged and they confirmed,
+    /// Applies the changes to the speaker's entries that a model staged and they confirmed,
     /// and forgets what deleted entries said everywhere else. Returns how many were applied.
     pub async fn apply_staged(
         &self,
         req: &FactRequest<'_>,
         changes: &[StagedChange],
     ) -> Result<usize, MemoryError> {
-        let person = req.actor;
+        let person = own(req)?;
         let n = self.tools.apply_staged(person, changes).await?;
         self.forget_everywhere(
             req,

@@ -250,8 +250,8 @@ fn show(e: &Entry) -> Value {
            "confidence": e.confidence, "updated_at": e.updated_at.to_rfc3339()})
 }
 
-/// A copy over the same store and entries that does what it is asked: what one copy staged
-/// stays with that copy (see `staging`).
+/// A copy over the same store and entries: a staging executor's copy stages too (with a list
+/// of its own), so no copy ever does at once what waits for a person's "yes".
 impl Clone for ToolExecutor {
     fn clone(&self) -> ToolExecutor {
         ToolExecutor {
@@ -260,7 +260,10 @@ impl Clone for ToolExecutor {
             clock: self.clock.clone(),
             durable: self.durable,
             max_words: self.max_words,
-            staged: None,
+            staged: self
+                .staged
+                .as_ref()
+                .map(|_| std::sync::Mutex::new(Vec::new())),
         }
     }
 }

@@ -178,6 +178,15 @@ pub(super) mod shared {
     }
     pub(in crate::store) use unindexed;
 
+    /// Boolean `column` is true, in the form its index compares (SQLite's `(scope, closed)`
+    /// index is used whole only for `closed = 1`).
+    macro_rules! is_true {
+        ($column:literal) => {
+            $column
+        };
+    }
+    pub(in crate::store) use is_true;
+
     /// A vector as bound: pgvector's text form.
     pub(in crate::store) fn vector_param(v: &[f32]) -> String {
         crate::embed::to_pgvector(v)

@@ -236,7 +236,9 @@ on_both_backends! {
                     similarity!("embedding", 1),
                     " AS sim FROM episodes WHERE scope ",
                     in_list!(2),
-                    " AND closed AND embedding IS NOT NULL ORDER BY ",
+                    " AND ",
+                    is_true!("closed"),
+                    " AND embedding IS NOT NULL ORDER BY ",
                     nearest_first!("embedding", 1),
                     ", id DESC LIMIT $3"
                 ),
@@ -374,7 +376,9 @@ on_both_backends! {
                 concat!(
                     "SELECT id, ",
                     similarity!("embedding", 1),
-                    " AS sim FROM episodes WHERE scope = $2 AND closed AND id <> $3 AND embedding IS NOT NULL ORDER BY ",
+                    " AS sim FROM episodes WHERE scope = $2 AND ",
+                    is_true!("closed"),
+                    " AND id <> $3 AND embedding IS NOT NULL ORDER BY ",
                     nearest_first!("embedding", 1),
                     ", id LIMIT 1"
                 ),

@@ -165,6 +165,15 @@ pub(super) mod shared {
     }
     pub(in crate::store) use unindexed;
 
+    /// Boolean `column` is true, in the form its index compares (SQLite's `(scope, closed)`
+    /// index is used whole only for `closed = 1`).
+    macro_rules! is_true {
+        ($column:literal) => {
+            concat!($column, " = 1")
+        };
+    }
+    pub(in crate::store) use is_true;
+
     /// A vector as bound: little-endian f32 bytes.
     pub(in crate::store) fn vector_param(v: &[f32]) -> Vec<u8> {
         crate::embed::to_bytes(v)
@@ -446,20 +455,28 @@ pub(super) async fn nearest_messages(
     vector: &[f32],
     limit: usize,
 ) -> StoreResult<Vec<SearchHit>> {
-    let rows = sqlx::query(concat!(
+    // The scopes as plain parameters, not a JSON list: the planner seeks the scope index
+    // with them, and this scan runs for every question (measured: p50 +0.4 ms, p99 +2 ms on
+    // dev60 with a JSON list).
+    let marks: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 2)).collect();
+    let sql = format!(
         "WITH near AS (SELECT message_id AS id, 1.0 - vec_distance_cosine(embedding, $1) AS sim \
-            FROM message_vectors WHERE scope IN (SELECT value FROM json_each($2)) ORDER BY sim DESC, message_id DESC LIMIT $3) \
-         SELECT ",
+            FROM message_vectors WHERE scope IN ({}) ORDER BY sim DESC, message_id DESC LIMIT ${}) \
+         SELECT {}, near.sim FROM near JOIN messages m ON m.id = near.id \
+         JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC",
+        marks.join(", "),
+        keys.len() + 2,
         message_columns!(),
-        ", near.sim FROM near JOIN messages m ON m.id = near.id \
-         JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC"
-    ))
-    .bind(embed::to_bytes(vector))
-    .bind(shared::list(keys))
-    .bind(limit as i64)
-    .fetch_all(&store.pool)
-    .await
-    .map_err(db_err)?;
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(embed::to_bytes(vector));
+    for key in keys {
+        query = query.bind(key);
+    }
+    let rows = query
+        .bind(limit as i64)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(db_err)?;
     rows.iter().map(|row| hit_from_row(row, 10)).collect()
 }
 

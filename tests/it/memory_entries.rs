@@ -554,3 +554,79 @@ async fn entries_keep_history_and_delete_only_their_owners(s: Arc<dyn Store>) {
 }
 
 on_both_backends!(entries_keep_history_and_delete_only_their_owners);
+
+/// The memory layer's own-memory operations (capture, delete, share, staged changes) act for
+/// the person alone: asked by anyone else they refuse and change nothing, whoever calls them.
+#[tokio::test]
+async fn own_memory_operations_refuse_anyone_else() {
+    use engram::adapters::console::ConsoleOptions;
+    use engram::memory::tools::StagedChange;
+    use engram::memory::{CaptureOutcome, FactRequest, MemoryError};
+    let h = Harness::offline().await;
+    h.dm("alice", "remember that I like green tea").await;
+    h.dm("bob", "hello").await;
+    let (alice, bob) = (h.person("alice").await, h.person("bob").await);
+    let place = h.place(&ConsoleOptions::private("alice"), "alice").await;
+    let kept = h.store.entries(alice, None).await.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let entry = kept[0].clone();
+    let ask = |actor: PersonId, actor_name: &'static str, text: &'static str| FactRequest {
+        subject: alice,
+        subject_name: "alice",
+        actor,
+        actor_name,
+        actor_is_moderator: false,
+        place: &place,
+        text,
+        source: None,
+    };
+    let memory = &h.memory.manager;
+    let by_bob = ask(bob, "bob", "I hate tea");
+    let refused = |r: Result<(), MemoryError>| matches!(r, Err(MemoryError::NotTheirs { .. }));
+    assert!(refused(memory.capture(&by_bob).await.map(|_| ())));
+    let listed = [(entry.id, entry.value.clone())];
+    assert!(refused(
+        memory
+            .delete_entries(&by_bob, &listed, &[])
+            .await
+            .map(|_| ())
+    ));
+    assert!(refused(
+        memory
+            .move_entry(&by_bob, entry.id, Scope::Global)
+            .await
+            .map(|_| ())
+    ));
+    let delete = [StagedChange::Delete {
+        id: entry.id,
+        value: entry.value.clone(),
+    }];
+    assert!(refused(
+        memory.apply_staged(&by_bob, &delete).await.map(|_| ())
+    ));
+    assert_eq!(h.store.entries(alice, None).await.unwrap(), kept);
+
+    // Positive controls: Alice herself captures, and deletes.
+    let by_alice = ask(alice, "alice", "I walk to work");
+    assert!(matches!(
+        memory.capture(&by_alice).await.unwrap(),
+        CaptureOutcome::Saved { .. }
+    ));
+    assert_eq!(
+        memory
+            .delete_entries(&by_alice, &listed, &[])
+            .await
+            .unwrap(),
+        1
+    );
+    let left: Vec<String> = h
+        .store
+        .entries(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.value)
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].contains("walk to work"), "{left:?}");
+}

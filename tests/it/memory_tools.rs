@@ -392,6 +392,45 @@ async fn the_tool_loop_runs_calls_for_the_caller_over_the_real_client() {
     assert_eq!(tool_messages[0]["tool_call_id"], "call_0");
 }
 
+/// A copy of a staging executor stages too: nothing that waits for a person's "yes" is done
+/// at once by a copy.
+#[tokio::test]
+async fn a_copy_of_a_staging_executor_stages_too() {
+    let h = Harness::offline().await;
+    let s = h.store.clone();
+    let alice = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let tools = h.memory.tools.clone();
+    let caller = Caller {
+        person: alice,
+        place: dm(alice),
+    };
+    let write = serde_json::json!({"key": "drink", "value": "Likes green tea",
+        "category": "preference", "durability": "durable", "confidence": 0.9});
+    let w = tools
+        .execute(&caller, "write_memory", &write.to_string())
+        .await;
+    assert_eq!(w["written_to"], "MEMORY.md", "{w}");
+    let delete = serde_json::json!({"key": "drink"}).to_string();
+    let copy = tools.staging().clone();
+    let r = copy.execute(&caller, "delete_memory", &delete).await;
+    assert_eq!(r["ok"], false, "{r}");
+    assert_eq!(copy.take_staged().len(), 1);
+    assert_eq!(
+        s.entries(alice, None).await.unwrap().len(),
+        1,
+        "kept until the yes"
+    );
+    // Positive control: a copy of the executor that does not stage deletes at once.
+    let r = tools
+        .clone()
+        .execute(&caller, "delete_memory", &delete)
+        .await;
+    assert!(s.entries(alice, None).await.unwrap().is_empty(), "{r}");
+}
+
 /// The bot with the fake LLM and `llm.reply_tools` on, on `url`'s database or its own.
 async fn with_tools(url: Option<String>) -> Harness {
     Harness::build(true, |c| {
