@@ -198,18 +198,19 @@ fn announce_prompts(dir: &str, sources: &[(&'static str, PromptSource)]) {
     }
 }
 
-/// The daily extraction of structured memory; none without an LLM (it needs one).
+/// The daily extraction of structured memory, with `prompts`; none without an LLM (it needs
+/// one).
 pub fn extractor(
     config: &Config,
     store: Arc<dyn Store>,
     llm: Option<Arc<dyn ChatModel>>,
     clock: Arc<dyn Clock>,
     holder: String,
+    prompts: Arc<Prompts>,
 ) -> Result<Option<crate::memory::extraction::Extractor>, AppError> {
     let Some(llm) = llm else {
         return Ok(None);
     };
-    let (prompts, _) = prompts(config)?;
     Ok(Some(crate::memory::extraction::Extractor::new(
         store,
         llm,
@@ -228,10 +229,11 @@ pub fn extractor(
     )))
 }
 
-/// Starts the scheduled jobs of this process in the background; send `true` to stop them.
+/// Starts the scheduled jobs of this process over `memory` in the background; send `true` to
+/// stop them.
 pub fn start_scheduler(
     config: &Config,
-    memory: Arc<crate::memory::MemoryManager>,
+    memory: &Memory,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     llm: Option<Arc<dyn ChatModel>>,
@@ -243,10 +245,17 @@ pub fn start_scheduler(
     AppError,
 > {
     let holder = crate::store::process_holder();
-    let extractor = extractor(config, store.clone(), llm, clock.clone(), holder.clone())?;
+    let extractor = extractor(
+        config,
+        store.clone(),
+        llm,
+        clock.clone(),
+        holder.clone(),
+        memory.prompts.clone(),
+    )?;
     let scheduler = Arc::new(
         crate::jobs::Scheduler::new(
-            memory,
+            memory.manager.clone(),
             store,
             clock,
             holder,
@@ -367,6 +376,8 @@ pub struct Memory {
     pub tokens: TokenCounter,
     /// What finds the retrieved part of every context.
     pub retriever: Arc<Retriever>,
+    /// The prompts every model call of memory and the jobs uses.
+    pub prompts: Arc<Prompts>,
 }
 
 /// Builds the memory tier over `store`: `llm` when a model is configured, `retriever` for
@@ -401,7 +412,7 @@ pub fn build_memory(
         retriever: retriever.clone(),
         entries: entries.clone(),
         tools: tools.clone(),
-        prompts,
+        prompts: prompts.clone(),
     }));
     Ok(Memory {
         manager,
@@ -409,6 +420,7 @@ pub fn build_memory(
         tools,
         tokens,
         retriever,
+        prompts,
     })
 }
 

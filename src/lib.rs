@@ -9,12 +9,12 @@
 //! | module | what it owns |
 //! |---|---|
 //! | [`adapters`] | the platforms: console, Discord (serenity), Telegram (teloxide); each turns events into [`domain::IncomingMessage`]s for the bot and sends replies back, split to the platform's size |
-//! | [`bot`] | one message end to end: ingest, route, a memory command or the responder, store the reply; `bot::replies` words every answer the bot makes itself |
+//! | [`bot`] | one message end to end: ingest, route, a memory command or the responder, store the reply; `bot::replies` words its answers to commands |
 //! | [`ingest`] | stores every message (and its mentions) before anything else may fail |
 //! | [`linking`] | joining a person's accounts on two platforms: one-time link codes, the wrong-code limit, unlinking |
 //! | [`router`] | reads what an addressed message asks for: memory commands, remember / forget forms |
 //! | [`responder`] | conversation that is not a command: the memory context, the reply prompt packed within its token budget (`prompt`), the model's answer |
-//! | [`memory`] | the memory tier: facts, hearsay, structured entries (kept in step with the facts in `entry_facts`) and their extraction, day and history summaries, context assembly within a token budget, forgetting, caches, the memory tools |
+//! | [`memory`] | the memory tier: facts, hearsay, structured entries (kept in step with the facts in `entry_facts`) and their extraction, day and history summaries, context assembly (the responder packs it into the token budget), forgetting, caches, the memory tools |
 //! | [`retrieval`] | hybrid search (BM25 and vectors fused), time expressions, the background indexer |
 //! | [`llm`] | the chat-model seam: the OpenAI-compatible client, spending limits, the prompts |
 //! | [`embed`] | the embedding seam: local all-MiniLM-L6-v2 (candle) or an OpenAI-compatible API |
@@ -22,10 +22,11 @@
 //! | [`jobs`] | scheduled work (daily extraction, maintenance), run once across any number of processes |
 //! | [`domain`] | the types at the bottom: people, places, privacy scopes, entries, commands, mentions, clock, budgets, link codes, secrets |
 //! | [`config`] | settings and secrets: defaults, file, environment, checked before start |
-//! | [`app`] | the composition root: config, store, model, clock and memory wired into a bot, each part built once (`build_memory`, `build_bot`) |
+//! | [`app`] | the composition root: config, store, model, embedder, clock and memory wired into a bot, each part built once (`build_memory`, `build_bot`), and the background work started (`start_scheduler`, `start_indexer`) |
 //! | [`bench`] | `engram bench …`: benchmarks that print JSON |
 //!
-//! The `engram` binary (`src/main.rs`) only parses the command line and calls into these.
+//! The `engram` binary (`src/main.rs`) parses the command line, calls into these, and runs the
+//! commands that read or write a deployment offline (export, import, migrate, extract).
 //! With the `test-util` feature (on for the tests) the crate also carries the fakes that stand
 //! in for what is across the network: `llm::fake` (an OpenAI-compatible server),
 //! `adapters::fake_discord` and `adapters::fake_telegram`, all real HTTP servers on 127.0.0.1.

@@ -1,5 +1,6 @@
 //! The `engram` binary: parses the command line, loads config and secrets, sets up logging,
-//! and hands over to the library's composition root. Nothing else lives here.
+//! and hands over to the library's composition root (`app`); the commands that read or write a
+//! deployment offline (export, import, migrate, extract) run their loops and progress here.
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -480,7 +481,7 @@ async fn bench_dbs(postgres: Option<&str>) -> anyhow::Result<Vec<bench_store::Be
 /// The bot and what runs beside it: the store, chat model and embedder, wired by `app`.
 struct Running {
     bot: Arc<engram::bot::Bot>,
-    memory: Arc<engram::memory::MemoryManager>,
+    memory: app::Memory,
     store: Arc<dyn engram::store::Store>,
     llm: Option<Arc<dyn engram::llm::ChatModel>>,
     indexer: tokio::task::JoinHandle<()>,
@@ -507,8 +508,8 @@ async fn start_bot(
         embedder.clone(),
         clock.clone(),
     )?;
-    let (bot, memory) = (Arc::new(built.bot), built.memory.manager);
-    memory.follow_changes().await?;
+    let (bot, memory) = (Arc::new(built.bot), built.memory);
+    memory.manager.follow_changes().await?;
     let (indexer, stop_indexer) = app::start_indexer(config, store.clone(), embedder, clock);
     Ok(Running {
         bot,
@@ -526,7 +527,7 @@ async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
     let running = start_bot(config, secrets, clock.clone()).await?;
     let (jobs, stop_jobs) = app::start_scheduler(
         config,
-        running.memory.clone(),
+        &running.memory,
         running.store.clone(),
         clock,
         running.llm.clone(),
@@ -598,7 +599,7 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
         }
         _ => {
             let (jobs, stop_jobs) =
-                app::start_scheduler(config, memory, store, clock.clone(), llm)?;
+                app::start_scheduler(config, &memory, store, clock.clone(), llm)?;
             let stdin = tokio::io::BufReader::new(tokio::io::stdin());
             console::run_interactive(&bot, opts, clock, stdin, &sink).await?;
             let _ = stop_jobs.send(true);
@@ -668,6 +669,7 @@ async fn extract(
         llm,
         clock.clone(),
         engram::store::process_holder(),
+        app::prompts(config)?.0,
     )?
     else {
         anyhow::bail!(

@@ -316,12 +316,12 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let llm = app::chat_model(&config, &Secrets::default(), clock.clone())?;
     let built = app::build_bot(&config, db.store.clone(), llm.clone(), None, clock.clone())?;
-    let (bot, memory) = (Arc::new(built.bot), built.memory.manager);
-    memory.follow_changes().await?;
+    let (bot, memory) = (Arc::new(built.bot), built.memory);
+    memory.manager.follow_changes().await?;
     let (indexer, stop_indexer) =
         app::start_indexer(&config, db.store.clone(), None, clock.clone());
     let (jobs, stop_jobs) =
-        app::start_scheduler(&config, memory, db.store.clone(), clock, llm.clone())?;
+        app::start_scheduler(&config, &memory, db.store.clone(), clock, llm.clone())?;
     let handler: Arc<dyn MessageHandler> = bot.clone();
 
     let started = Instant::now();

@@ -1,10 +1,13 @@
-//! What the bot says: every reply it words itself, from the typed outcomes of memory, linking
-//! and the limits. The rest of the bot decides what happened; this file says it. (What the
-//! model answers is the responder's.)
+//! What the bot says to commands: every answer it words itself, from the typed outcomes of
+//! memory, linking and the limits. The rest of the bot decides what happened; this file says
+//! it. (Conversation is the responder's: the model's answer, or its own words when there is no
+//! model; an adapter words only its own failures.)
 
 use crate::domain::Platform;
 use crate::domain::budget::Admission;
+use crate::domain::secret::SecretKind;
 use crate::linking::{CODE_MINUTES, CodeRefused};
+use crate::memory::entries::NeverKept;
 use crate::memory::{
     CaptureOutcome, FactVerb, FactsFollowed, ForgetOutcome, MemoryError, Method, Moved,
 };
@@ -104,6 +107,22 @@ pub fn known_everywhere(said: String, outcome: &CaptureOutcome) -> String {
     }
 }
 
+/// A text memory never keeps, refused.
+pub fn never_kept(why: NeverKept) -> &'static str {
+    match why {
+        NeverKept::Code => "I don't keep code in memory; tell me about it in words instead.",
+        NeverKept::Secret(SecretKind::Password) => {
+            "That looks like a password or PIN, and I never keep those, so I didn't save it. I also left it out of the chat history I keep; you may want to delete your message and change it."
+        }
+        NeverKept::Secret(SecretKind::Key) => {
+            "That looks like an API key or access token, and I never keep those, so I didn't save it. I also left it out of the chat history I keep; you may want to delete your message and revoke the key."
+        }
+        NeverKept::Secret(SecretKind::CardNumber) => {
+            "That looks like a card number, and I never keep those, so I didn't save it. I also left it out of the chat history I keep; you may want to delete your message."
+        }
+    }
+}
+
 /// "remember that …" about oneself.
 pub fn captured(outcome: &CaptureOutcome) -> String {
     match outcome {
@@ -111,7 +130,7 @@ pub fn captured(outcome: &CaptureOutcome) -> String {
         CaptureOutcome::TooLong { limit } => format!(
             "That is too long to remember (the limit is {limit} characters). Nothing was changed."
         ),
-        CaptureOutcome::Refused(why) => why.refusal().to_string(),
+        CaptureOutcome::Refused(why) => never_kept(*why).to_string(),
         CaptureOutcome::Unchanged => ALREADY_KNEW.to_string(),
         CaptureOutcome::Saved {
             word_for_word: true,
@@ -462,7 +481,7 @@ pub fn refusal(e: &MemoryError) -> String {
         MemoryError::SubjectPaused { subject } => format!(
             "{subject} has paused their memory, so I'm not keeping anything new about them. Nothing was changed."
         ),
-        MemoryError::NeverKept(why) => why.refusal().to_string(),
+        MemoryError::NeverKept(why) => never_kept(*why).to_string(),
         MemoryError::UnknownPerson { name } => {
             format!("I don't know anyone called {name} here yet. Nothing was changed.")
         }

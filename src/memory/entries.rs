@@ -1,4 +1,4 @@
-//! Structured memory entries, in the memory tier below the router: explicit capture
+//! Structured memory entries, in the memory tier below the bot: explicit capture
 //! ("remember that …", "note that …"), the MEMORY.md and daily-note views, ranked search, and
 //! forget / clear / pause. The store keeps entries; this module decides what is written and
 //! what may be shown where.
@@ -158,25 +158,6 @@ pub enum NeverKept {
     Code,
     /// A secret (a key, a password, a card number), of this kind.
     Secret(crate::domain::secret::SecretKind),
-}
-
-impl NeverKept {
-    /// What the person is told.
-    pub fn refusal(&self) -> &'static str {
-        use crate::domain::secret::SecretKind;
-        match self {
-            NeverKept::Code => "I don't keep code in memory; tell me about it in words instead.",
-            NeverKept::Secret(SecretKind::Password) => {
-                "That looks like a password or PIN, and I never keep those, so I didn't save it. I also left it out of the chat history I keep; you may want to delete your message and change it."
-            }
-            NeverKept::Secret(SecretKind::Key) => {
-                "That looks like an API key or access token, and I never keep those, so I didn't save it. I also left it out of the chat history I keep; you may want to delete your message and revoke the key."
-            }
-            NeverKept::Secret(SecretKind::CardNumber) => {
-                "That looks like a card number, and I never keep those, so I didn't save it. I also left it out of the chat history I keep; you may want to delete your message."
-            }
-        }
-    }
 }
 
 /// Code and secrets (passwords, keys, card numbers) never become memory, whoever writes it:

@@ -1,7 +1,8 @@
 //! A person's own entries (MEMORY.md) and their facts text, changed together: capturing
 //! "remember that …", deleting entries, moving one between private and everywhere, applying
 //! the changes a model staged, and clearing a person with the accounts joined to them. The
-//! one place that keeps both consistent; callers never write one without the other.
+//! one place the bot's commands change both; the model's own notes (the memory tools, the
+//! daily extraction) are entries alone.
 
 use super::entries::{Captured, NeverKept};
 use super::tools::StagedChange;

@@ -1,6 +1,7 @@
-//! The memory tier: `MemoryManager` owns facts (remember/forget), day and history summaries,
-//! the 3-way merge into one context per person, and the caches in front of them. It sits
-//! between the router/responder above and the store and LLM below.
+//! The memory tier: `MemoryManager` owns facts (remember/forget), what others told (hearsay),
+//! a person's entries kept in step with their facts (`entry_facts`), day and history
+//! summaries, the 3-way merge into one context per person, forgetting, and the caches in front
+//! of them. It sits between the bot and responder above and the store and LLM below.
 
 pub mod cache;
 pub mod context;
@@ -153,9 +154,9 @@ pub struct MemoryManager {
     prompts: Arc<crate::llm::prompts::Prompts>,
 }
 
-/// What the memory tier is built from. The composition root (`app::build_memory`) makes each
-/// part once and hands the same ones to whoever else needs them (the bot's entries, the
-/// responder's tools).
+/// What the memory tier is built from. The composition root (`app::build_memory`, given the
+/// retriever and the prompts) makes each part once and hands the same ones to whoever else
+/// needs them (the bot's entries, the responder's tools).
 pub struct MemoryParts {
     /// Where memory lives.
     pub store: Arc<dyn Store>,

@@ -555,14 +555,8 @@ async fn the_running_bot_extracts_the_day_at_23_00(url: Option<String>) {
     let clock: std::sync::Arc<dyn Clock> = h.clock.clone();
     let llm = engram::app::chat_model(&config, &Default::default(), clock.clone()).unwrap();
     let asked = h.fake().seen();
-    let (task, stop) = engram::app::start_scheduler(
-        &config,
-        h.memory.manager.clone(),
-        h.store.clone(),
-        clock,
-        llm,
-    )
-    .unwrap();
+    let (task, stop) =
+        engram::app::start_scheduler(&config, &h.memory, h.store.clone(), clock, llm).unwrap();
     // Alice's private chat and Bob's group: two extraction requests.
     h.fake()
         .wait_seen(asked + 2, std::time::Duration::from_secs(30))

@@ -42,10 +42,16 @@ async fn extract_today(h: &Harness) -> Vec<engram::memory::extraction::Extractio
     let llm = engram::app::chat_model(&h.config, &Secrets::default(), clock.clone())
         .unwrap()
         .expect("the fake LLM");
-    let extractor =
-        engram::app::extractor(&h.config, h.store.clone(), Some(llm), clock, "t".into())
-            .unwrap()
-            .unwrap();
+    let extractor = engram::app::extractor(
+        &h.config,
+        h.store.clone(),
+        Some(llm),
+        clock,
+        "t".into(),
+        h.memory.prompts.clone(),
+    )
+    .unwrap()
+    .unwrap();
     extractor
         .extract_all(start_time().date_naive(), false, |_, _| {})
         .await

@@ -117,6 +117,7 @@ impl Harness {
             Some(llm),
             clock,
             holder.into(),
+            self.memory.prompts.clone(),
         )
         .unwrap()
         .unwrap()
