@@ -6,7 +6,7 @@ use crate::bot::{Bot, BotParts};
 use crate::config::{Config, Secrets, StoreConfig};
 use crate::domain::Clock;
 use crate::domain::budget::Limits;
-use crate::embed::{EmbedError, Embedder, MiniLmEmbedder, OpenAiEmbedder, SharedEmbedder};
+use crate::embed::{EmbedError, Embedder, LocalEmbedder, OpenAiEmbedder, SharedEmbedder};
 use crate::ingest::Ingestor;
 use crate::linking::Linker;
 use crate::llm::prompts::{PromptError, PromptSource, PromptSources, Prompts};
@@ -120,12 +120,13 @@ pub fn chat_model(
 }
 
 /// The configured embedder: the local MiniLM, an OpenAI-compatible API, or None (BM25 only).
-/// "auto" uses the local model when its weights are in `embed.model_dir`.
+/// "auto" uses the local model when it is in `embed.model_dir`.
 pub fn embedder(config: &Config, secrets: &Secrets) -> Result<Option<SharedEmbedder>, EmbedError> {
     let e = &config.embed;
     let dir = std::path::Path::new(&e.model_dir);
+    let precision = e.precision();
     let provider = match e.provider.as_str() {
-        "auto" if MiniLmEmbedder::present(dir) => "local",
+        "auto" if LocalEmbedder::present(dir, precision) => "local",
         "auto" => {
             // Said once, at start, where a default log level shows it: search quality depends
             // on it.
@@ -136,7 +137,8 @@ pub fn embedder(config: &Config, secrets: &Secrets) -> Result<Option<SharedEmbed
     };
     match provider {
         "local" => {
-            let model = MiniLmEmbedder::load(dir, e.max_tokens, e.batch_size)?;
+            let library = (!e.onnxruntime.is_empty()).then(|| std::path::Path::new(&e.onnxruntime));
+            let model = LocalEmbedder::load(dir, precision, library, e.max_tokens)?;
             if model.dimensions() != e.dimensions {
                 return Err(EmbedError::Load(format!(
                     "the model in {} gives {} dimensions, embed.dimensions is {}",
@@ -145,7 +147,7 @@ pub fn embedder(config: &Config, secrets: &Secrets) -> Result<Option<SharedEmbed
                     e.dimensions
                 )));
             }
-            info!(model_dir = %e.model_dir, "embeddings: local all-MiniLM-L6-v2");
+            info!(model_dir = %e.model_dir, model = model.model(), "embeddings: local all-MiniLM-L6-v2 (ONNX Runtime)");
             Ok(Some(Arc::new(model)))
         }
         "openai" => {
@@ -289,7 +291,7 @@ pub fn start_indexer(
         embedder,
         clock,
         config.retrieval.clone(),
-        config.embed.batch_size * 4,
+        config.embed.index_batch(),
     ));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let idle = Duration::from_secs(config.embed.idle_secs.max(1));

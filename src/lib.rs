@@ -17,7 +17,7 @@
 //! | [`memory`] | the memory tier: facts, hearsay, structured entries (kept in step with the facts in `entry_facts`) and their extraction, day and history summaries, context assembly (the responder packs it into the token budget), forgetting, caches, the memory tools |
 //! | [`retrieval`] | hybrid search (BM25 and vectors fused), time expressions, the background indexer |
 //! | [`llm`] | the chat-model seam: the OpenAI-compatible client, spending limits, the prompts |
-//! | [`embed`] | the embedding seam: local all-MiniLM-L6-v2 (candle) or an OpenAI-compatible API |
+//! | [`embed`] | the embedding seam: local all-MiniLM-L6-v2 (ONNX Runtime, int8 or f32) or an OpenAI-compatible API |
 //! | [`store`] | all of the product's SQL, one file per concern: statements written once for SQLite and PostgreSQL + pgvector (`on_both_backends!`), what differs (BM25 over messages, bulk inserts, postings, vectors) in `sqlite` and `postgres`; BM25 terms, backend-to-backend copy |
 //! | [`jobs`] | scheduled work (daily extraction, maintenance), run once across any number of processes |
 //! | [`domain`] | the types at the bottom: people, places, privacy scopes, entries, commands, mentions, clock, budgets, link codes, secrets |

@@ -131,6 +131,9 @@ enum BenchCommand {
     /// Retrieval quality (R@k, nDCG@10 at turn and session level) and query latency on
     /// LongMemEval-format data, through the real ingest path and the bot's search.
     Retrieval(RetrievalArgs),
+    /// Embedding throughput (texts and word pieces per second) and one question's embedding
+    /// latency, on the turns and questions of a `bench retrieval` data file.
+    Embed(EmbedArgs),
     /// People in spaces sending messages at a set rate through the real bot, the model a
     /// local fake with a set latency and fault rate; checks that every message and every
     /// "remember" was kept. SQLite, and PostgreSQL when a server URL is given.
@@ -209,27 +212,51 @@ fn default_speaker() -> String {
 /// `engram bench retrieval`'s options.
 #[derive(clap::Args)]
 struct RetrievalArgs {
-    /// Data file, .jsonl or .jsonl.gz, one conversation record per line (`bench::retrieval::Record`).
-    #[arg(long)]
-    data: PathBuf,
-    /// Where to write the JSON report (it is printed too).
+    /// Data files, .jsonl or .jsonl.gz, one conversation record per line
+    /// (`bench::retrieval::Record`); several are measured in one run (`--data A --data B`).
+    #[arg(long, required = true)]
+    data: Vec<PathBuf>,
+    /// Where to write the JSON reports (they are printed too).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// "config" (the [embed] settings), "local", "openai" or "none".
-    #[arg(long, default_value = "config")]
-    embedder: String,
+    /// "config" (the [embed] settings), "local", "openai" or "none"; several, comma-separated
+    /// ("none,local"), are measured side by side.
+    #[arg(long, default_value = "config", value_delimiter = ',')]
+    embedder: Vec<String>,
     /// Directory of the local model's weights (overrides embed.model_dir).
     #[arg(long)]
     model_dir: Option<PathBuf>,
-    /// Keep vectors in this file between runs (keyed by text hash).
+    /// Keep the messages' vectors in this file between runs (keyed by model and text hash);
+    /// questions are always embedded, so their latency is real.
     #[arg(long)]
     embed_cache: Option<PathBuf>,
     /// Measure on PostgreSQL (a new database is created and dropped) instead of SQLite.
     #[arg(long)]
     postgres: Option<String>,
-    /// Only the first N records.
+    /// Only the first N records of each file.
     #[arg(long)]
     records: Option<usize>,
+}
+
+/// `engram bench embed`'s options.
+#[derive(clap::Args)]
+struct EmbedArgs {
+    /// Data file in `bench retrieval`'s format: its turns are embedded, its questions timed.
+    #[arg(long)]
+    data: PathBuf,
+    /// As for `bench retrieval`: "config", "local" (also "local:int8", "local:f32"),
+    /// "openai"; several, comma-separated, side by side.
+    #[arg(long, default_value = "config", value_delimiter = ',')]
+    embedder: Vec<String>,
+    /// Directory of the local model (overrides embed.model_dir).
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// At most this many texts.
+    #[arg(long, default_value_t = usize::MAX)]
+    texts: usize,
+    /// At most this many questions, each embedded alone.
+    #[arg(long, default_value_t = 200)]
+    queries: usize,
 }
 
 #[tokio::main]
@@ -314,6 +341,7 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
             Ok(())
         }
         BenchCommand::Retrieval(args) => bench_retrieval(args, config, secrets).await,
+        BenchCommand::Embed(args) => bench_embed(args, config, secrets).await,
         BenchCommand::Load {
             postgres,
             people,
@@ -356,66 +384,121 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
     }
 }
 
-/// `engram bench retrieval`: one data file through ingest and search, on SQLite or PostgreSQL.
+/// `engram bench retrieval`: each data file through ingest and search with each embedder, on
+/// SQLite or PostgreSQL (a new database for every run); the reports side by side.
 async fn bench_retrieval(
     args: RetrievalArgs,
     config: &Config,
     secrets: &Secrets,
 ) -> anyhow::Result<()> {
-    let RetrievalArgs {
-        data,
-        out,
-        embedder,
-        model_dir,
-        embed_cache,
-        postgres,
-        records,
-    } = args;
+    let mut reports = Vec::new();
+    for provider in &args.embedder {
+        let (config, chosen) =
+            bench_embedder(config, secrets, provider, args.model_dir.as_deref())?;
+        let name = match &chosen {
+            Some(e) => e.model().to_string(),
+            None => "none".to_string(),
+        };
+        // Messages' vectors may come from the cache; questions are always embedded.
+        let index_embedder = match (&args.embed_cache, &chosen) {
+            (Some(path), Some(inner)) => {
+                Some(Arc::new(engram::bench::retrieval::CachedEmbedder::open(
+                    inner.clone(),
+                    format!("max_tokens={}", config.embed.max_tokens),
+                    path.clone(),
+                )) as engram::embed::SharedEmbedder)
+            }
+            _ => chosen.clone(),
+        };
+        for data in &args.data {
+            let db = match &args.postgres {
+                Some(url) => bench_store::BenchDb::postgres(url).await?,
+                None => bench_store::BenchDb::sqlite().await?,
+            };
+            let report = engram::bench::retrieval::run(
+                engram::bench::retrieval::RetrievalBenchOptions {
+                    data: data.clone(),
+                    store: db.store.clone(),
+                    backend: db.backend.to_string(),
+                    embedder: chosen.clone(),
+                    index_embedder: index_embedder.clone(),
+                    embedder_name: name.clone(),
+                    settings: config.retrieval.clone(),
+                    index_batch: config.embed.index_batch(),
+                    records: args.records,
+                },
+                |line| eprintln!("{line}"),
+            )
+            .await;
+            db.drop_db().await;
+            let report = report?;
+            eprintln!("{}", engram::bench::retrieval::table(&report));
+            reports.push(report);
+        }
+    }
+    let json = serde_json::to_string_pretty(&reports)?;
+    if let Some(path) = &args.out {
+        std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("{json}");
+    eprintln!("{}", engram::bench::retrieval::side_by_side(&reports));
+    Ok(())
+}
+
+/// The settings and embedder a benchmark names: "config" (the [embed] settings), "local",
+/// "local:int8", "local:f32", "openai" or "none".
+fn bench_embedder(
+    config: &Config,
+    secrets: &Secrets,
+    provider: &str,
+    model_dir: Option<&std::path::Path>,
+) -> anyhow::Result<(Config, Option<engram::embed::SharedEmbedder>)> {
     let mut config = config.clone();
     if let Some(dir) = model_dir {
         config.embed.model_dir = dir.display().to_string();
     }
-    if embedder != "config" {
-        config.embed.provider = embedder.clone();
+    let (provider, precision) = provider.split_once(':').unwrap_or((provider, ""));
+    if provider != "config" {
+        config.embed.provider = provider.to_string();
+    }
+    if !precision.is_empty() {
+        config.embed.local_precision = precision.to_string();
     }
     config.validate()?;
-    let mut chosen = app::embedder(&config, secrets)?;
-    let name = match &chosen {
-        Some(e) => e.model().to_string(),
-        None => "none".to_string(),
-    };
-    if let (Some(path), Some(inner)) = (embed_cache, chosen.take()) {
-        chosen = Some(Arc::new(engram::bench::retrieval::CachedEmbedder::open(
-            inner,
-            format!("max_tokens={}", config.embed.max_tokens),
-            path,
-        )));
+    let embedder = app::embedder(&config, secrets)?;
+    Ok((config, embedder))
+}
+
+/// `engram bench embed`: each embedder on the data file's texts, side by side.
+async fn bench_embed(args: EmbedArgs, config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
+    let mut reports = Vec::new();
+    for provider in &args.embedder {
+        let (config, embedder) =
+            bench_embedder(config, secrets, provider, args.model_dir.as_deref())?;
+        let embedder = embedder.context("--embedder none has nothing to measure")?;
+        let tokenizer = std::path::Path::new(&config.embed.model_dir).join("tokenizer.json");
+        let report = engram::bench::embed::run(
+            engram::bench::embed::EmbedBenchOptions {
+                data: args.data.clone(),
+                embedder,
+                batch: config.embed.index_batch(),
+                texts: args.texts,
+                queries: args.queries,
+                tokenizer: tokenizer
+                    .is_file()
+                    .then_some((tokenizer, config.embed.max_tokens)),
+            },
+            |done, total| {
+                if done % 4096 < config.embed.index_batch() || done == total {
+                    eprintln!("{done}/{total} texts");
+                }
+            },
+        )
+        .await?;
+        eprintln!("{}", serde_json::to_string(&report)?);
+        reports.push(report);
     }
-    let db = match &postgres {
-        Some(url) => bench_store::BenchDb::postgres(url).await?,
-        None => bench_store::BenchDb::sqlite().await?,
-    };
-    let report = engram::bench::retrieval::run(
-        engram::bench::retrieval::RetrievalBenchOptions {
-            data,
-            store: db.store.clone(),
-            backend: db.backend.to_string(),
-            embedder: chosen,
-            embedder_name: name,
-            settings: config.retrieval.clone(),
-            records,
-        },
-        |line| eprintln!("{line}"),
-    )
-    .await;
-    db.drop_db().await;
-    let report = report?;
-    let json = serde_json::to_string_pretty(&report)?;
-    if let Some(path) = out {
-        std::fs::write(&path, &json).with_context(|| format!("writing {}", path.display()))?;
-    }
-    println!("{json}");
-    eprintln!("{}", engram::bench::retrieval::table(&report));
+    println!("{}", serde_json::to_string_pretty(&reports)?);
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 // The two benchmarks that start a fake model server come with the `test-util` feature.
 #[cfg(feature = "test-util")]
 pub mod context;
+pub mod embed;
 #[cfg(feature = "test-util")]
 pub mod load;
 pub mod retrieval;

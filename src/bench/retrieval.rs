@@ -27,6 +27,10 @@ use std::time::Instant;
 pub struct Record {
     /// The conversation's id.
     pub conversation_id: String,
+    /// The people of a group conversation (empty for a chat between a user and the
+    /// assistant).
+    #[serde(default)]
+    pub speakers: Vec<String>,
     /// Its sessions, in any order (they are sorted by date).
     pub sessions: Vec<Session>,
     /// The questions asked about it.
@@ -49,7 +53,7 @@ pub struct Session {
 pub struct Turn {
     /// The turn's id, which questions name as evidence.
     pub turn_id: String,
-    /// "user" or "assistant".
+    /// "user" or "assistant", or in a group conversation the name of the person who said it.
     pub speaker: String,
     /// What was said.
     pub text: String,
@@ -369,26 +373,78 @@ pub struct RetrievalBenchOptions {
     pub store: Arc<dyn Store>,
     /// Its backend's name, for the report.
     pub backend: String,
-    /// The embedder; none: BM25 only.
+    /// The embedder questions are embedded with (never cached: its latency is measured);
+    /// none: BM25 only.
     pub embedder: Option<SharedEmbedder>,
+    /// The embedder messages are indexed with: the same, or one that keeps vectors between
+    /// runs (`CachedEmbedder`).
+    pub index_embedder: Option<SharedEmbedder>,
     /// The embedder's name, for the report.
     pub embedder_name: String,
     /// The fusion settings.
     pub settings: RetrievalConfig,
+    /// Messages the indexer embeds per round (`EmbedConfig::index_batch`).
+    pub index_batch: usize,
     /// Only the first N records.
     pub records: Option<usize>,
 }
 
-fn incoming(conv: &str, turn: &Turn, at: DateTime<Utc>) -> IncomingMessage {
+impl Record {
+    /// A group conversation: its speakers are people's names, not "user" and "assistant".
+    pub fn is_group(&self) -> bool {
+        !self.speakers.is_empty()
+            || self
+                .sessions
+                .iter()
+                .flat_map(|s| &s.turns)
+                .any(|t| t.speaker != "user" && t.speaker != "assistant")
+    }
+
+    /// Its sessions in time order, with their dates.
+    fn sessions_in_order(&self) -> Result<Vec<(DateTime<Utc>, &Session)>, BenchError> {
+        let mut sessions = Vec::new();
+        for s in &self.sessions {
+            sessions.push((parse_date(&s.date)?, s));
+        }
+        sessions.sort_by_key(|(at, _)| *at);
+        Ok(sessions)
+    }
+}
+
+/// Where a record's turns are said: the user's private chat with the bot, or for a group
+/// conversation the public channel of a group of its own.
+fn message(record: &Record, turn: &Turn, at: DateTime<Utc>) -> IncomingMessage {
+    let conv = &record.conversation_id;
+    let group = record.is_group();
+    let (space, kind, channel, privacy) = if group {
+        (
+            format!("group:{conv}"),
+            SpaceKind::Group,
+            "general".to_string(),
+            Privacy::GuildPublic,
+        )
+    } else {
+        (
+            format!("dm:{conv}"),
+            SpaceKind::Private,
+            format!("dm:{conv}"),
+            Privacy::Dm,
+        )
+    };
+    let (author, name) = if group {
+        (format!("{conv}:{}", turn.speaker), turn.speaker.clone())
+    } else {
+        (format!("user:{conv}"), "user".to_string())
+    };
     IncomingMessage {
         platform: Platform::Console,
-        space_external_id: format!("dm:{conv}"),
-        space_kind: SpaceKind::Private,
+        space_external_id: space,
+        space_kind: kind,
         space_title: String::new(),
-        channel_external_id: format!("dm:{conv}"),
-        channel_privacy: Privacy::Dm,
-        author_external_id: format!("user:{conv}"),
-        author_display_name: "user".into(),
+        channel_external_id: channel,
+        channel_privacy: privacy,
+        author_external_id: author,
+        author_display_name: name,
         author_username: None,
         author_is_bot: false,
         external_id: turn.turn_id.clone(),
@@ -405,6 +461,7 @@ fn incoming(conv: &str, turn: &Turn, at: DateTime<Utc>) -> IncomingMessage {
 }
 
 /// Which stored message is which turn (turn id, session id), and who asks the questions where.
+#[derive(Default)]
 struct IngestedRecord<'r> {
     turn_of: HashMap<MessageId, (&'r str, &'r str)>,
     scopes: Vec<Scope>,
@@ -412,34 +469,68 @@ struct IngestedRecord<'r> {
     turns: usize,
 }
 
-/// Ingests every turn of `record`, sessions in time order, through the normal path: the user's
-/// turns as messages in one private chat, the assistant's as the bot's replies to them.
+/// Ingests every turn of `record`, sessions in time order, through the normal path.
 async fn ingest_record<'r>(
+    ingestor: &Ingestor,
+    store: &dyn Store,
+    record: &'r Record,
+) -> Result<IngestedRecord<'r>, BenchError> {
+    if record.is_group() {
+        ingest_group(ingestor, store, record).await
+    } else {
+        ingest_assistant_chat(ingestor, record).await
+    }
+}
+
+/// A group conversation: every speaker is a person writing in one public channel of a group,
+/// and the questions are asked there by another member, who said nothing.
+async fn ingest_group<'r>(
+    ingestor: &Ingestor,
+    store: &dyn Store,
+    record: &'r Record,
+) -> Result<IngestedRecord<'r>, BenchError> {
+    let mut out = IngestedRecord::default();
+    let conv = &record.conversation_id;
+    let asker = store
+        .resolve_person(Platform::Console, &format!("{conv}:asker"), "Member")
+        .await?;
+    out.asker = Some(asker);
+    for (at, s) in record.sessions_in_order()? {
+        for (i, turn) in s.turns.iter().enumerate() {
+            out.turns += 1;
+            let t = at + chrono::Duration::seconds(i as i64);
+            let Some(ing) = ingestor.ingest(&message(record, turn, t)).await? else {
+                continue;
+            };
+            out.turn_of.insert(
+                ing.message.id,
+                (turn.turn_id.as_str(), s.session_id.as_str()),
+            );
+            if out.scopes.is_empty() {
+                out.scopes = ing.place.visible_scopes(asker);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A chat between a user and the assistant: the user's turns as messages in one private chat,
+/// the assistant's as the bot's replies to them.
+async fn ingest_assistant_chat<'r>(
     ingestor: &Ingestor,
     record: &'r Record,
 ) -> Result<IngestedRecord<'r>, BenchError> {
-    let conv = &record.conversation_id;
-    let mut sessions = Vec::new();
-    for s in &record.sessions {
-        sessions.push((parse_date(&s.date)?, s));
-    }
-    sessions.sort_by_key(|(at, _)| *at);
-    let mut out = IngestedRecord {
-        turn_of: HashMap::new(),
-        scopes: Vec::new(),
-        asker: None,
-        turns: 0,
-    };
+    let mut out = IngestedRecord::default();
     let mut last_user: Option<(Place, StoredMessage)> = None;
     // Assistant turns that come before any user turn wait until the chat exists.
     let mut waiting: Vec<(&Turn, DateTime<Utc>, &str)> = Vec::new();
-    for (at, s) in sessions {
+    for (at, s) in record.sessions_in_order()? {
         for (i, turn) in s.turns.iter().enumerate() {
             let t = at + chrono::Duration::seconds(i as i64);
             out.turns += 1;
             let ids = (turn.turn_id.as_str(), s.session_id.as_str());
             if turn.speaker == "user" {
-                let Some(ing) = ingestor.ingest(&incoming(conv, turn, t)).await? else {
+                let Some(ing) = ingestor.ingest(&message(record, turn, t)).await? else {
                     continue;
                 };
                 out.turn_of.insert(ing.message.id, ids);
@@ -594,10 +685,10 @@ pub async fn run(
     ));
     let indexer = Indexer::new(
         store.clone(),
-        opts.embedder.clone(),
+        opts.index_embedder.clone(),
         clock.clone(),
         opts.settings.clone(),
-        64,
+        opts.index_batch,
     );
     let retriever = Retriever::new(store.clone(), opts.embedder.clone(), opts.settings.clone());
     let (mut turn_tally, mut session_tally) = (Tally::default(), Tally::default());
@@ -607,7 +698,7 @@ pub async fn run(
     let total = records.len();
     for (n, record) in records.iter().enumerate() {
         let started = Instant::now();
-        let ingested = ingest_record(&ingestor, record).await?;
+        let ingested = ingest_record(&ingestor, store.as_ref(), record).await?;
         turns_total += ingested.turns;
         ingest_s += started.elapsed().as_secs_f64();
         let started = Instant::now();
@@ -690,6 +781,32 @@ pub fn table(r: &RetrievalReport) -> String {
         r.ingest_seconds,
         r.index_seconds
     ));
+    out
+}
+
+/// One line per report (data file × embedder): the overall scores and the query latency.
+pub fn side_by_side(reports: &[RetrievalReport]) -> String {
+    let mut out = String::from(
+        "| data | embedder | backend | turn R@5 | turn R@10 | turn nDCG@10 | session R@5 | session R@10 | p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for r in reports {
+        let name = Path::new(&r.data)
+            .file_name()
+            .map_or_else(|| r.data.clone(), |n| n.to_string_lossy().into_owned());
+        let (t, s) = (&r.turn.overall, &r.session.overall);
+        out.push_str(&format!(
+            "| {name} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.1} | {:.1} |\n",
+            r.embedder,
+            r.backend,
+            t.r_at_5,
+            t.r_at_10,
+            t.ndcg_at_10,
+            s.r_at_5,
+            s.r_at_10,
+            r.query_latency.p50_us / 1000.0,
+            r.query_latency.p99_us / 1000.0,
+        ));
+    }
     out
 }
 

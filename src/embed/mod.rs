@@ -1,5 +1,5 @@
 //! The embedding seam at the bottom of the retrieval flow: the batch-first `Embedder` trait,
-//! the in-process all-MiniLM-L6-v2 (`local`), the OpenAI-compatible `/v1/embeddings` client
+//! the in-process all-MiniLM-L6-v2 on ONNX Runtime (`local`), the OpenAI-compatible `/v1/embeddings` client
 //! (`openai`), and vector helpers shared by the stores and retrieval.
 
 pub mod budgeted;
@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use local::MiniLmEmbedder;
+pub use local::{LocalEmbedder, Precision};
 pub use openai::OpenAiEmbedder;
 
 #[derive(Debug, thiserror::Error)]

@@ -1,13 +1,16 @@
-//! The background indexer, off the reply path: embeds new messages in batches, puts them in
-//! episodes, and closes quiet episodes as episodic memories (summary, supporting dialogue,
-//! embedding), merging one into a near-identical older memory of the same scope (same
-//! privacy level) instead of adding a duplicate. Every step can be re-run after a crash:
-//! messages stay pending until their batch commits, and closing twice changes nothing.
+//! The background indexer, off the reply path: embeds new messages in batches (a short one
+//! with the message before it as context), puts them in episodes, and closes quiet episodes as
+//! episodic memories (summary, supporting dialogue, embedding), merging one into a
+//! near-identical older memory of the same scope (same privacy level) instead of adding a
+//! duplicate; and embeds again the messages whose context was forgotten. Every step can be
+//! re-run after a crash: messages stay pending until their batch commits, and closing twice
+//! changes nothing.
 
 use crate::config::RetrievalConfig;
-use crate::domain::{Clock, StoredMessage};
+use crate::domain::{Clock, MessageId, StoredMessage};
 use crate::embed::{self, EmbedError, SharedEmbedder};
 use crate::store::{Episode, EpisodeClose, IndexedMessage, Store, StoreError};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
@@ -59,6 +62,21 @@ pub fn extractive_summary(messages: &[StoredMessage]) -> String {
     out
 }
 
+/// Whether a message is short enough that its vector needs the message before it: fewer than
+/// `words` words ("Yes! Last Friday.").
+pub fn needs_context(text: &str, words: usize) -> bool {
+    text.split_whitespace().count() < words
+}
+
+/// The text a message's vector is made of: its own, then the message before it (when it has
+/// one as context). Its own words come first, so a cut at the model's length keeps them.
+pub fn vector_text(message: &StoredMessage, before: Option<&StoredMessage>) -> String {
+    match before {
+        Some(b) => format!("{}\n{}", message.text, b.text),
+        None => message.text.clone(),
+    }
+}
+
 impl Indexer {
     /// An indexer over `store` embedding `batch` messages per call.
     pub fn new(
@@ -87,27 +105,96 @@ impl Indexer {
         if pending.is_empty() {
             return Ok(0);
         }
-        let vectors = match &self.embedder {
-            Some(e) => {
-                let texts: Vec<String> = pending.iter().map(|m| m.text.clone()).collect();
-                e.embed(&texts).await?.into_iter().map(Some).collect()
-            }
-            None => vec![None; pending.len()],
-        };
-        let items: Vec<IndexedMessage> = pending
-            .into_iter()
-            .zip(vectors)
-            .map(|(message, embedding)| IndexedMessage { message, embedding })
-            .collect();
+        let items = self.embed(pending).await?;
         self.store.index_messages(&items, self.gap()).await?;
         Ok(items.len())
     }
 
-    /// Indexes until nothing is pending; `progress` hears the running total.
+    /// Embeds again one batch of the messages whose vector was made with a message since
+    /// forgotten; returns how many (0: none waiting, or embeddings are off).
+    pub async fn redo_batch(&self) -> Result<usize, IndexError> {
+        if self.embedder.is_none() {
+            return Ok(0);
+        }
+        let waiting = self.store.vectors_to_redo(self.batch).await?;
+        if waiting.is_empty() {
+            return Ok(0);
+        }
+        let n = waiting.len();
+        let items = self.embed(waiting).await?;
+        self.store.redo_vectors(&items).await?;
+        Ok(n)
+    }
+
+    /// The vectors of `messages` (none without an embedder): a message of fewer than
+    /// `retrieval.context_vector_words` words is embedded with the message before it in its
+    /// channel (same scope, within the episode gap), whose id the vector keeps.
+    async fn embed(&self, messages: Vec<StoredMessage>) -> Result<Vec<IndexedMessage>, IndexError> {
+        let Some(embedder) = &self.embedder else {
+            return Ok(messages
+                .into_iter()
+                .map(|message| IndexedMessage {
+                    message,
+                    embedding: None,
+                    context: None,
+                })
+                .collect());
+        };
+        let short: Vec<MessageId> = messages
+            .iter()
+            .filter(|m| needs_context(&m.text, self.settings.context_vector_words))
+            .map(|m| m.id)
+            .collect();
+        let before_of: HashMap<MessageId, MessageId> = self
+            .store
+            .neighbours(&short, self.gap())
+            .await?
+            .into_iter()
+            .filter_map(|n| Some((n.id, n.before?.id)))
+            .collect();
+        let ids: Vec<MessageId> = before_of.values().copied().collect();
+        let texts: HashMap<MessageId, StoredMessage> = self
+            .store
+            .messages_by_id(&ids)
+            .await?
+            .into_iter()
+            .map(|m| (m.id, m))
+            .collect();
+        // Read in a second statement: a context counts only if it is still in the message's own
+        // scope and channel (an id freed by a forget can belong to another place by now).
+        let place: HashMap<MessageId, &StoredMessage> =
+            messages.iter().map(|m| (m.id, m)).collect();
+        let before: HashMap<MessageId, StoredMessage> = before_of
+            .into_iter()
+            .filter_map(|(id, b)| {
+                let (m, b) = (place.get(&id)?, texts.get(&b)?);
+                (b.scope == m.scope && b.channel == m.channel && b.space == m.space)
+                    .then(|| (id, b.clone()))
+            })
+            .collect();
+        let texts: Vec<String> = messages
+            .iter()
+            .map(|m| vector_text(m, before.get(&m.id)))
+            .collect();
+        let vectors = embedder.embed(&texts).await?;
+        Ok(messages
+            .into_iter()
+            .zip(vectors)
+            .map(|(message, v)| IndexedMessage {
+                context: before.get(&message.id).map(|b| b.id),
+                message,
+                embedding: Some(v),
+            })
+            .collect())
+    }
+
+    /// Indexes until nothing is pending (new messages, then vectors to make again);
+    /// `progress` hears the running total.
     pub async fn index_all(&self, mut progress: impl FnMut(usize)) -> Result<usize, IndexError> {
         let mut total = 0;
         loop {
-            let n = self.index_batch().await?;
+            // Both each round: vectors to make again never wait behind steady new traffic.
+            let n = self.index_batch().await? + self.redo_batch().await?;
             if n == 0 {
                 return Ok(total);
             }

@@ -1,19 +1,22 @@
-//! Hybrid retrieval, below memory and above the store and embedder: BM25 and vector search
-//! over chat history and episodes, always inside the asker's privacy scopes, fused with
-//! reciprocal rank fusion, favouring the time a question names (`time`), and the background
-//! `indexer` that embeds messages and builds episodic memories off the reply path.
+//! Hybrid retrieval, below memory and above the store and embedder: BM25 (each message with
+//! its neighbours as context) and vector search over chat history and episodes, always inside
+//! the asker's privacy scopes, fused with reciprocal rank fusion, favouring the time a question
+//! names (`time`) and the people it names (`names`), and the background `indexer` that embeds
+//! messages and builds episodic memories off the reply path.
 
 pub mod fusion;
 pub mod indexer;
+pub mod names;
 pub mod time;
 
 use crate::config::RetrievalConfig;
-use crate::domain::{PersonId, Scope, StoredMessage};
+use crate::domain::{MessageId, PersonId, Scope, StoredMessage};
 use crate::embed::SharedEmbedder;
 use crate::store::{
-    Bm25, EpisodeHit, SearchHit, Store, StoreError, WordPairs, plain_words, query_terms,
+    Bm25, EpisodeHit, Neighbours, SearchHit, Store, StoreError, WordPairs, plain_words, query_terms,
 };
 use chrono::{DateTime, Utc};
+use std::collections::BTreeSet;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tracing::warn;
@@ -119,42 +122,83 @@ impl Retriever {
         }
         // Long pastes: the first part carries the question; the embedder cuts anyway.
         let text: String = text.chars().take(4000).collect();
-        let Candidates {
-            bm25_hits,
-            episode_hits,
-            vector_hits,
-            near_episodes,
-        } = self.candidates(&text, scopes).await?;
+        let window = time::window(&text, now);
+        let found = self.candidates(&text, scopes, window).await?;
+        let c = self.settings.candidates;
 
         let mut messages: HashMap<i64, StoredMessage> = HashMap::new();
-        let bm25_ids: Vec<i64> = bm25_hits.iter().map(|h| h.message.id.0).collect();
-        let vector_ids: Vec<i64> = vector_hits.iter().map(|h| h.message.id.0).collect();
-        for h in bm25_hits.into_iter().chain(vector_hits) {
+        let own: HashMap<i64, f64> = found
+            .bm25_hits
+            .iter()
+            .map(|h| (h.message.id.0, h.score))
+            .collect();
+        let lexical: HashSet<i64> = found
+            .bm25_hits
+            .iter()
+            .take(PHRASE_CHECKS)
+            .map(|h| h.message.id.0)
+            .collect();
+        let vector_ids: Vec<i64> = found.vector_hits.iter().map(|h| h.message.id.0).collect();
+        // Lengths in search words, for each message's share of its neighbours' scores.
+        let mut lengths: HashMap<i64, f64> = HashMap::new();
+        for n in &found.neighbours {
+            for a in n.before.iter().chain(n.after.iter()) {
+                lengths.insert(a.id.0, context_length(a.chars));
+            }
+        }
+        for h in found.bm25_hits.into_iter().chain(found.vector_hits) {
+            let chars = h.message.text.chars().count() as i64;
+            lengths.insert(h.message.id.0, context_length(chars));
             messages.entry(h.message.id.0).or_insert(h.message);
         }
+        for m in found.in_window.iter() {
+            messages.entry(m.id.0).or_insert_with(|| m.clone());
+        }
+        let mut bm25_ids = self.bm25_in_context(&own, &found.neighbours, &lengths);
+        // Neighbours that made the list and were no hit: read now (one gone meanwhile drops).
+        let unread: Vec<MessageId> = bm25_ids
+            .iter()
+            .filter(|id| !messages.contains_key(id))
+            .map(|id| MessageId(*id))
+            .collect();
+        // Read by id in a second statement: only what is still in the asked scopes counts
+        // (an id freed by a forget can be another scope's message by now).
+        for m in self.store.messages_by_id(&unread).await? {
+            if scopes.contains(&m.scope) {
+                messages.insert(m.id.0, m);
+            }
+        }
+        bm25_ids.retain(|id| messages.contains_key(id));
+        // The time the question names, its messages best BM25 first.
+        let mut window_ids: Vec<i64> = found.in_window.iter().map(|m| m.id.0).collect();
+        window_ids.sort_by(|a, b| {
+            let score = |id: &i64| own.get(id).copied().unwrap_or(0.0);
+            score(b).total_cmp(&score(a)).then(b.cmp(a))
+        });
+        window_ids.truncate(c);
 
         let k = self.settings.rrf_k;
         let episode_rank = episode_ranks(
-            &episode_hits,
-            &near_episodes,
+            &found.episode_hits,
+            &found.near_episodes,
             &episodes_in_order(&vector_ids, &messages),
             k,
         );
-
         let mut scores = fusion::rrf(
             &[
                 (self.settings.bm25_weight, &bm25_ids[..]),
                 (self.settings.vector_weight, &vector_ids[..]),
+                (self.settings.window_weight, &window_ids[..]),
             ],
             k,
         );
-        let window = time::window(&text, now);
         let asked = Asked {
             text: &text,
             asker,
+            named: &found.named,
             window,
         };
-        self.add_bonuses(&mut scores, &messages, &asked, &bm25_ids, &episode_rank);
+        self.add_bonuses(&mut scores, &messages, &asked, &lexical, &episode_rank);
         let position = |list: &[i64], id: i64| list.iter().position(|x| *x == id).map(|p| p + 1);
         let results: Vec<Retrieved> = fusion::ranked(&scores)
             .into_iter()
@@ -172,12 +216,73 @@ impl Retriever {
                 }
             })
             .collect();
-        let mut results = fusion::dedup_by_key(results, |r| {
+        Ok(fusion::dedup_by_key(results, limit, |r| {
             (r.message.scope.key(), r.message.text.trim().to_lowercase())
-        });
-        results.truncate(limit);
-        Ok(results)
+        }))
     }
+
+    /// The BM25 list with context: each message's score plus a share of its better
+    /// neighbour's (`fusion::with_context`), best first, at most `candidates`.
+    fn bm25_in_context(
+        &self,
+        own: &HashMap<i64, f64>,
+        neighbours: &[Neighbours],
+        lengths: &HashMap<i64, f64>,
+    ) -> Vec<i64> {
+        let length = |id: i64| lengths.get(&id).copied().unwrap_or(1.0);
+        let id_of = |a: &Option<crate::store::Adjacent>| a.map(|a| a.id.0);
+        // The hits' own neighbours first; a neighbour that is no hit knows only the hit beside
+        // it (the message before an "after" is the hit, and the other way round).
+        let mut context: HashMap<i64, fusion::InContext> = neighbours
+            .iter()
+            .map(|n| {
+                let c = fusion::InContext {
+                    before: id_of(&n.before),
+                    after: id_of(&n.after),
+                    length: length(n.id.0),
+                };
+                (n.id.0, c)
+            })
+            .collect();
+        for n in neighbours {
+            if let Some(b) = id_of(&n.before) {
+                let c = context.entry(b).or_insert(fusion::InContext {
+                    before: None,
+                    after: None,
+                    length: length(b),
+                });
+                c.after.get_or_insert(n.id.0);
+            }
+            if let Some(a) = id_of(&n.after) {
+                let c = context.entry(a).or_insert(fusion::InContext {
+                    before: None,
+                    after: None,
+                    length: length(a),
+                });
+                c.before.get_or_insert(n.id.0);
+            }
+        }
+        let scored = fusion::with_context(
+            own,
+            &context,
+            self.settings.context_weight,
+            self.settings.context_length,
+        );
+        let mut ids: Vec<i64> = fusion::ranked(&scored)
+            .into_iter()
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(id, _)| id)
+            .collect();
+        ids.truncate(self.settings.candidates);
+        ids
+    }
+}
+
+/// A message's length in search words, for its share of its neighbours' scores, from its
+/// length in characters: about 11 per search word in chat and in assistant answers alike
+/// (measured on both dev sets: 9 to 14 for four messages in five).
+fn context_length(chars: i64) -> f64 {
+    chars as f64 / 11.0
 }
 
 /// A query as the bonuses read it.
@@ -186,20 +291,23 @@ struct Asked<'a> {
     text: &'a str,
     /// Who asked.
     asker: Option<PersonId>,
+    /// The people it names.
+    named: &'a HashSet<PersonId>,
     /// The time it names, if any.
     window: Option<time::Window>,
 }
 
 impl Retriever {
     /// Adds to each fused score what the rest of the query says about the message: said by
-    /// the asker (or by the bot, when the question asks what it said), word pairs of the
-    /// query (BM25's best hits only), its episode's rank, and the time the query names.
+    /// the asker (or by the bot, when the question asks what it said), said by someone the
+    /// question names, word pairs of the query (BM25's best hits only), its episode's rank,
+    /// and the time the query names.
     fn add_bonuses(
         &self,
         scores: &mut HashMap<i64, f64>,
         messages: &HashMap<i64, StoredMessage>,
         asked: &Asked<'_>,
-        bm25_ids: &[i64],
+        lexical: &HashSet<i64>,
         episode_rank: &HashMap<i64, usize>,
     ) {
         let k = self.settings.rrf_k;
@@ -211,8 +319,8 @@ impl Retriever {
             self.settings.episode_rrf_k_bm25_only
         };
         let pairs = WordPairs::of(asked.text);
-        let lexical: HashSet<i64> = bm25_ids.iter().take(PHRASE_CHECKS).copied().collect();
         let phrase_bonus = self.settings.phrase_weight / (k + 1.0);
+        let author_bonus = self.settings.author_weight / (k + 1.0);
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
             let favoured = if about_bot {
@@ -222,6 +330,9 @@ impl Retriever {
             };
             if favoured {
                 *score += speaker_bonus;
+            }
+            if asked.named.contains(&m.author) {
+                *score += author_bonus;
             }
             // A pair needs both its words, so only BM25's hits can hold one; its best half
             // is where a pair can still change the top of the ranking.
@@ -240,29 +351,83 @@ impl Retriever {
 
 /// What the store found for one query, before fusion.
 struct Candidates {
-    /// BM25 over messages, best first.
+    /// BM25 over messages, best first (more than `candidates`: context spreads their scores).
     bm25_hits: Vec<SearchHit>,
+    /// The neighbours of the BM25 hits in their channels.
+    neighbours: Vec<Neighbours>,
     /// BM25 over whole episodes, best first.
     episode_hits: Vec<EpisodeHit>,
     /// Nearest messages by vector, best first (none without an embedder).
     vector_hits: Vec<SearchHit>,
     /// Nearest closed episodes by vector, best first.
     near_episodes: Vec<EpisodeHit>,
+    /// Messages from the time the question names, newest first.
+    in_window: Vec<StoredMessage>,
+    /// The people the question names, among the authors found.
+    named: HashSet<PersonId>,
 }
 
+/// BM25 hits fetched per candidate kept: the scores of the ones below the cut still lift
+/// their neighbours. (3 gave the same recall on both dev sets and cost 2-5 ms more a query.)
+const CONTEXT_FETCH: usize = 2;
+
 impl Retriever {
-    /// The candidate lists for `text` in `scopes`: the BM25 queries run while the query's
-    /// vector is computed, then the vector queries.
-    async fn candidates(&self, text: &str, scopes: &[Scope]) -> Result<Candidates, StoreError> {
+    /// The candidate lists for `text` in `scopes`: BM25 over messages and episodes and the
+    /// messages of `window` first; then the people the question names among their authors, and
+    /// with those, the vector side (the question in the named person's first person) beside
+    /// the BM25 hits' neighbours.
+    async fn candidates(
+        &self,
+        text: &str,
+        scopes: &[Scope],
+        window: Option<time::Window>,
+    ) -> Result<Candidates, StoreError> {
         let terms = query_terms(text, self.settings.max_query_terms);
         let c = self.settings.candidates;
         let e = self.settings.episode_candidates;
         let bm25 = self.bm25();
-        let vector_side = async {
-            let vector = if text.trim().is_empty() {
-                None
+        let in_window = async {
+            match window {
+                Some(w) if self.settings.window_weight > 0.0 => {
+                    self.store.messages_between(scopes, w.from, w.to, c).await
+                }
+                _ => Ok(Vec::new()),
+            }
+        };
+        // The question's vector is made while BM25 runs; only a question that names someone
+        // is embedded again, in that person's first person. (Searching the vectors with it
+        // then too was measured slower: most group questions name someone, and the second
+        // search then comes on top on 2 cores.)
+        let asked_vector = async {
+            if text.trim().is_empty() {
+                Ok(None)
             } else {
-                self.query_vector(text).await
+                Ok(self.query_vector(text).await)
+            }
+        };
+        let (bm25_hits, episode_hits, in_window, asked_vector) = tokio::try_join!(
+            self.store
+                .search_messages(scopes, &terms, bm25, c * CONTEXT_FETCH),
+            self.store.search_episodes(scopes, &terms, bm25, e),
+            in_window,
+            asked_vector,
+        )?;
+        let named = names::named(
+            text,
+            bm25_hits
+                .iter()
+                .map(|h| &h.message)
+                .chain(in_window.iter())
+                .filter(|m| !m.is_bot)
+                .map(|m| (m.author, m.author_name.as_str())),
+        );
+        let name_words: BTreeSet<String> = named.values().flatten().cloned().collect();
+        let vector_side = async {
+            let first_person = names::in_first_person(text, &name_words);
+            let vector = if first_person == text {
+                asked_vector
+            } else {
+                self.query_vector(&first_person).await
             };
             match vector {
                 Some(v) => tokio::try_join!(
@@ -272,16 +437,24 @@ impl Retriever {
                 None => Ok((Vec::new(), Vec::new())),
             }
         };
-        let (bm25_hits, episode_hits, (vector_hits, near_episodes)) = tokio::try_join!(
-            self.store.search_messages(scopes, &terms, bm25, c),
-            self.store.search_episodes(scopes, &terms, bm25, e),
-            vector_side,
-        )?;
+        let hit_ids: Vec<MessageId> = bm25_hits.iter().map(|h| h.message.id).collect();
+        let gap = chrono::Duration::minutes(self.settings.episode_gap_minutes);
+        let around = async {
+            if self.settings.context_weight > 0.0 {
+                self.store.neighbours(&hit_ids, gap).await
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        let ((vector_hits, near_episodes), neighbours) = tokio::try_join!(vector_side, around)?;
         Ok(Candidates {
             bm25_hits,
+            neighbours,
             episode_hits,
             vector_hits,
             near_episodes,
+            in_window,
+            named: named.into_keys().collect(),
         })
     }
 }

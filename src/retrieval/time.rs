@@ -1,5 +1,6 @@
-//! Time expressions in a query ("yesterday", "last week", "in May", "two weeks ago"), turned
-//! into the window of time they name, relative to when the question is asked.
+//! Time expressions in a query ("yesterday", "last week", "in May", "on 9 July, 2022", "the
+//! last week of August 2023", "summer 2022", "two weeks ago"), turned into the window of time
+//! they name, relative to when the question is asked.
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc, Weekday};
 
@@ -78,15 +79,187 @@ fn month(year: i32, m: u32) -> Option<Window> {
     })
 }
 
-/// The window the query names, if any. Vague phrases ("recently") name none.
-// Over 80 lines: one arm per time expression ("today", "last week", "in May", …), read as
-// a table.
+/// The window the query names, if any. Vague phrases ("recently") name none. Dates come
+/// first ("on 9 July, 2022", "July 9", "the last week of August 2023", "the week before 23
+/// January"), then seasons and years ("summer 2022", "in 2021"), then times relative to `now`
+/// ("yesterday", "last week", "two weeks ago").
 pub fn window(query: &str, now: DateTime<Utc>) -> Option<Window> {
     let lower = query.to_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
+    let today = now.date_naive();
+    dated(&words, today)
+        .or_else(|| season_or_year(&words, today))
+        .or_else(|| relative(&words, now))
+}
+
+/// A year word (1900–2200).
+fn year_of(word: &str) -> Option<i32> {
+    word.parse().ok().filter(|y| (1900..=2200).contains(y))
+}
+
+/// A day of the month: "9", "09", "9th", "21st".
+fn day_of(word: &str) -> Option<u32> {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &word[digits.len()..];
+    if !["", "st", "nd", "rd", "th"].contains(&suffix) || digits.len() > 2 {
+        return None;
+    }
+    digits.parse().ok().filter(|d| (1..=31).contains(d))
+}
+
+/// A month's name or its three-letter form ("mar", "may" and "jun" only in full: they are words
+/// too), from 1.
+fn month_of(word: &str) -> Option<u32> {
+    MONTHS
+        .iter()
+        .position(|n| {
+            *n == word
+                || (word.len() == 3
+                    && n.starts_with(word)
+                    && !["mar", "may", "jun"].contains(&word))
+        })
+        .map(|m| m as u32 + 1)
+}
+
+/// A date the query names around a month's name: a day ("9 July", "July 9th", "the 3rd of
+/// May"), a year ("May 2023"), or a part of the month ("the last week of August", "early
+/// January"); without a year, the latest such date not after today.
+fn dated(words: &[&str], today: NaiveDate) -> Option<Window> {
+    let at = |i: usize| words.get(i).copied().unwrap_or("");
+    for (i, w) in words.iter().enumerate() {
+        let Some(m) = month_of(w) else { continue };
+        let before = |n: usize| if i >= n { at(i - n) } else { "" };
+        let (next, after_next) = (at(i + 1), at(i + 2));
+        let day = day_of(next)
+            .filter(|_| year_of(next).is_none())
+            .or_else(|| day_of(before(1)))
+            .or_else(|| (before(1) == "of").then(|| day_of(before(2))).flatten());
+        let year = if day_of(next).is_some() && year_of(next).is_none() {
+            year_of(after_next)
+        } else {
+            year_of(next)
+        };
+        // "may" alone is a verb: it needs a day, a year or a preposition beside it.
+        let cue = matches!(
+            before(1),
+            "in" | "on" | "during" | "since" | "early" | "late" | "mid" | "of"
+        );
+        if *w == "may" && day.is_none() && year.is_none() && !cue {
+            continue;
+        }
+        let year = year.unwrap_or_else(|| {
+            if (m, day.unwrap_or(1)) > (today.month(), day.map_or(31, |_| today.day())) {
+                today.year() - 1
+            } else {
+                today.year()
+            }
+        });
+        let lead: Vec<&str> = words[i.saturating_sub(5)..i].to_vec();
+        if let Some(d) = day {
+            // "31 February" names no day; a later month word may.
+            let Some(date) = NaiveDate::from_ymd_opt(year, m, d) else {
+                continue;
+            };
+            // "(the week) before 23 January": the week up to that day.
+            if lead.iter().rev().take(3).any(|x| *x == "before") {
+                return Some(Window {
+                    from: day_start(date) - Duration::days(7),
+                    to: day_start(date),
+                });
+            }
+            return Some(days(date, 1));
+        }
+        let whole = month(year, m)?;
+        let has = |x: &str| lead.contains(&x);
+        let first_days = |n: i64| Window {
+            from: whole.from,
+            to: whole.from + Duration::days(n),
+        };
+        let last_days = |n: i64| Window {
+            from: whole.to - Duration::days(n),
+            to: whole.to,
+        };
+        return Some(if has("week") && (has("last") || has("final")) {
+            last_days(7)
+        } else if has("week") && has("first") {
+            first_days(7)
+        } else if has("beginning") || has("early") || has("start") {
+            first_days(10)
+        } else if has("end") || has("late") {
+            last_days(10)
+        } else if has("mid") || has("middle") {
+            Window {
+                from: whole.from + Duration::days(10),
+                to: whole.from + Duration::days(20),
+            }
+        } else {
+            whole
+        });
+    }
+    None
+}
+
+/// A season ("summer 2022", "last winter") or a year ("in 2021", "during 2019").
+fn season_or_year(words: &[&str], today: NaiveDate) -> Option<Window> {
+    const SEASONS: [(&str, u32); 5] = [
+        ("spring", 3),
+        ("summer", 6),
+        ("autumn", 9),
+        ("fall", 9),
+        ("winter", 12),
+    ];
+    let season = |w: &str| SEASONS.iter().find(|(n, _)| *n == w).map(|(_, m)| *m);
+    // Three months from the first of `m` in `year`.
+    let months = |year: i32, m: u32| {
+        let from = NaiveDate::from_ymd_opt(year, m, 1)?;
+        let to = from.checked_add_months(chrono::Months::new(3))?;
+        Some(Window {
+            from: day_start(from),
+            to: day_start(to),
+        })
+    };
+    for (i, w) in words.iter().enumerate() {
+        let prev = if i > 0 { words[i - 1] } else { "" };
+        let next = words.get(i + 1).copied().unwrap_or("");
+        if let (Some(m), Some(y)) = (season(prev), year_of(w)) {
+            return months(y, m);
+        }
+        if let Some(m) = season(w).filter(|_| year_of(next).is_none()) {
+            if !matches!(prev, "last" | "this" | "the" | "in" | "during") {
+                continue;
+            }
+            // The latest such season that has begun; "last" while in it: the one before.
+            let y = if m <= today.month() {
+                today.year()
+            } else {
+                today.year() - 1
+            };
+            let latest = months(y, m)?;
+            let inside = latest.contains(day_start(today));
+            return if prev == "last" && inside {
+                months(y - 1, m)
+            } else {
+                Some(latest)
+            };
+        }
+        if let Some(y) = year_of(w)
+            && matches!(prev, "in" | "during" | "since" | "of" | "year" | "from")
+        {
+            return Some(Window {
+                from: day_start(NaiveDate::from_ymd_opt(y, 1, 1)?),
+                to: day_start(NaiveDate::from_ymd_opt(y + 1, 1, 1)?),
+            });
+        }
+    }
+    None
+}
+
+/// A time relative to `now`: "today", "yesterday", "last week", "this month", "last Friday",
+/// "two weeks ago".
+fn relative(words: &[&str], now: DateTime<Utc>) -> Option<Window> {
     let today = now.date_naive();
     let week_start = today - Duration::days(today.weekday().num_days_from_monday() as i64);
     for (i, w) in words.iter().enumerate() {
@@ -150,44 +323,6 @@ pub fn window(query: &str, now: DateTime<Utc>) -> Option<Window> {
             }
             _ => {}
         }
-        if let Some(m) = MONTHS.iter().position(|n| {
-            n == w
-                || (w.len() == 3 && n.starts_with(w) && *w != "mar" && *w != "may" && *w != "jun")
-        }) {
-            // "in May", "on May 5", "May 2023": the latest such month not after now, unless a
-            // year is given. "may" alone is a verb too, so it needs "in"/"on"/"during" or a
-            // number next to it.
-            let m = m as u32 + 1;
-            let year_word = words
-                .get(i + 1)
-                .and_then(|n| n.parse::<i32>().ok())
-                .filter(|y| (1900..=2200).contains(y));
-            let day_word = words
-                .get(i + 1)
-                .and_then(|n| n.parse::<u32>().ok())
-                .filter(|d| (1..=31).contains(d));
-            let cue = matches!(
-                prev,
-                "in" | "on" | "during" | "since" | "early" | "late" | "mid"
-            ) || year_word.is_some()
-                || day_word.is_some();
-            if *w == "may" && !cue {
-                continue;
-            }
-            let year = year_word.unwrap_or_else(|| {
-                if m > today.month() {
-                    today.year() - 1
-                } else {
-                    today.year()
-                }
-            });
-            if let (Some(d), None) = (day_word, year_word)
-                && let Some(date) = NaiveDate::from_ymd_opt(year, m, d)
-            {
-                return Some(days(date, 1));
-            }
-            return month(year, m);
-        }
     }
     None
 }
@@ -241,6 +376,61 @@ mod tests {
             window("in December 2021", now).unwrap().from,
             at("2021-12-01T00:00:00Z")
         );
+    }
+
+    #[test]
+    fn dates_with_days_years_and_parts_of_months() {
+        let now = at("2023-09-21T10:00:00Z");
+        let day = |q: &str| {
+            let w = window(q, now).unwrap();
+            (
+                w.from.date_naive().to_string(),
+                w.to.date_naive().to_string(),
+            )
+        };
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            day("How did John relax on 9 July, 2022?"),
+            pair("2022-07-09", "2022-07-10")
+        );
+        assert_eq!(day("on March 16, 2022"), pair("2022-03-16", "2022-03-17"));
+        assert_eq!(day("the 3rd of May"), pair("2023-05-03", "2023-05-04"));
+        assert_eq!(day("on May 5th"), pair("2023-05-05", "2023-05-06"));
+        // Later in the year than today, without a year: last year's.
+        assert_eq!(day("on 25 December"), pair("2022-12-25", "2022-12-26"));
+        assert_eq!(
+            day("during the last week of August 2023"),
+            pair("2023-08-25", "2023-09-01")
+        );
+        assert_eq!(
+            day("the first week of August 2023"),
+            pair("2023-08-01", "2023-08-08")
+        );
+        assert_eq!(
+            day("in the beginning of January 2023"),
+            pair("2023-01-01", "2023-01-11")
+        );
+        // The first and last ten days.
+        assert_eq!(
+            day("at the end of June 2023"),
+            pair("2023-06-21", "2023-07-01")
+        );
+        assert_eq!(
+            day("finished last week before 23 January, 2023"),
+            pair("2023-01-16", "2023-01-23")
+        );
+        assert_eq!(
+            day("Which country did John visit in 2021?"),
+            pair("2021-01-01", "2022-01-01")
+        );
+        assert_eq!(day("during summer 2022"), pair("2022-06-01", "2022-09-01"));
+        assert_eq!(day("last winter"), pair("2022-12-01", "2023-03-01"));
+        assert_eq!(day("this summer"), pair("2023-06-01", "2023-09-01"));
+        // In September the summer just ended is both "this" and "last" summer.
+        assert_eq!(day("last summer"), pair("2023-06-01", "2023-09-01"));
+        // A number that is no year or day names nothing; "may" as a verb neither.
+        assert_eq!(window("I ran 2021 meters", now), None);
+        assert_eq!(window("you may have 45 of them", now), None);
     }
 
     #[test]

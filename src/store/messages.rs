@@ -605,7 +605,10 @@ on_both_backends! {
                 .map_err(db_err)?;
         }
         forget_vectors(&mut *conn, all).await?;
+        // Another message's vector made with one of these as context is made again without it.
+        forget_context_vectors(&mut *conn, all).await?;
         for sql in [
+            concat!("DELETE FROM vector_backlog WHERE message_id ", in_list!(1)),
             concat!("DELETE FROM hearsay WHERE source_message_id ", in_list!(1)),
             concat!("UPDATE fact_versions SET source_message_id = NULL WHERE source_message_id ", in_list!(1)),
             concat!("DELETE FROM message_terms_backlog WHERE message_id ", in_list!(1)),

@@ -77,7 +77,9 @@ pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};
 pub use messages::{BotMessage, BotMessageFilter, Messages, NewMessage, RangeStats};
 pub use postgres::PostgresStore;
-pub use search::{Episode, EpisodeClose, EpisodeHit, IndexedMessage, SearchHit, SearchIndex};
+pub use search::{
+    Adjacent, Episode, EpisodeClose, EpisodeHit, IndexedMessage, Neighbours, SearchHit, SearchIndex,
+};
 pub use sqlite::SqliteStore;
 pub use summaries::{DaySummaryRecord, Summaries};
 pub use terms::{

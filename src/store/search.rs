@@ -44,8 +44,33 @@ pub trait SearchIndex: Send + Sync {
         vector: &[f32],
         limit: usize,
     ) -> StoreResult<Vec<EpisodeHit>>;
+    /// The message just before and just after each of `ids` in its channel, of the same scope
+    /// and at most `within` apart: its conversational context. Withheld messages are skipped
+    /// over (nothing is derived from them); a message not found has no entry.
+    async fn neighbours(
+        &self,
+        ids: &[MessageId],
+        within: chrono::Duration,
+    ) -> StoreResult<Vec<Neighbours>>;
+    /// These messages (those that exist and are not withheld), by id.
+    async fn messages_by_id(&self, ids: &[MessageId]) -> StoreResult<Vec<StoredMessage>>;
+    /// Messages of the given scopes sent in [from, to), newest first, at most `limit`
+    /// (withheld ones aside): the time a question names.
+    async fn messages_between(
+        &self,
+        scopes: &[Scope],
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>>;
     /// Messages the background indexer has not handled yet, oldest first.
     async fn unindexed_messages(&self, limit: usize) -> StoreResult<Vec<StoredMessage>>;
+    /// Indexed messages whose vector must be made again (the message it was made with as
+    /// context was forgotten), oldest first.
+    async fn vectors_to_redo(&self, limit: usize) -> StoreResult<Vec<StoredMessage>>;
+    /// Stores the vectors made again for `vectors_to_redo`'s messages and takes them off that
+    /// list (a message deleted meanwhile stays deleted). Returns how many were stored.
+    async fn redo_vectors(&self, items: &[IndexedMessage]) -> StoreResult<usize>;
     /// Puts each message in its channel's episode (a new episode after a pause longer than
     /// `gap`), stores its vector, and marks it indexed. Messages another process indexed
     /// meanwhile are skipped. Returns how many this call indexed.
@@ -130,6 +155,30 @@ pub struct IndexedMessage {
     pub message: StoredMessage,
     /// Unit vector from the configured embedder; None when embeddings are off.
     pub embedding: Option<Vec<f32>>,
+    /// The message whose text went into the vector as context (the one before a short
+    /// message): forgetting it makes the vector again.
+    pub context: Option<MessageId>,
+}
+
+/// A message's neighbours in its channel (`SearchIndex::neighbours`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Neighbours {
+    /// The message.
+    pub id: MessageId,
+    /// The message before it.
+    pub before: Option<Adjacent>,
+    /// The message after it.
+    pub after: Option<Adjacent>,
+}
+
+/// A neighbouring message: its id and its length in characters (its text is read only when
+/// needed, `SearchIndex::messages_by_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Adjacent {
+    /// The message.
+    pub id: MessageId,
+    /// Its text's length in characters.
+    pub chars: i64,
 }
 
 /// How a closed episode is written: on its own (ADD) or folded into an older, near-identical
@@ -272,6 +321,151 @@ on_both_backends! {
             rows.iter().map(message_from_row).collect()
         }
 
+        async fn neighbours(
+            &self,
+            ids: &[MessageId],
+            within: chrono::Duration,
+        ) -> StoreResult<Vec<Neighbours>> {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let asked: Vec<i64> = ids.iter().map(|i| i.0).collect();
+            // Each side is one seek of the channel's time index, made once (MATERIALIZED: an
+            // inlined CTE runs them again for the lengths); one round trip in all.
+            let rows: Vec<(i64, Option<i64>, Option<i64>, Option<i64>, Option<i64>)> =
+                sqlx::query_as(concat!(
+                    "WITH adjacent AS MATERIALIZED (SELECT m.id, \
+                       (SELECT p.id FROM messages p",
+                    indexed_by!("messages_by_channel_time"),
+                    " WHERE p.space_id = m.space_id AND p.channel = m.channel \
+                          AND p.scope = m.scope \
+                          AND p.sent_at >= m.sent_at - $2 AND p.sent_at <= m.sent_at \
+                          AND (p.sent_at < m.sent_at OR p.id < m.id) AND NOT p.withheld \
+                        ORDER BY p.sent_at DESC, p.id DESC LIMIT 1) AS before_id, \
+                       (SELECT n.id FROM messages n",
+                    indexed_by!("messages_by_channel_time"),
+                    " WHERE n.space_id = m.space_id AND n.channel = m.channel \
+                          AND n.scope = m.scope \
+                          AND n.sent_at >= m.sent_at AND n.sent_at <= m.sent_at + $2 \
+                          AND (n.sent_at > m.sent_at OR n.id > m.id) AND NOT n.withheld \
+                        ORDER BY n.sent_at, n.id LIMIT 1) AS after_id \
+                     FROM messages m WHERE m.id ",
+                    in_list!(1),
+                    ") SELECT a.id, \
+                         a.before_id, (SELECT CAST(LENGTH(b.text) AS BIGINT) FROM messages b \
+                                       WHERE b.id = a.before_id), \
+                         a.after_id, (SELECT CAST(LENGTH(n.text) AS BIGINT) FROM messages n \
+                                      WHERE n.id = a.after_id) \
+                       FROM adjacent a"
+                ))
+                .bind(list(&asked))
+                .bind(within.num_milliseconds())
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?;
+            let adjacent = |id: Option<i64>, chars: Option<i64>| {
+                Some(Adjacent {
+                    id: MessageId(id?),
+                    chars: chars?,
+                })
+            };
+            Ok(rows
+                .into_iter()
+                .map(|(id, before, before_chars, after, after_chars)| Neighbours {
+                    id: MessageId(id),
+                    before: adjacent(before, before_chars),
+                    after: adjacent(after, after_chars),
+                })
+                .collect())
+        }
+
+        async fn messages_by_id(&self, ids: &[MessageId]) -> StoreResult<Vec<StoredMessage>> {
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let ids: Vec<i64> = ids.iter().map(|i| i.0).collect();
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM messages m JOIN people p ON p.id = m.author_id WHERE m.id ",
+                in_list!(1),
+                " AND NOT m.withheld ORDER BY m.id"
+            ))
+            .bind(list(&ids))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.iter().map(message_from_row).collect()
+        }
+
+        async fn messages_between(
+            &self,
+            scopes: &[Scope],
+            from: DateTime<Utc>,
+            to: DateTime<Utc>,
+            limit: usize,
+        ) -> StoreResult<Vec<StoredMessage>> {
+            if scopes.is_empty() || limit == 0 || from >= to {
+                return Ok(Vec::new());
+            }
+            let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM messages m",
+                indexed_by!("messages_by_scope_time"),
+                " JOIN people p ON p.id = m.author_id WHERE m.scope ",
+                in_list!(1),
+                " AND m.sent_at >= $2 AND m.sent_at < $3 AND NOT m.withheld \
+                 ORDER BY m.sent_at DESC, m.id DESC LIMIT $4"
+            ))
+            .bind(list(&keys))
+            .bind(ms(from))
+            .bind(ms(to))
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.iter().map(message_from_row).collect()
+        }
+
+        async fn vectors_to_redo(&self, limit: usize) -> StoreResult<Vec<StoredMessage>> {
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM vector_backlog b JOIN messages m ON m.id = b.message_id \
+                 JOIN people p ON p.id = m.author_id WHERE NOT m.withheld ORDER BY m.id LIMIT $1"
+            ))
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.iter().map(message_from_row).collect()
+        }
+
+        async fn redo_vectors(&self, items: &[IndexedMessage]) -> StoreResult<usize> {
+            let mut tx = self.write_tx().await?;
+            let mut done = 0;
+            for item in items {
+                // Still waiting (not deleted, not made again by another process meanwhile).
+                let taken = sqlx::query("DELETE FROM vector_backlog WHERE message_id = $1")
+                    .bind(item.message.id.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?
+                    .rows_affected();
+                if taken == 0 {
+                    continue;
+                }
+                if let Some(v) = &item.embedding {
+                    store_vector(&mut tx, &item.message, v, item.context).await?;
+                    done += 1;
+                }
+            }
+            tx.commit().await.map_err(db_err)?;
+            Ok(done)
+        }
+
         async fn index_messages(
             &self,
             items: &[IndexedMessage],
@@ -299,7 +493,10 @@ on_both_backends! {
                 }
                 let at = ms(m.sent_at);
                 let episode = episode_for(&mut tx, &mut open, m, at, gap).await?;
-                place_message(&mut tx, m, episode, item.embedding.as_deref()).await?;
+                place_message(&mut tx, m, episode).await?;
+                if let Some(v) = &item.embedding {
+                    store_vector(&mut tx, m, v, item.context).await?;
+                }
                 grow_episode(&mut tx, m, episode, at).await?;
                 done += 1;
             }

@@ -40,9 +40,10 @@ pub(super) async fn changed(_: &mut sqlx::SqliteConnection, _: &Change) -> Store
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
     pub(in crate::store) use super::{
-        SqliteStore as Backend, changed, db_err, forget_vectors, insert_rows, lock_indexer,
-        maintain, message_from_row, message_vectors, move_sequences, nearest_messages,
-        place_message, search_messages, watch_changes, write_postings,
+        SqliteStore as Backend, changed, db_err, forget_context_vectors, forget_vectors,
+        insert_rows, lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
+        nearest_messages, place_message, search_messages, store_vector, watch_changes,
+        write_postings,
     };
     pub(in crate::store) use crate::store::search::on_sqlite::drop_episode;
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Sqlite;
@@ -319,12 +320,11 @@ pub(super) async fn lock_indexer(_: &mut sqlx::SqliteConnection) -> StoreResult<
     Ok(())
 }
 
-/// Puts an indexed message in its episode and keeps its vector (a withheld one keeps none).
+/// Puts an indexed message in its episode.
 pub(super) async fn place_message(
     conn: &mut sqlx::SqliteConnection,
     m: &StoredMessage,
     episode: i64,
-    embedding: Option<&[f32]>,
 ) -> StoreResult<()> {
     sqlx::query("UPDATE messages SET episode_id = $1 WHERE id = $2")
         .bind(episode)
@@ -332,18 +332,84 @@ pub(super) async fn place_message(
         .execute(&mut *conn)
         .await
         .map_err(db_err)?;
-    if let Some(v) = embedding {
-        sqlx::query(
-            "INSERT OR REPLACE INTO message_vectors (message_id, scope, embedding) SELECT $1, $2, $3 \
-             WHERE NOT EXISTS (SELECT 1 FROM messages WHERE id = $1 AND withheld = 1)",
-        )
-        .bind(m.id.0)
-        .bind(m.scope.key())
-        .bind(embed::to_bytes(v))
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
+    Ok(())
+}
+
+/// Keeps a message's vector and the message it was made with as context (a withheld message
+/// keeps none). When the context was forgotten while the vector was being made, the vector is
+/// not kept and the message waits in `vector_backlog` to be embedded again without it (writes
+/// are serialized, so no forget can come between the check and the write).
+pub(super) async fn store_vector(
+    conn: &mut sqlx::SqliteConnection,
+    m: &StoredMessage,
+    embedding: &[f32],
+    context: Option<MessageId>,
+) -> StoreResult<()> {
+    if let Some(c) = context {
+        let alive: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM messages WHERE id = $1 AND withheld = 0")
+                .bind(c.0)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        if alive.is_none() {
+            sqlx::query(
+                "INSERT OR IGNORE INTO vector_backlog (message_id) SELECT id FROM messages \
+                 WHERE id = $1 AND withheld = 0",
+            )
+            .bind(m.id.0)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            return Ok(());
+        }
     }
+    sqlx::query(
+        "INSERT OR REPLACE INTO message_vectors (message_id, scope, embedding, context_id) SELECT $1, $2, $3, $4 \
+         WHERE EXISTS (SELECT 1 FROM messages WHERE id = $1 AND withheld = 0)",
+    )
+    .bind(m.id.0)
+    .bind(m.scope.key())
+    .bind(embed::to_bytes(embedding))
+    .bind(context.map(|c| c.0))
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    Ok(())
+}
+
+/// Vectors made with any of `ids` as context go (those messages wait in `vector_backlog` to
+/// be embedded again), and the episodes holding them reopen, so their summaries and vectors
+/// are made again too.
+pub(super) async fn forget_context_vectors(
+    conn: &mut sqlx::SqliteConnection,
+    ids: &[i64],
+) -> StoreResult<()> {
+    let list = shared::list(ids);
+    sqlx::query(
+        "INSERT OR IGNORE INTO vector_backlog (message_id) SELECT message_id FROM message_vectors \
+         WHERE context_id IN (SELECT value FROM json_each($1)) AND message_id NOT IN (SELECT value FROM json_each($1))",
+    )
+    .bind(&list)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    sqlx::query(
+        "UPDATE episodes SET closed = 0, summary = NULL, embedding = NULL WHERE id IN \
+         (SELECT m.episode_id FROM message_vectors v JOIN messages m ON m.id = v.message_id \
+          WHERE v.context_id IN (SELECT value FROM json_each($1)) AND m.episode_id IS NOT NULL)",
+    )
+    .bind(&list)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
+    sqlx::query(
+        "DELETE FROM message_vectors WHERE context_id IN (SELECT value FROM json_each($1))",
+    )
+    .bind(&list)
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
     Ok(())
 }
 

