@@ -121,9 +121,8 @@ pub struct EmbedConfig {
 }
 
 impl EmbedConfig {
-    /// Pending messages the indexer embeds per round: sorted by length, so each call of
-    /// `batch_size` holds texts of about one length and little padding (measured with the
-    /// int8 model on chat turns: rounds of 64 give 423 texts/s, of 256 481).
+    /// Pending messages the indexer reads and embeds per round (measured with the int8 model
+    /// on chat turns: rounds of 64 give 423 texts/s, of 256 481).
     pub fn index_batch(&self) -> usize {
         self.batch_size * 16
     }

@@ -412,10 +412,9 @@ impl Record {
 }
 
 /// Where a record's turns are said: the user's private chat with the bot, or for a group
-/// conversation the public channel of a group of its own.
-fn message(record: &Record, turn: &Turn, at: DateTime<Utc>) -> IncomingMessage {
+/// conversation (`group`) the public channel of a group of its own.
+fn message(record: &Record, group: bool, turn: &Turn, at: DateTime<Utc>) -> IncomingMessage {
     let conv = &record.conversation_id;
-    let group = record.is_group();
     let (space, kind, channel, privacy) = if group {
         (
             format!("group:{conv}"),
@@ -499,7 +498,7 @@ async fn ingest_group<'r>(
         for (i, turn) in s.turns.iter().enumerate() {
             out.turns += 1;
             let t = at + chrono::Duration::seconds(i as i64);
-            let Some(ing) = ingestor.ingest(&message(record, turn, t)).await? else {
+            let Some(ing) = ingestor.ingest(&message(record, true, turn, t)).await? else {
                 continue;
             };
             out.turn_of.insert(
@@ -530,7 +529,7 @@ async fn ingest_assistant_chat<'r>(
             out.turns += 1;
             let ids = (turn.turn_id.as_str(), s.session_id.as_str());
             if turn.speaker == "user" {
-                let Some(ing) = ingestor.ingest(&message(record, turn, t)).await? else {
+                let Some(ing) = ingestor.ingest(&message(record, false, turn, t)).await? else {
                     continue;
                 };
                 out.turn_of.insert(ing.message.id, ids);

@@ -244,21 +244,18 @@ impl Retriever {
                 (n.id.0, c)
             })
             .collect();
+        let alone = |id: i64| fusion::InContext {
+            before: None,
+            after: None,
+            length: length(id),
+        };
         for n in neighbours {
             if let Some(b) = id_of(&n.before) {
-                let c = context.entry(b).or_insert(fusion::InContext {
-                    before: None,
-                    after: None,
-                    length: length(b),
-                });
+                let c = context.entry(b).or_insert_with(|| alone(b));
                 c.after.get_or_insert(n.id.0);
             }
             if let Some(a) = id_of(&n.after) {
-                let c = context.entry(a).or_insert(fusion::InContext {
-                    before: None,
-                    after: None,
-                    length: length(a),
-                });
+                let c = context.entry(a).or_insert_with(|| alone(a));
                 c.before.get_or_insert(n.id.0);
             }
         }

@@ -4,18 +4,17 @@
 //! in the first person ("What did I adopt?"). Pure functions.
 
 use crate::domain::PersonId;
-use crate::store::plain_words;
+use crate::store::{is_stop_word, plain_words};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The shortest name word matched: shorter ones ("Al", "Jo") are too often other words.
 const MIN_NAME_CHARS: usize = 3;
 
-/// Words that are names of people and ordinary words too: a question's "will" or "may" names
-/// no one.
+/// Names of people that are ordinary words too: a question's "may" or "hope" names no one.
+/// (Stop words such as "will" never name anyone either: `is_stop_word`.)
 const COMMON_WORDS: &[&str] = &[
-    "will", "may", "bill", "mark", "rose", "pat", "art", "sue", "joy", "hope", "grace", "faith",
-    "jack", "rob", "sky", "ray", "dawn", "summer", "april", "june", "august", "the", "and", "you",
-    "your", "what", "when", "who", "how", "why", "did", "does", "has", "had", "was", "are",
+    "may", "bill", "mark", "rose", "pat", "art", "sue", "joy", "hope", "grace", "faith", "jack",
+    "rob", "sky", "ray", "dawn", "summer", "april", "june", "august",
 ];
 
 /// The words of a display name that can name its person in a question.
@@ -23,6 +22,7 @@ fn name_words(name: &str) -> impl Iterator<Item = String> + '_ {
     plain_words(name).into_iter().filter(|w| {
         w.chars().count() >= MIN_NAME_CHARS
             && w.chars().any(char::is_alphabetic)
+            && !is_stop_word(w)
             && !COMMON_WORDS.contains(&w.as_str())
     })
 }

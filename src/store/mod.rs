@@ -83,7 +83,8 @@ pub use search::{
 pub use sqlite::SqliteStore;
 pub use summaries::{DaySummaryRecord, Summaries};
 pub use terms::{
-    Bm25, DocumentTerms, WordPairs, document_terms, plain_words, query_terms, rank_documents,
+    Bm25, DocumentTerms, WordPairs, document_terms, is_stop_word, plain_words, query_terms,
+    rank_documents,
 };
 pub use url::{DbUrl, DbUrlError};
 

@@ -392,36 +392,14 @@ pub(super) async fn place_message(
     Ok(())
 }
 
-/// Keeps a message's vector and the message it was made with as context (a withheld message
-/// keeps none). When the context was forgotten while the vector was being made, the vector is
-/// not kept and the message waits in `vector_backlog` to be embedded again without it. The
-/// context row is locked (FOR SHARE) until commit: a forget that comes later waits, then finds
-/// this vector and drops it; one that came first has deleted the row.
+/// Writes a message's vector and the message it was made with as context (a withheld message
+/// keeps none); the shared `keep_vector` has checked that context.
 pub(super) async fn store_vector(
     conn: &mut sqlx::PgConnection,
     m: &StoredMessage,
     embedding: &[f32],
     context: Option<MessageId>,
 ) -> StoreResult<()> {
-    if let Some(c) = context {
-        let alive: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM messages WHERE id = $1 AND NOT withheld FOR SHARE")
-                .bind(c.0)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(db_err)?;
-        if alive.is_none() {
-            sqlx::query(
-                "INSERT INTO vector_backlog (message_id) SELECT id FROM messages \
-                 WHERE id = $1 AND NOT withheld ON CONFLICT DO NOTHING",
-            )
-            .bind(m.id.0)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            return Ok(());
-        }
-    }
     sqlx::query(
         "UPDATE messages SET embedding = $2::vector, embedding_context = $3 WHERE id = $1 AND NOT withheld",
     )

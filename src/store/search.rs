@@ -458,7 +458,7 @@ on_both_backends! {
                     continue;
                 }
                 if let Some(v) = &item.embedding {
-                    store_vector(&mut tx, &item.message, v, item.context).await?;
+                    keep_vector(&mut tx, &item.message, v, item.context).await?;
                     done += 1;
                 }
             }
@@ -495,7 +495,7 @@ on_both_backends! {
                 let episode = episode_for(&mut tx, &mut open, m, at, gap).await?;
                 place_message(&mut tx, m, episode).await?;
                 if let Some(v) = &item.embedding {
-                    store_vector(&mut tx, m, v, item.context).await?;
+                    keep_vector(&mut tx, m, v, item.context).await?;
                 }
                 grow_episode(&mut tx, m, episode, at).await?;
                 done += 1;
@@ -732,6 +732,41 @@ on_both_backends! {
             id
         }
     })
+    }
+
+    /// Keeps message `m`'s vector made with `context` (the message before it) as context. When
+    /// the context was forgotten while the vector was being made, the vector is not kept and
+    /// `m` waits in `vector_backlog` to be embedded again without it. The context row stays
+    /// locked until commit (SQLite: writes are serialized): a forget that comes later waits,
+    /// then finds this vector and drops it; one that came first has deleted the row.
+    async fn keep_vector(
+        conn: &mut Conn,
+        m: &StoredMessage,
+        embedding: &[f32],
+        context: Option<MessageId>,
+    ) -> StoreResult<()> {
+        if let Some(c) = context {
+            let alive: Option<i64> = sqlx::query_scalar(concat!(
+                "SELECT id FROM messages WHERE id = $1 AND NOT withheld",
+                for_update!()
+            ))
+            .bind(c.0)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            if alive.is_none() {
+                sqlx::query(
+                    "INSERT INTO vector_backlog (message_id) SELECT id FROM messages \
+                     WHERE id = $1 AND NOT withheld ON CONFLICT DO NOTHING",
+                )
+                .bind(m.id.0)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+                return Ok(());
+            }
+        }
+        store_vector(conn, m, embedding, context).await
     }
 
     /// Episode `episode` takes message `m`: its time span, size and the scope's total length.

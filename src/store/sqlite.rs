@@ -335,35 +335,14 @@ pub(super) async fn place_message(
     Ok(())
 }
 
-/// Keeps a message's vector and the message it was made with as context (a withheld message
-/// keeps none). When the context was forgotten while the vector was being made, the vector is
-/// not kept and the message waits in `vector_backlog` to be embedded again without it (writes
-/// are serialized, so no forget can come between the check and the write).
+/// Writes a message's vector and the message it was made with as context (a withheld message
+/// keeps none); the shared `keep_vector` has checked that context.
 pub(super) async fn store_vector(
     conn: &mut sqlx::SqliteConnection,
     m: &StoredMessage,
     embedding: &[f32],
     context: Option<MessageId>,
 ) -> StoreResult<()> {
-    if let Some(c) = context {
-        let alive: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM messages WHERE id = $1 AND withheld = 0")
-                .bind(c.0)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(db_err)?;
-        if alive.is_none() {
-            sqlx::query(
-                "INSERT OR IGNORE INTO vector_backlog (message_id) SELECT id FROM messages \
-                 WHERE id = $1 AND withheld = 0",
-            )
-            .bind(m.id.0)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            return Ok(());
-        }
-    }
     sqlx::query(
         "INSERT OR REPLACE INTO message_vectors (message_id, scope, embedding, context_id) SELECT $1, $2, $3, $4 \
          WHERE EXISTS (SELECT 1 FROM messages WHERE id = $1 AND withheld = 0)",

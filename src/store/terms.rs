@@ -172,7 +172,8 @@ const STOP_WORDS: &[&str] = &[
 static STOP_SET: LazyLock<HashSet<&'static str>> =
     LazyLock::new(|| STOP_WORDS.iter().copied().collect());
 
-fn is_stop_word(w: &str) -> bool {
+/// Whether `w` (lowercase) is one of the English stop words BM25 leaves out.
+pub fn is_stop_word(w: &str) -> bool {
     STOP_SET.contains(w)
 }
 
