@@ -6,6 +6,7 @@ use crate::bot::{Bot, BotParts};
 use crate::config::{Config, Secrets, StoreConfig};
 use crate::domain::Clock;
 use crate::domain::budget::Limits;
+use crate::domain::status::{Connection, PlatformStatus};
 use crate::embed::{EmbedError, Embedder, LocalEmbedder, OpenAiEmbedder, SharedEmbedder};
 use crate::ingest::Ingestor;
 use crate::linking::Linker;
@@ -17,6 +18,7 @@ use crate::memory::tools::ToolExecutor;
 use crate::memory::{MemoryManager, MemoryParts};
 use crate::responder::Responder;
 use crate::retrieval::{Indexer, Retriever};
+use crate::service::ServiceError;
 use crate::store::postgres::PgSettings;
 use crate::store::{DbUrl, PostgresStore, SqliteStore, Store, StoreError};
 use crate::{embed, llm};
@@ -298,6 +300,27 @@ pub fn start_indexer(
     (tokio::spawn(indexer.run_until(idle, stopped)), stop)
 }
 
+/// Starts the HTTP listener of `server.listen` (none when it is empty) with the metrics
+/// recorder installed; send `true` to stop it.
+pub async fn start_service(
+    config: &Config,
+    store: Arc<dyn Store>,
+    platforms: PlatformStatus,
+) -> Result<Option<(crate::service::Listening, tokio::sync::watch::Sender<bool>)>, ServiceError> {
+    if config.server.listen.is_empty() {
+        return Ok(None);
+    }
+    let metrics = crate::telemetry::install()?;
+    let routes = crate::service::router(crate::service::ServiceState {
+        store,
+        platforms,
+        metrics: metrics.clone(),
+    });
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let listening = crate::service::serve(&config.server.listen, routes, metrics, stopped).await?;
+    Ok(Some((listening, stop)))
+}
+
 /// How one platform adapter ended.
 #[derive(Debug)]
 pub struct PlatformExit {
@@ -314,16 +337,19 @@ pub async fn run_platforms(
     config: &Config,
     secrets: &Secrets,
     bot: Arc<crate::bot::Bot>,
+    status: PlatformStatus,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<PlatformExit> {
     use crate::domain::Platform;
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(token) = secrets.telegram_token.clone() {
+        status.set(Platform::Telegram, Connection::Connecting);
         let settings = crate::adapters::telegram::TelegramSettings {
             api_url: config.telegram.api_url.clone(),
             poll_secs: config.telegram.poll_secs,
             bot_name: config.bot.name.clone(),
             shutdown_grace: Duration::from_secs(10),
+            status: status.clone(),
         };
         let (bot, shutdown) = (bot.clone(), shutdown.clone());
         tasks.spawn(async move {
@@ -332,9 +358,11 @@ pub async fn run_platforms(
         });
     }
     if let Some(token) = secrets.discord_token.clone() {
+        status.set(Platform::Discord, Connection::Connecting);
         let settings = crate::adapters::discord::DiscordSettings {
             api_url: config.discord.api_url.clone(),
             bot_name: config.bot.name.clone(),
+            status: status.clone(),
         };
         let (bot, shutdown) = (bot.clone(), shutdown.clone());
         tasks.spawn(async move {
@@ -352,8 +380,18 @@ pub async fn run_platforms(
             }
         };
         match &result {
-            Ok(()) => info!(platform = platform.as_str(), "platform stopped"),
+            Ok(()) => {
+                status.set(platform, Connection::Stopped);
+                info!(platform = platform.as_str(), "platform stopped")
+            }
             Err(e) => {
+                status.set(
+                    platform,
+                    Connection::Failed {
+                        error: e.clone(),
+                        at: chrono::Utc::now(),
+                    },
+                );
                 tracing::error!(platform = platform.as_str(), error = %e, "platform failed; the others keep running")
             }
         }

@@ -293,6 +293,7 @@ impl Ingestor {
                 withheld,
             })
             .await?;
+        crate::telemetry::message_stored(msg.platform.as_str(), msg.author_is_bot);
         let mentions = self.mentioned(msg).await?;
         Ok(Some(Ingested {
             message: StoredMessage {
@@ -410,7 +411,8 @@ impl Ingestor {
             .resolve_person(platform, "engram:self", &self.bot_name)
             .await?;
         let seq = self.reply_seq.fetch_add(1, Ordering::Relaxed);
-        self.store
+        let id = self
+            .store
             .insert_message(&NewMessage {
                 space: place.space,
                 channel: place.channel.clone(),
@@ -425,7 +427,9 @@ impl Ingestor {
                 sent_at: at,
                 withheld,
             })
-            .await
+            .await?;
+        crate::telemetry::message_stored(platform.as_str(), true);
+        Ok(id)
     }
 }
 

@@ -224,6 +224,7 @@ impl Scheduler {
         attempt: i64,
     ) -> Result<(), MemoryError> {
         let now = self.clock.now();
+        crate::telemetry::job_run(job, ok);
         let finish = if ok {
             Finish::Done
         } else {

@@ -8,6 +8,7 @@
 //!
 //! | module | what it owns |
 //! |---|---|
+//! | [`service`] | the HTTP listener for operators and programs: `/healthz`, `/readyz`, `/metrics`, the JSON API and MCP over the memory engine |
 //! | [`adapters`] | the platforms: console, Discord (serenity), Telegram (teloxide); each turns events into [`domain::IncomingMessage`]s for the bot and sends replies back, split to the platform's size |
 //! | [`bot`] | one message end to end: ingest, route, a memory command or the responder, store the reply; `bot::replies` words its answers to commands |
 //! | [`ingest`] | stores every message (and its mentions) before anything else may fail |
@@ -20,7 +21,8 @@
 //! | [`embed`] | the embedding seam: local all-MiniLM-L6-v2 (ONNX Runtime, int8 or f32) or an OpenAI-compatible API |
 //! | [`store`] | all of the product's SQL, one file per concern: statements written once for SQLite and PostgreSQL + pgvector (`on_both_backends!`), what differs (BM25 over messages, bulk inserts, postings, vectors) in `sqlite` and `postgres`; BM25 terms, backend-to-backend copy |
 //! | [`jobs`] | scheduled work (daily extraction, maintenance), run once across any number of processes |
-//! | [`domain`] | the types at the bottom: people, places, privacy scopes, entries, commands, mentions, clock, budgets, link codes, secrets |
+//! | [`telemetry`] | the metrics every part records (the `metrics` facade) and the Prometheus recorder `/metrics` renders |
+//! | [`domain`] | the types at the bottom: people, places, privacy scopes, entries, commands, mentions, clock, budgets, link codes, secrets, platform status |
 //! | [`config`] | settings and secrets: defaults, file, environment, checked before start |
 //! | [`app`] | the composition root: config, store, model, embedder, clock and memory wired into a bot, each part built once (`build_memory`, `build_bot`), and the background work started (`start_scheduler`, `start_indexer`) |
 //! | [`bench`] | `engram bench …`: benchmarks that print JSON |
@@ -48,4 +50,6 @@ pub mod memory;
 pub mod responder;
 pub mod retrieval;
 pub mod router;
+pub mod service;
 pub mod store;
+pub mod telemetry;

@@ -9,7 +9,8 @@ use engram::app;
 use engram::bench::store as bench_store;
 use engram::bench::{ContextBenchOptions, LoadOptions};
 use engram::config::{Config, Secrets};
-use engram::domain::{Clock, ManualClock, SystemClock};
+use engram::domain::status::{Connection, PlatformStatus};
+use engram::domain::{Clock, ManualClock, Platform, SystemClock};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -73,6 +74,15 @@ enum Command {
     Import {
         #[arg(long = "dir", default_value = "data/memory")]
         dir: PathBuf,
+    },
+    /// What an operator checks: the database and its migrations, the running process's
+    /// `/readyz` (when `server.listen` is set), the scheduled jobs, table sizes, the index
+    /// backlog. JSON on stdout.
+    Status {
+        /// Only ask the running process's `/readyz`: exit 0 when ready, 1 when not (a
+        /// container's health check).
+        #[arg(long)]
+        ready: bool,
     },
     /// Benchmarks (print JSON).
     #[command(subcommand)]
@@ -270,7 +280,7 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     init_logging(&config);
-    let secrets = Secrets::from_env();
+    let secrets = Secrets::for_server(&config.server);
     match cli.command.unwrap_or(Command::Run(ChatArgs {
         speaker: None,
         space: None,
@@ -299,7 +309,83 @@ async fn main() -> anyhow::Result<()> {
         Command::Search { user, query } => search(&config, &user, &query).await,
         Command::Import { dir } => import(&config, &dir).await,
         Command::Bench(command) => bench(command, &config, &secrets).await,
+        Command::Status { ready } => status(&config, ready).await,
     }
+}
+
+/// The running process's `/readyz`, asked on `server.listen` (an unspecified address is asked
+/// on loopback): its status code and body.
+async fn probe_ready(config: &Config) -> anyhow::Result<(u16, serde_json::Value)> {
+    anyhow::ensure!(
+        !config.server.listen.is_empty(),
+        "server.listen is not set: no process listens to ask (set ENGRAM__SERVER__LISTEN)"
+    );
+    let mut addr: std::net::SocketAddr = config.server.listen.parse()?;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let response = reqwest::Client::new()
+        .get(format!("http://{addr}/readyz"))
+        .timeout(std::time::Duration::from_secs(3))
+        .send()
+        .await
+        .with_context(|| format!("no process answers on {addr}"))?;
+    let code = response.status().as_u16();
+    Ok((code, response.json().await.unwrap_or_default()))
+}
+
+/// `engram status`.
+async fn status(config: &Config, ready_only: bool) -> anyhow::Result<()> {
+    if ready_only {
+        let (code, body) = probe_ready(config).await?;
+        println!("{body}");
+        anyhow::ensure!(code == 200, "not ready (HTTP {code})");
+        return Ok(());
+    }
+    let store = app::open_existing_store(config).await?;
+    let readiness = store.readiness().await?;
+    let running = match probe_ready(config).await {
+        Ok((_, body)) => body,
+        Err(e) => serde_json::json!({ "not_answering": e.to_string() }),
+    };
+    let mut jobs = serde_json::Map::new();
+    for job in [
+        engram::jobs::DAY_SUMMARIES,
+        engram::jobs::MAINTENANCE,
+        engram::jobs::EXTRACT_ALL,
+        engram::memory::extraction::EXTRACT_JOB,
+    ] {
+        let runs = store.job_runs(job).await?;
+        let count = |status: &str| runs.iter().filter(|r| r.status == status).count();
+        jobs.insert(
+            job.to_string(),
+            serde_json::json!({
+                "done": count("done"),
+                "failed": count("failed"),
+                "running": count("running"),
+                "last": runs.last().map(|r| serde_json::json!({
+                    "run_key": r.run_key, "status": r.status, "attempts": r.attempts, "holder": r.holder,
+                })),
+            }),
+        );
+    }
+    let sizes: serde_json::Map<String, serde_json::Value> = store
+        .table_counts()
+        .await?
+        .into_iter()
+        .map(|t| (t.table.to_string(), t.rows.into()))
+        .collect();
+    let report = serde_json::json!({
+        "database": engram::config::redact_url(&config.store.url),
+        "migrations": readiness,
+        "migrations_current": readiness.current(),
+        "running_process": running,
+        "jobs": jobs,
+        "rows": sizes,
+        "index_backlog": store.index_backlog().await?,
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
 }
 
 /// `engram bench …`: each benchmark prints its JSON report on stdout.
@@ -561,14 +647,29 @@ async fn bench_dbs(postgres: Option<&str>) -> anyhow::Result<Vec<bench_store::Be
     Ok(dbs)
 }
 
-/// The bot and what runs beside it: the store, chat model and embedder, wired by `app`.
+/// The bot and what runs beside it: the store, chat model and embedder, wired by `app`, the
+/// background indexer and the HTTP listener (when `server.listen` is set).
 struct Running {
     bot: Arc<engram::bot::Bot>,
     memory: app::Memory,
     store: Arc<dyn engram::store::Store>,
     llm: Option<Arc<dyn engram::llm::ChatModel>>,
+    platforms: PlatformStatus,
     indexer: tokio::task::JoinHandle<()>,
     stop_indexer: tokio::sync::watch::Sender<bool>,
+    listener: Option<(engram::service::Listening, tokio::sync::watch::Sender<bool>)>,
+}
+
+impl Running {
+    /// Stops the indexer and the listener and waits for them.
+    async fn stop(self) {
+        let _ = self.stop_indexer.send(true);
+        let _ = self.indexer.await;
+        if let Some((listening, stop)) = self.listener {
+            let _ = stop.send(true);
+            let _ = listening.task.await;
+        }
+    }
 }
 
 async fn start_bot(
@@ -594,13 +695,17 @@ async fn start_bot(
     let (bot, memory) = (Arc::new(built.bot), built.memory);
     memory.manager.follow_changes().await?;
     let (indexer, stop_indexer) = app::start_indexer(config, store.clone(), embedder, clock);
+    let platforms = PlatformStatus::default();
+    let listener = app::start_service(config, store.clone(), platforms.clone()).await?;
     Ok(Running {
         bot,
         memory,
         store,
         llm,
+        platforms,
         indexer,
         stop_indexer,
+        listener,
     })
 }
 
@@ -626,11 +731,17 @@ async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
         tracing::info!("shutting down");
         let _ = stop.send(true);
     });
-    let exits = app::run_platforms(config, secrets, running.bot.clone(), shutdown).await;
+    let exits = app::run_platforms(
+        config,
+        secrets,
+        running.bot.clone(),
+        running.platforms.clone(),
+        shutdown,
+    )
+    .await;
     let _ = stop_jobs.send(true);
     let _ = jobs.await;
-    let _ = running.stop_indexer.send(true);
-    let _ = running.indexer.await;
+    running.stop().await;
     let failed: Vec<String> = exits
         .iter()
         .filter_map(|e| Some(format!("{}: {}", e.platform.as_str(), e.error.as_ref()?)))
@@ -648,14 +759,14 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
         Some(m) => m.clone(),
         None => Arc::new(SystemClock),
     };
-    let Running {
-        bot,
-        memory,
-        store,
-        llm,
-        indexer,
-        stop_indexer,
-    } = start_bot(config, secrets, clock.clone()).await?;
+    let running = start_bot(config, secrets, clock.clone()).await?;
+    let bot = running.bot.clone();
+    running.platforms.set(
+        Platform::Console,
+        Connection::Connected {
+            since: chrono::Utc::now(),
+        },
+    );
     let opts = ConsoleOptions {
         speaker: args.speaker.unwrap_or_else(default_speaker),
         space: args.space,
@@ -681,16 +792,23 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
             tracing::info!(lines = played, "script finished");
         }
         _ => {
-            let (jobs, stop_jobs) =
-                app::start_scheduler(config, &memory, store, clock.clone(), llm)?;
+            let (jobs, stop_jobs) = app::start_scheduler(
+                config,
+                &running.memory,
+                running.store.clone(),
+                clock.clone(),
+                running.llm.clone(),
+            )?;
             let stdin = tokio::io::BufReader::new(tokio::io::stdin());
             console::run_interactive(&bot, opts, clock, stdin, &sink).await?;
             let _ = stop_jobs.send(true);
             let _ = jobs.await;
         }
     }
-    let _ = stop_indexer.send(true);
-    let _ = indexer.await;
+    running
+        .platforms
+        .set(Platform::Console, Connection::Stopped);
+    running.stop().await;
     Ok(())
 }
 

@@ -13,6 +13,7 @@
 use crate::adapters::split::{chars, split_message};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
+use crate::domain::status::{Connection, PlatformStatus};
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind, mention};
 use crate::router::memory_request;
 use serenity::all::{
@@ -59,6 +60,8 @@ pub struct DiscordSettings {
     pub api_url: String,
     /// The bot's name in its own conversation: "<@bot id>" becomes "@Name".
     pub bot_name: String,
+    /// Where the connection's state is told (`/readyz`).
+    pub status: PlatformStatus,
 }
 
 /// The HTTP client: Discord's API, or everything sent to `api_url` (a proxy, or a fake).
@@ -542,12 +545,18 @@ pub fn slash_commands() -> Vec<CreateCommand> {
 }
 
 /// Relays serenity's events to the handler.
-struct Events(Arc<Handler>);
+struct Events(Arc<Handler>, PlatformStatus);
 
 #[serenity::async_trait]
 impl EventHandler for Events {
     async fn ready(&self, ctx: Context, ready: Ready) {
         info!(platform = "discord", user = %ready.user.name, guilds = ready.guilds.len(), "connected");
+        self.1.set(
+            Platform::Discord,
+            Connection::Connected {
+                since: chrono::Utc::now(),
+            },
+        );
         self.0.set_me(ready.user.id);
         if let Err(e) = Command::set_global_commands(&ctx.http, slash_commands()).await {
             warn!(platform = "discord", error = %e, "could not register the slash commands");
@@ -645,7 +654,7 @@ pub async fn run(
         &settings.bot_name,
     ));
     let mut client = serenity::all::ClientBuilder::new_with_http(http(token, &settings), intents())
-        .event_handler(Events(handler))
+        .event_handler(Events(handler, settings.status.clone()))
         .await
         .map_err(|e| classify(&e))?;
     let shards = client.shard_manager.clone();

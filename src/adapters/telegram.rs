@@ -11,6 +11,7 @@
 use crate::adapters::split::{split_message, utf16};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
+use crate::domain::status::{Connection, PlatformStatus};
 use crate::domain::{Command, IncomingMessage, Mention, Platform, Privacy, SpaceKind};
 use crate::router::memory_request;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -57,6 +58,8 @@ pub struct TelegramSettings {
     pub bot_name: String,
     /// On shutdown, how long the chats may take to finish what they were given.
     pub shutdown_grace: Duration,
+    /// Where the connection's state is told (`/readyz`).
+    pub status: PlatformStatus,
 }
 
 /// The commands shown in Telegram's menu (registered at start).
@@ -146,7 +149,8 @@ pub async fn run(
     let url = reqwest::Url::parse(&settings.api_url)
         .map_err(|_| TelegramError::BadUrl(settings.api_url.clone()))?;
     let api = teloxide::Bot::new(token).set_api_url(url);
-    let Some(me) = connect(&api, token, &mut shutdown).await? else {
+    let status = settings.status.clone();
+    let Some(me) = connect(&api, token, &status, &mut shutdown).await? else {
         return Ok(());
     };
     let ctx = Arc::new(Ctx {
@@ -186,11 +190,15 @@ pub async fn run(
         };
         let updates = match updates {
             Ok(updates) => {
+                if backoff.failed() {
+                    connected(&status);
+                }
                 backoff = Backoff::default();
                 updates
             }
             Err(e) if refused(&e) => return Err(TelegramError::BadToken),
             Err(e) => {
+                failed(&status, format!("getUpdates failed: {}", redact(&e, token)));
                 let wait = backoff.next();
                 warn!(platform = "telegram", error = %redact(&e, token), retry_in_s = wait.as_secs(), "getUpdates failed");
                 tokio::select! {
@@ -238,6 +246,7 @@ async fn room_for_more(ctx: &Ctx, shutdown: &mut watch::Receiver<bool>) -> bool 
 async fn connect(
     api: &teloxide::Bot,
     token: &str,
+    status: &PlatformStatus,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<Option<Me>, TelegramError> {
     let mut backoff = Backoff::default();
@@ -248,6 +257,7 @@ async fn connect(
                 Ok(me) => break me,
                 Err(e) if refused(&e) => return Err(TelegramError::BadToken),
                 Err(e) => {
+                    failed(status, format!("Telegram unreachable: {}", redact(&e, token)));
                     let wait = backoff.next();
                     warn!(platform = "telegram", error = %redact(&e, token), retry_in_s = wait.as_secs(), "Telegram unreachable");
                     tokio::select! {
@@ -259,6 +269,7 @@ async fn connect(
         }
     };
     info!(platform = "telegram", username = %me.username(), "connected");
+    connected(status);
     if !me.can_read_all_group_messages {
         info!(
             platform = "telegram",
@@ -269,6 +280,25 @@ async fn connect(
         warn!(platform = "telegram", error = %redact(&e, token), "could not register the bot commands");
     }
     Ok(Some(me))
+}
+
+fn connected(status: &PlatformStatus) {
+    status.set(
+        Platform::Telegram,
+        Connection::Connected {
+            since: chrono::Utc::now(),
+        },
+    );
+}
+
+fn failed(status: &PlatformStatus, error: String) {
+    status.set(
+        Platform::Telegram,
+        Connection::Failed {
+            error,
+            at: chrono::Utc::now(),
+        },
+    );
 }
 
 /// The chats being served: one queue and worker each, and which updates were handed out.
@@ -438,6 +468,11 @@ impl Backoff {
         let secs = 1u64 << self.0.min(6);
         self.0 += 1;
         Duration::from_secs(secs.min(60))
+    }
+
+    /// Whether the last try failed.
+    fn failed(&self) -> bool {
+        self.0 > 0
     }
 }
 

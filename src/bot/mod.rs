@@ -193,6 +193,7 @@ impl Bot {
         msg: &IncomingMessage,
         while_answering: impl std::future::Future<Output = ()>,
     ) -> Result<Option<Reply>, StoreError> {
+        let started = std::time::Instant::now();
         // A plain "yes"/"no" in a group, from the person the bot just asked there, answers it
         // (as a reply to the bot would).
         let answering;
@@ -270,6 +271,7 @@ impl Bot {
         } else {
             self.asked.invalidate(&where_asked);
         }
+        crate::telemetry::reply_sent(msg.platform.as_str(), started.elapsed());
         Ok(Some(Reply {
             platform: msg.platform,
             space_external_id: msg.space_external_id.clone(),

@@ -8,6 +8,7 @@ pub mod entry;
 pub mod link;
 pub mod mention;
 pub mod secret;
+pub mod status;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};

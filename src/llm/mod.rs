@@ -212,7 +212,14 @@ pub struct UsageSnapshot {
 
 impl Usage {
     /// Counts one call of `task` and what it spent.
-    pub fn record(&self, task: &str, result: &Result<ChatResponse, LlmError>) {
+    pub fn record(&self, task: &'static str, result: &Result<ChatResponse, LlmError>) {
+        crate::telemetry::llm_call(
+            task,
+            result
+                .as_ref()
+                .ok()
+                .map(|r| (r.prompt_tokens, r.completion_tokens)),
+        );
         let mut u = self.inner.lock().expect("usage lock");
         u.calls += 1;
         *u.calls_by_task.entry(task.to_string()).or_default() += 1;

@@ -103,11 +103,12 @@ impl OpenAiClient {
         })
     }
 
-    fn check_breaker(&self) -> Result<(), LlmError> {
+    fn check_breaker(&self, task: &'static str) -> Result<(), LlmError> {
         let breaker = self.breaker.lock().expect("breaker lock");
         if let Some(until) = breaker.open_until {
             let now = self.clock.now();
             if now < until {
+                crate::telemetry::llm_breaker_refused(task);
                 let retry_after = (until - now).to_std().unwrap_or_default();
                 return Err(LlmError::CircuitOpen { retry_after });
             }
@@ -118,12 +119,16 @@ impl OpenAiClient {
     fn note_outcome(&self, ok: bool) {
         let mut breaker = self.breaker.lock().expect("breaker lock");
         if ok {
+            if breaker.open_until.is_some() {
+                crate::telemetry::llm_breaker(false);
+            }
             *breaker = Breaker::default();
             return;
         }
         breaker.consecutive_failures += 1;
         if breaker.consecutive_failures >= self.breaker_failures {
             breaker.open_until = Some(self.clock.now() + self.breaker_cooldown);
+            crate::telemetry::llm_breaker(true);
             warn!(
                 failures = breaker.consecutive_failures,
                 cooldown_secs = self.breaker_cooldown.num_seconds(),
@@ -235,7 +240,7 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
 #[async_trait]
 impl ChatModel for OpenAiClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        self.check_breaker()?;
+        self.check_breaker(request.task)?;
         let mut attempt = 0;
         let result = loop {
             let result = self.attempt(request).await;

@@ -165,13 +165,14 @@ impl MemoryCaches {
         self.facts.invalidate(&(person, scope_key));
     }
 
-    /// Looks `key` up in `cache`, counting the hit or miss.
-    pub fn get<K, V>(&self, cache: &Cache<K, V>, key: &K) -> Option<V>
+    /// Looks `key` up in `cache` (called `name` in the metrics), counting the hit or miss.
+    pub fn get<K, V>(&self, name: &'static str, cache: &Cache<K, V>, key: &K) -> Option<V>
     where
         K: std::hash::Hash + Eq + Send + Sync + 'static,
         V: Clone + Send + Sync + 'static,
     {
         let found = cache.get(key);
+        crate::telemetry::cache_lookup(name, found.is_some());
         let counter = if found.is_some() {
             &self.hits
         } else {
@@ -266,8 +267,14 @@ mod tests {
     fn lookups_are_counted() {
         let c = MemoryCaches::new(10);
         c.merged.insert((PersonId(1), [0; 32]), Arc::from("m"));
-        assert!(c.get(&c.merged, &(PersonId(1), [0; 32])).is_some());
-        assert!(c.get(&c.merged, &(PersonId(2), [0; 32])).is_none());
+        assert!(
+            c.get("merged", &c.merged, &(PersonId(1), [0; 32]))
+                .is_some()
+        );
+        assert!(
+            c.get("merged", &c.merged, &(PersonId(2), [0; 32]))
+                .is_none()
+        );
         assert_eq!(c.stats(), CacheStats { hits: 1, misses: 1 });
         assert_eq!(c.stats().hit_ratio(), 0.5);
         c.reset_stats();

@@ -166,11 +166,14 @@ impl MemoryManager {
             );
         }
         let key = (person, hash_parts(&parts));
-        if let Some(hit) = self.caches.get(&self.caches.merged, &key) {
+        if let Some(hit) = self.caches.get("merged", &self.caches.merged, &key) {
             return (hit, true);
         }
         let degraded_key = format!("merge:{}:{}", person, hex::encode(key.1));
-        if let Some(hit) = self.caches.get(&self.caches.degraded, &degraded_key) {
+        if let Some(hit) = self
+            .caches
+            .get("degraded", &self.caches.degraded, &degraded_key)
+        {
             return (hit, false);
         }
         let user = [

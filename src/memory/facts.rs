@@ -172,7 +172,7 @@ impl MemoryManager {
         scope: &Scope,
     ) -> Result<Arc<FactsRecord>, MemoryError> {
         let key = (person, scope.key());
-        if let Some(hit) = self.caches.get(&self.caches.facts, &key) {
+        if let Some(hit) = self.caches.get("facts", &self.caches.facts, &key) {
             return Ok(hit);
         }
         let since = self.caches.begin_fill();

@@ -41,7 +41,7 @@ impl MemoryManager {
     /// Everything others said about `person` (cached; every change here or, on PostgreSQL,
     /// in another process drops it).
     async fn all_hearsay(&self, person: PersonId) -> Result<Arc<Vec<Hearsay>>, MemoryError> {
-        if let Some(hit) = self.caches.get(&self.caches.hearsay, &person) {
+        if let Some(hit) = self.caches.get("hearsay", &self.caches.hearsay, &person) {
             return Ok(hit);
         }
         let since = self.caches.begin_fill();

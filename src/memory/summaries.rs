@@ -74,13 +74,15 @@ impl MemoryManager {
         let scope_key = scope.key();
         let hour_key = (scope_key.clone(), day, hour_bucket(now));
         if is_past
-            && let Some(hit) = self
-                .caches
-                .get(&self.caches.past_days, &(scope_key.clone(), day))
+            && let Some(hit) = self.caches.get(
+                "past_days",
+                &self.caches.past_days,
+                &(scope_key.clone(), day),
+            )
         {
             return Ok(hit);
         }
-        if let Some(hit) = self.caches.get(&self.caches.today, &hour_key) {
+        if let Some(hit) = self.caches.get("today", &self.caches.today, &hour_key) {
             return Ok(hit);
         }
         let remember = |value: Arc<DaySummaries>, permanent: bool| {
@@ -281,11 +283,14 @@ impl MemoryManager {
         let today = day_of(now);
         let end = today - Duration::days(1);
         let key = (scope.key(), person, end);
-        if let Some(hit) = self.caches.get(&self.caches.history, &key) {
+        if let Some(hit) = self.caches.get("history", &self.caches.history, &key) {
             return Ok((hit, false));
         }
         let degraded_key = format!("history:{}:{}:{end}", scope.key(), person);
-        if let Some(hit) = self.caches.get(&self.caches.degraded, &degraded_key) {
+        if let Some(hit) = self
+            .caches
+            .get("degraded", &self.caches.degraded, &degraded_key)
+        {
             return Ok((hit, true));
         }
         if let Some(stored) = self.store.history_summary(scope, person, end).await? {

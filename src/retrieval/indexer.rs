@@ -176,7 +176,9 @@ impl Indexer {
             .iter()
             .map(|m| vector_text(m, before.get(&m.id)))
             .collect();
+        let start = std::time::Instant::now();
         let vectors = embedder.embed(&texts).await?;
+        crate::telemetry::embedded("index", texts.len(), start.elapsed());
         Ok(messages
             .into_iter()
             .zip(vectors)
@@ -276,7 +278,12 @@ impl Indexer {
     ) {
         loop {
             let work = async {
-                let indexed = self.index_all(|_| {}).await?;
+                let backlog = self.store.index_backlog().await?;
+                crate::telemetry::index_backlog(backlog);
+                let indexed = self
+                    .index_all(|done| crate::telemetry::index_backlog(backlog - done as i64))
+                    .await?;
+                crate::telemetry::index_backlog(self.store.index_backlog().await?);
                 let closed = self.close_episodes().await?;
                 Ok::<_, IndexError>((indexed, closed))
             };

@@ -86,10 +86,15 @@ impl Retriever {
 
     async fn query_vector(&self, text: &str) -> Option<Arc<Vec<f32>>> {
         let embedder = self.embedder.as_ref()?;
-        if let Some(v) = self.query_vectors.get(text) {
-            return Some(v);
+        let cached = self.query_vectors.get(text);
+        crate::telemetry::cache_lookup("query_vectors", cached.is_some());
+        if cached.is_some() {
+            return cached;
         }
-        match embedder.embed(&[text.to_string()]).await {
+        let start = std::time::Instant::now();
+        let embedded = embedder.embed(&[text.to_string()]).await;
+        crate::telemetry::embedded("query", 1, start.elapsed());
+        match embedded {
             Ok(mut v) if v.len() == 1 => {
                 let v = Arc::new(v.remove(0));
                 self.query_vectors.insert(text.to_string(), v.clone());

@@ -33,6 +33,30 @@ pub trait Admin: Send + Sync {
     /// Routine upkeep that keeps query plans and indexes good after much writing: planner
     /// statistics, index merges, dead rows. Safe to run any time; the daily job runs it.
     async fn maintain(&self) -> StoreResult<()>;
+
+    /// The database answers: which of this build's migrations it has (`/readyz`).
+    async fn readiness(&self) -> StoreResult<Readiness>;
+
+    /// Messages waiting for the indexer: not indexed yet, or their vector to make again.
+    async fn index_backlog(&self) -> StoreResult<i64>;
+}
+
+/// The database's schema against this build's migrations.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Readiness {
+    /// The newest migration applied.
+    pub applied: i64,
+    /// Migrations of this build not applied (the database is older).
+    pub pending: Vec<i64>,
+    /// Migrations applied that this build does not know (the database is newer).
+    pub unknown: Vec<i64>,
+}
+
+impl Readiness {
+    /// The schema is exactly this build's.
+    pub fn current(&self) -> bool {
+        self.pending.is_empty() && self.unknown.is_empty()
+    }
 }
 
 /// How many rows a table holds.
@@ -210,6 +234,32 @@ on_both_backends! {
 
         async fn watch_changes(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
             watch_changes(self).await
+        }
+
+        async fn readiness(&self) -> StoreResult<Readiness> {
+            let applied: Vec<i64> = sqlx::query_scalar(
+                "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
+            )
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            let known: Vec<i64> = MIGRATOR.iter().map(|m| m.version).collect();
+            Ok(Readiness {
+                applied: applied.last().copied().unwrap_or(0),
+                pending: known.iter().filter(|v| !applied.contains(v)).copied().collect(),
+                unknown: applied.iter().filter(|v| !known.contains(v)).copied().collect(),
+            })
+        }
+
+        async fn index_backlog(&self) -> StoreResult<i64> {
+            sqlx::query_scalar(concat!(
+                "SELECT (SELECT COUNT(*) FROM messages m WHERE ",
+                unindexed!("m"),
+                ") + (SELECT COUNT(*) FROM vector_backlog)"
+            ))
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)
         }
 
         async fn maintain(&self) -> StoreResult<()> {

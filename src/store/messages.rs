@@ -189,10 +189,13 @@ on_both_backends! {
     impl Messages for Backend {
         async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
             // The message and its postings commit together, so it is searchable once stored.
-            let mut tx = self.write_tx().await?;
-            let id = insert_chunk(&mut tx, std::slice::from_ref(msg)).await?[0];
-            tx.commit().await.map_err(db_err)?;
-            Ok(id)
+            crate::telemetry::timed("insert_message", async {
+                let mut tx = self.write_tx().await?;
+                let id = insert_chunk(&mut tx, std::slice::from_ref(msg)).await?[0];
+                tx.commit().await.map_err(db_err)?;
+                Ok(id)
+            })
+            .await
         }
 
         async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>> {

@@ -69,7 +69,7 @@ pub mod url;
 
 use crate::domain::{MessageId, PersonId, Scope, SpaceId, StoredMessage};
 
-pub use admin::{Admin, TableCount};
+pub use admin::{Admin, Readiness, TableCount};
 pub use copy::{Table, Value};
 pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};

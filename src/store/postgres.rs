@@ -49,8 +49,8 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
     pub(in crate::store) use super::{
-        PostgresStore as Backend, db_err, forget_context_vectors, forget_vectors, insert_rows,
-        lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
+        MIGRATOR, PostgresStore as Backend, db_err, forget_context_vectors, forget_vectors,
+        insert_rows, lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
         nearest_messages, notify as changed, place_message, search_messages, store_vector,
         watch_changes, write_postings,
     };
@@ -194,6 +194,9 @@ pub(super) mod shared {
     }
 }
 
+/// The migrations this build applies (`migrations/postgres`).
+pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
 impl PostgresStore {
     /// Writes the postings of messages queued in `message_terms_backlog` (stored before the
     /// retrieval migration, or copied in by `engram migrate`). Processes opening at once
@@ -281,10 +284,7 @@ impl PostgresStore {
                 format!("cannot enable pgvector: {e}").into()
             }));
         }
-        sqlx::migrate!("./migrations/postgres")
-            .run(&pool)
-            .await
-            .map_err(super::migrate_error)?;
+        MIGRATOR.run(&pool).await.map_err(super::migrate_error)?;
         let store = PostgresStore { pool };
         store.drain_terms_backlog().await?;
         Ok(store)

@@ -220,7 +220,11 @@ on_both_backends! {
             bm25: Bm25,
             limit: usize,
         ) -> StoreResult<Vec<SearchHit>> {
-            search_messages(self, scopes, terms, bm25, limit).await
+            crate::telemetry::timed(
+                "search_messages",
+                search_messages(self, scopes, terms, bm25, limit),
+            )
+            .await
         }
 
         async fn search_episodes(
@@ -266,7 +270,8 @@ on_both_backends! {
                 return Ok(Vec::new());
             }
             let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-            nearest_messages(self, &keys, vector, limit).await
+            crate::telemetry::timed("nearest_messages", nearest_messages(self, &keys, vector, limit))
+                .await
         }
 
         async fn nearest_episodes(

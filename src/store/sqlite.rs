@@ -40,7 +40,7 @@ pub(super) async fn changed(_: &mut sqlx::SqliteConnection, _: &Change) -> Store
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
     pub(in crate::store) use super::{
-        SqliteStore as Backend, changed, db_err, forget_context_vectors, forget_vectors,
+        MIGRATOR, SqliteStore as Backend, changed, db_err, forget_context_vectors, forget_vectors,
         insert_rows, lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
         nearest_messages, place_message, search_messages, store_vector, watch_changes,
         write_postings,
@@ -181,6 +181,9 @@ pub(super) mod shared {
     }
 }
 
+/// The migrations this build applies (`migrations/sqlite`).
+pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
 impl SqliteStore {
     /// Opens (creating if missing) the database at `url` and applies pending migrations.
     pub async fn open(
@@ -213,10 +216,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(|e| open_err(e.into()))?;
-        sqlx::migrate!("./migrations/sqlite")
-            .run(&pool)
-            .await
-            .map_err(super::migrate_error)?;
+        MIGRATOR.run(&pool).await.map_err(super::migrate_error)?;
         let store = SqliteStore { pool };
         store.drain_terms_backlog().await?;
         Ok(store)

@@ -77,6 +77,7 @@ async fn setup_on(url: Option<String>, llm: bool) -> (Harness, FakeDiscord, Hand
     let settings = DiscordSettings {
         api_url: fake.url(),
         bot_name: h.config.bot.name.clone(),
+        status: Default::default(),
     };
     let http = discord::http(TOKEN, &settings);
     http.set_application_id(serenity::all::ApplicationId::new(APP_ID));
@@ -293,10 +294,9 @@ async fn one_platform_failing_leaves_the_other_running() {
     };
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     let (config, bot) = (h.config.clone(), h.bot.clone());
-    let running =
-        tokio::spawn(
-            async move { engram::app::run_platforms(&config, &secrets, bot, shutdown).await },
-        );
+    let running = tokio::spawn(async move {
+        engram::app::run_platforms(&config, &secrets, bot, Default::default(), shutdown).await
+    });
     let dm = Chat::Private {
         id: 1001,
         name: "Alice".into(),

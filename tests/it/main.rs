@@ -26,6 +26,7 @@ mod privacy;
 mod properties;
 mod readme;
 mod retrieval;
+mod service;
 mod store_contract;
 mod telegram;
 mod transient;

@@ -74,6 +74,7 @@ fn start_polling(
         poll_secs,
         bot_name: h.config.bot.name.clone(),
         shutdown_grace,
+        status: Default::default(),
     };
     let token = token.to_string();
     let task =

@@ -1,0 +1,290 @@
+//! `/metrics` after a scripted conversation: every counter moved by exactly what happened.
+//! Its own test binary, with one test: the metrics recorder is global to a process, and no
+//! other test may move the counters meanwhile.
+
+#[path = "it/common/mod.rs"]
+#[macro_use]
+mod common;
+
+use common::*;
+use engram::adapters::console::ConsoleOptions;
+use engram::app;
+use engram::config::Secrets;
+use engram::domain::status::{Connection, PlatformStatus};
+use engram::domain::{ManualClock, Platform};
+use engram::llm::fake::{Behavior, FakeLlmServer};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Every sample of a Prometheus text page: "name{labels}" → value.
+fn samples(page: &str) -> BTreeMap<String, f64> {
+    page.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            Some((series.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// How much each series moved between two scrapes (absent before: from 0).
+fn moved(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>, series: &str) -> f64 {
+    after.get(series).copied().unwrap_or(0.0) - before.get(series).copied().unwrap_or(0.0)
+}
+
+/// Sum of the movements of every series of `name` whose labels contain all of `labels`.
+fn moved_where(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+    name: &str,
+    labels: &[&str],
+) -> f64 {
+    after
+        .keys()
+        .filter(|k| k.split('{').next() == Some(name) && labels.iter().all(|l| k.contains(l)))
+        .map(|k| moved(before, after, k))
+        .sum()
+}
+
+/// The prompt tokens the fake server reports for a request (a quarter of its characters).
+fn tokens_of(r: &engram::llm::fake::RecordedRequest) -> f64 {
+    let chars: usize = r.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .map(str::len)
+        .sum();
+    (chars / 4) as f64
+}
+
+async fn scrape(url: &str) -> BTreeMap<String, f64> {
+    let page = reqwest::get(format!("{url}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    samples(&page)
+}
+
+#[tokio::test]
+async fn counters_move_by_exactly_what_happened() {
+    // The chat model and the embedder on separate fakes: a failure set up for the one is not
+    // taken by the other.
+    let fake = FakeLlmServer::start().await.unwrap();
+    let embed_fake = FakeLlmServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path(), Some(fake.base_url()));
+    config.embed.provider = "openai".into();
+    config.embed.base_url = embed_fake.base_url();
+    config.server.listen = "127.0.0.1:0".into();
+    let clock = Arc::new(ManualClock::new(start_time()));
+    let store = app::open_store(&config).await.unwrap();
+    let secrets = Secrets {
+        embed_api_key: Some("k".into()),
+        ..Secrets::default()
+    };
+    let llm = app::chat_model(&config, &secrets, clock.clone()).unwrap();
+    let embedder = app::embedder(&config, &secrets).unwrap();
+    let built = app::build_bot(
+        &config,
+        store.clone(),
+        llm.clone(),
+        embedder.clone(),
+        clock.clone(),
+    )
+    .unwrap();
+    let bot = Arc::new(built.bot);
+    let platforms = PlatformStatus::default();
+    platforms.set(
+        Platform::Console,
+        Connection::Connected { since: clock.now() },
+    );
+    let (listening, stop) = app::start_service(&config, store.clone(), platforms)
+        .await
+        .unwrap()
+        .expect("server.listen is set");
+    let url = format!("http://{}", listening.addr);
+    let ready = reqwest::get(format!("{url}/readyz")).await.unwrap();
+    assert_eq!(ready.status(), 200, "{}", ready.text().await.unwrap());
+
+    let before = scrape(&url).await;
+    let stats_before = built.memory.manager.cache_stats();
+
+    // The conversation: two addressed messages in a DM, one model failure, two chatter lines
+    // in a group (stored, not answered), one addressed line there.
+    let say = |opts: ConsoleOptions, who: &'static str, text: &'static str, n: u64| {
+        let bot = bot.clone();
+        let clock = clock.clone();
+        async move {
+            let msg = engram::adapters::console::console_message(
+                &opts,
+                who,
+                text,
+                1000 + n,
+                clock.now(),
+                false,
+            );
+            bot.handle(&msg).await.unwrap()
+        }
+    };
+    let dm = ConsoleOptions::private("alice");
+    let mut replies = 0;
+    replies += say(
+        dm.clone(),
+        "alice",
+        "remember that I keep bees on my roof",
+        1,
+    )
+    .await
+    .is_some() as usize;
+    replies += say(dm.clone(), "alice", "what do you know about my roof?", 2)
+        .await
+        .is_some() as usize;
+    // A refusal the client does not retry: one failed call, answered offline.
+    let failed_at = fake.total();
+    fake.push_once(Behavior::Status(400));
+    replies += say(dm.clone(), "alice", "tell me something about bees", 3)
+        .await
+        .is_some() as usize;
+    let room = group("hive");
+    for (n, text) in [(4, "the weather is nice today"), (5, "I agree completely")] {
+        assert!(say(room.clone(), "bob", text, n).await.is_none(), "chatter");
+    }
+    replies += say(room.clone(), "bob", "Engram, who keeps bees?", 6)
+        .await
+        .is_some() as usize;
+    assert_eq!(replies, 4);
+    let incoming = 6.0;
+
+    // Background work: the indexer embeds what was stored, a scheduled job runs.
+    let indexer = engram::retrieval::Indexer::new(
+        store.clone(),
+        embedder,
+        clock.clone(),
+        config.retrieval.clone(),
+        config.embed.index_batch(),
+    );
+    let indexed = indexer.index_all(|_| {}).await.unwrap();
+    let scheduler = engram::jobs::Scheduler::new(
+        built.memory.manager.clone(),
+        store.clone(),
+        clock.clone(),
+        "metrics-test".into(),
+        chrono::Duration::seconds(60),
+        chrono::NaiveTime::from_hms_opt(0, 5, 0).unwrap(),
+        7,
+    );
+    let ran = scheduler.run_maintenance().await.unwrap();
+    assert!(
+        matches!(ran, engram::jobs::JobOutcome::Ran { .. }),
+        "{ran:?}"
+    );
+
+    let after = scrape(&url).await;
+    let m = |series: &str| moved(&before, &after, series);
+    let mw = |name: &str, labels: &[&str]| moved_where(&before, &after, name, labels);
+
+    // Messages: every incoming one and every reply, per author kind.
+    assert_eq!(
+        m(r#"engram_messages_stored_total{platform="console",author="person"}"#),
+        incoming
+    );
+    assert_eq!(
+        m(r#"engram_messages_stored_total{platform="console",author="bot"}"#),
+        replies as f64
+    );
+    assert_eq!(
+        m(r#"engram_replies_total{platform="console"}"#),
+        replies as f64
+    );
+    assert_eq!(
+        m(r#"engram_reply_seconds_count{platform="console"}"#),
+        replies as f64
+    );
+    // Every stored message went through one timed insert.
+    assert_eq!(
+        m(r#"engram_store_query_seconds_count{op="insert_message"}"#),
+        incoming + replies as f64
+    );
+
+    // The model: calls per task as the fake server saw them, its prompt tokens, one error.
+    let requests = fake.requests();
+    assert!(!requests.is_empty());
+    let mut tasks: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for r in &requests {
+        let e = tasks.entry(r.task.clone()).or_default();
+        e.0 += 1.0;
+        e.1 += tokens_of(r);
+    }
+    let failed = &requests[failed_at];
+    for (task, (calls, _)) in &tasks {
+        assert_eq!(
+            mw("engram_llm_calls_total", &[&format!("task=\"{task}\"")]),
+            *calls,
+            "calls of {task}"
+        );
+    }
+    assert_eq!(mw("engram_llm_errors_total", &[]), 1.0, "one failed call");
+    assert_eq!(
+        mw(
+            "engram_llm_errors_total",
+            &[&format!("task=\"{}\"", failed.task)]
+        ),
+        1.0
+    );
+    // Prompt tokens as the provider counted them: every request but the refused one.
+    let prompt_tokens: f64 = tasks.values().map(|(_, t)| t).sum::<f64>() - tokens_of(failed);
+    assert_eq!(
+        mw("engram_llm_tokens_total", &["kind=\"prompt\""]),
+        prompt_tokens
+    );
+    assert!(mw("engram_llm_tokens_total", &["kind=\"completion\""]) > 0.0);
+
+    // Embeddings: each indexed message, each question embedded once.
+    assert_eq!(
+        m(r#"engram_embed_texts_total{use="index"}"#),
+        indexed as f64
+    );
+    assert_eq!(
+        m(r#"engram_embed_texts_total{use="query"}"#),
+        m(r#"engram_cache_misses_total{cache="query_vectors"}"#)
+    );
+    assert!(indexed as f64 >= incoming);
+
+    // The memory caches: the same lookups the manager counted.
+    let stats = built.memory.manager.cache_stats();
+    let memory_caches = |name: &str| {
+        [
+            "today",
+            "past_days",
+            "history",
+            "degraded",
+            "merged",
+            "facts",
+            "hearsay",
+        ]
+        .iter()
+        .map(|c| m(&format!("{name}{{cache=\"{c}\"}}")))
+        .sum::<f64>()
+    };
+    assert_eq!(
+        memory_caches("engram_cache_hits_total"),
+        (stats.hits - stats_before.hits) as f64
+    );
+    assert_eq!(
+        memory_caches("engram_cache_misses_total"),
+        (stats.misses - stats_before.misses) as f64
+    );
+    assert!(stats.misses > stats_before.misses, "lookups happened");
+
+    // The job.
+    assert_eq!(
+        m(r#"engram_job_runs_total{job="maintenance",outcome="done"}"#),
+        1.0
+    );
+
+    let _ = stop.send(true);
+    listening.task.await.unwrap();
+}
