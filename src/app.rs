@@ -385,13 +385,7 @@ pub async fn run_platforms(
                 info!(platform = platform.as_str(), "platform stopped")
             }
             Err(e) => {
-                status.set(
-                    platform,
-                    Connection::Failed {
-                        error: e.clone(),
-                        at: chrono::Utc::now(),
-                    },
-                );
+                status.failed(platform, e.clone());
                 tracing::error!(platform = platform.as_str(), error = %e, "platform failed; the others keep running")
             }
         }

@@ -59,31 +59,10 @@ pub struct Config {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-/// `[server]`: the HTTP listener of operators and programs (health, metrics, admin page, API,
-/// MCP).
+/// `[server]`: the HTTP listener of operators (health, readiness, metrics).
 pub struct ServerConfig {
     /// Address to listen on, e.g. "127.0.0.1:9464"; empty: no listener (the default).
     pub listen: String,
-    /// API keys of the JSON API and MCP: each a name, the environment variable that holds the
-    /// secret, and the spaces and people it may act for.
-    pub api_keys: Vec<ApiKeyConfig>,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-/// One `[[server.api_keys]]`: a key's name and reach; its secret only in the environment.
-pub struct ApiKeyConfig {
-    /// What the key is called in logs and the audit trail.
-    pub name: String,
-    /// The environment variable holding the key (a key whose variable is unset is off).
-    pub env: String,
-    /// Spaces it may act in, as "platform:space_id" ("telegram:-100123", "discord:4567");
-    /// "platform:dm" for private chats with the bot.
-    #[serde(default)]
-    pub spaces: Vec<String>,
-    /// People it may act for, as "platform:user_id"; empty: anyone who is in one of its spaces.
-    #[serde(default)]
-    pub people: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -414,10 +393,6 @@ pub struct Secrets {
     pub discord_token: Option<String>,
     /// `TELEGRAM_TOKEN`.
     pub telegram_token: Option<String>,
-    /// `ENGRAM_ADMIN_TOKEN`: the admin page's password (unset: no admin page).
-    pub admin_token: Option<String>,
-    /// The API keys of `[[server.api_keys]]` whose variables are set: (name, secret).
-    pub api_keys: Vec<(String, String)>,
 }
 
 impl fmt::Debug for Secrets {
@@ -428,11 +403,6 @@ impl fmt::Debug for Secrets {
             .field("embed_api_key", &shown(&self.embed_api_key))
             .field("discord_token", &shown(&self.discord_token))
             .field("telegram_token", &shown(&self.telegram_token))
-            .field("admin_token", &shown(&self.admin_token))
-            .field(
-                "api_keys",
-                &self.api_keys.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-            )
             .finish()
     }
 }
@@ -448,25 +418,7 @@ impl Secrets {
                 .or_else(|| var("OPENAI_API_KEY")),
             discord_token: var("DISCORD_TOKEN"),
             telegram_token: var("TELEGRAM_TOKEN"),
-            admin_token: var("ENGRAM_ADMIN_TOKEN"),
-            api_keys: Vec::new(),
         }
-    }
-
-    /// `from_env`, with the secrets of the API keys `server` names.
-    pub fn for_server(server: &ServerConfig) -> Secrets {
-        let mut secrets = Secrets::from_env();
-        secrets.api_keys = server
-            .api_keys
-            .iter()
-            .filter_map(|k| {
-                let value = std::env::var(&k.env)
-                    .ok()
-                    .filter(|v| !v.trim().is_empty())?;
-                Some((k.name.clone(), value))
-            })
-            .collect();
-        secrets
     }
 }
 
@@ -578,37 +530,6 @@ impl Config {
             "server.listen",
             "must be empty (off) or an address with a port, e.g. \"127.0.0.1:9464\"",
         );
-        let place = |p: &str| {
-            p.split_once(':').is_some_and(|(platform, id)| {
-                crate::domain::Platform::parse(platform).is_some() && !id.is_empty()
-            })
-        };
-        for (i, key) in s.api_keys.iter().enumerate() {
-            bad.check(
-                !key.name.trim().is_empty() && s.api_keys[..i].iter().all(|k| k.name != key.name),
-                "server.api_keys.name",
-                format!("{:?} must be set and unique", key.name),
-            );
-            bad.check(
-                !key.env.trim().is_empty(),
-                "server.api_keys.env",
-                format!("key {:?} names no environment variable", key.name),
-            );
-            bad.check(
-                !key.spaces.is_empty(),
-                "server.api_keys.spaces",
-                format!("key {:?} may act nowhere: list its spaces", key.name),
-            );
-            for p in key.spaces.iter().chain(&key.people) {
-                bad.check(
-                    place(p),
-                    "server.api_keys",
-                    format!(
-                        "{p:?} is not \"platform:id\" (platform: console, discord or telegram)"
-                    ),
-                );
-            }
-        }
     }
 
     /// The settings of `[store]`.
@@ -1192,6 +1113,19 @@ mod tests {
             );
             Ok(())
         });
+    }
+
+    #[test]
+    fn server_listen_is_off_or_an_address_with_a_port() {
+        let mut c = Config::defaults();
+        assert!(c.validate().is_ok(), "off by default");
+        c.server.listen = "127.0.0.1:9464".into();
+        assert!(c.validate().is_ok());
+        for bad in ["localhost", "127.0.0.1", ":9464x", "9464"] {
+            c.server.listen = bad.into();
+            let e = c.validate().expect_err(bad).to_string();
+            assert!(e.contains("server.listen"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -280,7 +280,7 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     init_logging(&config);
-    let secrets = Secrets::for_server(&config.server);
+    let secrets = Secrets::from_env();
     match cli.command.unwrap_or(Command::Run(ChatArgs {
         speaker: None,
         space: None,
@@ -761,12 +761,7 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
     };
     let running = start_bot(config, secrets, clock.clone()).await?;
     let bot = running.bot.clone();
-    running.platforms.set(
-        Platform::Console,
-        Connection::Connected {
-            since: chrono::Utc::now(),
-        },
-    );
+    running.platforms.connected(Platform::Console);
     let opts = ConsoleOptions {
         speaker: args.speaker.unwrap_or_else(default_speaker),
         space: args.space,

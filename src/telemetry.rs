@@ -67,11 +67,6 @@ pub fn install() -> Result<PrometheusHandle, TelemetryError> {
     Ok(handle)
 }
 
-/// The installed recorder's handle, if any.
-pub fn handle() -> Option<PrometheusHandle> {
-    HANDLE.get().cloned()
-}
-
 fn describe() {
     describe_counter!(
         MESSAGES_STORED,

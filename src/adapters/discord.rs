@@ -13,7 +13,7 @@
 use crate::adapters::split::{chars, split_message};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
-use crate::domain::status::{Connection, PlatformStatus};
+use crate::domain::status::PlatformStatus;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind, mention};
 use crate::router::memory_request;
 use serenity::all::{
@@ -551,12 +551,7 @@ struct Events(Arc<Handler>, PlatformStatus);
 impl EventHandler for Events {
     async fn ready(&self, ctx: Context, ready: Ready) {
         info!(platform = "discord", user = %ready.user.name, guilds = ready.guilds.len(), "connected");
-        self.1.set(
-            Platform::Discord,
-            Connection::Connected {
-                since: chrono::Utc::now(),
-            },
-        );
+        self.1.connected(Platform::Discord);
         self.0.set_me(ready.user.id);
         if let Err(e) = Command::set_global_commands(&ctx.http, slash_commands()).await {
             warn!(platform = "discord", error = %e, "could not register the slash commands");

@@ -11,7 +11,7 @@
 use crate::adapters::split::{split_message, utf16};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
-use crate::domain::status::{Connection, PlatformStatus};
+use crate::domain::status::PlatformStatus;
 use crate::domain::{Command, IncomingMessage, Mention, Platform, Privacy, SpaceKind};
 use crate::router::memory_request;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -191,14 +191,17 @@ pub async fn run(
         let updates = match updates {
             Ok(updates) => {
                 if backoff.failed() {
-                    connected(&status);
+                    status.connected(Platform::Telegram);
                 }
                 backoff = Backoff::default();
                 updates
             }
             Err(e) if refused(&e) => return Err(TelegramError::BadToken),
             Err(e) => {
-                failed(&status, format!("getUpdates failed: {}", redact(&e, token)));
+                status.failed(
+                    Platform::Telegram,
+                    format!("getUpdates failed: {}", redact(&e, token)),
+                );
                 let wait = backoff.next();
                 warn!(platform = "telegram", error = %redact(&e, token), retry_in_s = wait.as_secs(), "getUpdates failed");
                 tokio::select! {
@@ -257,7 +260,10 @@ async fn connect(
                 Ok(me) => break me,
                 Err(e) if refused(&e) => return Err(TelegramError::BadToken),
                 Err(e) => {
-                    failed(status, format!("Telegram unreachable: {}", redact(&e, token)));
+                    status.failed(
+                        Platform::Telegram,
+                        format!("Telegram unreachable: {}", redact(&e, token)),
+                    );
                     let wait = backoff.next();
                     warn!(platform = "telegram", error = %redact(&e, token), retry_in_s = wait.as_secs(), "Telegram unreachable");
                     tokio::select! {
@@ -269,7 +275,7 @@ async fn connect(
         }
     };
     info!(platform = "telegram", username = %me.username(), "connected");
-    connected(status);
+    status.connected(Platform::Telegram);
     if !me.can_read_all_group_messages {
         info!(
             platform = "telegram",
@@ -280,25 +286,6 @@ async fn connect(
         warn!(platform = "telegram", error = %redact(&e, token), "could not register the bot commands");
     }
     Ok(Some(me))
-}
-
-fn connected(status: &PlatformStatus) {
-    status.set(
-        Platform::Telegram,
-        Connection::Connected {
-            since: chrono::Utc::now(),
-        },
-    );
-}
-
-fn failed(status: &PlatformStatus, error: String) {
-    status.set(
-        Platform::Telegram,
-        Connection::Failed {
-            error,
-            at: chrono::Utc::now(),
-        },
-    );
 }
 
 /// The chats being served: one queue and worker each, and which updates were handed out.

@@ -45,6 +45,22 @@ impl PlatformStatus {
             .insert(platform.as_str(), connection);
     }
 
+    /// `platform` is connected from now on.
+    pub fn connected(&self, platform: Platform) {
+        self.set(platform, Connection::Connected { since: Utc::now() });
+    }
+
+    /// `platform` is not connected: `error` says why (as logged, secrets removed).
+    pub fn failed(&self, platform: Platform, error: String) {
+        self.set(
+            platform,
+            Connection::Failed {
+                error,
+                at: Utc::now(),
+            },
+        );
+    }
+
     /// Every platform started in this process and its connection.
     pub fn all(&self) -> BTreeMap<&'static str, Connection> {
         self.inner.lock().expect("status lock").clone()

@@ -280,10 +280,12 @@ impl Indexer {
             let work = async {
                 let backlog = self.store.index_backlog().await?;
                 crate::telemetry::index_backlog(backlog);
+                // Counted down as batches land; what arrives meanwhile is counted next wake.
                 let indexed = self
-                    .index_all(|done| crate::telemetry::index_backlog(backlog - done as i64))
+                    .index_all(|done| {
+                        crate::telemetry::index_backlog((backlog - done as i64).max(0))
+                    })
                     .await?;
-                crate::telemetry::index_backlog(self.store.index_backlog().await?);
                 let closed = self.close_episodes().await?;
                 Ok::<_, IndexError>((indexed, closed))
             };
