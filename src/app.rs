@@ -19,6 +19,7 @@ use crate::memory::{MemoryManager, MemoryParts};
 use crate::responder::Responder;
 use crate::retrieval::{Indexer, Retriever};
 use crate::service::ServiceError;
+use crate::service::memory_api::{ApiKeys, MemoryApi, MemoryApiParts};
 use crate::store::postgres::PgSettings;
 use crate::store::{DbUrl, PostgresStore, SqliteStore, Store, StoreError};
 use crate::{embed, llm};
@@ -306,19 +307,50 @@ pub async fn start_service(
     config: &Config,
     store: Arc<dyn Store>,
     platforms: PlatformStatus,
+    programs: crate::service::Programs,
 ) -> Result<Option<(crate::service::Listening, tokio::sync::watch::Sender<bool>)>, ServiceError> {
     if config.server.listen.is_empty() {
         return Ok(None);
     }
     let metrics = crate::telemetry::install()?;
-    let routes = crate::service::router(crate::service::ServiceState {
-        store,
-        platforms,
-        metrics: metrics.clone(),
-    });
+    let routes = crate::service::router(
+        crate::service::ServiceState {
+            store,
+            platforms,
+            metrics: metrics.clone(),
+        },
+        programs,
+    );
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let listening = crate::service::serve(&config.server.listen, routes, metrics, stopped).await?;
     Ok(Some((listening, stop)))
+}
+
+/// The memory API and MCP server over `bot` and `memory`, answering to `keys`; none when
+/// there is no key.
+pub fn memory_api(
+    config: &Config,
+    keys: ApiKeys,
+    bot: Arc<Bot>,
+    memory: &Memory,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> Option<Arc<MemoryApi>> {
+    if keys.is_empty() {
+        return None;
+    }
+    Some(Arc::new(MemoryApi::new(MemoryApiParts {
+        bot,
+        store,
+        memory: memory.manager.clone(),
+        entries: memory.entries.clone(),
+        retriever: memory.retriever.clone(),
+        tools: memory.tools.clone(),
+        tokens: memory.tokens.clone(),
+        clock,
+        budget: config.memory.context_budget_tokens,
+        keys,
+    })))
 }
 
 /// How one platform adapter ended.

@@ -59,10 +59,38 @@ pub struct Config {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-/// `[server]`: the HTTP listener of operators (health, readiness, metrics).
+/// `[server]`: the HTTP listener of operators and programs (health, readiness, metrics, the
+/// admin page, the memory API and MCP).
 pub struct ServerConfig {
     /// Address to listen on, e.g. "127.0.0.1:9464"; empty: no listener (the default).
     pub listen: String,
+    /// The keys of the memory API and MCP server, each bound to the people and spaces it may
+    /// act for; none: no API.
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeyConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+/// `[[server.api_keys]]`: one key of the memory API. The secret itself is read from the
+/// environment variable `env` at start, never from a file.
+pub struct ApiKeyConfig {
+    /// A name for logs and the audit trail, e.g. "support-agent".
+    pub name: String,
+    /// The environment variable holding the key, e.g. "ENGRAM_API_KEY_SUPPORT".
+    pub env: String,
+    /// Accounts it may act for: "platform:id", or "platform:*" for every account of a
+    /// platform ("api" is the platform of the API's own users).
+    #[serde(default)]
+    pub people: Vec<String>,
+    /// Spaces it may act in: "platform:id" (every channel of that guild or group), or
+    /// "platform:*".
+    #[serde(default)]
+    pub spaces: Vec<String>,
+    /// It may act in its people's private chats with the bot, which show a person everything
+    /// the bot keeps about them (what they said in other spaces included).
+    #[serde(default)]
+    pub private_chats: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -530,6 +558,29 @@ impl Config {
             "server.listen",
             "must be empty (off) or an address with a port, e.g. \"127.0.0.1:9464\"",
         );
+        let mut names = std::collections::HashSet::new();
+        for key in &s.api_keys {
+            bad.check(
+                !key.name.trim().is_empty() && names.insert(key.name.as_str()),
+                "server.api_keys",
+                "every key needs a name of its own",
+            );
+            bad.check(
+                !key.env.trim().is_empty() && !key.env.contains('='),
+                "server.api_keys",
+                "every key needs env: the environment variable that holds it",
+            );
+            let pattern = |p: &String| {
+                p.split_once(':').is_some_and(|(platform, id)| {
+                    crate::domain::Platform::parse(platform).is_some() && !id.is_empty()
+                })
+            };
+            bad.check(
+                key.people.iter().all(pattern) && key.spaces.iter().all(pattern),
+                "server.api_keys",
+                "people and spaces are \"platform:id\" or \"platform:*\" (platform: api, console, discord, telegram)",
+            );
+        }
     }
 
     /// The settings of `[store]`.

@@ -11,7 +11,7 @@ use crate::domain::{
 };
 use crate::domain::{link, secret};
 use crate::router::{Command, parse_command};
-use crate::store::{NewMessage, Store, StoreError};
+use crate::store::{NewMessage, Resolved, Store, StoreError};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -162,9 +162,17 @@ pub fn message_text(msg: &IncomingMessage, bot_name: &str) -> String {
     text
 }
 
+/// The author of `msg` as shown: by their name, or (no name left once cleaned) by their
+/// account id.
+fn shown_name(msg: &IncomingMessage) -> String {
+    Some(sanitize(&msg.author_display_name))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| msg.author_external_id.clone())
+}
+
 /// Where `msg` was said, by `author` in `space`: a private space or a DM channel is the
 /// author's private chat.
-fn place_of(msg: &IncomingMessage, space: SpaceId, author: PersonId) -> Place {
+pub fn place_of(msg: &IncomingMessage, space: SpaceId, author: PersonId) -> Place {
     let private = msg.space_kind == SpaceKind::Private || msg.channel_privacy == Privacy::Dm;
     Place {
         platform: msg.platform,
@@ -243,31 +251,10 @@ impl Ingestor {
         if text.is_empty() {
             return Ok(None);
         }
-        // Shown by their name, or (no name left once cleaned) by their account id.
-        let author_name = Some(sanitize(&msg.author_display_name))
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| msg.author_external_id.clone());
+        let author_name = shown_name(msg);
         // One read: who wrote it, and whether their memory is paused (then it is withheld).
-        let resolved = self
-            .store
-            .resolve_account(
-                msg.platform,
-                &msg.author_external_id,
-                &author_name,
-                msg.author_username.as_deref(),
-            )
-            .await?;
-        let (author, withheld) = (resolved.person, resolved.paused);
-        let space = self
-            .store
-            .resolve_space(
-                msg.platform,
-                &msg.space_external_id,
-                msg.space_kind,
-                &msg.space_title,
-            )
-            .await?;
-        let place = place_of(msg, space, author);
+        let (resolved, place) = self.resolve_named(msg, &author_name).await?;
+        let (author, withheld, space) = (resolved.person, resolved.paused, place.space);
         let Asked {
             addressed,
             command_text,
@@ -319,6 +306,38 @@ impl Ingestor {
             is_command,
             record,
         }))
+    }
+
+    /// Who wrote `msg` and where, made on first sight, without storing it.
+    pub async fn resolve(&self, msg: &IncomingMessage) -> Result<(PersonId, Place), StoreError> {
+        let (resolved, place) = self.resolve_named(msg, &shown_name(msg)).await?;
+        Ok((resolved.person, place))
+    }
+
+    async fn resolve_named(
+        &self,
+        msg: &IncomingMessage,
+        author_name: &str,
+    ) -> Result<(Resolved, Place), StoreError> {
+        let resolved = self
+            .store
+            .resolve_account(
+                msg.platform,
+                &msg.author_external_id,
+                author_name,
+                msg.author_username.as_deref(),
+            )
+            .await?;
+        let space = self
+            .store
+            .resolve_space(
+                msg.platform,
+                &msg.space_external_id,
+                msg.space_kind,
+                &msg.space_title,
+            )
+            .await?;
+        Ok((resolved, place_of(msg, space, resolved.person)))
     }
 
     /// `text` as stored: secrets redacted and link codes taken out, however they are spelled

@@ -11,6 +11,7 @@ use engram::bench::{ContextBenchOptions, LoadOptions};
 use engram::config::{Config, Secrets};
 use engram::domain::status::{Connection, PlatformStatus};
 use engram::domain::{Clock, ManualClock, Platform, SystemClock};
+use engram::service::memory_api::ApiKeys;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -83,6 +84,13 @@ enum Command {
         /// container's health check).
         #[arg(long)]
         ready: bool,
+    },
+    /// The memory engine as an MCP server on stdin and stdout, acting for the people and in
+    /// the spaces one key of server.api_keys is bound to (its secret is not needed here).
+    Mcp {
+        /// The key whose binding it acts with (default: the only key configured).
+        #[arg(long)]
+        key: Option<String>,
     },
     /// Benchmarks (print JSON).
     #[command(subcommand)]
@@ -212,6 +220,74 @@ fn init_logging(config: &Config) {
     }));
 }
 
+/// Progress of long command-line work, on stderr: a bar on a terminal; where stderr is a pipe
+/// or a log, a plain line now and then (about every tenth of the work, and at the end).
+struct Progress {
+    bar: indicatif::ProgressBar,
+    what: &'static str,
+    /// stderr is no terminal: indicatif draws nothing, the plain lines say it.
+    plain: bool,
+    /// Where the last plain line was.
+    printed: std::cell::Cell<u64>,
+}
+
+impl Progress {
+    /// Work of `total` items of `what` ("people", "texts"); `None` when the total is unknown.
+    fn new(total: Option<u64>, what: &'static str) -> Progress {
+        let (bar, template) = match total {
+            Some(total) => (
+                indicatif::ProgressBar::new(total),
+                "{bar:30} {pos}/{len} {msg} ({elapsed}, {eta} left)",
+            ),
+            None => (
+                indicatif::ProgressBar::new_spinner(),
+                "{spinner} {pos} {msg} ({elapsed})",
+            ),
+        };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar.set_message(what);
+        let plain = bar.is_hidden();
+        Progress {
+            bar,
+            what,
+            plain,
+            printed: std::cell::Cell::new(0),
+        }
+    }
+
+    /// `done` items so far.
+    fn set(&self, done: u64) {
+        self.bar.set_position(done);
+        if self.plain {
+            let total = self.bar.length();
+            let step = total.map_or(20_000, |t| (t / 10).max(1));
+            if done >= self.printed.get() + step || Some(done) == total {
+                self.printed.set(done);
+                match total {
+                    Some(total) => eprintln!("{done}/{total} {}", self.what),
+                    None => eprintln!("{done} {}", self.what),
+                }
+            }
+        }
+    }
+
+    /// A new label ("messages: 1200 rows") for a spinner's next stretch.
+    fn label(&self, what: String) {
+        if self.plain {
+            eprintln!("{what}");
+            self.printed.set(0);
+        }
+        self.bar.set_message(what);
+    }
+
+    fn finish(&self) {
+        self.bar.finish();
+    }
+}
+
 fn default_speaker() -> String {
     std::env::var("USER")
         .ok()
@@ -310,7 +386,51 @@ async fn main() -> anyhow::Result<()> {
         Command::Import { dir } => import(&config, &dir).await,
         Command::Bench(command) => bench(command, &config, &secrets).await,
         Command::Status { ready } => status(&config, ready).await,
+        Command::Mcp { key } => mcp(&config, &secrets, key).await,
     }
+}
+
+/// The keys of `server.api_keys`, their secrets read from the environment (none without a
+/// listener to serve them).
+fn server_keys(config: &Config) -> anyhow::Result<ApiKeys> {
+    if config.server.listen.is_empty() {
+        return Ok(ApiKeys::default());
+    }
+    Ok(ApiKeys::load(&config.server.api_keys, |var| {
+        std::env::var(var).ok()
+    })?)
+}
+
+/// `engram mcp`: the MCP server on stdio until the client closes it, acting with the binding
+/// of the key `name` (default: the only one configured).
+async fn mcp(config: &Config, secrets: &Secrets, name: Option<String>) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let configured = &config.server.api_keys;
+    let bound = match &name {
+        Some(name) => configured
+            .iter()
+            .find(|k| &k.name == name)
+            .with_context(|| format!("server.api_keys has no key named {name:?}"))?,
+        None => match configured.as_slice() {
+            [only] => only,
+            [] => anyhow::bail!(
+                "server.api_keys has no key: the MCP server acts with the binding of one"
+            ),
+            _ => anyhow::bail!("server.api_keys has several keys: name one with --key"),
+        },
+    };
+    let keys = ApiKeys::local(bound);
+    let running = start_bot(config, secrets, Arc::new(SystemClock), keys, false).await?;
+    let api = running.api.clone().context("the memory API")?;
+    let key = api.keys().named(&bound.name).context("the bound key")?;
+    tracing::info!(key = %key.name, "MCP server on stdio");
+    let server = engram::service::mcp::McpServer::with_key(api, key)
+        .serve(rmcp::transport::stdio())
+        .await
+        .context("starting the MCP session")?;
+    server.waiting().await?;
+    running.stop().await;
+    Ok(())
 }
 
 /// The running process's `/readyz`, asked on `server.listen` (an unspecified address is asked
@@ -574,9 +694,15 @@ async fn bench_embed(args: EmbedArgs, config: &Config, secrets: &Secrets) -> any
                     .is_file()
                     .then_some((tokenizer, config.embed.max_tokens)),
             },
-            |done, total| {
-                if done % 4096 < config.embed.index_batch() || done == total {
-                    eprintln!("{done}/{total} texts");
+            {
+                let mut progress: Option<Progress> = None;
+                move |done, total| {
+                    let bar = progress
+                        .get_or_insert_with(|| Progress::new(Some(total as u64), "texts embedded"));
+                    bar.set(done as u64);
+                    if done == total {
+                        bar.finish();
+                    }
                 }
             },
         )
@@ -655,6 +781,8 @@ struct Running {
     store: Arc<dyn engram::store::Store>,
     llm: Option<Arc<dyn engram::llm::ChatModel>>,
     platforms: PlatformStatus,
+    /// The memory API (when `server.api_keys` has keys).
+    api: Option<Arc<engram::service::memory_api::MemoryApi>>,
     indexer: tokio::task::JoinHandle<()>,
     stop_indexer: tokio::sync::watch::Sender<bool>,
     listener: Option<(engram::service::Listening, tokio::sync::watch::Sender<bool>)>,
@@ -672,10 +800,14 @@ impl Running {
     }
 }
 
+/// The bot and what runs beside it, the memory API answering to `keys`; with `listen`, the
+/// HTTP listener of `server.listen` too.
 async fn start_bot(
     config: &Config,
     secrets: &Secrets,
     clock: Arc<dyn Clock>,
+    keys: ApiKeys,
+    listen: bool,
 ) -> anyhow::Result<Running> {
     let store = app::open_store(config).await.with_context(|| {
         format!(
@@ -694,15 +826,29 @@ async fn start_bot(
     )?;
     let (bot, memory) = (Arc::new(built.bot), built.memory);
     memory.manager.follow_changes().await?;
+    let api = app::memory_api(
+        config,
+        keys,
+        bot.clone(),
+        &memory,
+        store.clone(),
+        clock.clone(),
+    );
     let (indexer, stop_indexer) = app::start_indexer(config, store.clone(), embedder, clock);
     let platforms = PlatformStatus::default();
-    let listener = app::start_service(config, store.clone(), platforms.clone()).await?;
+    let listener = if listen {
+        let programs = engram::service::Programs { api: api.clone() };
+        app::start_service(config, store.clone(), platforms.clone(), programs).await?
+    } else {
+        None
+    };
     Ok(Running {
         bot,
         memory,
         store,
         llm,
         platforms,
+        api,
         indexer,
         stop_indexer,
         listener,
@@ -712,7 +858,7 @@ async fn start_bot(
 /// `engram run` with platform tokens: Discord and Telegram at once, until Ctrl-C or SIGTERM.
 async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let running = start_bot(config, secrets, clock.clone()).await?;
+    let running = start_bot(config, secrets, clock.clone(), server_keys(config)?, true).await?;
     let (jobs, stop_jobs) = app::start_scheduler(
         config,
         &running.memory,
@@ -759,7 +905,7 @@ async fn chat(config: &Config, secrets: &Secrets, args: ChatArgs) -> anyhow::Res
         Some(m) => m.clone(),
         None => Arc::new(SystemClock),
     };
-    let running = start_bot(config, secrets, clock.clone()).await?;
+    let running = start_bot(config, secrets, clock.clone(), server_keys(config)?, true).await?;
     let bot = running.bot.clone();
     running.platforms.connected(Platform::Console);
     let opts = ConsoleOptions {
@@ -875,16 +1021,15 @@ async fn extract(
     let day = day.unwrap_or_else(|| clock.now().date_naive());
     let runs = if all {
         extractor
-            .extract_all(day, dry_run, |done, total| {
-                let width = 30;
-                let filled = done * width / total.max(1);
-                eprint!(
-                    "\r[{}{}] {done}/{total} people",
-                    "#".repeat(filled),
-                    " ".repeat(width - filled)
-                );
-                if done == total {
-                    eprintln!();
+            .extract_all(day, dry_run, {
+                let mut progress: Option<Progress> = None;
+                move |done, total| {
+                    let bar =
+                        progress.get_or_insert_with(|| Progress::new(Some(total as u64), "people"));
+                    bar.set(done as u64);
+                    if done == total {
+                        bar.finish();
+                    }
                 }
             })
             .await?
@@ -946,6 +1091,7 @@ async fn search(config: &Config, user: &str, query: &str) -> anyhow::Result<()> 
 async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
     let (store, memory) = offline_memory(config).await?;
     let people = store.people_with_memory().await?;
+    let progress = Progress::new(Some(people.len() as u64), "people exported");
     for (n, person) in people.iter().enumerate() {
         // "12-alice": the id import reads, and a name a person can find.
         let name: String = store
@@ -967,8 +1113,9 @@ async fn export(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
             std::fs::create_dir_all(file.parent().expect("a file in a directory"))?;
             std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
         }
-        eprintln!("exported {}/{} (person {})", n + 1, people.len(), person);
+        progress.set(n as u64 + 1);
     }
+    progress.finish();
     println!("{} people exported to {}", people.len(), out.display());
     Ok(())
 }
@@ -1032,14 +1179,17 @@ async fn import(config: &Config, dir: &std::path::Path) -> anyhow::Result<()> {
         }
         plan.push((d.path(), person, files));
     }
-    for (path, person, files) in &plan {
+    let progress = Progress::new(Some(plan.len() as u64), "people imported");
+    for (n, (path, person, files)) in plan.iter().enumerate() {
         let (entries, notes) = memory
             .entries
             .import(*person, files)
             .await
             .with_context(|| format!("importing {}", path.display()))?;
-        eprintln!("person {person}: {entries} entries written, {notes} daily notes added");
+        tracing::info!(%person, entries, notes, "imported");
+        progress.set(n as u64 + 1);
     }
+    progress.finish();
     println!("{} people imported from {}", plan.len(), dir.display());
     Ok(())
 }
@@ -1063,13 +1213,16 @@ async fn migrate(config: &Config, from: &str, to: &str) -> anyhow::Result<()> {
         .with_context(|| format!("opening the target {}", redact_url(to)))?;
     eprintln!("copying {} -> {}", redact_url(from), redact_url(to));
     let mut last = String::new();
+    let progress = Progress::new(None, "rows read");
     let added = copy_all(source.as_ref(), target.as_ref(), |table, rows| {
-        if table != last || rows % 20_000 == 0 {
-            eprintln!("  {table}: {rows} rows read");
+        if table != last {
+            progress.label(format!("{table}: rows read"));
             last = table.to_string();
         }
+        progress.set(rows);
     })
     .await?;
+    progress.finish();
     let (before, after) = (
         summarize(source.as_ref()).await?,
         summarize(target.as_ref()).await?,

@@ -101,10 +101,11 @@ async fn counters_move_by_exactly_what_happened() {
         Platform::Console,
         Connection::Connected { since: clock.now() },
     );
-    let (listening, stop) = app::start_service(&config, store.clone(), platforms)
-        .await
-        .unwrap()
-        .expect("server.listen is set");
+    let (listening, stop) =
+        app::start_service(&config, store.clone(), platforms, Default::default())
+            .await
+            .unwrap()
+            .expect("server.listen is set");
     let url = format!("http://{}", listening.addr);
     let ready = reqwest::get(format!("{url}/readyz")).await.unwrap();
     assert_eq!(ready.status(), 200, "{}", ready.text().await.unwrap());

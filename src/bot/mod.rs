@@ -7,7 +7,8 @@
 use crate::config::Config;
 use crate::domain::budget::{Admission, Limits, Payer, paid_by};
 use crate::domain::{
-    Clock, IncomingMessage, PersonId, Place, Platform, Privacy, Scope, SpaceId, StoredMessage,
+    Clock, IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceId,
+    StoredMessage,
 };
 use crate::ingest::{Ingested, Ingestor, strip_address};
 use crate::linking::{self, CodeCheck, Linker};
@@ -177,6 +178,17 @@ impl Bot {
     /// Whether a chat model is configured (without one it answers from memory, offline).
     pub fn has_model(&self) -> bool {
         self.responder.has_model()
+    }
+
+    /// Stores one message without answering it (the memory API's `add_message`): it is
+    /// learned like chatter, by the jobs. The stored message's id; none for an empty text.
+    pub async fn keep(&self, msg: &IncomingMessage) -> Result<Option<MessageId>, StoreError> {
+        Ok(self.ingestor.ingest(msg).await?.map(|i| i.message.id))
+    }
+
+    /// Who said `msg` and where, made on first sight; nothing is stored.
+    pub async fn resolve(&self, msg: &IncomingMessage) -> Result<(PersonId, Place), StoreError> {
+        self.ingestor.resolve(msg).await
     }
 
     /// Handles one message: always stored first; a reply when the bot was addressed.

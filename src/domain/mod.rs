@@ -52,6 +52,8 @@ pub enum Platform {
     Discord,
     /// Telegram.
     Telegram,
+    /// The memory API and MCP server: the accounts of the programs' own users.
+    Api,
 }
 
 impl Platform {
@@ -61,6 +63,7 @@ impl Platform {
             Platform::Console => "console",
             Platform::Discord => "discord",
             Platform::Telegram => "telegram",
+            Platform::Api => "api",
         }
     }
 
@@ -70,6 +73,7 @@ impl Platform {
             "console" => Some(Platform::Console),
             "discord" => Some(Platform::Discord),
             "telegram" => Some(Platform::Telegram),
+            "api" => Some(Platform::Api),
             _ => None,
         }
     }

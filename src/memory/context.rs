@@ -234,6 +234,7 @@ impl MemoryManager {
             .recent_messages(
                 place.space,
                 &place.channel,
+                Some(&place.home_scope()),
                 self.settings.working_memory_messages,
             )
             .await?;

@@ -1,7 +1,12 @@
 //! The HTTP listener for operators and programs (`server.listen`, off by default): `/healthz`
 //! (the process answers), `/readyz` (the store answers, its migrations are this build's, every
-//! platform is connected) and `/metrics` (Prometheus text, from `telemetry`). Answers say what
-//! is wrong in general words; the details (which may name hosts) go to the log only.
+//! platform is connected) and `/metrics` (Prometheus text, from `telemetry`); the memory API
+//! and MCP (`api`, when keys are configured). Answers say what is wrong in general words; the
+//! details (which may name hosts) go to the log only.
+
+pub mod api;
+pub mod mcp;
+pub mod memory_api;
 
 use crate::domain::status::{Connection, PlatformStatus};
 use crate::store::{Readiness, Store};
@@ -88,13 +93,24 @@ pub async fn readiness(store: &dyn Store, platforms: &PlatformStatus) -> ReadyRe
     }
 }
 
+/// What the listener serves besides health and metrics, each when configured.
+#[derive(Default, Clone)]
+pub struct Programs {
+    /// The memory API and MCP (`server.api_keys`).
+    pub api: Option<Arc<memory_api::MemoryApi>>,
+}
+
 /// The routes of the listener.
-pub fn router(state: ServiceState) -> Router {
-    Router::new()
+pub fn router(state: ServiceState, programs: Programs) -> Router {
+    let mut routes = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
-        .with_state(state)
+        .with_state(state);
+    if let Some(api) = programs.api {
+        routes = routes.merge(api::routes(api));
+    }
+    routes
 }
 
 async fn ready(State(state): State<ServiceState>) -> Response {

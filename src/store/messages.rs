@@ -16,11 +16,14 @@ pub trait Messages: Send + Sync {
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId>;
     /// Stores many messages in one transaction (bulk import, benchmarks).
     async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>>;
-    /// The latest `limit` messages of a channel, oldest first.
+    /// The latest `limit` messages of a channel, oldest first; with `scope`, only those kept
+    /// in it (a place's working memory: a channel id names no privacy boundary, its scope
+    /// does).
     async fn recent_messages(
         &self,
         space: SpaceId,
         channel: &str,
+        scope: Option<&Scope>,
         limit: usize,
     ) -> StoreResult<Vec<StoredMessage>>;
     /// Chatter (people's messages, not the bot's, not memory commands) of a scope in
@@ -212,6 +215,7 @@ on_both_backends! {
             &self,
             space: SpaceId,
             channel: &str,
+            scope: Option<&Scope>,
             limit: usize,
         ) -> StoreResult<Vec<StoredMessage>> {
             let rows = sqlx::query(concat!(
@@ -220,11 +224,13 @@ on_both_backends! {
                 " FROM messages m",
                 indexed_by!("messages_by_channel_time"),
                 " JOIN people p ON p.id = m.author_id \
-                 WHERE m.space_id = $1 AND m.channel = $2 ORDER BY m.sent_at DESC, m.id DESC LIMIT $3) t ORDER BY sent_at, id"
+                 WHERE m.space_id = $1 AND m.channel = $2 AND (CAST($4 AS TEXT) IS NULL OR m.scope = $4) \
+                 ORDER BY m.sent_at DESC, m.id DESC LIMIT $3) t ORDER BY sent_at, id"
             ))
                 .bind(space.0)
                 .bind(channel)
                 .bind(limit as i64)
+                .bind(scope.map(Scope::key))
                 .fetch_all(self.pool())
                 .await
                 .map_err(db_err)?;

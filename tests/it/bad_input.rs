@@ -40,7 +40,7 @@ async fn huge_messages_are_stored_but_not_acted_on() {
         .unwrap();
     let stored = h
         .store
-        .recent_messages(space, "dm:alice", 10)
+        .recent_messages(space, "dm:alice", None, 10)
         .await
         .unwrap();
     assert!(

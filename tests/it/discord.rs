@@ -169,7 +169,7 @@ async fn channels_threads_and_dms_get_their_place_and_privacy() {
             };
             let stored = h
                 .store
-                .recent_messages(space, &channel.to_string(), 10)
+                .recent_messages(space, &channel.to_string(), None, 10)
                 .await
                 .unwrap();
             let said = stored
@@ -204,7 +204,7 @@ async fn channels_threads_and_dms_get_their_place_and_privacy() {
     assert_eq!(scope_of(DM).await, Scope::Dm(alice));
     let lunch = h
         .store
-        .recent_messages(guild, &GENERAL.to_string(), 10)
+        .recent_messages(guild, &GENERAL.to_string(), None, 10)
         .await
         .unwrap();
     assert!(lunch.iter().any(|m| m.text == "lunch anyone?"));
@@ -425,7 +425,7 @@ async fn the_memory_slash_command_answers_ephemerally(url: Option<String>) {
         .unwrap();
     let channel = h
         .store
-        .recent_messages(guild, &GENERAL.to_string(), 50)
+        .recent_messages(guild, &GENERAL.to_string(), None, 50)
         .await
         .unwrap();
     assert!(
@@ -571,7 +571,7 @@ async fn mentions_are_names_for_the_model_and_ids_in_the_store() {
         .unwrap();
     let stored = h
         .store
-        .recent_messages(guild, &GENERAL.to_string(), 10)
+        .recent_messages(guild, &GENERAL.to_string(), None, 10)
         .await
         .unwrap();
     assert!(
@@ -702,7 +702,7 @@ async fn privacy_follows_effective_permissions(url: Option<String>) {
         let h = &h;
         async move {
             h.store
-                .recent_messages(space, &channel.to_string(), 50)
+                .recent_messages(space, &channel.to_string(), None, 50)
                 .await
                 .unwrap()
                 .into_iter()

@@ -6,6 +6,7 @@
 mod common;
 
 mod adversarial;
+mod api;
 mod bad_input;
 mod cli;
 mod concurrency;

@@ -14,10 +14,11 @@ async fn listen(
 ) -> (String, tokio::sync::watch::Sender<bool>) {
     let mut config = h.config.clone();
     config.server.listen = "127.0.0.1:0".into();
-    let (listening, stop) = app::start_service(&config, h.store.clone(), platforms)
-        .await
-        .unwrap()
-        .expect("server.listen is set");
+    let (listening, stop) =
+        app::start_service(&config, h.store.clone(), platforms, Default::default())
+            .await
+            .unwrap()
+            .expect("server.listen is set");
     (format!("http://{}", listening.addr), stop)
 }
 

@@ -218,13 +218,13 @@ async fn messages_are_idempotent_and_chatter_excludes_bot_and_commands(s: Arc<dy
     assert_eq!(ids[0], first, "a redelivered message keeps its id");
     assert_eq!(ids[3], ids[4], "one row per key, even within a batch");
     let ids = &ids[1..];
-    let recent = s.recent_messages(space, "general", 10).await.unwrap();
+    let recent = s.recent_messages(space, "general", None, 10).await.unwrap();
     assert_eq!(
         recent.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(),
         ["hello", "bot says", "remember that x", "later"]
     );
     assert_eq!(
-        s.recent_messages(space, "general", 2).await.unwrap()[1].text,
+        s.recent_messages(space, "general", None, 2).await.unwrap()[1].text,
         "later"
     );
     let chatter = s.chatter_in_range(&scope, t(0), t(24), 10).await.unwrap();
@@ -256,7 +256,10 @@ async fn messages_are_idempotent_and_chatter_excludes_bot_and_commands(s: Arc<dy
         .insert_message(&msg(space, scope, a, "m5", odd, t(5)))
         .await
         .unwrap();
-    assert!(s.recent_messages(space, "general", 1).await.unwrap()[0].text == odd && id.0 > first.0);
+    assert!(
+        s.recent_messages(space, "general", None, 1).await.unwrap()[0].text == odd
+            && id.0 > first.0
+    );
 }
 
 async fn fact_updates_are_versioned_and_conflicts_detected(s: Arc<dyn Store>) {

@@ -233,7 +233,11 @@ async fn group_and_forum_topic_answer_only_when_addressed() {
         .resolve_space(Platform::Telegram, "-100500", SpaceKind::Group, "Lab")
         .await
         .unwrap();
-    let stored = h.store.recent_messages(space, "main", 20).await.unwrap();
+    let stored = h
+        .store
+        .recent_messages(space, "main", None, 20)
+        .await
+        .unwrap();
     assert!(
         stored.iter().any(|m| m.text.contains("coffee at 3")),
         "{stored:?}"
@@ -249,7 +253,11 @@ async fn group_and_forum_topic_answer_only_when_addressed() {
     fake.wait_sent(4, WITHIN).await;
     let last = fake.sent().pop().unwrap();
     assert_eq!(last["message_thread_id"], 77, "{last}");
-    let in_topic = h.store.recent_messages(space, "77", 20).await.unwrap();
+    let in_topic = h
+        .store
+        .recent_messages(space, "77", None, 20)
+        .await
+        .unwrap();
     assert_eq!(
         in_topic.len(),
         2,
