@@ -83,14 +83,20 @@ pub struct ApiKeyConfig {
     /// platform ("api" is the platform of the API's own users).
     #[serde(default)]
     pub people: Vec<String>,
-    /// Spaces it may act in: "platform:id" (every channel of that guild or group), or
-    /// "platform:*".
+    /// Spaces it may act in: "platform:id" (its public channels), "platform:id#channel" (also
+    /// that restricted channel; "platform:id#*": all of them), or "platform:*" (the public
+    /// channels of every space).
     #[serde(default)]
     pub spaces: Vec<String>,
     /// It may act in its people's private chats with the bot, which show a person everything
-    /// the bot keeps about them (what they said in other spaces included).
+    /// the bot keeps about them (what they said in other spaces included), and make what it
+    /// remembers about them known everywhere (`remember` with `everywhere`).
     #[serde(default)]
     pub private_chats: bool,
+    /// The namespace of its "api" accounts and spaces: keys that share one share their users
+    /// (default: the key's name, so two programs' "alice" are two people).
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -575,6 +581,13 @@ impl Config {
                     crate::domain::Platform::parse(platform).is_some() && !id.is_empty()
                 })
             };
+            bad.check(
+                key.namespace
+                    .as_deref()
+                    .is_none_or(|n| !n.is_empty() && !n.contains('/')),
+                "server.api_keys",
+                "a namespace is a non-empty name without '/'",
+            );
             bad.check(
                 key.people.iter().all(pattern) && key.spaces.iter().all(pattern),
                 "server.api_keys",

@@ -174,6 +174,9 @@ enum BenchCommand {
         /// Share of model requests that fail (0..=1).
         #[arg(long, default_value_t = 0.1)]
         llm_fault_rate: f64,
+        /// Record metrics (as `server.listen` does), to measure what they cost.
+        #[arg(long)]
+        metrics: bool,
     },
     /// Context build time, LLM calls and cache behaviour on a synthetic community.
     Context {
@@ -187,6 +190,9 @@ enum BenchCommand {
         warm_rounds: usize,
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        /// Record metrics (as `server.listen` does), to measure what they cost.
+        #[arg(long)]
+        metrics: bool,
     },
 }
 
@@ -556,7 +562,11 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
             secs,
             llm_latency_ms,
             llm_fault_rate,
+            metrics,
         } => {
+            if metrics {
+                engram::telemetry::install()?;
+            }
             let opts = LoadOptions {
                 people,
                 spaces,
@@ -573,7 +583,11 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
             messages,
             warm_rounds,
             seed,
+            metrics,
         } => {
+            if metrics {
+                engram::telemetry::install()?;
+            }
             anyhow::ensure!(
                 people > 0 && days > 0 && messages > 0,
                 "people, days and messages must be positive"

@@ -23,7 +23,6 @@ use crate::store::Store;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why a call was refused. The words are for the caller; causes go to the log only.
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +87,8 @@ pub struct ApiKey {
     people: Vec<Pattern>,
     spaces: Vec<Pattern>,
     private_chats: bool,
+    /// What its "api" accounts and spaces are kept under.
+    namespace: String,
 }
 
 fn digest(secret: &str) -> [u8; 32] {
@@ -104,6 +105,10 @@ impl ApiKey {
             people: patterns(&config.people),
             spaces: patterns(&config.spaces),
             private_chats: config.private_chats,
+            namespace: config
+                .namespace
+                .clone()
+                .unwrap_or_else(|| config.name.clone()),
         }
     }
 
@@ -122,11 +127,42 @@ impl ApiKey {
         match &who.space {
             None if self.private_chats => Ok(()),
             None => Err(ApiError::Forbidden("private chats".into())),
+            // A restricted channel is only for the keys that name it, "platform:*" included (a
+            // space's binding is its public channels: not every member sees every channel).
+            Some(space) if who.restricted => {
+                let exact = format!("{space}#{}", who.channel);
+                let any = format!("{space}#*");
+                if self.spaces.iter().any(|p| {
+                    p.platform == who.platform
+                        && (p.id.as_deref() == Some(exact.as_str())
+                            || p.id.as_deref() == Some(any.as_str()))
+                }) {
+                    Ok(())
+                } else {
+                    Err(ApiError::Forbidden(format!(
+                        "the restricted channel {}:{exact}",
+                        who.platform
+                    )))
+                }
+            }
             Some(space) if self.spaces.iter().any(|p| p.matches(who.platform, space)) => Ok(()),
             Some(space) => Err(ApiError::Forbidden(format!(
                 "the space {}:{space}",
                 who.platform
             ))),
+        }
+    }
+
+    /// `who` as kept: an "api" account or space under this key's namespace.
+    fn kept(&self, who: Who) -> Who {
+        if who.platform != Platform::Api {
+            return who;
+        }
+        let ns = &self.namespace;
+        Who {
+            person: format!("{ns}/{}", who.person),
+            space: who.space.map(|s| format!("{ns}/{s}")),
+            ..who
         }
     }
 }
@@ -228,7 +264,8 @@ impl ApiKeys {
 struct Who {
     platform: Platform,
     person: String,
-    name: String,
+    /// The display name given; none: the one known (or the account id for someone new).
+    name: Option<String>,
     /// None: the person's private chat with the bot.
     space: Option<String>,
     channel: String,
@@ -247,6 +284,17 @@ fn required(args: &Map<String, Value>, field: &str) -> Result<String, ApiError> 
     string(args, field)?
         .filter(|s| !s.trim().is_empty())
         .ok_or_else(|| ApiError::BadRequest(format!("{field} is required")))
+}
+
+/// A required text of at most `max` characters.
+fn bounded(args: &Map<String, Value>, field: &str, max: usize) -> Result<String, ApiError> {
+    let text = required(args, field)?;
+    if text.chars().count() > max {
+        return Err(ApiError::BadRequest(format!(
+            "{field} is at most {max} characters"
+        )));
+    }
+    Ok(text)
 }
 
 fn flag(args: &Map<String, Value>, field: &str) -> Result<bool, ApiError> {
@@ -285,19 +333,29 @@ impl Who {
                 .ok_or_else(|| ApiError::BadRequest(format!("unknown platform {p:?}")))?,
         };
         let person = required(args, "person")?;
-        let name = string(args, "name")?.unwrap_or_else(|| person.clone());
+        let name = string(args, "name")?.filter(|n| !n.trim().is_empty());
         let space = string(args, "space")?.filter(|s| !s.trim().is_empty());
         let channel = string(args, "channel")?.unwrap_or_else(|| "general".into());
         let restricted = flag(args, "restricted")?;
         for field in WHO_FIELDS {
             args.remove(field);
         }
-        if [&person, &name, &channel]
-            .iter()
-            .any(|s| s.chars().count() > 200)
+        if [Some(&person), name.as_ref(), Some(&channel), space.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|s| s.chars().count() > 200 || s.contains('#'))
         {
             return Err(ApiError::BadRequest(
-                "person, name and channel are at most 200 characters".into(),
+                "person, name, space and channel are at most 200 characters, without '#'".into(),
+            ));
+        }
+        // Where an answer only its asker sees is kept (a Discord ephemeral reply): never a
+        // channel a program may name.
+        if channel.starts_with("private:")
+            || space.as_deref().is_some_and(|s| s.starts_with("private:"))
+        {
+            return Err(ApiError::BadRequest(
+                "spaces and channels named private:… are the bot's own".into(),
             ));
         }
         Ok(Who {
@@ -308,6 +366,11 @@ impl Who {
             channel,
             restricted,
         })
+    }
+
+    /// The name shown for them.
+    fn shown(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.person)
     }
 
     /// A message said by this person here, with `text`.
@@ -345,7 +408,7 @@ impl Who {
             channel_external_id: channel,
             channel_privacy: privacy,
             author_external_id: self.person.clone(),
-            author_display_name: self.name.clone(),
+            author_display_name: self.name.clone().unwrap_or_default(),
             author_username: None,
             author_is_bot: false,
             external_id: id,
@@ -389,7 +452,6 @@ pub struct MemoryApiParts {
 /// The operations of the memory API and MCP server.
 pub struct MemoryApi {
     parts: MemoryApiParts,
-    seq: AtomicU64,
 }
 
 /// The entry tools the API offers (the model's `get_memory_context` is `get_context` here).
@@ -521,10 +583,7 @@ fn show_entry(e: &Entry) -> Value {
 impl MemoryApi {
     /// The API over `parts`.
     pub fn new(parts: MemoryApiParts) -> MemoryApi {
-        MemoryApi {
-            parts,
-            seq: AtomicU64::new(0),
-        }
+        MemoryApi { parts }
     }
 
     /// The configured keys.
@@ -539,14 +598,27 @@ impl MemoryApi {
                 "the arguments are a JSON object".into(),
             ));
         };
-        if !operations().iter().any(|o| o.name == name) {
+        let Some(operation) = operations().into_iter().find(|o| o.name == name) else {
             return Err(ApiError::UnknownOperation(name.to_string()));
+        };
+        // A misspelt field is an error, not a default (a misspelt "space" would mean the
+        // person's private chat).
+        if let Some(unknown) = args.keys().find(|k| {
+            !operation.schema["properties"]
+                .as_object()
+                .is_some_and(|p| p.contains_key(*k))
+        }) {
+            return Err(ApiError::BadRequest(format!("unknown field {unknown:?}")));
         }
         let who = Who::take(&mut args)?;
         key.allows(&who)?;
+        let who = self.named(key.kept(who)).await?;
         tracing::info!(key = %key.name, operation = name, platform = who.platform.as_str(), "memory API call");
         match name {
             "add_message" => self.add_message(&who, &args).await,
+            "remember" if flag(&args, "everywhere")? && !key.private_chats => Err(
+                ApiError::Forbidden("memory shared everywhere (a key with private_chats)".into()),
+            ),
             "remember" | "forget" => self.command(&who, name, &args).await,
             "get_context" => self.context(&who, &args).await,
             "search" => self.search(&who, &args).await,
@@ -555,27 +627,61 @@ impl MemoryApi {
         }
     }
 
-    /// A new message id for calls that give none.
+    /// A new message id for calls that give none: not guessable, so no other caller can
+    /// take it first.
     fn next_id(&self) -> String {
-        format!(
-            "api-{}-{}",
-            self.parts.clock.now().timestamp_micros(),
-            self.seq.fetch_add(1, Ordering::Relaxed)
-        )
+        format!("api-{:032x}", rand::random::<u128>())
+    }
+
+    /// `who` with a display name: the one given, else the one known (a call never renames
+    /// someone by leaving the name out), else their account id.
+    async fn named(&self, who: Who) -> Result<Who, ApiError> {
+        if who.name.is_some() {
+            return Ok(who);
+        }
+        let store = &self.parts.store;
+        let known = match store.find_identity(who.platform, &who.person).await? {
+            Some(person) => store.person(person).await?.map(|p| p.display_name),
+            None => None,
+        };
+        let fallback = who
+            .person
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        Ok(Who {
+            name: Some(known.unwrap_or(fallback)),
+            ..who
+        })
     }
 
     async fn add_message(&self, who: &Who, args: &Map<String, Value>) -> Result<Value, ApiError> {
-        let text = required(args, "text")?;
+        let text = bounded(args, "text", 4000)?;
+        let now = self.parts.clock.now();
         let at = match string(args, "sent_at")? {
-            None => self.parts.clock.now(),
+            None => now,
             Some(t) => chrono::DateTime::parse_from_rfc3339(&t)
                 .map_err(|_| ApiError::BadRequest("sent_at is RFC 3339".into()))?
                 .with_timezone(&chrono::Utc),
         };
-        let id = string(args, "id")?.unwrap_or_else(|| self.next_id());
+        // A message from the future would stay the newest of its channel for everyone.
+        if at > now + chrono::Duration::minutes(5) {
+            return Err(ApiError::BadRequest("sent_at is in the future".into()));
+        }
+        let id = match string(args, "id")? {
+            Some(id) if id.chars().count() > 200 => {
+                return Err(ApiError::BadRequest("id is at most 200 characters".into()));
+            }
+            Some(id) => id,
+            None => self.next_id(),
+        };
         let mut msg = who.message(&text, id, at);
         if flag(args, "respond")? {
             msg.replies_to_bot = true;
+            // Conversation only: a command said here ("/memory clear", "/memory unlink") would
+            // reach past the places this key is bound to.
+            msg.command = Some(Command::Chat);
             let reply = self.parts.bot.handle(&msg).await?;
             return Ok(json!({"stored": true, "reply": reply.map(|r| r.text)}));
         }
@@ -590,7 +696,7 @@ impl MemoryApi {
         name: &str,
         args: &Map<String, Value>,
     ) -> Result<Value, ApiError> {
-        let fact = required(args, "fact")?;
+        let fact = bounded(args, "fact", 1000)?;
         let command = match name {
             "forget" => Command::Forget {
                 subject: Subject::Speaker,
@@ -635,7 +741,7 @@ impl MemoryApi {
     }
 
     async fn context(&self, who: &Who, args: &Map<String, Value>) -> Result<Value, ApiError> {
-        let query = required(args, "query")?;
+        let query = bounded(args, "query", 2000)?;
         let budget = count(args, "max_tokens", self.parts.budget, 100_000);
         let Some((person, place)) = self.place(who).await? else {
             return Ok(json!({"context": "", "tokens": 0, "memory": ""}));
@@ -643,7 +749,7 @@ impl MemoryApi {
         let bundle = self
             .parts
             .memory
-            .context(&[(person, who.name.clone())], &place, &query)
+            .context(&[(person, who.shown().to_string())], &place, &query)
             .await?;
         let question = StoredMessage {
             id: MessageId(0),
@@ -651,7 +757,7 @@ impl MemoryApi {
             channel: place.channel.clone(),
             scope: place.home_scope(),
             author: person,
-            author_name: who.name.clone(),
+            author_name: who.shown().to_string(),
             is_bot: false,
             text: query,
             sent_at: self.parts.clock.now(),
@@ -663,7 +769,7 @@ impl MemoryApi {
     }
 
     async fn search(&self, who: &Who, args: &Map<String, Value>) -> Result<Value, ApiError> {
-        let query = required(args, "query")?;
+        let query = bounded(args, "query", 2000)?;
         let limit = count(args, "limit", 10, 50);
         let Some((person, place)) = self.place(who).await? else {
             return Ok(json!({"results": []}));
@@ -744,6 +850,7 @@ mod tests {
             people: people.iter().map(|s| s.to_string()).collect(),
             spaces: spaces.iter().map(|s| s.to_string()).collect(),
             private_chats,
+            namespace: None,
         }
     }
 
@@ -751,7 +858,7 @@ mod tests {
         Who {
             platform,
             person: person.into(),
-            name: person.into(),
+            name: None,
             space: space.map(str::to_string),
             channel: "general".into(),
             restricted: false,

@@ -481,7 +481,7 @@ on_both_backends! {
             // per channel, and two processes must not open two episodes for one conversation.
             lock_indexer(&mut tx).await?;
             let mut done = 0;
-            let mut open: HashMap<(i64, String), OpenEpisode> = HashMap::new();
+            let mut open: HashMap<(i64, String, String), OpenEpisode> = HashMap::new();
             for item in sorted_for_episodes(items) {
                 let m = &item.message;
                 // Claimed before any episode is touched: a message another process indexed
@@ -685,18 +685,21 @@ on_both_backends! {
     /// batch reads it once).
     async fn episode_for(
         conn: &mut Conn,
-        open: &mut HashMap<(i64, String), OpenEpisode>,
+        open: &mut HashMap<(i64, String, String), OpenEpisode>,
         m: &StoredMessage,
         at: i64,
         gap: chrono::Duration,
     ) -> StoreResult<i64> {
-        let key = (m.space.0, m.channel.clone());
+        // By scope too: a channel id names no privacy boundary (a private chat's space can be
+        // named as a group's by a caller), and an episode's summary and vector are one scope's.
+        let key = (m.space.0, m.channel.clone(), m.scope.key());
         if !open.contains_key(&key) {
             let row: Option<(i64, i64, i64)> = sqlx::query_as(
-                "SELECT id, started_at, ended_at FROM episodes WHERE space_id = $1 AND channel = $2 AND NOT closed ORDER BY ended_at DESC LIMIT 1",
+                "SELECT id, started_at, ended_at FROM episodes WHERE space_id = $1 AND channel = $2 AND scope = $3 AND NOT closed ORDER BY ended_at DESC LIMIT 1",
             )
             .bind(m.space.0)
             .bind(&m.channel)
+            .bind(m.scope.key())
             .fetch_optional(&mut *conn)
             .await
             .map_err(db_err)?;

@@ -6,6 +6,7 @@
 use crate::common::*;
 use engram::app;
 use engram::config::ApiKeyConfig;
+use engram::domain::Platform;
 use engram::domain::status::PlatformStatus;
 use engram::service::memory_api::ApiKeys;
 use serde_json::{Value, json};
@@ -13,6 +14,8 @@ use serde_json::{Value, json};
 const ACME: &str = "acme-key-0123456789abcdef";
 const GLOBEX: &str = "globex-key-0123456789abcdef";
 const WIDE: &str = "wide-key-0123456789abcdef";
+const TG: &str = "tg-key-0123456789abcdef";
+const TGDM: &str = "tgdm-key-0123456789abcdef";
 
 fn keys() -> Vec<ApiKeyConfig> {
     vec![
@@ -20,8 +23,9 @@ fn keys() -> Vec<ApiKeyConfig> {
             name: "acme".into(),
             env: "KEY_ACME".into(),
             people: vec!["api:*".into()],
-            spaces: vec!["api:acme".into()],
+            spaces: vec!["api:acme".into(), "api:acme#mods".into()],
             private_chats: false,
+            namespace: None,
         },
         ApiKeyConfig {
             name: "globex".into(),
@@ -29,6 +33,23 @@ fn keys() -> Vec<ApiKeyConfig> {
             people: vec!["api:*".into()],
             spaces: vec!["api:globex".into()],
             private_chats: true,
+            namespace: None,
+        },
+        ApiKeyConfig {
+            name: "tg".into(),
+            env: "KEY_TG".into(),
+            people: vec!["telegram:*".into()],
+            spaces: vec!["telegram:*".into()],
+            private_chats: false,
+            namespace: None,
+        },
+        ApiKeyConfig {
+            name: "tgdm".into(),
+            env: "KEY_TGDM".into(),
+            people: vec!["telegram:alice".into()],
+            spaces: vec![],
+            private_chats: true,
+            namespace: None,
         },
         ApiKeyConfig {
             name: "wide".into(),
@@ -36,6 +57,7 @@ fn keys() -> Vec<ApiKeyConfig> {
             people: vec!["api:*".into()],
             spaces: vec!["api:*".into()],
             private_chats: false,
+            namespace: None,
         },
     ]
 }
@@ -45,6 +67,8 @@ fn env(name: &str) -> Option<String> {
         "KEY_ACME" => Some(ACME.into()),
         "KEY_GLOBEX" => Some(GLOBEX.into()),
         "KEY_WIDE" => Some(WIDE.into()),
+        "KEY_TG" => Some(TG.into()),
+        "KEY_TGDM" => Some(TGDM.into()),
         _ => None,
     }
 }
@@ -205,12 +229,11 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
     )
     .await;
     assert_eq!(code, 403, "{body}");
-    assert!(!body.to_string().contains("Lisbon"));
     let mut discord = at("globex", json!({"query": "Lisbon"}));
     discord["platform"] = json!("discord");
     assert_eq!(call(&base, Some(GLOBEX), "search", discord).await.0, 403);
     // Acme's key has no private chats: Alice's private memory is not its to read or write.
-    let mut private = json!({"person": "alice", "query": "Lisbon"});
+    let private = json!({"person": "alice", "query": "Lisbon"});
     assert_eq!(
         call(&base, Some(ACME), "search", private.clone()).await.0,
         403
@@ -256,8 +279,8 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
     assert_eq!(code, 400);
 
     // Globex may use Alice's private chat; what she says there stays out of Acme's reach.
-    private["fact"] = json!("my passport number is in the blue folder");
-    let (code, body) = call(&base, Some(GLOBEX), "remember", private.clone()).await;
+    let private = json!({"person": "alice", "fact": "my passport number is in the blue folder"});
+    let (code, body) = call(&base, Some(GLOBEX), "remember", private).await;
     assert_eq!(code, 200, "{body}");
     let (_, body) = call(
         &base,
@@ -279,50 +302,55 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
     .await;
     assert!(!body.to_string().contains("blue folder"), "{body}");
 
-    // A key for every space but no private chat names her private chat as if it were a
-    // space, and a channel of hers: it reads nothing of it, and what it writes there never
-    // reaches her private conversation.
+    // Two programs' "alice" are two people: each key's api accounts are its own.
     let (_, body) = call(
         &base,
-        Some(GLOBEX),
-        "add_message",
-        json!({"person": "alice", "text": "my therapist appointment moved to Friday"}),
-    )
-    .await;
-    assert_eq!(body["stored"], true, "{body}");
-    let (_, body) = call(
-        &base,
-        Some(GLOBEX),
+        Some(WIDE),
         "get_context",
-        json!({"person": "alice", "query": "when is the appointment?"}),
+        at("acme", json!({"query": "which editor do I use?"})),
     )
     .await;
+    assert!(!body.to_string().contains("helix"), "{body}");
+    // The names the bot keeps for private chats and private answers are not a program's to use.
+    let (code, _) = call(
+        &base,
+        Some(WIDE),
+        "get_context",
+        json!({"person": "alice", "space": "private:alice", "query": "x"}),
+    )
+    .await;
+    assert_eq!(code, 400);
+
+    // A key for every Telegram group but no private chat names Alice's Telegram private chat
+    // as if it were a group: it reads nothing of it, and what it writes there never reaches
+    // her private conversation.
+    h.bot
+        .handle(&platform_message(
+            Platform::Telegram,
+            "alice",
+            "my therapist appointment moved to Friday",
+            false,
+        ))
+        .await
+        .unwrap();
+    let dm =
+        json!({"platform": "telegram", "person": "alice", "query": "when is the appointment?"});
+    let (_, body) = call(&base, Some(TGDM), "get_context", dm.clone()).await;
     assert!(
         body["context"].as_str().unwrap().contains("therapist"),
         "the positive control: {body}"
     );
     let disguised = |person: &str, extra: Value| {
         let mut body =
-            json!({"person": person, "space": "private:alice", "channel": "private:alice"});
+            json!({"platform": "telegram", "person": person, "space": "dm:alice", "channel": "dm"});
         for (k, v) in extra.as_object().unwrap() {
             body[k] = v.clone();
         }
         body
     };
-    for op in ["get_context", "search"] {
-        let (code, body) = call(
-            &base,
-            Some(WIDE),
-            op,
-            disguised("alice", json!({"query": "when is the appointment?"})),
-        )
-        .await;
-        assert_eq!(code, 200, "{body}");
-        assert!(!body.to_string().contains("therapist"), "{op}: {body}");
-    }
-    let (code, _) = call(
+    let (code, body) = call(
         &base,
-        Some(WIDE),
+        Some(TG),
         "add_message",
         disguised(
             "mallory",
@@ -330,15 +358,98 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
         ),
     )
     .await;
+    assert_eq!((code, &body["stored"]), (200, &json!(true)), "{body}");
+    for op in ["get_context", "search"] {
+        let (code, body) = call(
+            &base,
+            Some(TG),
+            op,
+            disguised("alice", json!({"query": "when is the appointment?"})),
+        )
+        .await;
+        assert_eq!(code, 200, "{body}");
+        assert!(!body.to_string().contains("therapist"), "{op}: {body}");
+    }
+    // What Mallory wrote is in that disguised place (the control), never in Alice's chat.
+    let (_, body) = call(
+        &base,
+        Some(TG),
+        "get_context",
+        disguised("mallory", json!({"query": "what PIN?"})),
+    )
+    .await;
+    assert!(
+        body.to_string().contains("bank PIN"),
+        "the positive control: {body}"
+    );
+    let (_, body) = call(&base, Some(TGDM), "get_context", dm).await;
+    assert!(!body.to_string().contains("bank PIN"), "{body}");
+
+    // A restricted channel is only for a key that names it.
+    let mods = |key| {
+        let mut body = at("acme", json!({"query": "anything"}));
+        body["channel"] = json!("mods");
+        body["restricted"] = json!(true);
+        call(&base, Some(key), "search", body)
+    };
+    assert_eq!(mods(ACME).await.0, 200);
+    assert_eq!(mods(WIDE).await.0, 403);
+    // Memory known everywhere is for keys with the person's private chats; a misspelt field
+    // is refused, not read as "no space" (her private chat).
+    let (code, _) = call(
+        &base,
+        Some(ACME),
+        "remember",
+        at("acme", json!({"fact": "I am vegan", "everywhere": true})),
+    )
+    .await;
+    assert_eq!(code, 403);
+    let (code, body) = call(
+        &base,
+        Some(GLOBEX),
+        "search",
+        json!({"person": "alice", "Space": "globex", "query": "x"}),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    // A conversation through the API is conversation: "/memory clear" clears nothing.
+    let (code, _) = call(
+        &base,
+        Some(ACME),
+        "add_message",
+        at("acme", json!({"text": "/memory clear", "respond": true})),
+    )
+    .await;
     assert_eq!(code, 200);
     let (_, body) = call(
         &base,
-        Some(GLOBEX),
-        "get_context",
-        json!({"person": "alice", "query": "when is the appointment?"}),
+        Some(ACME),
+        "add_message",
+        at("acme", json!({"text": "yes", "respond": true})),
     )
     .await;
-    assert!(!body.to_string().contains("bank PIN"), "{body}");
+    assert_eq!(code, 200, "{body}");
+    let (_, body) = call(&base, Some(ACME), "export", at("acme", json!({}))).await;
+    assert!(body.to_string().contains("green tea"), "{body}");
+    // A call without a name keeps the name the bot knows.
+    let (code, _) = call(
+        &base,
+        Some(ACME),
+        "search",
+        json!({"person": "alice", "space": "acme", "query": "x"}),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let alice = h
+        .store
+        .find_identity(Platform::Api, "acme/alice")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        h.store.person(alice).await.unwrap().unwrap().display_name,
+        "Alice"
+    );
 
     // Forget through the API is the chat's forget: gone from the context and the export.
     let (code, body) = call(

@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use chrono::{Duration, TimeZone, Utc};
-use engram::domain::{MessageId, PersonId, Platform, Scope, SpaceId, SpaceKind};
+use engram::domain::{MessageId, PersonId, Platform, Scope, SpaceId, SpaceKind, StoredMessage};
 use engram::store::copy::{copy_all, summarize};
 use engram::store::{
     Bm25, DaySummaryRecord, FactChange, Finish, JobClaim, NewMessage, Store, StoreError,
@@ -1061,7 +1061,60 @@ on_both_backends!(
     neighbours_stay_in_channel_scope_and_time,
     messages_by_time_and_id_leave_withheld_and_other_scopes_out,
     forgetting_a_context_message_remakes_the_vectors_made_with_it,
+    a_channels_scopes_never_share_working_memory_or_episodes,
 );
+
+/// A private word kept in a channel's id beside public chatter (a private chat's space named
+/// as a group's, a private answer's channel): the place's working memory and its episodes
+/// are per scope, never per channel id.
+async fn a_channels_scopes_never_share_working_memory_or_episodes(s: Arc<dyn Store>) {
+    let (lab, _, ids) = conversation(&s).await;
+    let texts = |v: Vec<StoredMessage>| v.into_iter().map(|m| m.text).collect::<Vec<_>>();
+    let all = texts(s.recent_messages(lab, "general", None, 10).await.unwrap());
+    assert!(
+        all.contains(&"a private word".to_string()),
+        "the positive control: {all:?}"
+    );
+    let public = texts(
+        s.recent_messages(lab, "general", Some(&Scope::Space(lab)), 10)
+            .await
+            .unwrap(),
+    );
+    assert!(
+        public.contains(&"it rained".to_string())
+            && !public.contains(&"a private word".to_string()),
+        "{public:?}"
+    );
+
+    let items: Vec<engram::store::IndexedMessage> = s
+        .unindexed_messages(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|message| engram::store::IndexedMessage {
+            message,
+            embedding: None,
+            context: None,
+        })
+        .collect();
+    s.index_messages(&items, Duration::minutes(30))
+        .await
+        .unwrap();
+    let (yes, private, rained) = (ids[1], ids[4], ids[5]);
+    let episode = |id: MessageId, found: &[StoredMessage]| {
+        found.iter().find(|m| m.id == id).and_then(|m| m.episode)
+    };
+    let found = s.messages_by_id(&[yes, private, rained]).await.unwrap();
+    let public_episode = episode(yes, &found);
+    assert!(public_episode.is_some());
+    assert_eq!(
+        public_episode,
+        episode(rained, &found),
+        "the positive control: one conversation"
+    );
+    assert!(episode(private, &found).is_some());
+    assert_ne!(episode(private, &found), public_episode);
+}
 
 /// Marks the database as migrated by a newer engram (an unknown migration 9999).
 async fn add_future_migration(url: &str) {
