@@ -16,7 +16,6 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use tracing::warn;
 
 /// The secret of an `Authorization: Bearer …` header.
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -46,10 +45,7 @@ impl IntoResponse for ApiError {
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::UnknownOperation(_) => StatusCode::NOT_FOUND,
-            ApiError::Unavailable(cause) => {
-                warn!(error = %cause, "memory API: the store failed");
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         (status, axum::Json(json!({"error": self.to_string()}))).into_response()
     }
@@ -66,7 +62,7 @@ async fn require_key(State(api): State<Arc<MemoryApi>>, mut req: Request, next: 
 
 async fn list() -> Response {
     let ops: Vec<Value> = operations()
-        .into_iter()
+        .iter()
         .map(|o| json!({"name": o.name, "description": o.description, "input_schema": o.schema}))
         .collect();
     axum::Json(json!({ "operations": ops })).into_response()

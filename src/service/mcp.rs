@@ -62,8 +62,8 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(
             operations()
-                .into_iter()
-                .map(|o| Tool::new(o.name, o.description, Arc::new(o.schema)))
+                .iter()
+                .map(|o| Tool::new(o.name, o.description.clone(), Arc::new(o.schema.clone())))
                 .collect(),
         ))
     }
@@ -84,10 +84,7 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// A refused call as a tool error the agent reads (the cause of a store failure is logged).
+/// A refused call as a tool error the agent reads (`MemoryApi::call` logged any cause).
 fn failed(e: &ApiError) -> CallToolResponse {
-    if let ApiError::Unavailable(cause) = e {
-        tracing::warn!(error = %cause, "MCP: the store failed");
-    }
     CallToolResult::error(vec![ContentBlock::text(e.to_string())]).into()
 }

@@ -508,8 +508,14 @@ fn operation(name: &'static str, description: &str, own: Value, required: &[&str
     }
 }
 
-/// Every operation, in the order the docs list them.
-pub fn operations() -> Vec<Operation> {
+/// Every operation, in the order the docs list them (built once).
+pub fn operations() -> &'static [Operation] {
+    static OPERATIONS: std::sync::LazyLock<Vec<Operation>> =
+        std::sync::LazyLock::new(build_operations);
+    &OPERATIONS
+}
+
+fn build_operations() -> Vec<Operation> {
     let mut ops = vec![
         operation(
             "add_message",
@@ -591,14 +597,23 @@ impl MemoryApi {
         &self.parts.keys
     }
 
-    /// Runs operation `name` for `key` with `args` (a JSON object).
+    /// Runs operation `name` for `key` with `args` (a JSON object). A store failure is
+    /// logged here, with its cause; the caller is told only that memory is unavailable.
     pub async fn call(&self, key: &ApiKey, name: &str, args: Value) -> Result<Value, ApiError> {
+        let result = self.run(key, name, args).await;
+        if let Err(ApiError::Unavailable(cause)) = &result {
+            tracing::warn!(key = %key.name, operation = name, error = %cause, "memory API: the store failed");
+        }
+        result
+    }
+
+    async fn run(&self, key: &ApiKey, name: &str, args: Value) -> Result<Value, ApiError> {
         let Value::Object(mut args) = args else {
             return Err(ApiError::BadRequest(
                 "the arguments are a JSON object".into(),
             ));
         };
-        let Some(operation) = operations().into_iter().find(|o| o.name == name) else {
+        let Some(operation) = operations().iter().find(|o| o.name == name) else {
             return Err(ApiError::UnknownOperation(name.to_string()));
         };
         // A misspelt field is an error, not a default (a misspelt "space" would mean the
