@@ -250,6 +250,7 @@ pub fn start_scheduler(
     AppError,
 > {
     let holder = crate::store::process_holder();
+    let llm_for_usage = llm.clone();
     let extractor = extractor(
         config,
         store.clone(),
@@ -269,6 +270,7 @@ pub fn start_scheduler(
             config.memory.daily_notes_days,
         )
         .with_extractor(extractor)
+        .with_usage(llm_for_usage.map(crate::jobs::UsageRecorder::new))
         .with_retry_backoff(chrono::Duration::seconds(
             config.jobs.retry_backoff_secs as i64,
         )),
@@ -353,6 +355,53 @@ pub fn memory_api(
     })))
 }
 
+/// The admin page over `memory`, answering to `token`'s holders; none without a token.
+pub fn admin_page(
+    token: Option<&str>,
+    memory: &Memory,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> Result<Option<Arc<crate::service::admin::Admin>>, crate::service::admin::auth::WeakToken> {
+    let Some(token) = token else {
+        return Ok(None);
+    };
+    let auth = crate::service::admin::auth::AdminAuth::new(token)?;
+    Ok(Some(Arc::new(crate::service::admin::Admin::new(
+        crate::service::admin::AdminParts {
+            store,
+            memory: memory.manager.clone(),
+            entries: memory.entries.clone(),
+            clock,
+            auth,
+        },
+    ))))
+}
+
+/// The lease that elects this bot's one Telegram poller among the processes sharing `store`
+/// (named by the token, so two bots on one database each have theirs); none when
+/// `telegram.poller_lease_secs` is 0 or there is no token.
+pub fn telegram_lease(
+    config: &Config,
+    secrets: &Secrets,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> Option<Arc<dyn crate::adapters::lease::Lease>> {
+    use sha2::Digest;
+    let token = secrets.telegram_token.as_deref()?;
+    if config.telegram.poller_lease_secs == 0 {
+        return None;
+    }
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    let id: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    Some(Arc::new(crate::adapters::lease::StoreLease::new(
+        store,
+        clock,
+        format!("telegram-poller:{id}"),
+        crate::store::process_holder(),
+        Duration::from_secs(config.telegram.poller_lease_secs),
+    )))
+}
+
 /// How one platform adapter ended.
 #[derive(Debug)]
 pub struct PlatformExit {
@@ -370,6 +419,7 @@ pub async fn run_platforms(
     secrets: &Secrets,
     bot: Arc<crate::bot::Bot>,
     status: PlatformStatus,
+    telegram_lease: Option<Arc<dyn crate::adapters::lease::Lease>>,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<PlatformExit> {
     use crate::domain::Platform;
@@ -384,8 +434,15 @@ pub async fn run_platforms(
             status: status.clone(),
         };
         let (bot, shutdown) = (bot.clone(), shutdown.clone());
+        let lease = telegram_lease.clone();
         tasks.spawn(async move {
-            let result = crate::adapters::telegram::run(bot, &token, settings, shutdown).await;
+            let result = match lease {
+                Some(lease) => {
+                    crate::adapters::telegram::run_elected(bot, &token, settings, lease, shutdown)
+                        .await
+                }
+                None => crate::adapters::telegram::run(bot, &token, settings, shutdown).await,
+            };
             (Platform::Telegram, result.map_err(|e| e.to_string()))
         });
     }
@@ -395,6 +452,8 @@ pub async fn run_platforms(
             api_url: config.discord.api_url.clone(),
             bot_name: config.bot.name.clone(),
             status: status.clone(),
+            // Checked with the rest of the configuration at start.
+            shards: crate::config::ShardRange::parse(&config.discord.shards).unwrap_or(None),
         };
         let (bot, shutdown) = (bot.clone(), shutdown.clone());
         tasks.spawn(async move {

@@ -116,6 +116,44 @@ pub struct DiscordConfig {
     /// Base URL of an HTTP proxy for the Discord API (every request goes there); empty for
     /// discord.com. The token comes from the DISCORD_TOKEN environment variable only.
     pub api_url: String,
+    /// The gateway shards this process runs: "" for one process running them all (one
+    /// shard), or "FIRST-LAST/TOTAL" ("0-1/4": shards 0 and 1 of 4; "2/4": shard 2), so that
+    /// several processes share a bot, each with its own range.
+    pub shards: String,
+}
+
+/// A range of Discord gateway shards: `first..=last` of `total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardRange {
+    /// The first shard this process runs.
+    pub first: u32,
+    /// The last one.
+    pub last: u32,
+    /// Shards in all.
+    pub total: u32,
+}
+
+impl ShardRange {
+    /// `discord.shards` read: None for "" (one process, one shard); an error for anything
+    /// but "FIRST-LAST/TOTAL" or "N/TOTAL" with FIRST <= LAST < TOTAL.
+    pub fn parse(text: &str) -> Result<Option<ShardRange>, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let bad = || format!("is {text:?}; must be \"FIRST-LAST/TOTAL\" or \"N/TOTAL\"");
+        let (range, total) = text.split_once('/').ok_or_else(bad)?;
+        let (first, last) = range.split_once('-').unwrap_or((range, range));
+        let n = |s: &str| s.trim().parse::<u32>().map_err(|_| bad());
+        let (first, last, total) = (n(first)?, n(last)?, n(total)?);
+        if first > last || last >= total {
+            return Err(format!(
+                "is {text:?}: shards {first} to {last} are not among 0 to {}",
+                total.saturating_sub(1)
+            ));
+        }
+        Ok(Some(ShardRange { first, last, total }))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -127,6 +165,11 @@ pub struct TelegramConfig {
     pub api_url: String,
     /// Long-poll wait of one getUpdates call (seconds; under the client's 17 s timeout).
     pub poll_secs: u32,
+    /// Telegram allows one getUpdates consumer per token: of several processes sharing the
+    /// database, the one holding a lease there polls, renewing it every third of this many
+    /// seconds; when it dies another takes over within this time. 0: no election (this
+    /// process always polls; one process only).
+    pub poller_lease_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -427,6 +470,8 @@ pub struct Secrets {
     pub discord_token: Option<String>,
     /// `TELEGRAM_TOKEN`.
     pub telegram_token: Option<String>,
+    /// `ENGRAM_ADMIN_TOKEN`: the admin page's login (unset: no admin page).
+    pub admin_token: Option<String>,
 }
 
 impl fmt::Debug for Secrets {
@@ -437,6 +482,7 @@ impl fmt::Debug for Secrets {
             .field("embed_api_key", &shown(&self.embed_api_key))
             .field("discord_token", &shown(&self.discord_token))
             .field("telegram_token", &shown(&self.telegram_token))
+            .field("admin_token", &shown(&self.admin_token))
             .finish()
     }
 }
@@ -452,6 +498,7 @@ impl Secrets {
                 .or_else(|| var("OPENAI_API_KEY")),
             discord_token: var("DISCORD_TOKEN"),
             telegram_token: var("TELEGRAM_TOKEN"),
+            admin_token: var("ENGRAM_ADMIN_TOKEN"),
         }
     }
 }
@@ -554,6 +601,17 @@ impl Config {
         bad.url("discord.api_url", &self.discord.api_url, true);
         bad.url("telegram.api_url", &self.telegram.api_url, false);
         bad.range("telegram.poll_secs", self.telegram.poll_secs, 1, 15);
+        if self.telegram.poller_lease_secs != 0 {
+            bad.range(
+                "telegram.poller_lease_secs",
+                self.telegram.poller_lease_secs,
+                3,
+                3600,
+            );
+        }
+        if let Err(e) = ShardRange::parse(&self.discord.shards) {
+            bad.push("discord.shards", e);
+        }
     }
 
     /// The settings of `[server]`.

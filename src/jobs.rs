@@ -8,7 +8,7 @@
 use crate::domain::{Clock, day_of};
 use crate::memory::summaries::day_bounds;
 use crate::memory::{MemoryError, MemoryManager};
-use crate::store::{Finish, JobClaim, Store};
+use crate::store::{Finish, JobClaim, Store, StoreError};
 use chrono::{Duration, NaiveTime};
 use serde::Serialize;
 use std::sync::Arc;
@@ -74,9 +74,55 @@ pub struct Scheduler {
     /// Earlier days whose extraction is settled (done, or nobody wrote in their window, which
     /// has ended): not looked at again on every tick.
     settled: std::sync::Mutex<std::collections::HashSet<chrono::NaiveDate>>,
+    usage: Option<UsageRecorder>,
+}
+
+/// Adds what this process's model spent since the last write to the day's totals in the
+/// store (`llm_usage_days`: the admin page's chart, summed over every process).
+pub struct UsageRecorder {
+    llm: Arc<dyn crate::llm::ChatModel>,
+    written: std::sync::Mutex<crate::llm::UsageSnapshot>,
+}
+
+impl UsageRecorder {
+    /// Records the use of `llm` from now on.
+    pub fn new(llm: Arc<dyn crate::llm::ChatModel>) -> UsageRecorder {
+        let written = std::sync::Mutex::new(llm.usage());
+        UsageRecorder { llm, written }
+    }
+
+    /// Writes the calls and tokens since the last write to today's row; nothing when none.
+    /// A failed write is tried again, with what came since, on the next call.
+    pub async fn write(&self, store: &dyn Store, clock: &dyn Clock) -> Result<(), StoreError> {
+        let now = self.llm.usage();
+        let delta = {
+            let written = self.written.lock().expect("usage lock");
+            let n = |a: u64, b: u64| i64::try_from(a.saturating_sub(b)).unwrap_or(i64::MAX);
+            crate::store::UsageDay {
+                calls: n(now.calls, written.calls),
+                failures: n(now.failures, written.failures),
+                prompt_tokens: n(now.prompt_tokens, written.prompt_tokens),
+                completion_tokens: n(now.completion_tokens, written.completion_tokens),
+            }
+        };
+        if delta == crate::store::UsageDay::default() {
+            return Ok(());
+        }
+        store
+            .add_llm_usage(clock.now().date_naive(), &delta)
+            .await?;
+        *self.written.lock().expect("usage lock") = now;
+        Ok(())
+    }
 }
 
 impl Scheduler {
+    /// Writes the model's use per day on every tick and at the end (None: no model).
+    pub fn with_usage(mut self, usage: Option<UsageRecorder>) -> Scheduler {
+        self.usage = usage;
+        self
+    }
+
     /// Runs the daily extraction too (none without an LLM).
     pub fn with_extractor(
         mut self,
@@ -194,6 +240,7 @@ impl Scheduler {
             extractor: None,
             retry_backoff: Duration::minutes(5),
             settled: Default::default(),
+            usage: None,
         }
     }
 
@@ -374,9 +421,19 @@ impl Scheduler {
                     if let Err(e) = self.run_extraction().await {
                         warn!(job = EXTRACT_ALL, error = %e, "scheduled job failed");
                     }
+                    self.write_usage().await;
                 }
                 _ = shutdown.changed() => break,
             }
+        }
+        self.write_usage().await;
+    }
+
+    async fn write_usage(&self) {
+        if let Some(usage) = &self.usage
+            && let Err(e) = usage.write(&*self.store, &*self.clock).await
+        {
+            warn!(error = %e, "LLM use was not recorded; tried again on the next tick");
         }
     }
 }

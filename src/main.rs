@@ -848,10 +848,23 @@ async fn start_bot(
         store.clone(),
         clock.clone(),
     );
-    let (indexer, stop_indexer) = app::start_indexer(config, store.clone(), embedder, clock);
+    let (indexer, stop_indexer) =
+        app::start_indexer(config, store.clone(), embedder, clock.clone());
     let platforms = PlatformStatus::default();
     let listener = if listen {
-        let programs = engram::service::Programs { api: api.clone() };
+        if secrets.admin_token.is_some() && config.server.listen.is_empty() {
+            tracing::warn!("ENGRAM_ADMIN_TOKEN is set but server.listen is empty: no admin page");
+        }
+        let admin = app::admin_page(
+            secrets.admin_token.as_deref(),
+            &memory,
+            store.clone(),
+            clock.clone(),
+        )?;
+        let programs = engram::service::Programs {
+            api: api.clone(),
+            admin,
+        };
         app::start_service(config, store.clone(), platforms.clone(), programs).await?
     } else {
         None
@@ -877,7 +890,7 @@ async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
         config,
         &running.memory,
         running.store.clone(),
-        clock,
+        clock.clone(),
         running.llm.clone(),
     )?;
     let (stop, shutdown) = tokio::sync::watch::channel(false);
@@ -891,11 +904,13 @@ async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
         tracing::info!("shutting down");
         let _ = stop.send(true);
     });
+    let lease = app::telegram_lease(config, secrets, running.store.clone(), clock.clone());
     let exits = app::run_platforms(
         config,
         secrets,
         running.bot.clone(),
         running.platforms.clone(),
+        lease,
         shutdown,
     )
     .await;

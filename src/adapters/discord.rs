@@ -62,6 +62,8 @@ pub struct DiscordSettings {
     pub bot_name: String,
     /// Where the connection's state is told (`/readyz`).
     pub status: PlatformStatus,
+    /// The gateway shards of this process (None: one shard, all of the bot's guilds).
+    pub shards: Option<crate::config::ShardRange>,
 }
 
 /// The HTTP client: Discord's API, or everything sent to `api_url` (a proxy, or a fake).
@@ -654,11 +656,33 @@ pub async fn run(
         .map_err(|e| classify(&e))?;
     let shards = client.shard_manager.clone();
     tokio::select! {
-        result = client.start() => result.map_err(|e| classify(&e)),
+        result = start(&mut client, settings.shards) => result.map_err(|e| classify(&e)),
         _ = shutdown.changed() => {
             shards.shutdown_all().await;
             info!(platform = "discord", "stopped");
             Ok(())
+        }
+    }
+}
+
+/// Connects this process's shards: one for the whole bot, or its range of `total` (Discord
+/// sends each guild's events to shard `(guild_id >> 22) % total`).
+async fn start(
+    client: &mut serenity::Client,
+    shards: Option<crate::config::ShardRange>,
+) -> serenity::Result<()> {
+    match shards {
+        None => client.start().await,
+        Some(r) => {
+            info!(
+                platform = "discord",
+                first = r.first,
+                last = r.last,
+                total = r.total,
+                "starting shards"
+            );
+            // serenity's range end is the last shard itself.
+            client.start_shard_range(r.first..r.last, r.total).await
         }
     }
 }

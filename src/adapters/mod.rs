@@ -9,6 +9,7 @@ pub mod discord;
 pub mod fake_discord;
 #[cfg(feature = "test-util")]
 pub mod fake_telegram;
+pub mod lease;
 pub mod split;
 pub mod telegram;
 

@@ -8,10 +8,11 @@
 //! old text in memory; a group's administrators (`getChatAdministrators`, cached for a few
 //! minutes) are its moderators; usernames are kept so "@name" mentions resolve.
 
+use crate::adapters::lease::Lease;
 use crate::adapters::split::{split_message, utf16};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
-use crate::domain::status::PlatformStatus;
+use crate::domain::status::{Connection, PlatformStatus};
 use crate::domain::{Command, IncomingMessage, Mention, Platform, Privacy, SpaceKind};
 use crate::router::memory_request;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -227,6 +228,82 @@ pub async fn run(
     }
     drain(ctx, chats).await;
     Ok(())
+}
+
+/// `run` in one process of several at a time, the one holding `lease` (Telegram answers a
+/// second `getUpdates` consumer of a token with 409 Conflict). The others stand by, trying
+/// for the lease every third of its time; the poller renews it as often and stops polling
+/// when another process holds it or it could not renew for two thirds of its time (before
+/// another may take it). At shutdown the lease is given up, so another process takes over at
+/// once; a killed poller's lease expires (or is taken at once by a process of its machine).
+pub async fn run_elected(
+    handler: Arc<dyn MessageHandler>,
+    token: &str,
+    settings: TelegramSettings,
+    lease: Arc<dyn Lease>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), TelegramError> {
+    let status = settings.status.clone();
+    let tick = lease.ttl() / 3;
+    loop {
+        status.set(Platform::Telegram, Connection::Standby);
+        loop {
+            match lease.hold().await {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => {
+                    warn!(platform = "telegram", error = %e, "the poller lease could not be read")
+                }
+            }
+            tokio::select! {
+                _ = shutdown.changed() => return Ok(()),
+                _ = tokio::time::sleep(tick) => {}
+            }
+        }
+        info!(platform = "telegram", "this process polls Telegram now");
+        let (stop, stopped) = watch::channel(false);
+        let keeper = tokio::spawn(keep_lease(lease.clone(), shutdown.clone(), stop));
+        let result = run(handler.clone(), token, settings.clone(), stopped).await;
+        keeper.abort();
+        if *shutdown.borrow() || result.is_err() {
+            if let Err(e) = lease.release().await {
+                warn!(platform = "telegram", error = %e, "the poller lease was not given up: it expires");
+            }
+            return result;
+        }
+        warn!(
+            platform = "telegram",
+            "another process polls Telegram now; standing by"
+        );
+    }
+}
+
+/// Renews the poller's lease every third of its time; turns `stop` true at shutdown, when
+/// another process holds the lease, or when no renewal worked for two thirds of its time.
+async fn keep_lease(
+    lease: Arc<dyn Lease>,
+    mut shutdown: watch::Receiver<bool>,
+    stop: watch::Sender<bool>,
+) {
+    let tick = lease.ttl() / 3;
+    let mut held = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            _ = tokio::time::sleep(tick) => {}
+        }
+        match lease.hold().await {
+            Ok(true) => held = tokio::time::Instant::now(),
+            Ok(false) => break,
+            Err(e) => {
+                warn!(platform = "telegram", error = %e, "the poller lease could not be renewed");
+                if held.elapsed() >= tick * 2 {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = stop.send(true);
 }
 
 /// Too much unfinished work: fetches nothing more until some of it is done. False when

@@ -12,6 +12,7 @@ use crate::domain::{
 };
 use crate::ingest::{Ingested, Ingestor, strip_address};
 use crate::linking::{self, CodeCheck, Linker};
+use crate::memory::audit::By;
 use crate::memory::entries::EntryBook;
 use crate::memory::forgetting::is_forgotten;
 use crate::memory::hearsay::hearsay_lines;
@@ -620,11 +621,13 @@ impl Bot {
                 replies::memory_view(&md, &hearsay_lines(&told), paused, private)
             }
             MemoryCommand::Pause => {
-                entries.set_paused(person, true).await?;
+                let by = By::request(&self.own_request(ingested));
+                entries.set_paused(person, true, &by).await?;
                 replies::PAUSED.to_string()
             }
             MemoryCommand::Resume => {
-                entries.set_paused(person, false).await?;
+                let by = By::request(&self.own_request(ingested));
+                entries.set_paused(person, false, &by).await?;
                 replies::RESUMED.to_string()
             }
             MemoryCommand::Clear => {
@@ -868,10 +871,16 @@ impl Bot {
             Pending::Forget { entries, told } => {
                 let told: Vec<i64> = told.iter().map(|(id, _)| *id).collect();
                 let req = self.own_request(ingested);
-                replies::forgot_entries(self.memory.delete_entries(&req, &entries, &told).await?)
+                let by = By::request(&req);
+                let n = self
+                    .memory
+                    .delete_entries(&req, &entries, &told, &by)
+                    .await?;
+                replies::forgot_entries(n)
             }
             Pending::Clear => {
-                self.memory.clear_with_joined(person).await?;
+                let by = By::request(&self.own_request(ingested));
+                self.memory.clear_with_joined(person, &by).await?;
                 replies::CLEARED.to_string()
             }
             Pending::Link { code_hash } => {

@@ -28,6 +28,9 @@ pub enum Connection {
     },
     /// Stopped on request (shutdown).
     Stopped,
+    /// Ready to take over: another process does this platform's work now (Telegram's one
+    /// poller, elected by a lease).
+    Standby,
 }
 
 /// The connections of this process's platforms; clones share one table.
@@ -72,7 +75,7 @@ impl PlatformStatus {
         !all.is_empty()
             && all
                 .values()
-                .all(|c| matches!(c, Connection::Connected { .. }))
+                .all(|c| matches!(c, Connection::Connected { .. } | Connection::Standby))
     }
 }
 
@@ -96,6 +99,8 @@ mod tests {
             Connection::Connected { since: Utc::now() },
         );
         assert!(s.all_connected(), "clones share the table");
+        s.set(Platform::Telegram, Connection::Standby);
+        assert!(s.all_connected(), "a process standing by is ready");
         s.set(
             Platform::Telegram,
             Connection::Failed {

@@ -680,12 +680,24 @@ impl EntryBook {
         Ok(self.store.delete_entries(person, ids).await?)
     }
 
-    /// Pauses (`/memory pause`) or resumes what is kept about `person`.
-    pub async fn set_paused(&self, person: PersonId, paused: bool) -> Result<(), MemoryError> {
-        Ok(self
-            .store
+    /// Pauses (`/memory pause`) or resumes what is kept about `person`, asked `by` them or
+    /// an operator.
+    pub async fn set_paused(
+        &self,
+        person: PersonId,
+        paused: bool,
+        by: &super::audit::By,
+    ) -> Result<(), MemoryError> {
+        self.store
             .set_memory_paused(person, paused, self.clock.now())
-            .await?)
+            .await?;
+        let action = if paused {
+            super::audit::Action::Pause
+        } else {
+            super::audit::Action::Resume
+        };
+        super::audit::record(&*self.store, &*self.clock, by, action, person, 1).await;
+        Ok(())
     }
 
     /// Whether `person`'s memory is paused.

@@ -4,6 +4,7 @@
 //! one place the bot's commands change both; the model's own notes (the memory tools, the
 //! daily extraction) are entries alone.
 
+use super::audit::{Action, By};
 use super::entries::{Captured, NeverKept};
 use super::tools::StagedChange;
 use super::{FactRequest, MemoryError, MemoryManager, Method, RememberOutcome};
@@ -88,6 +89,8 @@ impl MemoryManager {
             Captured::Refused(why) => Ok(CaptureOutcome::Refused(why)),
             Captured::Written(EntryWrite::Unchanged(_)) => Ok(CaptureOutcome::Unchanged),
             Captured::Written(_) => {
+                self.audit(&By::request(req), Action::Remember, person, 1)
+                    .await;
                 let word_for_word = match self.remember(req).await {
                     Ok(RememberOutcome::Saved { method }) => method == Method::Offline,
                     Ok(_) => false,
@@ -107,12 +110,14 @@ impl MemoryManager {
 
     /// Deletes entries of the speaker (id and text) and the statements others made about
     /// them (`told`, ids), and forgets what the entries said everywhere else it is kept
-    /// (facts, notes, messages, the bot's answers). Returns the entries and statements gone.
+    /// (facts, notes, messages, the bot's answers); asked `by` them or an operator. Returns
+    /// the entries and statements gone.
     pub async fn delete_entries(
         &self,
         req: &FactRequest<'_>,
         entries: &[(i64, String)],
         told: &[i64],
+        by: &By,
     ) -> Result<usize, MemoryError> {
         let person = own(req)?;
         let ids: Vec<i64> = entries.iter().map(|(id, _)| *id).collect();
@@ -122,6 +127,7 @@ impl MemoryManager {
         n += self.forget_statements(person, told).await? as usize;
         self.forget_everywhere(req, entries.iter().map(|(_, v)| v.as_str()))
             .await;
+        self.audit(by, Action::Delete, person, n).await;
         info!(actor = %person, entries = n, "memory forget");
         Ok(n)
     }
@@ -180,6 +186,12 @@ impl MemoryManager {
             })
         };
         self.purge_caches();
+        let action = if everywhere {
+            Action::Share
+        } else {
+            Action::Unshare
+        };
+        self.audit(&By::request(req), action, person, 1).await;
         info!(actor = %person, entry = id, everywhere, "entry scope changed");
         Ok(moved)
     }
@@ -202,18 +214,28 @@ impl MemoryManager {
         )
         .await;
         self.purge_caches();
+        self.audit(&By::request(req), Action::ModelChange, person, n)
+            .await;
         info!(actor = %person, changes = n, "memory changes confirmed");
         Ok(n)
     }
 
     /// Clears everything about `person`, and the earlier memory the accounts joined to them
-    /// brought along (it would come back on unlink): it is theirs too. Returns the rows gone.
-    pub async fn clear_with_joined(&self, person: PersonId) -> Result<u64, MemoryError> {
+    /// brought along (it would come back on unlink): it is theirs too, asked `by` them or an
+    /// operator. Returns the rows gone.
+    pub async fn clear_with_joined(&self, person: PersonId, by: &By) -> Result<u64, MemoryError> {
         let mut n = self.clear_person(person).await?;
         let accounts = self.store.accounts(person).await?;
         for own in accounts.iter().filter_map(|a| a.own_person) {
             n += self.clear_person(own).await?;
         }
+        self.audit(
+            by,
+            Action::Clear,
+            person,
+            usize::try_from(n).unwrap_or(usize::MAX),
+        )
+        .await;
         info!(actor = %person, rows = n, "memory clear");
         Ok(n)
     }
@@ -233,7 +255,7 @@ impl MemoryManager {
                 text: value,
                 ..req.clone()
             };
-            if let Err(e) = self.forget(&forget).await {
+            if let Err(e) = self.forget_unaudited(&forget).await {
                 warn!(error = %e, "forgetting a deleted entry everywhere failed");
             }
         }

@@ -574,6 +574,17 @@ impl Extractor {
         run.duration_ms = started.elapsed().as_millis() as u64;
         if !dry_run {
             self.finish(&key, &run).await?;
+            let changed = run.written + run.updated + run.removed;
+            if run.status == "done" && changed > 0 {
+                let by = super::audit::By {
+                    scope: Some(scope.clone()),
+                    ..super::audit::By::job(EXTRACT_JOB)
+                };
+                let n = i64::try_from(changed).unwrap_or(i64::MAX);
+                let (store, clock) = (&*self.store, &*self.clock);
+                super::audit::record(store, clock, &by, super::audit::Action::Learned, person, n)
+                    .await;
+            }
         }
         info!(%person, scope = %run.scope, %day, status = %run.status, written = run.written,
               updated = run.updated, tokens = run.tokens, "extraction run");

@@ -11,6 +11,7 @@
 //! searched for quotes among those about that person (naming them, or answering them), so no
 //! one can make the bot forget its answers to others by posting and deleting a phrase.
 
+use super::audit::{Action, By};
 use super::offline::{contains_words, removed_sentences};
 use super::{FactRequest, ForgetOutcome, MemoryError, MemoryManager, Method};
 use crate::domain::{
@@ -166,15 +167,30 @@ impl MemoryManager {
     /// subject or a moderator removes it from everything; anyone else only takes back what
     /// they themselves said about the subject.
     pub async fn forget(&self, req: &FactRequest<'_>) -> Result<ForgetOutcome, MemoryError> {
+        let (outcome, items) = self.forget_unaudited(req).await?;
+        if items > 0 {
+            self.audit(&By::request(req), Action::Forget, req.subject, items)
+                .await;
+        }
+        Ok(outcome)
+    }
+
+    /// `forget`, leaving the audit line to the caller (a delete that forgets its entries'
+    /// text everywhere is one change). Returns the items removed too.
+    pub(super) async fn forget_unaudited(
+        &self,
+        req: &FactRequest<'_>,
+    ) -> Result<(ForgetOutcome, usize), MemoryError> {
         let target = self.check_fact_text(req.text, super::FactVerb::Forget)?;
         let reach = forget_reach(req.place, req.subject, req.actor);
         let removed = self.forget_in(req, &reach, Some(&target)).await?;
         let method = removed.method.unwrap_or(Method::Offline);
-        Ok(if removed.items > 0 {
+        let outcome = if removed.items > 0 {
             ForgetOutcome::Forgotten { method }
         } else {
             ForgetOutcome::NotFound { method }
-        })
+        };
+        Ok((outcome, removed.items))
     }
 
     /// Forgets the target (None: everything) in the subject's facts of every scope in reach,
@@ -307,7 +323,17 @@ impl MemoryManager {
             Reach::Everywhere => Reach::Scopes(place_scopes(req.place, req.subject)),
             reach => reach,
         };
-        Ok(self.forget_in(req, &reach, None).await?.items)
+        let items = self.forget_in(req, &reach, None).await?.items;
+        if items > 0 {
+            self.audit(
+                &By::request(req),
+                Action::ForgetEverything,
+                req.subject,
+                items,
+            )
+            .await;
+        }
+        Ok(items)
     }
 
     async fn forget_in(
@@ -600,6 +626,12 @@ impl MemoryManager {
         );
         removed += self.store.delete_messages(&ids).await?;
         self.purge_caches();
+        let by = By {
+            scope: Some(message.scope.clone()),
+            ..By::platform("message_deleted")
+        };
+        let n = usize::try_from(removed).unwrap_or(usize::MAX);
+        self.audit(&by, Action::Forget, message.author, n).await;
         Ok(removed)
     }
 

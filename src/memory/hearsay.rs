@@ -3,6 +3,7 @@
 //! merged into what the person said about themselves. The person (or a moderator) can remove
 //! it, and so can the teller; nothing is kept about someone whose memory is paused.
 
+use super::audit::{Action, By};
 use super::forgetting::place_scopes;
 use super::{FactRequest, MemoryError, MemoryManager};
 use crate::domain::{PersonId, Place};
@@ -35,6 +36,10 @@ impl MemoryManager {
             })
             .await?;
         self.caches.invalidate_hearsay(req.subject);
+        if added {
+            self.audit(&By::request(req), Action::Tell, req.subject, 1)
+                .await;
+        }
         Ok(added)
     }
 

@@ -1,8 +1,10 @@
 //! The memory tier: `MemoryManager` owns facts (remember/forget), what others told (hearsay),
 //! a person's entries kept in step with their facts (`entry_facts`), day and history
 //! summaries, the 3-way merge into one context per person, forgetting, and the caches in front
-//! of them. It sits between the bot and responder above and the store and LLM below.
+//! of them, and the audit trail of every change. It sits between the bot and responder above
+//! and the store and LLM below.
 
+pub mod audit;
 pub mod cache;
 pub mod context;
 pub mod entries;
@@ -201,6 +203,18 @@ impl MemoryManager {
             changes_applied: tokio::sync::watch::channel(0).0,
             prompts,
         }
+    }
+
+    /// Adds a line to the audit log: `by` did `action` to `subject`'s memory.
+    pub(crate) async fn audit(
+        &self,
+        by: &audit::By,
+        action: audit::Action,
+        subject: crate::domain::PersonId,
+        count: usize,
+    ) {
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        audit::record(&*self.store, &*self.clock, by, action, subject, count).await;
     }
 
     /// How this process's caches have served since the last `reset_cache_stats`.

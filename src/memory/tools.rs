@@ -375,6 +375,20 @@ impl ToolExecutor {
             "get_memory_context" => self.context(caller, arguments).await,
             other => Err(error(format!("unknown tool {other:?}"))),
         };
+        // A change made (not one waiting for the person's "yes": that is audited when
+        // confirmed).
+        if matches!(name, "write_memory" | "update_memory" | "delete_memory")
+            && matches!(&result, Ok(v) if v["ok"] == json!(true))
+        {
+            let by = super::audit::By {
+                actor: Some(caller.person),
+                label: format!("tool:{name}"),
+                scope: Some(caller.place.home_scope()),
+                message: None,
+            };
+            let action = super::audit::Action::ModelChange;
+            super::audit::record(&*self.store, &*self.clock, &by, action, caller.person, 1).await;
+        }
         result.unwrap_or_else(|e| e)
     }
 

@@ -1,9 +1,11 @@
 //! The HTTP listener for operators and programs (`server.listen`, off by default): `/healthz`
 //! (the process answers), `/readyz` (the store answers, its migrations are this build's, every
 //! platform is connected) and `/metrics` (Prometheus text, from `telemetry`); the memory API
-//! and MCP (`api`, when keys are configured). Answers say what is wrong in general words; the
-//! details (which may name hosts) go to the log only.
+//! and MCP (`api`, when keys are configured); the admin page (`admin`, when its token is
+//! set). Answers say what is wrong in general words; the details (which may name hosts) go
+//! to the log only.
 
+pub mod admin;
 pub mod api;
 pub mod mcp;
 pub mod memory_api;
@@ -98,6 +100,8 @@ pub async fn readiness(store: &dyn Store, platforms: &PlatformStatus) -> ReadyRe
 pub struct Programs {
     /// The memory API and MCP (`server.api_keys`).
     pub api: Option<Arc<memory_api::MemoryApi>>,
+    /// The admin page (`ENGRAM_ADMIN_TOKEN`).
+    pub admin: Option<Arc<admin::Admin>>,
 }
 
 /// The routes of the listener.
@@ -109,6 +113,9 @@ pub fn router(state: ServiceState, programs: Programs) -> Router {
         .with_state(state);
     if let Some(api) = programs.api {
         routes = routes.merge(api::routes(api));
+    }
+    if let Some(admin) = programs.admin {
+        routes = routes.merge(admin::routes(admin));
     }
     routes
 }

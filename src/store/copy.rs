@@ -82,6 +82,10 @@ pub enum Table {
     MemorySettings,
     /// `hearsay`
     Hearsay,
+    /// `audit_log`
+    AuditLog,
+    /// `llm_usage_days`
+    LlmUsageDays,
 }
 
 /// A table's name and columns, as both backends hold them.
@@ -100,7 +104,7 @@ use Kind::*;
 
 impl Table {
     /// In dependency order: loading in this order satisfies the foreign keys.
-    pub const ALL: [Table; 14] = [
+    pub const ALL: [Table; 16] = [
         Table::People,
         Table::Identities,
         Table::Spaces,
@@ -115,6 +119,8 @@ impl Table {
         Table::DailyNotes,
         Table::MemorySettings,
         Table::Hearsay,
+        Table::AuditLog,
+        Table::LlmUsageDays,
     ];
 
     /// The table's name and columns.
@@ -314,6 +320,34 @@ impl Table {
                 ],
                 order_by: "id",
                 has_identity: true,
+            },
+            Table::AuditLog => TableSpec {
+                name: "audit_log",
+                columns: &[
+                    ("id", Int),
+                    ("at", Int),
+                    ("actor_id", NullInt),
+                    ("actor", Text),
+                    ("action", Text),
+                    ("subject_id", NullInt),
+                    ("scope", NullText),
+                    ("message_id", NullInt),
+                    ("count", Int),
+                ],
+                order_by: "id",
+                has_identity: true,
+            },
+            Table::LlmUsageDays => TableSpec {
+                name: "llm_usage_days",
+                columns: &[
+                    ("day", Text),
+                    ("calls", Int),
+                    ("failures", Int),
+                    ("prompt_tokens", Int),
+                    ("completion_tokens", Int),
+                ],
+                order_by: "day",
+                has_identity: false,
             },
         }
     }

@@ -1,5 +1,6 @@
 //! Scheduled job runs: one claim per (job, run key) among all processes, leases, the take-over
-//! of a run whose process is gone, and the record of every run.
+//! of a run whose process is gone, and the record of every run; and named leases that elect
+//! one process for a task only one may do.
 
 use super::StoreResult;
 use super::rows::{from_ms, ms};
@@ -42,6 +43,22 @@ pub trait Jobs: Send + Sync {
         now: DateTime<Utc>,
         lease: chrono::Duration,
     ) -> StoreResult<Option<i64>>;
+
+    /// Takes or renews the lease `name` for `holder` until `until`: true when `holder` has it
+    /// now (it was free, expired at `now`, held by `gone` (a process known to be dead), or
+    /// already theirs), false while another holds it.
+    async fn hold_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        gone: Option<&str>,
+    ) -> StoreResult<bool>;
+    /// Who holds the lease `name`, and until when.
+    async fn lease_holder(&self, name: &str) -> StoreResult<Option<(String, DateTime<Utc>)>>;
+    /// Gives up `holder`'s lease `name` (others may take it at once).
+    async fn release_lease(&self, name: &str, holder: &str) -> StoreResult<()>;
 
     /// `claim_job`, except that a run held by a process of this machine that is no longer
     /// running (killed, crashed) is taken over at once instead of after its lease: a restarted
@@ -306,6 +323,51 @@ on_both_backends! {
         }
 
         /// Every recorded run of `job`, by run key.
+    async fn hold_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        gone: Option<&str>,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "INSERT INTO leases (name, holder, until_ms) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms \
+             WHERE leases.holder = excluded.holder OR leases.until_ms <= $4 OR leases.holder = $5",
+        )
+        .bind(name)
+        .bind(holder)
+        .bind(ms(until))
+        .bind(ms(now))
+        .bind(gone)
+        .execute(self.pool())
+        .await
+        .map_err(db_err)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn lease_holder(&self, name: &str) -> StoreResult<Option<(String, DateTime<Utc>)>> {
+        let row: Option<(String, i64)> =
+            sqlx::query_as("SELECT holder, until_ms FROM leases WHERE name = $1")
+                .bind(name)
+                .fetch_optional(self.pool())
+                .await
+                .map_err(db_err)?;
+        row.map(|(holder, until)| Ok((holder, from_ms(until)?)))
+            .transpose()
+    }
+
+    async fn release_lease(&self, name: &str, holder: &str) -> StoreResult<()> {
+        sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
+            .bind(name)
+            .bind(holder)
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
     async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>> {
             let rows: Vec<(String, String, String, String, i64, String)> = sqlx::query_as(
                 "SELECT job, run_key, holder, status, attempts, detail FROM job_runs WHERE job = $1 ORDER BY run_key",

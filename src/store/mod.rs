@@ -1,5 +1,5 @@
 //! The store: the only place that knows about SQL. Each concern (identities, messages, search,
-//! entries, facts, summaries, jobs, admin) is a small trait in its own file, written once for
+//! entries, facts, summaries, jobs, admin, oversight) is a small trait in its own file, written once for
 //! both backends with `on_both_backends!`; `sqlite` and `postgres` open their database and keep
 //! what really differs. Everything above talks to `dyn Store`, the sum of the concerns.
 
@@ -59,6 +59,7 @@ pub mod facts;
 pub mod identities;
 pub mod jobs;
 pub mod messages;
+pub mod oversight;
 pub mod postgres;
 mod rows;
 pub mod search;
@@ -76,6 +77,9 @@ pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
 pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};
 pub use messages::{BotMessage, BotMessageFilter, Messages, NewMessage, RangeStats};
+pub use oversight::{
+    AuditLine, JobRunRow, NewAudit, Oversight, PersonRow, SpaceRow, SummaryAbout, UsageDay,
+};
 pub use postgres::PostgresStore;
 pub use search::{
     Adjacent, Episode, EpisodeClose, EpisodeHit, IndexedMessage, Neighbours, SearchHit, SearchIndex,
@@ -241,7 +245,17 @@ impl Change {
 /// The whole store: every concern, as the rest of the bot holds it (`Arc<dyn Store>`). Each
 /// part's methods come from its concern's trait; a store is whatever implements them all.
 pub trait Store:
-    Identities + Messages + SearchIndex + Entries + Facts + Summaries + Jobs + Admin + Send + Sync
+    Identities
+    + Messages
+    + SearchIndex
+    + Entries
+    + Facts
+    + Summaries
+    + Jobs
+    + Admin
+    + Oversight
+    + Send
+    + Sync
 {
 }
 
@@ -254,6 +268,7 @@ impl<T> Store for T where
         + Summaries
         + Jobs
         + Admin
+        + Oversight
         + Send
         + Sync
 {

@@ -670,6 +670,7 @@ mod tests {
             include_str!("identities.rs"),
             include_str!("jobs.rs"),
             include_str!("messages.rs"),
+            include_str!("oversight.rs"),
             include_str!("search.rs"),
             include_str!("summaries.rs"),
         ];

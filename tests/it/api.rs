@@ -88,7 +88,10 @@ async fn serve_api(h: &Harness) -> (String, tokio::sync::watch::Sender<bool>) {
         h.clock.clone(),
     )
     .expect("keys are configured");
-    let programs = engram::service::Programs { api: Some(api) };
+    let programs = engram::service::Programs {
+        api: Some(api),
+        admin: None,
+    };
     let (listening, stop) = app::start_service(
         &config,
         h.store.clone(),

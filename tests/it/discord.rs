@@ -75,6 +75,7 @@ async fn setup_on(url: Option<String>, llm: bool) -> (Harness, FakeDiscord, Hand
     fake.add_thread(GUILD, THREAD, GENERAL, false);
     fake.add_thread(GUILD, SECRET_THREAD, GENERAL, true);
     let settings = DiscordSettings {
+        shards: None,
         api_url: fake.url(),
         bot_name: h.config.bot.name.clone(),
         status: Default::default(),
@@ -295,7 +296,7 @@ async fn one_platform_failing_leaves_the_other_running() {
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     let (config, bot) = (h.config.clone(), h.bot.clone());
     let running = tokio::spawn(async move {
-        engram::app::run_platforms(&config, &secrets, bot, Default::default(), shutdown).await
+        engram::app::run_platforms(&config, &secrets, bot, Default::default(), None, shutdown).await
     });
     let dm = Chat::Private {
         id: 1001,

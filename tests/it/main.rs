@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 
+mod admin;
 mod adversarial;
 mod api;
 mod bad_input;

@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use engram::domain::{Category, DailyNote, NewEntry, PersonId, Scope};
+use engram::memory::audit::By;
 use engram::store::Store;
 use std::sync::Arc;
 
@@ -587,7 +588,7 @@ async fn own_memory_operations_refuse_anyone_else() {
     let listed = [(entry.id, entry.value.clone())];
     assert!(refused(
         memory
-            .delete_entries(&by_bob, &listed, &[])
+            .delete_entries(&by_bob, &listed, &[], &By::request(&by_bob))
             .await
             .map(|_| ())
     ));
@@ -614,7 +615,7 @@ async fn own_memory_operations_refuse_anyone_else() {
     ));
     assert_eq!(
         memory
-            .delete_entries(&by_alice, &listed, &[])
+            .delete_entries(&by_alice, &listed, &[], &By::request(&by_alice))
             .await
             .unwrap(),
         1

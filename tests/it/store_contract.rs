@@ -1277,4 +1277,10 @@ fn ci_builds_run_the_postgres_tests() {
              ignored (scripts/pg-test-server.sh start exports it)"
         );
     }
+    if crate::common::in_ci() && !cfg!(engram_browser_tests) {
+        panic!(
+            "CI but the build did not see ENGRAM_TEST_BROWSER=1: the admin page's browser test \
+             would be ignored (.ci/run installs chromium and exports it)"
+        );
+    }
 }

@@ -1,0 +1,629 @@
+//! The admin page: every admin URL refuses a request without the token (none, a wrong one, a
+//! forged, expired or foreign session) with a 401 that shows nothing kept, beside the same
+//! request with it; a form posted from another site is refused; forgetting an item and
+//! clearing a person have the chat commands' effects and leave an audit line naming the
+//! operator, and the audit log keeps no forgotten text. A real headless Chromium drives the
+//! page through WebDriver: sign in, find a person, forget one entry, and the chat no longer
+//! knows it.
+
+use crate::common::*;
+use engram::app;
+use engram::domain::status::PlatformStatus;
+use engram::service::admin::auth::AdminAuth;
+use reqwest::StatusCode;
+use reqwest::redirect::Policy;
+
+const TOKEN: &str = "admin-token-0123456789abcdef";
+
+/// The listener of `h` with the admin page.
+async fn serve_admin(h: &Harness) -> (String, tokio::sync::watch::Sender<bool>) {
+    let mut config = h.config.clone();
+    config.server.listen = "127.0.0.1:0".into();
+    let admin = app::admin_page(Some(TOKEN), &h.memory, h.store.clone(), h.clock.clone())
+        .expect("a strong token");
+    let programs = engram::service::Programs { api: None, admin };
+    let (listening, stop) = app::start_service(
+        &config,
+        h.store.clone(),
+        PlatformStatus::default(),
+        programs,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    (format!("http://{}", listening.addr), stop)
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// How a request shows who it is.
+#[derive(Clone, Copy, Debug)]
+enum Cred<'a> {
+    None,
+    Bearer(&'a str),
+    Cookie(&'a str),
+}
+
+async fn send(
+    base: &str,
+    method: &str,
+    path: &str,
+    cred: Cred<'_>,
+    form: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let url = format!("{base}{path}");
+    let mut req = match method {
+        "GET" => client().get(url),
+        _ => client().post(url).form(form),
+    };
+    req = match cred {
+        Cred::None => req,
+        Cred::Bearer(t) => req.bearer_auth(t),
+        Cred::Cookie(c) => req.header("cookie", format!("engram_admin={c}")),
+    };
+    let res = req.send().await.unwrap();
+    (res.status(), res.text().await.unwrap())
+}
+
+async fn entry_id(h: &Harness, person: engram::domain::PersonId, words: &str) -> i64 {
+    h.store
+        .entries(person, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.value.contains(words))
+        .unwrap_or_else(|| panic!("an entry with {words:?}"))
+        .id
+}
+
+// Over 80 lines: one scenario, each refusal beside the allowed request it mirrors.
+async fn admin_urls_need_the_token(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    h.dm("alice", "remember that I love green tea").await;
+    h.dm("alice", "remember that I live in Lisbon").await;
+    let alice = h.person("alice").await;
+    let tea = entry_id(&h, alice, "green tea").await;
+    let (base, stop) = serve_admin(&h).await;
+
+    let now = h.clock.now();
+    let foreign = AdminAuth::new("another-token-0123456789")
+        .unwrap()
+        .session("admin", now);
+    let ours = AdminAuth::new(TOKEN).unwrap();
+    let expired = ours.session("admin", now - chrono::TimeDelta::hours(13));
+    let forged = format!("admin.{}.{}", now.timestamp() + 3600, "ab".repeat(32));
+    let person = format!("/admin/people/{}", alice.0);
+    let gets = [
+        "/admin".to_string(),
+        "/admin/".to_string(),
+        "/admin/people?q=alice".to_string(),
+        person.clone(),
+        format!("{person}/clear"),
+        "/admin/audit".to_string(),
+        "/admin/jobs".to_string(),
+        "/admin/spaces".to_string(),
+        "/admin/spaces/1".to_string(),
+        "/admin/people/999999".to_string(),
+        "/admin/no-such-page".to_string(),
+    ];
+    let posts = [
+        (format!("{person}/clear"), vec![("confirm", "yes")]),
+        (format!("{person}/entries/{tea}/forget"), vec![]),
+        (format!("{person}/pause"), vec![]),
+        ("/admin/logout".to_string(), vec![]),
+    ];
+    let refused = [
+        Cred::None,
+        Cred::Bearer("admin-token-0123456789abcdeX"),
+        Cred::Bearer(&TOKEN[..TOKEN.len() - 1]),
+        Cred::Cookie(&foreign),
+        Cred::Cookie(&expired),
+        Cred::Cookie(&forged),
+        Cred::Cookie(""),
+    ];
+    for cred in refused {
+        for path in &gets {
+            let (code, body) = send(&base, "GET", path, cred, &[]).await;
+            assert_eq!(code, StatusCode::UNAUTHORIZED, "GET {path} with {cred:?}");
+            let lower = body.to_lowercase();
+            assert!(
+                !lower.contains("green tea") && !lower.contains("alice"),
+                "GET {path} with {cred:?} leaks: {body}"
+            );
+            assert!(body.contains("Admin token"), "the login form is offered");
+        }
+        for (path, form) in &posts {
+            let (code, _) = send(&base, "POST", path, cred, form).await;
+            assert_eq!(code, StatusCode::UNAUTHORIZED, "POST {path} with {cred:?}");
+        }
+    }
+    // Nothing those requests asked for happened.
+    assert!(
+        entry_values(&h, alice)
+            .await
+            .iter()
+            .any(|v| v.contains("green tea"))
+    );
+    assert!(!h.store.memory_paused(alice).await.unwrap());
+
+    // The same pages with the token show the person and their memory.
+    for path in &gets[..9] {
+        let (code, body) = send(&base, "GET", path, Cred::Bearer(TOKEN), &[]).await;
+        assert_eq!(code, StatusCode::OK, "GET {path}: {body}");
+    }
+    let (_, page) = send(&base, "GET", &person, Cred::Bearer(TOKEN), &[]).await;
+    assert!(
+        page.contains("I love green tea") && page.contains("alice"),
+        "{page}"
+    );
+    assert!(
+        page.contains("only alice&#39;s private chats")
+            || page.contains("only alice's private chats"),
+        "where it may surface: {page}"
+    );
+    let (code, _) = send(
+        &base,
+        "GET",
+        "/admin/people/999999",
+        Cred::Bearer(TOKEN),
+        &[],
+    )
+    .await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+
+    // The login form: a wrong token is refused, the right one gives a session that works.
+    let (code, _) = send(
+        &base,
+        "POST",
+        "/admin/login",
+        Cred::None,
+        &[("name", "ops"), ("token", "wrong-token-0123456789")],
+    )
+    .await;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    let res = client()
+        .post(format!("{base}/admin/login"))
+        .form(&[("name", "ops"), ("token", TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    let session = set
+        .split(';')
+        .next()
+        .unwrap()
+        .strip_prefix("engram_admin=")
+        .unwrap()
+        .to_string();
+    let (code, body) = send(&base, "GET", "/admin", Cred::Cookie(&session), &[]).await;
+    assert_eq!(code, StatusCode::OK);
+    assert!(body.contains("signed in as ops"));
+
+    // A form posted from another site with the session is refused; from the page itself it
+    // is done.
+    let cross = client()
+        .post(format!("{base}{person}/pause"))
+        .header("cookie", format!("engram_admin={session}"))
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), StatusCode::FORBIDDEN);
+    assert!(!h.store.memory_paused(alice).await.unwrap());
+    let own = client()
+        .post(format!("{base}{person}/pause"))
+        .header("cookie", format!("engram_admin={session}"))
+        .header("origin", &base)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(own.status(), StatusCode::SEE_OTHER);
+    assert!(h.store.memory_paused(alice).await.unwrap());
+    let lines = h.store.audit_log(Some(alice), 10).await.unwrap();
+    let paused: Vec<_> = lines
+        .iter()
+        .filter(|l| l.change.action == "pause")
+        .collect();
+    assert_eq!(paused.len(), 1, "one line for one pause: {lines:?}");
+    assert_eq!(paused[0].change.actor_label, "admin:ops");
+    let (code, _) = send(
+        &base,
+        "POST",
+        &format!("{person}/resume"),
+        Cred::Cookie(&session),
+        &[],
+    )
+    .await;
+    assert_eq!(code, StatusCode::SEE_OTHER);
+    assert!(!h.store.memory_paused(alice).await.unwrap());
+    let _ = stop.send(true);
+
+    // Without a token there is no admin page at all.
+    let mut config = h.config.clone();
+    config.server.listen = "127.0.0.1:0".into();
+    let programs = engram::service::Programs::default();
+    let (listening, stop) = app::start_service(
+        &config,
+        h.store.clone(),
+        PlatformStatus::default(),
+        programs,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let base = format!("http://{}", listening.addr);
+    let (code, _) = send(&base, "GET", "/admin", Cred::Bearer(TOKEN), &[]).await;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+    let (code, _) = send(&base, "GET", "/healthz", Cred::None, &[]).await;
+    assert_eq!(code, StatusCode::OK, "the listener itself answers");
+    let _ = stop.send(true);
+}
+
+// Over 80 lines: one story (remember, audit, forget, audit, clear, audit) checked as it goes.
+async fn forgetting_and_clearing_are_audited_and_leave_no_text(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    h.dm("alice", "remember that I love green tea").await;
+    h.dm("alice", "remember that I live in Lisbon").await;
+    h.say_in(&group("acme"), "alice", "hi all").await;
+    h.say_in(&group("acme"), "bob", "hi all, I am bob").await;
+    let alice = h.person("alice").await;
+    // Bob tells something about Alice and takes it back: his own "forget" message stays in
+    // the history, and the log must not show it.
+    let told = "@Engram remember this about @alice: she plays chess on tuesdays";
+    h.say_in(&group("acme"), "bob", told).await.expect("told");
+    assert_eq!(h.store.hearsay(alice, None).await.unwrap().len(), 1);
+    let back = "@Engram forget that @alice plays chess on tuesdays";
+    h.say_in(&group("acme"), "bob", back)
+        .await
+        .expect("taken back");
+    assert!(h.store.hearsay(alice, None).await.unwrap().is_empty());
+    let (base, stop) = serve_admin(&h).await;
+    let bearer = Cred::Bearer(TOKEN);
+
+    // The audit log says who remembered what, from the message that asked.
+    let (_, log) = send(&base, "GET", "/admin/audit", bearer, &[]).await;
+    assert!(log.contains("remember that I love green tea"), "{log}");
+    assert_eq!(log.matches(">remember<").count(), 2, "{log}");
+    assert!(log.contains(">tell<") && log.contains(">forget<"), "{log}");
+    assert!(
+        !log.contains("chess"),
+        "a forgotten statement is nowhere in the log: {log}"
+    );
+    assert!(!rows_holding(&h, "green tea").await.is_empty());
+
+    // Forget one entry from the admin page: gone from memory, from the chat, and from the log.
+    let tea = entry_id(&h, alice, "green tea").await;
+    let path = format!("/admin/people/{}/entries/{tea}/forget", alice.0);
+    let (code, _) = send(&base, "POST", &path, bearer, &[]).await;
+    assert_eq!(code, StatusCode::SEE_OTHER);
+    let values = entry_values(&h, alice).await;
+    assert!(
+        !values.iter().any(|v| v.contains("green tea")),
+        "{values:?}"
+    );
+    assert!(
+        values.iter().any(|v| v.contains("Lisbon")),
+        "the other entry stays: {values:?}"
+    );
+    let view = h.dm("alice", "/memory").await;
+    assert!(
+        !view.contains("green tea") && view.contains("Lisbon"),
+        "{view}"
+    );
+    let (_, log) = send(&base, "GET", "/admin/audit", bearer, &[]).await;
+    assert!(
+        !log.contains("green tea"),
+        "the forgotten text is nowhere in the log: {log}"
+    );
+    assert!(
+        log.contains("remember that I live in Lisbon"),
+        "what stays is still shown: {log}"
+    );
+    assert!(
+        log.contains("admin:bearer") && log.contains(">delete<"),
+        "{log}"
+    );
+    let left = rows_holding(&h, "green tea").await;
+    assert!(left.is_empty(), "forgotten from every table: {left:?}");
+
+    // Clearing without the confirmation's "yes" does nothing; with it, everything goes and
+    // the log says who did it.
+    let clear = format!("/admin/people/{}/clear", alice.0);
+    let (code, _) = send(&base, "POST", &clear, bearer, &[]).await;
+    assert_eq!(code, StatusCode::SEE_OTHER);
+    assert!(!entry_values(&h, alice).await.is_empty());
+    let (_, form) = send(&base, "GET", &clear, bearer, &[]).await;
+    assert!(form.contains("cannot be undone"), "{form}");
+    let (code, _) = send(&base, "POST", &clear, bearer, &[("confirm", "yes")]).await;
+    assert_eq!(code, StatusCode::SEE_OTHER);
+    assert!(entry_values(&h, alice).await.is_empty());
+    assert!(
+        rows_holding(&h, "Lisbon").await.is_empty(),
+        "{:?}",
+        rows_holding(&h, "Lisbon").await
+    );
+    let (_, log) = send(&base, "GET", "/admin/audit", bearer, &[]).await;
+    assert!(log.contains(">clear<") && !log.contains("Lisbon"), "{log}");
+    let lines = h.store.audit_log(Some(alice), 50).await.unwrap();
+    let cleared = lines.iter().find(|l| l.change.action == "clear").unwrap();
+    assert_eq!(cleared.change.actor_label, "admin:bearer");
+    assert_eq!(cleared.change.actor, None);
+    // Bob's part of the database is untouched.
+    let (_, people) = send(&base, "GET", "/admin/people?q=bo", bearer, &[]).await;
+    assert!(people.contains(">bob<"), "{people}");
+    let _ = stop.send(true);
+}
+
+on_both_harnesses!(
+    admin_urls_need_the_token,
+    forgetting_and_clearing_are_audited_and_leave_no_text
+);
+
+/// The model's use reaches the day's totals once, whatever the number of writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_use_is_written_per_day_once() {
+    use engram::llm::{ChatMessage, ChatRequest};
+    let h = Harness::with_llm().await;
+    let llm = app::chat_model(
+        &h.config,
+        &engram::config::Secrets::default(),
+        h.clock.clone(),
+    )
+    .unwrap()
+    .unwrap();
+    let recorder = engram::jobs::UsageRecorder::new(llm.clone());
+    let ask = || ChatRequest {
+        task: "reply",
+        messages: vec![ChatMessage::user("hello")],
+        temperature: 0.0,
+        json: false,
+        max_tokens: None,
+        tools: Vec::new(),
+    };
+    for _ in 0..2 {
+        llm.complete(&ask()).await.unwrap();
+    }
+    let day = h.clock.now().date_naive();
+    for _ in 0..2 {
+        recorder.write(&*h.store, &*h.clock).await.unwrap();
+    }
+    let usage = h.store.llm_usage(day).await.unwrap();
+    assert_eq!(usage.len(), 1);
+    assert_eq!(usage[0].1.calls, 2);
+    assert_eq!(
+        usage[0].1.prompt_tokens as u64,
+        llm.usage().prompt_tokens,
+        "tokens as the model counted them"
+    );
+    h.clock.advance(chrono::TimeDelta::days(1));
+    llm.complete(&ask()).await.unwrap();
+    recorder.write(&*h.store, &*h.clock).await.unwrap();
+    let usage = h.store.llm_usage(day).await.unwrap();
+    assert_eq!(
+        usage.iter().map(|(_, u)| u.calls).collect::<Vec<_>>(),
+        [2, 1]
+    );
+}
+
+/// Chromium through chromedriver (Debian's `chromium` and `chromium-driver`), on a free port.
+struct Browser {
+    driver: std::process::Child,
+    client: fantoccini::Client,
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        use std::io::BufRead;
+        let (socket, port) = refused_port();
+        drop(socket);
+        let mut driver = std::process::Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromedriver (apt-get install chromium chromium-driver)");
+        // It says so once it listens.
+        let out = driver.stdout.take().unwrap();
+        let started = tokio::task::spawn_blocking(move || {
+            std::io::BufReader::new(out)
+                .lines()
+                .map_while(Result::ok)
+                .any(|l| l.contains("started successfully"))
+        })
+        .await
+        .unwrap();
+        assert!(started, "chromedriver did not start");
+        let caps: serde_json::Map<String, serde_json::Value> = serde_json::from_value(serde_json::json!({
+            "goog:chromeOptions": {
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1000"]
+            }
+        }))
+        .unwrap();
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = fantoccini::ClientBuilder::rustls()
+            .unwrap()
+            .capabilities(caps)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await
+            .expect("a browser session");
+        Browser { driver, client }
+    }
+
+    /// Saves the page as `name`.png where ENGRAM_SCREENSHOTS says (nowhere when unset).
+    async fn shot(&self, name: &str) {
+        if let Some(dir) = std::env::var_os("ENGRAM_SCREENSHOTS") {
+            let png = self.client.screenshot().await.unwrap();
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(std::path::Path::new(&dir).join(format!("{name}.png")), png).unwrap();
+        }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+// Over 80 lines: one walk through the page as an operator does it.
+#[cfg_attr(
+    not(engram_browser_tests),
+    ignore = "needs a browser: apt-get install chromium chromium-driver, then ENGRAM_TEST_BROWSER=1 cargo test"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_forgets_an_entry_in_a_real_browser() {
+    use fantoccini::Locator;
+    let h = Harness::offline().await;
+    h.dm("alice", "remember that I love green tea").await;
+    h.dm("alice", "remember that I live in Lisbon").await;
+    h.say_in(&group("acme"), "alice", "morning everyone").await;
+    h.say_in(&group("acme"), "bob", "morning alice").await;
+    let (base, stop) = serve_admin(&h).await;
+    let b = Browser::start().await;
+    let c = &b.client;
+
+    // Without a session the page is the login form (a 401).
+    c.goto(&format!("{base}/admin")).await.unwrap();
+    b.shot("login").await;
+    c.find(Locator::Id("name"))
+        .await
+        .unwrap()
+        .clear()
+        .await
+        .unwrap();
+    c.find(Locator::Id("name"))
+        .await
+        .unwrap()
+        .send_keys("ops")
+        .await
+        .unwrap();
+    c.find(Locator::Id("token"))
+        .await
+        .unwrap()
+        .send_keys(TOKEN)
+        .await
+        .unwrap();
+    c.find(Locator::Id("sign-in"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait().for_element(Locator::Id("people-q")).await.unwrap();
+    let source = c.source().await.unwrap();
+    assert!(source.contains("signed in as ops"), "{source}");
+    assert!(source.contains("<svg"), "the charts are drawn");
+    b.shot("overview").await;
+
+    // Find Alice and open her page.
+    c.find(Locator::Id("people-q"))
+        .await
+        .unwrap()
+        .send_keys("ali")
+        .await
+        .unwrap();
+    c.find(Locator::Id("find-people"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let link = c
+        .wait()
+        .for_element(Locator::LinkText("alice"))
+        .await
+        .unwrap();
+    b.shot("people").await;
+    link.click().await.unwrap();
+    c.wait().for_element(Locator::Id("entries")).await.unwrap();
+    let text = c
+        .find(Locator::Id("entries"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("I love green tea") && text.contains("I live in Lisbon"),
+        "{text}"
+    );
+    b.shot("person").await;
+
+    // Forget the green tea.
+    let rows = c.find_all(Locator::Css("tr.entry")).await.unwrap();
+    let mut forgot = false;
+    for row in rows {
+        if row.text().await.unwrap().contains("green tea") {
+            row.find(Locator::Css("button.forget"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            forgot = true;
+            break;
+        }
+    }
+    assert!(forgot, "a forget button on the entry's row");
+    c.wait().for_element(Locator::Id("notice")).await.unwrap();
+    let text = c
+        .find(Locator::Id("entries"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("green tea"), "{text}");
+    assert!(
+        text.contains("I live in Lisbon"),
+        "the other entry stays: {text}"
+    );
+    b.shot("person-after-forget").await;
+
+    // The chat no longer knows it.
+    let view = h.dm("alice", "/memory").await;
+    assert!(
+        !view.contains("green tea") && view.contains("Lisbon"),
+        "{view}"
+    );
+
+    // The other pages, for the record.
+    c.find(Locator::Id("clear"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .for_element(Locator::Id("confirm-clear"))
+        .await
+        .unwrap();
+    b.shot("clear-confirmation").await;
+    for (path, name) in [("audit", "audit"), ("jobs", "jobs"), ("spaces", "spaces")] {
+        c.goto(&format!("{base}/admin/{path}")).await.unwrap();
+        c.wait().for_element(Locator::Css("table")).await.unwrap();
+        b.shot(name).await;
+    }
+    c.goto(&format!("{base}/admin/audit")).await.unwrap();
+    let log = c
+        .find(Locator::Id("audit"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(log.contains("admin:ops") && log.contains("delete"), "{log}");
+    b.client.clone().close().await.unwrap();
+    let _ = stop.send(true);
+}
