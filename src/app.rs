@@ -386,20 +386,26 @@ pub fn telegram_lease(
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
 ) -> Option<Arc<dyn crate::adapters::lease::Lease>> {
-    use sha2::Digest;
     let token = secrets.telegram_token.as_deref()?;
     if config.telegram.poller_lease_secs == 0 {
         return None;
     }
-    let digest = sha2::Sha256::digest(token.as_bytes());
-    let id: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     Some(Arc::new(crate::adapters::lease::StoreLease::new(
         store,
         clock,
-        format!("telegram-poller:{id}"),
+        telegram_lease_name(token),
         crate::store::process_holder(),
         Duration::from_secs(config.telegram.poller_lease_secs),
     )))
+}
+
+/// The name of the Telegram poller's lease for `token` (a hash of it: the token itself is
+/// never stored).
+pub fn telegram_lease_name(token: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    let id: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("telegram-poller:{id}")
 }
 
 /// How one platform adapter ended.

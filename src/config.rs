@@ -1251,6 +1251,38 @@ mod tests {
     }
 
     #[test]
+    fn shard_ranges() {
+        let r = |first, last, total| Ok(Some(ShardRange { first, last, total }));
+        assert_eq!(ShardRange::parse(""), Ok(None));
+        assert_eq!(ShardRange::parse(" 0-1/4 "), r(0, 1, 4));
+        assert_eq!(ShardRange::parse("2/4"), r(2, 2, 4));
+        assert_eq!(ShardRange::parse("3-3/4"), r(3, 3, 4));
+        for bad in [
+            "4/4", "2-1/4", "1-4/4", "x/4", "1", "0-1", "-1/4", "0/0", "1/2/3",
+        ] {
+            assert!(ShardRange::parse(bad).is_err(), "{bad}");
+        }
+        let mut c = Config::defaults();
+        c.discord.shards = "5/4".into();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("discord.shards")
+        );
+        c.discord.shards = String::new();
+        c.telegram.poller_lease_secs = 1;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("poller_lease_secs")
+        );
+        c.telegram.poller_lease_secs = 0;
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
     fn secrets_debug_hides_values() {
         let s = Secrets {
             llm_api_key: Some("sk-very-secret".into()),

@@ -124,6 +124,7 @@ fn mention_entities(text: &str) -> Vec<Value> {
 /// A fake Telegram Bot API: hands out queued updates to getUpdates and records what the bot sends.
 pub struct FakeTelegram {
     addr: SocketAddr,
+    conflicts: Arc<std::sync::atomic::AtomicUsize>,
     shared: Arc<Mutex<Shared>>,
     new_update: Arc<Notify>,
     sent_count: watch::Sender<usize>,
@@ -133,6 +134,10 @@ pub struct FakeTelegram {
 
 #[derive(Clone)]
 struct AppState {
+    /// getUpdates calls being answered now (Telegram allows one consumer per token).
+    polling: Arc<std::sync::atomic::AtomicUsize>,
+    /// getUpdates calls answered 409 Conflict because another was being answered.
+    conflicts: Arc<std::sync::atomic::AtomicUsize>,
     shared: Arc<Mutex<Shared>>,
     new_update: Arc<Notify>,
     sent_count: watch::Sender<usize>,
@@ -153,7 +158,10 @@ impl FakeTelegram {
         let new_update = Arc::new(Notify::new());
         let (sent_count, _) = watch::channel(0);
         let (refused_count, _) = watch::channel(0);
+        let conflicts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let state = AppState {
+            polling: Default::default(),
+            conflicts: conflicts.clone(),
             shared: shared.clone(),
             new_update: new_update.clone(),
             sent_count: sent_count.clone(),
@@ -167,6 +175,7 @@ impl FakeTelegram {
         });
         Ok(FakeTelegram {
             addr,
+            conflicts,
             shared,
             new_update,
             sent_count,
@@ -284,6 +293,12 @@ impl FakeTelegram {
         self.new_update.notify_waiters();
         self.new_update.notify_one();
         message_id
+    }
+
+    /// getUpdates calls refused with 409 Conflict: made while another was being answered
+    /// (two processes polling one token).
+    pub fn conflicts(&self) -> usize {
+        self.conflicts.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Every `sendMessage` body so far.
@@ -468,6 +483,26 @@ async fn handle(
 /// Updates from `offset` on (earlier ones are confirmed and dropped), at most `limit`; waits for
 /// one when none is queued, up to the request's `timeout` seconds.
 async fn get_updates(state: &AppState, body: &Value) -> Response {
+    use std::sync::atomic::Ordering::SeqCst;
+    /// Counts a call as being answered until it is (or its client went away: the server
+    /// drops the handler).
+    struct Polling(Arc<std::sync::atomic::AtomicUsize>);
+    impl Drop for Polling {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, SeqCst);
+        }
+    }
+    if state.polling.fetch_add(1, SeqCst) > 0 {
+        state.polling.fetch_sub(1, SeqCst);
+        state.conflicts.fetch_add(1, SeqCst);
+        return (
+            StatusCode::CONFLICT,
+            Json(json!({"ok": false, "error_code": 409,
+                "description": "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"})),
+        )
+            .into_response();
+    }
+    let _polling = Polling(state.polling.clone());
     let offset = body["offset"].as_i64().unwrap_or(0);
     let timeout = body["timeout"].as_u64().unwrap_or(0);
     // At most `limit` (1 to 100, default 100), as Telegram answers.

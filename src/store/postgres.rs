@@ -273,6 +273,14 @@ impl PostgresStore {
         if let Err(e) = sqlx::query("CREATE EXTENSION IF NOT EXISTS vector")
             .execute(&pool)
             .await
+            // Processes started together on a new database (docker compose --scale) race to
+            // create it: the loser's unique violation means another one just did.
+            .or_else(|e| match &e {
+                sqlx::Error::Database(d) if d.code().as_deref() == Some("23505") => {
+                    Ok(Default::default())
+                }
+                _ => Err(e),
+            })
         {
             let denied =
                 matches!(&e, sqlx::Error::Database(d) if d.code().as_deref() == Some("42501"));

@@ -672,3 +672,101 @@ async fn usernames_admins_and_edits(url: Option<String>) {
 }
 
 on_both_harnesses!(usernames_admins_and_edits);
+
+postgres_test! {
+    /// `engram run` twice with one token on one PostgreSQL (docker-compose's `--scale`): one
+    /// process polls (Telegram's 409 Conflict never happens while both run), every update is
+    /// answered exactly once, and when the poller is killed the other polls within the lease
+    /// time, answering what the dead one left unacknowledged only if it was not answered.
+    async fn processes_elect_one_telegram_poller() {
+        let url = fresh_postgres_url().await;
+        let fake = FakeTelegram::start(TOKEN).await.unwrap();
+        let lease_secs = 3;
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let ports = [refused_port().1, refused_port().1];
+        let run = |dir: &std::path::Path, port: u16| {
+            let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"));
+            cmd.arg("run")
+                .current_dir(dir)
+                .kill_on_drop(true)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            for (k, _) in
+                std::env::vars().filter(|(k, _)| k.starts_with("ENGRAM") || k.ends_with("_TOKEN"))
+            {
+                cmd.env_remove(k);
+            }
+            cmd.env("TELEGRAM_TOKEN", TOKEN)
+                .env("ENGRAM__STORE__URL", &url)
+                .env("ENGRAM__TELEGRAM__API_URL", fake.url())
+                .env("ENGRAM__TELEGRAM__POLL_SECS", "1")
+                .env("ENGRAM__TELEGRAM__POLLER_LEASE_SECS", lease_secs.to_string())
+                .env("ENGRAM__EMBED__PROVIDER", "none")
+                .env("ENGRAM__SERVER__LISTEN", format!("127.0.0.1:{port}"));
+            cmd.spawn().expect("engram starts")
+        };
+        let mut procs = [run(dirs[0].path(), ports[0]), run(dirs[1].path(), ports[1])];
+        // Both are up (one polling, one standing by, both ready) before anything is sent:
+        // waiting for another process to start is the one wait here.
+        for port in ports {
+            let ready = format!("http://127.0.0.1:{port}/readyz");
+            let mut up = false;
+            for _ in 0..300 {
+                if reqwest::get(&ready).await.is_ok_and(|r| r.status().is_success()) {
+                    up = true;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert!(up, "a process did not become ready");
+        }
+        let pids = [procs[0].id().unwrap(), procs[1].id().unwrap()];
+        let say = |n: usize| {
+            fake.push_text(&alice_dm(), ALICE, &format!("hello number {n}"), false);
+        };
+        for n in 1..=3 {
+            say(n);
+        }
+        fake.wait_sent(3, WITHIN).await;
+
+        assert_eq!(fake.conflicts(), 0, "never two consumers at once");
+        // The lease names the poller's process.
+        let store = open_url(&url).await;
+        let name = engram::app::telegram_lease_name(TOKEN);
+        let holder = |h: &str| pids.iter().position(|p| h.contains(&format!("-{p}-")));
+        let (first, _) = store.lease_holder(&name).await.unwrap().expect("a poller");
+        let poller = holder(&first).expect("one of the two");
+
+        // Kill it (no goodbye): the other takes over and answers what comes next.
+        procs[poller].start_kill().unwrap();
+        procs[poller].wait().await.unwrap();
+        let killed = std::time::Instant::now();
+        for n in 4..=6 {
+            say(n);
+        }
+        fake.wait_sent(6, WITHIN).await;
+        let took = killed.elapsed();
+        assert!(
+            took < Duration::from_secs(lease_secs + 3),
+            "polling moved within the lease time: {took:?}"
+        );
+        let (next, _) = store.lease_holder(&name).await.unwrap().expect("a poller");
+        assert_eq!(holder(&next), Some(1 - poller), "{next}");
+
+        // Exactly once: one reply per message, each message stored once.
+        say(7);
+        fake.wait_sent(7, WITHIN).await;
+        assert_eq!(fake.sent_to(1001).len(), 7, "{:?}", fake.sent_to(1001));
+        let stored = store.table_counts().await.unwrap();
+        let messages = stored.iter().find(|t| t.table == "messages").unwrap().rows;
+        assert_eq!(messages, 14, "7 messages and 7 replies");
+
+        // A process that stops gives the lease up.
+        let other = &mut procs[1 - poller];
+        let pid = other.id().unwrap().to_string();
+        std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        tokio::time::timeout(WITHIN, other.wait()).await.expect("it stops").unwrap();
+        assert_eq!(store.lease_holder(&name).await.unwrap(), None);
+    }
+}
