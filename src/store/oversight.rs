@@ -171,6 +171,16 @@ fn contains_pattern(query: &str) -> String {
     format!("%{escaped}%")
 }
 
+fn person_rows(rows: Vec<(i64, String, i64)>) -> Vec<PersonRow> {
+    rows.into_iter()
+        .map(|(id, display_name, messages)| PersonRow {
+            id: PersonId(id),
+            display_name,
+            messages,
+        })
+        .collect()
+}
+
 fn day_of(text: &str) -> StoreResult<NaiveDate> {
     text.parse()
         .map_err(|_| StoreError::Corrupt(format!("bad day {text:?}")))
@@ -315,14 +325,7 @@ on_both_backends! {
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
-            Ok(rows
-                .into_iter()
-                .map(|(id, display_name, messages)| PersonRow {
-                    id: PersonId(id),
-                    display_name,
-                    messages,
-                })
-                .collect())
+            Ok(person_rows(rows))
         }
 
         async fn search_spaces(&self, query: &str, limit: i64) -> StoreResult<Vec<SpaceRow>> {
@@ -361,14 +364,7 @@ on_both_backends! {
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
-            Ok(rows
-                .into_iter()
-                .map(|(id, display_name, messages)| PersonRow {
-                    id: PersonId(id),
-                    display_name,
-                    messages,
-                })
-                .collect())
+            Ok(person_rows(rows))
         }
 
         async fn messages_per_day(

@@ -8,7 +8,6 @@
 
 use crate::common::*;
 use engram::app;
-use engram::domain::status::PlatformStatus;
 use engram::service::admin::auth::AdminAuth;
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
@@ -17,21 +16,9 @@ const TOKEN: &str = "admin-token-0123456789abcdef";
 
 /// The listener of `h` with the admin page.
 async fn serve_admin(h: &Harness) -> (String, tokio::sync::watch::Sender<bool>) {
-    let mut config = h.config.clone();
-    config.server.listen = "127.0.0.1:0".into();
     let admin = app::admin_page(Some(TOKEN), &h.memory, h.store.clone(), h.clock.clone())
         .expect("a strong token");
-    let programs = engram::service::Programs { api: None, admin };
-    let (listening, stop) = app::start_service(
-        &config,
-        h.store.clone(),
-        PlatformStatus::default(),
-        programs,
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    (format!("http://{}", listening.addr), stop)
+    listen(h, engram::service::Programs { api: None, admin }).await
 }
 
 fn client() -> reqwest::Client {
@@ -249,19 +236,7 @@ async fn admin_urls_need_the_token(url: Option<String>) {
     let _ = stop.send(true);
 
     // Without a token there is no admin page at all.
-    let mut config = h.config.clone();
-    config.server.listen = "127.0.0.1:0".into();
-    let programs = engram::service::Programs::default();
-    let (listening, stop) = app::start_service(
-        &config,
-        h.store.clone(),
-        PlatformStatus::default(),
-        programs,
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let base = format!("http://{}", listening.addr);
+    let (base, stop) = listen(&h, engram::service::Programs::default()).await;
     let (code, _) = send(&base, "GET", "/admin", Cred::Bearer(TOKEN), &[]).await;
     assert_eq!(code, StatusCode::NOT_FOUND);
     let (code, _) = send(&base, "GET", "/healthz", Cred::None, &[]).await;

@@ -7,7 +7,6 @@ use crate::common::*;
 use engram::app;
 use engram::config::ApiKeyConfig;
 use engram::domain::Platform;
-use engram::domain::status::PlatformStatus;
 use engram::service::memory_api::ApiKeys;
 use serde_json::{Value, json};
 
@@ -75,12 +74,9 @@ fn env(name: &str) -> Option<String> {
 
 /// The listener of `h` with the memory API of `keys()`.
 async fn serve_api(h: &Harness) -> (String, tokio::sync::watch::Sender<bool>) {
-    let mut config = h.config.clone();
-    config.server.listen = "127.0.0.1:0".into();
-    config.server.api_keys = keys();
-    let keys = ApiKeys::load(&config.server.api_keys, env).unwrap();
+    let keys = ApiKeys::load(&keys(), env).unwrap();
     let api = app::memory_api(
-        &config,
+        &h.config,
         keys,
         h.bot.clone(),
         &h.memory,
@@ -92,16 +88,7 @@ async fn serve_api(h: &Harness) -> (String, tokio::sync::watch::Sender<bool>) {
         api: Some(api),
         admin: None,
     };
-    let (listening, stop) = app::start_service(
-        &config,
-        h.store.clone(),
-        PlatformStatus::default(),
-        programs,
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    (format!("http://{}", listening.addr), stop)
+    listen(h, programs).await
 }
 
 /// POSTs `body` to the operation with `key` (none: no Authorization header).

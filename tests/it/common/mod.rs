@@ -645,3 +645,20 @@ pub fn refused_port() -> (tokio::net::TcpSocket, u16) {
     let port = socket.local_addr().expect("bound").port();
     (socket, port)
 }
+
+/// The HTTP listener of `h` on a free port serving `programs`: its base URL, and the switch
+/// that stops it.
+#[allow(dead_code)]
+pub async fn listen(
+    h: &Harness,
+    programs: engram::service::Programs,
+) -> (String, tokio::sync::watch::Sender<bool>) {
+    let mut config = h.config.clone();
+    config.server.listen = "127.0.0.1:0".into();
+    let platforms = engram::domain::status::PlatformStatus::default();
+    let (listening, stop) = app::start_service(&config, h.store.clone(), platforms, programs)
+        .await
+        .unwrap()
+        .unwrap();
+    (format!("http://{}", listening.addr), stop)
+}
