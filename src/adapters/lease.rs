@@ -53,14 +53,23 @@ impl Lease for StoreLease {
     async fn hold(&self) -> Result<bool, StoreError> {
         let now = self.clock.now();
         let ttl = chrono::TimeDelta::from_std(self.ttl).unwrap_or(chrono::TimeDelta::MAX);
-        // A holder that is a dead process of this machine is taken over without waiting.
-        let gone = match self.store.lease_holder(&self.name).await? {
-            Some((holder, _)) if holder != self.holder && holder_is_gone(&holder) => Some(holder),
-            _ => None,
-        };
-        self.store
-            .hold_lease(&self.name, &self.holder, now, now + ttl, gone.as_deref())
-            .await
+        let (name, holder, until) = (&self.name, &self.holder, now + ttl);
+        if self
+            .store
+            .hold_lease(name, holder, now, until, None)
+            .await?
+        {
+            return Ok(true);
+        }
+        // Held by another: one that is a dead process of this machine is taken over without
+        // waiting for its lease to end.
+        match self.store.lease_holder(name).await? {
+            Some((other, _)) if other != *holder && holder_is_gone(&other) => {
+                let gone = Some(other.as_str());
+                self.store.hold_lease(name, holder, now, until, gone).await
+            }
+            _ => Ok(false),
+        }
     }
 
     async fn release(&self) -> Result<(), StoreError> {

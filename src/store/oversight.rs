@@ -144,6 +144,8 @@ pub trait Oversight: Send + Sync {
     async fn search_people(&self, query: &str, limit: i64) -> StoreResult<Vec<PersonRow>>;
     /// Spaces whose title or platform id matches `query`; all for an empty one.
     async fn search_spaces(&self, query: &str, limit: i64) -> StoreResult<Vec<SpaceRow>>;
+    /// The titles of these spaces (those that exist).
+    async fn space_titles(&self, ids: &[SpaceId]) -> StoreResult<Vec<(SpaceId, String)>>;
     /// The people who wrote in `space`, most messages first.
     async fn space_people(&self, space: SpaceId, limit: i64) -> StoreResult<Vec<PersonRow>>;
     /// Messages per space and day from `since` on: (space, day index, count).
@@ -352,6 +354,17 @@ on_both_backends! {
                     messages,
                 })
                 .collect())
+        }
+
+        async fn space_titles(&self, ids: &[SpaceId]) -> StoreResult<Vec<(SpaceId, String)>> {
+            let ids: Vec<i64> = ids.iter().map(|s| s.0).collect();
+            let rows: Vec<(i64, String)> =
+                sqlx::query_as(concat!("SELECT id, title FROM spaces WHERE id ", in_list!(1)))
+                    .bind(list(&ids))
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(db_err)?;
+            Ok(rows.into_iter().map(|(id, t)| (SpaceId(id), t)).collect())
         }
 
         async fn space_people(&self, space: SpaceId, limit: i64) -> StoreResult<Vec<PersonRow>> {

@@ -397,6 +397,12 @@ struct Browser {
 }
 
 impl Browser {
+    /// The element with this id on the page.
+    async fn by_id(&self, id: &str) -> fantoccini::elements::Element {
+        let found = self.client.find(fantoccini::Locator::Id(id)).await;
+        found.unwrap_or_else(|e| panic!("no #{id}: {e}"))
+    }
+
     async fn start() -> Browser {
         use std::io::BufRead;
         let (socket, port) = refused_port();
@@ -471,30 +477,10 @@ async fn an_operator_forgets_an_entry_in_a_real_browser() {
     // Without a session the page is the login form (a 401).
     c.goto(&format!("{base}/admin")).await.unwrap();
     b.shot("login").await;
-    c.find(Locator::Id("name"))
-        .await
-        .unwrap()
-        .clear()
-        .await
-        .unwrap();
-    c.find(Locator::Id("name"))
-        .await
-        .unwrap()
-        .send_keys("ops")
-        .await
-        .unwrap();
-    c.find(Locator::Id("token"))
-        .await
-        .unwrap()
-        .send_keys(TOKEN)
-        .await
-        .unwrap();
-    c.find(Locator::Id("sign-in"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    b.by_id("name").await.clear().await.unwrap();
+    b.by_id("name").await.send_keys("ops").await.unwrap();
+    b.by_id("token").await.send_keys(TOKEN).await.unwrap();
+    b.by_id("sign-in").await.click().await.unwrap();
     c.wait().for_element(Locator::Id("people-q")).await.unwrap();
     let source = c.source().await.unwrap();
     assert!(source.contains("signed in as ops"), "{source}");
@@ -502,18 +488,8 @@ async fn an_operator_forgets_an_entry_in_a_real_browser() {
     b.shot("overview").await;
 
     // Find Alice and open her page.
-    c.find(Locator::Id("people-q"))
-        .await
-        .unwrap()
-        .send_keys("ali")
-        .await
-        .unwrap();
-    c.find(Locator::Id("find-people"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    b.by_id("people-q").await.send_keys("ali").await.unwrap();
+    b.by_id("find-people").await.click().await.unwrap();
     let link = c
         .wait()
         .for_element(Locator::LinkText("alice"))
@@ -574,12 +550,7 @@ async fn an_operator_forgets_an_entry_in_a_real_browser() {
     );
 
     // The other pages, for the record.
-    c.find(Locator::Id("clear"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    b.by_id("clear").await.click().await.unwrap();
     c.wait()
         .for_element(Locator::Id("confirm-clear"))
         .await

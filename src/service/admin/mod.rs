@@ -206,20 +206,31 @@ async fn not_found(axum::Extension(op): axum::Extension<Operator>) -> Page {
     Err(Failed(AdminError::NotFound, op.0))
 }
 
-/// Space titles and the names of people in private-chat scopes, for `scopes`.
+/// The titles of the spaces and the names of the people a page shows: those of `scopes`,
+/// and `spaces` and `people` besides.
 async fn places<'a>(
     store: &dyn Store,
     scopes: impl Iterator<Item = &'a Scope>,
+    mut spaces: Vec<SpaceId>,
+    mut people: Vec<PersonId>,
 ) -> Result<Places, StoreError> {
-    let mut places = Places::default();
-    for s in store.search_spaces("", 10_000).await? {
-        places.spaces.insert(s.id.0, s.title);
-    }
     for scope in scopes {
-        if let Scope::Dm(p) = scope
-            && !places.people.contains_key(&p.0)
-            && let Some(person) = store.person(*p).await?
-        {
+        match scope {
+            Scope::Space(s) | Scope::Channel(s, _) => spaces.push(*s),
+            Scope::Dm(p) => people.push(*p),
+            Scope::Global => {}
+        }
+    }
+    spaces.sort_by_key(|s| s.0);
+    spaces.dedup();
+    people.sort_by_key(|p| p.0);
+    people.dedup();
+    let mut places = Places::default();
+    for (id, title) in store.space_titles(&spaces).await? {
+        places.spaces.insert(id.0, title);
+    }
+    for p in people {
+        if let Some(person) = store.person(p).await? {
             places.people.insert(p.0, person.display_name);
         }
     }
@@ -270,7 +281,6 @@ async fn overview(
     let now = admin.parts.clock.now();
     let today = crate::store::oversight::day_index(now);
     let since = now - chrono::TimeDelta::days(CHART_DAYS);
-    let titles = places(store, std::iter::empty()).await.or_fail(&op)?;
     let mut by_space: std::collections::BTreeMap<i64, Vec<(i64, i64)>> = Default::default();
     for (space, day, n) in store.messages_per_day(since).await.or_fail(&op)? {
         by_space.entry(space.0).or_default().push((day, n));
@@ -278,6 +288,10 @@ async fn overview(
     let mut busiest: Vec<(i64, Vec<(i64, i64)>)> = by_space.into_iter().collect();
     busiest.sort_by_key(|(id, days)| (-days.iter().map(|(_, n)| n).sum::<i64>(), *id));
     busiest.truncate(6);
+    let shown = busiest.iter().map(|(id, _)| SpaceId(*id)).collect();
+    let titles = places(store, std::iter::empty(), shown, Vec::new())
+        .await
+        .or_fail(&op)?;
     let (entries, messages) = store.memory_per_day().await.or_fail(&op)?;
     let usage = store
         .llm_usage(since.date_naive())
@@ -347,7 +361,9 @@ async fn space(
     Path(id): Path<i64>,
 ) -> Page {
     let store = &*admin.parts.store;
-    let titles = places(store, std::iter::empty()).await.or_fail(&op)?;
+    let titles = places(store, std::iter::empty(), vec![SpaceId(id)], Vec::new())
+        .await
+        .or_fail(&op)?;
     if !titles.spaces.contains_key(&id) {
         return Err(Failed(AdminError::NotFound, op.0));
     }
@@ -399,15 +415,14 @@ async fn person(
         .chain(told.iter().map(|h| &h.scope))
         .chain(summaries.0.iter().chain(&summaries.1).map(|s| &s.scope))
         .chain(audit.iter().filter_map(|l| l.change.scope.as_ref()));
-    let mut places = places(store, scopes).await.or_fail(&op)?;
-    for f in facts.iter().flat_map(|(_, _, v)| v) {
-        if let Some(by) = f.changed_by
-            && !places.people.contains_key(&by.0)
-            && let Some(person) = store.person(by).await.or_fail(&op)?
-        {
-            places.people.insert(by.0, person.display_name);
-        }
-    }
+    let changers = facts
+        .iter()
+        .flat_map(|(_, _, v)| v)
+        .filter_map(|f| f.changed_by)
+        .collect();
+    let places = places(store, scopes, Vec::new(), changers)
+        .await
+        .or_fail(&op)?;
     let view = pages::PersonView {
         id,
         name: p.display_name,
@@ -599,7 +614,8 @@ async fn audit(
 ) -> Page {
     let store = &*admin.parts.store;
     let lines = store.audit_log(None, 500).await.or_fail(&op)?;
-    let places = places(store, lines.iter().filter_map(|l| l.change.scope.as_ref()))
+    let scopes = lines.iter().filter_map(|l| l.change.scope.as_ref());
+    let places = places(store, scopes, Vec::new(), Vec::new())
         .await
         .or_fail(&op)?;
     Ok(pages::audit(&op.0, &lines, &places).into_response())
