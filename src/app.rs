@@ -296,6 +296,7 @@ pub fn start_indexer(
         embedder,
         clock,
         config.retrieval.clone(),
+        config.episodes.topic_rules(),
         config.embed.index_batch(),
     ));
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -544,6 +545,7 @@ pub fn build_memory(
         entries: entries.clone(),
         tools: tools.clone(),
         prompts: prompts.clone(),
+        episodes: config.episodes.clone(),
     }));
     Ok(Memory {
         manager,

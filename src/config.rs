@@ -47,6 +47,8 @@ pub struct Config {
     pub embed: EmbedConfig,
     /// `[retrieval]`
     pub retrieval: RetrievalConfig,
+    /// `[episodes]`
+    pub episodes: EpisodesConfig,
     /// `[limits]`
     pub limits: LimitsConfig,
     /// `[prompts]`
@@ -278,6 +280,50 @@ pub struct RetrievalConfig {
     pub episode_gap_minutes: i64,
     /// Episodic memories this similar (cosine) and of the same privacy scope are merged.
     pub episode_merge_similarity: f32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+/// `[episodes]`: where a conversation's episodes begin (beyond `retrieval.episode_gap_minutes`)
+/// and the working memory of the open one.
+pub struct EpisodesConfig {
+    /// A message whose vector is less similar (cosine) than this to the centroid of its
+    /// episode's recent turns is off topic (0: never by vector).
+    pub topic_shift_similarity: f32,
+    /// Without vectors: a message sharing fewer than this share of its content words with the
+    /// recent turns is off topic (0: never by words).
+    pub topic_shift_overlap: f32,
+    /// Without vectors, messages of fewer content words say nothing about the topic.
+    pub topic_min_words: usize,
+    /// Recent turns that make up an episode's topic.
+    pub topic_window: usize,
+    /// A message that opens with one of these starts a new episode (case ignored).
+    pub markers: Vec<String>,
+    /// The working memory of an open episode is refreshed after this many new messages…
+    pub refresh_messages: i64,
+    /// …or this many new search words (token pressure), whichever comes first.
+    pub refresh_words: i64,
+    /// Longest running summary (characters).
+    pub summary_chars: usize,
+    /// Most open loops kept.
+    pub open_loops: usize,
+}
+
+impl EpisodesConfig {
+    /// The topic rules of the background indexer.
+    pub fn topic_rules(&self) -> crate::retrieval::topics::TopicRules {
+        crate::retrieval::topics::TopicRules {
+            shift_similarity: self.topic_shift_similarity,
+            shift_overlap: self.topic_shift_overlap,
+            min_words: self.topic_min_words,
+            window: self.topic_window,
+            markers: self
+                .markers
+                .iter()
+                .map(|m| m.trim().to_lowercase())
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -567,6 +613,7 @@ impl Config {
         self.check_jobs(&mut bad);
         self.check_embed(&mut bad);
         self.check_retrieval(&mut bad);
+        self.check_episodes(&mut bad);
         self.check_limits_and_log(&mut bad);
         self.check_server(&mut bad);
         bad.into_result()
@@ -863,6 +910,32 @@ impl Config {
             0.0,
             1.0,
         );
+    }
+
+    /// The settings of `[episodes]`.
+    fn check_episodes(&self, bad: &mut Problems) {
+        let e = &self.episodes;
+        bad.range(
+            "episodes.topic_shift_similarity",
+            e.topic_shift_similarity,
+            0.0,
+            1.0,
+        );
+        bad.range(
+            "episodes.topic_shift_overlap",
+            e.topic_shift_overlap,
+            0.0,
+            1.0,
+        );
+        bad.range("episodes.topic_min_words", e.topic_min_words, 1, 100);
+        bad.range("episodes.topic_window", e.topic_window, 1, 100);
+        bad.range("episodes.refresh_messages", e.refresh_messages, 1, 10_000);
+        bad.range("episodes.refresh_words", e.refresh_words, 1, 1_000_000);
+        bad.range("episodes.summary_chars", e.summary_chars, 50, 20_000);
+        bad.range("episodes.open_loops", e.open_loops, 0, 100);
+        if e.markers.iter().any(|m| m.trim().is_empty()) {
+            bad.push("episodes.markers", "a marker is empty".to_string());
+        }
     }
 
     /// The settings of `[limits]` and `[log]`.

@@ -421,6 +421,9 @@ impl Scheduler {
                     if let Err(e) = self.run_extraction().await {
                         warn!(job = EXTRACT_ALL, error = %e, "scheduled job failed");
                     }
+                    if let Err(e) = self.memory.refresh_working_memory().await {
+                        warn!(job = "working_memory", error = %e, "scheduled job failed");
+                    }
                     self.write_usage().await;
                 }
                 _ = shutdown.changed() => break,

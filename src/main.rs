@@ -644,6 +644,7 @@ async fn bench_retrieval(
                     index_embedder: index_embedder.clone(),
                     embedder_name: name.clone(),
                     settings: config.retrieval.clone(),
+                    topics: config.episodes.topic_rules(),
                     index_batch: config.embed.index_batch(),
                     records: args.records,
                 },

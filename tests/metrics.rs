@@ -165,6 +165,7 @@ async fn counters_move_by_exactly_what_happened() {
         embedder,
         clock.clone(),
         config.retrieval.clone(),
+        config.episodes.topic_rules(),
         config.embed.index_batch(),
     );
     let indexed = indexer.index_all(|_| {}).await.unwrap();

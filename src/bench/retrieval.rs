@@ -383,6 +383,8 @@ pub struct RetrievalBenchOptions {
     pub embedder_name: String,
     /// The fusion settings.
     pub settings: RetrievalConfig,
+    /// Where episodes begin besides the time gap (`[episodes]`).
+    pub topics: crate::retrieval::topics::TopicRules,
     /// Messages the indexer embeds per round (`EmbedConfig::index_batch`).
     pub index_batch: usize,
     /// Only the first N records.
@@ -687,6 +689,7 @@ pub async fn run(
         opts.index_embedder.clone(),
         clock.clone(),
         opts.settings.clone(),
+        opts.topics.clone(),
         opts.index_batch,
     );
     let retriever = Retriever::new(store.clone(), opts.embedder.clone(), opts.settings.clone());

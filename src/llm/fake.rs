@@ -610,6 +610,18 @@ fn smart_answer(task: &str, body: &Value) -> String {
             let days: Vec<String> = elements(&user, "day").into_iter().map(|(_, t)| t).collect();
             json!({ "summary": clip(&format!("Earlier: {}", days.join(" ")), 500) }).to_string()
         }
+        "working_memory" => {
+            // The summary so far and the messages since, as given: what a prompt holds shows in
+            // the working memory, and what it drops is missing from it.
+            let before = plain_text(&first(&user, "summary"));
+            let messages: Vec<String> = elements(&user, "message")
+                .into_iter()
+                .map(|(_, t)| t)
+                .collect();
+            let loops: Vec<&String> = messages.iter().filter(|t| t.contains('?')).collect();
+            let summary = format!("{before} Then: {}", messages.join(" / "));
+            json!({ "summary": clip(summary.trim(), 600), "open_loops": loops }).to_string()
+        }
         "merge_context" => {
             let parts: Vec<String> = ["facts", "today", "history"]
                 .iter()

@@ -24,6 +24,9 @@ pub const EXTRACT: &str = include_str!("../../prompts/extract.md");
 /// Appended to the extraction prompt when the same call also writes the day summary.
 pub const EXTRACT_DAY_SUMMARY: &str = include_str!("../../prompts/extract_day_summary.md");
 
+/// The built-in `working_memory.md`.
+pub const WORKING_MEMORY: &str = include_str!("../../prompts/working_memory.md");
+
 /// The prompts in use: one text per task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompts {
@@ -45,6 +48,8 @@ pub struct Prompts {
     pub extract: String,
     /// The day-summary request added to an extraction.
     pub extract_day_summary: String,
+    /// The running summary and open loops of an open episode.
+    pub working_memory: String,
 }
 
 /// Where one prompt in use came from.
@@ -106,7 +111,7 @@ pub enum PromptError {
 pub type PromptSources = Vec<(&'static str, PromptSource)>;
 
 /// Each prompt: its file name, built-in text, and the placeholders it must hold.
-const FILES: [(&str, &str, &[&str]); 9] = [
+const FILES: [(&str, &str, &[&str]); 10] = [
     ("remember.md", REMEMBER, &[]),
     ("forget.md", FORGET, &[]),
     ("day_summary.md", DAY_SUMMARY, &["max_chars"]),
@@ -120,6 +125,11 @@ const FILES: [(&str, &str, &[&str]); 9] = [
         EXTRACT_DAY_SUMMARY,
         &["max_chars", "name"],
     ),
+    (
+        "working_memory.md",
+        WORKING_MEMORY,
+        &["max_chars", "max_loops"],
+    ),
 ];
 
 impl Prompts {
@@ -128,7 +138,7 @@ impl Prompts {
         Prompts::from_texts(FILES.map(|(_, text, _)| text.to_string()))
     }
 
-    fn from_texts(t: [String; 9]) -> Prompts {
+    fn from_texts(t: [String; 10]) -> Prompts {
         let [
             remember,
             forget,
@@ -139,6 +149,7 @@ impl Prompts {
             reply_tools,
             extract,
             extract_day_summary,
+            working_memory,
         ] = t;
         Prompts {
             remember,
@@ -150,6 +161,7 @@ impl Prompts {
             reply_tools,
             extract,
             extract_day_summary,
+            working_memory,
         }
     }
 
@@ -189,7 +201,7 @@ impl Prompts {
                 }
             }
         }
-        let texts: [String; 9] = texts.try_into().expect("one text per prompt file");
+        let texts: [String; 10] = texts.try_into().expect("one text per prompt file");
         Ok((Prompts::from_texts(texts), sources))
     }
 }
@@ -290,6 +302,7 @@ mod tests {
             (HISTORY_SUMMARY, "history_summary"),
             (MERGE_CONTEXT, "merge_context"),
             (REPLY, "reply"),
+            (WORKING_MEMORY, "working_memory"),
         ] {
             assert!(p.starts_with(&format!("# Task: {task}\n")), "{task}");
         }

@@ -42,6 +42,9 @@ pub struct ContextBundle {
     pub people: Vec<PersonMemory>,
     /// The latest messages of the channel, oldest first.
     pub working: Vec<StoredMessage>,
+    /// The running summary and open loops of the channel's current episode, when it has
+    /// some (of the place's own scope, like `working`).
+    pub episode: Option<crate::store::WorkingMemory>,
     /// Earlier messages found for the current one (hybrid search in what may surface
     /// here), best first, none of them in `working`.
     pub retrieved: Vec<Retrieved>,
@@ -238,6 +241,10 @@ impl MemoryManager {
                 self.settings.working_memory_messages,
             )
             .await?;
+        let episode = self
+            .store
+            .working_memory(place.space, &place.channel, &place.home_scope())
+            .await?;
         let notes = match people.first() {
             Some((speaker, _)) => {
                 self.entries
@@ -282,6 +289,7 @@ impl MemoryManager {
         Ok(ContextBundle {
             people: memories,
             working,
+            episode,
             retrieved,
             notes,
             names,

@@ -17,6 +17,7 @@ pub mod offline;
 pub mod summaries;
 pub mod tokens;
 pub mod tools;
+pub mod working;
 
 use crate::config::MemoryConfig;
 use crate::domain::Clock;
@@ -154,6 +155,7 @@ pub struct MemoryManager {
     tools: tools::ToolExecutor,
     changes_applied: tokio::sync::watch::Sender<u64>,
     prompts: Arc<crate::llm::prompts::Prompts>,
+    episodes: crate::config::EpisodesConfig,
 }
 
 /// What the memory tier is built from. The composition root (`app::build_memory`, given the
@@ -176,6 +178,8 @@ pub struct MemoryParts {
     pub tools: tools::ToolExecutor,
     /// The prompts (built-in, or an operator's edited ones).
     pub prompts: Arc<crate::llm::prompts::Prompts>,
+    /// `[episodes]` settings (the working memory of open episodes).
+    pub episodes: crate::config::EpisodesConfig,
 }
 
 impl MemoryManager {
@@ -190,6 +194,7 @@ impl MemoryManager {
             entries,
             tools,
             prompts,
+            episodes,
         } = parts;
         MemoryManager {
             caches: MemoryCaches::new(settings.cache_capacity),
@@ -202,6 +207,7 @@ impl MemoryManager {
             tools,
             changes_applied: tokio::sync::watch::channel(0).0,
             prompts,
+            episodes,
         }
     }
 

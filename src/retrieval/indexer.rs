@@ -6,10 +6,12 @@
 //! re-run after a crash: messages stay pending until their batch commits, and closing twice
 //! changes nothing.
 
+use super::topics::{Topic, TopicRules, Turn, Verdict};
 use crate::config::RetrievalConfig;
-use crate::domain::{Clock, MessageId, StoredMessage};
+use crate::domain::{Clock, MessageId, SpaceId, StoredMessage};
 use crate::embed::{self, EmbedError, SharedEmbedder};
-use crate::store::{Episode, EpisodeClose, IndexedMessage, Store, StoreError};
+use crate::store::{Episode, EpisodeClose, EpisodeStart, IndexedMessage, Store, StoreError};
+use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,8 +34,12 @@ pub struct Indexer {
     embedder: Option<SharedEmbedder>,
     clock: Arc<dyn Clock>,
     settings: RetrievalConfig,
+    topics: TopicRules,
     batch: usize,
 }
+
+/// A channel in one scope: space, channel id, scope key (where one episode is open).
+type ChannelKey = (SpaceId, String, String);
 
 /// Longest summary of an episodic memory (characters).
 const SUMMARY_CHARS: usize = 400;
@@ -78,12 +84,14 @@ pub fn vector_text(message: &StoredMessage, before: Option<&StoredMessage>) -> S
 }
 
 impl Indexer {
-    /// An indexer over `store` embedding `batch` messages per call.
+    /// An indexer over `store` embedding `batch` messages per call, starting episodes by the
+    /// time gap of `settings` and by `topics`.
     pub fn new(
         store: Arc<dyn Store>,
         embedder: Option<SharedEmbedder>,
         clock: Arc<dyn Clock>,
         settings: RetrievalConfig,
+        topics: TopicRules,
         batch: usize,
     ) -> Indexer {
         Indexer {
@@ -91,6 +99,7 @@ impl Indexer {
             embedder,
             clock,
             settings,
+            topics,
             batch: batch.max(1),
         }
     }
@@ -105,9 +114,85 @@ impl Indexer {
         if pending.is_empty() {
             return Ok(0);
         }
-        let items = self.embed(pending).await?;
+        let mut items = self.embed(pending).await?;
+        self.mark_boundaries(&mut items).await?;
         self.store.index_messages(&items, self.gap()).await?;
         Ok(items.len())
+    }
+
+    /// Judges each message against the topic of its channel's open episode, in the order
+    /// episodes are built, and marks those that start a new one (by topic or marker).
+    async fn mark_boundaries(&self, items: &mut [IndexedMessage]) -> Result<(), IndexError> {
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| (items[i].message.sent_at, items[i].message.id));
+        let mut topics: HashMap<ChannelKey, (Topic, Option<DateTime<Utc>>)> = HashMap::new();
+        for i in order {
+            let m = &items[i].message;
+            let key = (m.space, m.channel.clone(), m.scope.key());
+            if !topics.contains_key(&key) {
+                let open = self.open_topic(m).await?;
+                topics.insert(key.clone(), open);
+            }
+            let (topic, last) = topics.get_mut(&key).expect("inserted above");
+            // After a pause the store starts a new episode: a new topic too.
+            if last.is_some_and(|t| m.sent_at - t > self.gap()) {
+                *topic = Topic::new();
+            }
+            *last = Some(last.map_or(m.sent_at, |t| t.max(m.sent_at)));
+            let verdict = topic.judge(
+                &self.topics,
+                Turn {
+                    id: m.id,
+                    text: &m.text,
+                    vector: items[i].embedding.as_deref(),
+                    is_bot: m.is_bot,
+                },
+            );
+            items[i].start = match verdict {
+                Verdict::Shift { from } => EpisodeStart::Topic { from },
+                Verdict::Marker => EpisodeStart::Marker,
+                Verdict::Same | Verdict::Suspect => EpisodeStart::Continue,
+            };
+        }
+        Ok(())
+    }
+
+    /// The topic of the open episode `m` would join, rebuilt from its last turns (replayed
+    /// through the rules, so a suspect from an earlier batch is one still), and its last time.
+    async fn open_topic(
+        &self,
+        m: &StoredMessage,
+    ) -> Result<(Topic, Option<DateTime<Utc>>), IndexError> {
+        let Some((_, tail)) = self
+            .store
+            .open_episode(m.space, &m.channel, &m.scope, 2 * self.topics.window.max(1))
+            .await?
+        else {
+            return Ok((Topic::new(), None));
+        };
+        let vectors: HashMap<MessageId, Vec<f32>> = if self.embedder.is_some() {
+            let ids: Vec<MessageId> = tail.iter().map(|t| t.id).collect();
+            self.store
+                .message_vectors(&ids)
+                .await?
+                .into_iter()
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        let mut topic = Topic::new();
+        for t in &tail {
+            topic.judge(
+                &self.topics,
+                Turn {
+                    id: t.id,
+                    text: &t.text,
+                    vector: vectors.get(&t.id).map(Vec::as_slice),
+                    is_bot: t.is_bot,
+                },
+            );
+        }
+        Ok((topic, tail.last().map(|t| t.sent_at)))
     }
 
     /// Embeds again one batch of the messages whose vector was made with a message since
@@ -137,6 +222,7 @@ impl Indexer {
                     message,
                     embedding: None,
                     context: None,
+                    start: EpisodeStart::Continue,
                 })
                 .collect());
         };
@@ -186,6 +272,7 @@ impl Indexer {
                 context: before.get(&message.id).map(|b| b.id),
                 message,
                 embedding: Some(v),
+                start: EpisodeStart::Continue,
             })
             .collect())
     }

@@ -8,6 +8,7 @@ pub mod fusion;
 pub mod indexer;
 pub mod names;
 pub mod time;
+pub mod topics;
 
 use crate::config::RetrievalConfig;
 use crate::domain::{MessageId, PersonId, Scope, StoredMessage};

@@ -543,11 +543,13 @@ on_both_backends! {
     }
 
     /// Forgotten messages leave their episodes: a closed one reopens (its summary and vector
-    /// are made again without them), an emptied one goes.
+    /// are made again without them), an open one loses its working memory (made again at the
+    /// next refresh), an emptied one goes.
     async fn shrink_episodes(conn: &mut Conn, plan: &ForgetPlan) -> StoreResult<()> {
         for (episode, (count, len)) in &plan.episodes {
             let left: Option<(String, i32)> = sqlx::query_as(
-                "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL \
+                "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL, \
+                 running_summary = NULL, open_loops = NULL, details = NULL, summarized_messages = 0, summarized_len = 0 \
                  WHERE id = $3 RETURNING scope, messages",
             )
             .bind(*count as i32)

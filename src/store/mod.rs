@@ -55,6 +55,7 @@ macro_rules! per_dialect {
 pub mod admin;
 pub mod copy;
 pub mod entries;
+pub mod episodes;
 pub mod facts;
 pub mod identities;
 pub mod jobs;
@@ -73,6 +74,7 @@ use crate::domain::{MessageId, PersonId, Scope, SpaceId, StoredMessage};
 pub use admin::{Admin, Readiness, TableCount};
 pub use copy::{Table, Value};
 pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
+pub use episodes::{Episodes, RefreshDue, WorkingMemory};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
 pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};
@@ -82,7 +84,8 @@ pub use oversight::{
 };
 pub use postgres::PostgresStore;
 pub use search::{
-    Adjacent, Episode, EpisodeClose, EpisodeHit, IndexedMessage, Neighbours, SearchHit, SearchIndex,
+    Adjacent, Episode, EpisodeClose, EpisodeHit, EpisodeStart, IndexedMessage, Neighbours,
+    SearchHit, SearchIndex,
 };
 pub use sqlite::SqliteStore;
 pub use summaries::{DaySummaryRecord, Summaries};
@@ -248,6 +251,7 @@ pub trait Store:
     Identities
     + Messages
     + SearchIndex
+    + Episodes
     + Entries
     + Facts
     + Summaries
@@ -263,6 +267,7 @@ impl<T> Store for T where
     T: Identities
         + Messages
         + SearchIndex
+        + Episodes
         + Entries
         + Facts
         + Summaries

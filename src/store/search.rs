@@ -90,6 +90,15 @@ pub trait SearchIndex: Send + Sync {
     /// The messages of an episode in time order (at most `limit`, the first ones).
     async fn episode_messages(&self, episode: i64, limit: usize)
     -> StoreResult<Vec<StoredMessage>>;
+    /// The open episode of a channel in one scope (the one new messages there join), with its
+    /// last `limit` messages, oldest first; None when the channel has none open.
+    async fn open_episode(
+        &self,
+        space: SpaceId,
+        channel: &str,
+        scope: &Scope,
+        limit: usize,
+    ) -> StoreResult<Option<(Episode, Vec<StoredMessage>)>>;
     /// Stored vectors of messages (those without one are left out).
     async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>>;
     /// Closed episodes of `scope` nearest to `vector` with similarity at least `min`.
@@ -146,6 +155,10 @@ pub struct Episode {
     pub summary: Option<String>,
     /// Closed: an episodic memory, no longer growing.
     pub closed: bool,
+    /// What started it: "gap" (a pause, or the channel's first), "topic" or "marker".
+    pub started_by: String,
+    /// How many of its messages the working memory covers.
+    pub summarized: i64,
 }
 
 /// What the background indexer learned about one stored message.
@@ -158,6 +171,37 @@ pub struct IndexedMessage {
     /// The message whose text went into the vector as context (the one before a short
     /// message): forgetting it makes the vector again.
     pub context: Option<MessageId>,
+    /// Whether it starts a new episode of its channel (beyond the time gap, which the store
+    /// applies itself).
+    pub start: EpisodeStart,
+}
+
+/// Whether a message starts a new episode in its channel, as the topic rules found
+/// (`retrieval::topics`). The store starts one after a pause longer than the gap in any case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EpisodeStart {
+    /// It continues the channel's open episode (unless the time gap says otherwise).
+    #[default]
+    Continue,
+    /// It opens with a marker ("by the way"): a new episode starts with it.
+    Marker,
+    /// The topic shifted: a new episode starts at `from` (an earlier message of the open
+    /// episode, which moves over with every message after it) and takes this one.
+    Topic {
+        /// The first message of the new episode.
+        from: MessageId,
+    },
+}
+
+impl EpisodeStart {
+    /// What `episodes.started_by` says: "marker" or "topic" (the gap's is "gap").
+    fn label(self) -> &'static str {
+        match self {
+            EpisodeStart::Continue => "gap",
+            EpisodeStart::Marker => "marker",
+            EpisodeStart::Topic { .. } => "topic",
+        }
+    }
 }
 
 /// A message's neighbours in its channel (`SearchIndex::neighbours`).
@@ -206,9 +250,10 @@ pub enum EpisodeClose {
 /// The columns `episode_of` reads.
 macro_rules! episode_columns {
     () => {
-        "id, scope, space_id, channel, started_at, ended_at, CAST(messages AS BIGINT), summary, closed"
+        "id, scope, space_id, channel, started_at, ended_at, CAST(messages AS BIGINT), summary, closed, started_by, CAST(summarized_messages AS BIGINT)"
     };
 }
+pub(in crate::store) use episode_columns;
 
 on_both_backends! {
     #[async_trait]
@@ -497,7 +542,7 @@ on_both_backends! {
                     continue;
                 }
                 let at = ms(m.sent_at);
-                let episode = episode_for(&mut tx, &mut open, m, at, gap).await?;
+                let episode = episode_for(&mut tx, &mut open, m, at, gap, item.start).await?;
                 place_message(&mut tx, m, episode).await?;
                 if let Some(v) = &item.embedding {
                     keep_vector(&mut tx, m, v, item.context).await?;
@@ -517,7 +562,7 @@ on_both_backends! {
             let rows: Vec<EpisodeRow> = sqlx::query_as(concat!(
                 "SELECT ",
                 episode_columns!(),
-                " FROM episodes WHERE NOT closed AND ended_at < $1 ORDER BY ended_at, id LIMIT $2"
+                " FROM episodes WHERE NOT closed AND (ended_at < $1 OR superseded) ORDER BY ended_at, id LIMIT $2"
             ))
             .bind(ms(ended_before))
             .bind(limit as i64)
@@ -565,6 +610,48 @@ on_both_backends! {
 
         async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
             message_vectors(self, ids).await
+        }
+
+        async fn open_episode(
+            &self,
+            space: SpaceId,
+            channel: &str,
+            scope: &Scope,
+            limit: usize,
+        ) -> StoreResult<Option<(Episode, Vec<StoredMessage>)>> {
+            let row: Option<EpisodeRow> = sqlx::query_as(concat!(
+                "SELECT ",
+                episode_columns!(),
+                " FROM episodes WHERE space_id = $1 AND channel = $2 AND scope = $3 AND NOT closed AND NOT superseded ORDER BY ended_at DESC LIMIT 1"
+            ))
+            .bind(space.0)
+            .bind(channel)
+            .bind(scope.key())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+            let Some(episode) = row.map(episode_of).transpose()? else {
+                return Ok(None);
+            };
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM messages m",
+                indexed_by!("messages_by_episode"),
+                " JOIN people p ON p.id = m.author_id \
+                 WHERE m.episode_id = $1 AND NOT m.withheld ORDER BY m.sent_at DESC, m.id DESC LIMIT $2"
+            ))
+            .bind(episode.id)
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            let mut messages = rows
+                .iter()
+                .map(message_from_row)
+                .collect::<StoreResult<Vec<_>>>()?;
+            messages.reverse();
+            Ok(Some((episode, messages)))
         }
 
         async fn similar_episode(
@@ -681,21 +768,23 @@ on_both_backends! {
     }
 
     /// The episode message `m` (sent at `at`) belongs to: the channel's open one when no pause
-    /// longer than `gap` separates them, else a new one (`open` keeps each channel's, so a
-    /// batch reads it once).
+    /// longer than `gap` separates them and the topic rules did not start another (`start`),
+    /// else a new one (`open` keeps each channel's, so a batch reads it once). An episode a
+    /// newer one replaced by topic or marker is marked superseded, so it closes now.
     async fn episode_for(
         conn: &mut Conn,
         open: &mut HashMap<(i64, String, String), OpenEpisode>,
         m: &StoredMessage,
         at: i64,
         gap: chrono::Duration,
+        start: EpisodeStart,
     ) -> StoreResult<i64> {
         // By scope too: a channel id names no privacy boundary (a private chat's space can be
         // named as a group's by a caller), and an episode's summary and vector are one scope's.
         let key = (m.space.0, m.channel.clone(), m.scope.key());
         if !open.contains_key(&key) {
             let row: Option<(i64, i64, i64)> = sqlx::query_as(
-                "SELECT id, started_at, ended_at FROM episodes WHERE space_id = $1 AND channel = $2 AND scope = $3 AND NOT closed ORDER BY ended_at DESC LIMIT 1",
+                "SELECT id, started_at, ended_at FROM episodes WHERE space_id = $1 AND channel = $2 AND scope = $3 AND NOT closed AND NOT superseded ORDER BY ended_at DESC LIMIT 1",
             )
             .bind(m.space.0)
             .bind(&m.channel)
@@ -706,40 +795,124 @@ on_both_backends! {
             if let Some((id, started, ended)) = row {
                 open.insert(key.clone(), OpenEpisode { id, started, ended });
             }
-    }
-    Ok(match open.get_mut(&key).filter(|e| e.takes(at, gap)) {
-        Some(e) => {
+        }
+        let current = open.get(&key).filter(|e| e.takes(at, gap)).map(|e| e.id);
+        if let (Some(id), EpisodeStart::Continue) = (current, start) {
+            let e = open.get_mut(&key).expect("read above");
             e.started = e.started.min(at);
             e.ended = e.ended.max(at);
-            e.id
+            return Ok(id);
         }
-        None => {
-            let id: i64 = sqlx::query_scalar(
-                "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at) VALUES ($1, $2, $3, $4, $4, 0, 0, $4) RETURNING id",
-            )
+        let label = if current.is_some() { start.label() } else { "gap" };
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at, started_by) VALUES ($1, $2, $3, $4, $4, 0, 0, $4, $5) RETURNING id",
+        )
+        .bind(m.scope.key())
+        .bind(m.space.0)
+        .bind(&m.channel)
+        .bind(at)
+        .bind(label)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        sqlx::query("INSERT INTO scope_episode_stats AS s (scope, episodes, total_len) VALUES ($1, 1, 0) ON CONFLICT (scope) DO UPDATE SET episodes = s.episodes + 1")
             .bind(m.scope.key())
-            .bind(m.space.0)
-            .bind(&m.channel)
-            .bind(at)
-            .fetch_one(&mut *conn)
+            .execute(&mut *conn)
             .await
             .map_err(db_err)?;
-            sqlx::query("INSERT INTO scope_episode_stats AS s (scope, episodes, total_len) VALUES ($1, 1, 0) ON CONFLICT (scope) DO UPDATE SET episodes = s.episodes + 1")
-                .bind(m.scope.key())
+        let mut started = at;
+        if let Some(old) = current {
+            sqlx::query("UPDATE episodes SET superseded = true WHERE id = $1")
+                .bind(old)
                 .execute(&mut *conn)
                 .await
                 .map_err(db_err)?;
-            open.insert(
-                key,
-                OpenEpisode {
-                    id,
-                    started: at,
-                    ended: at,
-                },
-            );
-            id
+            if let EpisodeStart::Topic { from } = start {
+                started = move_tail(conn, old, id, from, &m.scope.key()).await?.unwrap_or(at);
+            }
         }
-    })
+        open.insert(
+            key,
+            OpenEpisode {
+                id,
+                started,
+                ended: at,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Moves message `from` and every later message of episode `old` to episode `new` (a topic
+    /// shift confirmed one message late); the moved messages' earliest time, None when `from`
+    /// is not in `old`. An emptied `old` is dropped.
+    async fn move_tail(
+        conn: &mut Conn,
+        old: i64,
+        new: i64,
+        from: MessageId,
+        scope: &str,
+    ) -> StoreResult<Option<i64>> {
+        let first: Option<i64> =
+            sqlx::query_scalar("SELECT sent_at FROM messages WHERE id = $1 AND episode_id = $2")
+                .bind(from.0)
+                .bind(old)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        let Some(first) = first else {
+            return Ok(None);
+        };
+        let moved: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT id, text FROM messages WHERE episode_id = $1 AND (sent_at > $2 OR (sent_at = $2 AND id >= $3))",
+        )
+        .bind(old)
+        .bind(first)
+        .bind(from.0)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        let count = moved.len() as i64;
+        let len: i64 = moved
+            .iter()
+            .map(|(_, text)| document_terms(text).len as i64)
+            .sum();
+        sqlx::query(
+            "UPDATE messages SET episode_id = $1 WHERE episode_id = $2 AND (sent_at > $3 OR (sent_at = $3 AND id >= $4))",
+        )
+        .bind(new)
+        .bind(old)
+        .bind(first)
+        .bind(from.0)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(concat!(
+            "UPDATE episodes SET started_at = ",
+            least!("started_at", "$1"),
+            ", messages = messages + $2, total_len = total_len + $3 WHERE id = $4"
+        ))
+        .bind(first)
+        .bind(count)
+        .bind(len)
+        .bind(new)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        let left: i64 = sqlx::query_scalar(
+            "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, \
+             ended_at = COALESCE((SELECT MAX(sent_at) FROM messages WHERE episode_id = $3), ended_at) \
+             WHERE id = $3 RETURNING CAST(messages AS BIGINT)",
+        )
+        .bind(count)
+        .bind(len)
+        .bind(old)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        if left <= 0 {
+            drop_episode(&mut *conn, old, scope).await?;
+        }
+        Ok(Some(first))
     }
 
     /// Keeps message `m`'s vector made with `context` (the message before it) as context. When
@@ -890,8 +1063,9 @@ fn rank_episode_postings(
     .collect()
 }
 
-/// id, scope, space_id, channel, started_at, ended_at, messages, summary, closed
-type EpisodeRow = (
+/// id, scope, space_id, channel, started_at, ended_at, messages, summary, closed, started_by,
+/// summarized_messages
+pub(in crate::store) type EpisodeRow = (
     i64,
     String,
     i64,
@@ -901,10 +1075,12 @@ type EpisodeRow = (
     i64,
     Option<String>,
     bool,
+    String,
+    i64,
 );
 
-fn episode_of(
-    (id, scope, space, channel, started, ended, messages, summary, closed): EpisodeRow,
+pub(in crate::store) fn episode_of(
+    (id, scope, space, channel, started, ended, messages, summary, closed, started_by, summarized): EpisodeRow,
 ) -> StoreResult<Episode> {
     Ok(Episode {
         id,
@@ -916,5 +1092,7 @@ fn episode_of(
         messages,
         summary,
         closed,
+        started_by,
+        summarized,
     })
 }

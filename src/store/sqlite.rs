@@ -666,6 +666,7 @@ mod tests {
             include_str!("sqlite.rs"),
             include_str!("admin.rs"),
             include_str!("entries.rs"),
+            include_str!("episodes.rs"),
             include_str!("facts.rs"),
             include_str!("identities.rs"),
             include_str!("jobs.rs"),

@@ -232,6 +232,7 @@ async fn killed_mid_work_and_restarted_ends_like_an_uninterrupted_run() {
         embedder,
         std::sync::Arc::new(engram::domain::SystemClock),
         config.retrieval.clone(),
+        config.episodes.topic_rules(),
         8,
     );
     indexer.index_all(|_| {}).await.unwrap();

@@ -29,6 +29,7 @@ async fn index(h: &Harness) {
         embedder,
         clock,
         config.retrieval.clone(),
+        config.episodes.topic_rules(),
         64,
     );
     indexer.index_all(|_| {}).await.unwrap();

@@ -14,6 +14,7 @@ mod concurrency;
 mod crash;
 mod discord;
 mod embed;
+mod episodes;
 mod extraction;
 mod facts;
 mod first_hour;

@@ -89,6 +89,7 @@ impl World {
             self.embedder.clone(),
             self.clock.clone(),
             self.settings(),
+            engram::config::Config::defaults().episodes.topic_rules(),
             32,
         )
     }
@@ -647,7 +648,113 @@ async fn words_side_by_side_are_favoured(s: Arc<dyn Store>) {
     assert_eq!(top(0.5).await, together);
 }
 
+/// Episode boundaries without vectors, exactly: a message off topic and back is no boundary
+/// (hysteresis), two in a row start an episode at the first of them, even across indexer
+/// batches; a marker starts one at once; a pause starts one. Replaced episodes close at once.
+async fn episodes_begin_at_topic_shifts_and_markers(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let script = [
+        "the garden tomatoes need more water this summer",
+        "water the tomatoes in the garden every morning",
+        "garden tomatoes grow faster with morning water",
+        // Off topic once, then back: no boundary.
+        "my laptop battery drains quickly these days",
+        "tomatoes in the garden love morning water",
+        // Off topic twice: the episode starts at the first (the second is in the next batch).
+        "the football match tonight starts late",
+        "football tickets for the match tonight sold out",
+        "tonight the football match will be great",
+        // A marker, on the same topic even: a new episode at once.
+        "By the way, the football match tonight is on television",
+    ];
+    for (i, text) in script.iter().enumerate() {
+        let who = if i % 2 == 0 { w.alice } else { w.bob };
+        w.say(
+            &public,
+            who,
+            &format!("m{i}"),
+            text,
+            t(0) + Duration::minutes(i as i64),
+        )
+        .await;
+    }
+    // Two hours later: a pause.
+    w.say(
+        &public,
+        w.alice,
+        "late",
+        "football highlights later tonight",
+        t(2),
+    )
+    .await;
+    let indexer = Indexer::new(
+        w.store.clone(),
+        None,
+        w.clock.clone(),
+        w.settings(),
+        Config::defaults().episodes.topic_rules(),
+        6,
+    );
+    indexer.index_all(|_| {}).await.unwrap();
+    let mut messages = w
+        .store
+        .recent_messages(w.guild_a, "general", None, 100)
+        .await
+        .unwrap();
+    messages.sort_by_key(|m| (m.sent_at, m.id));
+    let mut runs: Vec<(i64, Vec<usize>)> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let ep = m.episode.expect("indexed");
+        match runs.last_mut() {
+            Some((e, v)) if *e == ep => v.push(i),
+            _ => runs.push((ep, vec![i])),
+        }
+    }
+    let parts: Vec<Vec<usize>> = runs.iter().map(|(_, v)| v.clone()).collect();
+    assert_eq!(
+        parts,
+        vec![vec![0, 1, 2, 3, 4], vec![5, 6, 7], vec![8], vec![9]],
+        "episodes: {runs:?}"
+    );
+    let ids: Vec<i64> = runs.iter().map(|(e, _)| *e).collect();
+    let episodes = w.store.episodes(&ids).await.unwrap();
+    let started: Vec<&str> = ids
+        .iter()
+        .map(|id| {
+            episodes
+                .iter()
+                .find(|e| e.id == *id)
+                .unwrap()
+                .started_by
+                .as_str()
+        })
+        .collect();
+    assert_eq!(started, vec!["gap", "topic", "marker", "gap"]);
+    let counts: Vec<i64> = ids
+        .iter()
+        .map(|id| episodes.iter().find(|e| e.id == *id).unwrap().messages)
+        .collect();
+    assert_eq!(
+        counts,
+        vec![5, 3, 1, 1],
+        "the moved message is counted where it went"
+    );
+    // The clock is at the start: only the replaced episodes are due to close.
+    assert_eq!(indexer.close_episodes().await.unwrap(), 2);
+    let closed: Vec<bool> = w
+        .store
+        .episodes(&ids)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.closed)
+        .collect();
+    assert_eq!(closed, vec![true, true, false, false]);
+}
+
 on_both_backends!(
+    episodes_begin_at_topic_shifts_and_markers,
     words_side_by_side_are_favoured,
     privacy_filter_holds_for_every_way_to_leak,
     hostile_queries_give_results_or_nothing,

@@ -974,6 +974,7 @@ async fn forgetting_a_context_message_remakes_the_vectors_made_with_it(s: Arc<dy
                 message: m,
                 embedding: Some(axis(id.0 as usize % 384)),
                 context: (id == short).then_some(first),
+                start: Default::default(),
             }
         })
         .collect();
@@ -1016,6 +1017,7 @@ async fn forgetting_a_context_message_remakes_the_vectors_made_with_it(s: Arc<dy
         message: redo[0].clone(),
         embedding: Some(axis(7)),
         context: None,
+        start: Default::default(),
     }];
     assert_eq!(s.redo_vectors(&again).await.unwrap(), 1);
     assert!(s.vectors_to_redo(10).await.unwrap().is_empty());
@@ -1037,6 +1039,7 @@ async fn forgetting_a_context_message_remakes_the_vectors_made_with_it(s: Arc<dy
         message: pending[0].clone(),
         embedding: Some(axis(9)),
         context: Some(ids[6]),
+        start: Default::default(),
     }];
     s.index_messages(&stale, Duration::minutes(30))
         .await
@@ -1095,6 +1098,7 @@ async fn a_channels_scopes_never_share_working_memory_or_episodes(s: Arc<dyn Sto
             message,
             embedding: None,
             context: None,
+            start: Default::default(),
         })
         .collect();
     s.index_messages(&items, Duration::minutes(30))

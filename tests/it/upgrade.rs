@@ -64,28 +64,31 @@ fn fixture_rows(backend: &str) -> Vec<String> {
     text.lines().map(str::to_string).collect()
 }
 
-/// Columns later migrations added to a table, NULL in every old row: 0009's context of a
-/// vector (SQLite's message_vectors.context_id, PostgreSQL's messages.embedding_context).
-const NEW_NULL_COLUMNS: &[(&str, &str)] =
-    &[("sqlite", "message_vectors"), ("postgres", "messages")];
+/// Columns later migrations added to a table, as they read in every old row: 0009's context
+/// of a vector (SQLite's message_vectors.context_id, PostgreSQL's messages.embedding_context:
+/// NULL) and 0011's working memory of episodes (not superseded, started by a gap, nothing
+/// summarized). Each: backend, table, what the new columns add at the end of a row, and what
+/// the row ended with before.
+const NEW_COLUMNS: &[(&str, &str, &str, &str)] = &[
+    ("sqlite", "message_vectors", " | ", ""),
+    ("postgres", "messages", ",)", ")"),
+    ("sqlite", "episodes", " | 0 | gap |  |  | 0 | 0 | ", ""),
+    ("postgres", "episodes", ",f,gap,,,0,0,)", ")"),
+];
 
-/// `row` without the empty values of `NEW_NULL_COLUMNS` at its end (SQLite rows end with
-/// " | " for each, PostgreSQL tuples with "," before the ")"): an old row kept as it was
-/// reads as it did. Any other change still shows.
-fn without_new_null_columns(row: &str, backend: &str) -> String {
-    for (b, table) in NEW_NULL_COLUMNS {
+/// `row` without the values `NEW_COLUMNS` gave it (SQLite rows are values joined by " | ",
+/// PostgreSQL rows tuples): an old row kept as it was reads as it did. Any other change still
+/// shows.
+fn without_new_columns(row: &str, backend: &str) -> String {
+    for (b, table, added, end) in NEW_COLUMNS {
         let Some(rest) = row.strip_prefix(&format!("{table}: ")) else {
             continue;
         };
         if *b != backend {
             continue;
         }
-        let kept = match backend {
-            "sqlite" => rest.strip_suffix(" | ").map(str::to_string),
-            _ => rest.strip_suffix(",)").map(|r| format!("{r})")),
-        };
-        if let Some(kept) = kept {
-            return format!("{table}: {kept}");
+        if let Some(kept) = rest.strip_suffix(added) {
+            return format!("{table}: {kept}{end}");
         }
     }
     row.to_string()
@@ -104,7 +107,7 @@ async fn upgrade_keeps_everything(url: String, backend: &str) {
     let after: Vec<String> = sorted_rows(&url)
         .await
         .into_iter()
-        .map(|r| without_new_null_columns(&r, backend))
+        .map(|r| without_new_columns(&r, backend))
         .collect();
     let missing: Vec<&String> = expected.iter().filter(|r| !after.contains(r)).collect();
     let added: Vec<&String> = after.iter().filter(|r| !expected.contains(r)).collect();
@@ -211,6 +214,7 @@ async fn make_old_database(url: String) {
         Some(embedder),
         h.clock.clone(),
         engram::config::Config::defaults().retrieval,
+        engram::config::Config::defaults().episodes.topic_rules(),
         8,
     );
     indexer.index_all(|_| {}).await.unwrap();

@@ -1,0 +1,248 @@
+//! The working memory of open episodes: each channel's current conversation keeps a running
+//! summary and its open loops (questions not answered, things people said they would do),
+//! refreshed off the reply path every few messages with at most one LLM call (extractive
+//! without a model, or when it fails), and none when nothing changed. A reply reads the one of
+//! its place (`context`).
+
+use super::{MemoryError, MemoryManager, offline};
+use crate::domain::StoredMessage;
+use crate::llm::LlmError;
+use crate::llm::prompts::{element, fill};
+use crate::store::{Episode, RefreshDue, WorkingMemory};
+use serde::Deserialize;
+use tracing::debug;
+
+/// Most messages of one episode read for a refresh.
+const EPISODE_MESSAGES: usize = 1000;
+/// Most new messages shown to the model in one refresh (the newest), and their longest text.
+const NEW_MESSAGES: usize = 200;
+const MESSAGE_CHARS: usize = 500;
+/// Longest open loop (characters).
+const LOOP_CHARS: usize = 160;
+
+/// Beginnings of a promise to do something, lowercase.
+const PROMISES: &[&str] = &[
+    "i'll ",
+    "i will ",
+    "i'm going to ",
+    "i am going to ",
+    "let me ",
+    "we should ",
+    "we need to ",
+    "todo",
+    "remind me",
+];
+
+/// An extractive working memory of an episode's `messages` (oldest first): its opening, where
+/// people say what it is about, and its open loops, found by their form: a question that no one
+/// else spoke after, and a promise ("I'll send the slides"). Costs no LLM call.
+pub fn extractive(messages: &[StoredMessage], max_chars: usize, max_loops: usize) -> WorkingMemory {
+    let summary = offline::clip_chars(
+        &crate::retrieval::indexer::extractive_summary(messages),
+        max_chars,
+    );
+    let mut loops = Vec::new();
+    for (i, m) in messages.iter().enumerate().filter(|(_, m)| !m.is_bot) {
+        let text = m.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let lower = text.to_lowercase();
+        let question = text.ends_with('?')
+            && !messages[i + 1..]
+                .iter()
+                .any(|n| n.author != m.author && !n.text.trim().is_empty());
+        let promise = PROMISES
+            .iter()
+            .any(|p| lower.starts_with(p) || lower.contains(&format!(" {p}")));
+        if question || promise {
+            loops.push(offline::clip_chars(
+                &format!("{}: {text}", m.author_name),
+                LOOP_CHARS,
+            ));
+        }
+    }
+    let skip = loops.len().saturating_sub(max_loops);
+    WorkingMemory {
+        summary,
+        open_loops: loops.into_iter().skip(skip).collect(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkingAnswer {
+    summary: String,
+    open_loops: Vec<String>,
+}
+
+impl MemoryManager {
+    /// Refreshes the working memory of every open episode that is due (enough new messages or
+    /// words since the last refresh); how many were refreshed.
+    pub async fn refresh_working_memory(&self) -> Result<usize, MemoryError> {
+        let due = RefreshDue {
+            messages: self.episodes.refresh_messages,
+            words: self.episodes.refresh_words,
+        };
+        let mut refreshed = 0;
+        loop {
+            let episodes = self.store.episodes_to_refresh(due, 50).await?;
+            if episodes.is_empty() {
+                return Ok(refreshed);
+            }
+            let mut written = 0;
+            for episode in &episodes {
+                if self.refresh_episode(episode).await? {
+                    written += 1;
+                }
+            }
+            refreshed += written;
+            // Every one lost a race with a forget or a new episode: the next wake sees them.
+            if written == 0 {
+                return Ok(refreshed);
+            }
+        }
+    }
+
+    /// One refresh: the model's summary of what came since the last one (or the extractive
+    /// one), kept only while every message it was made from is still in the episode.
+    async fn refresh_episode(&self, episode: &Episode) -> Result<bool, MemoryError> {
+        let messages = self
+            .store
+            .episode_messages(episode.id, EPISODE_MESSAGES)
+            .await?;
+        if messages.is_empty() {
+            return Ok(false);
+        }
+        let (chars, loops) = (self.episodes.summary_chars, self.episodes.open_loops);
+        let memory = match self.working_memory_llm(episode, &messages).await {
+            Ok(m) => m,
+            Err(e) => {
+                self.note_fallback("working_memory", &e);
+                extractive(&messages, chars, loops)
+            }
+        };
+        let kept = self
+            .store
+            .save_working_memory(episode.id, &messages, &memory)
+            .await?;
+        debug!(
+            episode = episode.id,
+            messages = messages.len(),
+            kept,
+            "working memory refreshed"
+        );
+        Ok(kept)
+    }
+
+    /// The model's working memory: the summary so far and the messages since, as data.
+    async fn working_memory_llm(
+        &self,
+        episode: &Episode,
+        messages: &[StoredMessage],
+    ) -> Result<WorkingMemory, LlmError> {
+        if !self.has_llm() {
+            return Err(LlmError::NotConfigured);
+        }
+        let before = self
+            .store
+            .working_memory(episode.space, &episode.channel, &episode.scope)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let covered = usize::try_from(episode.summarized).unwrap_or(0);
+        let new = &messages[covered.min(messages.len())..];
+        let new = &new[new.len().saturating_sub(NEW_MESSAGES)..];
+        let lines: Vec<String> = new
+            .iter()
+            .map(|m| {
+                element(
+                    "message",
+                    &[
+                        ("author", &m.author_name),
+                        ("time", &m.sent_at.format("%Y-%m-%d %H:%M").to_string()),
+                    ],
+                    &offline::clip_chars(&m.text, MESSAGE_CHARS),
+                )
+            })
+            .collect();
+        let user = format!(
+            "{}\n{}\n<messages>\n{}\n</messages>",
+            element("summary", &[], &before.summary),
+            element("open_loops", &[], &before.open_loops.join("\n")),
+            lines.join("\n")
+        );
+        let system = fill(
+            &self.prompts.working_memory,
+            &[
+                ("max_chars", &self.episodes.summary_chars.to_string()),
+                ("max_loops", &self.episodes.open_loops.to_string()),
+            ],
+        );
+        let answer: WorkingAnswer = self.ask_json("working_memory", system, user).await?;
+        if answer.summary.trim().is_empty() {
+            return Err(LlmError::BadResponse("empty running summary".into()));
+        }
+        Ok(WorkingMemory {
+            summary: offline::clip_chars(answer.summary.trim(), self.episodes.summary_chars * 2),
+            open_loops: answer
+                .open_loops
+                .iter()
+                .map(|l| l.trim())
+                .filter(|l| !l.is_empty())
+                .take(self.episodes.open_loops)
+                .map(|l| offline::clip_chars(l, LOOP_CHARS))
+                .collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{MessageId, PersonId, Scope, SpaceId};
+    use chrono::TimeZone;
+
+    fn msg(id: i64, author: i64, name: &str, text: &str) -> StoredMessage {
+        StoredMessage {
+            id: MessageId(id),
+            space: SpaceId(1),
+            channel: "general".into(),
+            scope: Scope::Space(SpaceId(1)),
+            author: PersonId(author),
+            author_name: name.into(),
+            is_bot: false,
+            text: text.into(),
+            sent_at: chrono::Utc.timestamp_opt(1_700_000_000 + id, 0).unwrap(),
+            episode: None,
+        }
+    }
+
+    #[test]
+    fn open_loops_are_unanswered_questions_and_promises() {
+        let messages = [
+            msg(1, 1, "Ana", "Where do we meet for the release party?"),
+            msg(2, 2, "Ben", "At the office, 7pm."),
+            msg(3, 2, "Ben", "I'll bring the speakers."),
+            msg(4, 1, "Ana", "Who is ordering the food?"),
+            msg(5, 1, "Ana", "Anyone?"),
+        ];
+        let m = extractive(&messages, 600, 5);
+        assert_eq!(
+            m.open_loops,
+            vec![
+                "Ben: I'll bring the speakers.",
+                "Ana: Who is ordering the food?",
+                "Ana: Anyone?"
+            ]
+        );
+        assert!(
+            m.summary.starts_with("Ana: Where do we meet"),
+            "{}",
+            m.summary
+        );
+        // The newest loops are kept when there are too many.
+        assert_eq!(
+            extractive(&messages, 600, 1).open_loops,
+            vec!["Ana: Anyone?"]
+        );
+    }
+}

@@ -1,0 +1,151 @@
+//! The working memory of open episodes: each one's running summary and open loops, which
+//! episodes are due a refresh, and writing a refresh only while every message it was made
+//! from is still there (a forget meanwhile wins).
+
+use super::search::{Episode, EpisodeRow, episode_columns, episode_of};
+use super::{StoreResult, document_terms};
+use crate::domain::{Scope, SpaceId, StoredMessage};
+use async_trait::async_trait;
+
+/// The running summary of an open episode and its open loops (questions not answered yet,
+/// things people said they would do).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct WorkingMemory {
+    /// What the episode is about so far, in a few sentences.
+    pub summary: String,
+    /// Questions not answered and things people said they would do, one line each.
+    pub open_loops: Vec<String>,
+}
+
+impl WorkingMemory {
+    /// Whether it says nothing.
+    pub fn is_empty(&self) -> bool {
+        self.summary.trim().is_empty() && self.open_loops.is_empty()
+    }
+}
+
+/// When an open episode is due a refresh of its working memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefreshDue {
+    /// This many messages since the last refresh.
+    pub messages: i64,
+    /// Or this many search words since the last refresh (token pressure).
+    pub words: i64,
+}
+
+/// Working memory of open episodes.
+#[async_trait]
+pub trait Episodes: Send + Sync {
+    /// Open episodes due a refresh of their working memory, oldest first, at most `limit`.
+    async fn episodes_to_refresh(&self, due: RefreshDue, limit: usize)
+    -> StoreResult<Vec<Episode>>;
+    /// The working memory of the open episode of a channel in one scope, if it has one.
+    async fn working_memory(
+        &self,
+        space: SpaceId,
+        channel: &str,
+        scope: &Scope,
+    ) -> StoreResult<Option<WorkingMemory>>;
+    /// Keeps `memory` as episode `episode`'s working memory, made from `from` (its messages
+    /// then); false, and nothing written, when the episode closed or any of them left it
+    /// meanwhile (forgotten, or moved to a newer episode).
+    async fn save_working_memory(
+        &self,
+        episode: i64,
+        from: &[StoredMessage],
+        memory: &WorkingMemory,
+    ) -> StoreResult<bool>;
+}
+
+fn loops_json(loops: &[String]) -> String {
+    serde_json::Value::from_iter(loops.iter().map(|l| serde_json::json!(l))).to_string()
+}
+
+/// The open loops as stored (a JSON array of strings); a damaged value reads as none.
+fn loops_of(json: Option<&str>) -> Vec<String> {
+    json.and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default()
+}
+
+on_both_backends! {
+    #[async_trait]
+    impl Episodes for Backend {
+        async fn episodes_to_refresh(
+            &self,
+            due: RefreshDue,
+            limit: usize,
+        ) -> StoreResult<Vec<Episode>> {
+            let rows: Vec<EpisodeRow> = sqlx::query_as(concat!(
+                "SELECT ",
+                episode_columns!(),
+                " FROM episodes WHERE NOT closed AND NOT superseded \
+                 AND (messages - summarized_messages >= $1 OR total_len - summarized_len >= $2) \
+                 ORDER BY ended_at, id LIMIT $3"
+            ))
+            .bind(due.messages.max(1))
+            .bind(due.words.max(1))
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.into_iter().map(episode_of).collect()
+        }
+
+        async fn working_memory(
+            &self,
+            space: SpaceId,
+            channel: &str,
+            scope: &Scope,
+        ) -> StoreResult<Option<WorkingMemory>> {
+            let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+                "SELECT running_summary, open_loops FROM episodes WHERE space_id = $1 AND channel = $2 AND scope = $3 \
+                 AND NOT closed AND NOT superseded ORDER BY ended_at DESC LIMIT 1",
+            )
+            .bind(space.0)
+            .bind(channel)
+            .bind(scope.key())
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(row.and_then(|(summary, loops)| {
+                let memory = WorkingMemory {
+                    summary: summary.unwrap_or_default(),
+                    open_loops: loops_of(loops.as_deref()),
+                };
+                (!memory.is_empty()).then_some(memory)
+            }))
+        }
+
+        async fn save_working_memory(
+            &self,
+            episode: i64,
+            from: &[StoredMessage],
+            memory: &WorkingMemory,
+        ) -> StoreResult<bool> {
+            let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
+            let len: i64 = from.iter().map(|m| document_terms(&m.text).len as i64).sum();
+            let mut tx = self.write_tx().await?;
+            // Checked in the statement that writes: a forget that came first has taken a
+            // message out (nothing is written); one that comes later clears what is written.
+            let written = sqlx::query(concat!(
+                "UPDATE episodes SET running_summary = $1, open_loops = $2, \
+                 summarized_messages = $5, summarized_len = $6 \
+                 WHERE id = $3 AND NOT closed AND (SELECT COUNT(*) FROM messages WHERE episode_id = $3 AND id ",
+                in_list!(4),
+                ") = $5"
+            ))
+            .bind(&memory.summary)
+            .bind(loops_json(&memory.open_loops))
+            .bind(episode)
+            .bind(list(&ids))
+            .bind(ids.len() as i64)
+            .bind(len)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            tx.commit().await.map_err(db_err)?;
+            Ok(written > 0)
+        }
+    }
+}
