@@ -6,6 +6,7 @@
 //! (default 23:00 UTC).
 
 use crate::domain::{Clock, day_of};
+use crate::memory::extraction::episodes::EPISODE_JOB;
 use crate::memory::summaries::day_bounds;
 use crate::memory::{MemoryError, MemoryManager};
 use crate::store::{Finish, JobClaim, Store, StoreError};
@@ -402,6 +403,15 @@ impl Scheduler {
         Ok((scopes.len(), degraded))
     }
 
+    /// Closed episodes get their final details: with the model through the extractor (facts
+    /// learned), else extractive ones; how many.
+    pub async fn finish_episodes(&self) -> Result<usize, MemoryError> {
+        match &self.extractor {
+            Some(extractor) => extractor.finish_episodes().await,
+            None => self.memory.finish_episodes_offline().await,
+        }
+    }
+
     /// Calls `run_due` every `every` until `shutdown` fires.
     pub async fn run_until(
         self: Arc<Self>,
@@ -423,6 +433,9 @@ impl Scheduler {
                     }
                     if let Err(e) = self.memory.refresh_working_memory().await {
                         warn!(job = "working_memory", error = %e, "scheduled job failed");
+                    }
+                    if let Err(e) = self.finish_episodes().await {
+                        warn!(job = EPISODE_JOB, error = %e, "scheduled job failed");
                     }
                     self.write_usage().await;
                 }

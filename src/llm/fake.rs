@@ -549,6 +549,54 @@ fn plain_text(xml: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A final episode summary: the first message as its topic, and one fact per statement of a
+/// person (three words or more, not a question), about its author, or (gullible) about the
+/// person its first word names as "<name>'s …": a validator must refuse that one. "maybe"
+/// makes a fact weak.
+fn episode_summary(user: &str) -> String {
+    let messages = elements(user, "message");
+    let authors: Vec<String> = messages
+        .iter()
+        .filter_map(|(a, _)| attr(a, "author"))
+        .collect();
+    let facts: Vec<Value> = messages
+        .iter()
+        .filter(|(a, _)| attr(a, "bot").is_none())
+        .filter_map(|(a, t)| {
+            let t = t.trim();
+            let lower = t.to_lowercase();
+            if t.ends_with('?') || t.split_whitespace().count() < 3 {
+                return None;
+            }
+            let author = attr(a, "author")?;
+            let named = lower
+                .split("'s ")
+                .next()
+                .filter(|w| !w.contains(' '))
+                .and_then(|w| authors.iter().find(|n| n.to_lowercase() == w));
+            let key: Vec<&str> = lower
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .take(4)
+                .collect();
+            Some(json!({
+                "person": named.unwrap_or(&author), "category": "personal_context",
+                "key": key.join("_"), "value": t,
+                "confidence": if lower.contains("maybe") { 0.5 } else { 0.9 },
+                "messages": [attr(a, "n").and_then(|n| n.parse::<u64>().ok()).unwrap_or(0)]
+            }))
+        })
+        .collect();
+    let first = messages.first().map(|(_, t)| t.clone()).unwrap_or_default();
+    json!({
+        "topic": clip(&first, 60), "summary": clip(&format!("Episode: {first}"), 300),
+        "decisions": [], "todos": [], "entities": authors, "artifacts": [],
+        "open_questions": messages.iter().filter(|(_, t)| t.trim().ends_with('?')).map(|(_, t)| t.clone()).collect::<Vec<_>>(),
+        "facts": facts
+    })
+    .to_string()
+}
+
 fn clip(s: &str, max: usize) -> String {
     s.chars().take(max).collect()
 }
@@ -622,6 +670,7 @@ fn smart_answer(task: &str, body: &Value) -> String {
             let summary = format!("{before} Then: {}", messages.join(" / "));
             json!({ "summary": clip(summary.trim(), 600), "open_loops": loops }).to_string()
         }
+        "episode_summary" => episode_summary(&user),
         "merge_context" => {
             let parts: Vec<String> = ["facts", "today", "history"]
                 .iter()

@@ -27,6 +27,9 @@ pub const EXTRACT_DAY_SUMMARY: &str = include_str!("../../prompts/extract_day_su
 /// The built-in `working_memory.md`.
 pub const WORKING_MEMORY: &str = include_str!("../../prompts/working_memory.md");
 
+/// The built-in `episode_summary.md`.
+pub const EPISODE_SUMMARY: &str = include_str!("../../prompts/episode_summary.md");
+
 /// The prompts in use: one text per task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompts {
@@ -50,6 +53,8 @@ pub struct Prompts {
     pub extract_day_summary: String,
     /// The running summary and open loops of an open episode.
     pub working_memory: String,
+    /// The final structured summary of a closed episode, with its fact candidates.
+    pub episode_summary: String,
 }
 
 /// Where one prompt in use came from.
@@ -111,7 +116,7 @@ pub enum PromptError {
 pub type PromptSources = Vec<(&'static str, PromptSource)>;
 
 /// Each prompt: its file name, built-in text, and the placeholders it must hold.
-const FILES: [(&str, &str, &[&str]); 10] = [
+const FILES: [(&str, &str, &[&str]); 11] = [
     ("remember.md", REMEMBER, &[]),
     ("forget.md", FORGET, &[]),
     ("day_summary.md", DAY_SUMMARY, &["max_chars"]),
@@ -130,6 +135,7 @@ const FILES: [(&str, &str, &[&str]); 10] = [
         WORKING_MEMORY,
         &["max_chars", "max_loops"],
     ),
+    ("episode_summary.md", EPISODE_SUMMARY, &["max_chars"]),
 ];
 
 impl Prompts {
@@ -138,7 +144,7 @@ impl Prompts {
         Prompts::from_texts(FILES.map(|(_, text, _)| text.to_string()))
     }
 
-    fn from_texts(t: [String; 10]) -> Prompts {
+    fn from_texts(t: [String; 11]) -> Prompts {
         let [
             remember,
             forget,
@@ -150,6 +156,7 @@ impl Prompts {
             extract,
             extract_day_summary,
             working_memory,
+            episode_summary,
         ] = t;
         Prompts {
             remember,
@@ -162,6 +169,7 @@ impl Prompts {
             extract,
             extract_day_summary,
             working_memory,
+            episode_summary,
         }
     }
 
@@ -201,7 +209,7 @@ impl Prompts {
                 }
             }
         }
-        let texts: [String; 10] = texts.try_into().expect("one text per prompt file");
+        let texts: [String; 11] = texts.try_into().expect("one text per prompt file");
         Ok((Prompts::from_texts(texts), sources))
     }
 }
@@ -303,6 +311,7 @@ mod tests {
             (MERGE_CONTEXT, "merge_context"),
             (REPLY, "reply"),
             (WORKING_MEMORY, "working_memory"),
+            (EPISODE_SUMMARY, "episode_summary"),
         ] {
             assert!(p.starts_with(&format!("# Task: {task}\n")), "{task}");
         }

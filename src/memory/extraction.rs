@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tracing::{info, warn};
 
+pub mod episodes;
+
 /// The job name of the daily extraction runs (one run per person, place and day).
 pub const EXTRACT_JOB: &str = "extract";
 
@@ -755,15 +757,26 @@ impl Extractor {
     }
 
     async fn ask(&self, system: &str, prompt: &str) -> Result<(String, u64), LlmError> {
+        self.ask_task("extract", 0.0, system, prompt).await
+    }
+
+    /// One JSON-answering call for `task` at `temperature`: the answer and the tokens spent.
+    async fn ask_task(
+        &self,
+        task: &'static str,
+        temperature: f32,
+        system: &str,
+        prompt: &str,
+    ) -> Result<(String, u64), LlmError> {
         let response = self
             .llm
             .complete(&ChatRequest {
-                task: "extract",
+                task,
                 messages: vec![
                     ChatMessage::system(system.to_string()),
                     ChatMessage::user(prompt.to_string()),
                 ],
-                temperature: 0.0,
+                temperature,
                 json: true,
                 max_tokens: None,
                 tools: Vec::new(),

@@ -66,6 +66,30 @@ pub fn extractive(messages: &[StoredMessage], max_chars: usize, max_loops: usize
     }
 }
 
+/// `messages` without those of people whose memory is paused: nothing of theirs is
+/// summarized or learned from.
+pub(crate) async fn without_paused(
+    store: &dyn crate::store::Store,
+    messages: Vec<StoredMessage>,
+) -> Result<Vec<StoredMessage>, crate::store::StoreError> {
+    let mut paused = std::collections::HashMap::new();
+    let mut kept = Vec::with_capacity(messages.len());
+    for m in messages {
+        let is_paused = match paused.get(&m.author) {
+            Some(p) => *p,
+            None => {
+                let p = !m.is_bot && store.memory_paused(m.author).await?;
+                paused.insert(m.author, p);
+                p
+            }
+        };
+        if !is_paused {
+            kept.push(m);
+        }
+    }
+    Ok(kept)
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WorkingAnswer {
@@ -104,15 +128,31 @@ impl MemoryManager {
     /// One refresh: the model's summary of what came since the last one (or the extractive
     /// one), kept only while every message it was made from is still in the episode.
     async fn refresh_episode(&self, episode: &Episode) -> Result<bool, MemoryError> {
-        let messages = self
+        let all = self
             .store
             .episode_messages(episode.id, EPISODE_MESSAGES)
             .await?;
-        if messages.is_empty() {
+        // What a paused person says is covered (so it does not keep the refresh due) but
+        // never summarized.
+        let messages = without_paused(self.store.as_ref(), all.clone()).await?;
+        if all.is_empty() {
             return Ok(false);
         }
         let (chars, loops) = (self.episodes.summary_chars, self.episodes.open_loops);
-        let memory = match self.working_memory_llm(episode, &messages).await {
+        let before = self
+            .store
+            .working_memory(episode.space, &episode.channel, &episode.scope)
+            .await?
+            .unwrap_or_default();
+        // The messages since the last refresh (by position among all, the paused left out).
+        let covered = usize::try_from(episode.summarized).unwrap_or(0);
+        let since: std::collections::HashSet<_> = all.iter().skip(covered).map(|m| m.id).collect();
+        let new: Vec<StoredMessage> = messages
+            .iter()
+            .filter(|m| since.contains(&m.id))
+            .cloned()
+            .collect();
+        let memory = match self.working_memory_llm(&before, &new).await {
             Ok(m) => m,
             Err(e) => {
                 self.note_fallback("working_memory", &e);
@@ -121,7 +161,7 @@ impl MemoryManager {
         };
         let kept = self
             .store
-            .save_working_memory(episode.id, &messages, &memory)
+            .save_working_memory(episode.id, &all, &memory)
             .await?;
         debug!(
             episode = episode.id,
@@ -132,24 +172,16 @@ impl MemoryManager {
         Ok(kept)
     }
 
-    /// The model's working memory: the summary so far and the messages since, as data.
+    /// The model's working memory: the summary so far (`before`) and the messages since
+    /// (`new`), as data.
     async fn working_memory_llm(
         &self,
-        episode: &Episode,
-        messages: &[StoredMessage],
+        before: &WorkingMemory,
+        new: &[StoredMessage],
     ) -> Result<WorkingMemory, LlmError> {
         if !self.has_llm() {
             return Err(LlmError::NotConfigured);
         }
-        let before = self
-            .store
-            .working_memory(episode.space, &episode.channel, &episode.scope)
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        let covered = usize::try_from(episode.summarized).unwrap_or(0);
-        let new = &messages[covered.min(messages.len())..];
         let new = &new[new.len().saturating_sub(NEW_MESSAGES)..];
         let lines: Vec<String> = new
             .iter()

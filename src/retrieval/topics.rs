@@ -17,9 +17,9 @@ pub const MIN_TOPIC_TURNS: usize = 3;
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicRules {
     /// A message whose vector is less similar (cosine) than this to the centroid of the
-    /// episode's recent turns is far from its topic.
+    /// episode's recent turns is far from its topic (0: vectors do not decide, words do).
     pub shift_similarity: f32,
-    /// Without vectors: a message whose content words are found in the recent turns less
+    /// Without vectors (or when they do not decide): a message whose content words are found in the recent turns less
     /// often than this share is far from its topic.
     pub shift_overlap: f32,
     /// Without vectors, a message of fewer content words says nothing about the topic.
@@ -178,12 +178,14 @@ impl Topic {
         if self.settled().count() < MIN_TOPIC_TURNS {
             return None;
         }
-        if let Some(v) = &turn.vector {
+        if let Some(v) = turn
+            .vector
+            .as_ref()
+            .filter(|_| rules.shift_similarity > 0.0)
+        {
             let vectors: Vec<&[f32]> = self.settled().filter_map(|r| r.vector.as_deref()).collect();
             if let Some(c) = embed::centroid(vectors) {
-                return Some(
-                    rules.shift_similarity > 0.0 && embed::cosine(v, &c) < rules.shift_similarity,
-                );
+                return Some(embed::cosine(v, &c) < rules.shift_similarity);
             }
         }
         let mine: HashSet<&str> = turn.words.iter().map(String::as_str).collect();

@@ -1,6 +1,7 @@
-//! The working memory of open episodes: each one's running summary and open loops, which
-//! episodes are due a refresh, and writing a refresh only while every message it was made
-//! from is still there (a forget meanwhile wins).
+//! The working memory of open episodes (each one's running summary and open loops, which are
+//! due a refresh) and the final details of closed ones (which are due, their chatter), each
+//! written only while every message it was made from is still there (a forget meanwhile
+//! wins).
 
 use super::search::{Episode, EpisodeRow, episode_columns, episode_of};
 use super::{StoreResult, document_terms};
@@ -54,6 +55,20 @@ pub trait Episodes: Send + Sync {
         episode: i64,
         from: &[StoredMessage],
         memory: &WorkingMemory,
+    ) -> StoreResult<bool>;
+    /// Closed episodes without their final details, oldest first, at most `limit`.
+    async fn episodes_to_finish(&self, limit: usize) -> StoreResult<Vec<Episode>>;
+    /// An episode's messages without the memory commands ("remember …", "/memory …"), in
+    /// order, at most `limit` (the first ones); the bot's replies are kept, as context.
+    async fn episode_chatter(&self, episode: i64, limit: usize) -> StoreResult<Vec<StoredMessage>>;
+    /// Keeps `details` (JSON) as closed episode `episode`'s final details, made from `from`;
+    /// false, and nothing written, when it has details already, was reopened (a forget), or
+    /// any of those messages left it.
+    async fn save_episode_details(
+        &self,
+        episode: i64,
+        from: &[StoredMessage],
+        details: &str,
     ) -> StoreResult<bool>;
 }
 
@@ -140,6 +155,67 @@ on_both_backends! {
             .bind(list(&ids))
             .bind(ids.len() as i64)
             .bind(len)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            tx.commit().await.map_err(db_err)?;
+            Ok(written > 0)
+        }
+
+        async fn episodes_to_finish(&self, limit: usize) -> StoreResult<Vec<Episode>> {
+            let rows: Vec<EpisodeRow> = sqlx::query_as(concat!(
+                "SELECT ",
+                episode_columns!(),
+                " FROM episodes WHERE closed AND details IS NULL ORDER BY ended_at, id LIMIT $1"
+            ))
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.into_iter().map(episode_of).collect()
+        }
+
+        async fn episode_chatter(
+            &self,
+            episode: i64,
+            limit: usize,
+        ) -> StoreResult<Vec<StoredMessage>> {
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM messages m",
+                indexed_by!("messages_by_episode"),
+                " JOIN people p ON p.id = m.author_id \
+                 WHERE m.episode_id = $1 AND NOT m.withheld AND NOT m.is_command ORDER BY m.sent_at, m.id LIMIT $2"
+            ))
+            .bind(episode)
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.iter().map(message_from_row).collect()
+        }
+
+        async fn save_episode_details(
+            &self,
+            episode: i64,
+            from: &[StoredMessage],
+            details: &str,
+        ) -> StoreResult<bool> {
+            let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
+            let mut tx = self.write_tx().await?;
+            let written = sqlx::query(concat!(
+                "UPDATE episodes SET details = $1 WHERE id = $2 AND ",
+                is_true!("closed"),
+                " AND details IS NULL AND (SELECT COUNT(*) FROM messages WHERE episode_id = $2 AND id ",
+                in_list!(3),
+                ") = $4"
+            ))
+            .bind(details)
+            .bind(episode)
+            .bind(list(&ids))
+            .bind(ids.len() as i64)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?

@@ -102,4 +102,154 @@ async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
     assert!(left.is_empty(), "made again from what is left: {left:#?}");
 }
 
-on_both_harnesses!(working_memory_refreshes_and_stays_in_its_place);
+/// Runs `sql` on the harness's database (a test standing in for a process killed half-way).
+async fn exec(h: &Harness, sql: &str) {
+    use sqlx::Connection;
+    let url = &h.config.store.url;
+    if url.starts_with("postgres") {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
+            .execute(&mut c)
+            .await
+            .unwrap();
+    } else {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
+            .execute(&mut c)
+            .await
+            .unwrap();
+    }
+}
+
+/// Entries of `who` as (scope key, value), sorted.
+async fn entries_of(h: &Harness, who: &str) -> Vec<(String, String)> {
+    let person = h.person(who).await;
+    let mut out: Vec<(String, String)> = h
+        .store
+        .entries(person, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.scope.key(), e.value))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Closing episodes in memory: facts are learned from each person's own words, in the
+/// episode's scope, once (a process killed after learning and before finishing leaves the
+/// same state when the next one takes over); a fact about someone from another person's words
+/// refuses the whole answer; a paused person's messages are not even sent to the model.
+async fn closing_learns_own_facts_once_in_scope(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    let hall = group("hall");
+    h.dm("carol", "/memory pause").await;
+    h.say_in(&lab, "alice", "I maintain the billing service in Go")
+        .await;
+    h.say_in(&lab, "carol", "I collect vintage cameras from Leipzig")
+        .await;
+    h.dm("alice", "I am learning the cello this winter").await;
+    h.say_in(&hall, "alice", "the hall projector is broken again")
+        .await;
+    h.say_in(&hall, "bob", "alice's manager is leaving the company soon")
+        .await;
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    let indexer = Indexer::new(
+        h.store.clone(),
+        None,
+        h.clock.clone(),
+        h.config.retrieval.clone(),
+        Config::defaults().episodes.topic_rules(),
+        64,
+    );
+    assert!(indexer.close_episodes().await.unwrap() >= 3);
+    let from = h.fake().total();
+    let extractor = h.extractor("a");
+    let finished = extractor.finish_episodes().await.unwrap();
+    assert!(finished >= 3, "{finished}");
+    let lab_scope = h.space_scope("lab").await.key();
+    let alice = entries_of(&h, "alice").await;
+    assert!(
+        alice.contains(&(
+            lab_scope.clone(),
+            "I maintain the billing service in Go".into()
+        )),
+        "learned in the lab's scope: {alice:?}"
+    );
+    let dm_fact = alice
+        .iter()
+        .find(|(_, v)| v.contains("cello"))
+        .expect("learned in her private chat");
+    assert!(dm_fact.0.starts_with("dm:"), "{dm_fact:?}");
+    // Bob's words about alice refused the hall's answer (asked twice): nothing learned from
+    // it, the details are extractive.
+    assert!(
+        alice.iter().all(|(_, v)| !v.contains("manager is leaving")),
+        "{alice:?}"
+    );
+    assert!(
+        alice.iter().all(|(_, v)| !v.contains("projector")),
+        "refused whole, her own fact too: {alice:?}"
+    );
+    assert!(entries_of(&h, "bob").await.is_empty());
+    let hall_details = rows_holding(&h, "manager is leaving").await;
+    assert!(
+        hall_details
+            .iter()
+            .any(|r| r.starts_with("episodes:") && r.contains("offline")),
+        "{hall_details:#?}"
+    );
+    // Carol paused: nothing learned, and her words never reached the model.
+    assert!(entries_of(&h, "carol").await.is_empty());
+    let asked: Vec<_> = h.fake().requests()[from..]
+        .iter()
+        .filter(|r| r.task == "episode_summary")
+        .cloned()
+        .collect();
+    let prompts: Vec<String> = asked.iter().map(|r| r.text()).collect();
+    assert!(
+        prompts.iter().any(|p| p.contains("billing service")),
+        "positive control"
+    );
+    assert!(prompts.iter().all(|p| !p.contains("vintage cameras")));
+    for r in &asked {
+        let t = r.body["temperature"]
+            .as_f64()
+            .expect("a temperature is sent");
+        assert!(t <= 0.2, "temperature {t}");
+    }
+    // Nothing is due any more: no model call.
+    let calls = h.fake().count("episode_summary");
+    assert_eq!(extractor.finish_episodes().await.unwrap(), 0);
+    assert_eq!(h.fake().count("episode_summary"), calls);
+
+    // A process died after learning, before keeping the details and finishing its claim.
+    let before = database_text(&h).await;
+    let learned_before = entries_of(&h, "alice").await;
+    exec(
+        &h,
+        "UPDATE episodes SET details = NULL; \
+         UPDATE job_runs SET status = 'running', holder = 'dead', lease_until = 0 WHERE job = 'episode'",
+    )
+    .await;
+    h.clock.advance(chrono::Duration::minutes(30));
+    assert!(h.extractor("b").finish_episodes().await.unwrap() >= 3);
+    assert_eq!(
+        entries_of(&h, "alice").await,
+        learned_before,
+        "learned once"
+    );
+    let notes = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("daily_notes:"))
+            .count()
+    };
+    assert_eq!(notes(&database_text(&h).await), notes(&before));
+}
+
+on_both_harnesses!(
+    working_memory_refreshes_and_stays_in_its_place,
+    closing_learns_own_facts_once_in_scope,
+);

@@ -1,0 +1,550 @@
+//! Closing an episode in memory: its final structured summary (topic, summary, decisions,
+//! todos, entities, artifacts, open questions) asked of the model at temperature 0.1 and
+//! validated whole, and its fact candidates applied through the daily extraction's path (the
+//! confidence gate, the episode's own privacy scope, a paused person skipped, one note per
+//! person and episode that marks it applied), once across processes and crashes (a job claim
+//! per episode). Without a model, or after two bad answers, the details are extractive and
+//! no fact is learned.
+
+use super::{Action, Extractor, Update};
+use crate::domain::{Category, DailyNote, PersonId, StoredMessage, day_of, mention};
+use crate::llm::LlmError;
+use crate::llm::parse_json_answer;
+use crate::llm::prompts::{element, escape, fill};
+use crate::memory::entries::origin;
+use crate::memory::offline::clip_chars;
+use crate::memory::{MemoryError, MemoryManager, working};
+use crate::store::{Episode, Finish, JobClaim, Store};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use tracing::{info, warn};
+
+/// The job name of closing episodes (one run per episode).
+pub const EPISODE_JOB: &str = "episode";
+/// Most messages of an episode read when it closes, and their longest text.
+const EPISODE_MESSAGES: usize = 300;
+const MESSAGE_CHARS: usize = 600;
+/// Longest summary of an episode's details (characters), and of each list item; most items.
+const SUMMARY_CHARS: usize = 600;
+const ITEM_CHARS: usize = 300;
+const ITEMS: usize = 20;
+
+/// The final details of a closed episode, kept as JSON with it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EpisodeDetails {
+    /// What it was about, in a few words.
+    pub topic: String,
+    /// What happened.
+    pub summary: String,
+    /// What was decided.
+    pub decisions: Vec<String>,
+    /// What someone said they would do.
+    pub todos: Vec<String>,
+    /// People, places, projects and products named.
+    pub entities: Vec<String>,
+    /// Files, links, images and documents it mentions.
+    pub artifacts: Vec<String>,
+    /// Questions left without an answer.
+    pub open_questions: Vec<String>,
+    /// The facts learned from it, about whom.
+    pub facts: Vec<LearnedFact>,
+    /// "llm" or "offline".
+    pub method: String,
+}
+
+/// A fact learned when an episode closed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LearnedFact {
+    /// About whom (the author of the messages it comes from).
+    pub person: PersonId,
+    /// The MEMORY.md section.
+    pub category: String,
+    /// The entry's key.
+    pub key: String,
+    /// What was learned.
+    pub value: String,
+    /// How sure the model was.
+    pub confidence: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFact {
+    person: String,
+    category: String,
+    key: String,
+    value: String,
+    confidence: f64,
+    messages: Vec<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDetails {
+    topic: String,
+    summary: String,
+    #[serde(default)]
+    decisions: Vec<String>,
+    #[serde(default)]
+    todos: Vec<String>,
+    #[serde(default)]
+    entities: Vec<String>,
+    #[serde(default)]
+    artifacts: Vec<String>,
+    #[serde(default)]
+    open_questions: Vec<String>,
+    #[serde(default)]
+    facts: Vec<RawFact>,
+}
+
+/// Why an episode summary was refused (as a whole).
+#[derive(Debug, thiserror::Error)]
+pub enum DetailsError {
+    /// No answer, or not the JSON asked for.
+    #[error(transparent)]
+    Model(#[from] LlmError),
+    /// The summary is empty.
+    #[error("empty summary")]
+    EmptySummary,
+    /// A list has too many items or an item too long.
+    #[error("{0}: at most {ITEMS} items of {ITEM_CHARS} characters")]
+    List(&'static str),
+    /// Fact `0` is not valid: why.
+    #[error("fact {0}: {1}")]
+    Fact(usize, &'static str),
+}
+
+fn list(name: &'static str, items: Vec<String>) -> Result<Vec<String>, DetailsError> {
+    let items: Vec<String> = items
+        .into_iter()
+        .map(|i| i.trim().to_string())
+        .filter(|i| !i.is_empty())
+        .collect();
+    if items.len() > ITEMS || items.iter().any(|i| i.chars().count() > ITEM_CHARS) {
+        return Err(DetailsError::List(name));
+    }
+    Ok(items)
+}
+
+/// The model's answer about an episode's `messages` (numbered from 1 in the prompt), checked
+/// as a whole: every list within its limits, and each fact about the author of every message
+/// it cites, never the bot (a fact about someone from another person's words is refused, and
+/// with it the answer).
+pub fn parse_details(
+    content: &str,
+    messages: &[StoredMessage],
+) -> Result<EpisodeDetails, DetailsError> {
+    let raw: RawDetails = parse_json_answer(content)?;
+    let summary = raw.summary.trim().to_string();
+    if summary.is_empty() {
+        return Err(DetailsError::EmptySummary);
+    }
+    let mut facts = Vec::new();
+    for (i, f) in raw.facts.into_iter().enumerate() {
+        let bad = |why| DetailsError::Fact(i, why);
+        let category = Category::parse(&f.category).ok_or(bad("unknown category"))?;
+        if !(0.0..=1.0).contains(&f.confidence) {
+            return Err(bad("confidence outside 0..1"));
+        }
+        let key = f.key.trim().to_lowercase().replace(' ', "_");
+        if key.is_empty() || key.chars().count() > 100 {
+            return Err(bad("key must be 1 to 100 characters"));
+        }
+        let value = f.value.trim().to_string();
+        if value.is_empty() || value.chars().count() > 500 {
+            return Err(bad("value must be 1 to 500 characters"));
+        }
+        let cited: Vec<&StoredMessage> = f
+            .messages
+            .iter()
+            .map(|n| n.checked_sub(1).and_then(|i| messages.get(i)))
+            .collect::<Option<_>>()
+            .ok_or(bad("cites a message that is not there"))?;
+        let Some(first) = cited.first() else {
+            return Err(bad("cites no message"));
+        };
+        if cited
+            .iter()
+            .any(|m| m.is_bot || m.author != first.author || m.author_name != f.person.trim())
+        {
+            return Err(bad("not about the author of every message it cites"));
+        }
+        facts.push(LearnedFact {
+            person: first.author,
+            category: category.as_str().to_string(),
+            key,
+            value,
+            confidence: f.confidence,
+        });
+    }
+    Ok(EpisodeDetails {
+        topic: clip_chars(raw.topic.trim(), ITEM_CHARS),
+        summary: clip_chars(&summary, SUMMARY_CHARS * 2),
+        decisions: list("decisions", raw.decisions)?,
+        todos: list("todos", raw.todos)?,
+        entities: list("entities", raw.entities)?,
+        artifacts: list("artifacts", raw.artifacts)?,
+        open_questions: list("open_questions", raw.open_questions)?,
+        facts,
+        method: "llm".into(),
+    })
+}
+
+/// Extractive details (no model): the opening as topic and summary, unanswered questions and
+/// promises from the working memory's rules; no facts.
+pub fn offline_details(messages: &[StoredMessage]) -> EpisodeDetails {
+    let memory = working::extractive(messages, SUMMARY_CHARS, ITEMS);
+    let (open_questions, todos): (Vec<String>, Vec<String>) = memory
+        .open_loops
+        .into_iter()
+        .partition(|l| l.ends_with('?'));
+    EpisodeDetails {
+        topic: messages
+            .iter()
+            .find(|m| !m.is_bot)
+            .map(|m| clip_chars(m.text.trim(), 80))
+            .unwrap_or_default(),
+        summary: memory.summary,
+        todos,
+        open_questions,
+        method: "offline".into(),
+        ..EpisodeDetails::default()
+    }
+}
+
+/// The episode prompt: the people's current entries, then the messages numbered from 1.
+fn prompt_for(
+    messages: &[StoredMessage],
+    entries: &BTreeMap<PersonId, Vec<crate::domain::Entry>>,
+    names: &std::collections::HashMap<String, String>,
+) -> String {
+    let mut out = String::new();
+    let mut shown = std::collections::HashSet::new();
+    for m in messages.iter().filter(|m| !m.is_bot) {
+        let Some(list) = entries.get(&m.author).filter(|_| shown.insert(m.author)) else {
+            continue;
+        };
+        let items: Vec<String> = list
+            .iter()
+            .map(|e| {
+                element(
+                    "entry",
+                    &[("category", e.category.as_str()), ("key", &e.key)],
+                    &e.value,
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "<entries person=\"{}\">\n{}\n</entries>\n",
+            escape(&m.author_name),
+            items.join("\n")
+        ));
+    }
+    out.push_str("<messages>\n");
+    for (i, m) in messages.iter().enumerate() {
+        let n = (i + 1).to_string();
+        let time = m.sent_at.format("%Y-%m-%d %H:%M").to_string();
+        let mut attrs = vec![
+            ("n", n.as_str()),
+            ("author", m.author_name.as_str()),
+            ("time", time.as_str()),
+        ];
+        if m.is_bot {
+            attrs.push(("bot", "true"));
+        }
+        out.push_str(&element(
+            "message",
+            &attrs,
+            &clip_chars(&mention::display(&m.text, names), MESSAGE_CHARS),
+        ));
+        out.push('\n');
+    }
+    out.push_str("</messages>\n");
+    out
+}
+
+impl Extractor {
+    /// Finishes every closed episode without details: its final summary and facts, each
+    /// episode once across processes; how many were finished here.
+    pub async fn finish_episodes(&self) -> Result<usize, MemoryError> {
+        let mut done = 0;
+        for episode in self.store.episodes_to_finish(50).await? {
+            if self.finish_episode(&episode).await? {
+                done += 1;
+            }
+        }
+        Ok(done)
+    }
+
+    /// One episode: claimed, summarized (the model, or extractive after two bad answers),
+    /// its facts applied per person, its details kept, the claim finished. A model that
+    /// cannot be reached leaves it for a later try (the claim backs off).
+    async fn finish_episode(&self, episode: &Episode) -> Result<bool, MemoryError> {
+        let key = episode.id.to_string();
+        let now = self.clock.now();
+        match self
+            .store
+            .claim_job_or_take_over(EPISODE_JOB, &key, &self.holder, now, self.lease)
+            .await?
+        {
+            JobClaim::Acquired { .. } => {}
+            _ => return Ok(false),
+        }
+        let chatter = self
+            .store
+            .episode_chatter(episode.id, EPISODE_MESSAGES)
+            .await?;
+        let messages = working::without_paused(self.store.as_ref(), chatter).await?;
+        let prompt = self.prompt(episode, &messages).await?;
+        let details = match self.ask_details(episode, &messages, &prompt).await {
+            Ok(d) => d,
+            Err(DetailsError::Model(e)) if !matches!(e, LlmError::BadResponse(_)) => {
+                warn!(episode = episode.id, error = %e, "episode summary waits for the model");
+                self.finish_claim(&key, Finish::Failed { retry_at: now }, "model unavailable")
+                    .await?;
+                return Ok(false);
+            }
+            Err(why) => {
+                warn!(episode = episode.id, error = %why, "episode summary refused: extractive details, no facts");
+                offline_details(&messages)
+            }
+        };
+        let learned = self.learn(episode, &details).await?;
+        let json = serde_json::to_string(&details).unwrap_or_default();
+        let kept = self
+            .store
+            .save_episode_details(episode.id, &messages, &json)
+            .await?;
+        self.finish_claim(&key, Finish::Done, &json).await?;
+        info!(episode = episode.id, kept, learned, method = %details.method, "episode closed in memory");
+        Ok(kept)
+    }
+
+    async fn finish_claim(
+        &self,
+        key: &str,
+        finish: Finish,
+        detail: &str,
+    ) -> Result<(), MemoryError> {
+        self.store
+            .finish_job(
+                EPISODE_JOB,
+                key,
+                &self.holder,
+                self.clock.now(),
+                finish,
+                detail,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The episode's prompt: its people's entries in its scope, then its messages.
+    async fn prompt(
+        &self,
+        episode: &Episode,
+        messages: &[StoredMessage],
+    ) -> Result<String, MemoryError> {
+        let mut entries: BTreeMap<PersonId, Vec<crate::domain::Entry>> = BTreeMap::new();
+        for m in messages.iter().filter(|m| !m.is_bot) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = entries.entry(m.author) {
+                let scopes = std::slice::from_ref(&episode.scope);
+                slot.insert(self.store.entries(m.author, Some(scopes)).await?);
+            }
+        }
+        let names = crate::memory::context::mention_names(
+            self.store.as_ref(),
+            episode.space,
+            messages.iter().map(|m| m.text.as_str()),
+        )
+        .await?;
+        Ok(prompt_for(messages, &entries, &names))
+    }
+
+    /// The model's details, validated; a bad answer is asked for once more.
+    async fn ask_details(
+        &self,
+        episode: &Episode,
+        messages: &[StoredMessage],
+        prompt: &str,
+    ) -> Result<EpisodeDetails, DetailsError> {
+        if messages.is_empty() {
+            return Ok(offline_details(messages));
+        }
+        let system = fill(
+            &self.prompts.episode_summary,
+            &[("max_chars", &SUMMARY_CHARS.to_string())],
+        );
+        let mut attempt = 0;
+        loop {
+            let (content, _) = self
+                .ask_task("episode_summary", 0.1, &system, prompt)
+                .await?;
+            match parse_details(&content, messages) {
+                Ok(d) => return Ok(d),
+                Err(why) if attempt == 0 => {
+                    warn!(episode = episode.id, error = %why, "episode summary rejected");
+                    attempt += 1;
+                }
+                Err(why) => return Err(why),
+            }
+        }
+    }
+
+    /// Applies the facts of `details` per person through the extraction's path; how many
+    /// entries were written or updated. A person whose memory is paused learns nothing.
+    async fn learn(
+        &self,
+        episode: &Episode,
+        details: &EpisodeDetails,
+    ) -> Result<usize, MemoryError> {
+        let mut by_person: BTreeMap<PersonId, Vec<Update>> = BTreeMap::new();
+        for f in &details.facts {
+            let Some(category) = Category::parse(&f.category) else {
+                continue;
+            };
+            by_person.entry(f.person).or_default().push(Update {
+                category,
+                key: f.key.clone(),
+                value: f.value.clone(),
+                action: Action::Write,
+                confidence: f.confidence,
+            });
+        }
+        let now = self.clock.now();
+        let run_key = format!("{}:{}", EPISODE_JOB, episode.id);
+        let mut changed = 0;
+        for (person, updates) in by_person {
+            if self.store.memory_paused(person).await? {
+                info!(%person, episode = episode.id, "memory paused: nothing learned");
+                continue;
+            }
+            let (writes, _, weak) = self.plan(
+                person,
+                &episode.scope,
+                &updates,
+                &origin(&episode.scope),
+                &run_key,
+                now,
+            );
+            let mut text = format!("## Episode: {}\n", details.topic);
+            for u in &weak {
+                text.push_str(&format!("- {} (confidence {:.2})\n", u.value, u.confidence));
+            }
+            let note = DailyNote {
+                day: day_of(episode.ended_at),
+                scope: episode.scope.clone(),
+                text,
+                source: format!("job:{EPISODE_JOB}:{}", episode.id),
+                added_at: now,
+            };
+            // The note marks it applied: after a crash, a person done before is not again.
+            if let Some(counts) = self
+                .store
+                .apply_extraction(person, &writes, &[], &note)
+                .await?
+            {
+                let n = counts.added + counts.updated;
+                changed += n;
+                if n > 0 {
+                    let by = crate::memory::audit::By {
+                        scope: Some(episode.scope.clone()),
+                        ..crate::memory::audit::By::job(EPISODE_JOB)
+                    };
+                    let (store, clock) = (&*self.store, &*self.clock);
+                    crate::memory::audit::record(
+                        store,
+                        clock,
+                        &by,
+                        crate::memory::audit::Action::Learned,
+                        person,
+                        i64::try_from(n).unwrap_or(i64::MAX),
+                    )
+                    .await;
+                }
+            }
+        }
+        Ok(changed)
+    }
+}
+
+impl MemoryManager {
+    /// Without a model: extractive details for every closed episode without them (no facts
+    /// are learned); how many were written.
+    pub async fn finish_episodes_offline(&self) -> Result<usize, MemoryError> {
+        let store: &dyn Store = self.store.as_ref();
+        let mut done = 0;
+        for episode in store.episodes_to_finish(50).await? {
+            let chatter = store.episode_chatter(episode.id, EPISODE_MESSAGES).await?;
+            let messages = working::without_paused(store, chatter).await?;
+            let json = serde_json::to_string(&offline_details(&messages)).unwrap_or_default();
+            if store
+                .save_episode_details(episode.id, &messages, &json)
+                .await?
+            {
+                done += 1;
+            }
+        }
+        Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{MessageId, Scope, SpaceId};
+
+    fn msg(id: i64, author: i64, name: &str, is_bot: bool) -> StoredMessage {
+        StoredMessage {
+            id: MessageId(id),
+            space: SpaceId(1),
+            channel: "c".into(),
+            scope: Scope::Space(SpaceId(1)),
+            author: PersonId(author),
+            author_name: name.into(),
+            is_bot,
+            text: "I like tea".into(),
+            sent_at: chrono::DateTime::from_timestamp(1_700_000_000 + id, 0).unwrap(),
+            episode: None,
+        }
+    }
+
+    fn answer(fact: &str) -> String {
+        format!(r#"{{"topic": "tea", "summary": "They talked about tea.", "facts": [{fact}]}}"#)
+    }
+
+    #[test]
+    fn details_are_validated_as_a_whole() {
+        let messages = [
+            msg(1, 1, "ana", false),
+            msg(2, 2, "ben", false),
+            msg(3, 9, "Engram", true),
+        ];
+        let ok = r#"{"person": "ana", "category": "preference", "key": "Tea Kind", "value": "likes tea", "confidence": 0.9, "messages": [1]}"#;
+        let d = parse_details(&answer(ok), &messages).unwrap();
+        assert_eq!(d.facts.len(), 1);
+        assert_eq!(
+            (d.facts[0].person, d.facts[0].key.as_str()),
+            (PersonId(1), "tea_kind")
+        );
+        for bad in [
+            // Ben's words about ana; the bot's words; no message; one not there; a category,
+            // a confidence and a value that are not allowed.
+            r#"{"person": "ana", "category": "preference", "key": "k", "value": "v", "confidence": 0.9, "messages": [2]}"#,
+            r#"{"person": "Engram", "category": "preference", "key": "k", "value": "v", "confidence": 0.9, "messages": [3]}"#,
+            r#"{"person": "ana", "category": "preference", "key": "k", "value": "v", "confidence": 0.9, "messages": []}"#,
+            r#"{"person": "ana", "category": "preference", "key": "k", "value": "v", "confidence": 0.9, "messages": [0]}"#,
+            r#"{"person": "ana", "category": "secrets", "key": "k", "value": "v", "confidence": 0.9, "messages": [1]}"#,
+            r#"{"person": "ana", "category": "preference", "key": "k", "value": "v", "confidence": 1.5, "messages": [1]}"#,
+            r#"{"person": "ana", "category": "preference", "key": "k", "value": "", "confidence": 0.9, "messages": [1]}"#,
+        ] {
+            let both = format!("{ok}, {bad}");
+            assert!(parse_details(&answer(&both), &messages).is_err(), "{bad}");
+        }
+        assert!(parse_details(r#"{"topic": "t", "summary": " "}"#, &messages).is_err());
+        assert!(parse_details(r#"{"topic": "t", "summary": "s", "extra": 1}"#, &messages).is_err());
+        let offline = offline_details(&messages);
+        assert_eq!(offline.method, "offline");
+        assert!(offline.facts.is_empty());
+    }
+}
