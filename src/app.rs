@@ -439,6 +439,7 @@ pub async fn run_platforms(
             bot_name: config.bot.name.clone(),
             shutdown_grace: Duration::from_secs(10),
             status: status.clone(),
+            downloads: config.attachments.limits(),
         };
         let (bot, shutdown) = (bot.clone(), shutdown.clone());
         let lease = telegram_lease.clone();
@@ -461,6 +462,7 @@ pub async fn run_platforms(
             status: status.clone(),
             // Checked with the rest of the configuration at start.
             shards: crate::config::ShardRange::parse(&config.discord.shards).unwrap_or(None),
+            downloads: config.attachments.limits(),
         };
         let (bot, shutdown) = (bot.clone(), shutdown.clone());
         tasks.spawn(async move {
@@ -637,6 +639,10 @@ pub fn build_bot(
             store.clone(),
             &config.bot.name,
             config.limits.mentions_per_message,
+        )
+        .with_chunking(
+            config.attachments.chunk_chars,
+            config.attachments.max_chunks,
         ),
         linker: Linker::new(store.clone(), clock.clone()),
         store,

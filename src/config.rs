@@ -49,6 +49,8 @@ pub struct Config {
     pub retrieval: RetrievalConfig,
     /// `[episodes]`
     pub episodes: EpisodesConfig,
+    /// `[attachments]`
+    pub attachments: AttachmentsConfig,
     /// `[limits]`
     pub limits: LimitsConfig,
     /// `[prompts]`
@@ -322,6 +324,30 @@ impl EpisodesConfig {
                 .iter()
                 .map(|m| m.trim().to_lowercase())
                 .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+/// `[attachments]`: which attached files are read, and how their text is kept.
+pub struct AttachmentsConfig {
+    /// Largest file downloaded (bytes); a larger one is kept by name only.
+    pub max_bytes: u64,
+    /// Longest a download may take (seconds).
+    pub timeout_secs: f64,
+    /// Longest piece of a file's text stored and indexed on its own (characters).
+    pub chunk_chars: usize,
+    /// Most pieces kept of one file; the rest is not read.
+    pub max_chunks: usize,
+}
+
+impl AttachmentsConfig {
+    /// What the adapters may download.
+    pub fn limits(&self) -> crate::domain::attachment::DownloadLimits {
+        crate::domain::attachment::DownloadLimits {
+            max_bytes: self.max_bytes,
+            timeout: std::time::Duration::from_secs_f64(self.timeout_secs.max(0.1)),
         }
     }
 }
@@ -614,6 +640,11 @@ impl Config {
         self.check_embed(&mut bad);
         self.check_retrieval(&mut bad);
         self.check_episodes(&mut bad);
+        let a = &self.attachments;
+        bad.range("attachments.max_bytes", a.max_bytes, 0, 1 << 30);
+        bad.range("attachments.timeout_secs", a.timeout_secs, 0.1, 600.0);
+        bad.range("attachments.chunk_chars", a.chunk_chars, 100, 100_000);
+        bad.range("attachments.max_chunks", a.max_chunks, 0, 10_000);
         self.check_limits_and_log(&mut bad);
         self.check_server(&mut bad);
         bad.into_result()

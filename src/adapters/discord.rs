@@ -13,6 +13,7 @@
 use crate::adapters::split::{chars, split_message};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
+use crate::domain::attachment::{AttachmentKind, DownloadLimits, IncomingAttachment};
 use crate::domain::status::PlatformStatus;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind, mention};
 use crate::router::memory_request;
@@ -64,6 +65,8 @@ pub struct DiscordSettings {
     pub status: PlatformStatus,
     /// The gateway shards of this process (None: one shard, all of the bot's guilds).
     pub shards: Option<crate::config::ShardRange>,
+    /// What attachments may be downloaded.
+    pub downloads: DownloadLimits,
 }
 
 /// The HTTP client: Discord's API, or everything sent to `api_url` (a proxy, or a fake).
@@ -90,11 +93,17 @@ pub struct Handler {
     privacy: moka::sync::Cache<ChannelId, Privacy>,
     /// Each guild's roles (their permissions), for @everyone and for moderators.
     roles: moka::sync::Cache<GuildId, Arc<HashMap<RoleId, Role>>>,
+    downloads: DownloadLimits,
 }
 
 impl Handler {
     /// The gateway event handler: events go to `bot`, replies out through `http`.
-    pub fn new(bot: Arc<dyn MessageHandler>, http: Arc<Http>, bot_name: &str) -> Handler {
+    pub fn new(
+        bot: Arc<dyn MessageHandler>,
+        http: Arc<Http>,
+        bot_name: &str,
+        downloads: DownloadLimits,
+    ) -> Handler {
         Handler {
             bot,
             http,
@@ -108,6 +117,7 @@ impl Handler {
                 .max_capacity(10_000)
                 .time_to_live(Duration::from_secs(300))
                 .build(),
+            downloads,
         }
     }
 
@@ -171,6 +181,7 @@ impl Handler {
             },
         };
         let mut incoming = incoming(msg, me, &self.bot_name, privacy);
+        incoming.attachments = attachments(msg, &self.downloads).await;
         if let (Some(guild), Some(member)) = (msg.guild_id, &msg.member) {
             incoming.author_is_moderator = self.is_moderator(guild, &member.roles).await;
         }
@@ -455,8 +466,42 @@ pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> 
         .map(mention)
         .chain(own_mentions(&msg.content, me, bot_name))
         .collect();
-    m.attachments = msg.attachments.iter().map(|a| a.url.clone()).collect();
     m
+}
+
+/// The attachments of `msg`, each downloaded through serenity (from the URL Discord gives)
+/// within `limits`, or with why it was not.
+pub async fn attachments(msg: &Message, limits: &DownloadLimits) -> Vec<IncomingAttachment> {
+    let mut out = Vec::with_capacity(msg.attachments.len());
+    for a in &msg.attachments {
+        let mime = a.content_type.clone();
+        let kind = match mime.as_deref().unwrap_or("") {
+            m if m.starts_with("image/") => AttachmentKind::Image,
+            m if m.starts_with("audio/") && a.duration_secs.is_some() => AttachmentKind::Voice,
+            m if m.starts_with("audio/") => AttachmentKind::Audio,
+            _ => AttachmentKind::File,
+        };
+        let content = if u64::from(a.size) > limits.max_bytes {
+            Err(format!("too large ({} bytes)", a.size))
+        } else {
+            match tokio::time::timeout(limits.timeout, a.download()).await {
+                Ok(Ok(bytes)) if bytes.len() as u64 <= limits.max_bytes => Ok(bytes),
+                Ok(Ok(bytes)) => Err(format!("too large ({} bytes)", bytes.len())),
+                Ok(Err(e)) => {
+                    warn!(platform = "discord", error = %e, "attachment download failed");
+                    Err("download failed".into())
+                }
+                Err(_) => Err("download timed out".into()),
+            }
+        };
+        out.push(IncomingAttachment {
+            kind,
+            name: a.filename.clone(),
+            mime,
+            content,
+        });
+    }
+    out
 }
 
 fn mention(u: &User) -> Mention {
@@ -649,6 +694,7 @@ pub async fn run(
         bot,
         Arc::new(http(token, &settings)),
         &settings.bot_name,
+        settings.downloads.clone(),
     ));
     let mut client = serenity::all::ClientBuilder::new_with_http(http(token, &settings), intents())
         .event_handler(Events(handler, settings.status.clone()))

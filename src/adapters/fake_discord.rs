@@ -38,6 +38,10 @@ struct Shared {
     /// Interaction responses and follow-ups, in order.
     interactions: Vec<Value>,
     next_id: u64,
+    /// Attachment files served at /attachments/{name}.
+    files: std::collections::HashMap<String, Vec<u8>>,
+    /// Attachment downloads served.
+    downloads: usize,
 }
 
 #[derive(Clone)]
@@ -81,6 +85,7 @@ impl FakeDiscord {
                 post(interaction_callback),
             )
             .route("/api/v10/webhooks/{app}/{token}", post(followup))
+            .route("/attachments/{name}", get(attachment))
             .with_state(state);
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -91,6 +96,21 @@ impl FakeDiscord {
             sent_count,
             task,
         })
+    }
+
+    /// Serves `bytes` as an attachment; its URL (Discord's CDN stands here).
+    pub fn add_file(&self, name: &str, bytes: &[u8]) -> String {
+        self.shared
+            .lock()
+            .expect("fake lock")
+            .files
+            .insert(name.to_string(), bytes.to_vec());
+        format!("http://{}/attachments/{name}", self.addr)
+    }
+
+    /// Attachment downloads served so far.
+    pub fn downloads(&self) -> usize {
+        self.shared.lock().expect("fake lock").downloads
     }
 
     /// The proxy URL for `discord.api_url`.
@@ -311,6 +331,15 @@ async fn typing(
     }
     state.shared.lock().expect("fake lock").typing.push(id);
     StatusCode::NO_CONTENT.into_response()
+}
+
+async fn attachment(State(state): State<AppState>, Path(name): Path<String>) -> Response {
+    let mut s = state.shared.lock().expect("fake lock");
+    s.downloads += 1;
+    match s.files.get(&name) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 async fn interaction_callback(State(state): State<AppState>, Json(body): Json<Value>) -> Response {

@@ -77,6 +77,23 @@ struct Shared {
     chats: std::collections::HashMap<i64, Value>,
     /// Administrators per chat: (user id, name).
     admins: std::collections::HashMap<i64, Vec<(i64, String)>>,
+    /// Files getFile and the file route serve, by file id.
+    files: std::collections::HashMap<String, Vec<u8>>,
+    /// getFile calls answered.
+    file_gets: usize,
+}
+
+/// A file a test message carries.
+#[derive(Debug, Clone)]
+pub enum TgFile<'a> {
+    /// A photo (JPEG).
+    Photo(&'a [u8]),
+    /// A document: file name, MIME type, bytes.
+    Document(&'a str, &'a str, &'a [u8]),
+    /// A voice note (OGG).
+    Voice(&'a [u8]),
+    /// An audio file: file name, bytes.
+    Audio(&'a str, &'a [u8]),
 }
 
 /// Someone who writes in a test chat.
@@ -169,6 +186,7 @@ impl FakeTelegram {
         };
         let app = Router::new()
             .route("/{bot}/{method}", post(handle))
+            .route("/file/{bot}/{*path}", axum::routing::get(file))
             .with_state(state);
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -214,17 +232,76 @@ impl FakeTelegram {
             name: from.1,
             username: None,
         };
-        self.push_message(chat, &from, text, reply_to_bot, None)
+        self.push_message(chat, &from, text, reply_to_bot, None, None)
     }
 
     /// `push_text` from someone with a username.
     pub fn push_from(&self, chat: &Chat, from: &TgUser<'_>, text: &str, reply_to_bot: bool) -> i64 {
-        self.push_message(chat, from, text, reply_to_bot, None)
+        self.push_message(chat, from, text, reply_to_bot, None, None)
     }
 
     /// Queues an edit of message `id` (sent by `from` in `chat`): its new text.
     pub fn push_edit(&self, chat: &Chat, from: &TgUser<'_>, id: i64, text: &str) {
-        self.push_message(chat, from, text, false, Some(id));
+        self.push_message(chat, from, text, false, Some(id), None);
+    }
+
+    /// Queues a message carrying `file` with `caption` (may be empty); the file is served by
+    /// getFile and the file route. `size` overrides the size the message states (a file that
+    /// claims to be smaller or larger than it is). Returns the message id.
+    pub fn push_file(
+        &self,
+        chat: &Chat,
+        from: (i64, &str),
+        file: TgFile<'_>,
+        caption: &str,
+        size: Option<usize>,
+    ) -> i64 {
+        let from = TgUser {
+            id: from.0,
+            name: from.1,
+            username: None,
+        };
+        let (key, bytes) = match &file {
+            TgFile::Photo(b) => ("photo", *b),
+            TgFile::Document(_, _, b) => ("document", *b),
+            TgFile::Voice(b) => ("voice", *b),
+            TgFile::Audio(_, b) => ("audio", *b),
+        };
+        let id = {
+            let mut s = self.shared.lock().expect("fake lock");
+            let id = format!("file{}", s.files.len() + 1);
+            s.files.insert(id.clone(), bytes.to_vec());
+            id
+        };
+        let meta = json!({"file_id": id, "file_unique_id": format!("u-{id}"),
+                          "file_size": size.unwrap_or(bytes.len())});
+        let mut value = meta.clone();
+        match file {
+            TgFile::Photo(_) => {
+                value["width"] = json!(640);
+                value["height"] = json!(480);
+                value = json!([value]);
+            }
+            TgFile::Document(name, mime, _) => {
+                value["file_name"] = json!(name);
+                value["mime_type"] = json!(mime);
+            }
+            TgFile::Voice(_) => {
+                value["duration"] = json!(3);
+                value["mime_type"] = json!("audio/ogg");
+            }
+            TgFile::Audio(name, _) => {
+                value["duration"] = json!(60);
+                value["file_name"] = json!(name);
+                value["mime_type"] = json!("audio/mpeg");
+            }
+        }
+        self.push_message(chat, &from, caption, false, None, Some((key, value)))
+    }
+
+    /// getFile calls answered so far.
+    pub fn file_gets(&self) -> usize {
+        self.shared.lock().expect("fake lock").file_gets
     }
 
     /// The administrators `getChatAdministrators` answers for `chat`: (user id, name).
@@ -242,6 +319,7 @@ impl FakeTelegram {
         text: &str,
         reply_to_bot: bool,
         edit_of: Option<i64>,
+        file: Option<(&str, Value)>,
     ) -> i64 {
         let mut s = self.shared.lock().expect("fake lock");
         let message_id = match edit_of {
@@ -258,8 +336,16 @@ impl FakeTelegram {
             "date": 1_764_000_000 + message_id,
             "chat": chat_json,
             "from": from.json(),
-            "text": text,
         });
+        match file {
+            Some((key, value)) => {
+                message[key] = value;
+                if !text.is_empty() {
+                    message["caption"] = json!(text);
+                }
+            }
+            None => message["text"] = json!(text),
+        }
         let entities = mention_entities(text);
         if !entities.is_empty() {
             message["entities"] = json!(entities);
@@ -369,6 +455,22 @@ fn ok(result: Value) -> Response {
 
 // Over 80 lines: one arm per Bot API method the fake serves (test support, not in a release
 // build).
+/// A file's bytes (`https://api.telegram.org/file/bot<token>/<path>`).
+async fn file(
+    State(state): State<AppState>,
+    Path((bot, path)): Path<(String, String)>,
+) -> Response {
+    let s = state.shared.lock().expect("fake lock");
+    if bot != format!("bot{}", s.token) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let id = path.trim_start_matches("files/");
+    match s.files.get(id) {
+        Some(bytes) => bytes.clone().into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
 async fn handle(
     State(state): State<AppState>,
     Path((bot, method)): Path<(String, String)>,
@@ -410,6 +512,20 @@ async fn handle(
             ok(json!(true))
         }
         "deletewebhook" => ok(json!(true)),
+        "getfile" => {
+            let id = body["file_id"].as_str().unwrap_or_default().to_string();
+            let mut s = state.shared.lock().expect("fake lock");
+            s.file_gets += 1;
+            match s.files.get(&id) {
+                Some(bytes) => ok(json!({"file_id": id, "file_unique_id": format!("u-{id}"),
+                                         "file_size": bytes.len(), "file_path": format!("files/{id}")})),
+                None => (
+                    StatusCode::BAD_REQUEST,
+                    Json(json!({"ok": false, "error_code": 400, "description": "Bad Request: invalid file_id"})),
+                )
+                    .into_response(),
+            }
+        }
         "getchatadministrators" => {
             let chat = body["chat_id"].as_i64().unwrap_or_default();
             let admins = state

@@ -12,6 +12,7 @@ use crate::adapters::lease::Lease;
 use crate::adapters::split::{split_message, utf16};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
+use crate::domain::attachment::{AttachmentKind, DownloadLimits, IncomingAttachment};
 use crate::domain::status::{Connection, PlatformStatus};
 use crate::domain::{Command, IncomingMessage, Mention, Platform, Privacy, SpaceKind};
 use crate::router::memory_request;
@@ -61,6 +62,8 @@ pub struct TelegramSettings {
     pub shutdown_grace: Duration,
     /// Where the connection's state is told (`/readyz`).
     pub status: PlatformStatus,
+    /// What attachments may be downloaded.
+    pub downloads: DownloadLimits,
 }
 
 /// The commands shown in Telegram's menu (registered at start).
@@ -510,7 +513,7 @@ async fn chat_worker(
 }
 
 /// The error as text without the token (request URLs carry it: /bot<TOKEN>/method).
-fn redact(e: &RequestError, token: &str) -> String {
+fn redact(e: &impl std::fmt::Display, token: &str) -> String {
     let text = e.to_string();
     if token.is_empty() {
         text
@@ -574,16 +577,123 @@ impl Admins {
     }
 }
 
+/// The files a message carries, as (kind, file, name, MIME type): the largest size of a photo,
+/// a document, a voice note, an audio file.
+fn files(
+    m: &Message,
+) -> Vec<(
+    AttachmentKind,
+    &teloxide::types::FileMeta,
+    String,
+    Option<String>,
+)> {
+    let mut out = Vec::new();
+    if let Some(p) = m.photo().and_then(|sizes| sizes.last()) {
+        out.push((
+            AttachmentKind::Image,
+            &p.file,
+            "photo.jpg".to_string(),
+            Some("image/jpeg".to_string()),
+        ));
+    }
+    if let Some(d) = m.document() {
+        let mime = d.mime_type.as_ref().map(ToString::to_string);
+        let kind = if mime.as_deref().is_some_and(|t| t.starts_with("image/")) {
+            AttachmentKind::Image
+        } else {
+            AttachmentKind::File
+        };
+        out.push((
+            kind,
+            &d.file,
+            d.file_name.clone().unwrap_or_else(|| "file".into()),
+            mime,
+        ));
+    }
+    if let Some(v) = m.voice() {
+        let mime = v.mime_type.as_ref().map(ToString::to_string);
+        out.push((
+            AttachmentKind::Voice,
+            &v.file,
+            "voice.ogg".to_string(),
+            mime,
+        ));
+    }
+    if let Some(a) = m.audio() {
+        let mime = a.mime_type.as_ref().map(ToString::to_string);
+        out.push((
+            AttachmentKind::Audio,
+            &a.file,
+            a.file_name.clone().unwrap_or_else(|| "audio".into()),
+            mime,
+        ));
+    }
+    out
+}
+
 impl Ctx {
+    /// The attachments of `m`, each downloaded through teloxide (getFile, then the file)
+    /// within the limits, or with why it was not.
+    async fn attachments(&self, m: &Message) -> Vec<IncomingAttachment> {
+        let limits = &self.settings.downloads;
+        let mut out = Vec::new();
+        for (kind, file, name, mime) in files(m) {
+            let content = if u64::from(file.size) > limits.max_bytes {
+                Err(format!("too large ({} bytes)", file.size))
+            } else {
+                tokio::time::timeout(limits.timeout, self.download(file, limits.max_bytes))
+                    .await
+                    .unwrap_or_else(|_| Err("download timed out".into()))
+            };
+            out.push(IncomingAttachment {
+                kind,
+                name,
+                mime,
+                content,
+            });
+        }
+        out
+    }
+
+    /// One file's bytes, when there are at most `max` of them (as getFile says, and as
+    /// they arrive).
+    async fn download(
+        &self,
+        file: &teloxide::types::FileMeta,
+        max: u64,
+    ) -> Result<Vec<u8>, String> {
+        use teloxide::net::Download;
+        let found = self.api.get_file(file.id.clone()).await.map_err(|e| {
+            warn!(platform = "telegram", error = %redact(&e, &self.token), "getFile failed");
+            "download failed".to_string()
+        })?;
+        if u64::from(found.meta.size) > max {
+            return Err(format!("too large ({} bytes)", found.meta.size));
+        }
+        let mut bytes = Vec::new();
+        self.api
+            .download_file(&found.path, &mut bytes)
+            .await
+            .map_err(|e| {
+                warn!(platform = "telegram", error = %redact(&e, &self.token), "file download failed");
+                "download failed".to_string()
+            })?;
+        if bytes.len() as u64 > max {
+            return Err(format!("too large ({} bytes)", bytes.len()));
+        }
+        Ok(bytes)
+    }
+
     /// One update: a new message (stored, answered when addressed) or an edit.
     async fn update(&self, update: Update) {
         match update.kind {
             UpdateKind::Message(m) => self.message(&m).await,
             UpdateKind::EditedMessage(m) => {
-                if let Some(edited) = incoming(&m, &self.me, &self.settings.bot_name)
-                    && let Err(e) = self.handler.edited(&edited).await
-                {
-                    error!(platform = "telegram", error = %e, "an edited message could not be updated");
+                if let Some(mut edited) = incoming(&m, &self.me, &self.settings.bot_name) {
+                    edited.attachments = self.attachments(&m).await;
+                    if let Err(e) = self.handler.edited(&edited).await {
+                        error!(platform = "telegram", error = %e, "an edited message could not be updated");
+                    }
                 }
             }
             _ => {}
@@ -596,6 +706,7 @@ impl Ctx {
         let Some(mut incoming) = incoming(m, &self.me, &self.settings.bot_name) else {
             return;
         };
+        incoming.attachments = self.attachments(m).await;
         if !m.chat.is_private()
             && let Some(from) = &m.from
         {
@@ -670,7 +781,10 @@ fn topic(m: &Message) -> Option<ThreadId> {
 /// The message as the bot sees it, or None when it is not for the bot's memory (no text, a
 /// channel post, the bot's own message).
 pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage> {
-    let text = m.text().or(m.caption())?;
+    let text = m.text().or(m.caption()).unwrap_or("");
+    if text.is_empty() && files(m).is_empty() {
+        return None;
+    }
     let from = m.from.as_ref()?;
     if from.id == me.user.id || m.chat.is_channel() {
         return None;

@@ -1,6 +1,7 @@
 //! Domain types at the bottom of the flow: people, places, privacy scopes and the one
 //! `IncomingMessage` every platform adapter produces. Nothing here does I/O.
 
+pub mod attachment;
 pub mod budget;
 pub mod clock;
 pub mod command;
@@ -317,8 +318,8 @@ pub struct IncomingMessage {
     /// The accounts mentioned (by id, or by @username), each with its token in the text; the
     /// bot's own mention has `is_self`.
     pub mentions: Vec<Mention>,
-    /// Names of attached files (their content is not read).
-    pub attachments: Vec<String>,
+    /// Its attachments, downloaded by the adapter within the limits.
+    pub attachments: Vec<attachment::IncomingAttachment>,
     /// Whether the author moderates this space (may clear others' memory).
     pub author_is_moderator: bool,
     /// Only the author sees the answer (a Discord ephemeral reply): the message and the
@@ -369,6 +370,9 @@ pub struct StoredMessage {
     pub sent_at: DateTime<Utc>,
     /// The conversation (episode) the background indexer put it in; None until indexed.
     pub episode: Option<i64>,
+    /// For the text of an attachment stored as a message of its own: the message that
+    /// carried it (never shown as conversation, searchable where that one may surface).
+    pub attachment_of: Option<MessageId>,
 }
 
 /// The UTC calendar day of a time; day summaries are per UTC day.

@@ -611,8 +611,8 @@ impl MemoryManager {
         if !message.is_bot {
             self.forget_extracted(message).await?;
         }
-        // The message, and the bot's later messages that quoted it, whoever they answered,
-        // wherever it may have surfaced.
+        // The message, and the bot's later messages that quoted it or the text of its
+        // attachments, whoever they answered, wherever it may have surfaced.
         let mut ids = vec![message.id];
         let (scopes, space) = quoted_in(message);
         let bots = BotMessageFilter {
@@ -620,10 +620,15 @@ impl MemoryManager {
             space,
             after: Some(message.id),
         };
-        ids.extend(
-            self.quotes_of(bots, std::slice::from_ref(&message.text), |_| true)
-                .await?,
+        let mut texts = vec![message.text.clone()];
+        texts.extend(
+            self.store
+                .attachment_parts(message.id)
+                .await?
+                .into_iter()
+                .map(|p| p.text),
         );
+        ids.extend(self.quotes_of(bots, &texts, |_| true).await?);
         removed += self.store.delete_messages(&ids).await?;
         self.purge_caches();
         let by = By {

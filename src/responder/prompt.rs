@@ -342,6 +342,7 @@ mod tests {
             text: text.into(),
             sent_at: chrono::DateTime::from_timestamp(1_700_000_000 + id, 0).unwrap(),
             episode: None,
+            attachment_of: None,
         }
     }
 
@@ -486,13 +487,21 @@ mod tests {
         let current = msg(1, "alice", "where are we?");
         let roomy = render_prompt(&reply_system(), &bundle, &current, 5000, &tokens);
         assert_eq!(roomy.cut, 0);
-        assert!(roomy.user.contains("<open_loop>Carol will check hotel prices</open_loop>"));
+        assert!(
+            roomy
+                .user
+                .contains("<open_loop>Carol will check hotel prices</open_loop>")
+        );
         assert_eq!(roomy.user.matches("</episode>").count(), 1);
         assert!(!roomy.user.contains("<system>"));
         // Short of room: the speaker's memory is cut, the episode kept whole.
         let tight = render_prompt(&reply_system(), &bundle, &current, 300, &tokens);
         assert!(tight.cut >= 1, "{}", tight.user);
-        assert!(tight.user.contains("Carol will check hotel prices"), "{}", tight.user);
+        assert!(
+            tight.user.contains("Carol will check hotel prices"),
+            "{}",
+            tight.user
+        );
         assert!(tight.tokens <= 300);
     }
 

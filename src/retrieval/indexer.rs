@@ -145,7 +145,8 @@ impl Indexer {
                     id: m.id,
                     text: &m.text,
                     vector: items[i].embedding.as_deref(),
-                    is_bot: m.is_bot,
+                    // The text of an attachment is no turn of the conversation.
+                    is_bot: m.is_bot || m.attachment_of.is_some(),
                 },
             );
             items[i].start = match verdict {

@@ -777,6 +777,7 @@ impl MemoryApi {
             text: query,
             sent_at: self.parts.clock.now(),
             episode: None,
+            attachment_of: None,
         };
         let rendered = render_prompt("", &bundle, &question, budget, &self.parts.tokens);
         Ok(json!({"context": rendered.user, "tokens": rendered.tokens,

@@ -86,6 +86,10 @@ pub enum Table {
     AuditLog,
     /// `llm_usage_days`
     LlmUsageDays,
+    /// `attachments`
+    Attachments,
+    /// `message_attachments`
+    MessageAttachments,
 }
 
 /// A table's name and columns, as both backends hold them.
@@ -104,7 +108,7 @@ use Kind::*;
 
 impl Table {
     /// In dependency order: loading in this order satisfies the foreign keys.
-    pub const ALL: [Table; 16] = [
+    pub const ALL: [Table; 18] = [
         Table::People,
         Table::Identities,
         Table::Spaces,
@@ -121,6 +125,8 @@ impl Table {
         Table::Hearsay,
         Table::AuditLog,
         Table::LlmUsageDays,
+        Table::Attachments,
+        Table::MessageAttachments,
     ];
 
     /// The table's name and columns.
@@ -177,6 +183,7 @@ impl Table {
                     ("text", Text),
                     ("sent_at", Int),
                     ("withheld", Bool),
+                    ("attachment_of", NullInt),
                 ],
                 order_by: "id",
                 has_identity: true,
@@ -320,6 +327,26 @@ impl Table {
                 ],
                 order_by: "id",
                 has_identity: true,
+            },
+            Table::Attachments => TableSpec {
+                name: "attachments",
+                columns: &[
+                    ("id", Int),
+                    ("sha256", Text),
+                    ("kind", Text),
+                    ("name", Text),
+                    ("mime", Text),
+                    ("size", Int),
+                    ("created_at", Int),
+                ],
+                order_by: "id",
+                has_identity: true,
+            },
+            Table::MessageAttachments => TableSpec {
+                name: "message_attachments",
+                columns: &[("message_id", Int), ("attachment_id", Int)],
+                order_by: "message_id, attachment_id",
+                has_identity: false,
             },
             Table::AuditLog => TableSpec {
                 name: "audit_log",

@@ -225,7 +225,7 @@ on_both_backends! {
                 indexed_by!("messages_by_channel_time"),
                 " JOIN people p ON p.id = m.author_id \
                  WHERE m.space_id = $1 AND m.channel = $2 AND (CAST($4 AS TEXT) IS NULL OR m.scope = $4) \
-                 ORDER BY m.sent_at DESC, m.id DESC LIMIT $3) t ORDER BY sent_at, id"
+                 AND m.attachment_of IS NULL ORDER BY m.sent_at DESC, m.id DESC LIMIT $3) t ORDER BY sent_at, id"
             ))
                 .bind(space.0)
                 .bind(channel)
@@ -430,17 +430,19 @@ on_both_backends! {
             let mut tx = self.write_tx().await?;
             let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
             let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
-            // The bot's replies to these messages go with them.
+            // The bot's replies to these messages and the text of their attachments go with them.
             let rows: Vec<MessageRow> = sqlx::query_as(concat!(
                 "SELECT id, scope, sent_at, episode_id, text, withheld FROM messages WHERE id ",
                 in_list!(1),
                 " OR (is_bot AND reply_to ",
                 in_list!(2),
-                ")",
+                ") OR attachment_of ",
+                in_list!(3),
                 for_update!()
             ))
             .bind(list(&asked))
             .bind(list(&as_text))
+            .bind(list(&asked))
             .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
@@ -615,6 +617,29 @@ on_both_backends! {
                 .await
                 .map_err(db_err)?;
         }
+        // An attachment no message carries any more goes too.
+        let carried: Vec<i64> = sqlx::query_scalar(concat!(
+            "SELECT attachment_id FROM message_attachments WHERE message_id ",
+            in_list!(1)
+        ))
+        .bind(list(all))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        sqlx::query(concat!("DELETE FROM message_attachments WHERE message_id ", in_list!(1)))
+            .bind(list(all))
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        sqlx::query(concat!(
+            "DELETE FROM attachments WHERE id ",
+            in_list!(1),
+            " AND NOT EXISTS (SELECT 1 FROM message_attachments ma WHERE ma.attachment_id = attachments.id)"
+        ))
+        .bind(list(&carried))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
         forget_vectors(&mut *conn, all).await?;
         // Another message's vector made with one of these as context is made again without it.
         forget_context_vectors(&mut *conn, all).await?;
@@ -678,7 +703,7 @@ on_both_backends! {
 
     /// Stores `chunk` with one multi-row INSERT; ids are matched back by each row's unique key,
     /// and a message stored before (a redelivery) keeps its id.
-    async fn insert_chunk(
+    pub(in crate::store) async fn insert_chunk(
         conn: &mut Conn,
         chunk: &[NewMessage],
     ) -> StoreResult<Vec<MessageId>> {

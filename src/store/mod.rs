@@ -35,9 +35,12 @@ macro_rules! on_both_backends {
 }
 
 /// The columns `message_from_row` reads: a message `m` joined with its author `p`.
+/// How many columns `message_columns!` reads (a score read with them comes next).
+pub(crate) const MESSAGE_COLUMNS: usize = 11;
+
 macro_rules! message_columns {
     () => {
-        "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id"
+        "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id, m.attachment_of"
     };
 }
 
@@ -53,6 +56,7 @@ macro_rules! per_dialect {
 }
 
 pub mod admin;
+pub mod attachments;
 pub mod copy;
 pub mod entries;
 pub mod episodes;
@@ -72,6 +76,7 @@ pub mod url;
 use crate::domain::{MessageId, PersonId, Scope, SpaceId, StoredMessage};
 
 pub use admin::{Admin, Readiness, TableCount};
+pub use attachments::{AttachmentRecord, Attachments, NewAttachment};
 pub use copy::{Table, Value};
 pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
 pub use episodes::{Episodes, RefreshDue, WorkingMemory};
@@ -250,6 +255,7 @@ impl Change {
 pub trait Store:
     Identities
     + Messages
+    + Attachments
     + SearchIndex
     + Episodes
     + Entries
@@ -266,6 +272,7 @@ pub trait Store:
 impl<T> Store for T where
     T: Identities
         + Messages
+        + Attachments
         + SearchIndex
         + Episodes
         + Entries

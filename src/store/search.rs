@@ -598,7 +598,7 @@ on_both_backends! {
                 " FROM messages m",
                 indexed_by!("messages_by_episode"),
                 " JOIN people p ON p.id = m.author_id \
-                 WHERE m.episode_id = $1 AND NOT m.withheld ORDER BY m.sent_at, m.id LIMIT $2"
+                 WHERE m.episode_id = $1 AND NOT m.withheld AND m.attachment_of IS NULL ORDER BY m.sent_at, m.id LIMIT $2"
             ))
             .bind(episode)
             .bind(limit as i64)
@@ -639,7 +639,7 @@ on_both_backends! {
                 " FROM messages m",
                 indexed_by!("messages_by_episode"),
                 " JOIN people p ON p.id = m.author_id \
-                 WHERE m.episode_id = $1 AND NOT m.withheld ORDER BY m.sent_at DESC, m.id DESC LIMIT $2"
+                 WHERE m.episode_id = $1 AND NOT m.withheld AND m.attachment_of IS NULL ORDER BY m.sent_at DESC, m.id DESC LIMIT $2"
             ))
             .bind(episode.id)
             .bind(limit as i64)

@@ -45,6 +45,7 @@ pub(super) mod shared {
         nearest_messages, place_message, search_messages, store_vector, watch_changes,
         write_postings,
     };
+    pub(in crate::store) use crate::store::messages::on_sqlite::insert_chunk;
     pub(in crate::store) use crate::store::search::on_sqlite::drop_episode;
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Sqlite;
 
@@ -454,7 +455,9 @@ pub(super) async fn search_messages(
         q = q.bind(k);
     }
     let rows = q.fetch_all(&store.pool).await.map_err(db_err)?;
-    rows.iter().map(|row| hit_from_row(row, 10)).collect()
+    rows.iter()
+        .map(|row| hit_from_row(row, crate::store::MESSAGE_COLUMNS))
+        .collect()
 }
 
 /// Documents and their total length over `keys`, for BM25's N and average length.
@@ -522,7 +525,9 @@ pub(super) async fn nearest_messages(
         .fetch_all(&store.pool)
         .await
         .map_err(db_err)?;
-    rows.iter().map(|row| hit_from_row(row, 10)).collect()
+    rows.iter()
+        .map(|row| hit_from_row(row, crate::store::MESSAGE_COLUMNS))
+        .collect()
 }
 
 /// The vectors of these messages (those that have one), by id.
@@ -559,6 +564,10 @@ pub(super) fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
         text: row.try_get(7).map_err(get)?,
         sent_at: from_ms(row.try_get(8).map_err(get)?)?,
         episode: row.try_get(9).map_err(get)?,
+        attachment_of: row
+            .try_get::<Option<i64>, _>(10)
+            .map_err(get)?
+            .map(MessageId),
     })
 }
 
@@ -665,6 +674,7 @@ mod tests {
         let sources = [
             include_str!("sqlite.rs"),
             include_str!("admin.rs"),
+            include_str!("attachments.rs"),
             include_str!("entries.rs"),
             include_str!("episodes.rs"),
             include_str!("facts.rs"),

@@ -79,11 +79,17 @@ async fn setup_on(url: Option<String>, llm: bool) -> (Harness, FakeDiscord, Hand
         api_url: fake.url(),
         bot_name: h.config.bot.name.clone(),
         status: Default::default(),
+        downloads: h.config.attachments.limits(),
     };
     let http = discord::http(TOKEN, &settings);
     http.set_application_id(serenity::all::ApplicationId::new(APP_ID));
     let http = Arc::new(http);
-    let handler = Handler::new(h.bot.clone(), http, &settings.bot_name);
+    let handler = Handler::new(
+        h.bot.clone(),
+        http,
+        &settings.bot_name,
+        settings.downloads.clone(),
+    );
     handler.set_me(UserId::new(BOT_ID));
     (h, fake, handler)
 }
@@ -1038,3 +1044,47 @@ on_both_harnesses!(
     deletes_and_edits_reach_the_memory,
     the_memory_slash_command_answers_ephemerally,
 );
+
+/// Attachments download through serenity from the URL Discord gives (the fake server stands
+/// in for its CDN): a Markdown file's text is kept (a line in the message, a piece of its own,
+/// in the channel's scope), an image by name, and a file Discord says is too large is never
+/// fetched; the message is stored whatever becomes of its files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_download_through_serenity() {
+    let (h, fake, handler) = setup(false).await;
+    let notes = b"# Standup\nShip the billing fix on Thursday\n";
+    let url = fake.add_file("standup.md", notes);
+    let shot = fake.add_file("shot.png", b"\x89PNG\r\n\x1a\n");
+    let huge = fake.add_file("huge.log", b"x");
+    let file = |id: &str, name: &str, size: usize, url: &str, mime: &str| {
+        json!({"id": id, "filename": name, "size": size, "url": url, "proxy_url": url,
+               "content_type": mime})
+    };
+    let mut p = payload(7001, GENERAL, Some(GUILD), ALICE, "notes from today");
+    p["attachments"] = json!([
+        file(
+            "9001",
+            "standup.md",
+            notes.len(),
+            &url,
+            "text/markdown; charset=utf-8"
+        ),
+        file("9002", "shot.png", 8, &shot, "image/png"),
+        file("9003", "huge.log", 999_999_999, &huge, "text/plain"),
+    ]);
+    handler.on_message(&message(p)).await;
+    assert_eq!(fake.downloads(), 2, "the one too large is not fetched");
+    let text = database_text(&h).await;
+    for kept in [
+        "notes from today\n[file#1 standup.md] # Standup Ship the billing fix on Thursday\n[image#2 shot.png]\n[file huge.log] not read: too large (999999999 bytes)",
+        "[file#1 standup.md, part 1/1] # Standup\nShip the billing fix on Thursday",
+    ] {
+        assert!(text.contains(kept), "{kept}: {text}");
+    }
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("standup.md, part"))
+            .all(|l| l.contains(" | space:")),
+        "in the channel's scope"
+    );
+}

@@ -3,7 +3,7 @@
 //! remember → recall, commands registered, long answers split, text sent as plain text.
 
 use crate::common::*;
-use engram::adapters::fake_telegram::{BOT_USERNAME, Chat, FakeTelegram, TgUser};
+use engram::adapters::fake_telegram::{BOT_USERNAME, Chat, FakeTelegram, TgFile, TgUser};
 use engram::adapters::split::utf16;
 use engram::adapters::telegram::{self, TelegramError, TelegramSettings};
 use engram::adapters::{MessageHandler, Typing};
@@ -75,6 +75,7 @@ fn start_polling(
         bot_name: h.config.bot.name.clone(),
         shutdown_grace,
         status: Default::default(),
+        downloads: h.config.attachments.limits(),
     };
     let token = token.to_string();
     let task =
@@ -769,4 +770,146 @@ postgres_test! {
         tokio::time::timeout(WITHIN, other.wait()).await.expect("it stops").unwrap();
         assert_eq!(store.lease_holder(&name).await.unwrap(), None);
     }
+}
+
+/// The rows of `table` (as `database_text` shows them) holding `needle`.
+async fn rows_of(h: &Harness, table: &str, needle: &str) -> Vec<String> {
+    database_text(h)
+        .await
+        .lines()
+        .filter(|l| l.starts_with(&format!("{table}: ")) && l.contains(needle))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Attachments through the real teloxide client (getFile, then the file from the fake
+/// server): a Markdown document's text is kept in pieces that search finds in the private chat
+/// it was sent in and never in a group; a photo, a voice note and files that cannot be read
+/// (too large: not even downloaded; not text) are kept by name with the message; the same file
+/// twice is kept once; forgetting the message takes its pieces and the file with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attachments_are_kept_as_text_in_their_place() {
+    let h = Harness::with_llm().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let group = Chat::Group {
+        id: -500,
+        title: "Lab".into(),
+        topic: None,
+    };
+    let notes = "# Setup\nInstall with pip.\n\n# Errors\nImportError: no module named frobnicate\n";
+    let dm = alice_dm();
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Document("notes.md", "text/markdown", notes.as_bytes()),
+        "my setup notes",
+        None,
+    );
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Photo(b"\xFF\xD8\xFFjpeg"),
+        "the sunset at Cabo da Roca",
+        None,
+    );
+    fake.push_file(&dm, ALICE, TgFile::Voice(b"OggS voice"), "", None);
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Document("big.txt", "text/plain", b"small really"),
+        "",
+        Some(50_000_000),
+    );
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Document("data.json", "application/json", b"\xFF\xFE\x00broken"),
+        "",
+        None,
+    );
+    fake.wait_sent(5, WITHIN).await;
+    // Every message was stored, whatever became of its file; the oversized one was not fetched.
+    assert_eq!(fake.file_gets(), 4);
+    let stored = database_text(&h).await;
+    for text in [
+        "my setup notes\n[file#1 notes.md] # Setup Install with pip. # Errors ImportError: no module named frobnicate",
+        "the sunset at Cabo da Roca\n[image#2 photo.jpg]",
+        "[voice#3 voice.ogg] voice note",
+        "[file big.txt] not read: too large (50000000 bytes)",
+        "[file#4 data.json] not read: not text",
+    ] {
+        assert!(stored.contains(text), "{text}: {stored}");
+    }
+    // Both sections fit one piece of `attachments.chunk_chars`.
+    let pieces = rows_of(&h, "messages", "notes.md, part").await;
+    assert_eq!(pieces.len(), 1, "{pieces:#?}");
+    assert!(
+        pieces.iter().all(|r| r.contains(" | dm:")),
+        "in her private chat's scope: {pieces:#?}"
+    );
+
+    // The same file again, in a group: kept once, carried twice.
+    fake.push_file(
+        &group,
+        BOB,
+        TgFile::Document("notes.md", "text/markdown", notes.as_bytes()),
+        "",
+        None,
+    );
+    fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello"), false);
+    fake.wait_sent(6, WITHIN).await;
+    assert_eq!(rows_of(&h, "attachments", "notes.md").await.len(), 1);
+    // Four kept in private (not the one too large to fetch), and the same file again.
+    assert_eq!(rows_of(&h, "message_attachments", "").await.len(), 5);
+
+    // Asked about it in private, the answer recalls the piece; in another group it never does.
+    fake.push_text(
+        &dm,
+        ALICE,
+        "what was the ImportError in my notes about frobnicate?",
+        false,
+    );
+    fake.wait_sent(7, WITHIN).await;
+    let mine = fake.sent_to(1001).last().cloned().unwrap();
+    assert!(
+        mine.contains("no module named frobnicate"),
+        "positive control: {mine}"
+    );
+    let other = Chat::Group {
+        id: -600,
+        title: "Other".into(),
+        topic: None,
+    };
+    fake.push_text(
+        &other,
+        (1003, "Carol"),
+        &format!("@{BOT_USERNAME} what ImportError mentions frobnicate?"),
+        false,
+    );
+    fake.wait_sent(8, WITHIN).await;
+    let theirs = fake.sent_to(-600).last().cloned().unwrap();
+    assert!(!theirs.contains("no module named"), "{theirs}");
+    running.stop().await.unwrap();
+
+    // Deleting the message on the platform takes its pieces, and every answer that recalled
+    // them, from her private chat; the file stays while the group's message carries it.
+    let first = "1001:1";
+    let gone = h
+        .bot
+        .deleted(Platform::Telegram, "1001", "1001", &[first.to_string()])
+        .await
+        .unwrap();
+    assert!(gone >= 2, "the message and its piece: {gone}");
+    let left: Vec<String> = rows_of(&h, "messages", "no module named")
+        .await
+        .into_iter()
+        .filter(|r| r.contains(" | dm:"))
+        .collect();
+    assert!(left.is_empty(), "{left:#?}");
+    assert_eq!(
+        rows_of(&h, "attachments", "notes.md").await.len(),
+        1,
+        "the group still carries it"
+    );
 }

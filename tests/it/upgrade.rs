@@ -66,12 +66,13 @@ fn fixture_rows(backend: &str) -> Vec<String> {
 
 /// Columns later migrations added to a table, as they read in every old row: 0009's context
 /// of a vector (SQLite's message_vectors.context_id, PostgreSQL's messages.embedding_context:
-/// NULL) and 0011's working memory of episodes (not superseded, started by a gap, nothing
-/// summarized). Each: backend, table, what the new columns add at the end of a row, and what
+/// NULL), 0011's working memory of episodes (not superseded, started by a gap, nothing
+/// summarized) and 0012's messages.attachment_of (NULL). Each: backend, table, what the new columns add at the end of a row, and what
 /// the row ended with before.
 const NEW_COLUMNS: &[(&str, &str, &str, &str)] = &[
     ("sqlite", "message_vectors", " | ", ""),
-    ("postgres", "messages", ",)", ")"),
+    ("sqlite", "messages", " | ", ""),
+    ("postgres", "messages", ",,)", ")"),
     ("sqlite", "episodes", " | 0 | gap |  |  | 0 | 0 | ", ""),
     ("postgres", "episodes", ",f,gap,,,0,0,)", ")"),
 ];

@@ -506,6 +506,7 @@ mod tests {
             text: "I like tea".into(),
             sent_at: chrono::DateTime::from_timestamp(1_700_000_000 + id, 0).unwrap(),
             episode: None,
+            attachment_of: None,
         }
     }
 

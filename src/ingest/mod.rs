@@ -5,6 +5,8 @@
 //! What a paused person says is stored withheld (nothing is derived from it); link codes are
 //! taken out of stored text, and a code seen outside a private chat is revoked at once.
 
+pub mod attachments;
+
 use crate::domain::{
     IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceId, SpaceKind,
     StoredMessage,
@@ -53,6 +55,8 @@ pub struct Ingestor {
     bot_name: String,
     max_mentions: usize,
     reply_seq: AtomicU64,
+    /// Longest piece of an attached file's text, and most pieces per file.
+    chunking: (usize, usize),
 }
 
 /// Removes characters that have no business in chat text (NUL and other C0/C1 controls,
@@ -242,13 +246,21 @@ impl Ingestor {
             bot_name: bot_name.to_string(),
             max_mentions,
             reply_seq: AtomicU64::new(0),
+            chunking: (1200, 20),
         }
+    }
+
+    /// Keeps the text of attached files in pieces of at most `chars` characters, at most
+    /// `max` pieces per file (`[attachments]`).
+    pub fn with_chunking(mut self, chars: usize, max: usize) -> Ingestor {
+        self.chunking = (chars, max);
+        self
     }
 
     /// Stores the message and resolves who and where. `None` for a message with no text.
     pub async fn ingest(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
         let text = message_text(msg, &self.bot_name);
-        if text.is_empty() {
+        if text.is_empty() && msg.attachments.is_empty() {
             return Ok(None);
         }
         let author_name = shown_name(msg);
@@ -263,23 +275,25 @@ impl Ingestor {
         let is_command = !matches!(command, Command::Chat);
         let stored_text = self.without_link_codes(&text, &place).await?;
         let record = kept_at(msg, &place, author);
-        let id = self
-            .store
-            .insert_message(&NewMessage {
-                space,
-                channel: record.channel.clone(),
-                scope: record.home_scope(),
-                privacy: record.privacy,
-                author,
-                is_bot: msg.author_is_bot,
-                is_command,
-                external_id: msg.external_id.clone(),
-                reply_to: msg.reply_to_external_id.clone(),
-                text: stored_text.clone(),
-                sent_at: msg.sent_at,
-                withheld,
-            })
-            .await?;
+        let new = NewMessage {
+            space,
+            channel: record.channel.clone(),
+            scope: record.home_scope(),
+            privacy: record.privacy,
+            author,
+            is_bot: msg.author_is_bot,
+            is_command,
+            external_id: msg.external_id.clone(),
+            reply_to: msg.reply_to_external_id.clone(),
+            text: stored_text.clone(),
+            sent_at: msg.sent_at,
+            withheld,
+        };
+        let (id, stored_text) = if msg.attachments.is_empty() {
+            (self.store.insert_message(&new).await?, stored_text)
+        } else {
+            self.insert_with_attachments(msg, new).await?
+        };
         crate::telemetry::message_stored(msg.platform.as_str(), msg.author_is_bot);
         let mentions = self.mentioned(msg).await?;
         Ok(Some(Ingested {
@@ -294,6 +308,7 @@ impl Ingestor {
                 text: stored_text,
                 sent_at: msg.sent_at,
                 episode: None,
+                attachment_of: None,
             },
             place,
             author_external_id: msg.author_external_id.clone(),
@@ -306,6 +321,92 @@ impl Ingestor {
             is_command,
             record,
         }))
+    }
+
+    /// Stores `new` (the message as it would be stored without attachments) with a line per
+    /// attachment at the end of its text and the pieces of their text as messages of their
+    /// own; the id and the text stored. An attachment that could not be read is kept by name,
+    /// and the log says why.
+    async fn insert_with_attachments(
+        &self,
+        msg: &IncomingMessage,
+        new: NewMessage,
+    ) -> Result<(MessageId, String), StoreError> {
+        use sha2::{Digest, Sha256};
+        let (chars, max) = self.chunking;
+        let reads: Vec<attachments::Read> = msg
+            .attachments
+            .iter()
+            .map(|a| attachments::read(a, chars, max))
+            .collect();
+        let mut kept = Vec::new();
+        // For each attachment, its place among those kept (with an id), if it is.
+        let mut slot = Vec::new();
+        for (a, r) in msg.attachments.iter().zip(&reads) {
+            match &a.content {
+                Ok(bytes) => {
+                    slot.push(Some(kept.len()));
+                    kept.push(crate::store::NewAttachment {
+                        sha256: format!("{:x}", Sha256::digest(bytes)),
+                        kind: a.kind.as_str().to_string(),
+                        name: a.name.clone(),
+                        mime: a
+                            .mime
+                            .clone()
+                            .unwrap_or_else(|| "application/octet-stream".into()),
+                        size: i64::try_from(bytes.len()).unwrap_or(i64::MAX),
+                        at: msg.sent_at,
+                    });
+                }
+                Err(_) => slot.push(None),
+            }
+            if r.gist.starts_with("not read") {
+                tracing::warn!(platform = msg.platform.as_str(), kind = a.kind.as_str(),
+                    reason = %r.gist, "attachment kept by name only");
+            }
+        }
+        let text = std::sync::Mutex::new(String::new());
+        let compose = |ids: &[i64]| {
+            let mut lines = Vec::new();
+            let mut parts = Vec::new();
+            for ((a, r), at) in msg.attachments.iter().zip(&reads).zip(&slot) {
+                let id = at.map(|i| ids[i]);
+                lines.push(attachments::line(a.kind, id, &a.name, &r.gist));
+                let Some(id) = id else { continue };
+                for (n, chunk) in r.chunks.iter().enumerate() {
+                    parts.push(NewMessage {
+                        // Not something a person said: kept out of summaries and extraction.
+                        is_command: true,
+                        external_id: format!("{}#a{id}.{n}", new.external_id),
+                        reply_to: None,
+                        text: format!(
+                            "[{}#{id} {}, part {}/{}] {chunk}",
+                            a.kind.as_str(),
+                            a.name,
+                            n + 1,
+                            r.chunks.len()
+                        ),
+                        ..new.clone()
+                    });
+                }
+            }
+            let full = if new.text.is_empty() {
+                lines.join("\n")
+            } else {
+                format!("{}\n{}", new.text, lines.join("\n"))
+            };
+            *text.lock().expect("text lock") = full.clone();
+            (
+                NewMessage {
+                    text: full,
+                    ..new.clone()
+                },
+                parts,
+            )
+        };
+        let id = self.store.insert_with_attachments(&kept, &compose).await?;
+        let text = text.into_inner().expect("text lock");
+        Ok((id, text))
     }
 
     /// Who wrote `msg` and where, made on first sight, without storing it.

@@ -1,0 +1,158 @@
+//! Attachments: each file kept once by the SHA-256 of its bytes (metadata, not bytes), the
+//! message that carried it stored with the pieces of its text in one transaction, and which
+//! attachments a message carried.
+
+use super::StoreResult;
+use super::messages::NewMessage;
+use crate::domain::{MessageId, StoredMessage};
+use async_trait::async_trait;
+
+/// An attachment to keep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewAttachment {
+    /// SHA-256 of its bytes, hex.
+    pub sha256: String,
+    /// "image", "file", "voice" or "audio".
+    pub kind: String,
+    /// Its file name.
+    pub name: String,
+    /// Its MIME type.
+    pub mime: String,
+    /// Its size in bytes.
+    pub size: i64,
+    /// When it was first seen.
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+/// A kept attachment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachmentRecord {
+    /// Its id ("[file#12 …]").
+    pub id: i64,
+    /// SHA-256 of its bytes, hex.
+    pub sha256: String,
+    /// "image", "file", "voice" or "audio".
+    pub kind: String,
+    /// Its file name when first kept.
+    pub name: String,
+    /// Its MIME type.
+    pub mime: String,
+    /// Its size in bytes.
+    pub size: i64,
+}
+
+/// Makes the carrying message and the pieces of its attachments' text from the attachments'
+/// ids (in the order given).
+pub type Compose<'a> = &'a (dyn Fn(&[i64]) -> (NewMessage, Vec<NewMessage>) + Send + Sync);
+
+/// Attachments and the messages that carried them.
+#[async_trait]
+pub trait Attachments: Send + Sync {
+    /// In one transaction: keeps each attachment once by its hash (an id), then stores the
+    /// message and the pieces `compose` makes with those ids, the pieces pointing at it. A
+    /// redelivered message keeps its id and nothing is added twice.
+    async fn insert_with_attachments(
+        &self,
+        attachments: &[NewAttachment],
+        compose: Compose<'_>,
+    ) -> StoreResult<MessageId>;
+    /// The attachments a message carried, by id.
+    async fn message_attachments(&self, message: MessageId) -> StoreResult<Vec<AttachmentRecord>>;
+    /// The pieces of attachment text stored for a message, in order.
+    async fn attachment_parts(&self, message: MessageId) -> StoreResult<Vec<StoredMessage>>;
+}
+
+on_both_backends! {
+    #[async_trait]
+    impl Attachments for Backend {
+        async fn insert_with_attachments(
+            &self,
+            attachments: &[NewAttachment],
+            compose: Compose<'_>,
+        ) -> StoreResult<MessageId> {
+            let mut tx = self.write_tx().await?;
+            let mut ids = Vec::with_capacity(attachments.len());
+            for a in attachments {
+                // A no-op update on a known hash, so its id is returned too.
+                let id: i64 = sqlx::query_scalar(
+                    "INSERT INTO attachments (sha256, kind, name, mime, size, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+                     ON CONFLICT (sha256) DO UPDATE SET sha256 = excluded.sha256 RETURNING id",
+                )
+                .bind(&a.sha256)
+                .bind(&a.kind)
+                .bind(&a.name)
+                .bind(&a.mime)
+                .bind(a.size)
+                .bind(a.at.timestamp_millis())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                ids.push(id);
+            }
+            let (message, parts) = compose(&ids);
+            let id = insert_chunk(&mut tx, std::slice::from_ref(&message)).await?[0];
+            if !parts.is_empty() {
+                let part_ids: Vec<i64> = insert_chunk(&mut tx, &parts)
+                    .await?
+                    .into_iter()
+                    .map(|m| m.0)
+                    .collect();
+                sqlx::query(concat!("UPDATE messages SET attachment_of = $1 WHERE id ", in_list!(2)))
+                    .bind(id.0)
+                    .bind(list(&part_ids))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
+            for a in &ids {
+                sqlx::query(
+                    "INSERT INTO message_attachments (message_id, attachment_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                )
+                .bind(id.0)
+                .bind(a)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            tx.commit().await.map_err(db_err)?;
+            Ok(id)
+        }
+
+        async fn attachment_parts(&self, message: MessageId) -> StoreResult<Vec<StoredMessage>> {
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM messages m",
+                indexed_by!("messages_by_attachment_of"),
+                " JOIN people p ON p.id = m.author_id WHERE m.attachment_of = $1 ORDER BY m.id"
+            ))
+            .bind(message.0)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            rows.iter().map(message_from_row).collect()
+        }
+
+        async fn message_attachments(&self, message: MessageId) -> StoreResult<Vec<AttachmentRecord>> {
+            let rows: Vec<(i64, String, String, String, String, i64)> = sqlx::query_as(
+                "SELECT a.id, a.sha256, a.kind, a.name, a.mime, a.size FROM attachments a \
+                 JOIN message_attachments ma ON ma.attachment_id = a.id WHERE ma.message_id = $1 ORDER BY a.id",
+            )
+            .bind(message.0)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(rows
+                .into_iter()
+                .map(|(id, sha256, kind, name, mime, size)| AttachmentRecord {
+                    id,
+                    sha256,
+                    kind,
+                    name,
+                    mime,
+                    size,
+                })
+                .collect())
+        }
+    }
+}
