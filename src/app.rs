@@ -229,6 +229,7 @@ pub fn extractor(
             day_summary_chars: config.memory.day_summary_chars,
             max_message_chars: config.memory.max_message_chars_in_prompt,
             catch_up_days: config.memory.extraction_catch_up_days,
+            episode_min_messages: config.episodes.summary_min_messages,
         },
         prompts,
     )))

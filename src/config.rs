@@ -309,6 +309,9 @@ pub struct EpisodesConfig {
     pub summary_chars: usize,
     /// Most open loops kept.
     pub open_loops: usize,
+    /// A closed episode with fewer people's messages than this gets extractive details and
+    /// no model call.
+    pub summary_min_messages: usize,
 }
 
 impl EpisodesConfig {
@@ -964,6 +967,12 @@ impl Config {
         bad.range("episodes.refresh_words", e.refresh_words, 1, 1_000_000);
         bad.range("episodes.summary_chars", e.summary_chars, 50, 20_000);
         bad.range("episodes.open_loops", e.open_loops, 0, 100);
+        bad.range(
+            "episodes.summary_min_messages",
+            e.summary_min_messages,
+            1,
+            10_000,
+        );
         if e.markers.iter().any(|m| m.trim().is_empty()) {
             bad.push("episodes.markers", "a marker is empty".to_string());
         }

@@ -60,6 +60,31 @@ pub struct ContextBenchReport {
     pub rss_kib: u64,
     /// Peak resident memory (KiB).
     pub peak_rss_kib: u64,
+    /// Episodes over the same messages, with the LLM.
+    pub episodes: EpisodesBench,
+}
+
+#[derive(Debug, Serialize)]
+/// Episodes and their working memory over the community's messages, with the fake LLM.
+pub struct EpisodesBench {
+    /// Time for the indexer (no vectors) to put every message in an episode.
+    pub index_seconds: f64,
+    /// Episodes whose working memory was refreshed in one pass (all open then).
+    pub refreshed: usize,
+    /// Time of that pass.
+    pub working_memory_seconds: f64,
+    /// Per refresh (milliseconds): reading the episode, the model call, the write.
+    pub working_memory_ms_per_refresh: f64,
+    /// Model calls of that pass per 1,000 messages.
+    pub working_memory_llm_calls_per_1000_messages: f64,
+    /// A second pass with nothing new: model calls (target 0).
+    pub working_memory_llm_calls_unchanged: usize,
+    /// Episodes closed once quiet.
+    pub closed: usize,
+    /// Time to finish them in memory (final details, facts learned).
+    pub finish_seconds: f64,
+    /// Model calls to finish them per 1,000 messages.
+    pub episode_summary_llm_calls_per_1000_messages: f64,
 }
 
 const WORDS: &[&str] = &[
@@ -361,7 +386,9 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
         clock: &clock,
     };
     let most_per_hour = live.chat(&community, live_hours, &mut rng).await?;
+    let live_llm_calls = fake.total() - calls_before;
     let per_1000 = opts.messages as f64 / 1000.0;
+    let episodes = episodes(&config, &store, &memory, client, &fake, &clock, per_1000).await?;
     Ok(ContextBenchReport {
         people: opts.people,
         days: opts.days,
@@ -379,8 +406,68 @@ async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<Context
         warm_cache_hit_ratio: hit_ratio,
         live_hours,
         max_day_summary_calls_per_space_hour: most_per_hour,
-        live_llm_calls: fake.total() - calls_before,
+        live_llm_calls,
         rss_kib: rss,
         peak_rss_kib: peak,
+        episodes,
+    })
+}
+
+/// Episodes over everything stored: indexed, their working memory refreshed (twice: the
+/// second pass has nothing new), then closed and finished in memory, with the fake LLM.
+async fn episodes(
+    config: &Config,
+    store: &Arc<dyn Store>,
+    memory: &MemoryManager,
+    llm: Arc<OpenAiClient>,
+    fake: &FakeLlmServer,
+    clock: &Arc<ManualClock>,
+    per_1000: f64,
+) -> anyhow::Result<EpisodesBench> {
+    let indexer = crate::retrieval::Indexer::new(
+        store.clone(),
+        None,
+        clock.clone(),
+        config.retrieval.clone(),
+        config.episodes.topic_rules(),
+        config.embed.index_batch(),
+    );
+    let t = Instant::now();
+    indexer.index_all(|_| {}).await?;
+    let index_seconds = t.elapsed().as_secs_f64();
+    let before = fake.count("working_memory");
+    let t = Instant::now();
+    let refreshed = memory.refresh_working_memory().await?;
+    let working_memory_seconds = t.elapsed().as_secs_f64();
+    let calls = fake.count("working_memory") - before;
+    memory.refresh_working_memory().await?;
+    let unchanged = fake.count("working_memory") - before - calls;
+    clock.advance(Duration::minutes(config.retrieval.episode_gap_minutes + 1));
+    let closed = indexer.close_episodes().await?;
+    let extractor = app::extractor(
+        config,
+        store.clone(),
+        Some(llm),
+        clock.clone(),
+        "bench".into(),
+        Arc::new(Prompts::builtin()),
+    )?
+    .ok_or_else(|| anyhow::anyhow!("no extractor"))?;
+    let before = fake.count("episode_summary");
+    let t = Instant::now();
+    while extractor.finish_episodes().await? > 0 {}
+    let finish_seconds = t.elapsed().as_secs_f64();
+    Ok(EpisodesBench {
+        index_seconds,
+        refreshed,
+        working_memory_seconds,
+        working_memory_ms_per_refresh: working_memory_seconds * 1e3 / refreshed.max(1) as f64,
+        working_memory_llm_calls_per_1000_messages: calls as f64 / per_1000,
+        working_memory_llm_calls_unchanged: unchanged,
+        closed,
+        finish_seconds,
+        episode_summary_llm_calls_per_1000_messages: (fake.count("episode_summary") - before)
+            as f64
+            / per_1000,
     })
 }

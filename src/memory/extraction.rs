@@ -346,6 +346,9 @@ pub struct ExtractionSettings {
     pub max_message_chars: usize,
     /// How many days back a missed run (downtime, a model outage) is still made up.
     pub catch_up_days: u32,
+    /// A closed episode with fewer people's messages gets extractive details, no model call
+    /// (the daily extraction still reads what they said).
+    pub episode_min_messages: usize,
 }
 
 /// The day summary to write with a run: the private chat's stats over what the run reads.

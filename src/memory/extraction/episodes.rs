@@ -368,7 +368,8 @@ impl Extractor {
         messages: &[StoredMessage],
         prompt: &str,
     ) -> Result<EpisodeDetails, DetailsError> {
-        if messages.is_empty() {
+        let said = messages.iter().filter(|m| !m.is_bot).count();
+        if said < self.settings.episode_min_messages.max(1) {
             return Ok(offline_details(messages));
         }
         let system = fill(

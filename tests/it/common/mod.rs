@@ -49,6 +49,8 @@ pub fn test_config(dir: &std::path::Path, llm_url: Option<String>) -> Config {
     // Working memory is refreshed only when a test asks (no scheduler runs): soon enough that
     // a short script sees it.
     config.episodes.refresh_messages = 4;
+    // Short scripted episodes still get their final details from the model.
+    config.episodes.summary_min_messages = 1;
     config
 }
 
