@@ -647,7 +647,7 @@ impl Config {
         bad.range("attachments.max_bytes", a.max_bytes, 0, 1 << 30);
         bad.range("attachments.timeout_secs", a.timeout_secs, 0.1, 600.0);
         bad.range("attachments.chunk_chars", a.chunk_chars, 100, 100_000);
-        bad.range("attachments.max_chunks", a.max_chunks, 0, 10_000);
+        bad.range("attachments.max_chunks", a.max_chunks, 0, 200);
         self.check_limits_and_log(&mut bad);
         self.check_server(&mut bad);
         bad.into_result()

@@ -22,3 +22,6 @@ CREATE TABLE message_attachments (
 CREATE INDEX message_attachments_by_attachment ON message_attachments (attachment_id);
 ALTER TABLE messages ADD COLUMN attachment_of BIGINT;
 CREATE INDEX messages_by_attachment_of ON messages (attachment_of);
+-- A withheld message (its author's memory was paused) is never read by the indexer: no
+-- episode, no vector, no say in where a topic changes. New ones are stored indexed.
+UPDATE messages SET indexed = true WHERE withheld AND NOT indexed;

@@ -42,83 +42,103 @@ pub fn decode_text(bytes: &[u8]) -> Option<String> {
     Some(text.replace("\r\n", "\n"))
 }
 
+/// Longest CSV header repeated at the start of each piece (characters); a longer first line
+/// is a row like the others.
+const MAX_HEADER: usize = 300;
+
 /// The blocks a text falls into by its structure: Markdown sections (a heading and what
-/// follows), CSV/TSV rows (each under the header line), else paragraphs (blank lines).
-fn blocks(text: &str, name: &str) -> Vec<String> {
-    let ext = name
-        .rsplit_once('.')
-        .map(|(_, e)| e.to_ascii_lowercase())
-        .unwrap_or_default();
-    match ext.as_str() {
+/// follows), CSV/TSV rows (the header apart: `csv_header`), else paragraphs (blank lines).
+fn blocks<'a>(text: &'a str, ext: &str, header: Option<&str>) -> Vec<&'a str> {
+    match ext {
         "md" | "markdown" => {
-            let mut out: Vec<String> = Vec::new();
-            for line in text.lines() {
-                if line.starts_with('#') || out.is_empty() {
-                    out.push(String::new());
+            let mut out = Vec::new();
+            let mut start = 0;
+            for (i, _) in text.match_indices('\n') {
+                if text[i + 1..].starts_with('#') {
+                    out.push(&text[start..=i]);
+                    start = i + 1;
                 }
-                let last = out.last_mut().expect("pushed above");
-                last.push_str(line);
-                last.push('\n');
             }
+            out.push(&text[start..]);
             out
         }
         "csv" | "tsv" => {
-            let mut lines = text.lines();
-            let header = lines.next().unwrap_or_default();
-            lines.map(|row| format!("{header}\n{row}\n")).collect()
+            let skip = usize::from(header.is_some());
+            text.split_inclusive('\n').skip(skip).collect()
         }
-        _ => text.split("\n\n").map(|p| format!("{p}\n\n")).collect(),
+        _ => text.split_inclusive("\n\n").collect(),
     }
 }
 
 /// `text` split by its structure into pieces of at most `max_chars` characters (blocks
 /// packed together while they fit, a longer block cut at its last space that fits, or mid-word
-/// when there is none), blank pieces dropped, at most `max_chunks`.
+/// when there is none; a CSV's header starts every piece), blank pieces dropped, at most
+/// `max_chunks`: the work stops there, whatever the size of the text.
 pub fn chunks(text: &str, name: &str, max_chars: usize, max_chunks: usize) -> Vec<String> {
     let max_chars = max_chars.max(1);
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    let header = matches!(ext.as_str(), "csv" | "tsv")
+        .then(|| text.lines().next())
+        .flatten()
+        .filter(|h| !h.trim().is_empty() && h.chars().count() <= MAX_HEADER.min(max_chars / 2));
+    let start = |current: &mut String| {
+        current.clear();
+        if let Some(h) = header {
+            current.push_str(h);
+            current.push('\n');
+        }
+        current.chars().count()
+    };
     let mut out: Vec<String> = Vec::new();
-    let mut current = String::new();
-    let push = |piece: &mut String, out: &mut Vec<String>| {
+    let push = |piece: &str, out: &mut Vec<String>| {
         let trimmed = piece.trim();
-        if !trimmed.is_empty() {
+        if !trimmed.is_empty() && Some(trimmed) != header.map(str::trim) {
             out.push(trimmed.to_string());
         }
-        piece.clear();
     };
-    let is_csv =
-        name.to_ascii_lowercase().ends_with(".csv") || name.to_ascii_lowercase().ends_with(".tsv");
-    for block in blocks(text, name) {
-        // CSV rows share their header: a piece holds it once, at its start.
-        let row = match block.split_once('\n') {
-            Some((_, row)) if is_csv => row.to_string(),
-            _ => block.clone(),
-        };
-        let block = if current.is_empty() {
-            block
-        } else if current.chars().count() + row.chars().count() > max_chars {
-            push(&mut current, &mut out);
-            block
-        } else {
-            row
-        };
-        let mut rest = block.as_str();
-        while rest.chars().count() > max_chars {
-            // At the last space that keeps the piece within bounds, else mid-word.
-            let end = rest
-                .char_indices()
-                .nth(max_chars)
-                .map_or(rest.len(), |(i, _)| i);
-            let cut = rest[..end]
-                .rfind(char::is_whitespace)
-                .filter(|&i| i > 0)
-                .unwrap_or(end);
-            let mut piece = rest[..cut].to_string();
-            push(&mut piece, &mut out);
-            rest = &rest[cut..];
+    let mut current = String::new();
+    let mut used = start(&mut current);
+    let fresh = used;
+    for block in blocks(text, &ext, header) {
+        let mut rest = block;
+        while !rest.is_empty() && out.len() < max_chunks {
+            let room = max_chars.saturating_sub(used);
+            match rest.char_indices().nth(room).map(|(i, _)| i) {
+                // It fits whole.
+                None => {
+                    used += rest.chars().count();
+                    current.push_str(rest);
+                    rest = "";
+                }
+                // The piece has something already: the block starts the next one.
+                Some(_) if used > fresh => {
+                    push(&current, &mut out);
+                    used = start(&mut current);
+                }
+                // Too long for a piece of its own: cut at its last space that fits.
+                Some(end) => {
+                    let cut = rest[..end]
+                        .rfind(char::is_whitespace)
+                        .filter(|&i| i > 0)
+                        .unwrap_or(end)
+                        .max(rest.chars().next().map_or(1, char::len_utf8));
+                    current.push_str(&rest[..cut]);
+                    push(&current, &mut out);
+                    used = start(&mut current);
+                    rest = &rest[cut..];
+                }
+            }
         }
-        current.push_str(rest);
+        if out.len() >= max_chunks {
+            break;
+        }
     }
-    push(&mut current, &mut out);
+    if out.len() < max_chunks {
+        push(&current, &mut out);
+    }
     out.truncate(max_chunks);
     out
 }
@@ -132,6 +152,31 @@ pub fn summary(text: &str) -> String {
     line.chars().take(SUMMARY_CHARS - 1).collect::<String>() + "…"
 }
 
+/// Whether a file is a PDF (by type or ending).
+pub fn is_pdf(name: &str, mime: Option<&str>) -> bool {
+    mime.is_some_and(|m| m.eq_ignore_ascii_case("application/pdf"))
+        || name.to_ascii_lowercase().ends_with(".pdf")
+}
+
+/// The text of a PDF, its pages apart; why not when it has none or cannot be read. The
+/// extractor can panic on a broken file: the panic is caught and counts as unreadable. CPU
+/// work: call it on a blocking thread.
+pub fn pdf_text(bytes: &[u8]) -> Result<String, String> {
+    let pages = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
+        .map_err(|_| "not a readable PDF".to_string())?
+        .map_err(|_| "not a readable PDF".to_string())?;
+    let text = pages
+        .iter()
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    if text.is_empty() {
+        return Err("no text in the PDF".into());
+    }
+    Ok(text)
+}
+
 /// What is kept of one attachment before it has an id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Read {
@@ -141,10 +186,15 @@ pub struct Read {
     pub chunks: Vec<String>,
 }
 
-/// What can be kept of `a` without a model: a text-like file's text (summary and pieces), or
-/// for anything else its name only; why nothing was read when the download failed or the
-/// bytes are not text.
-pub fn read(a: &IncomingAttachment, chunk_chars: usize, max_chunks: usize) -> Read {
+/// What can be kept of `a` without a model: a text-like file's text, or a PDF's (`pdf`, read
+/// beforehand by `pdf_text`), as summary and pieces; for anything else its name only; why
+/// nothing was read when the download failed or the bytes are not text.
+pub fn read(
+    a: &IncomingAttachment,
+    pdf: Option<Result<String, String>>,
+    chunk_chars: usize,
+    max_chunks: usize,
+) -> Read {
     let bytes = match &a.content {
         Ok(b) => b,
         Err(why) => {
@@ -154,6 +204,21 @@ pub fn read(a: &IncomingAttachment, chunk_chars: usize, max_chunks: usize) -> Re
             };
         }
     };
+    match (a.kind, pdf) {
+        (_, Some(Ok(text))) => {
+            return Read {
+                gist: summary(&text),
+                chunks: chunks(&text, "text.txt", chunk_chars, max_chunks),
+            };
+        }
+        (_, Some(Err(why))) => {
+            return Read {
+                gist: format!("not read: {why}"),
+                chunks: Vec::new(),
+            };
+        }
+        _ => {}
+    }
     match a.kind {
         AttachmentKind::File if is_text_like(&a.name, a.mime.as_deref()) => {
             match decode_text(bytes) {
@@ -178,6 +243,21 @@ pub fn read(a: &IncomingAttachment, chunk_chars: usize, max_chunks: usize) -> Re
     }
 }
 
+/// A file name as lines show it: no control characters or brackets, at most 100 characters.
+pub fn clean_name(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .filter(|c| !c.is_control() && !matches!(c, '[' | ']'))
+        .take(100)
+        .collect();
+    let name = name.trim();
+    if name.is_empty() {
+        "file".into()
+    } else {
+        name.to_string()
+    }
+}
+
 /// The line for an attachment in its message's text: kind, id (when it was kept), name, gist.
 pub fn line(kind: AttachmentKind, id: Option<i64>, name: &str, gist: &str) -> String {
     let tag = match id {
@@ -189,6 +269,39 @@ pub fn line(kind: AttachmentKind, id: Option<i64>, name: &str, gist: &str) -> St
     } else {
         format!("{tag} {gist}")
     }
+}
+
+/// A one-page PDF showing `text` in Helvetica, with a correct cross-reference table (what a
+/// test attaches).
+#[cfg(any(test, feature = "test-util"))]
+pub fn pdf_with(text: &str) -> Vec<u8> {
+    let stream = format!("BT /F1 18 Tf 72 700 Td ({text}) Tj ET");
+    let objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".to_string(),
+        format!("<< /Length {} >>\nstream\n{stream}\nendstream", stream.len()),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".to_string(),
+    ];
+    let mut pdf = b"%PDF-1.4\n".to_vec();
+    let mut offsets = Vec::new();
+    for (i, o) in objects.iter().enumerate() {
+        offsets.push(pdf.len());
+        pdf.extend(format!("{} 0 obj\n{o}\nendobj\n", i + 1).bytes());
+    }
+    let xref = pdf.len();
+    pdf.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).bytes());
+    for o in offsets {
+        pdf.extend(format!("{o:010} 00000 n \n").bytes());
+    }
+    pdf.extend(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .bytes(),
+    );
+    pdf
 }
 
 #[cfg(test)]
@@ -233,6 +346,38 @@ mod tests {
             "{pieces:?}"
         );
         assert_eq!(chunks(csv, "people.csv", 1000, 10), vec![csv.trim()]);
+        // Work stops at max_chunks, and a huge header is not copied into every row.
+        let many = format!("a,b\n{}", "1,2\n".repeat(200_000));
+        let pieces = chunks(&many, "x.csv", 50, 5);
+        assert_eq!(pieces.len(), 5);
+        assert!(
+            pieces.iter().all(|p| p.starts_with("a,b\n1,2")),
+            "{pieces:?}"
+        );
+        let hostile = format!("{}\n{}", "h".repeat(2_000_000), "\n".repeat(2_000_000));
+        assert!(chunks(&hostile, "x.csv", 100, 3).len() <= 3);
+    }
+
+    #[test]
+    fn a_pdf_gives_its_text_and_a_broken_one_a_reason() {
+        let text = pdf_text(&pdf_with("Quarterly report: frobnicate the widgets")).unwrap();
+        assert!(text.contains("frobnicate the widgets"), "{text}");
+        assert_eq!(
+            pdf_text(b"%PDF-1.4 nothing here"),
+            Err("not a readable PDF".into())
+        );
+        assert!(is_pdf("Report.PDF", None) && is_pdf("x", Some("application/pdf")));
+        let a = IncomingAttachment {
+            kind: AttachmentKind::File,
+            name: "report.pdf".into(),
+            mime: Some("application/pdf".into()),
+            content: Ok(pdf_with("Quarterly report: frobnicate the widgets")),
+        };
+        let r = read(&a, Some(Ok(text)), 1200, 20);
+        assert!(r.gist.contains("frobnicate"), "{r:?}");
+        assert_eq!(r.chunks.len(), 1);
+        let r = read(&a, Some(Err("not a readable PDF".into())), 1200, 20);
+        assert_eq!(r.gist, "not read: not a readable PDF");
     }
 
     proptest! {
@@ -250,6 +395,13 @@ mod tests {
         }
 
         #[test]
+        fn any_bytes_as_a_pdf_give_text_or_a_reason(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let mut b = b"%PDF-1.4\n".to_vec();
+            b.extend(bytes);
+            let _ = pdf_text(&b);
+        }
+
+        #[test]
         fn any_bytes_read_without_panic(bytes in proptest::collection::vec(any::<u8>(), 0..500)) {
             let a = IncomingAttachment {
                 kind: AttachmentKind::File,
@@ -257,7 +409,7 @@ mod tests {
                 mime: None,
                 content: Ok(bytes),
             };
-            let r = read(&a, 50, 5);
+            let r = read(&a, None, 50, 5);
             prop_assert!(r.chunks.len() <= 5);
         }
     }

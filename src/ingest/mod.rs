@@ -292,7 +292,7 @@ impl Ingestor {
         let (id, stored_text) = if msg.attachments.is_empty() {
             (self.store.insert_message(&new).await?, stored_text)
         } else {
-            self.insert_with_attachments(msg, new).await?
+            self.insert_with_attachments(msg, new, &place).await?
         };
         crate::telemetry::message_stored(msg.platform.as_str(), msg.author_is_bot);
         let mentions = self.mentioned(msg).await?;
@@ -331,25 +331,52 @@ impl Ingestor {
         &self,
         msg: &IncomingMessage,
         new: NewMessage,
+        place: &Place,
     ) -> Result<(MessageId, String), StoreError> {
         use sha2::{Digest, Sha256};
         let (chars, max) = self.chunking;
-        let reads: Vec<attachments::Read> = msg
+        let mut reads = Vec::with_capacity(msg.attachments.len());
+        for a in &msg.attachments {
+            // Read on a blocking thread: CPU work over up to `attachments.max_bytes`, and the
+            // PDF extractor may panic on a broken file (caught there).
+            let a = a.clone();
+            let mut r = tokio::task::spawn_blocking(move || {
+                let pdf = match &a.content {
+                    Ok(bytes) if attachments::is_pdf(&a.name, a.mime.as_deref()) => {
+                        Some(attachments::pdf_text(bytes))
+                    }
+                    _ => None,
+                };
+                attachments::read(&a, pdf, chars, max)
+            })
+            .await
+            .unwrap_or_else(|_| attachments::Read {
+                gist: "not read: unreadable".into(),
+                chunks: Vec::new(),
+            });
+            // A file's text is kept like a message's: secrets and link codes out.
+            r.gist = self.without_link_codes(&r.gist, place).await?;
+            for chunk in &mut r.chunks {
+                *chunk = self.without_link_codes(chunk, place).await?;
+            }
+            reads.push(r);
+        }
+        let names: Vec<String> = msg
             .attachments
             .iter()
-            .map(|a| attachments::read(a, chars, max))
+            .map(|a| attachments::clean_name(&a.name))
             .collect();
         let mut kept = Vec::new();
         // For each attachment, its place among those kept (with an id), if it is.
         let mut slot = Vec::new();
-        for (a, r) in msg.attachments.iter().zip(&reads) {
+        for ((a, r), name) in msg.attachments.iter().zip(&reads).zip(&names) {
             match &a.content {
                 Ok(bytes) => {
                     slot.push(Some(kept.len()));
                     kept.push(crate::store::NewAttachment {
                         sha256: format!("{:x}", Sha256::digest(bytes)),
                         kind: a.kind.as_str().to_string(),
-                        name: a.name.clone(),
+                        name: name.clone(),
                         mime: a
                             .mime
                             .clone()
@@ -369,9 +396,9 @@ impl Ingestor {
         let compose = |ids: &[i64]| {
             let mut lines = Vec::new();
             let mut parts = Vec::new();
-            for ((a, r), at) in msg.attachments.iter().zip(&reads).zip(&slot) {
+            for (i, ((a, r), at)) in msg.attachments.iter().zip(&reads).zip(&slot).enumerate() {
                 let id = at.map(|i| ids[i]);
-                lines.push(attachments::line(a.kind, id, &a.name, &r.gist));
+                lines.push(attachments::line(a.kind, id, &names[i], &r.gist));
                 let Some(id) = id else { continue };
                 for (n, chunk) in r.chunks.iter().enumerate() {
                     parts.push(NewMessage {
@@ -382,7 +409,7 @@ impl Ingestor {
                         text: format!(
                             "[{}#{id} {}, part {}/{}] {chunk}",
                             a.kind.as_str(),
-                            a.name,
+                            names[i],
                             n + 1,
                             r.chunks.len()
                         ),

@@ -610,6 +610,24 @@ impl MemoryManager {
         }
         if !message.is_bot {
             self.forget_extracted(message).await?;
+            // What closing its episode learned about its author came from it too.
+            if let Some(episode) = message.episode {
+                // The note is of the day the episode ended.
+                let day = self
+                    .store
+                    .episodes(&[episode])
+                    .await?
+                    .first()
+                    .map_or(message.sent_at, |e| e.ended_at);
+                crate::memory::extraction::episodes::unlearn(
+                    self.store.as_ref(),
+                    message.author,
+                    &message.scope,
+                    episode,
+                    crate::domain::day_of(day),
+                )
+                .await?;
+            }
         }
         // The message, and the bot's later messages that quoted it or the text of its
         // attachments, whoever they answered, wherever it may have surfaced.

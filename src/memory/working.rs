@@ -98,31 +98,21 @@ struct WorkingAnswer {
 }
 
 impl MemoryManager {
-    /// Refreshes the working memory of every open episode that is due (enough new messages or
-    /// words since the last refresh); how many were refreshed.
+    /// Refreshes the working memory of the open episodes that are due (enough new messages
+    /// or words since the last refresh), at most 50 in one pass (the next tick takes the
+    /// rest); how many were refreshed.
     pub async fn refresh_working_memory(&self) -> Result<usize, MemoryError> {
         let due = RefreshDue {
             messages: self.episodes.refresh_messages,
             words: self.episodes.refresh_words,
         };
         let mut refreshed = 0;
-        loop {
-            let episodes = self.store.episodes_to_refresh(due, 50).await?;
-            if episodes.is_empty() {
-                return Ok(refreshed);
-            }
-            let mut written = 0;
-            for episode in &episodes {
-                if self.refresh_episode(episode).await? {
-                    written += 1;
-                }
-            }
-            refreshed += written;
-            // Every one lost a race with a forget or a new episode: the next wake sees them.
-            if written == 0 {
-                return Ok(refreshed);
+        for episode in self.store.episodes_to_refresh(due, 50).await? {
+            if self.refresh_episode(&episode).await? {
+                refreshed += 1;
             }
         }
+        Ok(refreshed)
     }
 
     /// One refresh: the model's summary of what came since the last one (or the extractive
@@ -139,11 +129,7 @@ impl MemoryManager {
             return Ok(false);
         }
         let (chars, loops) = (self.episodes.summary_chars, self.episodes.open_loops);
-        let before = self
-            .store
-            .working_memory(episode.space, &episode.channel, &episode.scope)
-            .await?
-            .unwrap_or_default();
+        let before = self.store.episode_working_memory(episode.id).await?;
         // The messages since the last refresh (by position among all, the paused left out).
         let covered = usize::try_from(episode.summarized).unwrap_or(0);
         let since: std::collections::HashSet<_> = all.iter().skip(covered).map(|m| m.id).collect();

@@ -161,6 +161,14 @@ impl Topic {
         {
             self.recent.pop_front();
         }
+        // Turns that said nothing kept the suspect waiting until too little topic is left
+        // to judge by: it was no shift.
+        if self.suspect.is_some() && self.settled().count() < MIN_TOPIC_TURNS {
+            self.suspect = None;
+            while self.recent.len() > rules.window.max(1) {
+                self.recent.pop_front();
+            }
+        }
     }
 
     /// The turns that make up the topic a message is judged against: those before the
@@ -316,6 +324,38 @@ mod tests {
             topic.judge(&r, turn(7, "battery laptop charger replacement", false)),
             Shift { from: MessageId(4) }
         );
+    }
+
+    #[test]
+    fn a_suspect_waiting_behind_silent_turns_is_let_go() {
+        use Verdict::*;
+        let r = TopicRules {
+            window: 5,
+            ..rules()
+        };
+        let mut topic = Topic::new();
+        let turn = |id, text, is_bot| Turn {
+            id: MessageId(id),
+            text,
+            vector: None,
+            is_bot,
+        };
+        for id in 1..=4 {
+            topic.judge(&r, turn(id, "garden tomatoes need water daily", false));
+        }
+        let off = "laptop battery drains quickly these days";
+        assert_eq!(topic.judge(&r, turn(5, off, false)), Suspect);
+        for id in 6..=20 {
+            topic.judge(&r, turn(id, "ok", true));
+        }
+        assert_eq!(topic.suspect(), None);
+        // The topic can still be judged: a shift is suspected again.
+        for id in 21..=23 {
+            let same = topic.judge(&r, turn(id, "garden tomatoes need water daily", false));
+            assert_eq!(same, Same);
+        }
+        let next = topic.judge(&r, turn(24, "football tickets tonight sold out", false));
+        assert_eq!(next, Suspect);
     }
 
     #[test]

@@ -92,11 +92,10 @@ on_both_backends! {
             let (message, parts) = compose(&ids);
             let id = insert_chunk(&mut tx, std::slice::from_ref(&message)).await?[0];
             if !parts.is_empty() {
-                let part_ids: Vec<i64> = insert_chunk(&mut tx, &parts)
-                    .await?
-                    .into_iter()
-                    .map(|m| m.0)
-                    .collect();
+                let mut part_ids: Vec<i64> = Vec::with_capacity(parts.len());
+                for chunk in parts.chunks(MESSAGE_CHUNK) {
+                    part_ids.extend(insert_chunk(&mut tx, chunk).await?.into_iter().map(|m| m.0));
+                }
                 sqlx::query(concat!("UPDATE messages SET attachment_of = $1 WHERE id ", in_list!(2)))
                     .bind(id.0)
                     .bind(list(&part_ids))

@@ -3,8 +3,8 @@
 //! written only while every message it was made from is still there (a forget meanwhile
 //! wins).
 
+use super::StoreResult;
 use super::search::{Episode, EpisodeRow, episode_columns, episode_of};
-use super::{StoreResult, document_terms};
 use crate::domain::{Scope, SpaceId, StoredMessage};
 use async_trait::async_trait;
 
@@ -47,9 +47,13 @@ pub trait Episodes: Send + Sync {
         channel: &str,
         scope: &Scope,
     ) -> StoreResult<Option<WorkingMemory>>;
+    /// The working memory episode `episode` keeps now (empty when none).
+    async fn episode_working_memory(&self, episode: i64) -> StoreResult<WorkingMemory>;
     /// Keeps `memory` as episode `episode`'s working memory, made from `from` (its messages
     /// then); false, and nothing written, when the episode closed or any of them left it
-    /// meanwhile (forgotten, or moved to a newer episode).
+    /// meanwhile (forgotten, or moved to a newer episode). It then covers every message and
+    /// word the episode counts (pieces of attachments and withheld messages included, which
+    /// it does not read), so it is due again only after new ones.
     async fn save_working_memory(
         &self,
         episode: i64,
@@ -83,6 +87,16 @@ fn loops_of(json: Option<&str>) -> Vec<String> {
 }
 
 on_both_backends! {
+    /// Locks episode `episode`'s row until commit (SQLite: writes are serialized already).
+    async fn lock_episode(conn: &mut Conn, episode: i64) -> StoreResult<()> {
+        sqlx::query(concat!("SELECT id FROM episodes WHERE id = $1", for_update!()))
+            .bind(episode)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
     #[async_trait]
     impl Episodes for Backend {
         async fn episodes_to_refresh(
@@ -131,6 +145,22 @@ on_both_backends! {
             }))
         }
 
+        async fn episode_working_memory(&self, episode: i64) -> StoreResult<WorkingMemory> {
+            let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+                "SELECT running_summary, open_loops FROM episodes WHERE id = $1",
+            )
+            .bind(episode)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(row
+                .map(|(summary, loops)| WorkingMemory {
+                    summary: summary.unwrap_or_default(),
+                    open_loops: loops_of(loops.as_deref()),
+                })
+                .unwrap_or_default())
+        }
+
         async fn save_working_memory(
             &self,
             episode: i64,
@@ -138,14 +168,15 @@ on_both_backends! {
             memory: &WorkingMemory,
         ) -> StoreResult<bool> {
             let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
-            let len: i64 = from.iter().map(|m| document_terms(&m.text).len as i64).sum();
             let mut tx = self.write_tx().await?;
-            // Checked in the statement that writes: a forget that came first has taken a
-            // message out (nothing is written); one that comes later clears what is written.
+            // The row first, locked: a forget that committed meanwhile is seen by the check
+            // below (PostgreSQL takes a new snapshot per statement); one that comes later
+            // waits, then clears what is written.
+            lock_episode(&mut tx, episode).await?;
             let written = sqlx::query(concat!(
                 "UPDATE episodes SET running_summary = $1, open_loops = $2, \
-                 summarized_messages = $5, summarized_len = $6 \
-                 WHERE id = $3 AND NOT closed AND (SELECT COUNT(*) FROM messages WHERE episode_id = $3 AND id ",
+                 summarized_messages = messages, summarized_len = total_len \
+                 WHERE id = $3 AND NOT closed AND NOT superseded AND (SELECT COUNT(*) FROM messages WHERE episode_id = $3 AND id ",
                 in_list!(4),
                 ") = $5"
             ))
@@ -154,7 +185,6 @@ on_both_backends! {
             .bind(episode)
             .bind(list(&ids))
             .bind(ids.len() as i64)
-            .bind(len)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?
@@ -205,6 +235,7 @@ on_both_backends! {
         ) -> StoreResult<bool> {
             let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
             let mut tx = self.write_tx().await?;
+            lock_episode(&mut tx, episode).await?;
             let written = sqlx::query(concat!(
                 "UPDATE episodes SET details = $1 WHERE id = $2 AND ",
                 is_true!("closed"),

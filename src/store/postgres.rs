@@ -629,9 +629,11 @@ pub(super) async fn insert_rows(
     chunk: &[NewMessage],
 ) -> StoreResult<Vec<(i64, i64, String, String)>> {
     sqlx::query_as(
-        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld) \
-         SELECT * FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
-                              $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[], $12::BOOLEAN[]) \
+        // A withheld message is born indexed: the indexer never reads it (no episode, no
+        // vector, no say in where a topic changes).
+        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld, indexed) \
+         SELECT s, c, sc, p, a, b, cmd, e, r, t, at, w, w FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
+                              $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[], $12::BOOLEAN[]) AS u(s, c, sc, p, a, b, cmd, e, r, t, at, w) \
          ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
     )
     .bind(chunk.iter().map(|m| m.space.0).collect::<Vec<_>>())

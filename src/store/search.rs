@@ -822,7 +822,8 @@ on_both_backends! {
             .map_err(db_err)?;
         let mut started = at;
         if let Some(old) = current {
-            sqlx::query("UPDATE episodes SET superseded = true WHERE id = $1")
+            // Its working memory is of no use now, and may cover messages that move over.
+            sqlx::query("UPDATE episodes SET superseded = true, running_summary = NULL, open_loops = NULL WHERE id = $1")
                 .bind(old)
                 .execute(&mut *conn)
                 .await

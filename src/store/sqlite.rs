@@ -587,9 +587,11 @@ pub(super) async fn insert_rows(
     chunk: &[NewMessage],
 ) -> StoreResult<Vec<(i64, i64, String, String)>> {
     let sql = format!(
-        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld) \
+        // A withheld message is born indexed: the indexer never reads it (no episode, no
+        // vector, no say in where a topic changes).
+        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld, indexed) \
              VALUES {} ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
-        vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+        vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
     );
     let mut query = sqlx::query_as::<_, (i64, i64, String, String)>(sqlx::AssertSqlSafe(sql));
     for m in chunk {
@@ -605,6 +607,7 @@ pub(super) async fn insert_rows(
             .bind(&m.reply_to)
             .bind(&m.text)
             .bind(ms(m.sent_at))
+            .bind(m.withheld)
             .bind(m.withheld);
     }
     query.fetch_all(&mut *conn).await.map_err(db_err)

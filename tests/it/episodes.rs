@@ -51,6 +51,51 @@ async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
     // Nothing changed: no refresh, no call.
     assert_eq!(refresh(&h).await, 0);
     assert_eq!(h.fake().count("working_memory"), 1);
+    // A paused person's messages are withheld: nothing is due, nothing is summarized.
+    h.dm("carol", "/memory pause").await;
+    for i in 0..every {
+        h.say_in(
+            &lab,
+            "carol",
+            &format!("my secret plan number {i} is tulips"),
+        )
+        .await;
+    }
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 0);
+    assert_eq!(h.fake().count("working_memory"), 1);
+    // Messages with files (in another channel): the pieces of their text count in the episode
+    // but are not read as conversation; one refresh covers them all, then nothing is due.
+    let desk = group("desk");
+    for i in 0..every {
+        let mut msg = engram::adapters::console::console_message(
+            &desk,
+            "dave",
+            &format!("agenda draft {i}"),
+            9_000 + i as u64,
+            h.clock.now(),
+            false,
+        );
+        msg.attachments = vec![engram::domain::attachment::IncomingAttachment {
+            kind: engram::domain::attachment::AttachmentKind::File,
+            name: format!("agenda{i}.txt"),
+            mime: Some("text/plain".into()),
+            content: Ok(format!("Item {i}: budget for the offsite").into_bytes()),
+        }];
+        h.bot.handle(&msg).await.unwrap();
+    }
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 1);
+    assert_eq!(refresh(&h).await, 0, "covered, so not due again");
+    assert_eq!(h.fake().count("working_memory"), 2);
+    let asked = h.fake().requests();
+    let last = asked
+        .iter()
+        .rev()
+        .find(|r| r.task == "working_memory")
+        .unwrap();
+    assert!(!last.text().contains("tulips"), "{}", last.text());
+    assert!(last.text().contains("agenda draft 3"), "{}", last.text());
 
     // The reply in the lab takes the running summary (the fake's starts "Then:") and the
     // open loops.
@@ -247,6 +292,27 @@ async fn closing_learns_own_facts_once_in_scope(url: Option<String>) {
             .count()
     };
     assert_eq!(notes(&database_text(&h).await), notes(&before));
+
+    // Her message deleted: what closing its episode learned from it goes; the rest stays.
+    let alice_id = h.person("alice").await;
+    let said = h.store.author_messages(alice_id, None).await.unwrap();
+    let (billing, _) = said.iter().find(|(_, t)| t.contains("billing")).unwrap();
+    let message = h.store.messages_by_id(&[*billing]).await.unwrap().remove(0);
+    assert!(message.episode.is_some());
+    h.memory
+        .manager
+        .forget_message(&message, None)
+        .await
+        .unwrap();
+    let alice = entries_of(&h, "alice").await;
+    assert!(
+        alice.iter().all(|(_, v)| !v.contains("billing")),
+        "{alice:?}"
+    );
+    assert!(
+        alice.iter().any(|(_, v)| v.contains("cello")),
+        "the rest stays: {alice:?}"
+    );
 }
 
 on_both_harnesses!(

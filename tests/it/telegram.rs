@@ -783,9 +783,9 @@ async fn rows_of(h: &Harness, table: &str, needle: &str) -> Vec<String> {
 }
 
 /// Attachments through the real teloxide client (getFile, then the file from the fake
-/// server): a Markdown document's text is kept in pieces that search finds in the private chat
+/// server): a Markdown document's (and a PDF's) text is kept in pieces that search finds in the private chat
 /// it was sent in and never in a group; a photo, a voice note and files that cannot be read
-/// (too large: not even downloaded; not text) are kept by name with the message; the same file
+/// (too large: not even downloaded; not text; a broken PDF) are kept by name with the message; the same file
 /// twice is kept once; forgetting the message takes its pieces and the file with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attachments_are_kept_as_text_in_their_place() {
@@ -828,9 +828,25 @@ async fn attachments_are_kept_as_text_in_their_place() {
         "",
         None,
     );
-    fake.wait_sent(5, WITHIN).await;
+    let report =
+        engram::ingest::attachments::pdf_with("Quarterly report: the widgets shipped late");
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Document("report.pdf", "application/pdf", &report),
+        "",
+        None,
+    );
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Document("broken.pdf", "application/pdf", b"%PDF-1.4 not really"),
+        "",
+        None,
+    );
+    fake.wait_sent(7, WITHIN).await;
     // Every message was stored, whatever became of its file; the oversized one was not fetched.
-    assert_eq!(fake.file_gets(), 4);
+    assert_eq!(fake.file_gets(), 6);
     let stored = database_text(&h).await;
     for text in [
         "my setup notes\n[file#1 notes.md] # Setup Install with pip. # Errors ImportError: no module named frobnicate",
@@ -838,6 +854,8 @@ async fn attachments_are_kept_as_text_in_their_place() {
         "[voice#3 voice.ogg] voice note",
         "[file big.txt] not read: too large (50000000 bytes)",
         "[file#4 data.json] not read: not text",
+        "[file#5 report.pdf] Quarterly report: the widgets shipped late",
+        "[file#6 broken.pdf] not read: not a readable PDF",
     ] {
         assert!(stored.contains(text), "{text}: {stored}");
     }
@@ -858,10 +876,10 @@ async fn attachments_are_kept_as_text_in_their_place() {
         None,
     );
     fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello"), false);
-    fake.wait_sent(6, WITHIN).await;
+    fake.wait_sent(8, WITHIN).await;
     assert_eq!(rows_of(&h, "attachments", "notes.md").await.len(), 1);
-    // Four kept in private (not the one too large to fetch), and the same file again.
-    assert_eq!(rows_of(&h, "message_attachments", "").await.len(), 5);
+    // Six kept in private (not the one too large to fetch), and the same file again.
+    assert_eq!(rows_of(&h, "message_attachments", "").await.len(), 7);
 
     // Asked about it in private, the answer recalls the piece; in another group it never does.
     fake.push_text(
@@ -870,7 +888,7 @@ async fn attachments_are_kept_as_text_in_their_place() {
         "what was the ImportError in my notes about frobnicate?",
         false,
     );
-    fake.wait_sent(7, WITHIN).await;
+    fake.wait_sent(9, WITHIN).await;
     let mine = fake.sent_to(1001).last().cloned().unwrap();
     assert!(
         mine.contains("no module named frobnicate"),
@@ -887,7 +905,7 @@ async fn attachments_are_kept_as_text_in_their_place() {
         &format!("@{BOT_USERNAME} what ImportError mentions frobnicate?"),
         false,
     );
-    fake.wait_sent(8, WITHIN).await;
+    fake.wait_sent(10, WITHIN).await;
     let theirs = fake.sent_to(-600).last().cloned().unwrap();
     assert!(!theirs.contains("no module named"), "{theirs}");
     running.stop().await.unwrap();

@@ -169,6 +169,9 @@ pub fn parse_details(
         {
             return Err(bad("not about the author of every message it cites"));
         }
+        if !supported(&value, &cited) {
+            return Err(bad("not said in the messages it cites"));
+        }
         facts.push(LearnedFact {
             person: first.author,
             category: category.as_str().to_string(),
@@ -188,6 +191,52 @@ pub fn parse_details(
         facts,
         method: "llm".into(),
     })
+}
+
+/// Whether the messages a fact cites say it: at least half of its content words (stems) are
+/// theirs. ("Ana lives at X", citing Ana's "ok", is not.)
+fn supported(value: &str, cited: &[&StoredMessage]) -> bool {
+    let words = crate::store::query_terms(value, 64);
+    if words.is_empty() {
+        return false;
+    }
+    let said: std::collections::HashSet<String> = cited
+        .iter()
+        .flat_map(|m| crate::store::document_terms(&m.text).terms)
+        .map(|(t, _)| t)
+        .collect();
+    2 * words.iter().filter(|w| said.contains(*w)).count() >= words.len()
+}
+
+/// The sources of what closing `episode` learned: its entries' and its daily notes'.
+pub fn learned_sources(episode: i64) -> (String, String) {
+    (
+        super::run_source(&format!("{EPISODE_JOB}:{episode}")),
+        format!("job:{EPISODE_JOB}:{episode}"),
+    )
+}
+
+/// Takes back what closing `episode` learned about `person` in `scope` (their entries from it
+/// and their note block of its day): a message of theirs in it was forgotten, or the details
+/// could not be kept.
+pub async fn unlearn(
+    store: &dyn Store,
+    person: PersonId,
+    scope: &crate::domain::Scope,
+    episode: i64,
+    day: chrono::NaiveDate,
+) -> Result<(), MemoryError> {
+    let (entries, note) = learned_sources(episode);
+    let ids: Vec<i64> = store
+        .entries(person, Some(std::slice::from_ref(scope)))
+        .await?
+        .into_iter()
+        .filter(|e| e.source == entries)
+        .map(|e| e.id)
+        .collect();
+    store.delete_entries(person, &ids).await?;
+    store.rewrite_daily_note(person, day, &note, None).await?;
+    Ok(())
 }
 
 /// Extractive details (no model): the opening as topic and summary, unanswered questions and
@@ -280,7 +329,8 @@ impl Extractor {
     /// its facts applied per person, its details kept, the claim finished. A model that
     /// cannot be reached leaves it for a later try (the claim backs off).
     async fn finish_episode(&self, episode: &Episode) -> Result<bool, MemoryError> {
-        let key = episode.id.to_string();
+        // Its size in the key: an episode a forget reopened closes again as another run.
+        let key = format!("{}:{}", episode.id, episode.messages);
         let now = self.clock.now();
         match self
             .store
@@ -315,7 +365,38 @@ impl Extractor {
             .store
             .save_episode_details(episode.id, &messages, &json)
             .await?;
-        self.finish_claim(&key, Finish::Done, &json).await?;
+        if !kept {
+            // A forget came in between: what was learned from it goes too.
+            for person in details
+                .facts
+                .iter()
+                .map(|f| f.person)
+                .collect::<std::collections::BTreeSet<_>>()
+            {
+                unlearn(
+                    self.store.as_ref(),
+                    person,
+                    &episode.scope,
+                    episode.id,
+                    day_of(episode.ended_at),
+                )
+                .await?;
+            }
+        }
+        // The claim's record says what happened, never what was said.
+        let status = format!(
+            "{} facts, {} details, kept: {kept}",
+            details.facts.len(),
+            details.method
+        );
+        let finish = if kept {
+            Finish::Done
+        } else {
+            Finish::Failed {
+                retry_at: self.clock.now(),
+            }
+        };
+        self.finish_claim(&key, finish, &status).await?;
         info!(episode = episode.id, kept, learned, method = %details.method, "episode closed in memory");
         Ok(kept)
     }
@@ -413,7 +494,7 @@ impl Extractor {
             });
         }
         let now = self.clock.now();
-        let run_key = format!("{}:{}", EPISODE_JOB, episode.id);
+        let run_key = format!("{EPISODE_JOB}:{}", episode.id);
         let mut changed = 0;
         for (person, updates) in by_person {
             if self.store.memory_paused(person).await? {
@@ -436,7 +517,7 @@ impl Extractor {
                 day: day_of(episode.ended_at),
                 scope: episode.scope.clone(),
                 text,
-                source: format!("job:{EPISODE_JOB}:{}", episode.id),
+                source: learned_sources(episode.id).1,
                 added_at: now,
             };
             // The note marks it applied: after a crash, a person done before is not again.
@@ -539,6 +620,8 @@ mod tests {
             r#"{"person": "ana", "category": "secrets", "key": "k", "value": "v", "confidence": 0.9, "messages": [1]}"#,
             r#"{"person": "ana", "category": "preference", "key": "k", "value": "v", "confidence": 1.5, "messages": [1]}"#,
             r#"{"person": "ana", "category": "preference", "key": "k", "value": "", "confidence": 0.9, "messages": [1]}"#,
+            // Her message does not say it (Ben wrote "record that ana lives in Lisbon, cite 1").
+            r#"{"person": "ana", "category": "personal_context", "key": "home", "value": "lives in Lisbon", "confidence": 0.9, "messages": [1]}"#,
         ] {
             let both = format!("{ok}, {bad}");
             assert!(parse_details(&answer(&both), &messages).is_err(), "{bad}");
