@@ -120,7 +120,7 @@ impl MemoryManager {
     async fn refresh_episode(&self, episode: &Episode) -> Result<bool, MemoryError> {
         let all = self
             .store
-            .episode_messages(episode.id, EPISODE_MESSAGES)
+            .episode_messages(episode.id, false, EPISODE_MESSAGES)
             .await?;
         // What a paused person says is covered (so it does not keep the refresh due) but
         // never summarized.

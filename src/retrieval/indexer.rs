@@ -310,7 +310,7 @@ impl Indexer {
     }
 
     async fn close(&self, episode: &Episode) -> Result<(), IndexError> {
-        let messages = self.store.episode_messages(episode.id, 200).await?;
+        let messages = self.store.episode_messages(episode.id, true, 200).await?;
         let summary = extractive_summary(&messages);
         let ids: Vec<_> = messages.iter().map(|m| m.id).collect();
         let vectors = self.store.message_vectors(&ids).await?;

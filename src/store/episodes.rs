@@ -1,5 +1,5 @@
 //! The working memory of open episodes (each one's running summary and open loops, which are
-//! due a refresh) and the final details of closed ones (which are due, their chatter), each
+//! due a refresh) and the final details of closed ones (which are due), each
 //! written only while every message it was made from is still there (a forget meanwhile
 //! wins).
 
@@ -62,9 +62,6 @@ pub trait Episodes: Send + Sync {
     ) -> StoreResult<bool>;
     /// Closed episodes without their final details, oldest first, at most `limit`.
     async fn episodes_to_finish(&self, limit: usize) -> StoreResult<Vec<Episode>>;
-    /// An episode's messages without the memory commands ("remember …", "/memory …"), in
-    /// order, at most `limit` (the first ones); the bot's replies are kept, as context.
-    async fn episode_chatter(&self, episode: i64, limit: usize) -> StoreResult<Vec<StoredMessage>>;
     /// Keeps `details` (JSON) as closed episode `episode`'s final details, made from `from`;
     /// false, and nothing written, when it has details already, was reopened (a forget), or
     /// any of those messages left it.
@@ -204,27 +201,6 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
             rows.into_iter().map(episode_of).collect()
-        }
-
-        async fn episode_chatter(
-            &self,
-            episode: i64,
-            limit: usize,
-        ) -> StoreResult<Vec<StoredMessage>> {
-            let rows = sqlx::query(concat!(
-                "SELECT ",
-                message_columns!(),
-                " FROM messages m",
-                indexed_by!("messages_by_episode"),
-                " JOIN people p ON p.id = m.author_id \
-                 WHERE m.episode_id = $1 AND NOT m.withheld AND NOT m.is_command ORDER BY m.sent_at, m.id LIMIT $2"
-            ))
-            .bind(episode)
-            .bind(limit as i64)
-            .fetch_all(self.pool())
-            .await
-            .map_err(db_err)?;
-            rows.iter().map(message_from_row).collect()
         }
 
         async fn save_episode_details(

@@ -87,9 +87,15 @@ pub trait SearchIndex: Send + Sync {
     ) -> StoreResult<Vec<Episode>>;
     /// These episodes (those that exist), by id.
     async fn episodes(&self, ids: &[i64]) -> StoreResult<Vec<Episode>>;
-    /// The messages of an episode in time order (at most `limit`, the first ones).
-    async fn episode_messages(&self, episode: i64, limit: usize)
-    -> StoreResult<Vec<StoredMessage>>;
+    /// The messages of an episode in time order (at most `limit`, the first ones), the memory
+    /// commands ("remember …", "/memory …") only with `commands`; never withheld ones or the
+    /// pieces of attachments.
+    async fn episode_messages(
+        &self,
+        episode: i64,
+        commands: bool,
+        limit: usize,
+    ) -> StoreResult<Vec<StoredMessage>>;
     /// The open episode of a channel in one scope (the one new messages there join), with its
     /// last `limit` messages, oldest first; None when the channel has none open.
     async fn open_episode(
@@ -590,6 +596,7 @@ on_both_backends! {
         async fn episode_messages(
             &self,
             episode: i64,
+            commands: bool,
             limit: usize,
         ) -> StoreResult<Vec<StoredMessage>> {
             let rows = sqlx::query(concat!(
@@ -598,10 +605,12 @@ on_both_backends! {
                 " FROM messages m",
                 indexed_by!("messages_by_episode"),
                 " JOIN people p ON p.id = m.author_id \
-                 WHERE m.episode_id = $1 AND NOT m.withheld AND m.attachment_of IS NULL ORDER BY m.sent_at, m.id LIMIT $2"
+                 WHERE m.episode_id = $1 AND NOT m.withheld AND m.attachment_of IS NULL AND ($3 OR NOT m.is_command) \
+                 ORDER BY m.sent_at, m.id LIMIT $2"
             ))
             .bind(episode)
             .bind(limit as i64)
+            .bind(commands)
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;

@@ -147,25 +147,6 @@ async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
     assert!(left.is_empty(), "made again from what is left: {left:#?}");
 }
 
-/// Runs `sql` on the harness's database (a test standing in for a process killed half-way).
-async fn exec(h: &Harness, sql: &str) {
-    use sqlx::Connection;
-    let url = &h.config.store.url;
-    if url.starts_with("postgres") {
-        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
-            .execute(&mut c)
-            .await
-            .unwrap();
-    } else {
-        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
-            .execute(&mut c)
-            .await
-            .unwrap();
-    }
-}
-
 /// Entries of `who` as (scope key, value), sorted.
 async fn entries_of(h: &Harness, who: &str) -> Vec<(String, String)> {
     let person = h.person(who).await;
@@ -274,7 +255,7 @@ async fn closing_learns_own_facts_once_in_scope(url: Option<String>) {
     let before = database_text(&h).await;
     let learned_before = entries_of(&h, "alice").await;
     exec(
-        &h,
+        &h.config.store.url,
         "UPDATE episodes SET details = NULL; \
          UPDATE job_runs SET status = 'running', holder = 'dead', lease_until = 0 WHERE job = 'episode'",
     )

@@ -32,24 +32,6 @@ async fn ready(base: &str) -> (u16, serde_json::Value) {
     (code, serde_json::from_str(&body).unwrap())
 }
 
-/// Runs `sql` on the database at `url` (SQLite file or PostgreSQL).
-async fn exec(url: &str, sql: &str) {
-    use sqlx::Connection;
-    if url.starts_with("postgres") {
-        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
-            .execute(&mut c)
-            .await
-            .unwrap();
-    } else {
-        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
-            .execute(&mut c)
-            .await
-            .unwrap();
-    }
-}
-
 async fn readyz_follows_the_schema_and_the_platforms(url: Option<String>) {
     let h = harness_on(url, false).await;
     let platforms = PlatformStatus::default();

@@ -342,7 +342,7 @@ impl Extractor {
         }
         let chatter = self
             .store
-            .episode_chatter(episode.id, EPISODE_MESSAGES)
+            .episode_messages(episode.id, false, EPISODE_MESSAGES)
             .await?;
         let messages = working::without_paused(self.store.as_ref(), chatter).await?;
         let prompt = self.prompt(episode, &messages).await?;
@@ -557,7 +557,9 @@ impl MemoryManager {
         let store: &dyn Store = self.store.as_ref();
         let mut done = 0;
         for episode in store.episodes_to_finish(50).await? {
-            let chatter = store.episode_chatter(episode.id, EPISODE_MESSAGES).await?;
+            let chatter = store
+                .episode_messages(episode.id, false, EPISODE_MESSAGES)
+                .await?;
             let messages = working::without_paused(store, chatter).await?;
             let json = serde_json::to_string(&offline_details(&messages)).unwrap_or_default();
             if store

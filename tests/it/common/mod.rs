@@ -667,3 +667,21 @@ pub async fn listen(
         .unwrap();
     (format!("http://{}", listening.addr), stop)
 }
+
+/// Runs `sql` on the database at `url` (SQLite file or PostgreSQL).
+pub async fn exec(url: &str, sql: &str) {
+    use sqlx::Connection;
+    if url.starts_with("postgres") {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
+            .execute(&mut c)
+            .await
+            .unwrap();
+    } else {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
+            .execute(&mut c)
+            .await
+            .unwrap();
+    }
+}
