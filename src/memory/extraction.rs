@@ -579,15 +579,9 @@ impl Extractor {
         run.duration_ms = started.elapsed().as_millis() as u64;
         if !dry_run {
             self.finish(&key, &run).await?;
-            let changed = run.written + run.updated + run.removed;
-            if run.status == "done" && changed > 0 {
-                let by = super::audit::By {
-                    scope: Some(scope.clone()),
-                    ..super::audit::By::job(EXTRACT_JOB)
-                };
-                let n = i64::try_from(changed).unwrap_or(i64::MAX);
-                let (store, clock) = (&*self.store, &*self.clock);
-                super::audit::record(store, clock, &by, super::audit::Action::Learned, person, n)
+            if run.status == "done" {
+                let changed = run.written + run.updated + run.removed;
+                self.audit_learned(EXTRACT_JOB, scope, person, changed)
                     .await;
             }
         }
@@ -734,6 +728,20 @@ impl Extractor {
             run.day_summary = true;
         }
         Ok(())
+    }
+
+    /// An audit line: job `job` changed `n` of `person`'s entries in `scope` (none when 0).
+    async fn audit_learned(&self, job: &'static str, scope: &Scope, person: PersonId, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let by = super::audit::By {
+            scope: Some(scope.clone()),
+            ..super::audit::By::job(job)
+        };
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        let (store, clock) = (&*self.store, &*self.clock);
+        super::audit::record(store, clock, &by, super::audit::Action::Learned, person, n).await;
     }
 
     /// Records the run as finished. A failed run of one person may be tried again at once (by

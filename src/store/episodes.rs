@@ -84,14 +84,26 @@ fn loops_of(json: Option<&str>) -> Vec<String> {
 }
 
 on_both_backends! {
-    /// Locks episode `episode`'s row until commit (SQLite: writes are serialized already).
-    async fn lock_episode(conn: &mut Conn, episode: i64) -> StoreResult<()> {
+    /// Whether every one of `ids` is still in episode `episode`, its row locked until commit
+    /// first (SQLite: writes are serialized already): a forget that committed meanwhile is
+    /// seen here (PostgreSQL takes a new snapshot per statement); one that comes later waits,
+    /// then clears what is written. What a write made from those messages checks.
+    async fn still_intact(conn: &mut Conn, episode: i64, ids: &[i64]) -> StoreResult<bool> {
         sqlx::query(concat!("SELECT id FROM episodes WHERE id = $1", for_update!()))
             .bind(episode)
             .fetch_optional(&mut *conn)
             .await
             .map_err(db_err)?;
-        Ok(())
+        let there: i64 = sqlx::query_scalar(concat!(
+            "SELECT COUNT(*) FROM messages WHERE episode_id = $1 AND id ",
+            in_list!(2)
+        ))
+        .bind(episode)
+        .bind(list(ids))
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        Ok(there == ids.len() as i64)
     }
 
     #[async_trait]
@@ -166,22 +178,17 @@ on_both_backends! {
         ) -> StoreResult<bool> {
             let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
             let mut tx = self.write_tx().await?;
-            // The row first, locked: a forget that committed meanwhile is seen by the check
-            // below (PostgreSQL takes a new snapshot per statement); one that comes later
-            // waits, then clears what is written.
-            lock_episode(&mut tx, episode).await?;
-            let written = sqlx::query(concat!(
+            if !still_intact(&mut tx, episode, &ids).await? {
+                return Ok(false);
+            }
+            let written = sqlx::query(
                 "UPDATE episodes SET running_summary = $1, open_loops = $2, \
                  summarized_messages = messages, summarized_len = total_len \
-                 WHERE id = $3 AND NOT closed AND NOT superseded AND (SELECT COUNT(*) FROM messages WHERE episode_id = $3 AND id ",
-                in_list!(4),
-                ") = $5"
-            ))
+                 WHERE id = $3 AND NOT closed AND NOT superseded",
+            )
             .bind(&memory.summary)
             .bind(loops_json(&memory.open_loops))
             .bind(episode)
-            .bind(list(&ids))
-            .bind(ids.len() as i64)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?
@@ -211,18 +218,16 @@ on_both_backends! {
         ) -> StoreResult<bool> {
             let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
             let mut tx = self.write_tx().await?;
-            lock_episode(&mut tx, episode).await?;
+            if !still_intact(&mut tx, episode, &ids).await? {
+                return Ok(false);
+            }
             let written = sqlx::query(concat!(
                 "UPDATE episodes SET details = $1 WHERE id = $2 AND ",
                 is_true!("closed"),
-                " AND details IS NULL AND (SELECT COUNT(*) FROM messages WHERE episode_id = $2 AND id ",
-                in_list!(3),
-                ") = $4"
+                " AND details IS NULL"
             ))
             .bind(details)
             .bind(episode)
-            .bind(list(&ids))
-            .bind(ids.len() as i64)
             .execute(&mut *tx)
             .await
             .map_err(db_err)?

@@ -4,20 +4,23 @@
 //! with what a forget takes.
 
 use crate::common::*;
-use engram::config::Config;
 use engram::retrieval::Indexer;
 
-/// Indexes everything pending (episodes, no vectors), closing nothing.
-async fn index(h: &Harness) {
-    let indexer = Indexer::new(
+/// The harness's background indexer (episodes, no vectors).
+fn indexer(h: &Harness) -> Indexer {
+    Indexer::new(
         h.store.clone(),
         None,
         h.clock.clone(),
         h.config.retrieval.clone(),
-        Config::defaults().episodes.topic_rules(),
+        h.config.episodes.topic_rules(),
         64,
-    );
-    indexer.index_all(|_| {}).await.unwrap();
+    )
+}
+
+/// Indexes everything pending, closing nothing.
+async fn index(h: &Harness) {
+    indexer(h).index_all(|_| {}).await.unwrap();
 }
 
 /// Refreshes what is due; how many episodes were refreshed.
@@ -145,6 +148,45 @@ async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
     refresh(&h).await;
     let left = rows_holding(&h, "P-7731").await;
     assert!(left.is_empty(), "made again from what is left: {left:#?}");
+
+    // A refresh made from messages one of which was forgotten meanwhile is not kept.
+    let bob = h.person("bob").await;
+    let said = h.store.author_messages(bob, None).await.unwrap();
+    let (lisbon, _) = said
+        .iter()
+        .find(|(_, t)| t.contains("Lisbon looks good"))
+        .unwrap();
+    let lab_episode = h.store.messages_by_id(&[*lisbon]).await.unwrap()[0]
+        .episode
+        .expect("indexed");
+    let read = h
+        .store
+        .episode_messages(lab_episode, false, 100)
+        .await
+        .unwrap();
+    let stale = engram::store::WorkingMemory {
+        summary: format!("stale summary quoting {}", read[0].text),
+        open_loops: vec![],
+    };
+    let fresh = engram::store::WorkingMemory {
+        summary: "a fresh summary".into(),
+        open_loops: vec![],
+    };
+    assert!(
+        h.store
+            .save_working_memory(lab_episode, &read, &fresh)
+            .await
+            .unwrap(),
+        "positive control"
+    );
+    h.store.delete_messages(&[read[0].id]).await.unwrap();
+    assert!(
+        !h.store
+            .save_working_memory(lab_episode, &read, &stale)
+            .await
+            .unwrap()
+    );
+    assert!(rows_holding(&h, "stale summary").await.is_empty());
 }
 
 /// Entries of `who` as (scope key, value), sorted.
@@ -182,15 +224,7 @@ async fn closing_learns_own_facts_once_in_scope(url: Option<String>) {
         .await;
     index(&h).await;
     h.clock.advance(chrono::Duration::hours(1));
-    let indexer = Indexer::new(
-        h.store.clone(),
-        None,
-        h.clock.clone(),
-        h.config.retrieval.clone(),
-        Config::defaults().episodes.topic_rules(),
-        64,
-    );
-    assert!(indexer.close_episodes().await.unwrap() >= 3);
+    assert!(indexer(&h).close_episodes().await.unwrap() >= 3);
     let from = h.fake().total();
     let extractor = h.extractor("a");
     let finished = extractor.finish_episodes().await.unwrap();

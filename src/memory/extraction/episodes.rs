@@ -528,22 +528,8 @@ impl Extractor {
             {
                 let n = counts.added + counts.updated;
                 changed += n;
-                if n > 0 {
-                    let by = crate::memory::audit::By {
-                        scope: Some(episode.scope.clone()),
-                        ..crate::memory::audit::By::job(EPISODE_JOB)
-                    };
-                    let (store, clock) = (&*self.store, &*self.clock);
-                    crate::memory::audit::record(
-                        store,
-                        clock,
-                        &by,
-                        crate::memory::audit::Action::Learned,
-                        person,
-                        i64::try_from(n).unwrap_or(i64::MAX),
-                    )
+                self.audit_learned(EPISODE_JOB, &episode.scope, person, n)
                     .await;
-                }
             }
         }
         Ok(changed)
