@@ -281,6 +281,62 @@ pub fn start_scheduler(
     Ok((tokio::spawn(scheduler.run_until(every, stopped)), stop))
 }
 
+/// Makes the configured embedder's vector space the one in use, and says so at start when the
+/// model changed: search goes on with BM25 plus the vectors the new model has already made, while
+/// the indexer embeds the rest in the background, newest first. Returns how many messages still
+/// have no vector of the model.
+pub async fn activate_vectors(
+    store: &dyn Store,
+    embedder: Option<&SharedEmbedder>,
+) -> Result<i64, StoreError> {
+    let Some(embedder) = embedder else {
+        return Ok(0);
+    };
+    let model = embedder.identity();
+    let (space, before) = store.activate_vector_space(&model).await?;
+    let coverage = store.vector_coverage().await?;
+    let covered = coverage
+        .spaces
+        .iter()
+        .find(|s| s.id == space)
+        .map_or(0, |s| s.vectors);
+    let missing = (coverage.messages - covered).max(0);
+    match before {
+        Some(old) => warn!(
+            from = %old,
+            to = %model,
+            missing,
+            covered,
+            "the embedding model changed: the old model's vectors are never compared with the new one's; search uses BM25 and the new model's vectors while the rest are embedded in the background, newest first"
+        ),
+        None if missing > 0 => info!(
+            model = %model,
+            missing,
+            "messages without a vector of this embedding model are embedded in the background, newest first"
+        ),
+        None => {}
+    }
+    Ok(missing)
+}
+
+/// The background indexer of `config` (embeddings, episodes, episodic memories).
+pub fn indexer(
+    config: &Config,
+    store: Arc<dyn Store>,
+    embedder: Option<SharedEmbedder>,
+    clock: Arc<dyn Clock>,
+) -> Indexer {
+    Indexer::new(
+        store,
+        embedder,
+        clock,
+        config.retrieval.clone(),
+        config.episodes.topic_rules(),
+        config.embed.index_batch(),
+    )
+    .keeping_old_vectors(config.embed.keep_old_vectors)
+}
+
 /// Starts the background indexer (embeddings, episodes, episodic memories) of this process;
 /// send `true` to stop it.
 pub fn start_indexer(
@@ -292,14 +348,7 @@ pub fn start_indexer(
     tokio::task::JoinHandle<()>,
     tokio::sync::watch::Sender<bool>,
 ) {
-    let indexer = Arc::new(Indexer::new(
-        store,
-        embedder,
-        clock,
-        config.retrieval.clone(),
-        config.episodes.topic_rules(),
-        config.embed.index_batch(),
-    ));
+    let indexer = Arc::new(indexer(config, store, embedder, clock));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let idle = Duration::from_secs(config.embed.idle_secs.max(1));
     (tokio::spawn(indexer.run_until(idle, stopped)), stop)

@@ -198,8 +198,8 @@ pub struct EmbedConfig {
     pub base_url: String,
     /// Embedding model name sent to that API.
     pub model: String,
-    /// Vector size stored in the database (pgvector columns are vector(384)). The OpenAI client
-    /// asks for this many dimensions.
+    /// Vector size of the model. The OpenAI client asks for this many dimensions; the local
+    /// model must give this many. Any size works on both databases.
     pub dimensions: usize,
     /// Texts per embedding call.
     pub batch_size: usize,
@@ -209,6 +209,9 @@ pub struct EmbedConfig {
     pub timeout_secs: f64,
     /// How often the background embedder looks for new messages when idle (seconds).
     pub idle_secs: u64,
+    /// After a model change, keep the old model's vectors once the new one covers every
+    /// message (to switch back without embedding again); false deletes them then.
+    pub keep_old_vectors: bool,
 }
 
 impl EmbedConfig {

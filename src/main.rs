@@ -92,6 +92,10 @@ enum Command {
         #[arg(long)]
         key: Option<String>,
     },
+    /// Embed now, with a progress bar, every message that has no vector of the configured
+    /// embedding model (after a model change, or when embeddings were off), and index what is
+    /// pending; the running bot does the same in the background. Safe to stop and run again.
+    Reindex,
     /// Benchmarks (print JSON).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -393,7 +397,35 @@ async fn main() -> anyhow::Result<()> {
         Command::Bench(command) => bench(command, &config, &secrets).await,
         Command::Status { ready } => status(&config, ready).await,
         Command::Mcp { key } => mcp(&config, &secrets, key).await,
+        Command::Reindex => reindex(&config, &secrets).await,
     }
+}
+
+/// `engram reindex`: the background indexer's work in the foreground, with progress.
+async fn reindex(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
+    let store = app::open_existing_store(config).await?;
+    let embedder = app::embedder(config, secrets)
+        .context("loading the embedding model")?
+        .context("no embedding model is configured (embed.provider): nothing to embed")?;
+    let missing = app::activate_vectors(store.as_ref(), Some(&embedder)).await?;
+    let model = embedder.identity();
+    let pending = store.index_backlog().await?;
+    let indexer = app::indexer(config, store.clone(), Some(embedder), Arc::new(SystemClock));
+    let progress = Progress::new(Some((missing + pending).max(0) as u64), "messages embedded");
+    let done = indexer.index_all(|n| progress.set(n as u64)).await?;
+    progress.finish();
+    let coverage = store.vector_coverage().await?;
+    let space = store.vector_space(&model).await?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::json!({
+            "model": model,
+            "embedded": done,
+            "messages": coverage.messages,
+            "share_embedded": coverage.share(space),
+        }))?
+    );
+    Ok(())
 }
 
 /// The keys of `server.api_keys`, their secrets read from the environment (none without a
@@ -509,9 +541,24 @@ async fn status(config: &Config, ready_only: bool) -> anyhow::Result<()> {
         "jobs": jobs,
         "rows": sizes,
         "index_backlog": store.index_backlog().await?,
+        "vectors": vector_report(&store.vector_coverage().await?),
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
+}
+
+/// Each vector space's model, whether the configuration uses it, and the share of messages with
+/// a vector in it.
+fn vector_report(coverage: &engram::store::VectorCoverage) -> serde_json::Value {
+    serde_json::json!({
+        "messages": coverage.messages,
+        "models": coverage.spaces.iter().map(|s| serde_json::json!({
+            "model": s.model,
+            "active": s.active,
+            "vectors": s.vectors,
+            "share": coverage.share(s.id),
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// `engram bench …`: each benchmark prints its JSON report on stdout.
@@ -849,6 +896,7 @@ async fn start_bot(
         store.clone(),
         clock.clone(),
     );
+    app::activate_vectors(store.as_ref(), embedder.as_ref()).await?;
     let (indexer, stop_indexer) =
         app::start_indexer(config, store.clone(), embedder, clock.clone());
     let platforms = PlatformStatus::default();

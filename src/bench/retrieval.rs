@@ -318,7 +318,7 @@ impl CachedEmbedder {
 
     fn key(&self, text: &str) -> [u8; 32] {
         let mut h = Sha256::new();
-        h.update(self.inner.model().as_bytes());
+        h.update(self.inner.identity().to_string().as_bytes());
         h.update([0]);
         h.update(self.variant.as_bytes());
         h.update([0]);
@@ -334,6 +334,9 @@ impl Embedder for CachedEmbedder {
     }
     fn dimensions(&self) -> usize {
         self.inner.dimensions()
+    }
+    fn identity(&self) -> crate::domain::ModelIdentity {
+        self.inner.identity()
     }
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let keys: Vec<[u8; 32]> = texts.iter().map(|t| self.key(t)).collect();

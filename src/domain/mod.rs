@@ -10,6 +10,7 @@ pub mod link;
 pub mod mention;
 pub mod secret;
 pub mod status;
+pub mod vector;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,7 @@ use std::fmt;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use command::{Command, MemoryCommand, Subject};
 pub use entry::{Category, DailyNote, Entry, EntryVersion, EntryWrite, NewEntry};
+pub use vector::{Embedding, ModelIdentity, VectorSpaceId};
 
 /// Internal id of a person; platform user ids map onto it through identities.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

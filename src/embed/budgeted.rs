@@ -29,6 +29,10 @@ impl Embedder for Budgeted {
         self.inner.dimensions()
     }
 
+    fn identity(&self) -> crate::domain::ModelIdentity {
+        self.inner.identity()
+    }
+
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if current_payer().is_some_and(|p| !p.may_spend) {
             return Err(EmbedError::Limited);

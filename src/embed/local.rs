@@ -44,6 +44,9 @@ impl Precision {
 pub struct LocalEmbedder {
     inner: Arc<Inner>,
     precision: Precision,
+    /// The start of the model file's SHA-256: other weights under the same name are another
+    /// vector space.
+    weights: String,
 }
 
 struct Inner {
@@ -141,6 +144,7 @@ impl LocalEmbedder {
             Some(l) => l.to_path_buf(),
             None => file("libonnxruntime.so")?,
         };
+        let weights = weights_hash(&model)?;
         let env = environment(&library)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let background = (0..cores)
@@ -162,8 +166,32 @@ impl LocalEmbedder {
                 dimensions,
             }),
             precision,
+            weights,
         })
     }
+}
+
+/// The first 16 hex digits of the SHA-256 of the model file (read in pieces).
+fn weights_hash(model: &Path) -> Result<String, EmbedError> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let load = |e: std::io::Error| EmbedError::Load(format!("{}: {e}", model.display()));
+    let mut file = std::fs::File::open(model).map_err(load)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(load)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 impl Inner {
@@ -209,6 +237,15 @@ impl Embedder for LocalEmbedder {
 
     fn dimensions(&self) -> usize {
         self.inner.dimensions
+    }
+
+    fn identity(&self) -> crate::domain::ModelIdentity {
+        crate::domain::ModelIdentity {
+            provider: "local".into(),
+            model: self.precision.model_name().into(),
+            dimensions: self.inner.dimensions,
+            revision: self.weights.clone(),
+        }
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {

@@ -6,6 +6,7 @@ pub mod budgeted;
 pub mod local;
 pub mod openai;
 
+use crate::domain::ModelIdentity;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,6 +62,16 @@ pub trait Embedder: Send + Sync {
     fn model(&self) -> &str;
     /// Length of every vector it makes.
     fn dimensions(&self) -> usize;
+    /// The vector space it makes: stored with every vector, so a model change never compares
+    /// vectors of two models.
+    fn identity(&self) -> ModelIdentity {
+        ModelIdentity {
+            provider: "custom".into(),
+            model: self.model().to_string(),
+            dimensions: self.dimensions(),
+            revision: String::new(),
+        }
+    }
     /// One vector per text, in order, each of length `dimensions()` and L2-normalised.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }

@@ -12,6 +12,8 @@ use std::time::Duration;
 pub struct OpenAiEmbedder {
     http: reqwest::Client,
     endpoint: String,
+    /// The server's host and port: the same model name on another server may be other weights.
+    server: String,
     model: String,
     dimensions: usize,
     batch_size: usize,
@@ -52,6 +54,16 @@ impl OpenAiEmbedder {
         Ok(OpenAiEmbedder {
             http,
             endpoint: format!("{}/embeddings", config.base_url.trim_end_matches('/')),
+            server: reqwest::Url::parse(&config.base_url)
+                .ok()
+                .and_then(|u| {
+                    let host = u.host_str()?.to_string();
+                    Some(match u.port() {
+                        Some(port) => format!("{host}:{port}"),
+                        None => host,
+                    })
+                })
+                .unwrap_or_default(),
             model: config.model.clone(),
             dimensions: config.dimensions,
             batch_size: config.batch_size.max(1),
@@ -135,6 +147,17 @@ impl Embedder for OpenAiEmbedder {
 
     fn dimensions(&self) -> usize {
         self.dimensions
+    }
+
+    /// The API names its models; the same name at another size, or served by another server,
+    /// is another space (the revision names the server's host, never its credentials).
+    fn identity(&self) -> crate::domain::ModelIdentity {
+        crate::domain::ModelIdentity {
+            provider: "openai".into(),
+            model: self.model.clone(),
+            dimensions: self.dimensions,
+            revision: self.server.clone(),
+        }
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {

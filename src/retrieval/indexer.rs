@@ -6,9 +6,10 @@
 //! re-run after a crash: messages stay pending until their batch commits, and closing twice
 //! changes nothing.
 
+use super::SpaceCell;
 use super::topics::{Topic, TopicRules, Turn, Verdict};
 use crate::config::RetrievalConfig;
-use crate::domain::{Clock, MessageId, SpaceId, StoredMessage};
+use crate::domain::{Clock, Embedding, MessageId, SpaceId, StoredMessage, VectorSpaceId};
 use crate::embed::{self, EmbedError, SharedEmbedder};
 use crate::store::{Episode, EpisodeClose, EpisodeStart, IndexedMessage, Store, StoreError};
 use chrono::{DateTime, Utc};
@@ -32,10 +33,29 @@ pub enum IndexError {
 pub struct Indexer {
     store: Arc<dyn Store>,
     embedder: Option<SharedEmbedder>,
+    /// The embedder's vector space, looked up once.
+    space: SpaceCell,
     clock: Arc<dyn Clock>,
     settings: RetrievalConfig,
     topics: TopicRules,
     batch: usize,
+    /// Vectors of other models stay once the embedder's space covers every message (an
+    /// operator may switch back).
+    keep_old_vectors: bool,
+    /// Where this process's pass over older messages without a vector of the embedder's
+    /// model stands: below this id (newest first); None once it has covered them all. Each
+    /// process starts from the top, and what earlier passes embedded is skipped, so a pass
+    /// cut short by a crash goes on where it stopped.
+    backfill_below: std::sync::Mutex<Option<MessageId>>,
+}
+
+/// Where an embedder's pass over older messages stands (`Indexer::backfill_batch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backfill {
+    /// Embedded this many older messages; more may wait.
+    Embedded(usize),
+    /// Every message has a vector of the embedder's model.
+    Done,
 }
 
 /// A channel in one scope: space, channel id, scope key (where one episode is open).
@@ -97,11 +117,21 @@ impl Indexer {
         Indexer {
             store,
             embedder,
+            space: SpaceCell::default(),
             clock,
             settings,
             topics,
             batch: batch.max(1),
+            keep_old_vectors: false,
+            backfill_below: std::sync::Mutex::new(Some(MessageId(i64::MAX))),
         }
+    }
+
+    /// Keeps the vectors of other models once the embedder's covers everything (default:
+    /// they are deleted then).
+    pub fn keeping_old_vectors(mut self, keep: bool) -> Indexer {
+        self.keep_old_vectors = keep;
+        self
     }
 
     fn gap(&self) -> chrono::Duration {
@@ -144,7 +174,7 @@ impl Indexer {
                 Turn {
                     id: m.id,
                     text: &m.text,
-                    vector: items[i].embedding.as_deref(),
+                    vector: items[i].embedding.as_ref().map(|e| e.vector.as_slice()),
                     // The text of an attachment is no turn of the conversation.
                     is_bot: m.is_bot || m.attachment_of.is_some(),
                 },
@@ -171,15 +201,16 @@ impl Indexer {
         else {
             return Ok((Topic::new(), None));
         };
-        let vectors: HashMap<MessageId, Vec<f32>> = if self.embedder.is_some() {
-            let ids: Vec<MessageId> = tail.iter().map(|t| t.id).collect();
-            self.store
-                .message_vectors(&ids)
-                .await?
-                .into_iter()
-                .collect()
-        } else {
-            HashMap::new()
+        let vectors: HashMap<MessageId, Vec<f32>> = match self.space().await? {
+            Some(space) => {
+                let ids: Vec<MessageId> = tail.iter().map(|t| t.id).collect();
+                self.store
+                    .message_vectors(space, &ids)
+                    .await?
+                    .into_iter()
+                    .collect()
+            }
+            None => HashMap::new(),
         };
         let mut topic = Topic::new();
         for t in &tail {
@@ -212,11 +243,103 @@ impl Indexer {
         Ok(n)
     }
 
+    /// The embedder's vector space (None without an embedder).
+    async fn space(&self) -> Result<Option<VectorSpaceId>, IndexError> {
+        match &self.embedder {
+            Some(e) => Ok(Some(self.space.get(self.store.as_ref(), e.as_ref()).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Embeds one batch of older messages that have no vector of the embedder's model (after
+    /// a model change, or when embeddings were off), newest first, so the recent past is
+    /// searchable by meaning again first. When none are left, the closed episodes get their
+    /// vectors in the new space and, unless kept, the other models' vectors go.
+    pub async fn backfill_batch(&self) -> Result<Backfill, IndexError> {
+        let Some(space) = self.space().await? else {
+            return Ok(Backfill::Done);
+        };
+        let Some(below) = *self.backfill_below.lock().expect("backfill lock") else {
+            return Ok(Backfill::Done);
+        };
+        let missing = self.store.vectors_missing(space, below, self.batch).await?;
+        let Some(last) = missing.last().map(|m| m.id) else {
+            // Done before the episodes' vectors are made: they are complete now (or as
+            // complete as the model allows).
+            *self.backfill_below.lock().expect("backfill lock") = None;
+            if let Err(e) = self.finish_backfill(space).await {
+                *self.backfill_below.lock().expect("backfill lock") = Some(below);
+                return Err(e);
+            }
+            return Ok(Backfill::Done);
+        };
+        let n = missing.len();
+        match self.embed(missing).await {
+            Ok(items) => {
+                self.store.add_vectors(&items).await?;
+            }
+            // The model refuses these texts (not a passing outage): they stay without a vector
+            // of it, searchable by BM25, and the pass goes on past them.
+            Err(IndexError::Embed(e)) if !e.is_retryable() => {
+                warn!(error = %e, messages = n, "older messages could not be embedded by the new model; skipped");
+            }
+            Err(e) => return Err(e),
+        }
+        *self.backfill_below.lock().expect("backfill lock") = Some(last);
+        Ok(Backfill::Embedded(n))
+    }
+
+    /// After a pass: closed episodes get their vector in `space` (the centroid of their
+    /// messages'), then the other spaces' vectors go unless they are kept.
+    async fn finish_backfill(&self, space: VectorSpaceId) -> Result<(), IndexError> {
+        loop {
+            let episodes = self.store.episodes_outside(space, 100).await?;
+            if episodes.is_empty() {
+                break;
+            }
+            for episode in &episodes {
+                let messages = self.store.episode_messages(episode.id, true, 200).await?;
+                let embedding = self.episode_vector(space, &messages).await?;
+                self.store
+                    .set_episode_vector(episode, space, embedding.as_ref())
+                    .await?;
+            }
+        }
+        if !self.keep_old_vectors {
+            let dropped = self.store.drop_other_vector_spaces(space).await?;
+            if dropped > 0 {
+                info!(
+                    vectors = dropped,
+                    "every message has a vector of the configured model: other models' vectors deleted"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The centroid of the vectors in `space` of an episode's `messages`.
+    async fn episode_vector(
+        &self,
+        space: VectorSpaceId,
+        messages: &[StoredMessage],
+    ) -> Result<Option<Embedding>, IndexError> {
+        let ids: Vec<_> = messages.iter().map(|m| m.id).collect();
+        let vectors = self.store.message_vectors(space, &ids).await?;
+        // While older messages are still being embedded by this model, a centroid of the part
+        // done would stay as the episode's vector: it gets none, and one when the pass ends.
+        let passing = self.backfill_below.lock().expect("backfill lock").is_some();
+        if passing && vectors.len() < ids.len() {
+            return Ok(None);
+        }
+        Ok(embed::centroid(vectors.iter().map(|(_, v)| v.as_slice()))
+            .map(|vector| Embedding { space, vector }))
+    }
+
     /// The vectors of `messages` (none without an embedder): a message of fewer than
     /// `retrieval.context_vector_words` words is embedded with the message before it in its
     /// channel (same scope, within the episode gap), whose id the vector keeps.
     async fn embed(&self, messages: Vec<StoredMessage>) -> Result<Vec<IndexedMessage>, IndexError> {
-        let Some(embedder) = &self.embedder else {
+        let (Some(embedder), Some(space)) = (&self.embedder, self.space().await?) else {
             return Ok(messages
                 .into_iter()
                 .map(|message| IndexedMessage {
@@ -272,7 +395,7 @@ impl Indexer {
             .map(|(message, v)| IndexedMessage {
                 context: before.get(&message.id).map(|b| b.id),
                 message,
-                embedding: Some(v),
+                embedding: Some(Embedding { space, vector: v }),
                 start: EpisodeStart::Continue,
             })
             .collect())
@@ -283,8 +406,20 @@ impl Indexer {
     pub async fn index_all(&self, mut progress: impl FnMut(usize)) -> Result<usize, IndexError> {
         let mut total = 0;
         loop {
-            // Both each round: vectors to make again never wait behind steady new traffic.
+            // Each round all three: vectors to make again never wait behind steady new
+            // traffic, and new messages go first, one batch of a model change's backlog after
+            // them; a backlog batch that fails (the API down) is tried again next time and never
+            // holds up the rest.
             let n = self.index_batch().await? + self.redo_batch().await?;
+            let older = match self.backfill_batch().await {
+                Ok(Backfill::Embedded(n)) => n,
+                Ok(Backfill::Done) => 0,
+                Err(e) => {
+                    warn!(error = %e, "embedding older messages paused; tried again later");
+                    0
+                }
+            };
+            let n = n + older;
             if n == 0 {
                 return Ok(total);
             }
@@ -312,9 +447,10 @@ impl Indexer {
     async fn close(&self, episode: &Episode) -> Result<(), IndexError> {
         let messages = self.store.episode_messages(episode.id, true, 200).await?;
         let summary = extractive_summary(&messages);
-        let ids: Vec<_> = messages.iter().map(|m| m.id).collect();
-        let vectors = self.store.message_vectors(&ids).await?;
-        let embedding = embed::centroid(vectors.iter().map(|(_, v)| v.as_slice()));
+        let embedding = match self.space().await? {
+            Some(space) => self.episode_vector(space, &messages).await?,
+            None => None,
+        };
         let close = match &embedding {
             Some(v) => match self
                 .store

@@ -11,7 +11,7 @@ pub mod time;
 pub mod topics;
 
 use crate::config::RetrievalConfig;
-use crate::domain::{MessageId, PersonId, Scope, StoredMessage};
+use crate::domain::{Embedding, MessageId, PersonId, Scope, StoredMessage, VectorSpaceId};
 use crate::embed::SharedEmbedder;
 use crate::store::{
     Bm25, EpisodeHit, Neighbours, SearchHit, Store, StoreError, WordPairs, plain_words, query_terms,
@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use tracing::warn;
 
-pub use indexer::{IndexError, Indexer};
+pub use indexer::{Backfill, IndexError, Indexer};
 
 /// BM25 hits checked for the question's word pairs (reading a message costs microseconds).
 const PHRASE_CHECKS: usize = 50;
@@ -49,8 +49,30 @@ pub struct Retriever {
     store: Arc<dyn Store>,
     embedder: Option<SharedEmbedder>,
     settings: RetrievalConfig,
+    /// The embedder's vector space, looked up once.
+    space: SpaceCell,
     /// Query vectors by text: the same question asked again costs no model call.
-    query_vectors: moka::sync::Cache<String, Arc<Vec<f32>>>,
+    query_vectors: moka::sync::Cache<String, Arc<Embedding>>,
+}
+
+/// The store's id of the embedder's vector space, looked up (and registered) on first use, so
+/// every vector written or searched names the model that made it.
+#[derive(Default)]
+pub(crate) struct SpaceCell(tokio::sync::OnceCell<VectorSpaceId>);
+
+impl SpaceCell {
+    /// The space of `embedder` in `store`.
+    pub(crate) async fn get(
+        &self,
+        store: &dyn Store,
+        embedder: &dyn crate::embed::Embedder,
+    ) -> Result<VectorSpaceId, StoreError> {
+        let model = embedder.identity();
+        self.0
+            .get_or_try_init(|| store.vector_space(&model))
+            .await
+            .copied()
+    }
 }
 
 impl Retriever {
@@ -64,6 +86,7 @@ impl Retriever {
             store,
             embedder,
             settings,
+            space: SpaceCell::default(),
             query_vectors: moka::sync::Cache::new(1024),
         }
     }
@@ -85,19 +108,28 @@ impl Retriever {
         }
     }
 
-    async fn query_vector(&self, text: &str) -> Option<Arc<Vec<f32>>> {
-        let embedder = self.embedder.as_ref()?;
+    async fn query_vector(&self, text: &str) -> Result<Option<Arc<Embedding>>, StoreError> {
+        let Some(embedder) = self.embedder.as_ref() else {
+            return Ok(None);
+        };
         let cached = self.query_vectors.get(text);
         crate::telemetry::cache_lookup("query_vectors", cached.is_some());
         if cached.is_some() {
-            return cached;
+            return Ok(cached);
         }
+        let space = self
+            .space
+            .get(self.store.as_ref(), embedder.as_ref())
+            .await?;
         let start = std::time::Instant::now();
         let embedded = embedder.embed(&[text.to_string()]).await;
         crate::telemetry::embedded("query", 1, start.elapsed());
-        match embedded {
+        Ok(match embedded {
             Ok(mut v) if v.len() == 1 => {
-                let v = Arc::new(v.remove(0));
+                let v = Arc::new(Embedding {
+                    space,
+                    vector: v.remove(0),
+                });
                 self.query_vectors.insert(text.to_string(), v.clone());
                 Some(v)
             }
@@ -107,7 +139,7 @@ impl Retriever {
                 warn!(error = %e, "query embedding failed; searching with BM25 only");
                 None
             }
-        }
+        })
     }
 
     /// The `limit` messages of `scopes` that best match `text`, asked by `asker` at `now`.
@@ -405,7 +437,7 @@ impl Retriever {
             if text.trim().is_empty() {
                 Ok(None)
             } else {
-                Ok(self.query_vector(text).await)
+                self.query_vector(text).await
             }
         };
         let (bm25_hits, episode_hits, in_window, asked_vector) = tokio::try_join!(
@@ -430,7 +462,7 @@ impl Retriever {
             let vector = if first_person == text {
                 asked_vector
             } else {
-                self.query_vector(&first_person).await
+                self.query_vector(&first_person).await?
             };
             match vector {
                 Some(v) => tokio::try_join!(

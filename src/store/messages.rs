@@ -550,7 +550,7 @@ on_both_backends! {
     async fn shrink_episodes(conn: &mut Conn, plan: &ForgetPlan) -> StoreResult<()> {
         for (episode, (count, len)) in &plan.episodes {
             let left: Option<(String, i32)> = sqlx::query_as(
-                "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL, \
+                "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL, embedding_space = NULL, \
                  running_summary = NULL, open_loops = NULL, details = NULL, summarized_messages = 0, summarized_len = 0 \
                  WHERE id = $3 RETURNING scope, messages",
             )

@@ -72,6 +72,7 @@ pub mod sqlite;
 pub mod summaries;
 pub mod terms;
 pub mod url;
+pub mod vectors;
 
 use crate::domain::{MessageId, PersonId, Scope, SpaceId, StoredMessage};
 
@@ -99,6 +100,7 @@ pub use terms::{
     rank_documents,
 };
 pub use url::{DbUrl, DbUrlError};
+pub use vectors::{SpaceCoverage, VectorCoverage, Vectors};
 
 /// What made a store call fail. Each variant keeps its cause typed (the driver's error, not a
 /// copy of its text) and shows it in its message, so a log line or the command line tells the
@@ -257,6 +259,7 @@ pub trait Store:
     + Messages
     + Attachments
     + SearchIndex
+    + Vectors
     + Episodes
     + Entries
     + Facts
@@ -274,6 +277,7 @@ impl<T> Store for T where
         + Messages
         + Attachments
         + SearchIndex
+        + Vectors
         + Episodes
         + Entries
         + Facts

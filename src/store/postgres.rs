@@ -3,6 +3,7 @@
 
 use super::rows::{from_ms, ms, parse_scope};
 use super::*;
+use crate::domain::{Embedding, VectorSpaceId};
 use crate::embed;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Row};
@@ -49,13 +50,16 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
 pub(super) mod shared {
     pub(in crate::store) use super::{
-        MIGRATOR, PostgresStore as Backend, db_err, forget_context_vectors, forget_vectors,
-        insert_rows, lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
-        nearest_messages, notify as changed, place_message, search_messages, store_vector,
-        watch_changes, write_postings,
+        MIGRATOR, PostgresStore as Backend, db_err, drop_space_index, insert_rows, lock_indexer,
+        maintain, message_from_row, message_vectors, move_sequences, nearest_messages,
+        notify as changed, place_message, search_messages, space_index, watch_changes,
+        write_postings,
     };
     pub(in crate::store) use crate::store::messages::on_postgres::insert_chunk;
     pub(in crate::store) use crate::store::search::on_postgres::drop_episode;
+    pub(in crate::store) use crate::store::vectors::on_postgres::{
+        forget_context_vectors, forget_vectors, keep_vector,
+    };
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Postgres;
 
     /// A connection (a transaction derefs to one).
@@ -401,53 +405,38 @@ pub(super) async fn place_message(
     Ok(())
 }
 
-/// Writes a message's vector and the message it was made with as context (a withheld message
-/// keeps none); the shared `keep_vector` has checked that context.
-pub(super) async fn store_vector(
+/// The HNSW index of vector space `space` (vectors of `dimensions`): a partial index on the
+/// sized expression, which searches of that space name. Larger vectors than HNSW takes are
+/// searched exactly.
+pub(super) async fn space_index(
     conn: &mut sqlx::PgConnection,
-    m: &StoredMessage,
-    embedding: &[f32],
-    context: Option<MessageId>,
+    space: VectorSpaceId,
+    dimensions: usize,
 ) -> StoreResult<()> {
-    sqlx::query(
-        "UPDATE messages SET embedding = $2::vector, embedding_context = $3 WHERE id = $1 AND NOT withheld",
-    )
-    .bind(m.id.0)
-    .bind(embed::to_pgvector(embedding))
-    .bind(context.map(|c| c.0))
+    if dimensions == 0 || dimensions > crate::store::vectors::HNSW_MAX_DIMENSIONS {
+        return Ok(());
+    }
+    // Both numbers are integers from the store, not text from outside.
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE INDEX IF NOT EXISTS message_vectors_hnsw_{id} ON message_vectors \
+         USING hnsw ((embedding::vector({dimensions})) vector_cosine_ops) WHERE space_id = {id}",
+        id = space.0
+    )))
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
     Ok(())
 }
 
-/// Vectors made with any of `ids` as context go (those messages wait in `vector_backlog` to
-/// be embedded again), and the episodes holding them reopen, so their summaries and vectors
-/// are made again too.
-pub(super) async fn forget_context_vectors(
+/// Drops the HNSW index of a vector space that is gone.
+pub(super) async fn drop_space_index(
     conn: &mut sqlx::PgConnection,
-    ids: &[i64],
+    space: VectorSpaceId,
 ) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO vector_backlog (message_id) SELECT id FROM messages \
-         WHERE embedding_context = ANY($1) AND NOT (id = ANY($1)) ON CONFLICT DO NOTHING",
-    )
-    .bind(ids)
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    sqlx::query(
-        "UPDATE episodes SET closed = false, summary = NULL, embedding = NULL WHERE id IN \
-         (SELECT episode_id FROM messages WHERE embedding_context = ANY($1) AND episode_id IS NOT NULL)",
-    )
-    .bind(ids)
-    .execute(&mut *conn)
-    .await
-    .map_err(db_err)?;
-    sqlx::query(
-        "UPDATE messages SET embedding = NULL, embedding_context = NULL WHERE embedding_context = ANY($1)",
-    )
-    .bind(ids)
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP INDEX IF EXISTS message_vectors_hnsw_{}",
+        space.0
+    )))
     .execute(&mut *conn)
     .await
     .map_err(db_err)?;
@@ -529,41 +518,36 @@ async fn messages_totals(store: &PostgresStore, keys: &[String]) -> StoreResult<
 /// 100 rows, depending on how many of the graph's nodes the filter turned away.
 const EXACT_SCAN_MESSAGES: i64 = 20_000;
 
-/// The nearest messages of scopes `$2` to `$1`, at most `$3`, best first; `$order` is the
-/// distance (an expression the HNSW index serves, or one it cannot, for an exact scan).
-macro_rules! nearest_messages_sql {
-    ($order:literal) => {
-        concat!(
-            "WITH near AS (SELECT id, 1.0 - (embedding <=> $1::vector) AS sim FROM messages \
-                WHERE scope = ANY($2) AND embedding IS NOT NULL ORDER BY ",
-            $order,
-            " LIMIT $3) SELECT ",
-            message_columns!(),
-            ", near.sim FROM near JOIN messages m ON m.id = near.id \
-             JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC"
-        )
-    };
-}
-
-/// The messages of scopes `keys` nearest to `vector`, best first. Small scopes are scanned
-/// exactly (`EXACT_SCAN_MESSAGES`); larger ones through the HNSW index with the scope filter
-/// in the same query, and every connection runs iterative scans (see `open`), so the filter
-/// never starves the top k.
+/// The messages of scopes `keys` nearest to `vector`, best first, among the vectors of its
+/// space. Small scopes are scanned exactly (`EXACT_SCAN_MESSAGES`); larger ones through the
+/// space's HNSW index (the sized expression and the space id are written into the statement, so
+/// the planner matches the partial index) with the scope filter in the same query, and every
+/// connection runs iterative scans (see `open`), so the filter never starves the top k.
 pub(super) async fn nearest_messages(
     store: &PostgresStore,
     keys: &[String],
-    vector: &[f32],
+    vector: &Embedding,
     limit: usize,
 ) -> StoreResult<Vec<SearchHit>> {
     let (messages, _) = messages_totals(store, keys).await?;
-    let sql = if messages <= EXACT_SCAN_MESSAGES {
+    let dims = vector.vector.len();
+    let order = if messages <= EXACT_SCAN_MESSAGES {
         // "+ 0": an order the index cannot serve, so the planner reads the scope's rows.
-        nearest_messages_sql!("(embedding <=> $1::vector) + 0")
+        "(embedding <=> $1::vector) + 0".to_string()
     } else {
-        nearest_messages_sql!("embedding <=> $1::vector")
+        format!("embedding::vector({dims}) <=> $1::vector({dims})")
     };
-    let rows = sqlx::query(sql)
-        .bind(embed::to_pgvector(vector))
+    // The space id and the size are integers, not text from outside.
+    let sql = format!(
+        "WITH near AS (SELECT message_id AS id, 1.0 - (embedding <=> $1::vector) AS sim FROM message_vectors \
+            WHERE space_id = {space} AND scope = ANY($2) ORDER BY {order} LIMIT $3) SELECT {columns}, \
+         near.sim FROM near JOIN messages m ON m.id = near.id \
+         JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC",
+        space = vector.space.0,
+        columns = message_columns!(),
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(embed::to_pgvector(&vector.vector))
         .bind(keys)
         .bind(limit as i64)
         .fetch_all(&store.pool)
@@ -577,12 +561,14 @@ pub(super) async fn nearest_messages(
 /// The vectors of these messages (those that have one), by id.
 pub(super) async fn message_vectors(
     store: &PostgresStore,
+    space: VectorSpaceId,
     ids: &[MessageId],
 ) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
     let rows: Vec<(i64, String)> = sqlx::query_as(
-        "SELECT id, embedding::TEXT FROM messages WHERE id = ANY($1) AND embedding IS NOT NULL ORDER BY id",
+        "SELECT message_id, embedding::TEXT FROM message_vectors WHERE message_id = ANY($1) AND space_id = $2 ORDER BY message_id",
     )
     .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>())
+    .bind(space.0)
     .fetch_all(&store.pool)
     .await
     .map_err(db_err)?;
@@ -651,11 +637,6 @@ pub(super) async fn insert_rows(
     .fetch_all(&mut *conn)
     .await
     .map_err(db_err)
-}
-
-/// A message's vector is a column of its row: it goes with the row.
-pub(super) async fn forget_vectors(_: &mut sqlx::PgConnection, _: &[i64]) -> StoreResult<()> {
-    Ok(())
 }
 
 /// Postings and scope statistics of freshly stored messages (id, scope, text).

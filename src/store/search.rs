@@ -4,7 +4,7 @@
 
 use super::rows::{from_ms, ms, parse_scope};
 use super::{Bm25, StoreError, StoreResult, document_terms, terms};
-use crate::domain::{MessageId, Scope, SpaceId, StoredMessage};
+use crate::domain::{Embedding, MessageId, Scope, SpaceId, StoredMessage, VectorSpaceId};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -30,18 +30,19 @@ pub trait SearchIndex: Send + Sync {
         bm25: Bm25,
         limit: usize,
     ) -> StoreResult<Vec<EpisodeHit>>;
-    /// Messages of the given scopes nearest to `vector` (cosine similarity), best first.
+    /// Messages of the given scopes nearest to `vector` (cosine similarity), best first:
+    /// only vectors of its space are compared.
     async fn nearest_messages(
         &self,
         scopes: &[Scope],
-        vector: &[f32],
+        vector: &Embedding,
         limit: usize,
     ) -> StoreResult<Vec<SearchHit>>;
-    /// Closed episodes of the given scopes nearest to `vector`, best first.
+    /// Closed episodes of the given scopes nearest to `vector` (in its space), best first.
     async fn nearest_episodes(
         &self,
         scopes: &[Scope],
-        vector: &[f32],
+        vector: &Embedding,
         limit: usize,
     ) -> StoreResult<Vec<EpisodeHit>>;
     /// The message just before and just after each of `ids` in its channel, of the same scope
@@ -105,13 +106,18 @@ pub trait SearchIndex: Send + Sync {
         scope: &Scope,
         limit: usize,
     ) -> StoreResult<Option<(Episode, Vec<StoredMessage>)>>;
-    /// Stored vectors of messages (those without one are left out).
-    async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>>;
-    /// Closed episodes of `scope` nearest to `vector` with similarity at least `min`.
+    /// Stored vectors of messages in `space` (those without one there are left out).
+    async fn message_vectors(
+        &self,
+        space: VectorSpaceId,
+        ids: &[MessageId],
+    ) -> StoreResult<Vec<(MessageId, Vec<f32>)>>;
+    /// Closed episodes of `scope` nearest to `vector` (in its space) with similarity at least
+    /// `min`.
     async fn similar_episode(
         &self,
         scope: &Scope,
-        vector: &[f32],
+        vector: &Embedding,
         min: f32,
         except: i64,
     ) -> StoreResult<Option<(i64, f32)>>;
@@ -172,8 +178,8 @@ pub struct Episode {
 pub struct IndexedMessage {
     /// The message.
     pub message: StoredMessage,
-    /// Unit vector from the configured embedder; None when embeddings are off.
-    pub embedding: Option<Vec<f32>>,
+    /// Unit vector from the configured embedder, in its space; None when embeddings are off.
+    pub embedding: Option<Embedding>,
     /// The message whose text went into the vector as context (the one before a short
     /// message): forgetting it makes the vector again.
     pub context: Option<MessageId>,
@@ -240,7 +246,7 @@ pub enum EpisodeClose {
         /// Its topic summary.
         summary: String,
         /// Its vector (the centroid of its messages').
-        embedding: Option<Vec<f32>>,
+        embedding: Option<Embedding>,
     },
     /// Folded into an older episodic memory.
     Merge {
@@ -249,7 +255,7 @@ pub enum EpisodeClose {
         /// The summary the merged memory keeps.
         summary: String,
         /// Its new vector, if any.
-        embedding: Option<Vec<f32>>,
+        embedding: Option<Embedding>,
     },
 }
 
@@ -314,10 +320,10 @@ on_both_backends! {
         async fn nearest_messages(
             &self,
             scopes: &[Scope],
-            vector: &[f32],
+            vector: &Embedding,
             limit: usize,
         ) -> StoreResult<Vec<SearchHit>> {
-            if scopes.is_empty() || vector.is_empty() || limit == 0 {
+            if scopes.is_empty() || vector.vector.is_empty() || limit == 0 {
                 return Ok(Vec::new());
             }
             let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
@@ -328,10 +334,10 @@ on_both_backends! {
         async fn nearest_episodes(
             &self,
             scopes: &[Scope],
-            vector: &[f32],
+            vector: &Embedding,
             limit: usize,
         ) -> StoreResult<Vec<EpisodeHit>> {
-            if scopes.is_empty() || vector.is_empty() || limit == 0 {
+            if scopes.is_empty() || vector.vector.is_empty() || limit == 0 {
                 return Ok(Vec::new());
             }
             let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
@@ -343,14 +349,15 @@ on_both_backends! {
                     in_list!(2),
                     " AND ",
                     is_true!("closed"),
-                    " AND embedding IS NOT NULL ORDER BY ",
+                    " AND embedding_space = $4 AND embedding IS NOT NULL ORDER BY ",
                     nearest_first!("embedding", 1),
                     ", id DESC LIMIT $3"
                 ),
             )
-            .bind(vector_param(vector))
+            .bind(vector_param(&vector.vector))
             .bind(list(&keys))
             .bind(limit as i64)
+            .bind(vector.space.0)
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
@@ -617,8 +624,12 @@ on_both_backends! {
             rows.iter().map(message_from_row).collect()
         }
 
-        async fn message_vectors(&self, ids: &[MessageId]) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
-            message_vectors(self, ids).await
+        async fn message_vectors(
+            &self,
+            space: VectorSpaceId,
+            ids: &[MessageId],
+        ) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
+            message_vectors(self, space, ids).await
         }
 
         async fn open_episode(
@@ -666,7 +677,7 @@ on_both_backends! {
         async fn similar_episode(
             &self,
             scope: &Scope,
-            vector: &[f32],
+            vector: &Embedding,
             min: f32,
             except: i64,
         ) -> StoreResult<Option<(i64, f32)>> {
@@ -676,14 +687,15 @@ on_both_backends! {
                     similarity!("embedding", 1),
                     " AS sim FROM episodes WHERE scope = $2 AND ",
                     is_true!("closed"),
-                    " AND id <> $3 AND embedding IS NOT NULL ORDER BY ",
+                    " AND id <> $3 AND embedding_space = $4 AND embedding IS NOT NULL ORDER BY ",
                     nearest_first!("embedding", 1),
                     ", id LIMIT 1"
                 ),
             )
-            .bind(vector_param(vector))
+            .bind(vector_param(&vector.vector))
             .bind(scope.key())
             .bind(except)
+            .bind(vector.space.0)
             .fetch_optional(self.pool())
             .await
             .map_err(db_err)?;
@@ -713,12 +725,13 @@ on_both_backends! {
                     sqlx::query(concat!(
                         "UPDATE episodes SET summary = $1, embedding = ",
                         vector!(2),
-                        ", closed = true, updated_at = $3 WHERE id = $4"
+                        ", embedding_space = $5, closed = true, updated_at = $3 WHERE id = $4"
                     ))
                         .bind(summary)
-                        .bind(embedding.as_deref().map(vector_param))
+                        .bind(embedding.as_ref().map(|e| vector_param(&e.vector)))
                         .bind(ended)
                         .bind(episode)
+                        .bind(embedding.as_ref().map(|e| e.space.0))
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;
@@ -756,15 +769,16 @@ on_both_backends! {
                         greatest!("ended_at", "$2"),
                         ", messages = messages + $3, total_len = total_len + $4, summary = $5, embedding = COALESCE(",
                         vector!(6),
-                        ", embedding), updated_at = $2 WHERE id = $7"
+                        ", embedding), embedding_space = COALESCE($8, embedding_space), updated_at = $2 WHERE id = $7"
                     ))
                         .bind(started)
                         .bind(ended)
                         .bind(count)
                         .bind(total_len)
                         .bind(summary)
-                        .bind(embedding.as_deref().map(vector_param))
+                        .bind(embedding.as_ref().map(|e| vector_param(&e.vector)))
                         .bind(into)
+                        .bind(embedding.as_ref().map(|e| e.space.0))
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;
@@ -923,41 +937,6 @@ on_both_backends! {
             drop_episode(&mut *conn, old, scope).await?;
         }
         Ok(Some(first))
-    }
-
-    /// Keeps message `m`'s vector made with `context` (the message before it) as context. When
-    /// the context was forgotten while the vector was being made, the vector is not kept and
-    /// `m` waits in `vector_backlog` to be embedded again without it. The context row stays
-    /// locked until commit (SQLite: writes are serialized): a forget that comes later waits,
-    /// then finds this vector and drops it; one that came first has deleted the row.
-    async fn keep_vector(
-        conn: &mut Conn,
-        m: &StoredMessage,
-        embedding: &[f32],
-        context: Option<MessageId>,
-    ) -> StoreResult<()> {
-        if let Some(c) = context {
-            let alive: Option<i64> = sqlx::query_scalar(concat!(
-                "SELECT id FROM messages WHERE id = $1 AND NOT withheld",
-                for_update!()
-            ))
-            .bind(c.0)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            if alive.is_none() {
-                sqlx::query(
-                    "INSERT INTO vector_backlog (message_id) SELECT id FROM messages \
-                     WHERE id = $1 AND NOT withheld ON CONFLICT DO NOTHING",
-                )
-                .bind(m.id.0)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_err)?;
-                return Ok(());
-            }
-        }
-        store_vector(conn, m, embedding, context).await
     }
 
     /// Episode `episode` takes message `m`: its time span, size and the scope's total length.

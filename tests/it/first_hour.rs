@@ -385,7 +385,8 @@ async fn secrets_are_refused_and_never_stored() {
         .await
         .unwrap();
     assert!(reply.contains("PIN"), "{reply}");
-    assert!(crate::common::rows_holding(&h, "7731").await.is_empty());
+    let kept = crate::common::rows_holding(&h, "7731").await;
+    assert!(kept.is_empty(), "{kept:?}");
     // Positive controls: ordinary facts that mention such words are kept.
     for said in [
         "remember that I need to change my password on Friday",

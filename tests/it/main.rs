@@ -14,6 +14,7 @@ mod concurrency;
 mod crash;
 mod discord;
 mod embed;
+mod embedding_models;
 mod episodes;
 mod extraction;
 mod facts;

@@ -67,15 +67,54 @@ fn fixture_rows(backend: &str) -> Vec<String> {
 /// Columns later migrations added to a table, as they read in every old row: 0009's context
 /// of a vector (SQLite's message_vectors.context_id, PostgreSQL's messages.embedding_context:
 /// NULL), 0011's working memory of episodes (not superseded, started by a gap, nothing
-/// summarized) and 0012's messages.attachment_of (NULL). Each: backend, table, what the new columns add at the end of a row, and what
-/// the row ended with before.
+/// summarized), 0012's messages.attachment_of (NULL) and 0013's episodes.embedding_space (the
+/// `unrecorded` model, 1, where the episode had a vector) and PostgreSQL's facts.embedding
+/// (never written, dropped). Each: backend, table, what the new columns add at the end of a row,
+/// and what the row ended with before. (0013 moved message vectors to a table keyed by model:
+/// `vectors_as_before` reads those rows back in their old shape.)
 const NEW_COLUMNS: &[(&str, &str, &str, &str)] = &[
-    ("sqlite", "message_vectors", " | ", ""),
     ("sqlite", "messages", " | ", ""),
-    ("postgres", "messages", ",,)", ")"),
-    ("sqlite", "episodes", " | 0 | gap |  |  | 0 | 0 | ", ""),
-    ("postgres", "episodes", ",f,gap,,,0,0,)", ")"),
+    ("sqlite", "episodes", " | 0 | gap |  |  | 0 | 0 |  | 1", ""),
+    ("sqlite", "episodes", " | 0 | gap |  |  | 0 | 0 |  | ", ""),
+    ("postgres", "episodes", ",f,gap,,,0,0,,1)", ")"),
+    ("postgres", "episodes", ",f,gap,,,0,0,,)", ")"),
+    ("postgres", "facts", ")", ",)"),
 ];
+
+/// The rows 0013 reshaped, read from the upgraded database in their v0008 shape: SQLite's
+/// message_vectors rows without the model column, PostgreSQL's messages with their vector back
+/// in its column. Every old vector must be there, as the `unrecorded` model's (space 1).
+async fn vectors_as_before(url: &str, backend: &str) -> Vec<String> {
+    use sqlx::{Connection, Row};
+    let mut rows = Vec::new();
+    if backend == "postgres" {
+        let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+        for r in sqlx::query(
+            "SELECT ROW(m.id, m.space_id, m.channel, m.scope, m.privacy, m.author_id, m.is_bot, \
+             m.is_command, m.external_id, m.reply_to, m.text, m.sent_at, v.embedding, m.episode_id, \
+             m.indexed, m.withheld)::text FROM messages m \
+             LEFT JOIN message_vectors v ON v.message_id = m.id AND v.space_id = 1",
+        )
+        .fetch_all(&mut c)
+        .await
+        .unwrap()
+        {
+            rows.push(format!("messages: {}", r.get::<String, _>(0)));
+        }
+    } else {
+        let mut c = sqlx::SqliteConnection::connect(url).await.unwrap();
+        for r in sqlx::query(
+            "SELECT message_id || ' | ' || scope || ' | ' || hex(embedding) FROM message_vectors WHERE space_id = 1",
+        )
+        .fetch_all(&mut c)
+        .await
+        .unwrap()
+        {
+            rows.push(format!("message_vectors: {}", r.get::<String, _>(0)));
+        }
+    }
+    rows
+}
 
 /// `row` without the values `NEW_COLUMNS` gave it (SQLite rows are values joined by " | ",
 /// PostgreSQL rows tuples): an old row kept as it was reads as it did. Any other change still
@@ -105,11 +144,32 @@ async fn upgrade_keeps_everything(url: String, backend: &str) {
     assert!(expected.iter().any(|r| r.contains("Miso")));
 
     let h = harness_on(Some(url.clone()), false).await;
-    let after: Vec<String> = sorted_rows(&url)
-        .await
-        .into_iter()
-        .map(|r| without_new_columns(&r, backend))
+    // Read back in their old shape below (on PostgreSQL the vectors were messages' column).
+    let reshaped: &[&str] = if backend == "postgres" {
+        &["messages: ", "message_vectors: "]
+    } else {
+        &["message_vectors: "]
+    };
+    let all = sorted_rows(&url).await;
+    // The old vectors' model was never recorded: one model of their size that no
+    // configuration matches.
+    let spaces: Vec<&String> = all
+        .iter()
+        .filter(|r| r.starts_with("vector_spaces: "))
         .collect();
+    let unrecorded = if backend == "postgres" {
+        "vector_spaces: (1,unrecorded,unrecorded,384,\"\",f)"
+    } else {
+        "vector_spaces: 1 | unrecorded | unrecorded | 384 |  | 0"
+    };
+    assert_eq!(spaces, [unrecorded]);
+    let mut after: Vec<String> = all
+        .into_iter()
+        .filter(|r| !reshaped.iter().any(|t| r.starts_with(t)) && !r.starts_with("vector_spaces: "))
+        .map(|r| without_new_columns(&r, backend))
+        .chain(vectors_as_before(&url, backend).await)
+        .collect();
+    after.sort();
     let missing: Vec<&String> = expected.iter().filter(|r| !after.contains(r)).collect();
     let added: Vec<&String> = after.iter().filter(|r| !expected.contains(r)).collect();
     assert!(

@@ -685,3 +685,16 @@ pub async fn exec(url: &str, sql: &str) {
             .unwrap();
     }
 }
+
+/// Every stored vector of these messages, in any vector space (any model's).
+pub async fn vectors_in_any_space(
+    store: &Arc<dyn Store>,
+    ids: &[engram::domain::MessageId],
+) -> Vec<(engram::domain::MessageId, Vec<f32>)> {
+    let mut all = Vec::new();
+    for space in store.vector_coverage().await.unwrap().spaces {
+        all.extend(store.message_vectors(space.id, ids).await.unwrap());
+    }
+    all.sort_by_key(|(id, _)| *id);
+    all
+}

@@ -1,0 +1,346 @@
+//! Changing the embedding model, on SQLite and PostgreSQL, with the fake `/v1/embeddings`
+//! server on 127.0.0.1 as two models of two sizes (384 and 256): search never compares the
+//! new model's question with the old model's vectors, the new model embeds the backlog (newest
+//! first) to 100%, a pass cut short by a crash goes on where it stopped without embedding
+//! anything twice, the old vectors go, and the bot answers end to end on 256-dimension vectors.
+
+use crate::common::*;
+use engram::adapters::console::{ConsoleOptions, console_message};
+use engram::config::{Config, Secrets};
+use engram::domain::{MessageId, Scope};
+use engram::embed::SharedEmbedder;
+use engram::retrieval::{Backfill, Indexer, Retriever};
+use engram::store::Store;
+use std::sync::Arc;
+
+/// The harness's config with the fake server's embeddings as `model` of `dims`.
+fn with_model(h: &Harness, model: &str, dims: usize) -> (Config, SharedEmbedder) {
+    let mut config = h.config.clone();
+    config.embed.provider = "openai".into();
+    config.embed.base_url = h.fake().base_url();
+    config.embed.model = model.into();
+    config.embed.dimensions = dims;
+    let embedder = engram::app::embedder(&config, &Secrets::default())
+        .unwrap()
+        .expect("an embedder");
+    (config, embedder)
+}
+
+/// How many texts the fake server embedded for `model`.
+fn embedded_by(h: &Harness, model: &str) -> usize {
+    h.fake()
+        .requests()
+        .iter()
+        .filter(|r| r.task == "embeddings" && r.body["model"] == model)
+        .map(|r| r.body["input"].as_array().map_or(1, Vec::len))
+        .sum()
+}
+
+/// (vector hits, all hits) of a search for `text` in `scope`.
+async fn search(
+    store: &Arc<dyn Store>,
+    embedder: &SharedEmbedder,
+    config: &Config,
+    scope: &Scope,
+    text: &str,
+) -> (usize, usize) {
+    let retriever = Retriever::new(
+        store.clone(),
+        Some(embedder.clone()),
+        config.retrieval.clone(),
+    );
+    let found = retriever
+        .search(
+            text,
+            std::slice::from_ref(scope),
+            None,
+            start_time() + chrono::Duration::days(1),
+            10,
+        )
+        .await
+        .unwrap();
+    (
+        found.iter().filter(|r| r.vector_rank.is_some()).count(),
+        found.len(),
+    )
+}
+
+async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    for line in [
+        "we went hiking in the alps last summer",
+        "my sister plays the cello in an orchestra",
+        "the garden needs new tomato plants",
+        "I am reading a book about volcanoes",
+        "our cat is called Pepper",
+    ] {
+        h.dm("alice", line).await;
+    }
+    let alice = h.person("alice").await;
+    let scope = Scope::Dm(alice);
+
+    // Model A (384 dimensions) indexes everything.
+    let (config_a, model_a) = with_model(&h, "model-a", 384);
+    engram::app::activate_vectors(h.store.as_ref(), Some(&model_a))
+        .await
+        .unwrap();
+    let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
+    let indexer_a = engram::app::indexer(
+        &config_a,
+        h.store.clone(),
+        Some(model_a.clone()),
+        clock.clone(),
+    );
+    let indexed = indexer_a.index_all(|_| {}).await.unwrap();
+    // The conversation closes as an episodic memory with model A's vector.
+    h.clock.advance(chrono::Duration::hours(2));
+    assert!(indexer_a.close_episodes().await.unwrap() > 0);
+    let near_episodes = |model: &SharedEmbedder, text: &str| {
+        let (store, model, text, scope) = (
+            h.store.clone(),
+            model.clone(),
+            text.to_string(),
+            scope.clone(),
+        );
+        async move {
+            let space = store.vector_space(&model.identity()).await.unwrap();
+            let vector = model.embed(&[text]).await.unwrap().remove(0);
+            let query = engram::domain::Embedding { space, vector };
+            store
+                .nearest_episodes(&[scope], &query, 5)
+                .await
+                .unwrap()
+                .len()
+        }
+    };
+    assert!(near_episodes(&model_a, "hiking in the alps").await > 0);
+    let messages = h.store.vector_coverage().await.unwrap().messages as usize;
+    assert_eq!(
+        indexed, messages,
+        "every message (with the bot's replies) indexed"
+    );
+    assert!(messages >= 10, "{messages}");
+    // Positive control: model A's question finds model A's vectors.
+    let (vector_hits, _) =
+        search(&h.store, &model_a, &config_a, &scope, "hiking in the alps").await;
+    assert!(vector_hits > 0);
+
+    // The configuration moves to model B (256 dimensions): said at start, and the whole
+    // history is B's backlog.
+    let (config_b, model_b) = with_model(&h, "model-b", 256);
+    let missing = engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
+        .await
+        .unwrap();
+    assert_eq!(missing as usize, messages);
+    // B's question is never compared with A's vectors: BM25 alone answers meanwhile.
+    let (vector_hits, hits) =
+        search(&h.store, &model_b, &config_b, &scope, "hiking in the alps").await;
+    assert_eq!(vector_hits, 0, "no hit from model A's vectors");
+    assert!(hits > 0, "BM25 still answers");
+    assert_eq!(near_episodes(&model_b, "hiking in the alps").await, 0);
+
+    // A pass over the backlog cut short after one batch (the process dies)...
+    let small = Indexer::new(
+        h.store.clone(),
+        Some(model_b.clone()),
+        clock.clone(),
+        config_b.retrieval.clone(),
+        config_b.episodes.topic_rules(),
+        3,
+    );
+    assert_eq!(small.backfill_batch().await.unwrap(), Backfill::Embedded(3));
+    drop(small);
+    assert_eq!(
+        embedded_by(&h, "model-b"),
+        5,
+        "three messages and the test's two questions"
+    );
+    let newest: Vec<MessageId> = {
+        let coverage = h.store.vector_coverage().await.unwrap();
+        let b = coverage
+            .spaces
+            .iter()
+            .find(|s| s.model.model == "model-b")
+            .unwrap();
+        assert_eq!(b.vectors, 3);
+        let all = h
+            .store
+            .vectors_missing(b.id, MessageId(i64::MAX), 1000)
+            .await
+            .unwrap();
+        all.iter().map(|m| m.id).collect()
+    };
+    // ...newest first: what is left is the older part of the history.
+    assert_eq!(newest.len(), messages - 3);
+    assert!(newest.windows(2).all(|w| w[0] > w[1]));
+
+    // ...goes on in the next process where it stopped: nothing is embedded twice.
+    let again = engram::app::indexer(
+        &config_b,
+        h.store.clone(),
+        Some(model_b.clone()),
+        clock.clone(),
+    );
+    assert_eq!(again.index_all(|_| {}).await.unwrap(), messages - 3);
+    assert_eq!(embedded_by(&h, "model-b"), messages + 2);
+    assert_eq!(again.backfill_batch().await.unwrap(), Backfill::Done);
+
+    // 100% B, and A's vectors are gone (embed.keep_old_vectors is off).
+    let coverage = h.store.vector_coverage().await.unwrap();
+    assert_eq!(coverage.spaces.len(), 1, "{coverage:?}");
+    assert_eq!(coverage.spaces[0].model.model, "model-b");
+    assert_eq!(coverage.spaces[0].model.dimensions, 256);
+    assert_eq!(coverage.share(coverage.spaces[0].id), 1.0);
+    let (vector_hits, _) =
+        search(&h.store, &model_b, &config_b, &scope, "hiking in the alps").await;
+    assert!(vector_hits > 0, "found by model B's vectors now");
+    // The episode has its vector in B's space (the centroid of its messages' B vectors).
+    let b = coverage.spaces[0].id;
+    assert!(h.store.episodes_outside(b, 10).await.unwrap().is_empty());
+    assert!(near_episodes(&model_b, "hiking in the alps").await > 0);
+
+    // End to end on 256 dimensions: a bot with model B answers from the history.
+    let built = engram::app::build_bot(
+        &config_b,
+        h.store.clone(),
+        engram::app::chat_model(&config_b, &Secrets::default(), clock.clone()).unwrap(),
+        Some(model_b.clone()),
+        clock.clone(),
+    )
+    .unwrap();
+    let question = console_message(
+        &ConsoleOptions::private("alice"),
+        "alice",
+        "where did we go hiking?",
+        9_999,
+        h.clock.now(),
+        false,
+    );
+    let reply = built.bot.handle(&question).await.unwrap();
+    assert!(reply.is_some());
+    let prompt = h
+        .fake()
+        .prompts("reply")
+        .last()
+        .cloned()
+        .unwrap_or_default();
+    assert!(prompt.contains("alps"), "{prompt}");
+}
+
+/// An operator keeps the old model's vectors to switch back: they stay once the new model
+/// covers everything, and switching back finds them without embedding the history again.
+async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    for line in ["the boat is blue", "we sail on sundays", "lunch was fish"] {
+        h.dm("bob", line).await;
+    }
+    let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
+    let (mut config_a, model_a) = with_model(&h, "model-a", 384);
+    config_a.embed.keep_old_vectors = true;
+    let (mut config_b, model_b) = with_model(&h, "model-b", 256);
+    config_b.embed.keep_old_vectors = true;
+    engram::app::activate_vectors(h.store.as_ref(), Some(&model_a))
+        .await
+        .unwrap();
+    engram::app::indexer(
+        &config_a,
+        h.store.clone(),
+        Some(model_a.clone()),
+        clock.clone(),
+    )
+    .index_all(|_| {})
+    .await
+    .unwrap();
+    let messages = h.store.vector_coverage().await.unwrap().messages as usize;
+    engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
+        .await
+        .unwrap();
+    engram::app::indexer(
+        &config_b,
+        h.store.clone(),
+        Some(model_b.clone()),
+        clock.clone(),
+    )
+    .index_all(|_| {})
+    .await
+    .unwrap();
+    let coverage = h.store.vector_coverage().await.unwrap();
+    assert_eq!(coverage.spaces.len(), 2, "both kept: {coverage:?}");
+    assert!(coverage.spaces.iter().all(|s| coverage.share(s.id) == 1.0));
+    let before = embedded_by(&h, "model-a");
+    let missing = engram::app::activate_vectors(h.store.as_ref(), Some(&model_a))
+        .await
+        .unwrap();
+    assert_eq!(missing, 0);
+    let again = engram::app::indexer(&config_a, h.store.clone(), Some(model_a.clone()), clock)
+        .index_all(|_| {})
+        .await
+        .unwrap();
+    assert_eq!(again, 0);
+    assert_eq!(embedded_by(&h, "model-a"), before, "nothing embedded again");
+    assert_eq!(messages, coverage.messages as usize);
+}
+
+on_both_harnesses!(
+    switching_models_never_mixes_vector_spaces,
+    old_vectors_kept_on_request_serve_a_switch_back,
+);
+
+/// `engram reindex` embeds the whole history with the configured model in the foreground and
+/// says how far it got; a second model's run says the model changed; `engram status` shows each
+/// model's share. A 512-dimension model through the binary, on both databases.
+async fn reindex_and_status_through_the_binary(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    for line in ["the boat is blue", "we sail on sundays", "lunch was fish"] {
+        h.dm("bob", line).await;
+    }
+    let db = h.config.store.url.clone();
+    let base = h.fake().base_url();
+    let run = |args: &[&str], model: &str, dims: &str| {
+        engram(
+            h.dir.path(),
+            args,
+            "",
+            &[
+                ("ENGRAM__STORE__URL", db.as_str()),
+                ("ENGRAM__EMBED__PROVIDER", "openai"),
+                ("ENGRAM__EMBED__BASE_URL", base.as_str()),
+                ("ENGRAM__EMBED__MODEL", model),
+                ("ENGRAM__EMBED__DIMENSIONS", dims),
+                ("ENGRAM_EMBED_API_KEY", "test-key"),
+            ],
+        )
+    };
+    let (out, err, ok) = run(&["reindex"], "model-c", "512");
+    assert!(ok, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let messages = report["messages"].as_i64().unwrap();
+    assert!(messages >= 6, "{report}");
+    assert_eq!(report["embedded"].as_i64(), Some(messages), "{report}");
+    assert_eq!(report["share_embedded"], 1.0, "{report}");
+    assert_eq!(report["model"]["dimensions"], 512);
+    assert!(!err.contains("the embedding model changed"), "{err}");
+    assert_eq!(embedded_by(&h, "model-c"), messages as usize);
+
+    // Another model: the run says so, and embeds everything again for it.
+    let (out, err, ok) = run(&["reindex"], "model-d", "384");
+    assert!(ok, "{err}");
+    assert!(err.contains("the embedding model changed"), "{err}");
+    assert!(err.contains("model-c") && err.contains("model-d"), "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["share_embedded"], 1.0, "{report}");
+
+    let (out, err, ok) = run(&["status"], "model-d", "384");
+    assert!(ok, "{err}");
+    let status: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let models = status["vectors"]["models"].as_array().unwrap();
+    assert_eq!(models.len(), 1, "model-c's vectors went: {status}");
+    assert_eq!(models[0]["model"]["model"], "model-d");
+    assert_eq!(models[0]["active"], true);
+    assert_eq!(models[0]["share"], 1.0);
+}
+
+mod cli {
+    on_both_harnesses!(reindex_and_status_through_the_binary);
+    use super::*;
+}
