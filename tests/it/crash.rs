@@ -275,4 +275,49 @@ async fn killed_mid_work_and_restarted_ends_like_an_uninterrupted_run() {
     // Run again: already done, nothing changes.
     run_to_end(extract_all(dir.path(), &db, &fake)).await;
     assert_eq!(entries(&crashed).await, want_entries);
+
+    // 4. Killed during `engram reindex` to another model (256 dimensions, one text per call):
+    // its first batch of 16 is stored, the next call held. Run again, it goes on where it
+    // stopped: every message gets the new model's vector, the held text is the only one asked
+    // twice, and the old model's vectors go.
+    let reindex = || {
+        let mut cmd = engram(dir.path(), &db, &fake, &["reindex"]);
+        cmd.env("ENGRAM__EMBED__PROVIDER", "openai")
+            .env("ENGRAM__EMBED__BASE_URL", fake.base_url())
+            .env("ENGRAM__EMBED__MODEL", "model-b")
+            .env("ENGRAM__EMBED__DIMENSIONS", "256")
+            .env("ENGRAM__EMBED__BATCH_SIZE", "1")
+            .env("ENGRAM_EMBED_API_KEY", "test-key");
+        cmd
+    };
+    let by_model_b = || {
+        fake.requests()
+            .iter()
+            .filter(|r| r.task == "embeddings" && r.body["model"] == "model-b")
+            .count() as i64
+    };
+    let vectors = "SELECT COUNT(*) FROM messages WHERE withheld = 0";
+    let messages = one(&crashed, vectors).await;
+    let seen = fake.seen();
+    fake.hold_after(16);
+    let child = reindex().spawn().unwrap();
+    fake.wait_seen(seen + 17, WITHIN).await;
+    kill_9(child).await;
+    fake.release();
+    const IN_B: &str = "SELECT COUNT(*) FROM message_vectors v JOIN vector_spaces s ON s.id = v.space_id WHERE s.model = 'model-b'";
+    assert_eq!(one(&crashed, IN_B).await, 16, "the first batch was kept");
+    assert_eq!(by_model_b(), 17);
+    run_to_end(reindex()).await;
+    assert_eq!(
+        one(&crashed, IN_B).await,
+        messages,
+        "every message in model B"
+    );
+    assert_eq!(by_model_b(), messages + 1, "only the held text asked twice");
+    assert_eq!(
+        one(&crashed, "SELECT COUNT(*) FROM message_vectors").await,
+        messages,
+        "the old model's vectors went"
+    );
+    assert_index_consistent(&crashed).await;
 }
