@@ -42,6 +42,9 @@ pub enum AppError {
     #[error(transparent)]
     /// An edited prompt is missing a placeholder or cannot be read.
     Prompt(#[from] PromptError),
+    #[error(transparent)]
+    /// A phrases file is not valid.
+    Phrases(#[from] crate::domain::phrases::PhrasesError),
     /// `prompts.dir` was set to something that is not a directory.
     #[error("prompts.dir: {0} is not a directory (leave it unset for the built-in prompts)")]
     PromptsDir(std::path::PathBuf),
@@ -177,6 +180,41 @@ pub fn prompts(config: &Config) -> Result<(Arc<Prompts>, PromptSources), AppErro
     }
     let (prompts, sources) = Prompts::load(dir)?;
     Ok((Arc::new(prompts), sources))
+}
+
+/// The memory phrases: the built-in files of `phrases/`, with the `.toml` files of
+/// `phrases.dir` replacing those of the same name and adding others (a community's language).
+pub fn phrases(config: &Config) -> Result<Arc<crate::domain::phrases::Phrases>, AppError> {
+    use crate::domain::phrases::{Phrases, PhrasesError};
+    let dir = std::path::Path::new(&config.phrases.dir);
+    let unreadable = |file: &std::path::Path, e: std::io::Error| PhrasesError {
+        file: file.display().to_string(),
+        reason: e.to_string(),
+    };
+    let mut files = Vec::new();
+    if dir.is_dir() {
+        let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| unreadable(dir, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let text = std::fs::read_to_string(&path).map_err(|e| unreadable(&path, e))?;
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            files.push((name.unwrap_or_default(), text));
+        }
+    } else if config.phrases.dir != Config::defaults().phrases.dir {
+        // The default directory may be missing (built-in phrases); one set on purpose may not.
+        return Err(PhrasesError {
+            file: dir.display().to_string(),
+            reason: "no such directory".into(),
+        }
+        .into());
+    }
+    let phrases = Phrases::with_files(&files)?;
+    info!(languages = %phrases.languages().join(", "), "memory phrases");
+    Ok(Arc::new(phrases))
 }
 
 /// Says which prompt is in use for each task: edited ones at warn (they change how the bot
@@ -325,16 +363,23 @@ pub fn indexer(
     store: Arc<dyn Store>,
     embedder: Option<SharedEmbedder>,
     clock: Arc<dyn Clock>,
-) -> Indexer {
-    Indexer::new(
+) -> Result<Indexer, AppError> {
+    // Topic-shift markers: the configured ones and every language's (phrases files).
+    let mut topics = config.episodes.topic_rules();
+    for marker in phrases(config)?.markers() {
+        if !topics.markers.contains(&marker) {
+            topics.markers.push(marker);
+        }
+    }
+    Ok(Indexer::new(
         store,
         embedder,
         clock,
         config.retrieval.clone(),
-        config.episodes.topic_rules(),
+        topics,
         config.embed.index_batch(),
     )
-    .keeping_old_vectors(config.embed.keep_old_vectors)
+    .keeping_old_vectors(config.embed.keep_old_vectors))
 }
 
 /// Starts the background indexer (embeddings, episodes, episodic memories) of this process;
@@ -344,14 +389,17 @@ pub fn start_indexer(
     store: Arc<dyn Store>,
     embedder: Option<SharedEmbedder>,
     clock: Arc<dyn Clock>,
-) -> (
-    tokio::task::JoinHandle<()>,
-    tokio::sync::watch::Sender<bool>,
-) {
-    let indexer = Arc::new(indexer(config, store, embedder, clock));
+) -> Result<
+    (
+        tokio::task::JoinHandle<()>,
+        tokio::sync::watch::Sender<bool>,
+    ),
+    AppError,
+> {
+    let indexer = Arc::new(indexer(config, store, embedder, clock)?);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let idle = Duration::from_secs(config.embed.idle_secs.max(1));
-    (tokio::spawn(indexer.run_until(idle, stopped)), stop)
+    Ok((tokio::spawn(indexer.run_until(idle, stopped)), stop))
 }
 
 /// Starts the HTTP listener of `server.listen` (none when it is empty) with the metrics
@@ -693,7 +741,8 @@ pub fn build_bot(
         .with_chunking(
             config.attachments.chunk_chars,
             config.attachments.max_chunks,
-        ),
+        )
+        .with_phrases(phrases(config)?),
         linker: Linker::new(store.clone(), clock.clone()),
         store,
         clock,

@@ -55,6 +55,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// `[prompts]`
     pub prompts: PromptsConfig,
+    /// Memory phrases per language.
+    pub phrases: PhrasesConfig,
     /// `[log]`
     pub log: LogConfig,
     /// `[server]`
@@ -101,6 +103,16 @@ pub struct ApiKeyConfig {
     /// (default: the key's name, so two programs' "alice" are two people).
     #[serde(default)]
     pub namespace: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+/// `[phrases]`: where the memory phrases of each language are read from.
+pub struct PhrasesConfig {
+    /// Directory of `*.toml` phrase files (one per language: what opens a "remember", a
+    /// "forget", a yes or a no). A file named as a built-in one (en, ru, de, es, fr, pt)
+    /// replaces it; others add languages.
+    pub dir: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -3,6 +3,16 @@
 //! else is conversation for the responder. Pure parsing, tested directly.
 
 pub use crate::domain::command::{Command, MemoryCommand, Subject};
+pub use crate::domain::phrases::Phrases;
+
+/// What `text` asks for: Engram's English grammar (`parse_command`), then the phrases of every
+/// language of `phrases` ("запомни, что …", "vergiss, dass …", "sí").
+pub fn parse_command_with(text: &str, phrases: &Phrases) -> Command {
+    match parse_command(text) {
+        Command::Chat => phrases.read(text).unwrap_or(Command::Chat),
+        command => command,
+    }
+}
 
 /// What a `/memory` request asks for, delivered as a command (a Discord slash command's
 /// `request`, a Telegram `/memory` command's arguments): an answer to the bot's question

@@ -319,7 +319,7 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
     let (bot, memory) = (Arc::new(built.bot), built.memory);
     memory.manager.follow_changes().await?;
     let (indexer, stop_indexer) =
-        app::start_indexer(&config, db.store.clone(), None, clock.clone());
+        app::start_indexer(&config, db.store.clone(), None, clock.clone())?;
     let (jobs, stop_jobs) =
         app::start_scheduler(&config, &memory, db.store.clone(), clock, llm.clone())?;
     let handler: Arc<dyn MessageHandler> = bot.clone();

@@ -19,7 +19,7 @@ use crate::memory::hearsay::hearsay_lines;
 use crate::memory::tools::StagedChange;
 use crate::memory::{CaptureOutcome, FactRequest, MemoryError, MemoryManager};
 use crate::responder::{Answer, Responder};
-use crate::router::{Command, MemoryCommand, Subject, parse_command};
+use crate::router::{Command, MemoryCommand, Subject, parse_command_with};
 use crate::store::{LinkRedeem, Store, StoreError, document_terms, query_terms};
 use std::sync::Arc;
 use tracing::{error, info};
@@ -392,7 +392,7 @@ impl Bot {
         }
         let text =
             strip_address(&message.text, &self.config.bot.name).unwrap_or(message.text.clone());
-        match parse_command(&text) {
+        match parse_command_with(&text, self.ingestor.phrases()) {
             Command::Remember {
                 subject: Subject::Speaker,
                 fact,
@@ -531,7 +531,12 @@ impl Bot {
             return false;
         }
         let word = msg.text.trim().trim_end_matches(['.', '!']).to_lowercase();
-        if !PLAIN_ANSWERS.contains(&word.as_str()) {
+        let plain = PLAIN_ANSWERS.contains(&word.as_str())
+            || matches!(
+                self.ingestor.phrases().read(&word),
+                Some(Command::Confirm(_))
+            );
+        if !plain {
             return false;
         }
         let Some(asked_at) = self.asked.get(&Self::asked_key(msg)) else {

@@ -8,6 +8,7 @@ pub mod command;
 pub mod entry;
 pub mod link;
 pub mod mention;
+pub mod phrases;
 pub mod secret;
 pub mod status;
 pub mod vector;

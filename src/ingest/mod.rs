@@ -12,7 +12,7 @@ use crate::domain::{
     StoredMessage,
 };
 use crate::domain::{link, secret};
-use crate::router::{Command, parse_command};
+use crate::router::{Command, Phrases, parse_command_with};
 use crate::store::{NewMessage, Resolved, Store, StoreError};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -57,6 +57,8 @@ pub struct Ingestor {
     reply_seq: AtomicU64,
     /// Longest piece of an attached file's text, and most pieces per file.
     chunking: (usize, usize),
+    /// The memory phrases of every language.
+    phrases: Arc<Phrases>,
 }
 
 /// Removes characters that have no business in chat text (NUL and other C0/C1 controls,
@@ -221,14 +223,20 @@ struct Asked {
 /// The one reading of what `msg` (whose text is `text`) asks: the platform's command as it
 /// came, else the text said to the bot (by name, in a private chat, or as a reply to it).
 /// A bot's message asks nothing.
-fn asked(msg: &IncomingMessage, text: &str, bot_name: &str, private: bool) -> Asked {
+fn asked(
+    msg: &IncomingMessage,
+    text: &str,
+    bot_name: &str,
+    private: bool,
+    phrases: &Phrases,
+) -> Asked {
     let stripped = strip_address(text, bot_name).filter(|_| !msg.author_is_bot);
     let addressed = !msg.author_is_bot
         && (stripped.is_some() || msg.command.is_some() || private || msg.replies_to_bot);
     let command_text = stripped.unwrap_or_else(|| text.to_string());
     let command = match &msg.command {
         Some(command) if !msg.author_is_bot => command.clone(),
-        _ if addressed => parse_command(&command_text),
+        _ if addressed => parse_command_with(&command_text, phrases),
         _ => Command::Chat,
     };
     Asked {
@@ -247,7 +255,19 @@ impl Ingestor {
             max_mentions,
             reply_seq: AtomicU64::new(0),
             chunking: (1200, 20),
+            phrases: Arc::new(Phrases::built_in()),
         }
+    }
+
+    /// Reads memory requests with `phrases` (default: the built-in files).
+    pub fn with_phrases(mut self, phrases: Arc<Phrases>) -> Ingestor {
+        self.phrases = phrases;
+        self
+    }
+
+    /// The memory phrases it reads requests with.
+    pub fn phrases(&self) -> &Phrases {
+        &self.phrases
     }
 
     /// Keeps the text of attached files in pieces of at most `chars` characters, at most
@@ -271,7 +291,13 @@ impl Ingestor {
             addressed,
             command_text,
             command,
-        } = asked(msg, &text, &self.bot_name, place.privacy == Privacy::Dm);
+        } = asked(
+            msg,
+            &text,
+            &self.bot_name,
+            place.privacy == Privacy::Dm,
+            &self.phrases,
+        );
         let is_command = !matches!(command, Command::Chat);
         let stored_text = self.without_link_codes(&text, &place).await?;
         let record = kept_at(msg, &place, author);

@@ -90,7 +90,8 @@ async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
         h.store.clone(),
         Some(model_a.clone()),
         clock.clone(),
-    );
+    )
+    .unwrap();
     let indexed = indexer_a.index_all(|_| {}).await.unwrap();
     // The conversation closes as an episodic memory with model A's vector.
     h.clock.advance(chrono::Duration::hours(2));
@@ -180,7 +181,8 @@ async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
         h.store.clone(),
         Some(model_b.clone()),
         clock.clone(),
-    );
+    )
+    .unwrap();
     assert_eq!(again.index_all(|_| {}).await.unwrap(), messages - 3);
     assert_eq!(embedded_by(&h, "model-b"), messages + 2);
     assert_eq!(again.backfill_batch().await.unwrap(), Backfill::Done);
@@ -248,6 +250,7 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
         Some(model_a.clone()),
         clock.clone(),
     )
+    .unwrap()
     .index_all(|_| {})
     .await
     .unwrap();
@@ -261,6 +264,7 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
         Some(model_b.clone()),
         clock.clone(),
     )
+    .unwrap()
     .index_all(|_| {})
     .await
     .unwrap();
@@ -273,6 +277,7 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
         .unwrap();
     assert_eq!(missing, 0);
     let again = engram::app::indexer(&config_a, h.store.clone(), Some(model_a.clone()), clock)
+        .unwrap()
         .index_all(|_| {})
         .await
         .unwrap();

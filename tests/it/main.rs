@@ -20,6 +20,7 @@ mod extraction;
 mod facts;
 mod first_hour;
 mod forgetting;
+mod languages;
 mod limits;
 mod linking;
 mod llm_failures;
