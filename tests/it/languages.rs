@@ -127,6 +127,29 @@ async fn a_marker_from_a_phrases_file_starts_an_episode(url: Option<String>) {
     assert_eq!(episodes, 2, "two episodes");
 }
 
+/// Conversation goes to the model with the person's words as they wrote them and the
+/// instruction to answer in their language; a Russian speaker and a German one in one group
+/// each get a request whose marked speaker line is theirs.
+async fn the_model_is_asked_to_answer_in_the_speakers_language(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    for (who, said) in [
+        ("olga", "Engram, как дела у нашего проекта?"),
+        ("klaus", "Engram, wie läuft unser Projekt?"),
+    ] {
+        let reply = h.say_in(&lab, who, said).await;
+        assert!(reply.is_some(), "{said}");
+        let prompt = h.fake().prompts("reply").last().cloned().unwrap();
+        let words = prompt.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("in the language of that message"),
+            "{prompt}"
+        );
+        let asked = said.trim_start_matches("Engram, ");
+        assert!(prompt.contains(asked), "{asked} not in {prompt}");
+    }
+}
+
 /// A phrases file in `phrases.dir` adds a language the build does not have.
 async fn a_community_file_adds_a_language(url: Option<String>) {
     let dir = tempfile::tempdir().unwrap();
@@ -156,4 +179,5 @@ on_both_harnesses!(
     a_community_file_adds_a_language,
     a_plain_yes_in_another_language_answers_in_a_group,
     a_marker_from_a_phrases_file_starts_an_episode,
+    the_model_is_asked_to_answer_in_the_speakers_language,
 );
