@@ -363,15 +363,16 @@ pub fn indexer(
     store: Arc<dyn Store>,
     embedder: Option<SharedEmbedder>,
     clock: Arc<dyn Clock>,
-) -> Result<Indexer, AppError> {
+    phrases: &crate::domain::phrases::Phrases,
+) -> Indexer {
     // Topic-shift markers: the configured ones and every language's (phrases files).
     let mut topics = config.episodes.topic_rules();
-    for marker in phrases(config)?.markers() {
+    for marker in phrases.markers() {
         if !topics.markers.contains(&marker) {
             topics.markers.push(marker);
         }
     }
-    Ok(Indexer::new(
+    Indexer::new(
         store,
         embedder,
         clock,
@@ -379,7 +380,7 @@ pub fn indexer(
         topics,
         config.embed.index_batch(),
     )
-    .keeping_old_vectors(config.embed.keep_old_vectors))
+    .keeping_old_vectors(config.embed.keep_old_vectors)
 }
 
 /// Starts the background indexer (embeddings, episodes, episodic memories) of this process;
@@ -389,17 +390,15 @@ pub fn start_indexer(
     store: Arc<dyn Store>,
     embedder: Option<SharedEmbedder>,
     clock: Arc<dyn Clock>,
-) -> Result<
-    (
-        tokio::task::JoinHandle<()>,
-        tokio::sync::watch::Sender<bool>,
-    ),
-    AppError,
-> {
-    let indexer = Arc::new(indexer(config, store, embedder, clock)?);
+    phrases: &crate::domain::phrases::Phrases,
+) -> (
+    tokio::task::JoinHandle<()>,
+    tokio::sync::watch::Sender<bool>,
+) {
+    let indexer = Arc::new(indexer(config, store, embedder, clock, phrases));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let idle = Duration::from_secs(config.embed.idle_secs.max(1));
-    Ok((tokio::spawn(indexer.run_until(idle, stopped)), stop))
+    (tokio::spawn(indexer.run_until(idle, stopped)), stop)
 }
 
 /// Starts the HTTP listener of `server.listen` (none when it is empty) with the metrics
@@ -685,6 +684,8 @@ pub struct Built {
     pub bot: Bot,
     /// Its memory, for the jobs and the caches that follow other processes.
     pub memory: Memory,
+    /// The memory phrases it reads (the indexer takes their topic markers).
+    pub phrases: Arc<crate::domain::phrases::Phrases>,
 }
 
 /// Builds the bot from its parts; `embedder` (None: BM25 only) serves retrieval.
@@ -731,6 +732,7 @@ pub fn build_bot(
         config,
         &prompts,
     );
+    let phrases = phrases(config)?;
     let bot = Bot::new(BotParts {
         config: config.clone(),
         ingestor: Ingestor::new(
@@ -742,7 +744,7 @@ pub fn build_bot(
             config.attachments.chunk_chars,
             config.attachments.max_chunks,
         )
-        .with_phrases(phrases(config)?),
+        .with_phrases(phrases.clone()),
         linker: Linker::new(store.clone(), clock.clone()),
         store,
         clock,
@@ -751,5 +753,9 @@ pub fn build_bot(
         responder,
         limits,
     });
-    Ok(Built { bot, memory })
+    Ok(Built {
+        bot,
+        memory,
+        phrases,
+    })
 }

@@ -410,7 +410,14 @@ async fn reindex(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
     let missing = app::activate_vectors(store.as_ref(), Some(&embedder)).await?;
     let model = embedder.identity();
     let pending = store.index_backlog().await?;
-    let indexer = app::indexer(config, store.clone(), Some(embedder), Arc::new(SystemClock))?;
+    let phrases = app::phrases(config)?;
+    let indexer = app::indexer(
+        config,
+        store.clone(),
+        Some(embedder),
+        Arc::new(SystemClock),
+        &phrases,
+    );
     let progress = Progress::new(Some((missing + pending).max(0) as u64), "messages embedded");
     let done = indexer.index_all(|n| progress.set(n as u64)).await?;
     progress.finish();
@@ -886,7 +893,7 @@ async fn start_bot(
         embedder.clone(),
         clock.clone(),
     )?;
-    let (bot, memory) = (Arc::new(built.bot), built.memory);
+    let (bot, memory, phrases) = (Arc::new(built.bot), built.memory, built.phrases);
     memory.manager.follow_changes().await?;
     let api = app::memory_api(
         config,
@@ -898,7 +905,7 @@ async fn start_bot(
     );
     app::activate_vectors(store.as_ref(), embedder.as_ref()).await?;
     let (indexer, stop_indexer) =
-        app::start_indexer(config, store.clone(), embedder, clock.clone())?;
+        app::start_indexer(config, store.clone(), embedder, clock.clone(), &phrases);
     let platforms = PlatformStatus::default();
     let listener = if listen {
         if secrets.admin_token.is_some() && config.server.listen.is_empty() {

@@ -318,8 +318,13 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
     let built = app::build_bot(&config, db.store.clone(), llm.clone(), None, clock.clone())?;
     let (bot, memory) = (Arc::new(built.bot), built.memory);
     memory.manager.follow_changes().await?;
-    let (indexer, stop_indexer) =
-        app::start_indexer(&config, db.store.clone(), None, clock.clone())?;
+    let (indexer, stop_indexer) = app::start_indexer(
+        &config,
+        db.store.clone(),
+        None,
+        clock.clone(),
+        &built.phrases,
+    );
     let (jobs, stop_jobs) =
         app::start_scheduler(&config, &memory, db.store.clone(), clock, llm.clone())?;
     let handler: Arc<dyn MessageHandler> = bot.clone();

@@ -383,6 +383,29 @@ pub fn day_of(t: DateTime<Utc>) -> NaiveDate {
     t.date_naive()
 }
 
+/// The length in bytes of the start of `text` that is `prefix`, case aside (each character
+/// compared by its lowercase form, so characters whose lowercase is longer or shorter, like
+/// 'İ' or the Kelvin sign, never shift what is cut). None when `text` does not start so.
+pub fn prefix_len_ignore_case(text: &str, prefix: &str) -> Option<usize> {
+    let mut want = prefix.chars().flat_map(char::to_lowercase);
+    let mut len = 0;
+    let mut pending: Vec<char> = Vec::new();
+    for c in text.chars() {
+        pending.clear();
+        pending.extend(c.to_lowercase());
+        for l in &pending {
+            if want.next() != Some(*l) {
+                return None;
+            }
+        }
+        len += c.len_utf8();
+        if want.clone().next().is_none() {
+            return Some(len);
+        }
+    }
+    want.next().is_none().then_some(len)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,9 +29,6 @@ pub struct LanguagePhrases {
     /// Whole answers that say no.
     #[serde(default)]
     pub no: Vec<String>,
-    /// Words that open a fact about the speaker ("я", "mein").
-    #[serde(default)]
-    pub first_person: Vec<String>,
     /// Phrases that open a message on a new topic ("кстати"): it starts a new episode.
     #[serde(default)]
     pub markers: Vec<String>,
@@ -186,7 +183,7 @@ impl Phrases {
 }
 
 impl LanguagePhrases {
-    fn lists_mut(&mut self) -> [&mut Vec<String>; 8] {
+    fn lists_mut(&mut self) -> [&mut Vec<String>; 7] {
         [
             &mut self.markers,
             &mut self.remember,
@@ -195,7 +192,6 @@ impl LanguagePhrases {
             &mut self.forget_everything,
             &mut self.yes,
             &mut self.no,
-            &mut self.first_person,
         ]
     }
 
@@ -216,7 +212,7 @@ impl LanguagePhrases {
 /// boundary), without the punctuation between; None when none does or nothing follows.
 fn opened_by<'a>(text: &'a str, phrases: &[String]) -> Option<&'a str> {
     for phrase in phrases {
-        let Some(len) = lowercase_prefix_len(text, phrase) else {
+        let Some(len) = super::prefix_len_ignore_case(text, phrase) else {
             continue;
         };
         let rest = &text[len..];
@@ -228,23 +224,6 @@ fn opened_by<'a>(text: &'a str, phrases: &[String]) -> Option<&'a str> {
             .trim();
         if !rest.is_empty() {
             return Some(rest);
-        }
-    }
-    None
-}
-
-/// The length in bytes of the start of `text` that reads `lower` (lowercase) when lowercased,
-/// character by character; None when it does not.
-fn lowercase_prefix_len(text: &str, lower: &str) -> Option<usize> {
-    let mut want = lower.chars().peekable();
-    for (at, c) in text.char_indices() {
-        for l in c.to_lowercase() {
-            if want.next() != Some(l) {
-                return None;
-            }
-        }
-        if want.peek().is_none() {
-            return Some(at + c.len_utf8());
         }
     }
     None

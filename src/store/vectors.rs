@@ -362,38 +362,22 @@ on_both_backends! {
         embedding: &Embedding,
         context: Option<MessageId>,
     ) -> StoreResult<()> {
-        if let Some(c) = context {
-            let alive: Option<i64> = sqlx::query_scalar(concat!(
-                "SELECT id FROM messages WHERE id = $1 AND NOT withheld",
-                for_update!()
-            ))
-            .bind(c.0)
-            .fetch_optional(&mut *conn)
+        if let Some(c) = context
+            && !locked_alive(conn, c).await?
+        {
+            sqlx::query(
+                "INSERT INTO vector_backlog (message_id) SELECT id FROM messages \
+                 WHERE id = $1 AND NOT withheld ON CONFLICT DO NOTHING",
+            )
+            .bind(m.id.0)
+            .execute(&mut *conn)
             .await
             .map_err(db_err)?;
-            if alive.is_none() {
-                sqlx::query(
-                    "INSERT INTO vector_backlog (message_id) SELECT id FROM messages \
-                     WHERE id = $1 AND NOT withheld ON CONFLICT DO NOTHING",
-                )
-                .bind(m.id.0)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_err)?;
-                return Ok(());
-            }
+            return Ok(());
         }
         // A withheld (or deleted) message keeps no vector. Its row stays locked until commit,
         // as the context's above: a forget of it waits, then finds this vector and drops it.
-        let alive: Option<i64> = sqlx::query_scalar(concat!(
-            "SELECT id FROM messages WHERE id = $1 AND NOT withheld",
-            for_update!()
-        ))
-        .bind(m.id.0)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(db_err)?;
-        if alive.is_none() {
+        if !locked_alive(conn, m.id).await? {
             return Ok(());
         }
         sqlx::query(concat!(
@@ -411,6 +395,20 @@ on_both_backends! {
         .await
         .map_err(db_err)?;
         Ok(())
+    }
+
+    /// Whether message `id` is there and not withheld, its row locked until commit (SQLite:
+    /// writes are serialized anyway).
+    async fn locked_alive(conn: &mut Conn, id: MessageId) -> StoreResult<bool> {
+        let alive: Option<i64> = sqlx::query_scalar(concat!(
+            "SELECT id FROM messages WHERE id = $1 AND NOT withheld",
+            for_update!()
+        ))
+        .bind(id.0)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        Ok(alive.is_some())
     }
 
     /// A deleted message's vectors (in every space) go with it.

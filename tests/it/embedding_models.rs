@@ -90,8 +90,8 @@ async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
         h.store.clone(),
         Some(model_a.clone()),
         clock.clone(),
-    )
-    .unwrap();
+        &engram::domain::phrases::Phrases::built_in(),
+    );
     let indexed = indexer_a.index_all(|_| {}).await.unwrap();
     // The conversation closes as an episodic memory with model A's vector.
     h.clock.advance(chrono::Duration::hours(2));
@@ -181,8 +181,8 @@ async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
         h.store.clone(),
         Some(model_b.clone()),
         clock.clone(),
-    )
-    .unwrap();
+        &engram::domain::phrases::Phrases::built_in(),
+    );
     assert_eq!(again.index_all(|_| {}).await.unwrap(), messages - 3);
     assert_eq!(embedded_by(&h, "model-b"), messages + 2);
     assert_eq!(again.backfill_batch().await.unwrap(), Backfill::Done);
@@ -249,8 +249,8 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
         h.store.clone(),
         Some(model_a.clone()),
         clock.clone(),
+        &engram::domain::phrases::Phrases::built_in(),
     )
-    .unwrap()
     .index_all(|_| {})
     .await
     .unwrap();
@@ -263,8 +263,8 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
         h.store.clone(),
         Some(model_b.clone()),
         clock.clone(),
+        &engram::domain::phrases::Phrases::built_in(),
     )
-    .unwrap()
     .index_all(|_| {})
     .await
     .unwrap();
@@ -276,11 +276,16 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
         .await
         .unwrap();
     assert_eq!(missing, 0);
-    let again = engram::app::indexer(&config_a, h.store.clone(), Some(model_a.clone()), clock)
-        .unwrap()
-        .index_all(|_| {})
-        .await
-        .unwrap();
+    let again = engram::app::indexer(
+        &config_a,
+        h.store.clone(),
+        Some(model_a.clone()),
+        clock,
+        &engram::domain::phrases::Phrases::built_in(),
+    )
+    .index_all(|_| {})
+    .await
+    .unwrap();
     assert_eq!(again, 0);
     assert_eq!(embedded_by(&h, "model-a"), before, "nothing embedded again");
     assert_eq!(messages, coverage.messages as usize);

@@ -103,8 +103,8 @@ async fn a_marker_from_a_phrases_file_starts_an_episode(url: Option<String>) {
         h.say_in(&lab, "klaus", said).await;
     }
     let clock: std::sync::Arc<dyn engram::domain::Clock> = h.clock.clone();
-    engram::app::indexer(&h.config, h.store.clone(), None, clock)
-        .unwrap()
+    let phrases = engram::app::phrases(&h.config).unwrap();
+    engram::app::indexer(&h.config, h.store.clone(), None, clock, &phrases)
         .index_all(|_| {})
         .await
         .unwrap();
