@@ -45,6 +45,9 @@ pub enum AppError {
     #[error(transparent)]
     /// A phrases file is not valid.
     Phrases(#[from] crate::domain::phrases::PhrasesError),
+    /// A message catalogue is not valid.
+    #[error(transparent)]
+    Texts(#[from] crate::domain::texts::TextsError),
     /// `prompts.dir` was set to something that is not a directory.
     #[error("prompts.dir: {0} is not a directory (leave it unset for the built-in prompts)")]
     PromptsDir(std::path::PathBuf),
@@ -185,7 +188,25 @@ pub fn prompts(config: &Config) -> Result<(Arc<Prompts>, PromptSources), AppErro
 /// The memory phrases: the built-in files of `phrases/`, with the `.toml` files of
 /// `phrases.dir` replacing those of the same name and adding others (a community's language).
 pub fn phrases(config: &Config) -> Result<Arc<crate::domain::phrases::Phrases>, AppError> {
-    use crate::domain::phrases::{Phrases, PhrasesError};
+    let files = language_files(config, "toml")?;
+    let phrases = crate::domain::phrases::Phrases::with_files(&files)?;
+    info!(languages = %phrases.languages().join(", "), "memory phrases");
+    Ok(Arc::new(phrases))
+}
+
+/// The bot's own texts: the built-in catalogues of `phrases/`, with the `.ftl` files of
+/// `phrases.dir` over them (a file's messages replace its language's, or start a language).
+pub fn texts(config: &Config) -> Result<Arc<crate::domain::texts::Texts>, AppError> {
+    let files = language_files(config, "ftl")?;
+    let texts = crate::domain::texts::Texts::with_files(&files)?;
+    info!(languages = %texts.languages().join(", "), "message catalogues");
+    Ok(Arc::new(texts))
+}
+
+/// The files of `phrases.dir` with extension `ext` (name, text), sorted by name; none when
+/// the default directory is missing (the built-in files serve).
+fn language_files(config: &Config, ext: &str) -> Result<Vec<(String, String)>, AppError> {
+    use crate::domain::phrases::PhrasesError;
     let dir = std::path::Path::new(&config.phrases.dir);
     let unreadable = |file: &std::path::Path, e: std::io::Error| PhrasesError {
         file: file.display().to_string(),
@@ -196,7 +217,7 @@ pub fn phrases(config: &Config) -> Result<Arc<crate::domain::phrases::Phrases>, 
         let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
             .map_err(|e| unreadable(dir, e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .filter(|p| p.extension().is_some_and(|x| x == ext))
             .collect();
         paths.sort();
         for path in paths {
@@ -212,9 +233,7 @@ pub fn phrases(config: &Config) -> Result<Arc<crate::domain::phrases::Phrases>, 
         }
         .into());
     }
-    let phrases = Phrases::with_files(&files)?;
-    info!(languages = %phrases.languages().join(", "), "memory phrases");
-    Ok(Arc::new(phrases))
+    Ok(files)
 }
 
 /// Says which prompt is in use for each task: edited ones at warn (they change how the bot
@@ -724,6 +743,7 @@ pub fn build_bot(
         retriever,
         prompts.clone(),
     )?;
+    let texts = texts(config)?;
     let responder = Responder::new(
         memory.manager.clone(),
         llm,
@@ -731,6 +751,7 @@ pub fn build_bot(
         memory.tools.clone(),
         config,
         &prompts,
+        texts.clone(),
     );
     let phrases = phrases(config)?;
     let bot = Bot::new(BotParts {
@@ -752,6 +773,7 @@ pub fn build_bot(
         entries: memory.entries.clone(),
         responder,
         limits,
+        texts,
     });
     Ok(Built {
         bot,

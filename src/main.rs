@@ -156,6 +156,12 @@ enum BenchCommand {
     /// Embedding throughput (texts and word pieces per second) and one question's embedding
     /// latency, on the turns and questions of a `bench retrieval` data file.
     Embed(EmbedArgs),
+    /// Language detection's accuracy on labelled chat lines (`code<TAB>text` per line), per
+    /// language, and its time per line.
+    Language {
+        #[arg(long, default_value = "tests/data/language_lines.tsv")]
+        data: PathBuf,
+    },
     /// People in spaces sending messages at a set rate through the real bot, the model a
     /// local fake with a set latency and fault rate; checks that every message and every
     /// "remember" was kept. SQLite, and PostgreSQL when a server URL is given.
@@ -549,6 +555,12 @@ async fn status(config: &Config, ready_only: bool) -> anyhow::Result<()> {
         "rows": sizes,
         "index_backlog": store.index_backlog().await?,
         "vectors": vector_report(&store.vector_coverage().await?),
+        "languages": store
+            .message_languages()
+            .await?
+            .into_iter()
+            .map(|(code, n)| (code.unwrap_or_else(|| "unknown".into()), n.into()))
+            .collect::<serde_json::Map<String, serde_json::Value>>(),
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
@@ -608,6 +620,13 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
         }
         BenchCommand::Retrieval(args) => bench_retrieval(args, config, secrets).await,
         BenchCommand::Embed(args) => bench_embed(args, config, secrets).await,
+        BenchCommand::Language { data } => {
+            let text = std::fs::read_to_string(&data)
+                .with_context(|| format!("reading {}", data.display()))?;
+            let report = engram::bench::language::run(&text)?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(())
+        }
         BenchCommand::Load {
             postgres,
             people,

@@ -5,6 +5,7 @@
 #[cfg(feature = "test-util")]
 pub mod context;
 pub mod embed;
+pub mod language;
 #[cfg(feature = "test-util")]
 pub mod load;
 pub mod retrieval;

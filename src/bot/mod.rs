@@ -6,6 +6,7 @@
 
 use crate::config::Config;
 use crate::domain::budget::{Admission, Limits, Payer, paid_by};
+use crate::domain::texts::{Say, Texts};
 use crate::domain::{
     Clock, IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceId,
     StoredMessage,
@@ -20,7 +21,7 @@ use crate::memory::tools::StagedChange;
 use crate::memory::{CaptureOutcome, FactRequest, MemoryError, MemoryManager};
 use crate::responder::{Answer, Responder};
 use crate::router::{Command, MemoryCommand, Subject, parse_command_with};
-use crate::store::{LinkRedeem, Store, StoreError, document_terms, query_terms};
+use crate::store::{LinkRedeem, Store, StoreError, document_terms_in, query_terms_in};
 use std::sync::Arc;
 use tracing::{error, info};
 
@@ -93,6 +94,8 @@ pub struct BotParts {
     pub responder: Responder,
     /// What answers may spend (None: no model or embedder to spend on).
     pub limits: Option<Arc<Limits>>,
+    /// The bot's own texts in each language.
+    pub texts: Arc<Texts>,
 }
 
 /// The bot: one incoming message in, at most one reply out.
@@ -117,6 +120,7 @@ pub struct Bot {
     responder: Responder,
     /// What answers may spend (None: no model or embedder to spend on).
     limits: Option<Arc<Limits>>,
+    texts: Arc<Texts>,
 }
 
 /// Whether the answer to `command` only shows memory (kept in the history as a note).
@@ -148,6 +152,7 @@ impl Bot {
             linker,
             responder,
             limits,
+            texts,
         } = parts;
         let window = std::time::Duration::from_secs(linking::CODE_MINUTES as u64 * 60);
         Bot {
@@ -168,7 +173,13 @@ impl Bot {
             linker,
             responder,
             limits,
+            texts,
         }
+    }
+
+    /// The texts to answer `ingested` with: in the language its author writes in.
+    fn say(&self, ingested: &Ingested) -> Say<'_> {
+        Say::new(&self.texts, ingested.language)
     }
 
     /// The name people address it by.
@@ -252,9 +263,9 @@ impl Bot {
             Ok(Answer { text, staged, .. }) => self.ask_to_confirm(&ingested, text, staged),
             Err(MemoryError::Store(e)) => {
                 error!(error = %e, "memory store failed while answering");
-                replies::STORE_FAILED.to_string()
+                self.say(&ingested).text("store-failed")
             }
-            Err(refused) => replies::refusal(&refused),
+            Err(refused) => replies::refusal(&self.say(&ingested), &refused),
         };
         if text.trim().is_empty() {
             text = "…".to_string();
@@ -413,13 +424,15 @@ impl Bot {
         ingested: &Ingested,
         admission: Admission,
     ) -> Result<Answer, MemoryError> {
+        let t = &self.say(ingested);
         let text = ingested.command_text.trim();
         if text.is_empty() {
-            return Ok(Answer::from(replies::yes(&self.config.bot.name)));
+            return Ok(Answer::from(replies::yes(t, &self.config.bot.name)));
         }
         let len = text.chars().count();
         if len > self.config.bot.max_command_chars {
             return Ok(Answer::from(replies::too_long_to_act(
+                t,
                 len,
                 self.config.bot.max_command_chars,
             )));
@@ -436,19 +449,19 @@ impl Bot {
         }
         // Conversation needs the model: over a limit it gets a short answer instead. Memory
         // commands go on without the model (word for word).
-        if let Some(wait) = replies::limited(admission)
+        if let Some(wait) = replies::limited(t, admission)
             && matches!(command, Command::Chat)
         {
             return Ok(Answer::from(wait));
         }
         let said = match command {
-            Command::Help => replies::HELP.to_string(),
+            Command::Help => t.text("help"),
             Command::Chat => return self.responder.reply(ingested).await,
             Command::Memory(cmd) => self.memory_command(ingested, cmd).await?,
             Command::Confirm(yes) => match self.confirm(ingested, yes).await? {
                 Some(answer) => answer,
                 // Nothing was asked: a "yes" is conversation, and over a limit gets its answer.
-                None => match replies::limited(admission) {
+                None => match replies::limited(t, admission) {
                     Some(wait) => wait,
                     None => return self.responder.reply(ingested).await,
                 },
@@ -463,22 +476,22 @@ impl Bot {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 if subject == ingested.message.author {
                     let outcome = self.capture(ingested, &fact).await?;
-                    return Ok(Answer::from(replies::captured(&outcome)));
+                    return Ok(Answer::from(replies::captured(t, &outcome)));
                 }
                 let req = self.fact_request(ingested, subject, &name, moderator, &fact);
-                self.tell(&req).await?
+                self.tell(t, &req).await?
             }
             Command::Forget { subject, fact } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 let req = self.fact_request(ingested, subject, &name, moderator, &fact);
                 info!(actor = %ingested.message.author, subject = %subject, "forget");
-                replies::forgot(&self.memory.forget(&req).await?)
+                replies::forgot(t, &self.memory.forget(&req).await?)
             }
             Command::ForgetEverything { subject } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
                 let req = self.fact_request(ingested, subject, &name, moderator, "");
                 let who = self.who(ingested, subject, &name);
-                replies::forgot_everything(&who, self.memory.forget_everything(&req).await?)
+                replies::forgot_everything(t, &who, self.memory.forget_everything(&req).await?)
             }
             Command::Recall { subject } => {
                 let (subject, name) = self.resolve_subject(msg, ingested, &subject).await?;
@@ -487,7 +500,7 @@ impl Bot {
                     .person_memory(subject, &name, &ingested.place)
                     .await?;
                 let who = self.who(ingested, subject, &name);
-                replies::recall(&who, (!memory.is_empty()).then_some(&*memory.text))
+                replies::recall(t, &who, (!memory.is_empty()).then_some(&*memory.text))
             }
         };
         Ok(Answer {
@@ -505,7 +518,7 @@ impl Bot {
     ) -> String {
         let changes: Vec<String> = staged.iter().map(StagedChange::describe).collect();
         self.ask(ingested, Pending::Tools(staged));
-        replies::confirm_changes(&text, &changes)
+        replies::confirm_changes(&self.say(ingested), &text, &changes)
     }
 
     /// Keeps what waits for the speaker's "yes" here, asked now.
@@ -571,7 +584,7 @@ impl Bot {
             || others
             || fact.split_whitespace().any(|w| w.starts_with('@'))
         {
-            return Ok(replies::EVERYWHERE_ONLY_ABOUT_ONESELF.to_string());
+            return Ok(self.say(ingested).text("everywhere-only-about-oneself"));
         }
         let everywhere = Ingested {
             place: Place {
@@ -582,19 +595,21 @@ impl Bot {
             ..ingested.clone()
         };
         let outcome = self.capture(&everywhere, fact).await?;
+        let t = &self.say(ingested);
         Ok(replies::known_everywhere(
-            replies::captured(&outcome),
+            t,
+            replies::captured(t, &outcome),
             &outcome,
         ))
     }
 
     /// "remember this about @name: …": kept as what the speaker told about them.
-    async fn tell(&self, req: &FactRequest<'_>) -> Result<String, MemoryError> {
+    async fn tell(&self, t: &Say<'_>, req: &FactRequest<'_>) -> Result<String, MemoryError> {
         info!(actor = %req.actor, subject = %req.subject, "told about someone");
         Ok(if self.memory.tell(req).await? {
-            replies::told(req.subject_name, req.place.privacy == Privacy::Dm)
+            replies::told(t, req.subject_name, req.place.privacy == Privacy::Dm)
         } else {
-            replies::ALREADY_KNEW.to_string()
+            t.text("already-knew")
         })
     }
 
@@ -614,6 +629,7 @@ impl Bot {
         ingested: &Ingested,
         cmd: MemoryCommand,
     ) -> Result<String, MemoryError> {
+        let t = &self.say(ingested);
         let person = ingested.message.author;
         let place = &ingested.place;
         let entries = &self.entries;
@@ -623,21 +639,21 @@ impl Bot {
                 let md = entries.memory_md(person, place).await?;
                 let told = self.told_about(person, ingested).await?;
                 let paused = entries.paused(person).await?;
-                replies::memory_view(&md, &hearsay_lines(&told), paused, private)
+                replies::memory_view(t, &md, &hearsay_lines(&told), paused, private)
             }
             MemoryCommand::Pause => {
                 let by = By::request(&self.own_request(ingested));
                 entries.set_paused(person, true, &by).await?;
-                replies::PAUSED.to_string()
+                t.text("paused")
             }
             MemoryCommand::Resume => {
                 let by = By::request(&self.own_request(ingested));
                 entries.set_paused(person, false, &by).await?;
-                replies::RESUMED.to_string()
+                t.text("resumed")
             }
             MemoryCommand::Clear => {
                 self.ask(ingested, Pending::Clear);
-                replies::CLEAR_ASK.to_string()
+                t.text("clear-ask")
             }
             MemoryCommand::Forget(topic) => self.forget_topic(ingested, &topic).await?,
             MemoryCommand::Search(query) => {
@@ -646,37 +662,40 @@ impl Bot {
                     .iter()
                     .map(|(e, _)| (e.value.as_str(), e.category.heading()))
                     .collect();
-                replies::search_results(&query, &found)
+                replies::search_results(t, &query, &found)
             }
             MemoryCommand::Export => entries.memory_md(person, place).await?,
             MemoryCommand::Link(code) => self.link(ingested, &code).await?,
-            MemoryCommand::Links => self.links(person).await?,
+            MemoryCommand::Links => self.links(t, person).await?,
             MemoryCommand::Unlink(which) => self.unlink(ingested, &which).await?,
             MemoryCommand::Share(words) => self.share(ingested, &words, true).await?,
             MemoryCommand::Unshare(words) => self.share(ingested, &words, false).await?,
-            MemoryCommand::Unknown(word) => replies::unknown_memory_command(&word),
+            MemoryCommand::Unknown(word) => replies::unknown_memory_command(t, &word),
         })
     }
 
     /// `/memory forget <topic>`: the speaker's entries and what others told about them that
     /// match the topic and may be seen here, listed for their "yes".
     async fn forget_topic(&self, ingested: &Ingested, topic: &str) -> Result<String, MemoryError> {
+        let t = &self.say(ingested);
         if topic.trim().is_empty() {
-            return Ok(replies::FORGET_WHAT.to_string());
+            return Ok(t.text("forget-what"));
         }
         let person = ingested.message.author;
         let found = self
             .entries
             .search(person, &ingested.place, topic, 20)
             .await?;
-        let terms = query_terms(topic, 32);
         let told: Vec<(i64, String, String)> = self
             .told_about(person, ingested)
             .await?
             .into_iter()
             .filter(|h| {
+                // The topic's words read in the statement's language, as the statement is.
+                let language = crate::domain::language::detect(&h.text);
+                let terms = query_terms_in(topic, 32, language);
                 is_forgotten(&h.text, topic, "")
-                    || document_terms(&h.text)
+                    || document_terms_in(&h.text, language)
                         .terms
                         .iter()
                         .any(|(t, _)| terms.contains(t))
@@ -684,9 +703,10 @@ impl Bot {
             .map(|h| (h.id, h.text, h.told_by_name))
             .collect();
         if found.is_empty() && told.is_empty() {
-            return Ok(replies::nothing_to_forget(topic));
+            return Ok(replies::nothing_to_forget(t, topic));
         }
         let said = replies::forget_ask(
+            t,
             &found
                 .iter()
                 .map(|(e, _)| e.value.as_str())
@@ -716,12 +736,12 @@ impl Bot {
         words: &str,
         everywhere: bool,
     ) -> Result<String, MemoryError> {
+        let t = &self.say(ingested);
         if words.trim().is_empty() {
-            return Ok(replies::which_entry(everywhere));
+            return Ok(replies::which_entry(t, everywhere));
         }
         let person = ingested.message.author;
         let place = &ingested.place;
-        let wanted = query_terms(words, 32);
         let found: Vec<crate::domain::Entry> = self
             .entries
             .search(person, place, words, 20)
@@ -731,26 +751,28 @@ impl Bot {
             .filter(|e| (e.scope == Scope::Global) != everywhere)
             // Every word asked for, not any one of them: a loose match moves nothing.
             .filter(|e| {
-                let terms = document_terms(&format!("{} {}", e.key.replace('_', " "), e.value));
-                wanted
+                let text = format!("{} {}", e.key.replace('_', " "), e.value);
+                let language = crate::domain::language::detect(&text);
+                let terms = document_terms_in(&text, language);
+                query_terms_in(words, 32, language)
                     .iter()
                     .all(|w| terms.terms.iter().any(|(t, _)| t == w))
             })
             .collect();
         let entry = match found.as_slice() {
             [one] => one.clone(),
-            [] => return Ok(replies::no_entry_to_share(words, everywhere)),
+            [] => return Ok(replies::no_entry_to_share(t, words, everywhere)),
             many => {
                 let values: Vec<&str> = many.iter().map(|e| e.value.as_str()).collect();
-                return Ok(replies::several_entries(&values));
+                return Ok(replies::several_entries(t, &values));
             }
         };
         if everywhere {
             if self.entries.paused(person).await? {
-                return Ok(replies::SHARE_PAUSED.to_string());
+                return Ok(t.text("share-paused"));
             }
             if entry.value.split_whitespace().any(|w| w.starts_with('@')) {
-                return Ok(replies::SHARE_MENTIONS_SOMEONE.to_string());
+                return Ok(t.text("share-mentions-someone"));
             }
             let learned = crate::memory::entries::origin(&entry.scope);
             self.ask(
@@ -760,7 +782,7 @@ impl Bot {
                     value: entry.value.clone(),
                 },
             );
-            return Ok(replies::share_ask(&entry.value, &learned));
+            return Ok(replies::share_ask(t, &entry.value, &learned));
         }
         self.move_entry(ingested, entry.id, &entry.value, Scope::Dm(person))
             .await
@@ -775,11 +797,12 @@ impl Bot {
         value: &str,
         to: Scope,
     ) -> Result<String, MemoryError> {
+        let t = &self.say(ingested);
         let person = ingested.message.author;
         let name = ingested.message.author_name.clone();
         let req = self.fact_request(ingested, person, &name, false, value);
         let moved = self.memory.move_entry(&req, id, to).await?;
-        Ok(replies::moved(&moved, value))
+        Ok(replies::moved(t, &moved, value))
     }
 
     /// What others told about `person` that they may see where they ask: in their own
@@ -802,14 +825,15 @@ impl Bot {
     /// "yes" before joining them. A code posted anywhere else is dead already (the ingestor
     /// revoked it); wrong codes are limited per account.
     async fn link(&self, ingested: &Ingested, code: &str) -> Result<String, MemoryError> {
+        let t = &self.say(ingested);
         let place = &ingested.place;
         if place.privacy != Privacy::Dm {
-            return Ok(replies::link_only_in_private(!code.trim().is_empty()));
+            return Ok(replies::link_only_in_private(t, !code.trim().is_empty()));
         }
         let person = ingested.message.author;
         if code.trim().is_empty() {
             let code = self.linker.new_code(person, place.platform).await?;
-            return Ok(replies::link_code(&code));
+            return Ok(replies::link_code(t, &code));
         }
         let checked = self
             .linker
@@ -820,10 +844,11 @@ impl Bot {
                 code_hash,
                 accounts,
             } => (code_hash, accounts),
-            CodeCheck::Refused(why) => return Ok(replies::code_refused(why)),
+            CodeCheck::Refused(why) => return Ok(replies::code_refused(t, why)),
         };
         self.ask(ingested, Pending::Link { code_hash });
         Ok(replies::link_ask(
+            t,
             place.platform,
             &ingested.message.author_name,
             &ingested.author_external_id,
@@ -832,14 +857,15 @@ impl Bot {
     }
 
     /// `/memory links`: the accounts that share this memory.
-    async fn links(&self, person: PersonId) -> Result<String, MemoryError> {
-        Ok(replies::links(&self.linker.accounts(person).await?))
+    async fn links(&self, t: &Say<'_>, person: PersonId) -> Result<String, MemoryError> {
+        Ok(replies::links(t, &self.linker.accounts(person).await?))
     }
 
     /// `/memory unlink [platform]`: cuts a join from either side. Without a platform, this
     /// account leaves (or, if it is the one the others joined, they all do); with one, the
     /// accounts on that platform do.
     async fn unlink(&self, ingested: &Ingested, which: &str) -> Result<String, MemoryError> {
+        let t = &self.say(ingested);
         let person = ingested.message.author;
         let here = ingested.place.platform;
         let which = which.trim().to_lowercase();
@@ -847,26 +873,27 @@ impl Bot {
             "" => None,
             p => match Platform::parse(p) {
                 Some(p) => Some(p),
-                None => return Ok(replies::not_a_platform(&which)),
+                None => return Ok(replies::not_a_platform(t, &which)),
             },
         };
         let cut = self
             .linker
             .unlink(person, here, &ingested.author_external_id, only)
             .await?;
-        Ok(replies::unlinked(&cut))
+        Ok(replies::unlinked(t, &cut))
     }
 
     async fn confirm(&self, ingested: &Ingested, yes: bool) -> Result<Option<String>, MemoryError> {
+        let t = &self.say(ingested);
         let key = Self::pending_key(ingested);
         let Some((pending, asked_at)) = self.pending.remove(&key) else {
             return Ok(None);
         };
         if self.clock.now() - asked_at > chrono::TimeDelta::minutes(LINK_CODE_MINUTES) {
-            return Ok(Some(replies::lapsed()));
+            return Ok(Some(replies::lapsed(t)));
         }
         if !yes {
-            return Ok(Some(replies::NOTHING_CHANGED.to_string()));
+            return Ok(Some(t.text("nothing-changed")));
         }
         let person = ingested.message.author;
         Ok(Some(match pending {
@@ -881,12 +908,12 @@ impl Bot {
                     .memory
                     .delete_entries(&req, &entries, &told, &by)
                     .await?;
-                replies::forgot_entries(n)
+                replies::forgot_entries(t, n)
             }
             Pending::Clear => {
                 let by = By::request(&self.own_request(ingested));
                 self.memory.clear_with_joined(person, &by).await?;
-                replies::CLEARED.to_string()
+                t.text("cleared")
             }
             Pending::Link { code_hash } => {
                 let platform = ingested.place.platform;
@@ -897,11 +924,11 @@ impl Bot {
                 if matches!(redeemed, LinkRedeem::Linked { .. }) {
                     self.memory.purge_caches();
                 }
-                replies::redeemed(&redeemed, platform)
+                replies::redeemed(t, &redeemed, platform)
             }
             Pending::Tools(changes) => {
                 let req = self.own_request(ingested);
-                replies::changed_entries(self.memory.apply_staged(&req, &changes).await?)
+                replies::changed_entries(t, self.memory.apply_staged(&req, &changes).await?)
             }
         }))
     }
@@ -914,7 +941,7 @@ impl Bot {
 
     fn who(&self, ingested: &Ingested, subject: PersonId, name: &str) -> String {
         if subject == ingested.message.author {
-            "you".to_string()
+            replies::you(&self.say(ingested))
         } else {
             name.to_string()
         }

@@ -6,11 +6,13 @@ pub mod budget;
 pub mod clock;
 pub mod command;
 pub mod entry;
+pub mod language;
 pub mod link;
 pub mod mention;
 pub mod phrases;
 pub mod secret;
 pub mod status;
+pub mod texts;
 pub mod vector;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -376,6 +378,8 @@ pub struct StoredMessage {
     /// For the text of an attachment stored as a message of its own: the message that
     /// carried it (never shown as conversation, searchable where that one may surface).
     pub attachment_of: Option<MessageId>,
+    /// The language its text was detected in (`language::detect`), `None` without letters.
+    pub language: Option<language::Language>,
 }
 
 /// The UTC calendar day of a time; day summaries are per UTC day.

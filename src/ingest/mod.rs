@@ -7,6 +7,7 @@
 
 pub mod attachments;
 
+use crate::domain::language;
 use crate::domain::{
     IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceId, SpaceKind,
     StoredMessage,
@@ -47,6 +48,9 @@ pub struct Ingested {
     /// Where the message and the bot's answer are kept: `place`, or for an answer only the
     /// author sees, their private scope.
     pub record: Place,
+    /// The language to answer in: the message's own, or for a slash command (a few words
+    /// of English whoever types them) the last language its author wrote in.
+    pub language: Option<crate::domain::language::Language>,
 }
 
 /// Stores every incoming message (resolving people, spaces and mentions) before anything else can fail.
@@ -79,6 +83,12 @@ pub fn find_ignore_case(text: &str, needle: &str, from: usize) -> Option<(usize,
     text.char_indices()
         .filter(|(i, _)| *i >= from)
         .find_map(|(i, _)| prefix_len_ignore_case(&text[i..], needle).map(|n| (i, i + n)))
+}
+
+/// Whether a command is a slash command ("/memory …"), whose words say nothing of the
+/// language its author speaks.
+fn is_slash_command(command_text: &str) -> bool {
+    command_text.trim_start().starts_with('/')
 }
 
 /// If `text` addresses the bot by name at the start ("Engram, …", "@Engram …", "engram: …")
@@ -301,6 +311,25 @@ impl Ingestor {
         };
         crate::telemetry::message_stored(msg.platform.as_str(), msg.author_is_bot);
         let mentions = self.mentioned(msg).await?;
+        let written_in = crate::domain::language::detect(&stored_text);
+        let language = match language::tells(&command_text) {
+            // Chatter is not answered: no language to choose.
+            _ if !addressed => written_in,
+            Some(l) if !is_slash_command(&command_text) => Some(l),
+            // "/memory …" is English whoever types it, and "no" or "ok" could be any
+            // language: the last words of theirs here that told.
+            _ => self
+                .store
+                .recent_languages(author, space, id, 20)
+                .await?
+                .into_iter()
+                .find_map(|(text, _)| {
+                    let said = strip_address(&text, &self.bot_name).unwrap_or(text);
+                    (!is_slash_command(&said))
+                        .then(|| language::tells(&said))
+                        .flatten()
+                }),
+        };
         Ok(Some(Ingested {
             message: StoredMessage {
                 id,
@@ -310,6 +339,7 @@ impl Ingestor {
                 author,
                 author_name,
                 is_bot: msg.author_is_bot,
+                language: written_in,
                 text: stored_text,
                 sent_at: msg.sent_at,
                 episode: None,
@@ -325,6 +355,7 @@ impl Ingestor {
             withheld,
             is_command,
             record,
+            language,
         }))
     }
 

@@ -7,7 +7,9 @@ use crate::domain::{
     Category, Clock, DailyNote, Entry, EntryWrite, NewEntry, PersonId, Place, Privacy, Scope,
 };
 use crate::memory::MemoryError;
-use crate::store::{Bm25, Store, document_terms, plain_words, query_terms, rank_documents};
+use crate::store::{
+    Bm25, Store, document_terms_in, plain_words, query_terms, query_terms_in, rank_documents,
+};
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -872,10 +874,15 @@ pub fn rank_entries(entries: Vec<Entry>, query: &str, limit: usize) -> Vec<(Entr
     let mut postings = Vec::new();
     let mut lens = HashMap::new();
     for e in &entries {
-        let doc = document_terms(&format!("{} {}", e.key.replace('_', " "), e.value));
+        let text = format!("{} {}", e.key.replace('_', " "), e.value);
+        let language = crate::domain::language::detect(&text);
+        // The query read in its own language and in the entry's (a one-word query may be
+        // taken for another language than the entry it names).
+        let wanted = query_terms_in(query, 32, language);
+        let doc = document_terms_in(&text, language);
         lens.insert(e.id, doc.len as f64);
         for (t, tf) in doc.terms {
-            if terms.contains(&t) {
+            if terms.contains(&t) || wanted.contains(&t) {
                 postings.push((t, e.id, tf as i64));
             }
         }

@@ -14,11 +14,12 @@
 use super::audit::{Action, By};
 use super::offline::{contains_words, removed_sentences};
 use super::{FactRequest, ForgetOutcome, MemoryError, MemoryManager, Method};
+use crate::domain::language::Language;
 use crate::domain::{
     MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind, StoredMessage,
 };
 use crate::memory::extraction;
-use crate::store::{BotMessageFilter, Hearsay, document_terms, query_terms};
+use crate::store::{BotMessageFilter, Hearsay, document_terms_in, query_terms, query_terms_in};
 use std::collections::BTreeSet;
 use tracing::info;
 
@@ -49,24 +50,28 @@ pub fn is_forgotten(text: &str, target: &str, about: &str) -> bool {
     ForgetTarget::new(target, about).matches(text)
 }
 
-/// What a forget looks for, its content words worked out once for the many texts it is
-/// compared with (`is_forgotten`).
+/// What a forget looks for, compared with many texts (`is_forgotten`): its words are read in
+/// each text's language, as the text is.
 struct ForgetTarget {
     text: String,
-    /// Content words (stemmed), the person's name left out.
-    wanted: Vec<String>,
+    about: String,
 }
 
 impl ForgetTarget {
     fn new(target: &str, about: &str) -> ForgetTarget {
-        let name = query_terms(about, 8);
         ForgetTarget {
             text: target.to_string(),
-            wanted: query_terms(target, 32)
-                .into_iter()
-                .filter(|t| !name.contains(t))
-                .collect(),
+            about: about.to_string(),
         }
+    }
+
+    /// Its content words (stemmed) read in `language`, the person's name left out.
+    fn wanted(&self, language: Option<Language>) -> Vec<String> {
+        let name = query_terms_in(&self.about, 8, language);
+        query_terms_in(&self.text, 32, language)
+            .into_iter()
+            .filter(|t| !name.contains(t))
+            .collect()
     }
 
     /// The removed texts worth looking for again: those of two words or more.
@@ -84,15 +89,17 @@ impl ForgetTarget {
         {
             return true;
         }
-        if self.wanted.is_empty() {
+        let language = crate::domain::language::detect(text);
+        let wanted = self.wanted(language);
+        if wanted.is_empty() {
             return false;
         }
-        let have: Vec<String> = document_terms(text)
+        let have: Vec<String> = document_terms_in(text, language)
             .terms
             .into_iter()
             .map(|(t, _)| t)
             .collect();
-        self.wanted.iter().all(|t| have.contains(t))
+        wanted.iter().all(|t| have.contains(t))
     }
 }
 
@@ -501,14 +508,25 @@ impl MemoryManager {
             .map(|n| n.trim())
             .filter(|n| quotable(n))
             .collect();
-        for needle in unique {
-            let terms = query_terms(needle, 16);
-            if terms.is_empty() {
-                continue;
+        // A bot message's postings are in its own language: the needle is looked for as each
+        // language stored reads it (a Spanish fact quoted in an English reply).
+        let mut languages: Vec<Option<Language>> = vec![None];
+        if !unique.is_empty() {
+            for (code, _) in self.store.message_languages().await? {
+                languages.push(code.as_deref().and_then(Language::from_code));
             }
-            for m in self.store.bot_messages_with_terms(bots, &terms).await? {
-                if contains_words(&m.text, needle) && keep(&m) {
-                    found.insert(m.id);
+        }
+        for needle in unique {
+            let mut asked: BTreeSet<Vec<String>> = BTreeSet::new();
+            for language in &languages {
+                let terms = query_terms_in(needle, 16, *language);
+                if terms.is_empty() || !asked.insert(terms.clone()) {
+                    continue;
+                }
+                for m in self.store.bot_messages_with_terms(bots, &terms).await? {
+                    if contains_words(&m.text, needle) && keep(&m) {
+                        found.insert(m.id);
+                    }
                 }
             }
         }

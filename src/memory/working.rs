@@ -232,6 +232,7 @@ mod tests {
             sent_at: chrono::Utc.timestamp_opt(1_700_000_000 + id, 0).unwrap(),
             episode: None,
             attachment_of: None,
+            language: None,
         }
     }
 

@@ -3,6 +3,7 @@
 //! and calls the chat model; without one, it says so and shows the memory it would have used.
 
 use crate::config::Config;
+use crate::domain::texts::{Say, Texts};
 use crate::ingest::Ingested;
 use crate::llm::prompts::{Prompts, fill};
 use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError};
@@ -51,6 +52,8 @@ impl Answer {
 /// Answers conversation: memory context for the people in it, then the model (or the offline answer).
 pub struct Responder {
     memory: Arc<MemoryManager>,
+    /// Its own words (no model, a failing model) in each language.
+    texts: Arc<Texts>,
     llm: Option<Arc<dyn ChatModel>>,
     /// What the prompt is measured with.
     tokens: TokenCounter,
@@ -104,8 +107,10 @@ impl Responder {
         tools: ToolExecutor,
         config: &Config,
         prompts: &Prompts,
+        texts: Arc<Texts>,
     ) -> Responder {
         Responder {
+            texts,
             memory,
             llm,
             tokens,
@@ -130,6 +135,7 @@ impl Responder {
 
     /// The answer to `msg`, an addressed message that is not a memory command.
     pub async fn reply(&self, msg: &Ingested) -> Result<Answer, MemoryError> {
+        let say = Say::new(&self.texts, msg.language);
         let mut people = vec![(msg.message.author, msg.message.author_name.clone())];
         people.extend(msg.mentions.iter().cloned());
         let bundle = self
@@ -149,12 +155,13 @@ impl Responder {
             &self.tokens,
         );
         let Some(llm) = &self.llm else {
-            return Ok(Answer::showing_memory(format!(
-                "I have no language model configured, so I can't chat yet (set llm.base_url). \
-                 Here is the memory I would have used ({} tokens of {}):\n\n{}",
-                prompt.tokens,
-                self.budget,
-                describe_memory(&bundle)
+            return Ok(Answer::showing_memory(say.with(
+                "no-model",
+                &[
+                    ("tokens", prompt.tokens.to_string().into()),
+                    ("budget", self.budget.to_string().into()),
+                    ("memory", describe_memory(&bundle).into()),
+                ],
             )));
         };
         let system = if self.tool_rounds > 0 {
@@ -200,14 +207,13 @@ impl Responder {
             Err(e) => {
                 // The provider's words (which may carry account ids) go to the log only.
                 warn!(error = %e, "reply: LLM failed; answering from memory");
-                let why = match e {
-                    LlmError::CircuitOpen { .. } => "My language model is failing right now",
-                    _ => "I couldn't reach my language model",
+                let id = match e {
+                    LlmError::CircuitOpen { .. } => "model-failing",
+                    _ => "model-unreachable",
                 };
-                Ok(Answer::showing_memory(format!(
-                    "{why}, so here is what I remember instead:\n\n{}",
-                    describe_memory(&bundle)
-                )))
+                Ok(Answer::showing_memory(
+                    say.with(id, &[("memory", describe_memory(&bundle).into())]),
+                ))
             }
         }
     }

@@ -343,6 +343,7 @@ mod tests {
             sent_at: chrono::DateTime::from_timestamp(1_700_000_000 + id, 0).unwrap(),
             episode: None,
             attachment_of: None,
+            language: None,
         }
     }
 

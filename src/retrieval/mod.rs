@@ -14,7 +14,8 @@ use crate::config::RetrievalConfig;
 use crate::domain::{Embedding, MessageId, PersonId, Scope, StoredMessage, VectorSpaceId};
 use crate::embed::SharedEmbedder;
 use crate::store::{
-    Bm25, EpisodeHit, Neighbours, SearchHit, Store, StoreError, WordPairs, plain_words, query_terms,
+    Bm25, EpisodeHit, Neighbours, SearchHit, Store, StoreError, WordPairs, plain_words,
+    query_terms_in,
 };
 use chrono::{DateTime, Utc};
 use std::collections::BTreeSet;
@@ -161,7 +162,9 @@ impl Retriever {
         // Long pastes: the first part carries the question; the embedder cuts anyway.
         let text: String = text.chars().take(4000).collect();
         let window = time::window(&text, now);
-        let found = self.candidates(&text, scopes, window).await?;
+        // Its language, once: its words are read in it (BM25's terms and word pairs).
+        let language = crate::domain::language::detect(&text);
+        let found = self.candidates(&text, language, scopes, window).await?;
         let c = self.settings.candidates;
 
         let mut messages: HashMap<i64, StoredMessage> = HashMap::new();
@@ -232,6 +235,7 @@ impl Retriever {
         );
         let asked = Asked {
             text: &text,
+            language,
             asker,
             named: &found.named,
             window,
@@ -324,6 +328,8 @@ fn context_length(chars: i64) -> f64 {
 struct Asked<'a> {
     /// What was asked.
     text: &'a str,
+    /// The language it was asked in.
+    language: Option<crate::domain::language::Language>,
     /// Who asked.
     asker: Option<PersonId>,
     /// The people it names.
@@ -353,7 +359,7 @@ impl Retriever {
         } else {
             self.settings.episode_rrf_k_bm25_only
         };
-        let pairs = WordPairs::of(asked.text);
+        let pairs = WordPairs::of_in(asked.text, asked.language);
         let phrase_bonus = self.settings.phrase_weight / (k + 1.0);
         let author_bonus = self.settings.author_weight / (k + 1.0);
         for (id, score) in scores.iter_mut() {
@@ -372,7 +378,7 @@ impl Retriever {
             // A pair needs both its words, so only BM25's hits can hold one; its best half
             // is where a pair can still change the top of the ranking.
             if phrase_bonus > 0.0 && lexical.contains(id) {
-                *score += phrase_bonus * pairs.shared_with(&m.text) as f64;
+                *score += phrase_bonus * pairs.shared_with(&m.text, m.language) as f64;
             }
             if let Some(rank) = m.episode.and_then(|ep| episode_rank.get(&ep)) {
                 *score += self.settings.episode_weight / (episode_k + *rank as f64);
@@ -414,10 +420,11 @@ impl Retriever {
     async fn candidates(
         &self,
         text: &str,
+        language: Option<crate::domain::language::Language>,
         scopes: &[Scope],
         window: Option<time::Window>,
     ) -> Result<Candidates, StoreError> {
-        let terms = query_terms(text, self.settings.max_query_terms);
+        let terms = query_terms_in(text, self.settings.max_query_terms, language);
         let c = self.settings.candidates;
         let e = self.settings.episode_candidates;
         let bm25 = self.bm25();

@@ -774,6 +774,7 @@ impl MemoryApi {
             author: person,
             author_name: who.shown().to_string(),
             is_bot: false,
+            language: crate::domain::language::detect(&query),
             text: query,
             sent_at: self.parts.clock.now(),
             episode: None,

@@ -13,6 +13,10 @@ pub trait Admin: Send + Sync {
     /// Row counts per table (operations, migration checks).
     async fn table_counts(&self) -> StoreResult<Vec<TableCount>>;
 
+    /// Searchable messages per detected language (ISO 639-1 code; `None`: no letters to tell
+    /// by, or not indexed yet), most first.
+    async fn message_languages(&self) -> StoreResult<Vec<(Option<String>, i64)>>;
+
     /// Rows of `table` in primary-key order, as canonical values (copying between backends).
     async fn dump_rows(
         &self,
@@ -85,6 +89,15 @@ on_both_backends! {
                 });
             }
             Ok(out)
+        }
+
+        async fn message_languages(&self) -> StoreResult<Vec<(Option<String>, i64)>> {
+            sqlx::query_as(
+                "SELECT language, COUNT(*) AS n FROM messages WHERE NOT withheld GROUP BY language ORDER BY n DESC, language",
+            )
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)
         }
 
         async fn dump_rows(

@@ -3,7 +3,8 @@
 //! where, and deleting messages with everything derived from them.
 
 use super::rows::{from_ms, ms, parse_scope};
-use super::{Change, StoreResult, document_terms};
+use super::{Change, StoreResult, document_terms_in};
+use crate::domain::language::Language;
 use crate::domain::{MessageId, PersonId, Platform, Privacy, Scope, SpaceId, StoredMessage};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -55,6 +56,17 @@ pub trait Messages: Send + Sync {
     /// Whether the bot has answered `message` (a reply to it is stored): a message the
     /// platform delivers again is then not answered twice.
     async fn answered(&self, message: &StoredMessage) -> StoreResult<bool>;
+
+    /// `author`'s latest messages in `space` before `before` that have a language and are not
+    /// withheld: (text, ISO 639-1 code), newest first, at most `limit` (what a "/memory …"
+    /// of theirs is answered in; another space's, a private chat's, say nothing here).
+    async fn recent_languages(
+        &self,
+        author: PersonId,
+        space: SpaceId,
+        before: MessageId,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, String)>>;
     /// The message with this platform id in (platform, space, channel), for a platform's edit
     /// or delete event.
     async fn message_by_external(
@@ -279,6 +291,25 @@ on_both_backends! {
             })
         }
 
+        async fn recent_languages(
+            &self,
+            author: PersonId,
+            space: SpaceId,
+            before: MessageId,
+            limit: usize,
+        ) -> StoreResult<Vec<(String, String)>> {
+            sqlx::query_as(
+                "SELECT text, language FROM messages WHERE author_id = $1 AND space_id = $2 AND id < $3 AND language IS NOT NULL AND NOT withheld ORDER BY id DESC LIMIT $4",
+            )
+            .bind(author.0)
+            .bind(space.0)
+            .bind(before.0)
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)
+        }
+
         async fn answered(&self, message: &StoredMessage) -> StoreResult<bool> {
             sqlx::query_scalar::<_, bool>(
                 concat!(
@@ -432,7 +463,7 @@ on_both_backends! {
             let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
             // The bot's replies to these messages and the text of their attachments go with them.
             let rows: Vec<MessageRow> = sqlx::query_as(concat!(
-                "SELECT id, scope, sent_at, episode_id, text, withheld FROM messages WHERE id ",
+                "SELECT id, scope, sent_at, episode_id, text, withheld, language FROM messages WHERE id ",
                 in_list!(1),
                 " OR (is_bot AND reply_to ",
                 in_list!(2),
@@ -701,6 +732,22 @@ on_both_backends! {
         }
     }
 
+    /// Records the detected languages of messages (id, ISO 639-1 code).
+    pub(in crate::store) async fn set_languages(
+        conn: &mut Conn,
+        detected: &[(i64, &'static str)],
+    ) -> StoreResult<()> {
+        for (id, code) in detected {
+            sqlx::query("UPDATE messages SET language = $1 WHERE id = $2")
+                .bind(*code)
+                .bind(*id)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
     /// Stores `chunk` with one multi-row INSERT; ids are matched back by each row's unique key,
     /// and a message stored before (a redelivery) keeps its id.
     pub(in crate::store) async fn insert_chunk(
@@ -708,19 +755,23 @@ on_both_backends! {
         chunk: &[NewMessage],
     ) -> StoreResult<Vec<MessageId>> {
         let mut ids = Vec::with_capacity(chunk.len());
-        let rows = insert_rows(conn, chunk).await?;
+        let languages: Vec<Option<Language>> = chunk
+            .iter()
+            .map(|m| crate::domain::language::detect(&m.text))
+            .collect();
+        let rows = insert_rows(conn, chunk, &languages).await?;
         let inserted: std::collections::HashMap<(i64, String, String), i64> = rows
             .into_iter()
             .map(|(id, s, c, e)| ((s, c, e), id))
             .collect();
-        let mut fresh: Vec<(i64, String, String)> = Vec::with_capacity(inserted.len());
-        for m in chunk {
+        let mut fresh: Vec<Indexable> = Vec::with_capacity(inserted.len());
+        for (m, language) in chunk.iter().zip(languages) {
             match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
                 Some(id) => {
                     ids.push(MessageId(*id));
                     // Nothing is derived from a withheld message: it is not searchable.
                     if !m.withheld {
-                        fresh.push((*id, m.scope.key(), m.text.clone()));
+                        fresh.push((*id, m.scope.key(), m.text.clone(), language));
                     }
                 }
                 // Already stored (a redelivered message): its existing id.
@@ -750,7 +801,49 @@ on_both_backends! {
 }
 
 /// A message being deleted: id, scope key, sent at (Unix ms), episode, text, withheld.
-type MessageRow = (i64, String, i64, Option<i64>, String, bool);
+type MessageRow = (i64, String, i64, Option<i64>, String, bool, Option<String>);
+
+/// A message whose postings are written: id, scope key, text and detected language.
+pub(in crate::store) type Indexable = (i64, String, String, Option<Language>);
+
+/// A row of the postings backlog: the message id and, while the message is there, its scope
+/// key, text, whether it is withheld and its stored language code.
+pub(in crate::store) type QueuedRow = (
+    i64,
+    Option<String>,
+    Option<String>,
+    Option<bool>,
+    Option<String>,
+);
+
+/// The backlog's messages to index (those still there and not withheld), and the languages
+/// detected now for those stored without one (before languages were told apart), withheld or
+/// not: every message's length is measured in its language.
+pub(in crate::store) fn queued_postings(
+    rows: Vec<QueuedRow>,
+) -> (Vec<Indexable>, Vec<(i64, &'static str)>) {
+    let mut index = Vec::new();
+    let mut detected = Vec::new();
+    for (id, scope, text, withheld, code) in rows {
+        let (Some(scope), Some(text)) = (scope, text) else {
+            continue;
+        };
+        let language = match code.as_deref() {
+            Some(code) => Language::from_code(code),
+            None => {
+                let found = crate::domain::language::detect(&text);
+                if let Some(l) = found {
+                    detected.push((id, l.code()));
+                }
+                found
+            }
+        };
+        if withheld != Some(true) {
+            index.push((id, scope, text, language));
+        }
+    }
+    (index, detected)
+}
 
 /// What deleting messages must undo, worked out once for both backends.
 #[derive(Debug, Default)]
@@ -767,8 +860,13 @@ struct ForgetPlan {
 
 fn forget_plan(rows: &[MessageRow]) -> StoreResult<ForgetPlan> {
     let mut plan = ForgetPlan::default();
-    for (id, scope, sent_at, episode, text, withheld) in rows {
-        let doc = document_terms(text);
+    for (id, scope, sent_at, episode, text, withheld, language) in rows {
+        // The language its postings were written in (not detected again: a newer detector
+        // must not leave postings of a forgotten message behind).
+        let language = language
+            .as_deref()
+            .and_then(crate::domain::language::Language::from_code);
+        let doc = document_terms_in(text, language);
         let len = doc.len as i64;
         if !withheld {
             plan.postings.push((

@@ -36,11 +36,11 @@ macro_rules! on_both_backends {
 
 /// The columns `message_from_row` reads: a message `m` joined with its author `p`.
 /// How many columns `message_columns!` reads (a score read with them comes next).
-pub(crate) const MESSAGE_COLUMNS: usize = 11;
+pub(crate) const MESSAGE_COLUMNS: usize = 12;
 
 macro_rules! message_columns {
     () => {
-        "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id, m.attachment_of"
+        "m.id, m.space_id, m.channel, m.scope, m.author_id, p.display_name, m.is_bot, m.text, m.sent_at, m.episode_id, m.attachment_of, m.language"
     };
 }
 
@@ -96,8 +96,8 @@ pub use search::{
 pub use sqlite::SqliteStore;
 pub use summaries::{DaySummaryRecord, Summaries};
 pub use terms::{
-    Bm25, DocumentTerms, WordPairs, document_terms, is_stop_word, plain_words, query_terms,
-    rank_documents,
+    Bm25, DocumentTerms, WordPairs, document_terms, document_terms_in, is_stop_word, plain_words,
+    query_terms, query_terms_in, rank_documents,
 };
 pub use url::{DbUrl, DbUrlError};
 pub use vectors::{SpaceCoverage, VectorCoverage, Vectors};

@@ -3,8 +3,10 @@
 
 use super::rows::{from_ms, ms, parse_scope};
 use super::*;
+use crate::domain::language::Language;
 use crate::domain::{Embedding, VectorSpaceId};
 use crate::embed;
+use crate::store::messages::{Indexable, QueuedRow};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Row};
 use std::str::FromStr;
@@ -55,7 +57,8 @@ pub(super) mod shared {
         notify as changed, place_message, search_messages, space_index, watch_changes,
         write_postings,
     };
-    pub(in crate::store) use crate::store::messages::on_postgres::insert_chunk;
+    pub(in crate::store) use crate::store::messages::on_postgres::{insert_chunk, set_languages};
+    pub(in crate::store) use crate::store::messages::queued_postings;
     pub(in crate::store) use crate::store::search::on_postgres::drop_episode;
     pub(in crate::store) use crate::store::vectors::on_postgres::{
         forget_context_vectors, forget_vectors, keep_vector,
@@ -209,13 +212,13 @@ impl PostgresStore {
     pub(super) async fn drain_terms_backlog(&self) -> StoreResult<()> {
         loop {
             let mut tx = self.pool.begin().await.map_err(db_err)?;
-            let rows: Vec<(i64, String, String)> = sqlx::query_as(
-                "WITH taken AS (DELETE FROM message_terms_backlog WHERE message_id IN                     (SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING message_id)                  SELECT m.id, m.scope, m.text FROM taken JOIN messages m ON m.id = taken.message_id AND NOT m.withheld",
+            let queued: Vec<QueuedRow> = sqlx::query_as(
+                "WITH taken AS (DELETE FROM message_terms_backlog WHERE message_id IN                     (SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING message_id)                  SELECT taken.message_id, m.scope, m.text, m.withheld, m.language FROM taken LEFT JOIN messages m ON m.id = taken.message_id",
             )
             .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
-            if rows.is_empty() {
+            if queued.is_empty() {
                 let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM message_terms_backlog")
                     .fetch_one(&mut *tx)
                     .await
@@ -228,6 +231,8 @@ impl PostgresStore {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
+            let (rows, detected) = shared::queued_postings(queued);
+            shared::set_languages(&mut tx, &detected).await?;
             write_postings(&mut tx, &rows).await?;
             tx.commit().await.map_err(db_err)?;
         }
@@ -596,6 +601,10 @@ pub(super) fn message_from_row(row: &PgRow) -> StoreResult<StoredMessage> {
             .try_get::<Option<i64>, _>(10)
             .map_err(get)?
             .map(MessageId),
+        language: row
+            .try_get::<Option<&str>, _>(11)
+            .map_err(get)?
+            .and_then(Language::from_code),
     })
 }
 
@@ -613,13 +622,14 @@ fn hit_from_row(row: &PgRow, score_column: usize) -> StoreResult<SearchHit> {
 pub(super) async fn insert_rows(
     conn: &mut sqlx::PgConnection,
     chunk: &[NewMessage],
+    languages: &[Option<Language>],
 ) -> StoreResult<Vec<(i64, i64, String, String)>> {
     sqlx::query_as(
         // A withheld message is born indexed: the indexer never reads it (no episode, no
         // vector, no say in where a topic changes).
-        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld, indexed) \
-         SELECT s, c, sc, p, a, b, cmd, e, r, t, at, w, w FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
-                              $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[], $12::BOOLEAN[]) AS u(s, c, sc, p, a, b, cmd, e, r, t, at, w) \
+        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld, indexed, language) \
+         SELECT s, c, sc, p, a, b, cmd, e, r, t, at, w, w, l FROM UNNEST($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[], $6::BOOLEAN[], $7::BOOLEAN[], \
+                              $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::BIGINT[], $12::BOOLEAN[], $13::TEXT[]) AS u(s, c, sc, p, a, b, cmd, e, r, t, at, w, l) \
          ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
     )
     .bind(chunk.iter().map(|m| m.space.0).collect::<Vec<_>>())
@@ -634,15 +644,21 @@ pub(super) async fn insert_rows(
     .bind(chunk.iter().map(|m| m.text.as_str()).collect::<Vec<_>>())
     .bind(chunk.iter().map(|m| ms(m.sent_at)).collect::<Vec<_>>())
     .bind(chunk.iter().map(|m| m.withheld).collect::<Vec<_>>())
+    .bind(
+        languages
+            .iter()
+            .map(|l| l.map(Language::code))
+            .collect::<Vec<_>>(),
+    )
     .fetch_all(&mut *conn)
     .await
     .map_err(db_err)
 }
 
-/// Postings and scope statistics of freshly stored messages (id, scope, text).
+/// Postings and scope statistics of freshly stored messages (id, scope, text, language).
 pub(super) async fn write_postings(
     conn: &mut sqlx::PgConnection,
-    messages: &[(i64, String, String)],
+    messages: &[Indexable],
 ) -> StoreResult<()> {
     if messages.is_empty() {
         return Ok(());
@@ -650,8 +666,8 @@ pub(super) async fn write_postings(
     let (mut terms, mut scopes, mut ids, mut tfs, mut lens) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut stats: std::collections::BTreeMap<&str, (i64, i64)> = Default::default();
-    for (id, scope, text) in messages {
-        let doc = document_terms(text);
+    for (id, scope, text, language) in messages {
+        let doc = document_terms_in(text, *language);
         let s = stats.entry(scope.as_str()).or_insert((0, 0));
         s.0 += 1;
         s.1 += doc.len as i64;

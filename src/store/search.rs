@@ -3,7 +3,8 @@
 //! messages into, which become episodic memories when they close.
 
 use super::rows::{from_ms, ms, parse_scope};
-use super::{Bm25, StoreError, StoreResult, document_terms, terms};
+use super::{Bm25, StoreError, StoreResult, document_terms_in, terms};
+use crate::domain::language::Language;
 use crate::domain::{Embedding, MessageId, Scope, SpaceId, StoredMessage, VectorSpaceId};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -886,8 +887,8 @@ on_both_backends! {
         let Some(first) = first else {
             return Ok(None);
         };
-        let moved: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT id, text FROM messages WHERE episode_id = $1 AND (sent_at > $2 OR (sent_at = $2 AND id >= $3))",
+        let moved: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+            "SELECT id, text, language FROM messages WHERE episode_id = $1 AND (sent_at > $2 OR (sent_at = $2 AND id >= $3))",
         )
         .bind(old)
         .bind(first)
@@ -898,7 +899,10 @@ on_both_backends! {
         let count = moved.len() as i64;
         let len: i64 = moved
             .iter()
-            .map(|(_, text)| document_terms(text).len as i64)
+            .map(|(_, text, language)| {
+                let language = language.as_deref().and_then(Language::from_code);
+                document_terms_in(text, language).len as i64
+            })
             .sum();
         sqlx::query(
             "UPDATE messages SET episode_id = $1 WHERE episode_id = $2 AND (sent_at > $3 OR (sent_at = $3 AND id >= $4))",
@@ -946,7 +950,7 @@ on_both_backends! {
         episode: i64,
         at: i64,
     ) -> StoreResult<()> {
-        let len = document_terms(&m.text).len as i64;
+        let len = document_terms_in(&m.text, m.language).len as i64;
         sqlx::query(concat!(
             "UPDATE episodes SET started_at = ",
             least!("started_at", "$1"),

@@ -3,8 +3,10 @@
 
 use super::rows::{from_ms, ms, parse_scope};
 use super::*;
+use crate::domain::language::Language;
 use crate::domain::{Embedding, VectorSpaceId};
 use crate::embed;
+use crate::store::messages::{Indexable, QueuedRow};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
@@ -46,7 +48,8 @@ pub(super) mod shared {
         nearest_messages, place_message, search_messages, space_index, watch_changes,
         write_postings,
     };
-    pub(in crate::store) use crate::store::messages::on_sqlite::insert_chunk;
+    pub(in crate::store) use crate::store::messages::on_sqlite::{insert_chunk, set_languages};
+    pub(in crate::store) use crate::store::messages::queued_postings;
     pub(in crate::store) use crate::store::search::on_sqlite::drop_episode;
     pub(in crate::store) use crate::store::vectors::on_sqlite::{
         forget_context_vectors, forget_vectors, keep_vector,
@@ -233,19 +236,17 @@ impl SqliteStore {
         loop {
             let mut tx = self.write_tx().await?;
             // LEFT JOIN: an id whose message is gone leaves the queue all the same.
-            let queued: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
-                "SELECT b.message_id, m.scope, m.text FROM message_terms_backlog b LEFT JOIN messages m ON m.id = b.message_id AND m.withheld = 0 ORDER BY b.message_id LIMIT 1000",
+            let queued: Vec<QueuedRow> = sqlx::query_as(
+                "SELECT b.message_id, m.scope, m.text, m.withheld, m.language FROM message_terms_backlog b LEFT JOIN messages m ON m.id = b.message_id ORDER BY b.message_id LIMIT 1000",
             )
             .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
-            let Some(&(last, _, _)) = queued.last() else {
+            let Some(&(last, ..)) = queued.last() else {
                 return Ok(());
             };
-            let rows: Vec<(i64, String, String)> = queued
-                .into_iter()
-                .filter_map(|(id, scope, text)| Some((id, scope?, text?)))
-                .collect();
+            let (rows, detected) = shared::queued_postings(queued);
+            shared::set_languages(&mut tx, &detected).await?;
             write_postings(&mut tx, &rows).await?;
             sqlx::query("DELETE FROM message_terms_backlog WHERE message_id <= ?")
                 .bind(last)
@@ -536,6 +537,10 @@ pub(super) fn message_from_row(row: &SqliteRow) -> StoreResult<StoredMessage> {
             .try_get::<Option<i64>, _>(10)
             .map_err(get)?
             .map(MessageId),
+        language: row
+            .try_get::<Option<&str>, _>(11)
+            .map_err(get)?
+            .and_then(Language::from_code),
     })
 }
 
@@ -553,16 +558,17 @@ fn hit_from_row(row: &SqliteRow, score_column: usize) -> StoreResult<SearchHit> 
 pub(super) async fn insert_rows(
     conn: &mut sqlx::SqliteConnection,
     chunk: &[NewMessage],
+    languages: &[Option<Language>],
 ) -> StoreResult<Vec<(i64, i64, String, String)>> {
     let sql = format!(
         // A withheld message is born indexed: the indexer never reads it (no episode, no
         // vector, no say in where a topic changes).
-        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld, indexed) \
+        "INSERT INTO messages (space_id, channel, scope, privacy, author_id, is_bot, is_command, external_id, reply_to, text, sent_at, withheld, indexed, language) \
              VALUES {} ON CONFLICT (space_id, channel, external_id) DO NOTHING RETURNING id, space_id, channel, external_id",
-        vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+        vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
     );
     let mut query = sqlx::query_as::<_, (i64, i64, String, String)>(sqlx::AssertSqlSafe(sql));
-    for m in chunk {
+    for (m, language) in chunk.iter().zip(languages) {
         query = query
             .bind(m.space.0)
             .bind(&m.channel)
@@ -576,20 +582,21 @@ pub(super) async fn insert_rows(
             .bind(&m.text)
             .bind(ms(m.sent_at))
             .bind(m.withheld)
-            .bind(m.withheld);
+            .bind(m.withheld)
+            .bind(language.map(Language::code));
     }
     query.fetch_all(&mut *conn).await.map_err(db_err)
 }
 
-/// Postings and scope statistics of freshly stored messages (id, scope, text).
+/// Postings and scope statistics of freshly stored messages (id, scope, text, language).
 pub(super) async fn write_postings(
     conn: &mut sqlx::SqliteConnection,
-    messages: &[(i64, String, String)],
+    messages: &[Indexable],
 ) -> StoreResult<()> {
     let mut rows: Vec<(String, &str, i64, i64, i64)> = Vec::new();
     let mut stats: HashMap<&str, (i64, i64)> = HashMap::new();
-    for (id, scope, text) in messages {
-        let doc = document_terms(text);
+    for (id, scope, text, language) in messages {
+        let doc = document_terms_in(text, *language);
         let s = stats.entry(scope.as_str()).or_insert((0, 0));
         s.0 += 1;
         s.1 += doc.len as i64;

@@ -40,25 +40,37 @@ const SAID: [(&str, &str, &str, &str); 5] = [
     ),
 ];
 
+/// How the bot's confirmation of a fact kept (word for word: no model here) and its "done"
+/// begin, per language of `SAID` (from the catalogues `phrases/*.ftl`).
+const ANSWERED: [(&str, &str); 5] = [
+    ("Понял, запомню (дословно", "Готово"),
+    ("Alles klar, ich merke mir das (wörtlich", "Erledigt"),
+    ("Entendido, lo recordaré (tal cual", "Hecho"),
+    ("Compris, je m'en souviendrai (mot pour mot", "C'est fait"),
+    ("Entendi, vou lembrar disso (ao pé da letra", "Pronto"),
+];
+
 async fn remember_and_forget_in_five_languages(url: Option<String>) {
     let h = harness_on(url, false).await;
-    for (i, (remember, forget, yes, fact)) in SAID.iter().enumerate() {
+    for (i, ((remember, forget, yes, fact), (kept, done))) in SAID.iter().zip(ANSWERED).enumerate()
+    {
         let who = format!("person{i}");
         // Without the phrase it is chatter: nothing is kept.
         h.dm(&who, fact).await;
         let shown = h.dm(&who, "/memory").await;
         assert!(!shown.contains(fact), "{who}: kept chatter: {shown}");
+        // Answered in the language it was said in.
         let reply = h.dm(&who, remember).await;
-        assert!(reply.starts_with("Got it"), "{remember}: {reply}");
+        assert!(reply.starts_with(kept), "{remember}: {reply}");
         let shown = h.dm(&who, "/memory").await;
         assert!(shown.contains(fact), "{remember}: {shown}");
         let reply = h.dm(&who, forget).await;
-        let reply = if reply.contains("forgotten") {
+        let reply = if reply.starts_with(done) {
             reply
         } else {
             h.dm(&who, yes).await
         };
-        assert!(reply.contains("forgotten"), "{forget}: {reply}");
+        assert!(reply.starts_with(done), "{forget}: {reply}");
         let shown = h.dm(&who, "/memory").await;
         assert!(!shown.contains(fact), "{forget}: still shown: {shown}");
     }
@@ -71,17 +83,18 @@ async fn a_plain_yes_in_another_language_answers_in_a_group(url: Option<String>)
     for fact in ["я люблю чай", "я играю в шахматы"] {
         let said = format!("Engram, запомни, что {fact}");
         let reply = h.say_in(&lab, "anna", &said).await.unwrap();
-        assert!(reply.starts_with("Got it"), "{reply}");
+        assert!(reply.starts_with("Понял, запомню"), "{reply}");
     }
+    // A slash command is answered in the language its author last wrote in.
     let asked = h
         .say_in(&lab, "anna", "Engram, /memory forget чай")
         .await
         .unwrap();
-    assert!(asked.contains("Reply \"yes\""), "{asked}");
+    assert!(asked.contains("Ответьте «да»"), "{asked}");
     // Someone else's plain "да" is chatter.
     assert_eq!(h.say_in(&lab, "boris", "да").await, None);
     let done = h.say_in(&lab, "anna", "да").await.expect("answered");
-    assert!(done.contains("forgotten 1"), "{done}");
+    assert!(done.contains("забыто записей: 1"), "{done}");
     let shown = h.dm("anna", "/memory").await;
     assert!(
         !shown.contains("люблю чай") && shown.contains("шахматы"),
@@ -158,6 +171,11 @@ async fn a_community_file_adds_a_language(url: Option<String>) {
         "language = \"cs\"\nremember = [\"zapamatuj si, že\"]\n",
     )
     .unwrap();
+    std::fs::write(
+        dir.path().join("cs.ftl"),
+        "captured-word-for-word = Rozumím, zapamatuji si to doslova.\n",
+    )
+    .unwrap();
     let phrases = dir.path().display().to_string();
     let h = Harness::build(false, |c| {
         if let Some(url) = url {
@@ -167,14 +185,191 @@ async fn a_community_file_adds_a_language(url: Option<String>) {
     })
     .await;
     let reply = h.dm("jana", "zapamatuj si, že mám ráda čaj").await;
-    assert!(reply.starts_with("Got it"), "{reply}");
-    assert!(h.dm("jana", "/memory").await.contains("mám ráda čaj"));
+    assert_eq!(reply, "Rozumím, zapamatuji si to doslova.");
+    // What the community file does not say is said in English.
+    let shown = h.dm("jana", "/memory").await;
+    assert!(shown.contains("mám ráda čaj"), "{shown}");
+    assert!(h.dm("jana", "zapamatuj si, že mám ráda čaj").await == "I already knew that.");
     // The built-in languages are still there.
     let reply = h.dm("jana", "запомни, что я из Праги").await;
-    assert!(reply.starts_with("Got it"), "{reply}");
+    assert!(reply.starts_with("Понял, запомню"), "{reply}");
+}
+
+/// (who, what they said, a question with other forms of its words) per language, in one
+/// mixed-language group.
+const INFLECTED: [(&str, &str, &str); 6] = [
+    (
+        "olga",
+        "Мы наконец переехали в Москву, квартира прямо у метро",
+        "Кто теперь живёт в Москве?",
+    ),
+    (
+        "jonas",
+        "Ich habe mir gestern zwei Wohnungen in Leipzig angesehen",
+        "Welche Wohnung hat Jonas besichtigt?",
+    ),
+    (
+        "lucia",
+        "Mis hermanas trabajan en un hospital de Valencia",
+        "¿Dónde trabaja la hermana de Lucía?",
+    ),
+    (
+        "claire",
+        "On a voyagé en Bretagne avec les enfants",
+        "Claire voyage où ?",
+    ),
+    (
+        "joao",
+        "Estou cozinhando feijoada para a família toda",
+        "O que o João vai cozinhar?",
+    ),
+    (
+        "tom",
+        "I recommended three podcasts about gardening",
+        "Which recommendations did Tom give?",
+    ),
+];
+
+/// Search in each language meets other inflected forms of the words (the question's own forms
+/// are not in the message), in a space where people write in six languages; each message is
+/// stored with the language it was written in.
+async fn search_meets_inflected_forms_in_each_language(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    let intl = group("intl");
+    for (who, said, _) in INFLECTED {
+        assert_eq!(h.say_in(&intl, who, said).await, None);
+    }
+    // Distractors: the same languages, other topics, some of the same little words.
+    for (who, said) in [
+        ("olga", "В Казани сегодня дождь, а у нас солнце"),
+        ("jonas", "Ich habe gestern zwei Stunden gelesen"),
+        ("lucia", "Mi perro duerme en el sofá de la casa"),
+        ("claire", "Les enfants sont à l'école avec leurs amis"),
+        ("joao", "A família toda foi para a praia no domingo"),
+        ("tom", "Three of my friends like gardening shows"),
+    ] {
+        h.say_in(&intl, who, said).await;
+    }
+    // Each message keeps the language it was written in.
+    let languages: std::collections::BTreeMap<String, i64> = h
+        .store
+        .message_languages()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(code, n)| (code.unwrap_or_default(), n))
+        .collect();
+    for code in ["ru", "de", "es", "fr", "pt", "en"] {
+        assert_eq!(languages.get(code), Some(&2), "{code}: {languages:?}");
+    }
+    let words = |t: &str| {
+        t.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() > 3)
+            .map(str::to_string)
+            .collect::<std::collections::HashSet<_>>()
+    };
+    // Asked by someone who said nothing there (the asker's own messages would be favoured).
+    h.dm("zoe", "hi").await;
+    let asker = h.person("zoe").await;
+    let place = h.place(&intl, "zoe").await;
+    for (_, said, question) in INFLECTED {
+        // The long words of the question are not in the message as such: only stems meet.
+        assert!(words(question).is_disjoint(&words(said)), "{question}");
+        let found = search_texts(&h, &place, asker, question).await;
+        assert_eq!(
+            found.first().map(String::as_str),
+            Some(said),
+            "{question}: {found:?}"
+        );
+    }
+}
+
+/// One group, three languages: each person is answered in theirs, a slash command in the
+/// language they last wrote in, and someone who never wrote anything in English.
+async fn each_person_is_answered_in_their_language(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    let lab = group("lab");
+    for (who, said, kept, only_here) in [
+        (
+            "olga",
+            "Engram, запомни, что я люблю зелёный чай",
+            "Понял, запомню",
+            "(Только то, что можно показать в этом канале",
+        ),
+        (
+            "klaus",
+            "Engram, merk dir, dass ich grünen Tee mag",
+            "Alles klar, ich merke mir das",
+            "(Nur was in diesem Kanal gezeigt werden darf",
+        ),
+        (
+            "tom",
+            "Engram, remember that I like green tea",
+            "Got it, I'll remember that",
+            "(Only what may be shown in this channel",
+        ),
+    ] {
+        let reply = h.say_in(&lab, who, said).await.unwrap();
+        assert!(reply.starts_with(kept), "{who}: {reply}");
+        let shown = h.say_in(&lab, who, "Engram, /memory").await.unwrap();
+        assert!(shown.contains(only_here), "{who}: {shown}");
+    }
+    // Still in their language after the others spoke (the last one in English): a person's
+    // language, not the channel's.
+    let shown = h.say_in(&lab, "olga", "Engram, /memory").await.unwrap();
+    assert!(shown.contains("(Только то"), "{shown}");
+    let shown = h.say_in(&lab, "klaus", "Engram, /memory").await.unwrap();
+    assert!(shown.contains("(Nur was"), "{shown}");
+    // The responder's own words too (no model here).
+    let said = h
+        .say_in(&lab, "olga", "Engram, как у нас дела с проектом?")
+        .await
+        .unwrap();
+    assert!(
+        said.starts_with("У меня не настроена языковая модель"),
+        "{said}"
+    );
+    // A one-word answer is too short to tell: the language they last wrote in.
+    let said = h.say_in(&lab, "klaus", "Engram, ok").await.unwrap();
+    assert!(said.starts_with("Ich habe kein Sprachmodell"), "{said}");
+    // A newcomer whose first words are a slash command: English.
+    let shown = h.say_in(&lab, "zed", "Engram, /memory").await.unwrap();
+    assert!(shown.starts_with("I have no notes about you"), "{shown}");
+}
+
+/// A Spanish fact the bot quoted in an English reply ("Shared: I'll know "…"") leaves with the
+/// fact: the quote is looked for as the reply's language reads it, not only as Spanish does.
+async fn a_fact_quoted_in_another_language_is_forgotten_with_it(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    let fact = "mi hermana trabaja en el hospital de Valencia";
+    let kept = h.dm("lucia", &format!("recuerda que {fact}")).await;
+    assert!(kept.starts_with("Entendido"), "{kept}");
+    let asked = h.dm("lucia", "/memory share hermana hospital").await;
+    assert!(asked.contains(fact), "{asked}");
+    let shared = h.dm("lucia", "sí").await;
+    assert!(
+        shared.starts_with("Shared:") && shared.contains(fact),
+        "{shared}"
+    );
+    // Positive control: the quote is kept, searchable, in the bot's reply.
+    let quoted = |rows: Vec<String>| {
+        rows.into_iter()
+            .filter(|r| r.starts_with("messages:") && r.contains("Shared:"))
+            .count()
+    };
+    assert_eq!(quoted(rows_holding(&h, fact).await), 1);
+    let asked = h.dm("lucia", "/memory forget hermana").await;
+    assert!(asked.contains(fact), "{asked}");
+    let done = h.dm("lucia", "sí").await;
+    assert!(done.starts_with("Hecho"), "{done}");
+    assert_eq!(quoted(rows_holding(&h, fact).await), 0, "the quote stayed");
 }
 
 on_both_harnesses!(
+    a_fact_quoted_in_another_language_is_forgotten_with_it,
+    each_person_is_answered_in_their_language,
+    search_meets_inflected_forms_in_each_language,
     remember_and_forget_in_five_languages,
     a_community_file_adds_a_language,
     a_plain_yes_in_another_language_answers_in_a_group,

@@ -31,7 +31,7 @@ use engram::memory::tokens::TokenCounter;
 use engram::retrieval::time::window;
 use engram::router::parse_command;
 use engram::store::terms::{WordPairs, plain_words};
-use engram::store::{document_terms, query_terms};
+use engram::store::{document_terms, document_terms_in, query_terms};
 use proptest::prelude::*;
 use serenity::all::UserId;
 use std::collections::HashMap;
@@ -195,7 +195,13 @@ proptest! {
         prop_assert!(q.len() <= max);
         let _ = plain_words(&t);
         let pairs = WordPairs::of(&t);
-        let _ = pairs.shared_with(&t);
+        let _ = pairs.shared_with(&t, engram::domain::language::detect(&t));
+        // Read in any language, a text's length still counts its terms.
+        for language in engram::domain::language::Language::all() {
+            let doc = document_terms_in(&t, Some(language));
+            let words = doc.terms.iter().map(|(_, n)| *n as usize).sum::<usize>();
+            prop_assert_eq!(doc.len as usize, words.max(1));
+        }
     }
 
     #[test]

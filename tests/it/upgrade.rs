@@ -68,12 +68,13 @@ fn fixture_rows(backend: &str) -> Vec<String> {
 /// of a vector (SQLite's message_vectors.context_id, PostgreSQL's messages.embedding_context:
 /// NULL), 0011's working memory of episodes (not superseded, started by a gap, nothing
 /// summarized), 0012's messages.attachment_of (NULL) and 0013's episodes.embedding_space (the
-/// `unrecorded` model, 1, where the episode had a vector) and PostgreSQL's facts.embedding
-/// (never written, dropped). Each: backend, table, what the new columns add at the end of a row,
-/// and what the row ended with before. (0013 moved message vectors to a table keyed by model:
+/// `unrecorded` model, 1, where the episode had a vector), PostgreSQL's facts.embedding
+/// (never written, dropped) and 0014's messages.language (each message's: English here; on
+/// PostgreSQL messages are read in their old shape below). Each: backend, table, what the new
+/// columns add at the end of a row, and what the row ended with before. (0013 moved message vectors to a table keyed by model:
 /// `vectors_as_before` reads those rows back in their old shape.)
 const NEW_COLUMNS: &[(&str, &str, &str, &str)] = &[
-    ("sqlite", "messages", " | ", ""),
+    ("sqlite", "messages", " |  | en", ""),
     ("sqlite", "episodes", " | 0 | gap |  |  | 0 | 0 |  | 1", ""),
     ("sqlite", "episodes", " | 0 | gap |  |  | 0 | 0 |  | ", ""),
     ("postgres", "episodes", ",f,gap,,,0,0,,1)", ")"),

@@ -194,18 +194,21 @@ pub fn parse_details(
 }
 
 /// Whether the messages a fact cites say it: at least half of its content words (stems) are
-/// theirs. ("Ana lives at X", citing Ana's "ok", is not.)
+/// theirs, the fact and the messages read alike in one language (the fact's or a cited
+/// message's). ("Ana lives at X", citing Ana's "ok", is not.)
 fn supported(value: &str, cited: &[&StoredMessage]) -> bool {
-    let words = crate::store::query_terms(value, 64);
-    if words.is_empty() {
-        return false;
-    }
-    let said: std::collections::HashSet<String> = cited
-        .iter()
-        .flat_map(|m| crate::store::document_terms(&m.text).terms)
-        .map(|(t, _)| t)
-        .collect();
-    2 * words.iter().filter(|w| said.contains(*w)).count() >= words.len()
+    let mut languages = vec![crate::domain::language::detect(value)];
+    languages.extend(cited.iter().map(|m| m.language));
+    languages.dedup();
+    languages.into_iter().any(|language| {
+        let words = crate::store::query_terms_in(value, 64, language);
+        let said: std::collections::HashSet<String> = cited
+            .iter()
+            .flat_map(|m| crate::store::document_terms_in(&m.text, language).terms)
+            .map(|(t, _)| t)
+            .collect();
+        !words.is_empty() && 2 * words.iter().filter(|w| said.contains(*w)).count() >= words.len()
+    })
 }
 
 /// The sources of what closing `episode` learned: its entries' and its daily notes'.
@@ -577,6 +580,7 @@ mod tests {
             sent_at: chrono::DateTime::from_timestamp(1_700_000_000 + id, 0).unwrap(),
             episode: None,
             attachment_of: None,
+            language: None,
         }
     }
 
