@@ -162,9 +162,8 @@ impl Retriever {
         // Long pastes: the first part carries the question; the embedder cuts anyway.
         let text: String = text.chars().take(4000).collect();
         let window = time::window(&text, now);
-        // Its language, once: its words are read in it (BM25's terms and word pairs).
-        let language = crate::domain::language::detect(&text);
-        let found = self.candidates(&text, language, scopes, window).await?;
+        let found = self.candidates(&text, scopes, window).await?;
+        let language = found.language;
         let c = self.settings.candidates;
 
         let mut messages: HashMap<i64, StoredMessage> = HashMap::new();
@@ -392,6 +391,8 @@ impl Retriever {
 
 /// What the store found for one query, before fusion.
 struct Candidates {
+    /// The language the question was read in.
+    language: Option<crate::domain::language::Language>,
     /// BM25 over messages, best first (more than `candidates`: context spreads their scores).
     bm25_hits: Vec<SearchHit>,
     /// The neighbours of the BM25 hits in their channels.
@@ -420,11 +421,9 @@ impl Retriever {
     async fn candidates(
         &self,
         text: &str,
-        language: Option<crate::domain::language::Language>,
         scopes: &[Scope],
         window: Option<time::Window>,
     ) -> Result<Candidates, StoreError> {
-        let terms = query_terms_in(text, self.settings.max_query_terms, language);
         let c = self.settings.candidates;
         let e = self.settings.episode_candidates;
         let bm25 = self.bm25();
@@ -447,13 +446,28 @@ impl Retriever {
                 self.query_vector(text).await
             }
         };
-        let (bm25_hits, episode_hits, in_window, asked_vector) = tokio::try_join!(
-            self.store
-                .search_messages(scopes, &terms, bm25, c * CONTEXT_FETCH),
-            self.store.search_episodes(scopes, &terms, bm25, e),
-            in_window,
-            asked_vector,
-        )?;
+        // The question's language (its words are read in it: BM25's terms, word pairs) is
+        // found on a thread of its own beside the embedding, or here when there is none.
+        let lexical = async {
+            let language = if self.embedder.is_some() {
+                let owned = text.to_string();
+                // As a call in place would: a panic in detection goes on as that panic.
+                tokio::task::spawn_blocking(move || crate::domain::language::detect(&owned))
+                    .await
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+            } else {
+                crate::domain::language::detect(text)
+            };
+            let terms = query_terms_in(text, self.settings.max_query_terms, language);
+            let (messages, episodes) = tokio::try_join!(
+                self.store
+                    .search_messages(scopes, &terms, bm25, c * CONTEXT_FETCH),
+                self.store.search_episodes(scopes, &terms, bm25, e),
+            )?;
+            Ok::<_, StoreError>((messages, episodes, language))
+        };
+        let ((bm25_hits, episode_hits, language), in_window, asked_vector) =
+            tokio::try_join!(lexical, in_window, asked_vector)?;
         let named = names::named(
             text,
             bm25_hits
@@ -490,6 +504,7 @@ impl Retriever {
         };
         let ((vector_hits, near_episodes), neighbours) = tokio::try_join!(vector_side, around)?;
         Ok(Candidates {
+            language,
             bm25_hits,
             neighbours,
             episode_hits,
