@@ -77,3 +77,53 @@ model-unreachable =
     Ich konnte mein Sprachmodell nicht erreichen, also hier, woran ich mich erinnere:
 
     { $memory }
+
+# Sharing, linking and the rarer refusals.
+everywhere-only-about-oneself = Nur die Person, um die es in einem Fakt geht, kann ihn überall bekannt machen, und er darf niemand anderen betreffen, also habe ich nichts behalten. Ohne „überall“ behalte ich ihn dort, wo du ihn gesagt hast.
+share-paused = Dein Gedächtnis ist pausiert, also ändere ich nicht, wo es bekannt ist. Sag zuerst „/memory resume“.
+share-mentions-someone = Dieser Eintrag erwähnt jemand anderen, und was überall bekannt ist, darf nur dich betreffen, also habe ich ihn gelassen, wo er ist.
+not-linked = Dieses Konto ist mit keinem anderen verknüpft.
+nothing-unlinked = Dieses Konto ist mit keinem anderen verknüpft, also hat sich nichts geändert.
+too-long-to-act = Diese Nachricht ist zu lang, als dass ich etwas damit tun könnte ({ $len } Zeichen; die Grenze ist { $limit }). Ich habe sie im Chatverlauf behalten, aber sonst nichts damit gemacht.
+never-kept-code = Ich behalte keinen Code im Gedächtnis; beschreib ihn mir lieber in Worten.
+never-kept-password = Das sieht nach einem Passwort oder einer PIN aus, und so etwas behalte ich nie, also habe ich es nicht gespeichert. Auch aus dem Chatverlauf, den ich behalte, habe ich es herausgelassen; vielleicht willst du deine Nachricht löschen und es ändern.
+never-kept-key = Das sieht nach einem API-Schlüssel oder Zugriffstoken aus, und so etwas behalte ich nie, also habe ich es nicht gespeichert. Auch aus dem Chatverlauf, den ich behalte, habe ich es herausgelassen; vielleicht willst du deine Nachricht löschen und den Schlüssel widerrufen.
+never-kept-card = Das sieht nach einer Kartennummer aus, und so etwas behalte ich nie, also habe ich es nicht gespeichert. Auch aus dem Chatverlauf, den ich behalte, habe ich es herausgelassen; vielleicht willst du deine Nachricht löschen.
+unknown-memory-command = „/memory { $word }“ kenne ich nicht. Probier /memory, /memory search <Wörter>, /memory forget <Thema>, /memory pause, /memory resume, /memory clear, /memory export, /memory share <Wörter>, /memory unshare <Wörter>, /memory link, /memory links oder /memory unlink.
+which-entry-share = Welcher Eintrag? Probier „/memory share <Wörter des Eintrags>“.
+which-entry-unshare = Welcher Eintrag? Probier „/memory unshare <Wörter des Eintrags>“.
+no-entry-to-share = Keiner deiner Einträge, die ich hier zeigen darf (und die noch nicht geteilt sind), enthält alle Wörter von „{ $words }“.
+no-entry-to-unshare = Keiner deiner geteilten Einträge enthält alle Wörter von „{ $words }“.
+several-entries =
+    Mehrere Einträge passen; sag mit mehr seiner Wörter, welchen du meinst:
+    { $list }
+share-ask = „{ $value }“ (erfahren in: { $learned }) überall teilen, in jeder Gruppe und jedem privaten Chat, in dem ich bin? Antworte „ja“, um es zu teilen, oder „nein“, um es zu lassen, wo es ist.
+moved-gone = Dieser Eintrag ist inzwischen weg, also hat sich nichts geändert.
+shared = Geteilt: Ich weiß „{ $value }“ jetzt überall, in jeder Gruppe und jedem privaten Chat. „/memory unshare“ nimmt es zurück.
+unshared = Nicht mehr geteilt: „{ $value }“ ist nicht mehr überall bekannt, nur noch in unserem privaten Chat.
+unshared-not-found = Nicht mehr geteilt: Der Eintrag „{ $value }“ ist jetzt nur noch in unserem privaten Chat bekannt, aber ich konnte diese Wörter nicht in dem finden, was ich überall über dich weiß; wenn ich es anderswo sage, sag mir dort „vergiss, dass …“.
+unshared-failed = Nicht mehr geteilt: Der Eintrag „{ $value }“ ist jetzt nur noch in unserem privaten Chat bekannt, aber ich konnte nicht aktualisieren, was ich überall über dich weiß; versuch „/memory unshare“ später noch einmal.
+code-posted-here = Einen hier geposteten Code verwende ich nicht: Jeder könnte ihn gesehen haben, deshalb gilt er nicht mehr. Erstell einen neuen mit „/memory link“ in einem privaten Chat.
+link-in-private = Frag mich in einem privaten Chat nach einem Verknüpfungscode: Jeder, der einen Code sieht, kann ihn benutzen.
+link-code = Dein Verknüpfungscode ist { $code }. Schick mir innerhalb von { $minutes } Minuten „/memory link { $code }“ in einem privaten Chat auf deiner anderen Plattform (Discord oder Telegram). Er funktioniert einmal; danach teilt das andere Konto dein Gedächtnis von hier: was du mir privat erzählt hast und was ich überall über dich weiß. Poste ihn nirgendwo sonst.
+too-many-tries = Zu viele falsche Codes. Warte { $minutes } Minuten und erstell dann einen neuen Code auf der anderen Plattform.
+code-unknown = Dieser Code ist unbekannt oder abgelaufen. Erstell einen neuen mit „/memory link“ auf der anderen Plattform.
+same-platform = Dieser Code wurde auf dieser Plattform erstellt: Benutz ihn auf der anderen.
+already-linked = Dieses Konto ist schon mit jenem verknüpft.
+link-ask = Das verbindet dieses { $platform }-Konto ({ $name }, ID { $id }) mit { $others }: Dein privates Gedächtnis und was ich überall über dich weiß, werden zwischen ihnen geteilt. Sag nur ja, wenn das dein eigenes Konto ist. Antworte „ja“, um sie zu verknüpfen, oder „nein“, um abzubrechen.
+linked = Verknüpft: Dieses { $platform }-Konto teilt jetzt dein Gedächtnis. „/memory links“ listet die Konten auf, „/memory unlink“ macht es rückgängig.
+code-expired = Dieser Code ist inzwischen abgelaufen. Erstell einen neuen mit „/memory link“ auf der anderen Plattform.
+links =
+    Diese Konten teilen dein Gedächtnis:
+    { $list }
+    „/memory unlink“ trennt sie („/memory unlink discord“ oder „/memory unlink telegram“ trennt nur das Konto dieser Plattform ab).
+not-a-platform = „{ $which }“ ist keine Plattform: Sag „/memory unlink discord“ oder „/memory unlink telegram“.
+unlinked = Getrennt: { $names } – wieder mit eigenem Gedächtnis.
+and = und
+fact-too-long-remember = Das ist zu lang, um es mir als Fakt zu merken ({ $len } Zeichen; die Grenze ist { $limit }). Nichts wurde geändert.
+fact-too-long-forget = Das ist zu lang, um es als Fakt zu vergessen ({ $len } Zeichen; die Grenze ist { $limit }). Nichts wurde geändert.
+facts-full = Ich behalte hier schon viel über { $subject } (höchstens { $limit } Zeichen). Bitte mich zuerst, etwas zu vergessen; nichts wurde geändert.
+not-theirs = Nur { $subject } (oder ein Moderator) kann mich Dinge über { $subject } vergessen lassen; du kannst nur zurücknehmen, was du mir selbst erzählt hast. Nichts wurde geändert.
+subject-paused = { $subject } hat das eigene Gedächtnis pausiert, also behalte ich nichts Neues über diese Person. Nichts wurde geändert.
+unknown-person = Ich kenne hier noch niemanden namens { $name }. Nichts wurde geändert.
+ambiguous-person = Hier heißt mehr als eine Person { $name }: { $candidates }. Erwähne die gemeinte Person mit @ (oder antworte auf ihre Nachricht). Nichts wurde geändert.

@@ -77,3 +77,53 @@ model-unreachable =
     No pude contactar con mi modelo de lenguaje, así que esto es lo que recuerdo:
 
     { $memory }
+
+# Sharing, linking and the rarer refusals.
+everywhere-only-about-oneself = Solo la persona de quien trata un dato puede hacer que se conozca en todas partes, y no puede tratar de nadie más, así que no guardé nada. Sin «en todas partes», lo guardo donde lo dijiste.
+share-paused = Tu memoria está en pausa, así que no cambio dónde se conoce. Di primero «/memory resume».
+share-mentions-someone = Esa entrada menciona a otra persona, y lo que se conoce en todas partes solo puede tratar de ti, así que la dejé donde está.
+not-linked = Esta cuenta no está vinculada a ninguna otra.
+nothing-unlinked = Esta cuenta no está vinculada a ninguna otra, así que no cambió nada.
+too-long-to-act = Ese mensaje es demasiado largo para que haga algo con él ({ $len } caracteres; el límite es { $limit }). Lo guardé en el historial del chat, pero no hice nada más con él.
+never-kept-code = No guardo código en la memoria; mejor cuéntamelo con palabras.
+never-kept-password = Eso parece una contraseña o un PIN, y nunca guardo esas cosas, así que no lo guardé. También lo dejé fuera del historial del chat que conservo; quizá quieras borrar tu mensaje y cambiar esa clave.
+never-kept-key = Eso parece una clave de API o un token de acceso, y nunca guardo esas cosas, así que no lo guardé. También lo dejé fuera del historial del chat que conservo; quizá quieras borrar tu mensaje y revocar la clave.
+never-kept-card = Eso parece un número de tarjeta, y nunca guardo esas cosas, así que no lo guardé. También lo dejé fuera del historial del chat que conservo; quizá quieras borrar tu mensaje.
+unknown-memory-command = No conozco «/memory { $word }». Prueba /memory, /memory search <palabras>, /memory forget <tema>, /memory pause, /memory resume, /memory clear, /memory export, /memory share <palabras>, /memory unshare <palabras>, /memory link, /memory links o /memory unlink.
+which-entry-share = ¿Qué entrada? Prueba «/memory share <palabras de la entrada>».
+which-entry-unshare = ¿Qué entrada? Prueba «/memory unshare <palabras de la entrada>».
+no-entry-to-share = Ninguna de tus entradas que puedo mostrar aquí (y que aún no están compartidas) contiene todas las palabras de «{ $words }».
+no-entry-to-unshare = Ninguna de tus entradas compartidas contiene todas las palabras de «{ $words }».
+several-entries =
+    Coinciden varias entradas; di cuál con más de sus palabras:
+    { $list }
+share-ask = ¿Compartir «{ $value }» (aprendido en: { $learned }) en todas partes, en cada grupo y chat privado donde estoy? Responde «sí» para compartirlo o «no» para dejarlo donde está.
+moved-gone = Esa entrada ya no existe, así que no cambió nada.
+shared = Compartido: sabré «{ $value }» en todas partes, en cada grupo y chat privado. «/memory unshare» lo deshace.
+unshared = Ya no se comparte: «{ $value }» ya no se conoce en todas partes, solo en nuestro chat privado.
+unshared-not-found = Ya no se comparte: la entrada «{ $value }» ahora solo se conoce en nuestro chat privado, pero no encontré esas palabras en lo que sé de ti en todas partes; si lo digo en otro sitio, dime allí «olvida que …».
+unshared-failed = Ya no se comparte: la entrada «{ $value }» ahora solo se conoce en nuestro chat privado, pero no pude actualizar lo que sé de ti en todas partes; vuelve a probar «/memory unshare» más tarde.
+code-posted-here = No usaré un código publicado aquí: cualquiera pudo verlo, así que ya no sirve. Crea uno nuevo con «/memory link» en un chat privado.
+link-in-private = Pídeme un código de vinculación en un chat privado: cualquiera que vea un código puede usarlo.
+link-code = Tu código de vinculación es { $code }. En los próximos { $minutes } minutos, envíame «/memory link { $code }» en un chat privado en tu otra plataforma (Discord o Telegram). Funciona una sola vez; después esa cuenta comparte tu memoria de aquí: lo que me contaste en privado y lo que sé de ti en todas partes. Nunca lo publiques en ningún otro sitio.
+too-many-tries = Demasiados códigos incorrectos. Espera { $minutes } minutos y luego crea un código nuevo en la otra plataforma.
+code-unknown = Ese código es desconocido o ha caducado. Crea uno nuevo con «/memory link» en la otra plataforma.
+same-platform = Ese código se creó en esta plataforma: úsalo en la otra.
+already-linked = Esta cuenta ya está vinculada a esa.
+link-ask = Esto une esta cuenta de { $platform } ({ $name }, id { $id }) con { $others }: tu memoria privada y lo que sé de ti en todas partes se compartirán entre ellas. Di que sí solo si esa cuenta es tuya. Responde «sí» para vincularlas o «no» para cancelar.
+linked = Vinculado: esta cuenta de { $platform } ahora comparte tu memoria. «/memory links» muestra las cuentas, «/memory unlink» lo deshace.
+code-expired = Ese código caducó mientras tanto. Crea uno nuevo con «/memory link» en la otra plataforma.
+links =
+    Estas cuentas comparten tu memoria:
+    { $list }
+    «/memory unlink» las separa («/memory unlink discord» o «/memory unlink telegram» desvincula solo la de esa plataforma).
+not-a-platform = «{ $which }» no es una plataforma: di «/memory unlink discord» o «/memory unlink telegram».
+unlinked = Desvinculado: { $names }, de nuevo con memoria propia.
+and = y
+fact-too-long-remember = Es demasiado largo para recordarlo como un dato ({ $len } caracteres; el límite es { $limit }). No cambié nada.
+fact-too-long-forget = Es demasiado largo para olvidarlo como un dato ({ $len } caracteres; el límite es { $limit }). No cambié nada.
+facts-full = Ya guardo mucho sobre { $subject } aquí (como máximo { $limit } caracteres). Pídeme primero que olvide algo; no cambié nada.
+not-theirs = Solo { $subject } (o un moderador) puede hacer que olvide cosas sobre { $subject }; tú solo puedes retirar lo que me contaste tú. No cambié nada.
+subject-paused = { $subject } ha pausado su memoria, así que no guardo nada nuevo sobre esa persona. No cambié nada.
+unknown-person = Todavía no conozco a nadie llamado { $name } aquí. No cambié nada.
+ambiguous-person = Aquí hay más de una persona que se llama { $name }: { $candidates }. Menciona con @ a la que te refieres (o responde a su mensaje). No cambié nada.

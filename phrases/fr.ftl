@@ -77,3 +77,53 @@ model-unreachable =
     Je n'ai pas pu joindre mon modèle de langage, alors voici ce dont je me souviens :
 
     { $memory }
+
+# Sharing, linking and the rarer refusals.
+everywhere-only-about-oneself = Seule la personne que concerne un fait peut le rendre connu partout, et il ne peut concerner personne d'autre, donc je n'ai rien gardé. Sans « partout », je le garde là où tu l'as dit.
+share-paused = Ta mémoire est en pause, donc je ne change pas l'endroit où elle est connue. Dis d'abord « /memory resume ».
+share-mentions-someone = Cette entrée mentionne quelqu'un d'autre, et ce qui est connu partout ne peut concerner que toi, donc je l'ai laissée où elle est.
+not-linked = Ce compte n'est lié à aucun autre.
+nothing-unlinked = Ce compte n'est lié à aucun autre, donc rien n'a changé.
+too-long-to-act = Ce message est trop long pour que j'y donne suite ({ $len } caractères ; la limite est de { $limit }). Je l'ai gardé dans l'historique de la conversation, mais je n'en ai rien fait d'autre.
+never-kept-code = Je ne garde pas de code en mémoire ; décris-le-moi plutôt avec des mots.
+never-kept-password = Ça ressemble à un mot de passe ou à un code PIN, et je n'en garde jamais, donc je ne l'ai pas enregistré. Je l'ai aussi exclu de l'historique de conversation que je garde ; tu voudras peut-être supprimer ton message et le changer.
+never-kept-key = Ça ressemble à une clé d'API ou à un jeton d'accès, et je n'en garde jamais, donc je ne l'ai pas enregistré. Je l'ai aussi exclu de l'historique de conversation que je garde ; tu voudras peut-être supprimer ton message et révoquer la clé.
+never-kept-card = Ça ressemble à un numéro de carte, et je n'en garde jamais, donc je ne l'ai pas enregistré. Je l'ai aussi exclu de l'historique de conversation que je garde ; tu voudras peut-être supprimer ton message.
+unknown-memory-command = Je ne connais pas « /memory { $word } ». Essaie /memory, /memory search <mots>, /memory forget <sujet>, /memory pause, /memory resume, /memory clear, /memory export, /memory share <mots>, /memory unshare <mots>, /memory link, /memory links ou /memory unlink.
+which-entry-share = Quelle entrée ? Essaie « /memory share <mots de l'entrée> ».
+which-entry-unshare = Quelle entrée ? Essaie « /memory unshare <mots de l'entrée> ».
+no-entry-to-share = Aucune de tes entrées que je peux montrer ici (et pas encore partagées) ne contient tous les mots de « { $words } ».
+no-entry-to-unshare = Aucune de tes entrées partagées ne contient tous les mots de « { $words } ».
+several-entries =
+    Plusieurs entrées correspondent ; précise laquelle avec plus de ses mots :
+    { $list }
+share-ask = Partager « { $value } » (appris dans : { $learned }) partout, dans chaque groupe et conversation privée où je suis ? Réponds « oui » pour le partager ou « non » pour le laisser où il est.
+moved-gone = Cette entrée a disparu entre-temps, donc rien n'a changé.
+shared = Partagé : je saurai « { $value } » partout, dans chaque groupe et conversation privée. « /memory unshare » l'annule.
+unshared = Plus partagé : « { $value } » n'est plus connu partout, seulement dans notre conversation privée.
+unshared-not-found = Plus partagé : l'entrée « { $value } » n'est plus connue que dans notre conversation privée, mais je n'ai pas trouvé ces mots dans ce que je sais de toi partout ; si je le dis ailleurs, dis-moi là-bas « oublie que … ».
+unshared-failed = Plus partagé : l'entrée « { $value } » n'est plus connue que dans notre conversation privée, mais je n'ai pas pu mettre à jour ce que je sais de toi partout ; réessaie « /memory unshare » plus tard.
+code-posted-here = Je n'utiliserai pas un code publié ici : n'importe qui a pu le voir, donc il ne fonctionne plus. Crées-en un nouveau avec « /memory link » dans une conversation privée.
+link-in-private = Demande-moi un code de liaison dans une conversation privée : quiconque voit un code peut l'utiliser.
+link-code = Ton code de liaison est { $code }. Dans les { $minutes } minutes, envoie-moi « /memory link { $code } » dans une conversation privée sur ton autre plateforme (Discord ou Telegram). Il ne fonctionne qu'une fois ; ce compte partagera ensuite ta mémoire d'ici : ce que tu m'as dit en privé et ce que je sais de toi partout. Ne le publie jamais ailleurs.
+too-many-tries = Trop de codes erronés. Attends { $minutes } minutes, puis crée un nouveau code sur l'autre plateforme.
+code-unknown = Ce code est inconnu ou a expiré. Crées-en un nouveau avec « /memory link » sur l'autre plateforme.
+same-platform = Ce code a été créé sur cette plateforme : utilise-le sur l'autre.
+already-linked = Ce compte est déjà lié à celui-là.
+link-ask = Cela relie ce compte { $platform } ({ $name }, id { $id }) à { $others } : ta mémoire privée et ce que je sais de toi partout seront partagés entre eux. Ne dis oui que si c'est bien ton propre compte. Réponds « oui » pour les lier ou « non » pour annuler.
+linked = Lié : ce compte { $platform } partage maintenant ta mémoire. « /memory links » liste les comptes, « /memory unlink » l'annule.
+code-expired = Ce code a expiré entre-temps. Crées-en un nouveau avec « /memory link » sur l'autre plateforme.
+links =
+    Ces comptes partagent ta mémoire :
+    { $list }
+    « /memory unlink » les sépare (« /memory unlink discord » ou « /memory unlink telegram » détache seulement le compte de cette plateforme).
+not-a-platform = « { $which } » n'est pas une plateforme : dis « /memory unlink discord » ou « /memory unlink telegram ».
+unlinked = Dissocié : { $names }, de nouveau avec une mémoire à part.
+and = et
+fact-too-long-remember = C'est trop long pour être retenu comme un fait ({ $len } caractères ; la limite est de { $limit }). Rien n'a changé.
+fact-too-long-forget = C'est trop long pour être oublié comme un fait ({ $len } caractères ; la limite est de { $limit }). Rien n'a changé.
+facts-full = Je garde déjà beaucoup de choses sur { $subject } ici ({ $limit } caractères au maximum). Demande-moi d'abord d'oublier quelque chose ; rien n'a changé.
+not-theirs = Il n'y a que { $subject } (ou un modérateur) qui puisse me faire oublier des choses sur { $subject } ; tu ne peux reprendre que ce que tu m'as dit toi-même. Rien n'a changé.
+subject-paused = { $subject } a mis sa mémoire en pause, donc je ne garde rien de nouveau sur cette personne. Rien n'a changé.
+unknown-person = Je ne connais encore personne ici qui s'appelle { $name }. Rien n'a changé.
+ambiguous-person = Plusieurs personnes ici s'appellent { $name } : { $candidates }. Mentionne celle que tu veux dire avec @ (ou réponds à son message). Rien n'a changé.

@@ -77,3 +77,53 @@ model-unreachable =
     Não consegui falar com meu modelo de linguagem, então isto é o que eu lembro:
 
     { $memory }
+
+# Sharing, linking and the rarer refusals.
+everywhere-only-about-oneself = Só a pessoa de quem um fato trata pode torná-lo conhecido em todo lugar, e ele não pode ser sobre mais ninguém, então não guardei nada. Sem "em todo lugar", eu guardo onde você disse.
+share-paused = Sua memória está pausada, então não vou mudar onde ela é conhecida. Diga "/memory resume" primeiro.
+share-mentions-someone = Essa entrada menciona outra pessoa, e o que é conhecido em todo lugar só pode ser sobre você, então deixei onde está.
+not-linked = Esta conta não está vinculada a nenhuma outra.
+nothing-unlinked = Esta conta não está vinculada a nenhuma outra, então nada mudou.
+too-long-to-act = Essa mensagem é longa demais para eu fazer algo com ela ({ $len } caracteres; o limite é { $limit }). Guardei no histórico da conversa, mas não fiz mais nada com ela.
+never-kept-code = Não guardo código na memória; me conte sobre ele com palavras.
+never-kept-password = Isso parece uma senha ou PIN, e eu nunca guardo essas coisas, então não salvei. Também deixei isso fora do histórico de conversa que eu guardo; talvez você queira apagar sua mensagem e trocar a senha.
+never-kept-key = Isso parece uma chave de API ou um token de acesso, e eu nunca guardo essas coisas, então não salvei. Também deixei isso fora do histórico de conversa que eu guardo; talvez você queira apagar sua mensagem e revogar a chave.
+never-kept-card = Isso parece um número de cartão, e eu nunca guardo essas coisas, então não salvei. Também deixei isso fora do histórico de conversa que eu guardo; talvez você queira apagar sua mensagem.
+unknown-memory-command = Não conheço "/memory { $word }". Tente /memory, /memory search <palavras>, /memory forget <assunto>, /memory pause, /memory resume, /memory clear, /memory export, /memory share <palavras>, /memory unshare <palavras>, /memory link, /memory links ou /memory unlink.
+which-entry-share = Qual entrada? Tente "/memory share <palavras da entrada>".
+which-entry-unshare = Qual entrada? Tente "/memory unshare <palavras da entrada>".
+no-entry-to-share = Nenhuma das suas entradas que posso mostrar aqui (e que ainda não estão compartilhadas) tem todas as palavras de "{ $words }".
+no-entry-to-unshare = Nenhuma das suas entradas compartilhadas tem todas as palavras de "{ $words }".
+several-entries =
+    Várias entradas correspondem; diga qual, com mais palavras dela:
+    { $list }
+share-ask = Compartilhar "{ $value }" (aprendido em: { $learned }) em todo lugar, em cada grupo e conversa privada onde estou? Responda "sim" para compartilhar ou "não" para deixar onde está.
+moved-gone = Essa entrada sumiu nesse meio-tempo, então nada mudou.
+shared = Compartilhado: vou saber "{ $value }" em todo lugar, em cada grupo e conversa privada. "/memory unshare" desfaz.
+unshared = Compartilhamento desfeito: "{ $value }" não é mais conhecido em todo lugar, só na nossa conversa privada.
+unshared-not-found = Compartilhamento desfeito: a entrada "{ $value }" agora só é conhecida na nossa conversa privada, mas não encontrei essas palavras no que eu sei sobre você em todo lugar; se eu disser isso em outro lugar, me diga lá "esqueça que …".
+unshared-failed = Compartilhamento desfeito: a entrada "{ $value }" agora só é conhecida na nossa conversa privada, mas não consegui atualizar o que eu sei sobre você em todo lugar; tente "/memory unshare" de novo mais tarde.
+code-posted-here = Não vou usar um código postado aqui: qualquer um pode ter visto, então ele não funciona mais. Crie um novo com "/memory link" numa conversa privada.
+link-in-private = Me peça um código de vinculação numa conversa privada: qualquer um que veja um código pode usá-lo.
+link-code = Seu código de vinculação é { $code }. Em até { $minutes } minutos, me envie "/memory link { $code }" numa conversa privada na sua outra plataforma (Discord ou Telegram). Ele funciona uma vez; depois essa conta passa a compartilhar sua memória daqui: o que você me contou no privado e o que eu sei sobre você em todo lugar. Nunca o poste em nenhum outro lugar.
+too-many-tries = Códigos errados demais. Espere { $minutes } minutos e depois crie um novo código na outra plataforma.
+code-unknown = Esse código é desconhecido ou expirou. Crie um novo com "/memory link" na outra plataforma.
+same-platform = Esse código foi criado nesta plataforma: use-o na outra.
+already-linked = Esta conta já está vinculada àquela.
+link-ask = Isso junta esta conta do { $platform } ({ $name }, id { $id }) com { $others }: sua memória privada e o que eu sei sobre você em todo lugar serão compartilhados entre elas. Só diga sim se essa conta for sua. Responda "sim" para vinculá-las ou "não" para cancelar.
+linked = Vinculado: esta conta do { $platform } agora compartilha sua memória. "/memory links" lista as contas, "/memory unlink" desfaz.
+code-expired = Esse código expirou nesse meio-tempo. Crie um novo com "/memory link" na outra plataforma.
+links =
+    Estas contas compartilham sua memória:
+    { $list }
+    "/memory unlink" separa as contas ("/memory unlink discord" ou "/memory unlink telegram" desvincula só a conta dessa plataforma).
+not-a-platform = "{ $which }" não é uma plataforma: diga "/memory unlink discord" ou "/memory unlink telegram".
+unlinked = Desvinculado: { $names }, de novo com memória própria.
+and = e
+fact-too-long-remember = Isso é longo demais para lembrar como um fato ({ $len } caracteres; o limite é { $limit }). Nada foi alterado.
+fact-too-long-forget = Isso é longo demais para esquecer como um fato ({ $len } caracteres; o limite é { $limit }). Nada foi alterado.
+facts-full = Já guardo muita coisa sobre { $subject } aqui (no máximo { $limit } caracteres). Peça para eu esquecer algo primeiro; nada foi alterado.
+not-theirs = Só { $subject } (ou um moderador) pode me fazer esquecer coisas sobre { $subject }; você só pode retirar o que você mesmo me contou. Nada foi alterado.
+subject-paused = { $subject } pausou a própria memória, então não estou guardando nada de novo sobre essa pessoa. Nada foi alterado.
+unknown-person = Ainda não conheço ninguém chamado { $name } aqui. Nada foi alterado.
+ambiguous-person = Mais de uma pessoa aqui se chama { $name }: { $candidates }. Mencione a pessoa certa com @ (ou responda à mensagem dela). Nada foi alterado.

@@ -219,15 +219,47 @@ pub fn detect(text: &str) -> Option<Language> {
     TABLE.iter().find(|t| t.2 == chosen).map(|t| t.0)
 }
 
+/// Whether a whitespace-separated piece of text reads as a word of some language: letters
+/// (with apostrophes, hyphens and punctuation around them), no digits, no link or code marks,
+/// not a run of 30 letters or more.
+fn is_wordlike(w: &str) -> bool {
+    w.chars().any(char::is_alphabetic)
+        && w.chars().count() < 30
+        && !w.chars().any(|c| {
+            c.is_ascii_digit()
+                || matches!(
+                    c,
+                    '/' | '@'
+                        | '_'
+                        | '='
+                        | '#'
+                        | '\\'
+                        | '<'
+                        | '>'
+                        | '{'
+                        | '}'
+                        | '['
+                        | ']'
+                        | '|'
+                        | '~'
+                        | '`'
+                        | '$'
+                        | '%'
+                        | '&'
+                        | '+'
+                        | '*'
+                )
+        })
+}
+
 /// The language of `text` when it says enough to tell: written in a script only one language
 /// uses, or three words or more ("no", "ok", "Anna" alone could be many languages).
+/// Words that are no language's (keys, codes, links, numbers, handles) are left out: a random
+/// token can outweigh a short sentence ("remember that my key is sk-proj-…" is English).
 pub fn tells(text: &str) -> Option<Language> {
-    let language = detect(text)?;
-    let words = text
-        .split_whitespace()
-        .filter(|w| w.chars().any(char::is_alphabetic))
-        .count();
-    (language.script() != Script::Latin || words >= 3).then_some(language)
+    let words: Vec<&str> = text.split_whitespace().filter(|w| is_wordlike(w)).collect();
+    let language = detect(&words.join(" "))?;
+    (language.script() != Script::Latin || words.len() >= 3).then_some(language)
 }
 
 /// The language a word is analysed in, within a text detected as `text_language`: the text's
@@ -329,6 +361,19 @@ mod tests {
         for noise in ["", "🦀🦀", "12:30", "?!"] {
             assert_eq!(detect(noise), None, "{noise:?}");
         }
+        // To tell the language of an answer, a key, a link or a number says nothing.
+        assert_eq!(
+            tells("remember that my openai key is sk-proj-AbCdEfGhIjKlMnOpQrStUv12"),
+            Some(Language::English)
+        );
+        assert_eq!(
+            tells("regarde https://example.com/wiki/Grüße_aus_Köln, c'est vraiment drôle"),
+            Some(Language::French)
+        );
+        assert_eq!(
+            tells("sk-proj-AbCdEfGhIjKlMnOpQrStUv12 4111 https://x.io"),
+            None
+        );
         // Enough to tell: another script, or three words.
         assert_eq!(tells("no"), None);
         assert_eq!(tells("vale, mañana"), None);
@@ -337,8 +382,8 @@ mod tests {
         // A long text is read from its start only, at a character boundary.
         let long = format!("{}{}", "Москва ".repeat(400), "é".repeat(2000));
         assert_eq!(detect(&long), Some(Language::Russian));
-        // The cut falls inside a two-byte letter here (byte 400 of "x" and then "é"s).
-        let odd = format!("x{}", "é".repeat(300));
+        // The cut falls inside a two-byte letter here (byte 400 of "xy" and then "éé "s).
+        let odd = format!("xy{}", "éé ".repeat(300));
         assert!(!odd.is_char_boundary(DETECT_BYTES));
         assert!(detect(&odd).is_some());
     }

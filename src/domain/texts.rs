@@ -229,10 +229,15 @@ mod tests {
         }
         let ru = Some(Language::Russian);
         assert_eq!(t.say(ru, "captured", &[]), "Понял, запомню.");
-        // A message the Russian file lacks is said in English; an unknown language likewise.
-        assert!(!t.has("ru", "unknown-memory-command"));
+        // A message a language's file lacks is said in English (a community's Czech file
+        // with one message); a language without a file likewise.
+        let files = [("cs.ftl".to_string(), "captured = Rozumím.\n".to_string())];
+        let cs = Texts::with_files(&files).unwrap();
+        let czech = Some(Language::Czech);
+        assert_eq!(cs.say(czech, "captured", &[]), "Rozumím.");
+        assert!(!cs.has("cs", "unknown-memory-command"));
         assert!(
-            t.say(ru, "unknown-memory-command", &[("word", "x".into())])
+            cs.say(czech, "unknown-memory-command", &[("word", "x".into())])
                 .starts_with("I don't know \"/memory x\"")
         );
         assert_eq!(
