@@ -139,6 +139,10 @@ enum BenchCommand {
         batched: usize,
         #[arg(long, default_value_t = 1_000)]
         batch_size: usize,
+        /// A `bench retrieval` data file whose turns are the messages' texts (default:
+        /// sentences of made-up words, which no language detection recognises).
+        #[arg(long)]
+        texts: Option<PathBuf>,
     },
     /// Full-text search latency as one space grows, on SQLite and PostgreSQL.
     Search {
@@ -588,12 +592,26 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
             single,
             batched,
             batch_size,
+            texts,
         } => {
             anyhow::ensure!(batch_size > 0, "--batch-size must be positive");
+            let turns: Option<Vec<String>> = match texts {
+                Some(path) => Some(
+                    engram::bench::retrieval::read_records(&path)?
+                        .into_iter()
+                        .flat_map(|r| r.sessions)
+                        .flat_map(|s| s.turns)
+                        .map(|t| t.text)
+                        .collect(),
+                ),
+                None => None,
+            };
             let mut reports = Vec::new();
             for db in bench_dbs(postgres.as_deref()).await? {
                 eprintln!("ingest: {}", db.backend);
-                reports.push(bench_store::ingest(&db, single, batched, batch_size).await?);
+                reports.push(
+                    bench_store::ingest(&db, single, batched, batch_size, turns.as_deref()).await?,
+                );
                 db.drop_db().await;
             }
             println!("{}", serde_json::to_string_pretty(&reports)?);

@@ -206,15 +206,20 @@ async fn seed(
             external_id: format!("m{i}"),
             reply_to: None,
             text: sentence(rng),
+            language: None,
             sent_at: start + Duration::milliseconds(rng.random_range(0..span_ms)),
             withheld: false,
         });
         if batch.len() == 1000 {
-            store.insert_messages(&batch).await?;
+            store
+                .insert_messages(&super::store::detected(&batch))
+                .await?;
             batch.clear();
         }
     }
-    store.insert_messages(&batch).await?;
+    store
+        .insert_messages(&super::store::detected(&batch))
+        .await?;
     for (id, name) in people.iter().step_by(2) {
         let change = FactChange {
             op: "remember".into(),
@@ -297,12 +302,15 @@ impl Live<'_> {
                         external_id: format!("live{seq}"),
                         reply_to: None,
                         text: sentence(rng),
+                        language: None,
                         sent_at: at,
                         withheld: false,
                     }
                 })
                 .collect();
-            self.store.insert_messages(&batch).await?;
+            self.store
+                .insert_messages(&super::store::detected(&batch))
+                .await?;
             let calls = self.fake.count("day_summary");
             for _ in 0..10 {
                 let (id, name) = &community.people[rng.random_range(0..community.people.len())];

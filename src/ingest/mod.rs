@@ -7,7 +7,7 @@
 
 pub mod attachments;
 
-use crate::domain::language;
+use crate::domain::language::{self, Language};
 use crate::domain::{
     IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceId, SpaceKind,
     StoredMessage,
@@ -290,6 +290,7 @@ impl Ingestor {
         let is_command = !matches!(command, Command::Chat);
         let stored_text = self.without_link_codes(&text, &place).await?;
         let record = kept_at(msg, &place, author);
+        let written_in = language::detect(&stored_text);
         let new = NewMessage {
             space,
             channel: record.channel.clone(),
@@ -301,17 +302,21 @@ impl Ingestor {
             external_id: msg.external_id.clone(),
             reply_to: msg.reply_to_external_id.clone(),
             text: stored_text.clone(),
+            language: written_in,
             sent_at: msg.sent_at,
             withheld,
         };
-        let (id, stored_text) = if msg.attachments.is_empty() {
-            (self.store.insert_message(&new).await?, stored_text)
+        let (id, stored_text, written_in) = if msg.attachments.is_empty() {
+            (
+                self.store.insert_message(&new).await?,
+                stored_text,
+                written_in,
+            )
         } else {
             self.insert_with_attachments(msg, new, &place).await?
         };
         crate::telemetry::message_stored(msg.platform.as_str(), msg.author_is_bot);
         let mentions = self.mentioned(msg).await?;
-        let written_in = crate::domain::language::detect(&stored_text);
         let language = match language::tells(&command_text) {
             // Chatter is not answered: no language to choose.
             _ if !addressed => written_in,
@@ -368,7 +373,7 @@ impl Ingestor {
         msg: &IncomingMessage,
         new: NewMessage,
         place: &Place,
-    ) -> Result<(MessageId, String), StoreError> {
+    ) -> Result<(MessageId, String, Option<Language>), StoreError> {
         use sha2::{Digest, Sha256};
         let (chars, max) = self.chunking;
         let mut reads = Vec::with_capacity(msg.attachments.len());
@@ -383,16 +388,22 @@ impl Ingestor {
                     }
                     _ => None,
                 };
-                attachments::read(&a, pdf, chars, max)
+                let read = attachments::read(&a, pdf, chars, max);
+                // Each part's language, on this thread too: a long file has many parts.
+                let languages = language::detect_all(&read.chunks);
+                (read, languages)
             })
             .await
-            .unwrap_or_else(|_| attachments::Read {
-                gist: "not read: unreadable".into(),
-                chunks: Vec::new(),
+            .unwrap_or_else(|_| {
+                let read = attachments::Read {
+                    gist: "not read: unreadable".into(),
+                    chunks: Vec::new(),
+                };
+                (read, Vec::new())
             });
             // A file's text is kept like a message's: secrets and link codes out.
-            r.gist = self.without_link_codes(&r.gist, place).await?;
-            for chunk in &mut r.chunks {
+            r.0.gist = self.without_link_codes(&r.0.gist, place).await?;
+            for chunk in &mut r.0.chunks {
                 *chunk = self.without_link_codes(chunk, place).await?;
             }
             reads.push(r);
@@ -405,7 +416,7 @@ impl Ingestor {
         let mut kept = Vec::new();
         // For each attachment, its place among those kept (with an id), if it is.
         let mut slot = Vec::new();
-        for ((a, r), name) in msg.attachments.iter().zip(&reads).zip(&names) {
+        for ((a, (r, _)), name) in msg.attachments.iter().zip(&reads).zip(&names) {
             match &a.content {
                 Ok(bytes) => {
                     slot.push(Some(kept.len()));
@@ -428,15 +439,27 @@ impl Ingestor {
                     reason = %r.gist, "attachment kept by name only");
             }
         }
+        // The message's language is read here, not inside the store's transaction, from its
+        // text as composed below (the ids, digits only, do not change it).
+        let language = language::detect(&with_lines(
+            &new.text,
+            msg.attachments
+                .iter()
+                .zip(&reads)
+                .zip(&names)
+                .map(|((a, (r, _)), name)| attachments::line(a.kind, None, name, &r.gist)),
+        ));
         let text = std::sync::Mutex::new(String::new());
         let compose = |ids: &[i64]| {
             let mut lines = Vec::new();
             let mut parts = Vec::new();
-            for (i, ((a, r), at)) in msg.attachments.iter().zip(&reads).zip(&slot).enumerate() {
+            for (i, ((a, (r, languages)), at)) in
+                msg.attachments.iter().zip(&reads).zip(&slot).enumerate()
+            {
                 let id = at.map(|i| ids[i]);
                 lines.push(attachments::line(a.kind, id, &names[i], &r.gist));
                 let Some(id) = id else { continue };
-                for (n, chunk) in r.chunks.iter().enumerate() {
+                for (n, (chunk, language)) in r.chunks.iter().zip(languages).enumerate() {
                     parts.push(NewMessage {
                         // Not something a person said: kept out of summaries and extraction.
                         is_command: true,
@@ -449,19 +472,17 @@ impl Ingestor {
                             n + 1,
                             r.chunks.len()
                         ),
+                        language: *language,
                         ..new.clone()
                     });
                 }
             }
-            let full = if new.text.is_empty() {
-                lines.join("\n")
-            } else {
-                format!("{}\n{}", new.text, lines.join("\n"))
-            };
+            let full = with_lines(&new.text, lines);
             *text.lock().expect("text lock") = full.clone();
             (
                 NewMessage {
                     text: full,
+                    language,
                     ..new.clone()
                 },
                 parts,
@@ -469,7 +490,7 @@ impl Ingestor {
         };
         let id = self.store.insert_with_attachments(&kept, &compose).await?;
         let text = text.into_inner().expect("text lock");
-        Ok((id, text))
+        Ok((id, text, language))
     }
 
     /// Who wrote `msg` and where, made on first sight, without storing it.
@@ -594,6 +615,7 @@ impl Ingestor {
             .resolve_person(platform, "engram:self", &self.bot_name)
             .await?;
         let seq = self.reply_seq.fetch_add(1, Ordering::Relaxed);
+        let stored = stored_form(text);
         let id = self
             .store
             .insert_message(&NewMessage {
@@ -606,13 +628,24 @@ impl Ingestor {
                 is_command,
                 external_id: format!("reply:{}:{seq}", in_reply_to.id.0),
                 reply_to: Some(in_reply_to.id.0.to_string()),
-                text: stored_form(text),
+                language: language::detect(&stored),
+                text: stored,
                 sent_at: at,
                 withheld,
             })
             .await?;
         crate::telemetry::message_stored(platform.as_str(), true);
         Ok(id)
+    }
+}
+
+/// A message's text followed by its attachments' surrogate lines, one per line.
+fn with_lines(text: &str, lines: impl IntoIterator<Item = String>) -> String {
+    let lines: Vec<String> = lines.into_iter().collect();
+    if text.is_empty() {
+        lines.join("\n")
+    } else {
+        format!("{text}\n{}", lines.join("\n"))
     }
 }
 

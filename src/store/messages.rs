@@ -150,6 +150,9 @@ pub struct NewMessage {
     pub reply_to: Option<String>,
     /// The text.
     pub text: String,
+    /// The language of `text` (`language::detect` of it, or `detect_all` for a batch): the
+    /// caller knows it or needs it too, so the store does not read the text a second time.
+    pub language: Option<Language>,
     /// When it was sent.
     pub sent_at: DateTime<Utc>,
     /// Said while the author's memory was paused: kept in the history, but nothing is derived
@@ -755,23 +758,19 @@ on_both_backends! {
         chunk: &[NewMessage],
     ) -> StoreResult<Vec<MessageId>> {
         let mut ids = Vec::with_capacity(chunk.len());
-        let languages: Vec<Option<Language>> = chunk
-            .iter()
-            .map(|m| crate::domain::language::detect(&m.text))
-            .collect();
-        let rows = insert_rows(conn, chunk, &languages).await?;
+        let rows = insert_rows(conn, chunk).await?;
         let inserted: std::collections::HashMap<(i64, String, String), i64> = rows
             .into_iter()
             .map(|(id, s, c, e)| ((s, c, e), id))
             .collect();
         let mut fresh: Vec<Indexable> = Vec::with_capacity(inserted.len());
-        for (m, language) in chunk.iter().zip(languages) {
+        for m in chunk {
             match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
                 Some(id) => {
                     ids.push(MessageId(*id));
                     // Nothing is derived from a withheld message: it is not searchable.
                     if !m.withheld {
-                        fresh.push((*id, m.scope.key(), m.text.clone(), language));
+                        fresh.push((*id, m.scope.key(), m.text.clone(), m.language));
                     }
                 }
                 // Already stored (a redelivered message): its existing id.
@@ -824,6 +823,14 @@ pub(in crate::store) fn queued_postings(
 ) -> (Vec<Indexable>, Vec<(i64, &'static str)>) {
     let mut index = Vec::new();
     let mut detected = Vec::new();
+    // Those without a language are read together, over the cores (a re-index after an upgrade
+    // reads every message).
+    let unread: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.4.is_none())
+        .filter_map(|r| r.1.as_ref().and(r.2.as_deref()))
+        .collect();
+    let mut found = crate::domain::language::detect_all(&unread).into_iter();
     for (id, scope, text, withheld, code) in rows {
         let (Some(scope), Some(text)) = (scope, text) else {
             continue;
@@ -831,11 +838,11 @@ pub(in crate::store) fn queued_postings(
         let language = match code.as_deref() {
             Some(code) => Language::from_code(code),
             None => {
-                let found = crate::domain::language::detect(&text);
-                if let Some(l) = found {
+                let language = found.next().flatten();
+                if let Some(l) = language {
                     detected.push((id, l.code()));
                 }
-                found
+                language
             }
         };
         if withheld != Some(true) {

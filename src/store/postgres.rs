@@ -622,7 +622,6 @@ fn hit_from_row(row: &PgRow, score_column: usize) -> StoreResult<SearchHit> {
 pub(super) async fn insert_rows(
     conn: &mut sqlx::PgConnection,
     chunk: &[NewMessage],
-    languages: &[Option<Language>],
 ) -> StoreResult<Vec<(i64, i64, String, String)>> {
     sqlx::query_as(
         // A withheld message is born indexed: the indexer never reads it (no episode, no
@@ -645,9 +644,9 @@ pub(super) async fn insert_rows(
     .bind(chunk.iter().map(|m| ms(m.sent_at)).collect::<Vec<_>>())
     .bind(chunk.iter().map(|m| m.withheld).collect::<Vec<_>>())
     .bind(
-        languages
+        chunk
             .iter()
-            .map(|l| l.map(Language::code))
+            .map(|m| m.language.map(Language::code))
             .collect::<Vec<_>>(),
     )
     .fetch_all(&mut *conn)

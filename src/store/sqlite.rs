@@ -558,7 +558,6 @@ fn hit_from_row(row: &SqliteRow, score_column: usize) -> StoreResult<SearchHit> 
 pub(super) async fn insert_rows(
     conn: &mut sqlx::SqliteConnection,
     chunk: &[NewMessage],
-    languages: &[Option<Language>],
 ) -> StoreResult<Vec<(i64, i64, String, String)>> {
     let sql = format!(
         // A withheld message is born indexed: the indexer never reads it (no episode, no
@@ -568,7 +567,7 @@ pub(super) async fn insert_rows(
         vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
     );
     let mut query = sqlx::query_as::<_, (i64, i64, String, String)>(sqlx::AssertSqlSafe(sql));
-    for (m, language) in chunk.iter().zip(languages) {
+    for m in chunk {
         query = query
             .bind(m.space.0)
             .bind(&m.channel)
@@ -583,7 +582,7 @@ pub(super) async fn insert_rows(
             .bind(ms(m.sent_at))
             .bind(m.withheld)
             .bind(m.withheld)
-            .bind(language.map(Language::code));
+            .bind(m.language.map(Language::code));
     }
     query.fetch_all(&mut *conn).await.map_err(db_err)
 }

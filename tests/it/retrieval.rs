@@ -134,6 +134,7 @@ impl World {
                 external_id: ext.into(),
                 reply_to: None,
                 text: text.into(),
+                language: engram::domain::language::detect(text),
                 sent_at: at,
                 withheld: false,
             })

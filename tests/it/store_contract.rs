@@ -41,6 +41,7 @@ fn msg(
         external_id: ext.into(),
         reply_to: None,
         text: text.into(),
+        language: engram::domain::language::detect(text),
         sent_at: at,
         withheld: false,
     }

@@ -773,6 +773,45 @@ postgres_test! {
 }
 
 /// The rows of `table` (as `database_text` shows them) holding `needle`.
+/// Each piece of a file is stored in the language it is written in, read before the store's
+/// transaction (not taken from the message that carried it): a German and an English file,
+/// each sent without a caption. (One line each: a row of `rows_of` is one line of text.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_piece_of_a_file_keeps_its_own_language() {
+    let h = Harness::with_llm().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let dm = alice_dm();
+    for (name, text) in [
+        (
+            "umzug.md",
+            "Wir ziehen im Mai nach Hamburg, die neue Wohnung hat drei Zimmer und einen Balkon.\n",
+        ),
+        (
+            "moving.md",
+            "We are moving to Hamburg in May, the new flat has three rooms and a balcony.\n",
+        ),
+    ] {
+        fake.push_file(
+            &dm,
+            ALICE,
+            TgFile::Document(name, "text/markdown", text.as_bytes()),
+            "",
+            None,
+        );
+    }
+    fake.wait_sent(2, WITHIN).await;
+    running.stop().await.unwrap();
+    for (name, code) in [("umzug.md", "de"), ("moving.md", "en")] {
+        let pieces = rows_of(&h, "messages", &format!("{name}, part")).await;
+        assert_eq!(pieces.len(), 1, "{pieces:#?}");
+        assert!(
+            pieces[0].ends_with(&format!(" | {code}")),
+            "{name}: {pieces:#?}"
+        );
+    }
+}
+
 async fn rows_of(h: &Harness, table: &str, needle: &str) -> Vec<String> {
     database_text(h)
         .await

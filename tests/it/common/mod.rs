@@ -451,6 +451,41 @@ pub async fn command_flags(url: &str) -> Vec<(String, bool)> {
     }
 }
 
+/// Whether `row` holds `needle`, a needle that begins or ends with a digit not counting inside a
+/// longer number ("4921" is not in the timestamp 1795702492160; it is in "PIN: 4921").
+fn holds(row: &str, needle: &str) -> bool {
+    let digit_at = |s: &str, i: usize, back: bool| {
+        let c = if back {
+            s[..i].chars().next_back()
+        } else {
+            s[i..].chars().next()
+        };
+        c.is_some_and(|c| c.is_ascii_digit())
+    };
+    let (starts, ends) = (
+        digit_at(needle, 0, false),
+        digit_at(needle, needle.len(), true),
+    );
+    row.match_indices(needle).any(|(i, m)| {
+        let inside_a_number =
+            starts && digit_at(row, i, true) || ends && digit_at(row, i + m.len(), false);
+        !inside_a_number
+    })
+}
+
+#[test]
+fn a_number_is_not_found_inside_a_longer_one() {
+    assert!(holds("messages: 7 | pin: 4921 | 1795702400000", "4921"));
+    assert!(holds("4921", "4921"));
+    assert!(!holds("people: 1 | alice | 1795702492160", "4921"));
+    assert!(holds("card 4111 1111 1111 1111.", "4111 1111 1111 1111"));
+    assert!(
+        holds("the word hunter2x", "hunter2"),
+        "a word's end is not a number's"
+    );
+    assert!(!holds("x 24111 1111 1111 1111", "4111 1111 1111 1111"));
+}
+
 /// The lines of `database_text` that hold `needle` or, for its words, the stems search
 /// postings keep ("balcony" is posted as "balconi"), case-insensitively.
 pub async fn rows_holding(h: &Harness, needle: &str) -> Vec<String> {
@@ -465,7 +500,7 @@ pub async fn rows_holding(h: &Harness, needle: &str) -> Vec<String> {
         .lines()
         .filter(|l| {
             let l = l.to_lowercase();
-            l.contains(&needle)
+            holds(&l, &needle)
                 || (l.starts_with("message_terms:")
                     && stems.iter().any(|s| {
                         l.starts_with(&format!("message_terms: {s} |"))
