@@ -606,6 +606,10 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
                 ),
                 None => None,
             };
+            anyhow::ensure!(
+                turns.as_ref().is_none_or(|t| !t.is_empty()),
+                "--texts: the file has no turns"
+            );
             let mut reports = Vec::new();
             for db in bench_dbs(postgres.as_deref()).await? {
                 eprintln!("ingest: {}", db.backend);

@@ -18,8 +18,8 @@ use crate::domain::status::PlatformStatus;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind, mention};
 use crate::router::memory_request;
 use serenity::all::{
-    Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType, Context,
-    CreateAllowedMentions, CreateCommand, CreateCommandOption, CreateInteractionResponse,
+    Attachment, Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType,
+    Context, CreateAllowedMentions, CreateCommand, CreateCommandOption, CreateInteractionResponse,
     CreateInteractionResponseFollowup, CreateInteractionResponseMessage, CreateMessage,
     EventHandler, GatewayIntents, GuildChannel, GuildId, Http, HttpBuilder, Interaction, Message,
     MessageId, MessageUpdateEvent, PermissionOverwriteType, Permissions, Ready, Role, RoleId, User,
@@ -181,7 +181,7 @@ impl Handler {
             },
         };
         let mut incoming = incoming(msg, me, &self.bot_name, privacy);
-        incoming.attachments = attachments(msg, &self.downloads).await;
+        incoming.attachments = attachments(&msg.attachments, &self.downloads).await;
         if let (Some(guild), Some(member)) = (msg.guild_id, &msg.member) {
             incoming.author_is_moderator = self.is_moderator(guild, &member.roles).await;
         }
@@ -374,6 +374,16 @@ impl Handler {
             .map(mention)
             .chain(own_mentions(content, me, &self.bot_name))
             .collect();
+        // An edit comes with the message's files (a message's files stay with its new text).
+        // Without them in the event (a partial update) the edit is stored without files.
+        if let Some(list) = &event.attachments {
+            edited.attachments = attachments(list, &self.downloads).await;
+        } else {
+            warn!(
+                platform = "discord",
+                "an edit came without its message's files"
+            );
+        }
         if let Err(e) = self.bot.edited(&edited).await {
             error!(platform = "discord", error = %e, "an edited message could not be updated");
         }
@@ -469,11 +479,11 @@ pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> 
     m
 }
 
-/// The attachments of `msg`, each downloaded through serenity (from the URL Discord gives)
-/// within `limits`, or with why it was not.
-pub async fn attachments(msg: &Message, limits: &DownloadLimits) -> Vec<IncomingAttachment> {
-    let mut out = Vec::with_capacity(msg.attachments.len());
-    for a in &msg.attachments {
+/// The attachments of a message, each downloaded through serenity (from the URL Discord
+/// gives) within `limits`, or with why it was not.
+pub async fn attachments(list: &[Attachment], limits: &DownloadLimits) -> Vec<IncomingAttachment> {
+    let mut out = Vec::with_capacity(list.len());
+    for a in list {
         let mime = a.content_type.clone();
         let kind = match mime.as_deref().unwrap_or("") {
             m if m.starts_with("image/") => AttachmentKind::Image,

@@ -251,7 +251,7 @@ pub struct IngestReport {
 }
 
 /// Stores `single` messages one at a time, then `batched` in batches of `batch_size`; their
-/// texts are `turns` in order (again from the first when they run out), or without them
+/// texts are `turns` in order (again from the first when they run out; at least one), or without them
 /// sentences of made-up words (no language's: every one goes through `lingua`'s n-grams, the
 /// dearest detection there is).
 pub async fn ingest(
@@ -263,7 +263,7 @@ pub async fn ingest(
 ) -> anyhow::Result<IngestReport> {
     let corpus = Corpus::new(20_000);
     let mut next = 0usize;
-    let mut text = |rng: &mut StdRng| match turns.filter(|t| !t.is_empty()) {
+    let mut text = |rng: &mut StdRng| match turns {
         Some(turns) => {
             next += 1;
             turns[(next - 1) % turns.len()].clone()

@@ -350,9 +350,31 @@ impl Bot {
         else {
             return Ok(());
         };
-        if old.text
-            == crate::ingest::stored_form(&crate::ingest::message_text(msg, &self.config.bot.name))
-        {
+        // Unchanged when the author's own text and the files are (a platform also sends an
+        // update for a pin or a resolved link preview): nothing to redo. Otherwise the old
+        // message goes with everything made from it and the edit is stored as new, files and
+        // all (the platforms send the files with an edit).
+        let kept = self.store.message_attachments(old.id).await?;
+        let ids: Vec<(&str, i64)> = kept.iter().map(|a| (a.kind.as_str(), a.id)).collect();
+        let own = crate::ingest::attachments::own_text(&old.text, &ids);
+        let edited =
+            crate::ingest::stored_form(&crate::ingest::message_text(msg, &self.config.bot.name));
+        let files = |mut hashes: Vec<String>| {
+            hashes.sort();
+            hashes.dedup();
+            hashes
+        };
+        let carried = files(
+            msg.attachments
+                .iter()
+                .filter_map(|a| a.content.as_ref().ok())
+                .map(|bytes| {
+                    use sha2::{Digest, Sha256};
+                    format!("{:x}", Sha256::digest(bytes))
+                })
+                .collect(),
+        );
+        if own == edited && carried == files(kept.iter().map(|a| a.sha256.clone()).collect()) {
             return Ok(());
         }
         self.forget_message(&old).await?;

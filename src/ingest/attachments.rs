@@ -258,6 +258,32 @@ pub fn clean_name(name: &str) -> String {
     }
 }
 
+/// The part of a stored message's text its author wrote: without the lines its attachments
+/// added at the end (`kept` names those kept, by kind and id: "[file#12 …"; a file not read
+/// has no id: "[file big.txt] not read: …").
+pub fn own_text<'a>(stored: &'a str, kept: &[(&str, i64)]) -> &'a str {
+    let is_line = |l: &str| {
+        kept.iter()
+            .any(|(kind, id)| l.starts_with(&format!("[{kind}#{id} ")))
+            || [
+                AttachmentKind::Image,
+                AttachmentKind::File,
+                AttachmentKind::Voice,
+                AttachmentKind::Audio,
+            ]
+            .iter()
+            .any(|k| l.starts_with(&format!("[{} ", k.as_str())) && l.contains("] not read: "))
+    };
+    let mut own = stored;
+    loop {
+        match own.rsplit_once('\n') {
+            Some((head, last)) if is_line(last) => own = head,
+            None if is_line(own) => return "",
+            _ => return own,
+        }
+    }
+}
+
 /// The line for an attachment in its message's text: kind, id (when it was kept), name, gist.
 pub fn line(kind: AttachmentKind, id: Option<i64>, name: &str, gist: &str) -> String {
     let tag = match id {
@@ -306,6 +332,20 @@ pub fn pdf_with(text: &str) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn own_text_leaves_out_the_lines_of_the_files() {
+        let kept = [("file", 12), ("image", 13)];
+        let stored = "notes from today\n[file#12 standup.md] # Standup Ship it\n[image#13 shot.png]\n[file huge.log] not read: too large (9 bytes)";
+        assert_eq!(own_text(stored, &kept), "notes from today");
+        // Only files: no text of the author's.
+        assert_eq!(own_text("[image#13 shot.png]", &kept), "");
+        // Lines that only look like a file's are the author's: another id, or no "not read".
+        let typed = "see\n[file#99 x.md] fake\n[file y] typed by hand";
+        assert_eq!(own_text(typed, &kept), typed);
+        assert_eq!(own_text("two lines\nof text", &kept), "two lines\nof text");
+        assert_eq!(own_text("", &kept), "");
+    }
     use super::*;
     use proptest::prelude::*;
 

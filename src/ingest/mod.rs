@@ -290,7 +290,6 @@ impl Ingestor {
         let is_command = !matches!(command, Command::Chat);
         let stored_text = self.without_link_codes(&text, &place).await?;
         let record = kept_at(msg, &place, author);
-        let written_in = language::detect(&stored_text);
         let new = NewMessage {
             space,
             channel: record.channel.clone(),
@@ -302,11 +301,17 @@ impl Ingestor {
             external_id: msg.external_id.clone(),
             reply_to: msg.reply_to_external_id.clone(),
             text: stored_text.clone(),
-            language: written_in,
+            // Read below, from the text as stored (with its files' lines, if any).
+            language: None,
             sent_at: msg.sent_at,
             withheld,
         };
         let (id, stored_text, written_in) = if msg.attachments.is_empty() {
+            let written_in = language::detect(&stored_text);
+            let new = NewMessage {
+                language: written_in,
+                ..new
+            };
             (
                 self.store.insert_message(&new).await?,
                 stored_text,
@@ -388,25 +393,24 @@ impl Ingestor {
                     }
                     _ => None,
                 };
-                let read = attachments::read(&a, pdf, chars, max);
-                // Each part's language, on this thread too: a long file has many parts.
-                let languages = language::detect_all(&read.chunks);
-                (read, languages)
+                attachments::read(&a, pdf, chars, max)
             })
             .await
-            .unwrap_or_else(|_| {
-                let read = attachments::Read {
-                    gist: "not read: unreadable".into(),
-                    chunks: Vec::new(),
-                };
-                (read, Vec::new())
+            .unwrap_or_else(|_| attachments::Read {
+                gist: "not read: unreadable".into(),
+                chunks: Vec::new(),
             });
             // A file's text is kept like a message's: secrets and link codes out.
-            r.0.gist = self.without_link_codes(&r.0.gist, place).await?;
-            for chunk in &mut r.0.chunks {
+            r.gist = self.without_link_codes(&r.gist, place).await?;
+            for chunk in &mut r.chunks {
                 *chunk = self.without_link_codes(chunk, place).await?;
             }
-            reads.push(r);
+            // Each part's language, as kept, on a blocking thread: a long file has many parts.
+            let chunks = r.chunks.clone();
+            let languages = tokio::task::spawn_blocking(move || language::detect_all(&chunks))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            reads.push((r, languages));
         }
         let names: Vec<String> = msg
             .attachments
@@ -440,7 +444,8 @@ impl Ingestor {
             }
         }
         // The message's language is read here, not inside the store's transaction, from its
-        // text as composed below (the ids, digits only, do not change it).
+        // text as composed below but for the ids (digits, which no language counts; past the
+        // 400 bytes detection reads, the cut falls a few bytes apart).
         let language = language::detect(&with_lines(
             &new.text,
             msg.attachments

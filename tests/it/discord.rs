@@ -1045,6 +1045,58 @@ on_both_harnesses!(
     the_memory_slash_command_answers_ephemerally,
 );
 
+/// An update of a message with a file keeps the file: one that changes nothing (Discord sends
+/// the whole message again when it is pinned) leaves everything as it was; an edit of its text
+/// keeps the file's line and pieces with the new text (the file fetched again), and the old
+/// text is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_keeps_the_files_of_its_message() {
+    let (h, fake, handler) = setup(false).await;
+    let notes = b"# Standup\nShip the billing fix on Thursday\n";
+    let url = fake.add_file("standup.md", notes);
+    let mut p = payload(7101, GENERAL, Some(GUILD), ALICE, "notes from the standup");
+    p["attachments"] = json!([{"id": "9101", "filename": "standup.md", "size": notes.len(),
+        "url": url, "proxy_url": url, "content_type": "text/markdown"}]);
+    handler.on_message(&message(p.clone())).await;
+    let messages = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("messages: "))
+            .map(str::to_string)
+            .collect()
+    };
+    let first = database_text(&h).await;
+    assert!(
+        first.contains("notes from the standup\n[file#1 standup.md] # Standup")
+            && first.contains("[file#1 standup.md, part 1/1] # Standup"),
+        "positive control: {first}"
+    );
+    let update = |v: Value| -> serenity::all::MessageUpdateEvent {
+        serde_json::from_value(v).expect("a MESSAGE_UPDATE payload")
+    };
+    let downloads = fake.downloads();
+    let mut pinned = p.clone();
+    pinned["pinned"] = json!(true);
+    handler.on_message_update(&update(pinned)).await;
+    assert_eq!(messages(&database_text(&h).await), messages(&first));
+
+    let mut edited = p.clone();
+    edited["content"] = json!("notes from the Tuesday standup");
+    edited["edited_timestamp"] = json!("2026-11-20T09:45:00.000000+00:00");
+    handler.on_message_update(&update(edited)).await;
+    assert!(
+        fake.downloads() > downloads,
+        "the edit's file is fetched again"
+    );
+    let after = database_text(&h).await;
+    assert!(
+        after.contains("notes from the Tuesday standup\n[file#")
+            && after.contains(" standup.md] # Standup Ship the billing fix"),
+        "{after}"
+    );
+    assert!(after.contains("standup.md, part 1/1] # Standup"), "{after}");
+    assert!(!after.contains("notes from the standup"), "{after}");
+}
+
 /// Attachments download through serenity from the URL Discord gives (the fake server stands
 /// in for its CDN): a Markdown file's text is kept (a line in the message, a piece of its own,
 /// in the channel's scope), an image by name, and a file Discord says is too large is never

@@ -772,31 +772,32 @@ postgres_test! {
     }
 }
 
-/// The rows of `table` (as `database_text` shows them) holding `needle`.
-/// Each piece of a file is stored in the language it is written in, read before the store's
-/// transaction (not taken from the message that carried it): a German and an English file,
-/// each sent without a caption. (One line each: a row of `rows_of` is one line of text.)
+/// Each piece of a file is stored in the language it is written in (not the language of the
+/// caption that carried it): a German file with an English caption, an English one with a
+/// German caption. (One line each: a row of `rows_of` is one line of text.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_piece_of_a_file_keeps_its_own_language() {
     let h = Harness::with_llm().await;
     let fake = FakeTelegram::start(TOKEN).await.unwrap();
     let running = start(&h, &fake, TOKEN);
     let dm = alice_dm();
-    for (name, text) in [
+    for (name, text, caption) in [
         (
             "umzug.md",
             "Wir ziehen im Mai nach Hamburg, die neue Wohnung hat drei Zimmer und einen Balkon.\n",
+            "here are the notes I wrote for the move, can you keep them for me",
         ),
         (
             "moving.md",
             "We are moving to Hamburg in May, the new flat has three rooms and a balcony.\n",
+            "hier sind meine Notizen für den Umzug, die ich für dich aufgeschrieben habe",
         ),
     ] {
         fake.push_file(
             &dm,
             ALICE,
             TgFile::Document(name, "text/markdown", text.as_bytes()),
-            "",
+            caption,
             None,
         );
     }
@@ -812,6 +813,7 @@ async fn each_piece_of_a_file_keeps_its_own_language() {
     }
 }
 
+/// The rows of `table` (as `database_text` shows them) holding `needle`.
 async fn rows_of(h: &Harness, table: &str, needle: &str) -> Vec<String> {
     database_text(h)
         .await
