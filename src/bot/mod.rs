@@ -356,7 +356,17 @@ impl Bot {
         // all (the platforms send the files with an edit).
         let kept = self.store.message_attachments(old.id).await?;
         let ids: Vec<(&str, i64)> = kept.iter().map(|a| (a.kind.as_str(), a.id)).collect();
-        let own = crate::ingest::attachments::own_text(&old.text, &ids);
+        let not_read: Vec<String> = msg
+            .attachments
+            .iter()
+            .filter_map(|a| {
+                let why = a.content.as_ref().err()?;
+                let name = crate::ingest::attachments::clean_name(&a.name);
+                let gist = format!("not read: {why}");
+                Some(crate::ingest::attachments::line(a.kind, None, &name, &gist))
+            })
+            .collect();
+        let own = crate::ingest::attachments::own_text(&old.text, &ids, &not_read);
         let edited =
             crate::ingest::stored_form(&crate::ingest::message_text(msg, &self.config.bot.name));
         let files = |mut hashes: Vec<String>| {

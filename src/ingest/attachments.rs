@@ -258,21 +258,26 @@ pub fn clean_name(name: &str) -> String {
     }
 }
 
-/// The part of a stored message's text its author wrote: without the lines its attachments
-/// added at the end (`kept` names those kept, by kind and id: "[file#12 …"; a file not read
-/// has no id: "[file big.txt] not read: …").
-pub fn own_text<'a>(stored: &'a str, kept: &[(&str, i64)]) -> &'a str {
-    let is_line = |l: &str| {
-        kept.iter()
-            .any(|(kind, id)| l.starts_with(&format!("[{kind}#{id} ")))
-            || [
-                AttachmentKind::Image,
-                AttachmentKind::File,
-                AttachmentKind::Voice,
-                AttachmentKind::Audio,
-            ]
-            .iter()
-            .any(|k| l.starts_with(&format!("[{} ", k.as_str())) && l.contains("] not read: "))
+/// The part of a stored message's text its author wrote: without the lines its files added
+/// at the end, each at most once: one per file kept (`kept`: kind and id, "[file#12 …") and
+/// one per line of a file not read (`not_read`, whole: "[file big.txt] not read: …"). A line
+/// the author typed to look like one stays theirs.
+pub fn own_text<'a>(stored: &'a str, kept: &[(&str, i64)], not_read: &[String]) -> &'a str {
+    let mut kept: Vec<String> = kept
+        .iter()
+        .map(|(kind, id)| format!("[{kind}#{id} "))
+        .collect();
+    let mut not_read: Vec<&str> = not_read.iter().map(String::as_str).collect();
+    let mut is_line = |l: &str| {
+        if let Some(i) = kept.iter().position(|tag| l.starts_with(tag.as_str())) {
+            kept.swap_remove(i);
+            true
+        } else if let Some(i) = not_read.iter().position(|line| *line == l) {
+            not_read.swap_remove(i);
+            true
+        } else {
+            false
+        }
     };
     let mut own = stored;
     loop {
@@ -332,21 +337,32 @@ pub fn pdf_with(text: &str) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn own_text_leaves_out_the_lines_of_the_files() {
         let kept = [("file", 12), ("image", 13)];
+        let huge = vec!["[file huge.log] not read: too large (9 bytes)".to_string()];
         let stored = "notes from today\n[file#12 standup.md] # Standup Ship it\n[image#13 shot.png]\n[file huge.log] not read: too large (9 bytes)";
-        assert_eq!(own_text(stored, &kept), "notes from today");
+        assert_eq!(own_text(stored, &kept, &huge), "notes from today");
         // Only files: no text of the author's.
-        assert_eq!(own_text("[image#13 shot.png]", &kept), "");
-        // Lines that only look like a file's are the author's: another id, or no "not read".
-        let typed = "see\n[file#99 x.md] fake\n[file y] typed by hand";
-        assert_eq!(own_text(typed, &kept), typed);
-        assert_eq!(own_text("two lines\nof text", &kept), "two lines\nof text");
-        assert_eq!(own_text("", &kept), "");
+        assert_eq!(own_text("[image#13 shot.png]", &kept, &[]), "");
+        // Lines that only look like a file's are the author's: another id, a file not read
+        // that the message does not carry, a second line for one file.
+        for typed in [
+            "see\n[file#99 x.md] fake",
+            "see\n[file huge.log] not read: too large (9 bytes)",
+            "see\n[image#13 typed by hand]",
+        ] {
+            let with_file = format!("{typed}\n[image#13 shot.png]");
+            assert_eq!(own_text(&with_file, &kept, &[]), typed);
+        }
+        assert_eq!(
+            own_text("two lines\nof text", &kept, &huge),
+            "two lines\nof text"
+        );
+        assert_eq!(own_text("", &kept, &huge), "");
     }
-    use super::*;
     use proptest::prelude::*;
 
     #[test]
