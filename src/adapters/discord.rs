@@ -479,8 +479,17 @@ pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> 
     m
 }
 
-/// The attachments of a message, each downloaded through serenity (from the URL Discord
-/// gives) within `limits`, or with why it was not.
+/// The bytes at an attachment's URL. Not serenity's `Attachment::download`: it takes any
+/// answer's body, so an expired link's error page would be kept as the file.
+async fn fetch(url: &str) -> reqwest::Result<Vec<u8>> {
+    static CLIENT: std::sync::LazyLock<reqwest::Client> =
+        std::sync::LazyLock::new(reqwest::Client::new);
+    let answer = CLIENT.get(url).send().await?.error_for_status()?;
+    Ok(answer.bytes().await?.to_vec())
+}
+
+/// The attachments of a message, each downloaded (from the URL Discord gives) within
+/// `limits`, or with why it was not.
 pub async fn attachments(list: &[Attachment], limits: &DownloadLimits) -> Vec<IncomingAttachment> {
     let mut out = Vec::with_capacity(list.len());
     for a in list {
@@ -494,11 +503,12 @@ pub async fn attachments(list: &[Attachment], limits: &DownloadLimits) -> Vec<In
         let content = if u64::from(a.size) > limits.max_bytes {
             Err(format!("too large ({} bytes)", a.size))
         } else {
-            match tokio::time::timeout(limits.timeout, a.download()).await {
+            match tokio::time::timeout(limits.timeout, fetch(&a.url)).await {
                 Ok(Ok(bytes)) if bytes.len() as u64 <= limits.max_bytes => Ok(bytes),
                 Ok(Ok(bytes)) => Err(format!("too large ({} bytes)", bytes.len())),
                 Ok(Err(e)) => {
-                    warn!(platform = "discord", error = %e, "attachment download failed");
+                    // The status only: the URL is a signed link.
+                    warn!(platform = "discord", status = ?e.status(), "attachment download failed");
                     Err("download failed".into())
                 }
                 Err(_) => Err("download timed out".into()),

@@ -355,7 +355,7 @@ impl Bot {
         // message goes with everything made from it and the edit is stored as new, files and
         // all (the platforms send the files with an edit).
         let kept = self.store.message_attachments(old.id).await?;
-        let ids: Vec<(&str, i64)> = kept.iter().map(|a| (a.kind.as_str(), a.id)).collect();
+        let ids: Vec<i64> = kept.iter().map(|a| a.id).collect();
         let not_read: Vec<String> = msg
             .attachments
             .iter()
@@ -366,25 +366,25 @@ impl Bot {
                 Some(crate::ingest::attachments::line(a.kind, None, &name, &gist))
             })
             .collect();
-        let own = crate::ingest::attachments::own_text(&old.text, &ids, &not_read);
+        let (own, lineless) = crate::ingest::attachments::own_text(&old.text, &ids, &not_read);
         let edited =
             crate::ingest::stored_form(&crate::ingest::message_text(msg, &self.config.bot.name));
-        let files = |mut hashes: Vec<String>| {
-            hashes.sort();
-            hashes.dedup();
-            hashes
-        };
-        let carried = files(
-            msg.attachments
-                .iter()
-                .filter_map(|a| a.content.as_ref().ok())
-                .map(|bytes| {
-                    use sha2::{Digest, Sha256};
-                    format!("{:x}", Sha256::digest(bytes))
-                })
-                .collect(),
-        );
-        if own == edited && carried == files(kept.iter().map(|a| a.sha256.clone()).collect()) {
+        let stored: std::collections::BTreeSet<&str> =
+            kept.iter().map(|a| a.sha256.as_str()).collect();
+        let carried: std::collections::BTreeSet<String> = msg
+            .attachments
+            .iter()
+            .filter_map(|a| a.content.as_ref().ok())
+            .map(|bytes| {
+                use sha2::{Digest, Sha256};
+                format!("{:x}", Sha256::digest(bytes))
+            })
+            .collect();
+        // Files the same: none new, and each kept one carried again or in a file that could
+        // not be fetched this time (a failed download on a pin keeps what was kept).
+        let same_files = carried.iter().all(|h| stored.contains(h.as_str()))
+            && stored.len() <= carried.len() + not_read.len();
+        if own == edited && lineless == 0 && same_files {
             return Ok(());
         }
         self.forget_message(&old).await?;

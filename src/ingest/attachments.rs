@@ -259,17 +259,20 @@ pub fn clean_name(name: &str) -> String {
 }
 
 /// The part of a stored message's text its author wrote: without the lines its files added
-/// at the end, each at most once: one per file kept (`kept`: kind and id, "[file#12 …") and
-/// one per line of a file not read (`not_read`, whole: "[file big.txt] not read: …"). A line
-/// the author typed to look like one stays theirs.
-pub fn own_text<'a>(stored: &'a str, kept: &[(&str, i64)], not_read: &[String]) -> &'a str {
-    let mut kept: Vec<String> = kept
-        .iter()
-        .map(|(kind, id)| format!("[{kind}#{id} "))
-        .collect();
+/// at the end, each at most once: one per file kept (`kept`: its id, "[file#12 …", whatever
+/// kind the line names) and one per line of a file not read (`not_read`, whole: "[file
+/// big.txt] not read: …"). A line the author typed to look like one stays theirs. Also says
+/// how many of `kept` had no line.
+pub fn own_text<'a>(stored: &'a str, kept: &[i64], not_read: &[String]) -> (&'a str, usize) {
+    let mut kept: Vec<i64> = kept.to_vec();
     let mut not_read: Vec<&str> = not_read.iter().map(String::as_str).collect();
     let mut is_line = |l: &str| {
-        if let Some(i) = kept.iter().position(|tag| l.starts_with(tag.as_str())) {
+        let id = l
+            .strip_prefix('[')
+            .and_then(|l| l.split_once(' '))
+            .and_then(|(tag, _)| tag.split_once('#'))
+            .and_then(|(_, id)| id.parse::<i64>().ok());
+        if let Some(i) = kept.iter().position(|k| Some(*k) == id) {
             kept.swap_remove(i);
             true
         } else if let Some(i) = not_read.iter().position(|line| *line == l) {
@@ -283,10 +286,14 @@ pub fn own_text<'a>(stored: &'a str, kept: &[(&str, i64)], not_read: &[String]) 
     loop {
         match own.rsplit_once('\n') {
             Some((head, last)) if is_line(last) => own = head,
-            None if is_line(own) => return "",
-            _ => return own,
+            None if is_line(own) => {
+                own = "";
+                break;
+            }
+            _ => break,
         }
     }
+    (own, kept.len())
 }
 
 /// The line for an attachment in its message's text: kind, id (when it was kept), name, gist.
@@ -341,27 +348,30 @@ mod tests {
 
     #[test]
     fn own_text_leaves_out_the_lines_of_the_files() {
-        let kept = [("file", 12), ("image", 13)];
+        let kept = [12, 13];
         let huge = vec!["[file huge.log] not read: too large (9 bytes)".to_string()];
         let stored = "notes from today\n[file#12 standup.md] # Standup Ship it\n[image#13 shot.png]\n[file huge.log] not read: too large (9 bytes)";
-        assert_eq!(own_text(stored, &kept, &huge), "notes from today");
-        // Only files: no text of the author's.
-        assert_eq!(own_text("[image#13 shot.png]", &kept, &[]), "");
+        assert_eq!(own_text(stored, &kept, &huge), ("notes from today", 0));
+        // Only files: no text of the author's; a kept file without a line is counted.
+        assert_eq!(own_text("[image#13 shot.png]", &kept, &[]), ("", 1));
+        // The kind a line names does not matter (a file is kept once, as the kind it first
+        // came as).
+        assert_eq!(own_text("x\n[file#13 shot.png]", &[13], &[]), ("x", 0));
         // Lines that only look like a file's are the author's: another id, a file not read
-        // that the message does not carry, a second line for one file.
+        // that the edit does not carry, a second line for one file.
         for typed in [
             "see\n[file#99 x.md] fake",
             "see\n[file huge.log] not read: too large (9 bytes)",
             "see\n[image#13 typed by hand]",
         ] {
             let with_file = format!("{typed}\n[image#13 shot.png]");
-            assert_eq!(own_text(&with_file, &kept, &[]), typed);
+            assert_eq!(own_text(&with_file, &kept, &[]), (typed, 1));
         }
         assert_eq!(
             own_text("two lines\nof text", &kept, &huge),
-            "two lines\nof text"
+            ("two lines\nof text", 2)
         );
-        assert_eq!(own_text("", &kept, &huge), "");
+        assert_eq!(own_text("", &kept, &huge), ("", 2));
     }
     use proptest::prelude::*;
 

@@ -1046,7 +1046,8 @@ on_both_harnesses!(
 );
 
 /// An update of a message with a file keeps the file: one that changes nothing (Discord sends
-/// the whole message again when it is pinned) leaves everything as it was; an edit of its text
+/// the whole message again when it is pinned), even when the file cannot be fetched this time,
+/// leaves everything as it was; an edit of its text
 /// keeps the file's line and pieces with the new text (the file fetched again), and the old
 /// text is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1073,11 +1074,17 @@ async fn an_update_keeps_the_files_of_its_message() {
     let update = |v: Value| -> serenity::all::MessageUpdateEvent {
         serde_json::from_value(v).expect("a MESSAGE_UPDATE payload")
     };
-    let downloads = fake.downloads();
     let mut pinned = p.clone();
     pinned["pinned"] = json!(true);
     handler.on_message_update(&update(pinned)).await;
     assert_eq!(messages(&database_text(&h).await), messages(&first));
+    // Pinned again while the file cannot be fetched: what was kept stays.
+    let mut unreachable = p.clone();
+    unreachable["attachments"][0]["url"] = json!(format!("{}/gone/standup.md", fake.url()));
+    unreachable["attachments"][0]["proxy_url"] = unreachable["attachments"][0]["url"].clone();
+    handler.on_message_update(&update(unreachable)).await;
+    assert_eq!(messages(&database_text(&h).await), messages(&first));
+    let downloads = fake.downloads();
 
     let mut edited = p.clone();
     edited["content"] = json!("notes from the Tuesday standup");
@@ -1093,16 +1100,20 @@ async fn an_update_keeps_the_files_of_its_message() {
             && after.contains(" standup.md] # Standup Ship the billing fix"),
         "{after}"
     );
-    assert!(after.contains("standup.md, part 1/1] # Standup"), "{after}");
+    assert_eq!(
+        after.matches("standup.md, part 1/1] # Standup").count(),
+        1,
+        "one piece, the old one gone: {after}"
+    );
     assert!(!after.contains("notes from the standup"), "{after}");
 }
 
-/// Attachments download through serenity from the URL Discord gives (the fake server stands
+/// Attachments download (reqwest, a 404 is a failed download) from the URL Discord gives (the fake server stands
 /// in for its CDN): a Markdown file's text is kept (a line in the message, a piece of its own,
 /// in the channel's scope), an image by name, and a file Discord says is too large is never
 /// fetched; the message is stored whatever becomes of its files.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn attachments_download_through_serenity() {
+async fn attachments_download_from_the_links_discord_gives() {
     let (h, fake, handler) = setup(false).await;
     let notes = b"# Standup\nShip the billing fix on Thursday\n";
     let url = fake.add_file("standup.md", notes);
