@@ -350,41 +350,13 @@ impl Bot {
         else {
             return Ok(());
         };
-        // Unchanged when the author's own text and the files are (a platform also sends an
-        // update for a pin or a resolved link preview): nothing to redo. Otherwise the old
-        // message goes with everything made from it and the edit is stored as new, files and
-        // all (the platforms send the files with an edit).
+        // Unchanged (a pin, a link preview): nothing to redo. Otherwise the old message goes
+        // with everything made from it and the edit is stored as new, files and all (the
+        // platforms send the files with an edit).
         let kept = self.store.message_attachments(old.id).await?;
-        let ids: Vec<i64> = kept.iter().map(|a| a.id).collect();
-        let not_read: Vec<String> = msg
-            .attachments
-            .iter()
-            .filter_map(|a| {
-                let why = a.content.as_ref().err()?;
-                let name = crate::ingest::attachments::clean_name(&a.name);
-                let gist = format!("not read: {why}");
-                Some(crate::ingest::attachments::line(a.kind, None, &name, &gist))
-            })
-            .collect();
-        let (own, lineless) = crate::ingest::attachments::own_text(&old.text, &ids, &not_read);
         let edited =
             crate::ingest::stored_form(&crate::ingest::message_text(msg, &self.config.bot.name));
-        let stored: std::collections::BTreeSet<&str> =
-            kept.iter().map(|a| a.sha256.as_str()).collect();
-        let carried: std::collections::BTreeSet<String> = msg
-            .attachments
-            .iter()
-            .filter_map(|a| a.content.as_ref().ok())
-            .map(|bytes| {
-                use sha2::{Digest, Sha256};
-                format!("{:x}", Sha256::digest(bytes))
-            })
-            .collect();
-        // Files the same: none new, and each kept one carried again or in a file that could
-        // not be fetched this time (a failed download on a pin keeps what was kept).
-        let same_files = carried.iter().all(|h| stored.contains(h.as_str()))
-            && stored.len() <= carried.len() + not_read.len();
-        if own == edited && lineless == 0 && same_files {
+        if crate::ingest::attachments::unchanged(&old.text, &kept, &edited, &msg.attachments) {
             return Ok(());
         }
         self.forget_message(&old).await?;

@@ -1,7 +1,8 @@
 //! What is kept of an attachment, pure: whether a file is text-like, its text decoded (a
 //! binary or broken file is not text), split by its structure (Markdown headings, CSV rows
 //! under their header, paragraphs) into pieces of bounded size, a short extractive summary,
-//! and the line the carrying message's text ends with ("[file#12 notes.md] …").
+//! the line the carrying message's text ends with ("[file#12 notes.md] …"), and whether an
+//! edit leaves a message with files as it was.
 
 use crate::domain::attachment::{AttachmentKind, IncomingAttachment};
 
@@ -258,12 +259,55 @@ pub fn clean_name(name: &str) -> String {
     }
 }
 
+/// SHA-256 of a file's bytes, hex: what a file is kept once by.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// Whether an edit leaves a stored message as it was (a platform also sends an update for a
+/// pin or a resolved link preview): the author's own text (`stored_text` without its files'
+/// lines) is `edited_text`, and the files are the same: none new among `incoming`, and each
+/// of `kept` carried again or in a file that could not be fetched this time (a failed
+/// download on a pin keeps what was kept).
+pub fn unchanged(
+    stored_text: &str,
+    kept: &[crate::store::AttachmentRecord],
+    edited_text: &str,
+    incoming: &[IncomingAttachment],
+) -> bool {
+    let ids: Vec<i64> = kept.iter().map(|a| a.id).collect();
+    let not_read: Vec<String> = incoming
+        .iter()
+        .filter_map(|a| {
+            let why = a.content.as_ref().err()?;
+            Some(line(
+                a.kind,
+                None,
+                &clean_name(&a.name),
+                &format!("not read: {why}"),
+            ))
+        })
+        .collect();
+    let (own, lineless) = own_text(stored_text, &ids, &not_read);
+    let stored: std::collections::BTreeSet<&str> = kept.iter().map(|a| a.sha256.as_str()).collect();
+    let carried: std::collections::BTreeSet<String> = incoming
+        .iter()
+        .filter_map(|a| a.content.as_deref().ok())
+        .map(sha256_hex)
+        .collect();
+    own == edited_text
+        && lineless == 0
+        && carried.iter().all(|h| stored.contains(h.as_str()))
+        && stored.len() <= carried.len() + not_read.len()
+}
+
 /// The part of a stored message's text its author wrote: without the lines its files added
 /// at the end, each at most once: one per file kept (`kept`: its id, "[file#12 …", whatever
 /// kind the line names) and one per line of a file not read (`not_read`, whole: "[file
 /// big.txt] not read: …"). A line the author typed to look like one stays theirs. Also says
 /// how many of `kept` had no line.
-pub fn own_text<'a>(stored: &'a str, kept: &[i64], not_read: &[String]) -> (&'a str, usize) {
+fn own_text<'a>(stored: &'a str, kept: &[i64], not_read: &[String]) -> (&'a str, usize) {
     let mut kept: Vec<i64> = kept.to_vec();
     let mut not_read: Vec<&str> = not_read.iter().map(String::as_str).collect();
     let mut is_line = |l: &str| {

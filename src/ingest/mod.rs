@@ -379,7 +379,6 @@ impl Ingestor {
         new: NewMessage,
         place: &Place,
     ) -> Result<(MessageId, String, Option<Language>), StoreError> {
-        use sha2::{Digest, Sha256};
         let (chars, max) = self.chunking;
         let mut reads = Vec::with_capacity(msg.attachments.len());
         for a in &msg.attachments {
@@ -425,7 +424,7 @@ impl Ingestor {
                 Ok(bytes) => {
                     slot.push(Some(kept.len()));
                     kept.push(crate::store::NewAttachment {
-                        sha256: format!("{:x}", Sha256::digest(bytes)),
+                        sha256: attachments::sha256_hex(bytes),
                         kind: a.kind.as_str().to_string(),
                         name: name.clone(),
                         mime: a
