@@ -11,6 +11,7 @@ use crate::embed::{EmbedError, Embedder, LocalEmbedder, OpenAiEmbedder, SharedEm
 use crate::ingest::Ingestor;
 use crate::linking::Linker;
 use crate::llm::prompts::{PromptError, PromptSource, PromptSources, Prompts};
+use crate::llm::transcribe::{OpenAiTranscriber, Transcriber};
 use crate::llm::{ChatModel, LlmError, OpenAiClient};
 use crate::memory::entries::EntryBook;
 use crate::memory::tokens::TokenCounter;
@@ -126,6 +127,19 @@ pub fn chat_model(
         secrets.llm_api_key.clone(),
         clock,
     )?)))
+}
+
+/// The configured speech-to-text model, or None when `llm.transcription_model` (or
+/// `llm.base_url`) is empty.
+pub fn transcriber(
+    config: &Config,
+    secrets: &Secrets,
+) -> Result<Option<Arc<dyn Transcriber>>, LlmError> {
+    let t = OpenAiTranscriber::new(&config.llm, secrets.llm_api_key.clone())?;
+    if t.is_some() {
+        info!(model = %config.llm.transcription_model, "speech to text configured: voice notes and audio files are transcribed");
+    }
+    Ok(t.map(|t| Arc::new(t) as Arc<dyn Transcriber>))
 }
 
 /// The configured embedder: the local MiniLM, an OpenAI-compatible API, or None (BM25 only).
@@ -707,12 +721,14 @@ pub struct Built {
     pub phrases: Arc<crate::domain::phrases::Phrases>,
 }
 
-/// Builds the bot from its parts; `embedder` (None: BM25 only) serves retrieval.
+/// Builds the bot from its parts; `embedder` (None: BM25 only) serves retrieval,
+/// `transcriber` (None: not configured) the voice notes.
 pub fn build_bot(
     config: &Config,
     store: Arc<dyn Store>,
     llm: Option<Arc<dyn ChatModel>>,
     embedder: Option<SharedEmbedder>,
+    transcriber: Option<Arc<dyn Transcriber>>,
     clock: Arc<dyn Clock>,
 ) -> Result<Built, AppError> {
     // What answers spend on the model and the embedder is limited per person and space; with
@@ -746,7 +762,7 @@ pub fn build_bot(
     let texts = texts(config)?;
     let responder = Responder::new(
         memory.manager.clone(),
-        llm,
+        llm.clone(),
         memory.tokens.clone(),
         memory.tools.clone(),
         config,
@@ -754,6 +770,19 @@ pub fn build_bot(
         texts.clone(),
     );
     let phrases = phrases(config)?;
+    // Images go to the chat model (as `llm.vision_model`) when one that takes them is named.
+    let vision = llm
+        .clone()
+        .filter(|_| !config.llm.vision_model.trim().is_empty())
+        .map(|model| (model, prompts.describe_image.clone()));
+    let describer = crate::ingest::describe::Describer::new(
+        vision,
+        transcriber,
+        (
+            config.attachments.chunk_chars,
+            config.attachments.max_chunks,
+        ),
+    );
     let bot = Bot::new(BotParts {
         config: config.clone(),
         ingestor: Ingestor::new(
@@ -765,7 +794,8 @@ pub fn build_bot(
             config.attachments.chunk_chars,
             config.attachments.max_chunks,
         )
-        .with_phrases(phrases.clone()),
+        .with_phrases(phrases.clone())
+        .with_describer(describer),
         linker: Linker::new(store.clone(), clock.clone()),
         store,
         clock,

@@ -456,6 +456,12 @@ pub struct LlmConfig {
     pub reply_tools: bool,
     /// Most rounds of tool calls in one reply.
     pub max_tool_rounds: usize,
+    /// A model of the same API that accepts images, for describing attached images (empty:
+    /// they are kept by name and caption only).
+    pub vision_model: String,
+    /// A speech-to-text model of the same API (`/audio/transcriptions`) for voice notes and
+    /// audio files (empty: they are kept by name only).
+    pub transcription_model: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

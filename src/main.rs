@@ -932,6 +932,7 @@ async fn start_bot(
         store.clone(),
         llm.clone(),
         embedder.clone(),
+        app::transcriber(config, secrets)?,
         clock.clone(),
     )?;
     let (bot, memory, phrases) = (Arc::new(built.bot), built.memory, built.phrases);

@@ -92,6 +92,7 @@ async fn counters_move_by_exactly_what_happened() {
         store.clone(),
         llm.clone(),
         embedder.clone(),
+        None,
         clock.clone(),
     )
     .unwrap();

@@ -315,7 +315,14 @@ pub async fn run(opts: &LoadOptions, db: &BenchDb) -> anyhow::Result<LoadReport>
     config.llm.base_url = fake.base_url();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let llm = app::chat_model(&config, &Secrets::default(), clock.clone())?;
-    let built = app::build_bot(&config, db.store.clone(), llm.clone(), None, clock.clone())?;
+    let built = app::build_bot(
+        &config,
+        db.store.clone(),
+        llm.clone(),
+        None,
+        None,
+        clock.clone(),
+    )?;
     let (bot, memory) = (Arc::new(built.bot), built.memory);
     memory.manager.follow_changes().await?;
     let (indexer, stop_indexer) = app::start_indexer(

@@ -195,7 +195,36 @@ impl Bot {
     /// Stores one message without answering it (the memory API's `add_message`): it is
     /// learned like chatter, by the jobs. The stored message's id; none for an empty text.
     pub async fn keep(&self, msg: &IncomingMessage) -> Result<Option<MessageId>, StoreError> {
-        Ok(self.ingestor.ingest(msg).await?.map(|i| i.message.id))
+        let Some(mut ingested) = self.ingestor.ingest(msg).await? else {
+            return Ok(None);
+        };
+        self.describe(msg, &mut ingested).await?;
+        Ok(Some(ingested.message.id))
+    }
+
+    /// What a model makes of the images and recordings `msg` came with, once it is stored
+    /// (`Ingestor::describe`), paid by its author: counted once towards their limits, as an
+    /// answer is (over them, the files keep their bare lines). The admission when counted.
+    async fn describe(
+        &self,
+        msg: &IncomingMessage,
+        ingested: &mut Ingested,
+    ) -> Result<Option<(Payer, Admission)>, StoreError> {
+        if ingested.withheld || !self.ingestor.describes(msg) {
+            return Ok(None);
+        }
+        let counted = self.payer(ingested.message.author, ingested.place.space);
+        let before = ingested.message.text.clone();
+        paid_by(counted.0, self.ingestor.describe(msg, ingested)).await?;
+        // A photo or a voice note sent to the bot without a word is answered as what the
+        // model made of it (as conversation: never read as a memory command).
+        if ingested.message.text != before
+            && ingested.command_text.trim().is_empty()
+            && matches!(ingested.command, Command::Chat)
+        {
+            ingested.command_text = ingested.message.text.clone();
+        }
+        Ok(Some(counted))
     }
 
     /// Who said `msg` and where, made on first sight; nothing is stored.
@@ -230,9 +259,10 @@ impl Bot {
         } else {
             msg
         };
-        let Some(ingested) = self.ingestor.ingest(msg).await? else {
+        let Some(mut ingested) = self.ingestor.ingest(msg).await? else {
             return Ok(None);
         };
+        let counted = self.describe(msg, &mut ingested).await?;
         if !ingested.addressed {
             // They moved on: a plain "yes" later is chatter again (their "Engram, yes" still
             // answers while the question lasts).
@@ -246,7 +276,10 @@ impl Bot {
         }
         // One answer, however many model calls it makes, counts once towards the limits; over
         // them it is made without spending (see `answer`).
-        let (payer, admission) = self.payer(ingested.message.author, ingested.place.space);
+        let (payer, admission) = match counted {
+            Some(counted) => counted,
+            None => self.payer(ingested.message.author, ingested.place.space),
+        };
         let answer = paid_by(payer, self.answer(msg, &ingested, admission));
         tokio::pin!(answer);
         let answer = tokio::select! {
@@ -362,7 +395,9 @@ impl Bot {
         self.forget_message(&old).await?;
         let mut msg = msg.clone();
         msg.sent_at = old.sent_at;
-        self.ingestor.ingest(&msg).await?;
+        if let Some(mut ingested) = self.ingestor.ingest(&msg).await? {
+            self.describe(&msg, &mut ingested).await?;
+        }
         Ok(())
     }
 

@@ -311,11 +311,7 @@ fn own_text<'a>(stored: &'a str, kept: &[i64], not_read: &[String]) -> (&'a str,
     let mut kept: Vec<i64> = kept.to_vec();
     let mut not_read: Vec<&str> = not_read.iter().map(String::as_str).collect();
     let mut is_line = |l: &str| {
-        let id = l
-            .strip_prefix('[')
-            .and_then(|l| l.split_once(' '))
-            .and_then(|(tag, _)| tag.split_once('#'))
-            .and_then(|(_, id)| id.parse::<i64>().ok());
+        let id = line_id(l);
         if let Some(i) = kept.iter().position(|k| Some(*k) == id) {
             kept.swap_remove(i);
             true
@@ -338,6 +334,28 @@ fn own_text<'a>(stored: &'a str, kept: &[i64], not_read: &[String]) -> (&'a str,
         }
     }
     (own, kept.len())
+}
+
+/// The id of the kept file a line names ("[file#12 notes.md] …": 12).
+fn line_id(line: &str) -> Option<i64> {
+    line.strip_prefix('[')
+        .and_then(|l| l.split_once(' '))
+        .and_then(|(tag, _)| tag.split_once('#'))
+        .and_then(|(_, id)| id.parse::<i64>().ok())
+}
+
+/// `text` (a stored message's) with the line of kept file `id` replaced by `line`, looked for
+/// among its last `files` lines (one per file it carries: the author's own text before them
+/// is never touched); None when it is not there.
+pub fn with_line(text: &str, id: i64, line: &str, files: usize) -> Option<String> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let first = lines.len().saturating_sub(files);
+    let at = (first..lines.len())
+        .rev()
+        .find(|&i| line_id(lines[i]) == Some(id))?;
+    let mut out: Vec<&str> = lines;
+    out[at] = line;
+    Some(out.join("\n"))
 }
 
 /// The line for an attachment in its message's text: kind, id (when it was kept), name, gist.
@@ -418,6 +436,26 @@ mod tests {
         assert_eq!(own_text("", &kept, &huge), ("", 2));
     }
     use proptest::prelude::*;
+
+    #[test]
+    fn a_files_line_is_replaced_and_the_authors_text_never() {
+        let stored = "see [image#13 typed]\n[image#13 shot.png]\n[file#14 a.md] # A";
+        assert_eq!(
+            with_line(stored, 13, "[image#13 shot.png] a cat", 2).as_deref(),
+            Some("see [image#13 typed]\n[image#13 shot.png] a cat\n[file#14 a.md] # A")
+        );
+        // A line the author typed before the files' lines is theirs.
+        assert_eq!(
+            with_line("[image#13 typed]\nhello\n[file#14 a.md]", 13, "x", 1),
+            None
+        );
+        assert_eq!(
+            with_line("[image#13 shot.png]", 13, "[image#13 shot.png] a", 1).as_deref(),
+            Some("[image#13 shot.png] a")
+        );
+        assert_eq!(with_line(stored, 99, "x", 2), None);
+        assert_eq!(with_line(stored, 13, "x", 0), None);
+    }
 
     #[test]
     fn text_files_are_known_by_type_or_ending() {

@@ -6,6 +6,7 @@
 //! taken out of stored text, and a code seen outside a private chat is revoked at once.
 
 pub mod attachments;
+pub mod describe;
 
 use crate::domain::language::{self, Language};
 use crate::domain::{
@@ -63,6 +64,8 @@ pub struct Ingestor {
     chunking: (usize, usize),
     /// The memory phrases of every language.
     phrases: Arc<Phrases>,
+    /// Describes images and transcribes recordings, when a model for it is configured.
+    describer: Option<Arc<describe::Describer>>,
 }
 
 /// Removes characters that have no business in chat text (NUL and other C0/C1 controls,
@@ -245,7 +248,118 @@ impl Ingestor {
             reply_seq: AtomicU64::new(0),
             chunking: (1200, 20),
             phrases: Arc::new(Phrases::built_in()),
+            describer: None,
         }
+    }
+
+    /// Describes images and transcribes recordings with `describer` (`describe`).
+    pub fn with_describer(mut self, describer: Option<describe::Describer>) -> Ingestor {
+        self.describer = describer.map(Arc::new);
+        self
+    }
+
+    /// Whether `describe` has something to do for `msg`: an image or a recording it was
+    /// sent with, read, and a model for it.
+    pub fn describes(&self, msg: &IncomingMessage) -> bool {
+        self.describer
+            .as_ref()
+            .is_some_and(|d| msg.attachments.iter().any(|a| d.reads(a)))
+    }
+
+    /// After `msg` is stored (`ingested`): what a model makes of its images (a description
+    /// and the text they show) and recordings (a transcript) joins it, one model call per
+    /// file (none for a file described before: the same bytes get the same surrogate). The
+    /// file's line in the message's text gets the gist ("[image#12 shot.png] a screenshot
+    /// of …"; `ingested` sees it too) and the rest is stored in pieces in the message's
+    /// scope, like a text file's. A file the model fails on (or that is not what it says)
+    /// keeps its bare line, and the log says why; a paused person's files are not sent.
+    pub async fn describe(
+        &self,
+        msg: &IncomingMessage,
+        ingested: &mut Ingested,
+    ) -> Result<(), StoreError> {
+        let Some(describer) = self.describer.as_ref().filter(|_| !ingested.withheld) else {
+            return Ok(());
+        };
+        let records = self.store.message_attachments(ingested.message.id).await?;
+        let caption = stored_form(&message_text(msg, &self.bot_name));
+        let mut done = std::collections::BTreeSet::new();
+        for a in msg.attachments.iter().filter(|a| describer.reads(a)) {
+            let Ok(bytes) = &a.content else { continue };
+            let sha = attachments::sha256_hex(bytes);
+            let Some(record) = records.iter().find(|r| r.sha256 == sha) else {
+                continue;
+            };
+            if !done.insert(record.id) {
+                continue;
+            }
+            let cached = record
+                .surrogate
+                .as_deref()
+                .and_then(|s| serde_json::from_str::<describe::Surrogate>(s).ok());
+            let surrogate = match cached {
+                Some(s) => s,
+                None => match describer.describe(a, &caption).await {
+                    Ok(s) => self.redacted(s, &ingested.place).await?,
+                    Err(why) => {
+                        warn!(platform = msg.platform.as_str(), kind = a.kind.as_str(),
+                            attachment = record.id, reason = %why, "attachment not described");
+                        continue;
+                    }
+                },
+            };
+            let name = attachments::clean_name(&a.name);
+            let line = attachments::line(a.kind, Some(record.id), &name, &surrogate.gist);
+            let files = msg.attachments.len();
+            let rewrite = |text: &str| attachments::with_line(text, record.id, &line, files);
+            let m = &ingested.message;
+            let pieces: Vec<NewMessage> = surrogate
+                .pieces
+                .iter()
+                .enumerate()
+                .map(|(n, (label, text))| NewMessage {
+                    space: m.space,
+                    channel: m.channel.clone(),
+                    scope: m.scope.clone(),
+                    privacy: ingested.record.privacy,
+                    author: m.author,
+                    is_bot: m.is_bot,
+                    // Not something a person said: kept out of summaries and extraction.
+                    is_command: true,
+                    external_id: format!("{}#a{}.{n}", msg.external_id, record.id),
+                    reply_to: None,
+                    text: format!("[{}#{} {name}, {label}] {text}", a.kind.as_str(), record.id),
+                    language: language::detect(text),
+                    sent_at: m.sent_at,
+                    withheld: false,
+                })
+                .collect();
+            let json = serde_json::to_string(&surrogate).expect("a surrogate is JSON");
+            match self
+                .store
+                .describe_attachment(m.id, record.id, &json, &rewrite, &pieces)
+                .await?
+            {
+                Some(text) => ingested.message.text = text,
+                // Forgotten meanwhile: nothing more to add.
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// `s` with secrets and link codes taken out, as of any text kept from `place`.
+    async fn redacted(
+        &self,
+        s: describe::Surrogate,
+        place: &Place,
+    ) -> Result<describe::Surrogate, StoreError> {
+        let gist = self.without_link_codes(&s.gist, place).await?;
+        let mut pieces = Vec::with_capacity(s.pieces.len());
+        for (label, text) in s.pieces {
+            pieces.push((label, self.without_link_codes(&text, place).await?));
+        }
+        Ok(describe::Surrogate { gist, pieces })
     }
 
     /// Reads memory requests with `phrases` (default: the built-in files).

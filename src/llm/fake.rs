@@ -100,6 +100,7 @@ impl FakeLlmServer {
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
             .route("/v1/embeddings", post(handle_embeddings))
+            .route("/v1/audio/transcriptions", post(handle_transcription))
             .with_state(shared.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -296,6 +297,9 @@ async fn handle(State(shared): State<Arc<Mutex<Shared>>>, Json(body): Json<Value
         Behavior::Content(content) => completion(&content, &body),
         Behavior::InvalidJson => completion("Sure! Here is what I think: {facts: oops", &body),
         Behavior::Smart | Behavior::Gullible if task == "tool_chat" => tool_chat(&body),
+        Behavior::Smart | Behavior::Gullible if task == "describe_image" => {
+            completion(&describe_image(&body), &body)
+        }
         Behavior::Smart if task == "reply" && has_tools(&body) => tool_reply(&body, false),
         Behavior::Gullible if task == "reply" && has_tools(&body) => tool_reply(&body, true),
         Behavior::Smart | Behavior::Gullible => completion(&smart_answer(&task, &body), &body),
@@ -453,6 +457,81 @@ async fn handle_embeddings(
                 .into_response()
         }
     }
+}
+
+/// `/v1/audio/transcriptions` (multipart: `model`, `file`): the transcript is the longest run
+/// of printable text in the file's bytes (a test's "voice note" is an audio header and the
+/// words said); failures follow the same behaviours as chat, garbled is not JSON.
+async fn handle_transcription(
+    State(shared): State<Arc<Mutex<Shared>>>,
+    mut form: axum::extract::Multipart,
+) -> Response {
+    let (mut model, mut name, mut bytes) = (String::new(), String::new(), Vec::new());
+    while let Ok(Some(field)) = form.next_field().await {
+        match field.name() {
+            Some("model") => model = field.text().await.unwrap_or_default(),
+            Some("file") => {
+                name = field.file_name().unwrap_or_default().to_string();
+                bytes = field.bytes().await.map(|b| b.to_vec()).unwrap_or_default();
+            }
+            _ => {}
+        }
+    }
+    let body = json!({"model": model, "file": name, "size": bytes.len()});
+    let behavior = admit(&shared, "transcribe", &body).await;
+    if let Some(failure) = failure(&behavior).await {
+        return failure;
+    }
+    match behavior {
+        Behavior::Status(_) | Behavior::RateLimited | Behavior::RetryAfter(_) | Behavior::Hang => {
+            unreachable!()
+        }
+        Behavior::InvalidJson => "Sure! the audio says {oops".into_response(),
+        Behavior::Content(text) => Json(json!({ "text": text })).into_response(),
+        Behavior::Smart | Behavior::Gullible => {
+            Json(json!({ "text": printable_text(&bytes) })).into_response()
+        }
+    }
+}
+
+/// The longest run of printable text in `bytes` (split at control characters and bytes
+/// that are not UTF-8), trimmed: what the fake "sees" in an image or "hears" in a recording.
+pub fn printable_text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .split(|c: char| (c.is_control() && c != ' ') || c == char::REPLACEMENT_CHARACTER)
+        .map(str::trim)
+        .max_by_key(|run| run.chars().count())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Task `describe_image`: for each image shown (a data URL), the text in its bytes
+/// (`printable_text`) as what it shows; nothing readable is "a picture".
+fn describe_image(body: &Value) -> String {
+    use base64::Engine as _;
+    let texts: Vec<String> = body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter_map(|part| part["image_url"]["url"].as_str())
+        .filter_map(|url| url.split_once(";base64,").map(|(_, data)| data.to_string()))
+        .filter_map(|data| base64::engine::general_purpose::STANDARD.decode(data).ok())
+        .map(|bytes| printable_text(&bytes))
+        .collect();
+    let text = texts.join("\n");
+    let short = if text.is_empty() {
+        "a picture".to_string()
+    } else {
+        format!("a picture saying {}", clip(&text, 60))
+    };
+    json!({
+        "short": short,
+        "detailed": format!("A picture. {}", if text.is_empty() { "No text on it.".to_string() } else { format!("The text on it reads: {}", clip(&text, 300)) }),
+        "text": text,
+    })
+    .to_string()
 }
 
 /// Words hashed into `dims` buckets (not normalised: the client normalises).

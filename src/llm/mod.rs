@@ -1,12 +1,13 @@
 //! The chat-model seam at the bottom of the memory flow: the `ChatModel` trait, the
-//! OpenAI-compatible client (`openai`), the prompts from `prompts/`, and a fake
-//! OpenAI-compatible server (`fake`) for tests and benchmarks.
+//! OpenAI-compatible client (`openai`), speech to text (`transcribe`), the prompts from
+//! `prompts/`, and a fake OpenAI-compatible server (`fake`) for tests and benchmarks.
 
 pub mod budgeted;
 #[cfg(feature = "test-util")]
 pub mod fake;
 pub mod openai;
 pub mod prompts;
+pub mod transcribe;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -68,6 +69,10 @@ pub struct ChatMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// The tool call this message answers (tool results only).
     pub tool_call_id: Option<String>,
+    /// Images shown with the text, as data URLs (`data:image/png;base64,…`): sent as OpenAI
+    /// vision content parts, to `llm.vision_model`.
+    #[serde(skip)]
+    pub images: Vec<String>,
 }
 
 impl ChatMessage {
@@ -77,6 +82,7 @@ impl ChatMessage {
             content,
             tool_calls: Vec::new(),
             tool_call_id: None,
+            images: Vec::new(),
         }
     }
     /// The assistant's turn that asked for tool calls (sent back with their results).
@@ -100,6 +106,13 @@ impl ChatMessage {
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
         ChatMessage::new(Role::User, content.into())
+    }
+    /// A user message showing `images` (data URLs) with its text.
+    pub fn user_with_images(content: impl Into<String>, images: Vec<String>) -> Self {
+        ChatMessage {
+            images,
+            ..ChatMessage::new(Role::User, content.into())
+        }
     }
 }
 

@@ -14,6 +14,7 @@ pub struct OpenAiClient {
     http: reqwest::Client,
     endpoint: String,
     model: String,
+    vision_model: String,
     api_key: Option<String>,
     timeout: Duration,
     max_retries: u32,
@@ -35,7 +36,7 @@ struct Breaker {
 #[derive(Serialize)]
 struct WireRequest<'a> {
     model: &'a str,
-    messages: &'a [ChatMessage],
+    messages: Vec<serde_json::Value>,
     temperature: f32,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
@@ -90,6 +91,11 @@ impl OpenAiClient {
             http,
             endpoint: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
             model: config.model.clone(),
+            vision_model: if config.vision_model.trim().is_empty() {
+                config.model.clone()
+            } else {
+                config.vision_model.clone()
+            },
             api_key,
             timeout,
             max_retries: config.max_retries,
@@ -138,9 +144,14 @@ impl OpenAiClient {
     }
 
     async fn attempt(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let shows_images = request.messages.iter().any(|m| !m.images.is_empty());
         let body = WireRequest {
-            model: &self.model,
-            messages: &request.messages,
+            model: if shows_images {
+                &self.vision_model
+            } else {
+                &self.model
+            },
+            messages: request.messages.iter().map(wire_message).collect(),
             temperature: request.temperature,
             max_tokens: request.max_tokens,
             response_format: request
@@ -222,6 +233,23 @@ impl OpenAiClient {
         }
         self.backoff.saturating_mul(1u32 << attempt.min(16))
     }
+}
+
+/// A message as the API takes it: with images, its content is a list of parts (the text, then
+/// each image as an `image_url`).
+fn wire_message(m: &ChatMessage) -> serde_json::Value {
+    // Strings, options and lists of strings: always JSON.
+    let mut v = serde_json::to_value(m).expect("a chat message is JSON");
+    if !m.images.is_empty() {
+        let mut parts = vec![serde_json::json!({"type": "text", "text": m.content})];
+        parts.extend(
+            m.images
+                .iter()
+                .map(|url| serde_json::json!({"type": "image_url", "image_url": {"url": url}})),
+        );
+        v["content"] = serde_json::Value::Array(parts);
+    }
+    v
 }
 
 /// Retry-After in seconds or as an HTTP date. Negative, NaN and unreadable values are none; a

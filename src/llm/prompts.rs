@@ -30,6 +30,9 @@ pub const WORKING_MEMORY: &str = include_str!("../../prompts/working_memory.md")
 /// The built-in `episode_summary.md`.
 pub const EPISODE_SUMMARY: &str = include_str!("../../prompts/episode_summary.md");
 
+/// The built-in `describe_image.md`.
+pub const DESCRIBE_IMAGE: &str = include_str!("../../prompts/describe_image.md");
+
 /// The prompts in use: one text per task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompts {
@@ -55,6 +58,8 @@ pub struct Prompts {
     pub working_memory: String,
     /// The final structured summary of a closed episode, with its fact candidates.
     pub episode_summary: String,
+    /// What an attached image shows (with a vision model).
+    pub describe_image: String,
 }
 
 /// Where one prompt in use came from.
@@ -116,7 +121,7 @@ pub enum PromptError {
 pub type PromptSources = Vec<(&'static str, PromptSource)>;
 
 /// Each prompt: its file name, built-in text, and the placeholders it must hold.
-const FILES: [(&str, &str, &[&str]); 11] = [
+const FILES: [(&str, &str, &[&str]); 12] = [
     ("remember.md", REMEMBER, &[]),
     ("forget.md", FORGET, &[]),
     ("day_summary.md", DAY_SUMMARY, &["max_chars"]),
@@ -136,6 +141,7 @@ const FILES: [(&str, &str, &[&str]); 11] = [
         &["max_chars", "max_loops"],
     ),
     ("episode_summary.md", EPISODE_SUMMARY, &["max_chars"]),
+    ("describe_image.md", DESCRIBE_IMAGE, &["max_chars"]),
 ];
 
 impl Prompts {
@@ -144,7 +150,7 @@ impl Prompts {
         Prompts::from_texts(FILES.map(|(_, text, _)| text.to_string()))
     }
 
-    fn from_texts(t: [String; 11]) -> Prompts {
+    fn from_texts(t: [String; 12]) -> Prompts {
         let [
             remember,
             forget,
@@ -157,6 +163,7 @@ impl Prompts {
             extract_day_summary,
             working_memory,
             episode_summary,
+            describe_image,
         ] = t;
         Prompts {
             remember,
@@ -170,6 +177,7 @@ impl Prompts {
             extract_day_summary,
             working_memory,
             episode_summary,
+            describe_image,
         }
     }
 
@@ -209,7 +217,7 @@ impl Prompts {
                 }
             }
         }
-        let texts: [String; 11] = texts.try_into().expect("one text per prompt file");
+        let texts: [String; 12] = texts.try_into().expect("one text per prompt file");
         Ok((Prompts::from_texts(texts), sources))
     }
 }

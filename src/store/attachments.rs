@@ -39,11 +39,17 @@ pub struct AttachmentRecord {
     pub mime: String,
     /// Its size in bytes.
     pub size: i64,
+    /// What a vision or speech-to-text model made of it (JSON, as `describe_attachment`
+    /// kept it), if one did.
+    pub surrogate: Option<String>,
 }
 
 /// Makes the carrying message and the pieces of its attachments' text from the attachments'
 /// ids (in the order given).
 pub type Compose<'a> = &'a (dyn Fn(&[i64]) -> (NewMessage, Vec<NewMessage>) + Send + Sync);
+
+/// Makes a message's new text from its text as stored (None: it stays as it is).
+pub type Rewrite<'a> = &'a (dyn Fn(&str) -> Option<String> + Send + Sync);
 
 /// Attachments and the messages that carried them.
 #[async_trait]
@@ -60,6 +66,20 @@ pub trait Attachments: Send + Sync {
     async fn message_attachments(&self, message: MessageId) -> StoreResult<Vec<AttachmentRecord>>;
     /// The pieces of attachment text stored for a message, in order.
     async fn attachment_parts(&self, message: MessageId) -> StoreResult<Vec<StoredMessage>>;
+    /// In one transaction, when message `message` is still there: its text becomes what
+    /// `rewrite` makes of it (its postings, vector, episode and day summaries follow),
+    /// `pieces` are stored pointing at it (a redelivery adds nothing twice), and attachment
+    /// `attachment` keeps `surrogate` (what a model made of the file, reused when the same
+    /// file comes again). The text now stored; None when the message is gone (forgotten or
+    /// deleted meanwhile): then nothing is added.
+    async fn describe_attachment(
+        &self,
+        message: MessageId,
+        attachment: i64,
+        surrogate: &str,
+        rewrite: Rewrite<'_>,
+        pieces: &[NewMessage],
+    ) -> StoreResult<Option<String>>;
 }
 
 on_both_backends! {
@@ -91,18 +111,7 @@ on_both_backends! {
             }
             let (message, parts) = compose(&ids);
             let id = insert_chunk(&mut tx, std::slice::from_ref(&message)).await?[0];
-            if !parts.is_empty() {
-                let mut part_ids: Vec<i64> = Vec::with_capacity(parts.len());
-                for chunk in parts.chunks(MESSAGE_CHUNK) {
-                    part_ids.extend(insert_chunk(&mut tx, chunk).await?.into_iter().map(|m| m.0));
-                }
-                sqlx::query(concat!("UPDATE messages SET attachment_of = $1 WHERE id ", in_list!(2)))
-                    .bind(id.0)
-                    .bind(list(&part_ids))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-            }
+            insert_parts(&mut tx, id, &parts).await?;
             for a in &ids {
                 sqlx::query(
                     "INSERT INTO message_attachments (message_id, attachment_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
@@ -115,6 +124,29 @@ on_both_backends! {
             }
             tx.commit().await.map_err(db_err)?;
             Ok(id)
+        }
+
+        async fn describe_attachment(
+            &self,
+            message: MessageId,
+            attachment: i64,
+            surrogate: &str,
+            rewrite: Rewrite<'_>,
+            pieces: &[NewMessage],
+        ) -> StoreResult<Option<String>> {
+            let mut tx = self.write_tx().await?;
+            let Some(text) = rewrite_text(&mut tx, message, rewrite).await? else {
+                return Ok(None);
+            };
+            insert_parts(&mut tx, message, pieces).await?;
+            sqlx::query("UPDATE attachments SET surrogate = $1 WHERE id = $2")
+                .bind(surrogate)
+                .bind(attachment)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            Ok(Some(text))
         }
 
         async fn attachment_parts(&self, message: MessageId) -> StoreResult<Vec<StoredMessage>> {
@@ -133,8 +165,8 @@ on_both_backends! {
         }
 
         async fn message_attachments(&self, message: MessageId) -> StoreResult<Vec<AttachmentRecord>> {
-            let rows: Vec<(i64, String, String, String, String, i64)> = sqlx::query_as(
-                "SELECT a.id, a.sha256, a.kind, a.name, a.mime, a.size FROM attachments a \
+            let rows: Vec<(i64, String, String, String, String, i64, Option<String>)> = sqlx::query_as(
+                "SELECT a.id, a.sha256, a.kind, a.name, a.mime, a.size, a.surrogate FROM attachments a \
                  JOIN message_attachments ma ON ma.attachment_id = a.id WHERE ma.message_id = $1 ORDER BY a.id",
             )
             .bind(message.0)
@@ -143,15 +175,34 @@ on_both_backends! {
             .map_err(db_err)?;
             Ok(rows
                 .into_iter()
-                .map(|(id, sha256, kind, name, mime, size)| AttachmentRecord {
+                .map(|(id, sha256, kind, name, mime, size, surrogate)| AttachmentRecord {
                     id,
                     sha256,
                     kind,
                     name,
                     mime,
                     size,
+                    surrogate,
                 })
                 .collect())
         }
+    }
+
+    /// Stores `parts` (pieces of attachment text) pointing at message `of`.
+    async fn insert_parts(conn: &mut Conn, of: MessageId, parts: &[NewMessage]) -> StoreResult<()> {
+        if parts.is_empty() {
+            return Ok(());
+        }
+        let mut part_ids: Vec<i64> = Vec::with_capacity(parts.len());
+        for chunk in parts.chunks(MESSAGE_CHUNK) {
+            part_ids.extend(insert_chunk(&mut *conn, chunk).await?.into_iter().map(|m| m.0));
+        }
+        sqlx::query(concat!("UPDATE messages SET attachment_of = $1 WHERE id ", in_list!(2)))
+            .bind(of.0)
+            .bind(list(&part_ids))
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
 }

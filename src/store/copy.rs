@@ -338,6 +338,7 @@ impl Table {
                     ("mime", Text),
                     ("size", Int),
                     ("created_at", Int),
+                    ("surrogate", NullText),
                 ],
                 order_by: "id",
                 has_identity: true,

@@ -692,6 +692,80 @@ on_both_backends! {
         Ok(())
     }
 
+    /// Message `id`'s text becomes what `rewrite` makes of it (None: it stays), and what was
+    /// derived from the old text follows: its postings are written again (unless they wait
+    /// in `message_terms_backlog`, which reads the new text), its vector and those made with
+    /// it as context wait to be made again, its episode reopens with its new length, and the
+    /// summaries that read its day go. The text now stored; None when the message is gone.
+    pub(in crate::store) async fn rewrite_text(
+        conn: &mut Conn,
+        id: MessageId,
+        rewrite: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+    ) -> StoreResult<Option<String>> {
+        let row: Option<MessageRow> = sqlx::query_as(concat!(
+            "SELECT id, scope, sent_at, episode_id, text, withheld, language FROM messages WHERE id = $1",
+            for_update!()
+        ))
+        .bind(id.0)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        let Some(row) = row else { return Ok(None) };
+        let Some(text) = rewrite(&row.4).filter(|t| *t != row.4) else {
+            return Ok(Some(row.4));
+        };
+        let (scope, episode, withheld) = (row.1.clone(), row.3, row.5);
+        let language = row.6.as_deref().and_then(Language::from_code);
+        let plan = forget_plan(std::slice::from_ref(&row))?;
+        let queued: Option<i64> =
+            sqlx::query_scalar("SELECT message_id FROM message_terms_backlog WHERE message_id = $1")
+                .bind(id.0)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        sqlx::query("UPDATE messages SET text = $1 WHERE id = $2")
+            .bind(&text)
+            .bind(id.0)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        if !withheld && queued.is_none() {
+            unpost(&mut *conn, &plan).await?;
+            write_postings(&mut *conn, &[(id.0, scope.clone(), text.clone(), language)]).await?;
+        }
+        if let Some(episode) = episode {
+            let old_len = plan.episodes.get(&episode).map_or(0, |e| e.1);
+            let delta = document_terms_in(&text, language).len as i64 - old_len;
+            sqlx::query(
+                "UPDATE episodes SET total_len = total_len + $1, closed = false, summary = NULL, embedding = NULL, embedding_space = NULL WHERE id = $2",
+            )
+            .bind(delta)
+            .bind(episode)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            sqlx::query("UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2")
+                .bind(delta)
+                .bind(&scope)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        }
+        drop_summaries(&mut *conn, &plan).await?;
+        // Embedded already (the indexer took it): made again from the new text.
+        sqlx::query(
+            "INSERT INTO vector_backlog (message_id) SELECT DISTINCT message_id FROM message_vectors \
+             WHERE message_id = $1 ON CONFLICT DO NOTHING",
+        )
+        .bind(id.0)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        forget_vectors(&mut *conn, &[id.0]).await?;
+        forget_context_vectors(&mut *conn, &[id.0]).await?;
+        Ok(Some(text))
+    }
+
     impl Backend {
         async fn chatter(
             &self,

@@ -77,7 +77,7 @@ pub mod vectors;
 use crate::domain::{MessageId, PersonId, Scope, SpaceId, StoredMessage};
 
 pub use admin::{Admin, Readiness, TableCount};
-pub use attachments::{AttachmentRecord, Attachments, NewAttachment};
+pub use attachments::{AttachmentRecord, Attachments, NewAttachment, Rewrite};
 pub use copy::{Table, Value};
 pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
 pub use episodes::{Episodes, RefreshDue, WorkingMemory};

@@ -57,7 +57,9 @@ pub(super) mod shared {
         notify as changed, place_message, search_messages, space_index, watch_changes,
         write_postings,
     };
-    pub(in crate::store) use crate::store::messages::on_postgres::{insert_chunk, set_languages};
+    pub(in crate::store) use crate::store::messages::on_postgres::{
+        insert_chunk, rewrite_text, set_languages,
+    };
     pub(in crate::store) use crate::store::messages::queued_postings;
     pub(in crate::store) use crate::store::search::on_postgres::drop_episode;
     pub(in crate::store) use crate::store::vectors::on_postgres::{

@@ -48,7 +48,9 @@ pub(super) mod shared {
         nearest_messages, place_message, search_messages, space_index, watch_changes,
         write_postings,
     };
-    pub(in crate::store) use crate::store::messages::on_sqlite::{insert_chunk, set_languages};
+    pub(in crate::store) use crate::store::messages::on_sqlite::{
+        insert_chunk, rewrite_text, set_languages,
+    };
     pub(in crate::store) use crate::store::messages::queued_postings;
     pub(in crate::store) use crate::store::search::on_sqlite::drop_episode;
     pub(in crate::store) use crate::store::vectors::on_sqlite::{

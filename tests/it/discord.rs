@@ -68,7 +68,11 @@ async fn setup(llm: bool) -> (Harness, FakeDiscord, Handler) {
 
 /// `setup` on `url`'s database (PostgreSQL) or a SQLite file of its own.
 async fn setup_on(url: Option<String>, llm: bool) -> (Harness, FakeDiscord, Handler) {
-    let h = harness_on(url, llm).await;
+    connect(harness_on(url, llm).await).await
+}
+
+/// A fake Discord with a guild of channels and threads, and the handler of `h`'s bot on it.
+async fn connect(h: Harness) -> (Harness, FakeDiscord, Handler) {
     let fake = FakeDiscord::start(TOKEN).await.unwrap();
     fake.add_text_channel(GUILD, GENERAL, "general", false);
     fake.add_text_channel(GUILD, MODS, "mods", true);
@@ -1147,6 +1151,68 @@ async fn attachments_download_from_the_links_discord_gives() {
     assert!(
         text.lines()
             .filter(|l| l.contains("standup.md, part"))
+            .all(|l| l.contains(" | space:")),
+        "in the channel's scope"
+    );
+}
+
+/// An image and an audio file of a Discord message, with a vision and a speech-to-text model:
+/// the image's line gets its short description and its text is kept as a piece, the audio's
+/// line its transcript, all in the channel's scope; the message is stored before either call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_and_audio_of_a_discord_message_are_described() {
+    let h = Harness::build(true, |c| {
+        c.llm.vision_model = "fake-vision".into();
+        c.llm.transcription_model = "fake-whisper".into();
+    })
+    .await;
+    let (h, fake, handler) = connect(h).await;
+    let handler = Arc::new(handler);
+    let llm = h.fake.as_ref().unwrap();
+    let shot = fake.add_file(
+        "build.png",
+        b"\x89PNG\r\n\x1a\n\0error: missing semicolon at line 42\0",
+    );
+    let memo = fake.add_file("memo.mp3", b"ID3\x04\0lunch with the team moved to noon\0");
+    let file = |id: &str, name: &str, url: &str, mime: &str| {
+        json!({"id": id, "filename": name, "size": 64, "url": url, "proxy_url": url,
+               "content_type": mime})
+    };
+    let mut p = payload(7101, GENERAL, Some(GUILD), ALICE, "the build again");
+    p["attachments"] = json!([
+        file("9101", "build.png", &shot, "image/png"),
+        file("9102", "memo.mp3", &memo, "audio/mpeg"),
+    ]);
+    // Held: the message is in the database while the model has not answered.
+    llm.hold();
+    let handling = tokio::spawn({
+        let handler = handler.clone();
+        let m = message(p);
+        async move { handler.on_message(&m).await }
+    });
+    llm.wait_seen(1, std::time::Duration::from_secs(20)).await;
+    assert!(
+        database_text(&h)
+            .await
+            .contains("the build again\n[image#1 build.png]"),
+        "stored before the model is asked"
+    );
+    llm.release();
+    handling.await.unwrap();
+    assert_eq!(
+        (llm.count("describe_image"), llm.count("transcribe")),
+        (1, 1)
+    );
+    let text = database_text(&h).await;
+    for kept in [
+        "the build again\n[image#1 build.png] a picture saying error: missing semicolon at line 42\n[audio#2 memo.mp3] audio: lunch with the team moved to noon",
+        "[image#1 build.png, text] error: missing semicolon at line 42",
+    ] {
+        assert!(text.contains(kept), "{kept}: {text}");
+    }
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("build.png, "))
             .all(|l| l.contains(" | space:")),
         "in the channel's scope"
     );

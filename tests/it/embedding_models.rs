@@ -207,6 +207,7 @@ async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
         h.store.clone(),
         engram::app::chat_model(&config_b, &Secrets::default(), clock.clone()).unwrap(),
         Some(model_b.clone()),
+        None,
         clock.clone(),
     )
     .unwrap();

@@ -1329,6 +1329,7 @@ on_both_backends!(
     vector_spaces_never_mix,
     a_vector_written_while_its_message_is_forgotten_goes_too,
     a_channels_scopes_never_share_working_memory_or_episodes,
+    describing_an_attachment_rewrites_its_message_and_what_came_of_it,
 );
 
 /// A private word kept in a channel's id beside public chatter (a private chat's space named
@@ -1582,4 +1583,123 @@ async fn postgres_a_vector_write_waits_for_a_forget_in_progress() {
         "the vector was written past the forget"
     );
 }
+}
+
+/// What a model made of an image joins its message: the line's new text is searchable and the
+/// old one's words stay findable once, the vector made from the old text is made again, the
+/// pieces point at the message, the surrogate is kept with the file; doing it twice changes
+/// nothing; a message deleted meanwhile gets nothing, and its pieces and the file go with it.
+async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Arc<dyn Store>) {
+    let (lab, author, _) = conversation(&s).await;
+    let scopes = [Scope::Space(lab)];
+    let found = |s: Arc<dyn Store>, q: &'static str| {
+        let scopes = scopes.clone();
+        async move {
+            s.search_messages(&scopes, &query_terms(q, 16), Bm25::default(), 10)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|h| h.message.text)
+                .collect::<Vec<_>>()
+        }
+    };
+    let file = engram::store::NewAttachment {
+        sha256: "ab".repeat(32),
+        kind: "image".into(),
+        name: "shot.png".into(),
+        mime: "image/png".into(),
+        size: 10,
+        at: t(2),
+    };
+    let compose = |ids: &[i64]| {
+        let text = format!("look at this\n[image#{} shot.png]", ids[0]);
+        (
+            msg(lab, Scope::Space(lab), author, "img", &text, t(2)),
+            Vec::new(),
+        )
+    };
+    let id = s.insert_with_attachments(&[file], &compose).await.unwrap();
+    let att = s.message_attachments(id).await.unwrap()[0].id;
+    assert_eq!(s.message_attachments(id).await.unwrap()[0].surrogate, None);
+    let space = s.vector_space(&model(384)).await.unwrap();
+    index_pending(&s, |m| {
+        Some(Embedding {
+            space,
+            vector: axis(m.id.0 as usize % 384),
+        })
+    })
+    .await;
+    assert_eq!(s.message_vectors(space, &[id]).await.unwrap().len(), 1);
+    assert!(found(s.clone(), "frobnitz").await.is_empty());
+
+    let described = format!("[image#{att} shot.png] a frobnitz error");
+    let rewrite = |text: &str| engram::ingest::attachments::with_line(text, att, &described, 1);
+    let mut piece = msg(
+        lab,
+        Scope::Space(lab),
+        author,
+        "img#a1.0",
+        "[image 1, text] ImportError frobnitz",
+        t(2),
+    );
+    piece.is_command = true;
+    let pieces = vec![piece];
+    for _ in 0..2 {
+        let text = s
+            .describe_attachment(
+                id,
+                att,
+                "{\"gist\":\"a frobnitz error\"}",
+                &rewrite,
+                &pieces,
+            )
+            .await
+            .unwrap();
+        assert_eq!(text, Some(format!("look at this\n{described}")));
+        assert_eq!(s.attachment_parts(id).await.unwrap().len(), 1);
+        let mut hits = found(s.clone(), "frobnitz").await;
+        hits.sort();
+        assert_eq!(
+            hits,
+            [
+                "[image 1, text] ImportError frobnitz".to_string(),
+                format!("look at this\n{described}"),
+            ]
+        );
+        // The old words are found once, with the new text.
+        assert_eq!(
+            found(s.clone(), "look").await,
+            [format!("look at this\n{described}")]
+        );
+    }
+    assert_eq!(
+        s.messages_by_id(&[id]).await.unwrap()[0].text,
+        format!("look at this\n{described}")
+    );
+    assert_eq!(
+        s.message_attachments(id).await.unwrap()[0]
+            .surrogate
+            .as_deref(),
+        Some("{\"gist\":\"a frobnitz error\"}")
+    );
+    // The vector of the old text is gone and waits to be made again.
+    assert!(s.message_vectors(space, &[id]).await.unwrap().is_empty());
+    assert!(
+        s.vectors_to_redo(10)
+            .await
+            .unwrap()
+            .iter()
+            .any(|m| m.id == id)
+    );
+
+    // Deleted: it goes with its pieces and the file, and a late description adds nothing.
+    s.delete_messages(&[id]).await.unwrap();
+    let late = s
+        .describe_attachment(id, att, "{}", &rewrite, &pieces)
+        .await
+        .unwrap();
+    assert_eq!(late, None);
+    assert!(found(s.clone(), "frobnitz").await.is_empty());
+    assert!(s.attachment_parts(id).await.unwrap().is_empty());
+    assert!(s.message_attachments(id).await.unwrap().is_empty());
 }

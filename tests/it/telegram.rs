@@ -972,3 +972,169 @@ async fn attachments_are_kept_as_text_in_their_place() {
         "the group still carries it"
     );
 }
+
+/// Images and recordings through the real teloxide client, with a vision model and a
+/// speech-to-text model (the fake server's): a photo gets a short description in its line
+/// (which the answer to it already sees) and its detailed description and visible text as
+/// pieces in the private chat's scope; a voice note gets its transcript; bytes that are not an
+/// image are never sent to the model; the same photo again costs no second call; a garbled
+/// answer leaves the bare line and the message; the description never surfaces in another
+/// group, and deleting the messages takes every word of it with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_and_voice_notes_are_described_in_their_place() {
+    let h = Harness::build(true, |c| {
+        c.llm.vision_model = "fake-vision".into();
+        c.llm.transcription_model = "fake-whisper".into();
+    })
+    .await;
+    let llm = h.fake.as_ref().unwrap();
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let dm = alice_dm();
+    let shot = b"\x89PNG\r\n\x1a\n\0ImportError: no module named frobnitz\0\x01";
+    let first = fake.push_file(&dm, ALICE, TgFile::Photo(shot), "my screen right now", None);
+    fake.wait_sent(1, WITHIN).await;
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Voice(b"OggS\0\x02remind me to buy oat milk on friday\0"),
+        "",
+        None,
+    );
+    fake.wait_sent(2, WITHIN).await;
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Photo(b"<html>a 404 page</html>"),
+        "",
+        None,
+    );
+    fake.wait_sent(3, WITHIN).await;
+    assert_eq!(llm.count("describe_image"), 1, "not an image: not sent");
+    assert_eq!(llm.count("transcribe"), 1);
+    let asked = llm
+        .requests()
+        .into_iter()
+        .find(|r| r.task == "describe_image")
+        .unwrap();
+    assert_eq!(asked.body["model"], "fake-vision");
+    let image = asked.body["messages"][1]["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(image.starts_with("data:image/png;base64,"), "{image}");
+    let stored = database_text(&h).await;
+    for kept in [
+        "my screen right now\n[image#1 photo.jpg] a picture saying ImportError: no module named frobnitz",
+        "[image#1 photo.jpg, text] ImportError: no module named frobnitz",
+        "[voice#2 voice.ogg] voice note: remind me to buy oat milk on friday",
+        "[image#3 photo.jpg]",
+    ] {
+        assert!(stored.contains(kept), "{kept}: {stored}");
+    }
+    assert!(
+        rows_of(&h, "messages", "photo.jpg, ")
+            .await
+            .iter()
+            .all(|r| r.contains(" | dm:")),
+        "the pieces are in her private chat's scope"
+    );
+    // The answer to the photo was made after its description joined it.
+    let answers = fake.sent_to(1001);
+    assert!(
+        answers[0].contains("a picture saying ImportError"),
+        "{answers:?}"
+    );
+    // A voice note without a word is answered as what was said in it.
+    assert!(
+        answers[1].contains("remind me to buy oat milk"),
+        "{answers:?}"
+    );
+
+    // The same photo in a group: described from what was kept, no second call.
+    let group = Chat::Group {
+        id: -500,
+        title: "Lab".into(),
+        topic: None,
+    };
+    let group_photo = fake.push_file(&group, BOB, TgFile::Photo(shot), "", None);
+    fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello"), false);
+    fake.wait_sent(4, WITHIN).await;
+    assert_eq!(llm.count("describe_image"), 1);
+    let in_group: Vec<String> = rows_of(&h, "messages", "[image#1 photo.jpg] a picture saying")
+        .await
+        .into_iter()
+        .filter(|r| r.contains(" | space:"))
+        .collect();
+    assert_eq!(in_group.len(), 1, "{in_group:#?}");
+
+    // A garbled answer: the message and its bare line stay, nothing else is kept.
+    llm.push_once(Behavior::InvalidJson);
+    let other_shot = b"\x89PNG\r\n\x1a\n\0a chart of quarterly sales\0";
+    fake.push_file(&dm, ALICE, TgFile::Photo(other_shot), "sales", None);
+    fake.wait_sent(5, WITHIN).await;
+    assert_eq!(llm.count("describe_image"), 2);
+    let stored = database_text(&h).await;
+    let at = stored
+        .find("sales\n[image#")
+        .expect("the message is stored");
+    let text = stored[at..].split(" | ").next().unwrap();
+    assert!(text.ends_with(" photo.jpg]"), "the bare line: {text}");
+    assert!(!stored.contains("quarterly sales"), "{stored}");
+
+    // In her private chat the screenshot is recalled; in a group where it was never sent, not.
+    fake.push_text(
+        &dm,
+        ALICE,
+        "what did the ImportError screenshot say?",
+        false,
+    );
+    fake.wait_sent(6, WITHIN).await;
+    let mine = fake.sent_to(1001).last().cloned().unwrap();
+    assert!(
+        mine.contains("no module named frobnitz"),
+        "positive control: {mine}"
+    );
+    let other = Chat::Group {
+        id: -600,
+        title: "Other".into(),
+        topic: None,
+    };
+    fake.push_text(
+        &other,
+        (1003, "Carol"),
+        &format!("@{BOT_USERNAME} what did the ImportError screenshot say?"),
+        false,
+    );
+    fake.wait_sent(7, WITHIN).await;
+    let theirs = fake.sent_to(-600).last().cloned().unwrap();
+    assert!(!theirs.contains("no module named"), "{theirs}");
+    running.stop().await.unwrap();
+
+    // Deleting both messages that carried it takes the description, its pieces, the answers
+    // that quoted it and the kept surrogate: no word of it is left anywhere.
+    h.bot
+        .deleted(
+            Platform::Telegram,
+            "1001",
+            "1001",
+            &[format!("1001:{first}")],
+        )
+        .await
+        .unwrap();
+    assert!(
+        database_text(&h).await.contains("frobnitz"),
+        "positive control: the group's copy is still there"
+    );
+    h.bot
+        .deleted(
+            Platform::Telegram,
+            "-500",
+            "main",
+            &[format!("-500:{group_photo}")],
+        )
+        .await
+        .unwrap();
+    let left = database_text(&h).await;
+    assert!(!left.contains("frobnitz"), "{left}");
+}

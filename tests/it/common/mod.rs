@@ -83,7 +83,16 @@ impl Harness {
     ) -> Harness {
         let store = app::open_store(&config).await.unwrap();
         let llm = app::chat_model(&config, &Secrets::default(), clock.clone()).unwrap();
-        let built = app::build_bot(&config, store.clone(), llm, None, clock.clone()).unwrap();
+        let transcriber = app::transcriber(&config, &Secrets::default()).unwrap();
+        let built = app::build_bot(
+            &config,
+            store.clone(),
+            llm,
+            None,
+            transcriber,
+            clock.clone(),
+        )
+        .unwrap();
         let (bot, memory) = (Arc::new(built.bot), built.memory);
         memory.manager.follow_changes().await.unwrap();
         Harness {
