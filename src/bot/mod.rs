@@ -203,8 +203,10 @@ impl Bot {
     }
 
     /// What a model makes of the images and recordings `msg` came with, once it is stored
-    /// (`Ingestor::describe`), paid by its author: counted once towards their limits, as an
-    /// answer is (over them, the files keep their bare lines). The admission when counted.
+    /// (`Ingestor::describe`), paid by its author: a message to the bot counts once towards
+    /// their limits and the space's, as its answer (the admission is returned for it); files
+    /// posted in passing count towards their author's limit only. Over a limit, the files keep
+    /// their bare lines.
     async fn describe(
         &self,
         msg: &IncomingMessage,
@@ -213,7 +215,12 @@ impl Bot {
         if ingested.withheld || !self.ingestor.describes(msg) {
             return Ok(None);
         }
-        let counted = self.payer(ingested.message.author, ingested.place.space);
+        let (person, space) = (ingested.message.author, ingested.place.space);
+        let counted = if ingested.addressed {
+            self.payer(person, space)
+        } else {
+            self.payer_by(person, space, Limits::admit_person)
+        };
         let before = ingested.message.text.clone();
         paid_by(counted.0, self.ingestor.describe(msg, ingested)).await?;
         // A photo or a voice note sent to the bot without a word is answered as what the
@@ -224,7 +231,7 @@ impl Bot {
         {
             ingested.command_text = ingested.message.text.clone();
         }
-        Ok(Some(counted))
+        Ok(ingested.addressed.then_some(counted))
     }
 
     /// Who said `msg` and where, made on first sight; nothing is stored.
@@ -422,8 +429,19 @@ impl Bot {
     /// Whose work this is and whether it may spend on the model now (counted once towards
     /// the person's and the space's limits).
     fn payer(&self, person: PersonId, space: SpaceId) -> (Payer, Admission) {
+        self.payer_by(person, space, Limits::admit)
+    }
+
+    /// `payer`, admitted by `admit` (`Limits::admit`, or `admit_person` for work nobody asked
+    /// the bot for).
+    fn payer_by(
+        &self,
+        person: PersonId,
+        space: SpaceId,
+        admit: fn(&Limits, PersonId, SpaceId) -> Admission,
+    ) -> (Payer, Admission) {
         let admission = match &self.limits {
-            Some(limits) => limits.admit(person, space),
+            Some(limits) => admit(limits, person, space),
             None => Admission::Allowed,
         };
         let payer = Payer {

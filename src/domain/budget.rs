@@ -119,6 +119,18 @@ impl Limits {
     /// Whether `person` may have an answer in `space` that spends now; an allowed answer
     /// counts towards both per-minute limits, a refused one towards neither.
     pub fn admit(&self, person: PersonId, space: SpaceId) -> Admission {
+        self.admit_in(person, space, true)
+    }
+
+    /// Whether `person` may spend in `space` now on work nobody asked the bot for (what a
+    /// model makes of the files they post in passing): the space's budget applies and it
+    /// counts towards their own per-minute limit only, so one member posting files cannot
+    /// use up the answers of everyone else in the space.
+    pub fn admit_person(&self, person: PersonId, space: SpaceId) -> Admission {
+        self.admit_in(person, space, false)
+    }
+
+    fn admit_in(&self, person: PersonId, space: SpaceId, in_space: bool) -> Admission {
         let budget = self.settings.space_daily_budget;
         if budget > 0 && self.spent_today(space) >= budget {
             return Admission::BudgetSpent;
@@ -134,19 +146,23 @@ impl Limits {
             self.settings.answers_per_person_per_minute,
             now,
         );
-        let space_wait = room(
-            &mut w.space,
-            space,
-            self.settings.answers_per_space_per_minute,
-            now,
-        );
+        let space_wait = if in_space {
+            room(
+                &mut w.space,
+                space,
+                self.settings.answers_per_space_per_minute,
+                now,
+            )
+        } else {
+            None
+        };
         if let Some(retry_in) = person_wait.max(space_wait) {
             return Admission::TooFast { retry_in };
         }
         if self.settings.answers_per_person_per_minute > 0 {
             w.person.entry(person).or_default().push_back(now);
         }
-        if self.settings.answers_per_space_per_minute > 0 {
+        if in_space && self.settings.answers_per_space_per_minute > 0 {
             w.space.entry(space).or_default().push_back(now);
         }
         Admission::Allowed
@@ -238,6 +254,33 @@ mod tests {
         ));
         clock.advance(chrono::Duration::seconds(61));
         assert_eq!(l.admit(alice, lab), Admission::Allowed);
+    }
+
+    #[test]
+    fn work_nobody_asked_for_counts_for_its_person_only() {
+        let (l, _) = limits(3, 3, 0);
+        let (mallory, alice, lab) = (PersonId(1), PersonId(2), SpaceId(7));
+        for _ in 0..3 {
+            assert_eq!(l.admit_person(mallory, lab), Admission::Allowed);
+        }
+        // Mallory is stopped at her own limit...
+        assert!(matches!(
+            l.admit_person(mallory, lab),
+            Admission::TooFast { .. }
+        ));
+        // ...and the space's answers are all still there for Alice.
+        for _ in 0..3 {
+            assert_eq!(l.admit(alice, lab), Admission::Allowed);
+        }
+        // Positive control: answers do use up the space.
+        assert!(matches!(
+            l.admit(PersonId(3), lab),
+            Admission::TooFast { .. }
+        ));
+        // The space's budget holds for both.
+        let (l, _) = limits(0, 0, 100);
+        l.spend(lab, 100);
+        assert_eq!(l.admit_person(mallory, lab), Admission::BudgetSpent);
     }
 
     #[test]

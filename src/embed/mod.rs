@@ -31,7 +31,7 @@ pub enum EmbedError {
     Http {
         /// The HTTP status.
         status: u16,
-        /// The start of the answer's body, for the log.
+        /// What the status means ("Internal Server Error"): never the provider's error text.
         detail: String,
         /// How long the API asked us to wait (Retry-After).
         retry_after: Option<Duration>,

@@ -95,16 +95,10 @@ impl OpenAiEmbedder {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(Duration::from_secs);
-            let detail: String = resp
-                .text()
-                .await
-                .unwrap_or_default()
-                .chars()
-                .take(300)
-                .collect();
+            // The provider's error body is not read (account ids, the input quoted back).
             return Err(EmbedError::Http {
                 status: status.as_u16(),
-                detail,
+                detail: status.canonical_reason().unwrap_or("error").to_string(),
                 retry_after,
             });
         }

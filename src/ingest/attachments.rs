@@ -344,18 +344,28 @@ fn line_id(line: &str) -> Option<i64> {
         .and_then(|(_, id)| id.parse::<i64>().ok())
 }
 
-/// `text` (a stored message's) with the line of kept file `id` replaced by `line`, looked for
-/// among its last `files` lines (one per file it carries: the author's own text before them
-/// is never touched); None when it is not there.
-pub fn with_line(text: &str, id: i64, line: &str, files: usize) -> Option<String> {
-    let lines: Vec<&str> = text.split('\n').collect();
+/// `text` (a stored message's) with each line of kept file `id` ("[image#12 shot.png]", the
+/// same file may come twice under two names) saying `gist` after its name, looked for among
+/// its last `files` lines (one per file it carries: the author's own text before them is
+/// never touched); None when there is no such line.
+pub fn with_gist(text: &str, id: i64, gist: &str, files: usize) -> Option<String> {
+    let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
     let first = lines.len().saturating_sub(files);
-    let at = (first..lines.len())
-        .rev()
-        .find(|&i| line_id(lines[i]) == Some(id))?;
-    let mut out: Vec<&str> = lines;
-    out[at] = line;
-    Some(out.join("\n"))
+    let mut found = false;
+    for l in &mut lines[first..] {
+        if line_id(l) != Some(id) {
+            continue;
+        }
+        // Names have no brackets (`clean_name`): the tag ends at the first ']'.
+        let Some(end) = l.find(']') else { continue };
+        *l = if gist.is_empty() {
+            l[..=end].to_string()
+        } else {
+            format!("{} {gist}", &l[..=end])
+        };
+        found = true;
+    }
+    found.then(|| lines.join("\n"))
 }
 
 /// The line for an attachment in its message's text: kind, id (when it was kept), name, gist.
@@ -441,20 +451,27 @@ mod tests {
     fn a_files_line_is_replaced_and_the_authors_text_never() {
         let stored = "see [image#13 typed]\n[image#13 shot.png]\n[file#14 a.md] # A";
         assert_eq!(
-            with_line(stored, 13, "[image#13 shot.png] a cat", 2).as_deref(),
+            with_gist(stored, 13, "a cat", 2).as_deref(),
             Some("see [image#13 typed]\n[image#13 shot.png] a cat\n[file#14 a.md] # A")
+        );
+        // Again: the gist is replaced, not added to.
+        let twice = with_gist(stored, 13, "a cat", 2).unwrap();
+        assert_eq!(
+            with_gist(&twice, 13, "a dog", 2),
+            with_gist(stored, 13, "a dog", 2)
+        );
+        // The same file twice under two names: each line keeps its name.
+        assert_eq!(
+            with_gist("[image#13 a.png]\n[image#13 b.png]", 13, "a cat", 2).as_deref(),
+            Some("[image#13 a.png] a cat\n[image#13 b.png] a cat")
         );
         // A line the author typed before the files' lines is theirs.
         assert_eq!(
-            with_line("[image#13 typed]\nhello\n[file#14 a.md]", 13, "x", 1),
+            with_gist("[image#13 typed]\nhello\n[file#14 a.md]", 13, "x", 1),
             None
         );
-        assert_eq!(
-            with_line("[image#13 shot.png]", 13, "[image#13 shot.png] a", 1).as_deref(),
-            Some("[image#13 shot.png] a")
-        );
-        assert_eq!(with_line(stored, 99, "x", 2), None);
-        assert_eq!(with_line(stored, 13, "x", 0), None);
+        assert_eq!(with_gist(stored, 99, "x", 2), None);
+        assert_eq!(with_gist(stored, 13, "x", 0), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::attachments::{chunks, summary};
 use crate::domain::attachment::{AttachmentKind, IncomingAttachment};
 use crate::domain::budget::current_payer;
 use crate::llm::transcribe::{Recording, Transcriber};
-use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer, prompts};
+use crate::llm::{ChatMessage, ChatModel, ChatRequest, LlmError, parse_json_answer};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -28,7 +28,7 @@ pub struct Surrogate {
     pub pieces: Vec<(String, String)>,
 }
 
-/// Why an attachment got no surrogate (logged, never shown).
+/// Why an attachment got no surrogate (never shown in a chat).
 #[derive(Debug, thiserror::Error)]
 pub enum DescribeError {
     /// Its bytes are not of a kind the model reads.
@@ -37,6 +37,18 @@ pub enum DescribeError {
     /// The model failed or answered something unusable.
     #[error("the model gave nothing usable: {0}")]
     Model(#[from] LlmError),
+}
+
+impl DescribeError {
+    /// Why, for the log: the kind of failure only, never what the model wrote (an unusable
+    /// answer quotes it, and it is about someone's private file).
+    pub fn reason(&self) -> String {
+        match self {
+            DescribeError::NotReadable(why) => format!("not read: {why}"),
+            DescribeError::Model(LlmError::BadResponse(_)) => "an unusable answer".into(),
+            DescribeError::Model(e) => e.to_string(),
+        }
+    }
 }
 
 /// The image type of `bytes` by their signature (PNG, JPEG, GIF, WebP): what vision models take.
@@ -225,14 +237,12 @@ impl Describer {
             }
     }
 
-    /// What the model makes of `a` (one call), for a message whose text is `caption`. Bytes
-    /// that are not an image or a recording are not sent. A call made for someone's answer
-    /// that may not spend is refused (`LlmError::Limited`).
-    pub async fn describe(
-        &self,
-        a: &IncomingAttachment,
-        caption: &str,
-    ) -> Result<Surrogate, DescribeError> {
+    /// What the model makes of `a` (one call): of its bytes alone (not its caption or name,
+    /// so the same bytes get the same surrogate wherever they are sent, and nobody's words
+    /// shape what another's copy says). Bytes that are not an image or a recording are not
+    /// sent. A call made for someone's answer that may not spend is refused
+    /// (`LlmError::Limited`).
+    pub async fn describe(&self, a: &IncomingAttachment) -> Result<Surrogate, DescribeError> {
         let Ok(bytes) = &a.content else {
             return Err(DescribeError::NotReadable("not downloaded"));
         };
@@ -251,22 +261,18 @@ impl Describer {
                     "data:{mime};base64,{}",
                     base64::engine::general_purpose::STANDARD.encode(bytes)
                 );
-                let data = format!(
-                    "<caption>{}</caption>\n<file_name>{}</file_name>",
-                    prompts::escape(caption),
-                    prompts::escape(&a.name)
-                );
                 let request = ChatRequest {
                     task: "describe_image",
                     messages: vec![
                         ChatMessage::system(
                             prompt.replace("{{max_chars}}", &DETAILED_CHARS.to_string()),
                         ),
-                        ChatMessage::user_with_images(data, vec![url]),
+                        ChatMessage::user_with_images("The image:", vec![url]),
                     ],
                     temperature: 0.0,
                     json: true,
-                    max_tokens: Some(1500),
+                    // Room for a page of text in a screenshot: a cut answer is not JSON.
+                    max_tokens: Some(4096),
                     tools: Vec::new(),
                 };
                 let answer = model.complete(&request).await?;
@@ -379,13 +385,20 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_model_answer_gives_a_surrogate_or_an_error(answer in "\\PC{0,400}", short in "\\PC{0,300}", text in "\\PC{0,300}") {
+        fn any_model_answer_gives_a_surrogate_or_an_error(answer in "(\\PC|\\s){0,400}", short in "(\\PC|\\s){0,300}", text in "(\\PC|\\s){0,300}") {
+            // Anything at all: an answer or an error, never a panic.
             let _ = image_surrogate(&answer, 50, 5);
             let json = serde_json::json!({"short": short, "detailed": answer, "text": text}).to_string();
-            if let Ok(s) = image_surrogate(&json, 50, 5) {
-                prop_assert!(!s.gist.is_empty() && s.gist.chars().count() <= SHORT_CHARS);
-                prop_assert!(!s.gist.contains('\n'));
-                prop_assert!(s.pieces.len() <= 6);
+            let said = !short.split_whitespace().collect::<String>().is_empty();
+            match image_surrogate(&json, 50, 5) {
+                Ok(s) => {
+                    prop_assert!(said);
+                    prop_assert!(!s.gist.is_empty() && s.gist.chars().count() <= SHORT_CHARS);
+                    // One line: the file's line in its message stays one line.
+                    prop_assert!(!s.gist.contains(['\n', '\r']));
+                    prop_assert!(s.pieces.len() <= 6);
+                }
+                Err(_) => prop_assert!(!said, "a well-formed answer was refused: {json}"),
             }
             let t = transcript_surrogate(AttachmentKind::Voice, &answer, 50, 5);
             prop_assert!(!t.gist.contains('\n') && t.pieces.len() <= 5);

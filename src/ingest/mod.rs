@@ -282,7 +282,6 @@ impl Ingestor {
             return Ok(());
         };
         let records = self.store.message_attachments(ingested.message.id).await?;
-        let caption = stored_form(&message_text(msg, &self.bot_name));
         let mut done = std::collections::BTreeSet::new();
         for a in msg.attachments.iter().filter(|a| describer.reads(a)) {
             let Ok(bytes) = &a.content else { continue };
@@ -299,19 +298,25 @@ impl Ingestor {
                 .and_then(|s| serde_json::from_str::<describe::Surrogate>(s).ok());
             let surrogate = match cached {
                 Some(s) => s,
-                None => match describer.describe(a, &caption).await {
+                None => match describer.describe(a).await {
                     Ok(s) => self.redacted(s, &ingested.place).await?,
                     Err(why) => {
                         warn!(platform = msg.platform.as_str(), kind = a.kind.as_str(),
-                            attachment = record.id, reason = %why, "attachment not described");
+                            attachment = record.id, reason = %why.reason(), "attachment not described");
                         continue;
                     }
                 },
             };
             let name = attachments::clean_name(&a.name);
-            let line = attachments::line(a.kind, Some(record.id), &name, &surrogate.gist);
             let files = msg.attachments.len();
-            let rewrite = |text: &str| attachments::with_line(text, record.id, &line, files);
+            // The text's language again: a photo without a caption is in the language of
+            // its description now.
+            let rewrite = |text: &str| {
+                attachments::with_gist(text, record.id, &surrogate.gist, files).map(|t| {
+                    let l = language::detect(&t);
+                    (t, l)
+                })
+            };
             let m = &ingested.message;
             let pieces: Vec<NewMessage> = surrogate
                 .pieces
@@ -326,7 +331,9 @@ impl Ingestor {
                     is_bot: m.is_bot,
                     // Not something a person said: kept out of summaries and extraction.
                     is_command: true,
-                    external_id: format!("{}#a{}.{n}", msg.external_id, record.id),
+                    // Apart from a text file's pieces ("#a12.0"): a file read both ways
+                    // keeps both.
+                    external_id: format!("{}#a{}.d{n}", msg.external_id, record.id),
                     reply_to: None,
                     text: format!("[{}#{} {name}, {label}] {text}", a.kind.as_str(), record.id),
                     language: language::detect(text),

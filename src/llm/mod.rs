@@ -163,7 +163,8 @@ pub enum LlmError {
     Http {
         /// The HTTP status.
         status: u16,
-        /// The start of the answer's body, for the log (secrets removed).
+        /// What the status means ("Internal Server Error", or what to check for a 401):
+        /// never the provider's error text.
         detail: String,
         /// From Retry-After, when the server sent one.
         retry_after: Option<Duration>,

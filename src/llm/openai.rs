@@ -171,14 +171,14 @@ impl OpenAiClient {
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
-            let text = response.text().await.unwrap_or_default();
-            let detail: String = text.chars().take(200).collect();
+            // The provider's error body (account and project ids, the prompt quoted back) is
+            // not read: the status says enough for the log.
             return Err(LlmError::Http {
                 status: status.as_u16(),
                 detail: if status.as_u16() == 401 {
                     "unauthorized: check ENGRAM_LLM_API_KEY".to_string()
                 } else {
-                    detail
+                    status.canonical_reason().unwrap_or("error").to_string()
                 },
                 retry_after,
             });

@@ -91,7 +91,7 @@ impl OpenAiTranscriber {
             // The body is the provider's: not kept, not logged.
             return Err(LlmError::Http {
                 status: status.as_u16(),
-                detail: String::new(),
+                detail: status.canonical_reason().unwrap_or("error").to_string(),
                 retry_after: None,
             });
         }

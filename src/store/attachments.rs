@@ -48,8 +48,10 @@ pub struct AttachmentRecord {
 /// ids (in the order given).
 pub type Compose<'a> = &'a (dyn Fn(&[i64]) -> (NewMessage, Vec<NewMessage>) + Send + Sync);
 
-/// Makes a message's new text from its text as stored (None: it stays as it is).
-pub type Rewrite<'a> = &'a (dyn Fn(&str) -> Option<String> + Send + Sync);
+/// Makes a message's new text, and its language, from its text as stored (None: it stays as
+/// it is).
+pub type Rewrite<'a> =
+    &'a (dyn Fn(&str) -> Option<(String, Option<crate::domain::language::Language>)> + Send + Sync);
 
 /// Attachments and the messages that carried them.
 #[async_trait]

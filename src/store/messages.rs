@@ -463,6 +463,14 @@ on_both_backends! {
             }
             let mut tx = self.write_tx().await?;
             let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
+            // The asked messages locked first: a write that adds to them (the pieces of an
+            // attachment's description) commits before the read below, which then sees it
+            // (PostgreSQL reads each statement's own snapshot; SQLite writes one at a time).
+            sqlx::query(concat!("SELECT id FROM messages WHERE id ", in_list!(1), for_update!()))
+                .bind(list(&asked))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
             let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
             // The bot's replies to these messages and the text of their attachments go with them.
             let rows: Vec<MessageRow> = sqlx::query_as(concat!(
@@ -692,7 +700,7 @@ on_both_backends! {
         Ok(())
     }
 
-    /// Message `id`'s text becomes what `rewrite` makes of it (None: it stays), and what was
+    /// Message `id`'s text (and language) becomes what `rewrite` makes of it (None: it stays), and what was
     /// derived from the old text follows: its postings are written again (unless they wait
     /// in `message_terms_backlog`, which reads the new text), its vector and those made with
     /// it as context wait to be made again, its episode reopens with its new length, and the
@@ -700,7 +708,7 @@ on_both_backends! {
     pub(in crate::store) async fn rewrite_text(
         conn: &mut Conn,
         id: MessageId,
-        rewrite: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+        rewrite: crate::store::Rewrite<'_>,
     ) -> StoreResult<Option<String>> {
         let row: Option<MessageRow> = sqlx::query_as(concat!(
             "SELECT id, scope, sent_at, episode_id, text, withheld, language FROM messages WHERE id = $1",
@@ -711,20 +719,24 @@ on_both_backends! {
         .await
         .map_err(db_err)?;
         let Some(row) = row else { return Ok(None) };
-        let Some(text) = rewrite(&row.4).filter(|t| *t != row.4) else {
+        let Some((text, language)) = rewrite(&row.4).filter(|(t, _)| *t != row.4) else {
             return Ok(Some(row.4));
         };
         let (scope, episode, withheld) = (row.1.clone(), row.3, row.5);
-        let language = row.6.as_deref().and_then(Language::from_code);
         let plan = forget_plan(std::slice::from_ref(&row))?;
-        let queued: Option<i64> =
-            sqlx::query_scalar("SELECT message_id FROM message_terms_backlog WHERE message_id = $1")
-                .bind(id.0)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(db_err)?;
-        sqlx::query("UPDATE messages SET text = $1 WHERE id = $2")
+        // Locked: a worker writing the queued postings (PostgreSQL: `SKIP LOCKED`) finishes
+        // first, and then they are the old text's, taken out below.
+        let queued: Option<i64> = sqlx::query_scalar(concat!(
+            "SELECT message_id FROM message_terms_backlog WHERE message_id = $1",
+            for_update!()
+        ))
+        .bind(id.0)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        sqlx::query("UPDATE messages SET text = $1, language = $2 WHERE id = $3")
             .bind(&text)
+            .bind(language.map(|l| l.code()))
             .bind(id.0)
             .execute(&mut *conn)
             .await

@@ -545,23 +545,35 @@ on_both_backends! {
                 let m = &item.message;
                 // Claimed before any episode is touched: a message another process indexed
                 // meanwhile must not open an empty episode.
-                let claimed =
-                    sqlx::query("UPDATE messages SET indexed = true WHERE id = $1 AND NOT indexed")
-                        .bind(m.id.0)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?
-                        .rows_affected();
-                if claimed == 0 {
-                    continue;
-                }
+                let claimed: Option<(String, Option<String>)> = sqlx::query_as(
+                    "UPDATE messages SET indexed = true WHERE id = $1 AND NOT indexed RETURNING text, language",
+                )
+                .bind(m.id.0)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                let Some((text, language)) = claimed else { continue };
+                // Its text as it is now (an attachment's description may have joined it since
+                // it was read): the episode grows by that; the vector of the old text is not
+                // kept (`keep_vector`).
+                let now;
+                let grown = if text == m.text {
+                    m
+                } else {
+                    now = StoredMessage {
+                        text,
+                        language: language.as_deref().and_then(Language::from_code),
+                        ..m.clone()
+                    };
+                    &now
+                };
                 let at = ms(m.sent_at);
                 let episode = episode_for(&mut tx, &mut open, m, at, gap, item.start).await?;
                 place_message(&mut tx, m, episode).await?;
                 if let Some(v) = &item.embedding {
                     keep_vector(&mut tx, m, v, item.context).await?;
                 }
-                grow_episode(&mut tx, m, episode, at).await?;
+                grow_episode(&mut tx, grown, episode, at).await?;
                 done += 1;
             }
             tx.commit().await.map_err(db_err)?;

@@ -377,8 +377,29 @@ on_both_backends! {
         }
         // A withheld (or deleted) message keeps no vector. Its row stays locked until commit,
         // as the context's above: a forget of it waits, then finds this vector and drops it.
-        if !locked_alive(conn, m.id).await? {
-            return Ok(());
+        // A message whose text changed since it was read (an attachment's description joined
+        // it) waits to be embedded again from its new text.
+        let current: Option<String> = sqlx::query_scalar(concat!(
+            "SELECT text FROM messages WHERE id = $1 AND NOT withheld",
+            for_update!()
+        ))
+        .bind(m.id.0)
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        match current {
+            None => return Ok(()),
+            Some(text) if text != m.text => {
+                sqlx::query(
+                    "INSERT INTO vector_backlog (message_id) VALUES ($1) ON CONFLICT DO NOTHING",
+                )
+                .bind(m.id.0)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+                return Ok(());
+            }
+            Some(_) => {}
         }
         sqlx::query(concat!(
             "INSERT INTO message_vectors (message_id, space_id, scope, embedding, context_id) SELECT $1, $2, $3, ",

@@ -245,8 +245,8 @@ impl std::io::Write for Logs {
     }
 }
 
-/// The provider's error text (account and project ids) never reaches a chat: people get a
-/// plain message, the operator's log has the detail.
+/// The provider's error text (account and project ids) never reaches a chat or a log line:
+/// people get a plain message, the operator's log the status.
 #[tokio::test]
 async fn provider_errors_stay_out_of_the_chat() {
     let logs = Logs::default();
@@ -280,8 +280,11 @@ async fn provider_errors_stay_out_of_the_chat() {
         assert!(reply.contains("I love Rust"), "{reply}");
     }
     let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
-    assert!(
-        logged.contains("proj_fake456"),
-        "the operator sees the detail: {logged}"
-    );
+    for detail in ["org-fake123", "proj_fake456", "organization"] {
+        assert!(!logged.contains(detail), "{detail} logged: {logged}");
+    }
+    // Positive control: the failures are logged, with their status.
+    for status in ["HTTP 500", "HTTP 403", "HTTP 401"] {
+        assert!(logged.contains(status), "{status} not logged: {logged}");
+    }
 }

@@ -1633,7 +1633,10 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
     assert!(found(s.clone(), "frobnitz").await.is_empty());
 
     let described = format!("[image#{att} shot.png] a frobnitz error");
-    let rewrite = |text: &str| engram::ingest::attachments::with_line(text, att, &described, 1);
+    let rewrite = |text: &str| {
+        engram::ingest::attachments::with_gist(text, att, "a frobnitz error", 1)
+            .map(|t| (t, Some(engram::domain::language::Language::English)))
+    };
     let mut piece = msg(
         lab,
         Scope::Space(lab),
@@ -1702,4 +1705,79 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
     assert!(found(s.clone(), "frobnitz").await.is_empty());
     assert!(s.attachment_parts(id).await.unwrap().is_empty());
     assert!(s.message_attachments(id).await.unwrap().is_empty());
+    let rows = |s: Arc<dyn Store>| async move {
+        s.table_counts()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|t| t.table == "attachments")
+            .unwrap()
+            .rows
+    };
+    assert_eq!(rows(s.clone()).await, 0, "the file and what was made of it");
+
+    // Described while the indexer embeds the old text: the old text's vector is not kept,
+    // and the message waits to be embedded again.
+    let compose = |ids: &[i64]| {
+        let text = format!("[image#{} other.png]", ids[0]);
+        (
+            msg(lab, Scope::Space(lab), author, "img2", &text, t(3)),
+            Vec::new(),
+        )
+    };
+    let file = engram::store::NewAttachment {
+        sha256: "cd".repeat(32),
+        kind: "image".into(),
+        name: "other.png".into(),
+        mime: "image/png".into(),
+        size: 10,
+        at: t(3),
+    };
+    assert_eq!(rows(s.clone()).await, 0);
+    let id = s.insert_with_attachments(&[file], &compose).await.unwrap();
+    let att = s.message_attachments(id).await.unwrap()[0].id;
+    let read = s.unindexed_messages(10).await.unwrap();
+    assert_eq!(read.iter().map(|m| m.id).collect::<Vec<_>>(), [id]);
+    let rewrite = |text: &str| {
+        engram::ingest::attachments::with_gist(text, att, "a chart of sales", 1)
+            .map(|t| (t, Some(engram::domain::language::Language::English)))
+    };
+    s.describe_attachment(id, att, "{}", &rewrite, &[])
+        .await
+        .unwrap();
+    let stale: Vec<engram::store::IndexedMessage> = read
+        .into_iter()
+        .map(|message| engram::store::IndexedMessage {
+            embedding: Some(Embedding {
+                space,
+                vector: axis(3),
+            }),
+            message,
+            context: None,
+            start: Default::default(),
+        })
+        .collect();
+    s.index_messages(&stale, Duration::minutes(30))
+        .await
+        .unwrap();
+    assert!(s.message_vectors(space, &[id]).await.unwrap().is_empty());
+    let redo = s.vectors_to_redo(10).await.unwrap();
+    let again: Vec<_> = redo.iter().filter(|m| m.id == id).collect();
+    assert_eq!(again.len(), 1, "waits to be embedded again");
+    assert_eq!(
+        again[0].text,
+        format!("[image#{att} other.png] a chart of sales")
+    );
+    // Positive control: made from the text as it is, the vector is kept.
+    let fresh = engram::store::IndexedMessage {
+        message: again[0].clone(),
+        embedding: Some(Embedding {
+            space,
+            vector: axis(3),
+        }),
+        context: None,
+        start: Default::default(),
+    };
+    assert_eq!(s.redo_vectors(&[fresh]).await.unwrap(), 1);
+    assert_eq!(s.message_vectors(space, &[id]).await.unwrap().len(), 1);
 }

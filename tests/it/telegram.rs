@@ -1017,6 +1017,12 @@ async fn images_and_voice_notes_are_described_in_their_place() {
         .into_iter()
         .find(|r| r.task == "describe_image")
         .unwrap();
+    // The bytes alone: no caption or name shapes what another copy of them says.
+    let sent = asked.body.to_string();
+    assert!(
+        !sent.contains("my screen") && !sent.contains("photo.jpg"),
+        "{sent}"
+    );
     assert_eq!(asked.body["model"], "fake-vision");
     let image = asked.body["messages"][1]["content"][1]["image_url"]["url"]
         .as_str()
@@ -1137,4 +1143,68 @@ async fn images_and_voice_notes_are_described_in_their_place() {
         .unwrap();
     let left = database_text(&h).await;
     assert!(!left.contains("frobnitz"), "{left}");
+}
+
+/// Files posted in passing cost their poster only: over her own per-minute limit Mallory's
+/// photos keep their bare lines (no call), and the space's answers are all still there for
+/// the others; a paused person's photo is never sent to the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_posted_in_passing_cost_their_poster_only() {
+    let h = Harness::build(true, |c| {
+        c.llm.vision_model = "fake-vision".into();
+        c.limits.answers_per_person_per_minute = 2;
+        c.limits.answers_per_space_per_minute = 3;
+    })
+    .await;
+    let llm = h.fake.as_ref().unwrap();
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let group = Chat::Group {
+        id: -500,
+        title: "Lab".into(),
+        topic: None,
+    };
+    let mallory = (1009, "Mallory");
+    let photos: Vec<Vec<u8>> = (0..4)
+        .map(|n| {
+            [
+                b"\x89PNG\r\n\x1a\n\0".as_slice(),
+                format!("picture number {n}").as_bytes(),
+            ]
+            .concat()
+        })
+        .collect();
+    for p in &photos {
+        fake.push_file(&group, mallory, TgFile::Photo(p), "", None);
+    }
+    // Three people ask: the space's limit (3) is all theirs.
+    for (n, who) in [ALICE, BOB, (1003, "Carol")].into_iter().enumerate() {
+        fake.push_text(&group, who, &format!("@{BOT_USERNAME} question {n}"), false);
+    }
+    fake.wait_sent(3, WITHIN).await;
+    assert_eq!(llm.count("describe_image"), 2, "Mallory's own limit");
+    let answers = fake.sent_to(-500);
+    assert_eq!(answers.len(), 3);
+    assert!(
+        answers.iter().all(|a| a.contains("(fake reply)")),
+        "answered by the model: {answers:?}"
+    );
+    let described = rows_of(&h, "messages", "] a picture saying picture number").await;
+    assert_eq!(described.len(), 2, "{described:#?}");
+
+    // Paused: her photo is stored, never sent.
+    fake.push_text(&alice_dm(), ALICE, "/memory pause", false);
+    fake.wait_sent(4, WITHIN).await;
+    let before = llm.count("describe_image");
+    fake.push_file(
+        &alice_dm(),
+        ALICE,
+        TgFile::Photo(b"\x89PNG\r\n\x1a\n\0my passport scan\0"),
+        "",
+        None,
+    );
+    fake.wait_sent(5, WITHIN).await;
+    running.stop().await.unwrap();
+    assert_eq!(llm.count("describe_image"), before);
+    assert!(!database_text(&h).await.contains("passport"));
 }
