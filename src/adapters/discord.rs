@@ -374,15 +374,36 @@ impl Handler {
             .map(mention)
             .chain(own_mentions(content, me, &self.bot_name))
             .collect();
+        // An edit of a message the bot does not keep changes nothing: nothing is fetched.
+        match self.bot.keeps(&edited).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                error!(platform = "discord", error = %e, "an edited message could not be looked up");
+                return;
+            }
+        }
         // An edit comes with the message's files (a message's files stay with its new text).
-        // Without them in the event (a partial update) the edit is stored without files.
-        if let Some(list) = &event.attachments {
+        // A partial update without them: the message is fetched for its files; if that fails,
+        // the edit is stored without them (its new text matters more: it may take something
+        // back).
+        let fetched;
+        let list = match &event.attachments {
+            Some(list) => Some(list),
+            None => match self.http.get_message(event.channel_id, event.id).await {
+                Ok(m) => {
+                    fetched = m;
+                    Some(&fetched.attachments)
+                }
+                Err(e) => {
+                    warn!(platform = "discord", error = %e,
+                        "an edit came without its message's files, and the message could not be fetched");
+                    None
+                }
+            },
+        };
+        if let Some(list) = list {
             edited.attachments = attachments(list, &self.downloads).await;
-        } else {
-            warn!(
-                platform = "discord",
-                "an edit came without its message's files"
-            );
         }
         if let Err(e) = self.bot.edited(&edited).await {
             error!(platform = "discord", error = %e, "an edited message could not be updated");

@@ -42,6 +42,10 @@ struct Shared {
     files: std::collections::HashMap<String, Vec<u8>>,
     /// Attachment downloads served.
     downloads: usize,
+    /// Messages served at GET /channels/{channel}/messages/{id}, by (channel, id).
+    messages: HashMap<(u64, u64), Value>,
+    /// Messages fetched so far.
+    message_gets: usize,
 }
 
 #[derive(Clone)]
@@ -81,6 +85,10 @@ impl FakeDiscord {
             .route("/api/v10/channels/{id}/messages", post(send_message))
             .route("/api/v10/channels/{id}/typing", post(typing))
             .route(
+                "/api/v10/channels/{id}/messages/{message}",
+                get(get_message),
+            )
+            .route(
                 "/api/v10/interactions/{id}/{token}/callback",
                 post(interaction_callback),
             )
@@ -106,6 +114,25 @@ impl FakeDiscord {
             .files
             .insert(name.to_string(), bytes.to_vec());
         format!("http://{}/attachments/{name}", self.addr)
+    }
+
+    /// Serves `payload` (a message as Discord sends it: `id` and `channel_id` set) when the
+    /// bot fetches it.
+    pub fn add_message(&self, payload: &Value) {
+        let id = |k: &str| payload[k].as_str().and_then(|v| v.parse::<u64>().ok());
+        let (Some(channel), Some(message)) = (id("channel_id"), id("id")) else {
+            panic!("a message needs its id and channel_id: {payload}");
+        };
+        self.shared
+            .lock()
+            .expect("fake lock")
+            .messages
+            .insert((channel, message), payload.clone());
+    }
+
+    /// Messages the bot fetched so far.
+    pub fn message_gets(&self) -> usize {
+        self.shared.lock().expect("fake lock").message_gets
     }
 
     /// Attachment downloads served so far.
@@ -268,6 +295,26 @@ async fn channel(
         None => (
             StatusCode::NOT_FOUND,
             Json(json!({"message": "Unknown Channel", "code": 10003})),
+        )
+            .into_response(),
+    }
+}
+
+async fn get_message(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((channel, message)): Path<(u64, u64)>,
+) -> Response {
+    if let Some(r) = refused(&state, &headers) {
+        return r;
+    }
+    let mut s = state.shared.lock().expect("fake lock");
+    s.message_gets += 1;
+    match s.messages.get(&(channel, message)) {
+        Some(m) => Json(m.clone()).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"message": "Unknown Message", "code": 10008})),
         )
             .into_response(),
     }

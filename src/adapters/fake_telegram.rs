@@ -84,7 +84,7 @@ struct Shared {
 }
 
 /// A file a test message carries.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub enum TgFile<'a> {
     /// A photo (JPEG).
     Photo(&'a [u8]),
@@ -256,6 +256,30 @@ impl FakeTelegram {
         caption: &str,
         size: Option<usize>,
     ) -> i64 {
+        self.push_file_as(chat, from, file, caption, size, None)
+    }
+
+    /// Queues an edit of message `id` that carries `file` with `caption` (as `push_file`).
+    pub fn push_file_edit(
+        &self,
+        chat: &Chat,
+        from: (i64, &str),
+        id: i64,
+        file: TgFile<'_>,
+        caption: &str,
+    ) -> i64 {
+        self.push_file_as(chat, from, file, caption, None, Some(id))
+    }
+
+    fn push_file_as(
+        &self,
+        chat: &Chat,
+        from: (i64, &str),
+        file: TgFile<'_>,
+        caption: &str,
+        size: Option<usize>,
+        edit_of: Option<i64>,
+    ) -> i64 {
         let from = TgUser {
             id: from.0,
             name: from.1,
@@ -296,7 +320,7 @@ impl FakeTelegram {
                 value["mime_type"] = json!("audio/mpeg");
             }
         }
-        self.push_message(chat, &from, caption, false, None, Some((key, value)))
+        self.push_message(chat, &from, caption, false, edit_of, Some((key, value)))
     }
 
     /// getFile calls answered so far.

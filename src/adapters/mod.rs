@@ -42,6 +42,9 @@ pub trait MessageHandler: Send + Sync + 'static {
         msg: &IncomingMessage,
         typing: Typing<'_>,
     ) -> Result<Option<Reply>, StoreError>;
+    /// Whether the bot keeps `msg` (by its platform ids): an edit of a message it does not
+    /// keep changes nothing, so its files need not be fetched.
+    async fn keeps(&self, msg: &IncomingMessage) -> Result<bool, StoreError>;
     /// A message was edited on the platform.
     async fn edited(&self, msg: &IncomingMessage) -> Result<(), MemoryError>;
     /// Messages were deleted on the platform; returns how many stored messages left memory.
@@ -62,6 +65,10 @@ impl MessageHandler for Bot {
         typing: Typing<'_>,
     ) -> Result<Option<Reply>, StoreError> {
         self.handle_with(msg, typing).await
+    }
+
+    async fn keeps(&self, msg: &IncomingMessage) -> Result<bool, StoreError> {
+        self.keeps(msg).await
     }
 
     async fn edited(&self, msg: &IncomingMessage) -> Result<(), MemoryError> {

@@ -690,6 +690,16 @@ impl Ctx {
             UpdateKind::Message(m) => self.message(&m).await,
             UpdateKind::EditedMessage(m) => {
                 if let Some(mut edited) = incoming(&m, &self.me, &self.settings.bot_name) {
+                    // An edit of a message the bot does not keep changes nothing: its files
+                    // are not fetched.
+                    match self.handler.keeps(&edited).await {
+                        Ok(true) => {}
+                        Ok(false) => return,
+                        Err(e) => {
+                            error!(platform = "telegram", error = %e, "an edited message could not be looked up");
+                            return;
+                        }
+                    }
                     edited.attachments = self.attachments(&m).await;
                     if let Err(e) = self.handler.edited(&edited).await {
                         error!(platform = "telegram", error = %e, "an edited message could not be updated");

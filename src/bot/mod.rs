@@ -374,6 +374,20 @@ impl Bot {
         Ok(removed)
     }
 
+    /// Whether the bot keeps `msg` (by its platform ids).
+    pub async fn keeps(&self, msg: &IncomingMessage) -> Result<bool, StoreError> {
+        Ok(self
+            .store
+            .message_by_external(
+                msg.platform,
+                &msg.space_external_id,
+                &msg.channel_external_id,
+                &msg.external_id,
+            )
+            .await?
+            .is_some())
+    }
+
     /// A platform message was edited: the old text leaves everything (as for a delete), and
     /// the new one is stored in its place, as said at the same time. It is not answered. An
     /// edit of a message the bot does not keep (never seen, forgotten, cleared) stays out.

@@ -1110,6 +1110,33 @@ async fn an_update_keeps_the_files_of_its_message() {
         "one piece, the old one gone: {after}"
     );
     assert!(!after.contains("notes from the standup"), "{after}");
+
+    // A partial update (no files in it): the message is fetched for its files, which stay.
+    let mut partial = p.clone();
+    partial["content"] = json!("notes from the Wednesday standup");
+    partial["edited_timestamp"] = json!("2026-11-20T09:50:00.000000+00:00");
+    fake.add_message(&partial);
+    partial.as_object_mut().unwrap().remove("attachments");
+    handler.on_message_update(&update(partial)).await;
+    assert_eq!(fake.message_gets(), 1);
+    let after = database_text(&h).await;
+    assert!(
+        after.contains("notes from the Wednesday standup\n[file#")
+            && after.contains(" standup.md] # Standup Ship the billing fix"),
+        "{after}"
+    );
+    assert!(!after.contains("Tuesday"), "{after}");
+
+    // An edit of a message the bot never kept: nothing is fetched, nothing stored.
+    let (downloads, gets) = (fake.downloads(), fake.message_gets());
+    let mut stranger = p.clone();
+    stranger["id"] = json!("7199");
+    stranger["content"] = json!("never seen before");
+    handler.on_message_update(&update(stranger.clone())).await;
+    stranger.as_object_mut().unwrap().remove("attachments");
+    handler.on_message_update(&update(stranger)).await;
+    assert_eq!((fake.downloads(), fake.message_gets()), (downloads, gets));
+    assert!(!database_text(&h).await.contains("never seen before"));
 }
 
 /// Attachments download (reqwest, a 404 is a failed download) from the URL Discord gives (the fake server stands

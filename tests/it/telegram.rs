@@ -104,6 +104,10 @@ impl MessageHandler for PanicsOn {
         self.bot.message(msg, typing).await
     }
 
+    async fn keeps(&self, msg: &IncomingMessage) -> Result<bool, StoreError> {
+        self.bot.keeps(msg).await
+    }
+
     async fn edited(&self, msg: &IncomingMessage) -> Result<(), MemoryError> {
         self.bot.edited(msg).await
     }
@@ -1143,6 +1147,39 @@ async fn images_and_voice_notes_are_described_in_their_place() {
         .unwrap();
     let left = database_text(&h).await;
     assert!(!left.contains("frobnitz"), "{left}");
+}
+
+/// An edit of a message the bot does not keep (never seen, or deleted) fetches nothing and
+/// stores nothing; an edit of one it keeps fetches its file again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_of_messages_not_kept_fetch_nothing() {
+    let h = Harness::with_llm().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let group = Chat::Group {
+        id: -500,
+        title: "Lab".into(),
+        topic: None,
+    };
+    let notes = TgFile::Document("n.md", "text/markdown", b"# Plan\nship it\n");
+    let kept = fake.push_file(&group, BOB, notes, "my plan", None);
+    fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hi"), false);
+    fake.wait_sent(1, WITHIN).await;
+    let gets = fake.file_gets();
+    assert_eq!(gets, 1);
+    fake.push_file_edit(&group, BOB, 999, notes, "an edit of something never seen");
+    fake.push_file_edit(&group, BOB, kept, notes, "my new plan");
+    fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hi again"), false);
+    fake.wait_sent(2, WITHIN).await;
+    running.stop().await.unwrap();
+    // Positive control: the kept one's file was fetched again; the other's never.
+    assert_eq!(fake.file_gets(), gets + 1);
+    let stored = database_text(&h).await;
+    assert!(
+        stored.contains("my new plan\n[file#") && stored.contains(" n.md] # Plan"),
+        "{stored}"
+    );
+    assert!(!stored.contains("never seen"), "{stored}");
 }
 
 /// Files posted in passing cost their poster only: over her own per-minute limit Mallory's
