@@ -374,10 +374,18 @@ impl Handler {
             .map(mention)
             .chain(own_mentions(content, me, &self.bot_name))
             .collect();
-        // An edit of a message the bot does not keep changes nothing: nothing is fetched.
+        // An edit of a message the bot does not keep changes nothing: its files are not
+        // fetched. Unless the message is young: it may still be on its way in (its own files
+        // downloading), and the edit then goes the whole way, as it comes.
         match self.bot.keeps(&edited).await {
             Ok(true) => {}
-            Ok(false) => return,
+            Ok(false) => {
+                let age = chrono::Utc::now().timestamp() - event.id.created_at().unix_timestamp();
+                let arriving = self.downloads.timeout.as_secs() as i64 * 4 + 60;
+                if age > arriving {
+                    return;
+                }
+            }
             Err(e) => {
                 error!(platform = "discord", error = %e, "an edited message could not be looked up");
                 return;
@@ -394,6 +402,12 @@ impl Handler {
                 Ok(m) => {
                     fetched = m;
                     Some(&fetched.attachments)
+                }
+                // Deleted meanwhile: the delete is what counts.
+                Err(serenity::Error::Http(h))
+                    if h.status_code().map(|c| c.as_u16()) == Some(404) =>
+                {
+                    return;
                 }
                 Err(e) => {
                     warn!(platform = "discord", error = %e,

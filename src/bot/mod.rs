@@ -198,25 +198,26 @@ impl Bot {
         let Some(mut ingested) = self.ingestor.ingest(msg).await? else {
             return Ok(None);
         };
-        self.describe(msg, &mut ingested).await?;
+        self.describe(msg, &mut ingested, false).await?;
         Ok(Some(ingested.message.id))
     }
 
     /// What a model makes of the images and recordings `msg` came with, once it is stored
-    /// (`Ingestor::describe`), paid by its author: a message to the bot counts once towards
-    /// their limits and the space's, as its answer (the admission is returned for it); files
-    /// posted in passing count towards their author's limit only. Over a limit, the files keep
-    /// their bare lines.
+    /// (`Ingestor::describe`), paid by its author: a message to be `answered` counts once
+    /// towards their limits and the space's, as its answer (the admission is returned for
+    /// it); other files (posted in passing, edited in) count towards their author's limit
+    /// only. Over a limit, the files keep their bare lines.
     async fn describe(
         &self,
         msg: &IncomingMessage,
         ingested: &mut Ingested,
+        answered: bool,
     ) -> Result<Option<(Payer, Admission)>, StoreError> {
         if ingested.withheld || !self.ingestor.describes(msg) {
             return Ok(None);
         }
         let (person, space) = (ingested.message.author, ingested.place.space);
-        let counted = if ingested.addressed {
+        let counted = if answered {
             self.payer(person, space)
         } else {
             self.payer_by(person, space, Limits::admit_person)
@@ -231,7 +232,7 @@ impl Bot {
         {
             ingested.command_text = ingested.message.text.clone();
         }
-        Ok(ingested.addressed.then_some(counted))
+        Ok(answered.then_some(counted))
     }
 
     /// Who said `msg` and where, made on first sight; nothing is stored.
@@ -269,7 +270,8 @@ impl Bot {
         let Some(mut ingested) = self.ingestor.ingest(msg).await? else {
             return Ok(None);
         };
-        let counted = self.describe(msg, &mut ingested).await?;
+        let addressed = ingested.addressed;
+        let counted = self.describe(msg, &mut ingested, addressed).await?;
         if !ingested.addressed {
             // They moved on: a plain "yes" later is chatter again (their "Engram, yes" still
             // answers while the question lasts).
@@ -417,7 +419,8 @@ impl Bot {
         let mut msg = msg.clone();
         msg.sent_at = old.sent_at;
         if let Some(mut ingested) = self.ingestor.ingest(&msg).await? {
-            self.describe(&msg, &mut ingested).await?;
+            // An edit is not answered: its files count as posted in passing.
+            self.describe(&msg, &mut ingested, false).await?;
         }
         Ok(())
     }

@@ -259,6 +259,12 @@ pub fn clean_name(name: &str) -> String {
     }
 }
 
+/// A file name as kept: secrets and link codes taken out (as of any text kept), then
+/// `clean_name`.
+pub fn kept_name(name: &str) -> String {
+    clean_name(&super::stored_form(name))
+}
+
 /// SHA-256 of a file's bytes, hex: what a file is kept once by.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
@@ -284,7 +290,7 @@ pub fn unchanged(
             Some(line(
                 a.kind,
                 None,
-                &clean_name(&a.name),
+                &kept_name(&a.name),
                 &format!("not read: {why}"),
             ))
         })
@@ -472,6 +478,19 @@ mod tests {
         );
         assert_eq!(with_gist(stored, 99, "x", 2), None);
         assert_eq!(with_gist(stored, 13, "x", 0), None);
+    }
+
+    #[test]
+    fn a_kept_name_has_no_secret_and_no_brackets() {
+        assert_eq!(kept_name("notes [draft].md"), "notes draft.md");
+        let name = kept_name("key sk-proj-AbCdEfGhIjKlMnOpQrStUv12.txt");
+        assert!(!name.contains("AbCdEf"), "{name}");
+        // What took its place has no brackets: the file's line stays one tag.
+        assert!(
+            !name.contains(['[', ']']) && name.starts_with("key "),
+            "{name}"
+        );
+        assert_eq!(kept_name("[]"), "file");
     }
 
     #[test]

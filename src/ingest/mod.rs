@@ -296,8 +296,9 @@ impl Ingestor {
                 .surrogate
                 .as_deref()
                 .and_then(|s| serde_json::from_str::<describe::Surrogate>(s).ok());
+            // Redacted for this place (made elsewhere, a link code it shows is seen here now).
             let surrogate = match cached {
-                Some(s) => s,
+                Some(s) => self.redacted(s, &ingested.place).await?,
                 None => match describer.describe(a).await {
                     Ok(s) => self.redacted(s, &ingested.place).await?,
                     Err(why) => {
@@ -307,7 +308,7 @@ impl Ingestor {
                     }
                 },
             };
-            let name = attachments::clean_name(&a.name);
+            let name = attachments::kept_name(&a.name);
             let files = msg.attachments.len();
             // The text's language again: a photo without a caption is in the language of
             // its description now.
@@ -535,7 +536,7 @@ impl Ingestor {
         let names: Vec<String> = msg
             .attachments
             .iter()
-            .map(|a| attachments::clean_name(&a.name))
+            .map(|a| attachments::kept_name(&a.name))
             .collect();
         let mut kept = Vec::new();
         // For each attachment, its place among those kept (with an id), if it is.

@@ -875,6 +875,16 @@ async fn deletes_and_edits_reach_the_memory(url: Option<String>) {
             Some(serenity::all::GuildId::new(GUILD)),
         )
         .await;
+    // A partial update (no files in it): the message, as Discord has it, is fetched for them.
+    let mut edited = payload(
+        8001,
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        "the standup moved to Thursday",
+    );
+    edited["edited_timestamp"] = json!("2026-11-20T09:30:00.000000+00:00");
+    fake.add_message(&edited);
     let edit: serenity::all::MessageUpdateEvent = serde_json::from_value(json!({
         "id": "8001", "channel_id": GENERAL.to_string(), "guild_id": GUILD.to_string(),
         "author": user(ALICE.0, ALICE.1), "content": "the standup moved to Thursday",
@@ -1137,6 +1147,19 @@ async fn an_update_keeps_the_files_of_its_message() {
     handler.on_message_update(&update(stranger)).await;
     assert_eq!((fake.downloads(), fake.message_gets()), (downloads, gets));
     assert!(!database_text(&h).await.contains("never seen before"));
+
+    // A partial update of a message Discord no longer has (404 when fetched): deleted
+    // meanwhile, so the edit is not stored.
+    let mut other = payload(7102, GENERAL, Some(GUILD), ALICE, "a second note");
+    handler.on_message(&message(other.clone())).await;
+    other["content"] = json!("a second note, edited");
+    other["edited_timestamp"] = json!("2026-11-20T09:55:00.000000+00:00");
+    other.as_object_mut().unwrap().remove("attachments");
+    handler.on_message_update(&update(other)).await;
+    assert_eq!(fake.message_gets(), gets + 1);
+    let after = database_text(&h).await;
+    assert!(after.contains("a second note"), "positive control: {after}");
+    assert!(!after.contains("a second note, edited"), "{after}");
 }
 
 /// Attachments download (reqwest, a 404 is a failed download) from the URL Discord gives (the fake server stands
