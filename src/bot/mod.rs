@@ -378,32 +378,26 @@ impl Bot {
 
     /// Whether the bot keeps `msg` (by its platform ids).
     pub async fn keeps(&self, msg: &IncomingMessage) -> Result<bool, StoreError> {
-        Ok(self
-            .store
+        Ok(self.kept(msg).await?.is_some())
+    }
+
+    /// The stored message `msg` is (by its platform ids), if the bot keeps it.
+    async fn kept(&self, msg: &IncomingMessage) -> Result<Option<StoredMessage>, StoreError> {
+        self.store
             .message_by_external(
                 msg.platform,
                 &msg.space_external_id,
                 &msg.channel_external_id,
                 &msg.external_id,
             )
-            .await?
-            .is_some())
+            .await
     }
 
     /// A platform message was edited: the old text leaves everything (as for a delete), and
     /// the new one is stored in its place, as said at the same time. It is not answered. An
     /// edit of a message the bot does not keep (never seen, forgotten, cleared) stays out.
     pub async fn message_edited(&self, msg: &IncomingMessage) -> Result<(), MemoryError> {
-        let Some(old) = self
-            .store
-            .message_by_external(
-                msg.platform,
-                &msg.space_external_id,
-                &msg.channel_external_id,
-                &msg.external_id,
-            )
-            .await?
-        else {
+        let Some(old) = self.kept(msg).await? else {
             return Ok(());
         };
         // Unchanged (a pin, a link preview): nothing to redo. Otherwise the old message goes

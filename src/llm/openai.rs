@@ -81,12 +81,7 @@ impl OpenAiClient {
         api_key: Option<String>,
         clock: Arc<dyn Clock>,
     ) -> Result<OpenAiClient, LlmError> {
-        let timeout = Duration::from_secs_f64(config.timeout_secs);
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(10)))
-            .build()
-            .map_err(|e| LlmError::Connect(e.to_string()))?;
+        let (http, timeout) = http_client(config)?;
         Ok(OpenAiClient {
             http,
             endpoint: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
@@ -233,6 +228,17 @@ impl OpenAiClient {
         }
         self.backoff.saturating_mul(1u32 << attempt.min(16))
     }
+}
+
+/// An HTTP client for the `[llm]` API: its request timeout (`llm.timeout_secs`), and that.
+pub(super) fn http_client(config: &LlmConfig) -> Result<(reqwest::Client, Duration), LlmError> {
+    let timeout = Duration::from_secs_f64(config.timeout_secs);
+    let http = reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .build()
+        .map_err(|e| LlmError::Connect(e.to_string()))?;
+    Ok((http, timeout))
 }
 
 /// A message as the API takes it: with images, its content is a list of parts (the text, then

@@ -47,12 +47,7 @@ impl OpenAiTranscriber {
         if config.base_url.trim().is_empty() || config.transcription_model.trim().is_empty() {
             return Ok(None);
         }
-        let timeout = Duration::from_secs_f64(config.timeout_secs);
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(10)))
-            .build()
-            .map_err(|e| LlmError::Connect(e.to_string()))?;
+        let (http, timeout) = super::openai::http_client(config)?;
         Ok(Some(OpenAiTranscriber {
             http,
             endpoint: format!(

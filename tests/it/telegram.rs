@@ -817,6 +817,30 @@ async fn each_piece_of_a_file_keeps_its_own_language() {
     }
 }
 
+/// Asks `question` in Alice's private chat, where the answer must recall `needle` (the
+/// positive control), and in a group where nothing was ever said, where it must not; `sent`
+/// answers came before.
+async fn recalled_in_private_only(fake: &FakeTelegram, question: &str, needle: &str, sent: usize) {
+    fake.push_text(&alice_dm(), ALICE, question, false);
+    fake.wait_sent(sent + 1, WITHIN).await;
+    let mine = fake.sent_to(1001).last().cloned().unwrap();
+    assert!(mine.contains(needle), "positive control: {mine}");
+    let other = Chat::Group {
+        id: -600,
+        title: "Other".into(),
+        topic: None,
+    };
+    fake.push_text(
+        &other,
+        (1003, "Carol"),
+        &format!("@{BOT_USERNAME} {question}"),
+        false,
+    );
+    fake.wait_sent(sent + 2, WITHIN).await;
+    let theirs = fake.sent_to(-600).last().cloned().unwrap();
+    assert!(!theirs.contains(needle), "{theirs}");
+}
+
 /// The rows of `table` (as `database_text` shows them) holding `needle`.
 async fn rows_of(h: &Harness, table: &str, needle: &str) -> Vec<String> {
     database_text(h)
@@ -927,32 +951,13 @@ async fn attachments_are_kept_as_text_in_their_place() {
     assert_eq!(rows_of(&h, "message_attachments", "").await.len(), 7);
 
     // Asked about it in private, the answer recalls the piece; in another group it never does.
-    fake.push_text(
-        &dm,
-        ALICE,
+    recalled_in_private_only(
+        &fake,
         "what was the ImportError in my notes about frobnicate?",
-        false,
-    );
-    fake.wait_sent(9, WITHIN).await;
-    let mine = fake.sent_to(1001).last().cloned().unwrap();
-    assert!(
-        mine.contains("no module named frobnicate"),
-        "positive control: {mine}"
-    );
-    let other = Chat::Group {
-        id: -600,
-        title: "Other".into(),
-        topic: None,
-    };
-    fake.push_text(
-        &other,
-        (1003, "Carol"),
-        &format!("@{BOT_USERNAME} what ImportError mentions frobnicate?"),
-        false,
-    );
-    fake.wait_sent(10, WITHIN).await;
-    let theirs = fake.sent_to(-600).last().cloned().unwrap();
-    assert!(!theirs.contains("no module named"), "{theirs}");
+        "no module named frobnicate",
+        8,
+    )
+    .await;
     running.stop().await.unwrap();
 
     // Deleting the message on the platform takes its pieces, and every answer that recalled
@@ -1093,32 +1098,13 @@ async fn images_and_voice_notes_are_described_in_their_place() {
     assert!(!stored.contains("quarterly sales"), "{stored}");
 
     // In her private chat the screenshot is recalled; in a group where it was never sent, not.
-    fake.push_text(
-        &dm,
-        ALICE,
+    recalled_in_private_only(
+        &fake,
         "what did the ImportError screenshot say?",
-        false,
-    );
-    fake.wait_sent(6, WITHIN).await;
-    let mine = fake.sent_to(1001).last().cloned().unwrap();
-    assert!(
-        mine.contains("no module named frobnitz"),
-        "positive control: {mine}"
-    );
-    let other = Chat::Group {
-        id: -600,
-        title: "Other".into(),
-        topic: None,
-    };
-    fake.push_text(
-        &other,
-        (1003, "Carol"),
-        &format!("@{BOT_USERNAME} what did the ImportError screenshot say?"),
-        false,
-    );
-    fake.wait_sent(7, WITHIN).await;
-    let theirs = fake.sent_to(-600).last().cloned().unwrap();
-    assert!(!theirs.contains("no module named"), "{theirs}");
+        "no module named frobnitz",
+        5,
+    )
+    .await;
     running.stop().await.unwrap();
 
     // Deleting both messages that carried it takes the description, its pieces, the answers
