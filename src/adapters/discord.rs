@@ -377,19 +377,16 @@ impl Handler {
         // An edit of a message the bot does not keep changes nothing: its files are not
         // fetched. Unless the message is young: it may still be on its way in (its own files
         // downloading), and the edit then goes the whole way, as it comes.
-        match self.bot.keeps(&edited).await {
-            Ok(true) => {}
-            Ok(false) => {
+        match super::edit_of_kept(self.bot.as_ref(), &edited).await {
+            Some(true) => {}
+            Some(false) => {
                 let age = chrono::Utc::now().timestamp() - event.id.created_at().unix_timestamp();
                 let arriving = self.downloads.timeout.as_secs() as i64 * 4 + 60;
                 if age > arriving {
                     return;
                 }
             }
-            Err(e) => {
-                error!(platform = "discord", error = %e, "an edited message could not be looked up");
-                return;
-            }
+            None => return,
         }
         // An edit comes with the message's files (a message's files stay with its new text).
         // A partial update without them: the message is fetched for its files; if that fails,

@@ -92,6 +92,19 @@ impl MessageHandler for Bot {
     }
 }
 
+/// Whether `handler` keeps the message `edit` is an edit of (so its files are worth
+/// fetching); None when that cannot be told (logged).
+pub async fn edit_of_kept(handler: &dyn MessageHandler, edit: &IncomingMessage) -> Option<bool> {
+    match handler.keeps(edit).await {
+        Ok(kept) => Some(kept),
+        Err(e) => {
+            tracing::error!(platform = edit.platform.as_str(), error = %e,
+                "an edited message could not be looked up");
+            None
+        }
+    }
+}
+
 /// Runs the handling of one platform event in a task of its own and waits for it. A panic in
 /// it (a bug) is logged with the event and the event is skipped: the caller goes on to the
 /// next one. None when the work did not finish.

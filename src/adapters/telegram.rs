@@ -10,7 +10,7 @@
 
 use crate::adapters::lease::Lease;
 use crate::adapters::split::{split_message, utf16};
-use crate::adapters::{MessageHandler, isolated};
+use crate::adapters::{MessageHandler, edit_of_kept, isolated};
 use crate::bot::Reply;
 use crate::domain::attachment::{AttachmentKind, DownloadLimits, IncomingAttachment};
 use crate::domain::status::{Connection, PlatformStatus};
@@ -692,13 +692,8 @@ impl Ctx {
                 if let Some(mut edited) = incoming(&m, &self.me, &self.settings.bot_name) {
                     // An edit of a message the bot does not keep changes nothing: its files
                     // are not fetched.
-                    match self.handler.keeps(&edited).await {
-                        Ok(true) => {}
-                        Ok(false) => return,
-                        Err(e) => {
-                            error!(platform = "telegram", error = %e, "an edited message could not be looked up");
-                            return;
-                        }
+                    if edit_of_kept(self.handler.as_ref(), &edited).await != Some(true) {
+                        return;
                     }
                     edited.attachments = self.attachments(&m).await;
                     if let Err(e) = self.handler.edited(&edited).await {

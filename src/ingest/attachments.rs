@@ -146,11 +146,17 @@ pub fn chunks(text: &str, name: &str, max_chars: usize, max_chunks: usize) -> Ve
 
 /// The opening of a text, on one line: its summary without a model.
 pub fn summary(text: &str) -> String {
+    one_line(text, SUMMARY_CHARS)
+}
+
+/// `text` on one line (runs of whitespace, newlines among them, folded to one space), at
+/// most `max` characters (cut with "…").
+pub fn one_line(text: &str, max: usize) -> String {
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= SUMMARY_CHARS {
+    if line.chars().count() <= max {
         return line;
     }
-    line.chars().take(SUMMARY_CHARS - 1).collect::<String>() + "…"
+    line.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
 }
 
 /// Whether a file is a PDF (by type or ending).
@@ -372,6 +378,12 @@ pub fn with_gist(text: &str, id: i64, gist: &str, files: usize) -> Option<String
         found = true;
     }
     found.then(|| lines.join("\n"))
+}
+
+/// A piece of what was read or made of kept file `id`, as stored on its own: "[file#12
+/// notes.md, part 2/5] …", "[image#13 shot.png, text] …".
+pub fn piece(kind: AttachmentKind, id: i64, name: &str, label: &str, text: &str) -> String {
+    format!("[{}#{id} {name}, {label}] {text}", kind.as_str())
 }
 
 /// The line for an attachment in its message's text: kind, id (when it was kept), name, gist.

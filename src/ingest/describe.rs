@@ -4,7 +4,7 @@
 //! a screenshot of an ImportError") and the pieces stored and searched with the message (the
 //! detailed description, the text the image shows, the transcript).
 
-use super::attachments::{chunks, summary};
+use super::attachments::{chunks, one_line, summary};
 use crate::domain::attachment::{AttachmentKind, IncomingAttachment};
 use crate::domain::budget::current_payer;
 use crate::llm::transcribe::{Recording, Transcriber};
@@ -96,16 +96,6 @@ struct ImageAnswer {
     text: String,
 }
 
-/// `text` on one line (control characters and runs of spaces folded), at most `max`
-/// characters (cut with "…").
-fn one_line(text: &str, max: usize) -> String {
-    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if line.chars().count() <= max {
-        return line;
-    }
-    line.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
-}
-
 /// Pieces labelled `label` ("text", "transcript"): one as it is, several numbered ("text 2/3").
 fn labelled(label: &str, pieces: Vec<String>) -> Vec<(String, String)> {
     let n = pieces.len();
@@ -147,11 +137,7 @@ pub fn image_surrogate(
     if !detailed.is_empty() && detailed != short {
         pieces.push(("description".to_string(), detailed));
     }
-    let text: String = a
-        .text
-        .chars()
-        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-        .collect();
+    let text = super::sanitize(&a.text);
     pieces.extend(labelled(
         "text",
         chunks(&text, "text.txt", chunk_chars, max_chunks),
@@ -175,10 +161,7 @@ pub fn transcript_surrogate(
     } else {
         "audio"
     };
-    let said: String = transcript
-        .chars()
-        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-        .collect();
+    let said = super::sanitize(transcript);
     let start = summary(&said);
     if start.is_empty() {
         return Surrogate {
@@ -186,8 +169,7 @@ pub fn transcript_surrogate(
             pieces: Vec::new(),
         };
     }
-    let whole = said.split_whitespace().collect::<Vec<_>>().join(" ");
-    let pieces = if start == whole {
+    let pieces = if start == one_line(&said, usize::MAX) {
         Vec::new()
     } else {
         labelled(

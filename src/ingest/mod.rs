@@ -336,7 +336,7 @@ impl Ingestor {
                     // keeps both.
                     external_id: format!("{}#a{}.d{n}", msg.external_id, record.id),
                     reply_to: None,
-                    text: format!("[{}#{} {name}, {label}] {text}", a.kind.as_str(), record.id),
+                    text: attachments::piece(a.kind, record.id, &name, label, text),
                     language: language::detect(text),
                     sent_at: m.sent_at,
                     withheld: false,
@@ -591,12 +591,12 @@ impl Ingestor {
                         is_command: true,
                         external_id: format!("{}#a{id}.{n}", new.external_id),
                         reply_to: None,
-                        text: format!(
-                            "[{}#{id} {}, part {}/{}] {chunk}",
-                            a.kind.as_str(),
-                            names[i],
-                            n + 1,
-                            r.chunks.len()
+                        text: attachments::piece(
+                            a.kind,
+                            id,
+                            &names[i],
+                            &format!("part {}/{}", n + 1, r.chunks.len()),
+                            chunk,
                         ),
                         language: *language,
                         ..new.clone()

@@ -365,15 +365,7 @@ on_both_backends! {
         if let Some(c) = context
             && !locked_alive(conn, c).await?
         {
-            sqlx::query(
-                "INSERT INTO vector_backlog (message_id) SELECT id FROM messages \
-                 WHERE id = $1 AND NOT withheld ON CONFLICT DO NOTHING",
-            )
-            .bind(m.id.0)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            return Ok(());
+            return wait_for_vector(conn, m.id).await;
         }
         // A withheld (or deleted) message keeps no vector. Its row stays locked until commit,
         // as the context's above: a forget of it waits, then finds this vector and drops it.
@@ -389,16 +381,7 @@ on_both_backends! {
         .map_err(db_err)?;
         match current {
             None => return Ok(()),
-            Some(text) if text != m.text => {
-                sqlx::query(
-                    "INSERT INTO vector_backlog (message_id) VALUES ($1) ON CONFLICT DO NOTHING",
-                )
-                .bind(m.id.0)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_err)?;
-                return Ok(());
-            }
+            Some(text) if text != m.text => return wait_for_vector(conn, m.id).await,
             Some(_) => {}
         }
         sqlx::query(concat!(
@@ -412,6 +395,20 @@ on_both_backends! {
         .bind(m.scope.key())
         .bind(vector_param(&embedding.vector))
         .bind(context.map(|c| c.0))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    /// Message `id` (when it is there and not withheld) waits in `vector_backlog` to be
+    /// embedded again.
+    async fn wait_for_vector(conn: &mut Conn, id: MessageId) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO vector_backlog (message_id) SELECT id FROM messages \
+             WHERE id = $1 AND NOT withheld ON CONFLICT DO NOTHING",
+        )
+        .bind(id.0)
         .execute(&mut *conn)
         .await
         .map_err(db_err)?;
