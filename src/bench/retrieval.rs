@@ -108,6 +108,9 @@ pub enum BenchError {
     /// Indexing (embedding, episodes) failed.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// Finishing episodes (their details and search keys) failed.
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
 }
 
 /// Reads `.jsonl` or `.jsonl.gz`, one record per line.
@@ -715,6 +718,8 @@ pub async fn run(
             clock.set(asked);
             let started = Instant::now();
             indexer.close_episodes().await?;
+            // As the bot's episode job does without a model: details, and their search keys.
+            while crate::memory::extraction::episodes::finish_offline(store.as_ref()).await? > 0 {}
             index_s += started.elapsed().as_secs_f64();
             if q.evidence_turn_ids.is_empty() && q.evidence_session_ids.is_empty() {
                 skipped += 1;

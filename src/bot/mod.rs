@@ -51,6 +51,9 @@ const PLAIN_ANSWERS: [&str; 5] = ["yes", "y", "yes please", "no", "n"];
 
 /// How long the bot waits for a "yes" (as long as a link code lasts).
 const LINK_CODE_MINUTES: i64 = linking::CODE_MINUTES;
+/// How long the platform ids of a deleted message are kept: longer than any creation or edit
+/// of it can still be on its way (a gateway resuming replays minutes, not days).
+const DELETED_KEPT: chrono::TimeDelta = chrono::TimeDelta::days(1);
 
 /// A request waiting for the person's "yes".
 #[derive(Debug, Clone)]
@@ -240,7 +243,8 @@ impl Bot {
         self.ingestor.resolve(msg).await
     }
 
-    /// Handles one message: always stored first; a reply when the bot was addressed.
+    /// Handles one message: always stored first; a reply when the bot was addressed (none
+    /// when the platform deleted it meanwhile: then nothing of it is kept).
     pub async fn handle(&self, msg: &IncomingMessage) -> Result<Option<Reply>, StoreError> {
         self.handle_with(msg, std::future::pending()).await
     }
@@ -267,7 +271,7 @@ impl Bot {
         } else {
             msg
         };
-        let Some(mut ingested) = self.ingestor.ingest(msg).await? else {
+        let Some(mut ingested) = self.store_incoming(msg).await? else {
             return Ok(None);
         };
         let addressed = ingested.addressed;
@@ -331,6 +335,20 @@ impl Bot {
                 ingested.is_command,
             )
             .await?;
+        // Deleted on the platform while it was being answered: what the answer did and the
+        // reply go with it (the delete may have looked before they were stored; see
+        // `store_incoming`), and nothing is sent to a message that is gone.
+        if self.deleted_on_platform(msg).await? {
+            // A confirmation it asked for lapses with it.
+            self.pending.invalidate(&Self::pending_key(&ingested));
+            if let Err(e) = self.forget_message(&ingested.message).await {
+                error!(error = %e, "a message deleted while it was answered could not be forgotten");
+                // The store's part at least: the message, the reply and what came of them.
+                self.store.delete_messages(&[ingested.message.id]).await?;
+                self.memory.purge_caches();
+            }
+            return Ok(None);
+        }
         let where_asked = Self::asked_key(msg);
         if asking {
             self.asked.insert(where_asked, self.clock.now());
@@ -347,8 +365,44 @@ impl Bot {
         }))
     }
 
+    /// Stores `msg` (`Ingestor::ingest`), unless the platform deleted it meanwhile: a delete
+    /// handled while its creation or an edit was on its way. The delete keeps a tombstone
+    /// before it looks for the message, and this looks for the tombstone after the message
+    /// is stored, so one of the two always sees the other and the message never stays.
+    async fn store_incoming(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
+        let Some(ingested) = self.ingestor.ingest(msg).await? else {
+            return Ok(None);
+        };
+        if !self.deleted_on_platform(msg).await? {
+            return Ok(Some(ingested));
+        }
+        // Stored a moment ago and never answered: nothing was made from it yet but what the
+        // store derives (its postings, pieces, place in an episode), which goes with it.
+        self.store.delete_messages(&[ingested.message.id]).await?;
+        self.memory.purge_caches();
+        info!(
+            platform = msg.platform.as_str(),
+            message = %ingested.message.id.0,
+            "deleted on the platform meanwhile: not kept"
+        );
+        Ok(None)
+    }
+
+    /// Whether the platform deleted `msg` (a tombstone of `message_deleted` is kept).
+    async fn deleted_on_platform(&self, msg: &IncomingMessage) -> Result<bool, StoreError> {
+        self.store
+            .was_deleted(
+                msg.platform,
+                &msg.space_external_id,
+                &msg.channel_external_id,
+                &msg.external_id,
+            )
+            .await
+    }
+
     /// Platform messages deleted (Discord's delete and bulk delete): each leaves the history
-    /// and everything derived from it. Returns the messages removed (with the bot's replies).
+    /// and everything derived from it, and stays out if it arrives (again, or edited) later.
+    /// Returns the messages removed (with the bot's replies).
     pub async fn message_deleted(
         &self,
         platform: Platform,
@@ -356,6 +410,19 @@ impl Bot {
         channel_external_id: &str,
         external_ids: &[String],
     ) -> Result<u64, MemoryError> {
+        // The tombstones first (see `store_incoming`); without them the forget still runs,
+        // and the failure is reported after it.
+        let marked = self
+            .store
+            .mark_deleted(
+                platform,
+                space_external_id,
+                channel_external_id,
+                external_ids,
+                self.clock.now(),
+                DELETED_KEPT,
+            )
+            .await;
         let mut removed = 0;
         for id in external_ids {
             let Some(message) = self
@@ -373,6 +440,7 @@ impl Bot {
                 removed, "deleted messages forgotten"
             );
         }
+        marked?;
         Ok(removed)
     }
 
@@ -412,7 +480,7 @@ impl Bot {
         self.forget_message(&old).await?;
         let mut msg = msg.clone();
         msg.sent_at = old.sent_at;
-        if let Some(mut ingested) = self.ingestor.ingest(&msg).await? {
+        if let Some(mut ingested) = self.store_incoming(&msg).await? {
             // An edit is not answered: its files count as posted in passing.
             self.describe(&msg, &mut ingested, false).await?;
         }

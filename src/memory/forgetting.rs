@@ -2,9 +2,10 @@
 //! them in a place (`forget_everything`), what others said about them (`forget_statements`),
 //! everything about them (`clear_person`), and a platform message that was deleted or edited
 //! (`forget_message`). Forgetting is total: the facts and their history, the MEMORY.md entries
-//! and theirs, what others said about the person, the daily-note lines, the messages that
-//! stated it and the bot's messages quoting it (with the postings, vectors, episodes and
-//! summaries the store derived from those messages), and every cache in every process.
+//! and theirs, what others said about the person, the daily-note lines, what episodes' details
+//! (and so their search keys) say of it, the messages that stated it and the bot's messages
+//! quoting it (with the postings, vectors, episodes and summaries the store derived from
+//! those messages), and every cache in every process.
 //!
 //! What a forget may touch is bounded by who asks: the person (or a moderator) reaches what
 //! may surface where they ask; a teller only their own words; and the bot's messages are only
@@ -19,9 +20,12 @@ use crate::domain::{
     MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind, StoredMessage,
 };
 use crate::memory::extraction;
-use crate::store::{BotMessageFilter, Hearsay, document_terms_in, query_terms, query_terms_in};
+use crate::memory::extraction::episodes::EpisodeDetails;
+use crate::store::{
+    BotMessageFilter, Hearsay, StoreError, document_terms_in, query_terms, query_terms_in,
+};
 use std::collections::BTreeSet;
-use tracing::info;
+use tracing::{info, warn};
 
 /// Where a forget acts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +85,19 @@ impl ForgetTarget {
             .filter(|n| query_terms(n, 32).len() >= 2)
             .map(|n| ForgetTarget::new(n, about))
             .collect()
+    }
+
+    /// Whether every content word of `text` (the person's name aside, at least one) is one
+    /// of the target's: a fragment of it ("4471" of "my badge number is 4471").
+    fn covers(&self, text: &str) -> bool {
+        let language = crate::domain::language::detect(text);
+        let name = query_terms_in(&self.about, 8, language);
+        let words: Vec<String> = query_terms_in(text, 32, language)
+            .into_iter()
+            .filter(|t| !name.contains(t))
+            .collect();
+        let wanted = self.wanted(language);
+        !words.is_empty() && words.iter().all(|w| wanted.contains(w))
     }
 
     fn matches(&self, text: &str) -> bool {
@@ -383,6 +400,10 @@ impl MemoryManager {
                 .await?;
             self.forget_in_notes(req.subject, reach, &removed.needles)
                 .await?;
+            if removed.items > 0 {
+                self.forget_in_episodes(req.subject, reach, &removed.needles, req.subject_name)
+                    .await?;
+            }
             messages.extend(
                 self.own_messages_saying(req, reach, target, &mut removed)
                     .await?,
@@ -439,6 +460,81 @@ impl MemoryManager {
         self.store.delete_messages(&messages).await?;
         self.purge_caches();
         Ok(told.len() as u64)
+    }
+
+    /// Takes what a forget of `subject`'s removed (`needles`, about the person called
+    /// `about`) out of the final details of the episodes in `reach` they wrote in, and so out
+    /// of their search keys: the model saw their entries when it summarized those episodes,
+    /// so the details may say what no message does. An item or summary sentence that says it,
+    /// or whose words are all the forgotten text's, goes; the keys are written again from what
+    /// is left; details that cannot be read but say it are emptied. Details changed meanwhile
+    /// (a concurrent forget or finish) are read again.
+    async fn forget_in_episodes(
+        &self,
+        subject: PersonId,
+        reach: &Reach,
+        needles: &[String],
+        about: &str,
+    ) -> Result<(), MemoryError> {
+        let targets: Vec<ForgetTarget> = needles
+            .iter()
+            .filter(|n| !n.trim().is_empty())
+            .map(|n| ForgetTarget::new(n, about))
+            .collect();
+        if targets.is_empty() {
+            return Ok(());
+        }
+        // The keys are in whatever language the details were written in: each needle as
+        // every language reads it.
+        let mut terms = BTreeSet::new();
+        for needle in needles {
+            terms.extend(query_terms(needle, 32));
+            for language in Language::all() {
+                terms.extend(query_terms_in(needle, 32, Some(language)));
+            }
+        }
+        let terms: Vec<String> = terms.into_iter().collect();
+        let keep = |text: &str| !targets.iter().any(|t| t.matches(text) || t.covers(text));
+        for _ in 0..3 {
+            let mut raced = false;
+            for (episode, json) in self
+                .store
+                .episodes_with_key_terms(reach.scopes(), subject, &terms)
+                .await?
+            {
+                let (rewritten, keys) = match serde_json::from_str::<EpisodeDetails>(&json) {
+                    Ok(mut details) => {
+                        if !details.retain(keep) {
+                            continue;
+                        }
+                        (serde_json::to_string(&details), details.keys())
+                    }
+                    Err(e) if !keep(&json) => {
+                        warn!(episode, error = %e, "episode details unreadable and holding what was forgotten: emptied");
+                        let empty = EpisodeDetails {
+                            method: "offline".into(),
+                            ..EpisodeDetails::default()
+                        };
+                        (serde_json::to_string(&empty), String::new())
+                    }
+                    Err(_) => continue,
+                };
+                let rewritten = rewritten.map_err(|e| StoreError::Conflict {
+                    what: format!("episode {episode}'s details: {e}"),
+                })?;
+                raced |= !self
+                    .store
+                    .replace_episode_details(episode, &json, &rewritten, &keys)
+                    .await?;
+            }
+            if !raced {
+                return Ok(());
+            }
+        }
+        Err(StoreError::Conflict {
+            what: "episode details kept changing during a forget".into(),
+        }
+        .into())
     }
 
     /// Removes the daily-note lines that hold any of `needles` (a block left with nothing

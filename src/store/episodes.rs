@@ -1,11 +1,12 @@
 //! The working memory of open episodes (each one's running summary and open loops, which are
-//! due a refresh) and the final details of closed ones (which are due), each
+//! due a refresh) and the final details of closed ones (which are due) with their search keys
+//! (fact-augmented keys: the details' words as BM25 postings of the episode), each
 //! written only while every message it was made from is still there (a forget meanwhile
 //! wins).
 
-use super::StoreResult;
 use super::search::{Episode, EpisodeRow, episode_columns, episode_of};
-use crate::domain::{Scope, SpaceId, StoredMessage};
+use super::{StoreResult, document_terms};
+use crate::domain::{PersonId, Scope, SpaceId, StoredMessage};
 use async_trait::async_trait;
 
 /// The running summary of an open episode and its open loops (questions not answered yet,
@@ -62,14 +63,39 @@ pub trait Episodes: Send + Sync {
     ) -> StoreResult<bool>;
     /// Closed episodes without their final details, oldest first, at most `limit`.
     async fn episodes_to_finish(&self, limit: usize) -> StoreResult<Vec<Episode>>;
-    /// Keeps `details` (JSON) as closed episode `episode`'s final details, made from `from`;
-    /// false, and nothing written, when it has details already, was reopened (a forget), or
-    /// any of those messages left it.
+    /// Keeps `details` (JSON) as closed episode `episode`'s final details, made from `from`,
+    /// and the words of `keys` (what the details say, as text) as search keys of the episode
+    /// in its scope; false, and nothing written, when it has details already, was reopened
+    /// (a forget), or any of those messages left it.
     async fn save_episode_details(
         &self,
         episode: i64,
         from: &[StoredMessage],
         details: &str,
+        keys: &str,
+    ) -> StoreResult<bool>;
+    /// Episodes whose details were kept without search keys (finished before keys were
+    /// written), with their details (JSON), oldest first, at most `limit`.
+    async fn episodes_without_keys(&self, limit: usize) -> StoreResult<Vec<(i64, String)>>;
+    /// Episodes of `scopes` (every scope when `None`) in which `author` wrote, with details
+    /// whose search keys hold any of `terms` or that have no keys yet, with their details
+    /// (JSON): where a forget of `author`'s looks for what it removes (the model saw their
+    /// entries only when it summarized an episode they wrote in).
+    async fn episodes_with_key_terms(
+        &self,
+        scopes: Option<&[Scope]>,
+        author: PersonId,
+        terms: &[String],
+    ) -> StoreResult<Vec<(i64, String)>>;
+    /// Episode `episode`'s details become `details`, and its search keys the words of
+    /// `keys` in place of any it had, when its details are still `was` (false, and nothing
+    /// written, otherwise): details changed by a forget, or keys written for old details.
+    async fn replace_episode_details(
+        &self,
+        episode: i64,
+        was: &str,
+        details: &str,
+        keys: &str,
     ) -> StoreResult<bool>;
 }
 
@@ -104,6 +130,51 @@ on_both_backends! {
         .await
         .map_err(db_err)?;
         Ok(there == ids.len() as i64)
+    }
+
+    /// The words of `keys` become episode `episode`'s search keys in its scope (analysed in
+    /// their language like a message), in place of any it had, and their count its `keys_len`
+    /// (and part of the scope's total length).
+    async fn write_keys(conn: &mut Conn, episode: i64, keys: &str) -> StoreResult<()> {
+        let (scope, was): (String, Option<i64>) =
+            sqlx::query_as("SELECT scope, keys_len FROM episodes WHERE id = $1")
+                .bind(episode)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        sqlx::query("DELETE FROM episode_terms WHERE episode_id = $1")
+            .bind(episode)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        let terms = document_terms(keys);
+        for (term, tf) in &terms.terms {
+            sqlx::query(
+                "INSERT INTO episode_terms (term, scope, episode_id, tf) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(term)
+            .bind(&scope)
+            .bind(episode)
+            .bind(*tf as i32)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        }
+        let len = if terms.terms.is_empty() { 0 } else { i64::from(terms.len) };
+        sqlx::query("UPDATE episodes SET keys_len = $1 WHERE id = $2")
+            .bind(len)
+            .bind(episode)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        // Keys count in the scope's total length too, for BM25's average episode length.
+        sqlx::query("UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2")
+            .bind(len - was.unwrap_or(0))
+            .bind(&scope)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        Ok(())
     }
 
     #[async_trait]
@@ -215,6 +286,7 @@ on_both_backends! {
             episode: i64,
             from: &[StoredMessage],
             details: &str,
+            keys: &str,
         ) -> StoreResult<bool> {
             let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
             let mut tx = self.write_tx().await?;
@@ -232,6 +304,66 @@ on_both_backends! {
             .await
             .map_err(db_err)?
             .rows_affected();
+            if written > 0 {
+                write_keys(&mut tx, episode, keys).await?;
+            }
+            tx.commit().await.map_err(db_err)?;
+            Ok(written > 0)
+        }
+
+        async fn episodes_without_keys(&self, limit: usize) -> StoreResult<Vec<(i64, String)>> {
+            sqlx::query_as(
+                "SELECT id, details FROM episodes WHERE details IS NOT NULL AND keys_len IS NULL \
+                 ORDER BY ended_at, id LIMIT $1",
+            )
+            .bind(limit as i64)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)
+        }
+
+        async fn episodes_with_key_terms(
+            &self,
+            scopes: Option<&[Scope]>,
+            author: PersonId,
+            terms: &[String],
+        ) -> StoreResult<Vec<(i64, String)>> {
+            let keys: Option<Vec<String>> = scopes.map(|s| s.iter().map(Scope::key).collect());
+            sqlx::query_as(concat!(
+                "SELECT e.id, e.details FROM episodes e WHERE e.details IS NOT NULL AND ",
+                in_list_or_all!("e.scope", 1),
+                " AND (e.keys_len IS NULL OR e.id IN (SELECT episode_id FROM episode_terms WHERE term ",
+                in_list!(2),
+                ")) AND EXISTS (SELECT 1 FROM messages m WHERE m.episode_id = e.id AND m.author_id = $3 \
+                 AND NOT m.is_bot) ORDER BY e.id"
+            ))
+            .bind(keys.as_deref().map(list))
+            .bind(list(terms))
+            .bind(author.0)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)
+        }
+
+        async fn replace_episode_details(
+            &self,
+            episode: i64,
+            was: &str,
+            details: &str,
+            keys: &str,
+        ) -> StoreResult<bool> {
+            let mut tx = self.write_tx().await?;
+            let written = sqlx::query("UPDATE episodes SET details = $1 WHERE id = $2 AND details = $3")
+                .bind(details)
+                .bind(episode)
+                .bind(was)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+            if written > 0 {
+                write_keys(&mut tx, episode, keys).await?;
+            }
             tx.commit().await.map_err(db_err)?;
             Ok(written > 0)
         }

@@ -76,6 +76,27 @@ pub trait Messages: Send + Sync {
         channel: &str,
         external_id: &str,
     ) -> StoreResult<Option<StoredMessage>>;
+    /// Keeps a tombstone for each of these platform messages in (platform, space, channel),
+    /// deleted by the platform at `at`, so the same message stored afterwards (its creation
+    /// or an edit on its way meanwhile) is known to be gone (`was_deleted`); tombstones
+    /// older than `keep` go. Ids only: no text is kept.
+    async fn mark_deleted(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+        external_ids: &[String],
+        at: DateTime<Utc>,
+        keep: chrono::Duration,
+    ) -> StoreResult<()>;
+    /// Whether the platform deleted this message (a tombstone of `mark_deleted` is kept).
+    async fn was_deleted(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+        external_id: &str,
+    ) -> StoreResult<bool>;
     /// Id and text of every message `author` wrote, in `scopes` (every scope when `None`).
     async fn author_messages(
         &self,
@@ -101,7 +122,7 @@ pub trait Messages: Send + Sync {
     ) -> StoreResult<u64>;
     /// Deletes messages, the bot's replies to them, and everything derived from them: their
     /// postings and scope statistics, vectors, their place in episodes (a closed episode is
-    /// reopened, so its summary and vector are made again without them), the day summaries
+    /// reopened, so its summary, vector, details and search keys are made again without them), the day summaries
     /// of their scopes and days and the history summaries that read those days, and the
     /// entries, daily notes and statements about others written from them. Other processes
     /// are told. Returns the messages deleted.
@@ -354,6 +375,62 @@ on_both_backends! {
             row.as_ref().map(message_from_row).transpose()
         }
 
+        async fn mark_deleted(
+            &self,
+            platform: Platform,
+            space_external_id: &str,
+            channel: &str,
+            external_ids: &[String],
+            at: DateTime<Utc>,
+            keep: chrono::Duration,
+        ) -> StoreResult<()> {
+            // In one order, so two overlapping bulk deletes never wait on each other.
+            let ids: BTreeSet<&String> = external_ids.iter().collect();
+            let mut tx = self.write_tx().await?;
+            for id in ids {
+                sqlx::query(
+                    "INSERT INTO deleted_messages (platform, space_external_id, channel, external_id, deleted_at) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, space_external_id, channel, external_id) \
+                     DO UPDATE SET deleted_at = excluded.deleted_at",
+                )
+                .bind(platform.as_str())
+                .bind(space_external_id)
+                .bind(channel)
+                .bind(id)
+                .bind(ms(at))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            sqlx::query("DELETE FROM deleted_messages WHERE deleted_at < $1")
+                .bind(ms(at - keep))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)
+        }
+
+        async fn was_deleted(
+            &self,
+            platform: Platform,
+            space_external_id: &str,
+            channel: &str,
+            external_id: &str,
+        ) -> StoreResult<bool> {
+            let found: Option<i64> = sqlx::query_scalar(
+                "SELECT deleted_at FROM deleted_messages WHERE platform = $1 AND space_external_id = $2 \
+                 AND channel = $3 AND external_id = $4",
+            )
+            .bind(platform.as_str())
+            .bind(space_external_id)
+            .bind(channel)
+            .bind(external_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(found.is_some())
+        }
+
         async fn author_messages(
             &self,
             author: PersonId,
@@ -586,14 +663,25 @@ on_both_backends! {
         Ok(())
     }
 
-    /// Forgotten messages leave their episodes: a closed one reopens (its summary and vector
-    /// are made again without them), an open one loses its working memory (made again at the
-    /// next refresh), an emptied one goes.
+    /// Forgotten messages leave their episodes: a closed one reopens (its summary, vector,
+    /// details and their search keys are made again without them), an open one loses its
+    /// working memory (made again at the next refresh), an emptied one goes.
     async fn shrink_episodes(conn: &mut Conn, plan: &ForgetPlan) -> StoreResult<()> {
         for (episode, (count, len)) in &plan.episodes {
+            // The details' search keys were made from them too: they go, out of the length.
+            // Locked: keys written meanwhile (PostgreSQL) are counted out as they are.
+            let keys_len: Option<i64> = sqlx::query_scalar(concat!(
+                "SELECT COALESCE(keys_len, 0) FROM episodes WHERE id = $1",
+                for_update!()
+            ))
+            .bind(episode)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .map_err(db_err)?;
+            let out_of_scope = len + keys_len.unwrap_or(0);
             let left: Option<(String, i32)> = sqlx::query_as(
                 "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL, embedding_space = NULL, \
-                 running_summary = NULL, open_loops = NULL, details = NULL, summarized_messages = 0, summarized_len = 0 \
+                 running_summary = NULL, open_loops = NULL, details = NULL, keys_len = NULL, summarized_messages = 0, summarized_len = 0 \
                  WHERE id = $3 RETURNING scope, messages",
             )
             .bind(*count as i32)
@@ -603,10 +691,15 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
             let Some((scope, left)) = left else { continue };
+            sqlx::query("DELETE FROM episode_terms WHERE episode_id = $1")
+                .bind(episode)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
             sqlx::query(
                 "UPDATE scope_episode_stats SET total_len = total_len - $1 WHERE scope = $2",
             )
-            .bind(len)
+            .bind(out_of_scope)
             .bind(&scope)
             .execute(&mut *conn)
             .await

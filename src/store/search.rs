@@ -23,7 +23,8 @@ pub trait SearchIndex: Send + Sync {
         bm25: Bm25,
         limit: usize,
     ) -> StoreResult<Vec<SearchHit>>;
-    /// BM25 over whole episodes (an episode's messages as one document), same rules.
+    /// BM25 over whole episodes (an episode's messages and the search keys of its details as
+    /// one document), same rules.
     async fn search_episodes(
         &self,
         scopes: &[Scope],
@@ -300,14 +301,23 @@ on_both_backends! {
             if n == 0 {
                 return Ok(Vec::new());
             }
+            // An episode is its messages' words and its details' (fact-augmented keys).
             let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
                 concat!(
-                    "SELECT t.term, m.episode_id, CAST(SUM(t.tf) AS BIGINT), MAX(e.total_len) FROM message_terms t \
-                     JOIN messages m ON m.id = t.message_id JOIN episodes e ON e.id = m.episode_id WHERE t.term ",
+                    "SELECT k.term, k.episode_id, CAST(SUM(k.tf) AS BIGINT), MAX(e.total_len + COALESCE(e.keys_len, 0)) FROM \
+                     (SELECT t.term, m.episode_id, t.tf FROM message_terms t JOIN messages m ON m.id = t.message_id \
+                      WHERE t.term ",
                     in_list!(1),
                     " AND t.scope ",
                     in_list!(2),
-                    " GROUP BY t.term, m.episode_id"
+                    " AND m.episode_id IS NOT NULL \
+                      UNION ALL SELECT term, episode_id, tf FROM episode_terms WHERE term ",
+                    in_list!(1),
+                    " AND scope ",
+                    in_list!(2),
+                    ") k JOIN episodes e ON e.id = k.episode_id WHERE e.scope ",
+                    in_list!(2),
+                    " GROUP BY k.term, k.episode_id"
                 ),
             )
             .bind(list(terms))
@@ -993,16 +1003,21 @@ on_both_backends! {
         episode: i64,
         scope: &str,
     ) -> StoreResult<()> {
-        sqlx::query("DELETE FROM episodes WHERE id = $1")
-            .bind(episode)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
-        sqlx::query("UPDATE scope_episode_stats SET episodes = episodes - 1 WHERE scope = $1")
-            .bind(scope)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
+        // Its search keys go with it (a foreign key), and out of the scope's length.
+        let keys_len: Option<i64> =
+            sqlx::query_scalar("DELETE FROM episodes WHERE id = $1 RETURNING COALESCE(keys_len, 0)")
+                .bind(episode)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        sqlx::query(
+            "UPDATE scope_episode_stats SET episodes = episodes - 1, total_len = total_len - $2 WHERE scope = $1",
+        )
+        .bind(scope)
+        .bind(keys_len.unwrap_or(0))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
         Ok(())
     }
 

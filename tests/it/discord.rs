@@ -1052,7 +1052,58 @@ async fn a_reply_to_a_deleted_message_brings_nothing_back(url: Option<String>) {
     assert_eq!(reply.author_name, "Carol");
 }
 
+/// A delete handled before the message it deletes (its creation still on its way, or the
+/// message delivered again after the delete, as a resuming gateway does): the message stays
+/// out of memory, and only it.
+async fn a_delete_that_comes_first_keeps_the_message_out(url: Option<String>) {
+    let (h, _fake, handler) = setup_on(url, false).await;
+    let stored = |id: &'static str| {
+        let store = h.store.clone();
+        async move {
+            store
+                .message_by_external(
+                    Platform::Discord,
+                    &GUILD.to_string(),
+                    &GENERAL.to_string(),
+                    id,
+                )
+                .await
+                .unwrap()
+                .is_some()
+        }
+    };
+    async fn delete(handler: &Handler, id: u64) {
+        handler
+            .on_message_delete(
+                serenity::all::ChannelId::new(GENERAL),
+                &[serenity::all::MessageId::new(id)],
+                Some(serenity::all::GuildId::new(GUILD)),
+            )
+            .await
+    }
+    let post = |id: u64, text: &str| message(payload(id, GENERAL, Some(GUILD), ALICE, text));
+    delete(&handler, 8300).await;
+    handler
+        .on_message(&post(8300, "my locker code is 9931"))
+        .await;
+    handler
+        .on_message(&post(8301, "the locker room opens at seven"))
+        .await;
+    assert!(!stored("8300").await);
+    assert!(rows_holding(&h, "9931").await.is_empty());
+    assert!(stored("8301").await, "the positive control");
+    // Kept, deleted, then delivered again: it stays deleted.
+    delete(&handler, 8301).await;
+    assert!(!stored("8301").await);
+    handler
+        .on_message(&post(8301, "the locker room opens at seven"))
+        .await;
+    assert!(!stored("8301").await);
+    assert!(rows_holding(&h, "locker room").await.is_empty());
+}
+
 on_both_harnesses!(
+    a_delete_that_comes_first_keeps_the_message_out,
     a_reply_to_a_deleted_message_brings_nothing_back,
     privacy_follows_effective_permissions,
     deletes_and_edits_reach_the_memory,

@@ -4,6 +4,7 @@
 //! with what a forget takes.
 
 use crate::common::*;
+use engram::llm::fake::Behavior;
 use engram::retrieval::Indexer;
 
 /// The harness's background indexer (episodes, no vectors).
@@ -330,7 +331,260 @@ async fn closing_learns_own_facts_once_in_scope(url: Option<String>) {
     );
 }
 
+/// Fact-augmented keys through the episode job: the words of a closed episode's details find
+/// it, and an episode whose details were kept before keys existed (an older database) gets
+/// its keys from the next run without asking the model again.
+async fn details_become_search_keys_and_older_ones_get_theirs(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    h.say_in(&lab, "alice", "I maintain the billing service in Go")
+        .await;
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    assert_eq!(indexer(&h).close_episodes().await.unwrap(), 1);
+    let scope = [h.space_scope("lab").await];
+    // The fake model's summary opens with "Episode:", a word no message has.
+    let keys_only = "episode";
+    assert!(
+        episodes_found(h.store.as_ref(), &scope, keys_only)
+            .await
+            .is_empty()
+    );
+    let by_message = episodes_found(h.store.as_ref(), &scope, "billing").await;
+    assert_eq!(by_message.len(), 1, "the positive control");
+    assert_eq!(h.extractor("a").finish_episodes().await.unwrap(), 1);
+    assert_eq!(
+        episodes_found(h.store.as_ref(), &scope, keys_only).await,
+        by_message
+    );
+
+    exec(
+        &h.config.store.url,
+        "DELETE FROM episode_terms; UPDATE episodes SET keys_len = NULL",
+    )
+    .await;
+    assert!(
+        episodes_found(h.store.as_ref(), &scope, keys_only)
+            .await
+            .is_empty()
+    );
+    let calls = h.fake().count("episode_summary");
+    assert_eq!(h.extractor("b").finish_episodes().await.unwrap(), 0);
+    assert_eq!(
+        episodes_found(h.store.as_ref(), &scope, keys_only).await,
+        by_message
+    );
+    assert_eq!(
+        h.fake().count("episode_summary"),
+        calls,
+        "no new model call"
+    );
+}
+
+/// Puts `details` (an episode summary as a model would write it) as episode `episode`'s,
+/// without search keys, as an older database would have it.
+async fn put_details(h: &Harness, episode: i64, details: serde_json::Value) {
+    exec(
+        &h.config.store.url,
+        &format!(
+            "UPDATE episodes SET details = '{}', keys_len = NULL WHERE id = {episode}; \
+             DELETE FROM episode_terms WHERE episode_id = {episode}",
+            details.to_string().replace('\'', "''"),
+        ),
+    )
+    .await;
+}
+
+/// Details as a model writes them: this summary and these entities and decisions.
+fn details_saying(summary: &str, entities: &[&str], decisions: &[&str]) -> serde_json::Value {
+    serde_json::json!({
+        "topic": "the week", "summary": summary, "decisions": decisions, "todos": [],
+        "entities": entities, "artifacts": [], "open_questions": [], "facts": [], "method": "llm"
+    })
+}
+
+/// A forget takes what it removes out of the details of the episodes its person wrote in, and
+/// so out of their search keys: a model that saw her entries may have written them into an
+/// episode's summary, which no message of the episode says (put there here as such a model
+/// would), whole or in pieces. Episodes she did not write in keep theirs (others' words).
+async fn a_forget_takes_its_words_out_of_episode_details(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    h.say_in(
+        &lab,
+        "alice",
+        "Engram, remember that my badge number is 4471",
+    )
+    .await
+    .expect("addressed");
+    h.clock.advance(chrono::Duration::hours(2));
+    h.say_in(&lab, "alice", "I maintain the billing service in Go")
+        .await;
+    h.say_in(&lab, "bob", "the deploy window is on Friday")
+        .await;
+    h.clock.advance(chrono::Duration::hours(2));
+    h.say_in(&lab, "bob", "the museum opens on Monday").await;
+    h.say_in(&lab, "carol", "I booked the tickets yesterday")
+        .await;
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(&h).close_episodes().await.unwrap();
+    h.extractor("a").finish_episodes().await.unwrap();
+    let scope = [h.space_scope("lab").await];
+    let (hers, theirs) = (
+        episodes_found(h.store.as_ref(), &scope, "billing").await,
+        episodes_found(h.store.as_ref(), &scope, "museum").await,
+    );
+    assert_eq!((hers.len(), theirs.len()), (1, 1));
+    put_details(
+        &h,
+        hers[0],
+        details_saying(
+            "Alice maintains billing. Her badge is no. 4471. The deploy is on Friday.",
+            &["Alice", "4471", "badge number 4471"],
+            &["ship the airship release"],
+        ),
+    )
+    .await;
+    put_details(
+        &h,
+        theirs[0],
+        details_saying("Bob noted that Alice's badge number is 4471.", &[], &[]),
+    )
+    .await;
+    assert_eq!(h.extractor("a").finish_episodes().await.unwrap(), 0);
+    let found = episodes_found(h.store.as_ref(), &scope, "4471").await;
+    assert!(
+        found.contains(&hers[0]) && found.contains(&theirs[0]),
+        "the positive control: {found:?}"
+    );
+
+    let reply = h
+        .say_in(&lab, "alice", "Engram, forget that my badge number is 4471")
+        .await
+        .expect("addressed");
+    assert!(reply.contains("forgotten"), "{reply}");
+    assert_eq!(
+        episodes_found(h.store.as_ref(), &scope, "4471").await,
+        theirs
+    );
+    let text = database_text(&h).await;
+    let her_details = text
+        .lines()
+        .find(|l| l.contains("Alice maintains billing."))
+        .expect("the rest of her episode's details stays");
+    assert!(!her_details.contains("4471"), "{her_details}");
+    assert!(
+        her_details.contains("The deploy is on Friday.") && her_details.contains("airship"),
+        "{her_details}"
+    );
+    assert!(
+        text.contains("Bob noted that Alice's badge number is 4471."),
+        "others' words stay"
+    );
+    // The rest of the keys still find her episode.
+    assert_eq!(
+        episodes_found(h.store.as_ref(), &scope, "airship").await,
+        hers
+    );
+}
+
+/// Four messages of alice and bob in the lab (enough for the model to summarize), indexed
+/// and closed an hour later; the episode's id.
+async fn chat_episode(h: &Harness, topic: &str) -> i64 {
+    let lab = group("lab");
+    h.clock.advance(chrono::Duration::hours(2));
+    for (who, text) in [
+        ("alice", format!("I have a plan for the {topic}")),
+        ("bob", format!("tell me more about the {topic}")),
+        ("alice", format!("the {topic} starts next week")),
+        ("bob", format!("sounds good, the {topic} it is")),
+    ] {
+        h.say_in(&lab, who, &text).await;
+    }
+    index(h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(h).close_episodes().await.unwrap();
+    let found = episodes_found(h.store.as_ref(), &[h.space_scope("lab").await], topic).await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    found[0]
+}
+
+/// The details kept for `episode`, as stored.
+async fn stored_details(h: &Harness, episode: i64) -> String {
+    let text = database_text(h).await;
+    let prefix = if h.config.store.url.starts_with("postgres") {
+        format!("episodes: ({episode},")
+    } else {
+        format!("episodes: {episode} |")
+    };
+    text.lines()
+        .find(|l| l.starts_with(&prefix))
+        .map(str::to_string)
+        .unwrap_or_default()
+}
+
+/// An entry forgotten while the model writes an episode's details from a prompt that showed
+/// it: the forget looked for it in details before these were kept, so the job checks the
+/// entries it showed once they are kept, and extractive details replace the model's.
+async fn an_entry_forgotten_while_the_model_writes_does_not_stay_in_details(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    h.say_in(
+        &group("lab"),
+        "alice",
+        "Engram, remember that my badge number is 4471",
+    )
+    .await
+    .expect("addressed");
+    let alice = h.person("alice").await;
+    let badge = h
+        .store
+        .entries(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.value.contains("4471"))
+        .expect("kept as an entry");
+    // A model that repeats what it was shown.
+    let echo = |topic: &str| {
+        Behavior::Content(
+            serde_json::json!({
+                "topic": topic, "summary": "Alice's badge number is 4471. They made a plan.",
+                "decisions": [], "todos": [], "entities": ["Alice"], "artifacts": [],
+                "open_questions": [], "facts": []
+            })
+            .to_string(),
+        )
+    };
+    // The positive control: the entry stays, so do the details that say it.
+    let kept = chat_episode(&h, "offsite").await;
+    h.fake().push_once(echo("offsite"));
+    h.extractor("a").finish_episodes().await.unwrap();
+    assert!(stored_details(&h, kept).await.contains("4471"));
+
+    let raced = chat_episode(&h, "hackathon").await;
+    h.fake().push_once(echo("hackathon"));
+    let seen = h.fake().total();
+    h.fake().hold_after(0);
+    let finishing = tokio::spawn({
+        let extractor = h.extractor("a");
+        async move { extractor.finish_episodes().await }
+    });
+    h.fake()
+        .wait_seen(seen + 1, std::time::Duration::from_secs(20))
+        .await;
+    h.store.delete_entries(alice, &[badge.id]).await.unwrap();
+    h.fake().release();
+    finishing.await.unwrap().unwrap();
+    let details = stored_details(&h, raced).await;
+    assert!(details.contains("hackathon"), "{details}");
+    assert!(!details.contains("4471"), "{details}");
+}
+
 on_both_harnesses!(
+    an_entry_forgotten_while_the_model_writes_does_not_stay_in_details,
+    a_forget_takes_its_words_out_of_episode_details,
     working_memory_refreshes_and_stays_in_its_place,
     closing_learns_own_facts_once_in_scope,
+    details_become_search_keys_and_older_ones_get_theirs,
 );

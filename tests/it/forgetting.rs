@@ -667,7 +667,57 @@ async fn a_statement_taken_back_in_one_group_stays_in_another(url: Option<String
     assert_eq!(left.len(), 1, "{left:?}");
 }
 
+/// A message deleted on the platform while the bot is answering it: the delete found the
+/// message but not yet the reply, which goes when the answer ends; nothing is sent to the
+/// message that is gone.
+async fn a_message_deleted_while_answered_leaves_no_reply(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let fake = h.fake();
+    let lab = group("lab");
+    let ask =
+        |seq: u64, text: &str| console_message(&lab, "alice", text, seq, h.clock.now(), false);
+    let msg = ask(9_100_001, "Engram, how do I open the locker room?");
+    fake.hold();
+    let answering = tokio::spawn({
+        let (bot, msg) = (h.bot.clone(), msg.clone());
+        async move { bot.handle(&msg).await }
+    });
+    fake.wait_seen(1, std::time::Duration::from_secs(20)).await;
+    let removed = h
+        .bot
+        .message_deleted(
+            Platform::Console,
+            &msg.space_external_id,
+            &msg.channel_external_id,
+            std::slice::from_ref(&msg.external_id),
+        )
+        .await
+        .unwrap();
+    assert_eq!(removed, 1, "stored before the model was asked");
+    fake.release();
+    let reply = answering.await.unwrap().unwrap();
+    assert!(reply.is_none(), "{reply:?}");
+    let left = rows_holding(&h, "locker room").await;
+    assert!(left.is_empty(), "{left:#?}");
+    let text = database_text(&h).await;
+    assert!(!text.lines().any(|l| l.starts_with("messages:")), "{text}");
+    // The positive control: not deleted, it is answered and kept with its reply.
+    let reply = h
+        .bot
+        .handle(&ask(9_100_002, "Engram, how do I open the locker room?"))
+        .await
+        .unwrap();
+    assert!(reply.is_some());
+    let text = database_text(&h).await;
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("messages:")).count(),
+        2,
+        "{text}"
+    );
+}
+
 on_both_harnesses!(
+    a_message_deleted_while_answered_leaves_no_reply,
     a_statement_taken_back_in_one_group_stays_in_another,
     a_forget_removes_every_message_that_said_it,
     a_forget_in_a_group_leaves_the_private_chat,

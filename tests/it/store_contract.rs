@@ -1330,6 +1330,8 @@ on_both_backends!(
     a_vector_written_while_its_message_is_forgotten_goes_too,
     a_channels_scopes_never_share_working_memory_or_episodes,
     describing_an_attachment_rewrites_its_message_and_what_came_of_it,
+    episode_keys_are_searched_in_scope_and_go_with_a_forget,
+    tombstones_name_one_message_and_lapse,
 );
 
 /// A private word kept in a channel's id beside public chatter (a private chat's space named
@@ -1780,4 +1782,140 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
     };
     assert_eq!(s.redo_vectors(&[fresh]).await.unwrap(), 1);
     assert_eq!(s.message_vectors(space, &[id]).await.unwrap().len(), 1);
+}
+
+/// The episode of `message`, closed, and its messages as the episode job reads them.
+async fn closed_episode(s: &Arc<dyn Store>, message: MessageId) -> (i64, Vec<StoredMessage>) {
+    let found = s.messages_by_id(&[message]).await.unwrap().remove(0);
+    let episode = found.episode.expect("indexed into an episode");
+    s.close_episode(
+        episode,
+        &engram::store::EpisodeClose::Add {
+            summary: found.text.clone(),
+            embedding: None,
+        },
+    )
+    .await
+    .unwrap();
+    (
+        episode,
+        s.episode_messages(episode, false, 100).await.unwrap(),
+    )
+}
+
+/// Fact-augmented keys: the words of an episode's details find it in its own scope only, are
+/// written once, and go when one of its messages is forgotten (the details are redone).
+async fn episode_keys_are_searched_in_scope_and_go_with_a_forget(s: Arc<dyn Store>) {
+    let (lab, author, ids) = conversation(&s).await;
+    index_pending(&s, |_| None).await;
+    let (public, said) = closed_episode(&s, ids[1]).await;
+    let (private, whispered) = closed_episode(&s, ids[4]).await;
+    let (lab_scope, dm_scope) = ([Scope::Space(lab)], [Scope::Dm(author)]);
+    assert!(
+        episodes_found(s.as_ref(), &lab_scope, "zeppelin")
+            .await
+            .is_empty()
+    );
+    assert!(
+        s.save_episode_details(public, &said, "{}", "topic: a zeppelin ride")
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.save_episode_details(private, &whispered, "{}", "a submarine tour")
+            .await
+            .unwrap()
+    );
+    // Written once: a second save (another process) changes nothing.
+    assert!(
+        !s.save_episode_details(public, &said, "{}", "an airship")
+            .await
+            .unwrap()
+    );
+    assert!(s.episodes_without_keys(10).await.unwrap().is_empty());
+    assert_eq!(
+        episodes_found(s.as_ref(), &lab_scope, "zeppelin rides").await,
+        [public]
+    );
+    assert!(
+        episodes_found(s.as_ref(), &lab_scope, "airship")
+            .await
+            .is_empty()
+    );
+    // A key of the private chat's episode never reaches the group; in its own scope it does.
+    assert!(
+        episodes_found(s.as_ref(), &lab_scope, "submarine")
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        episodes_found(s.as_ref(), &dm_scope, "submarine").await,
+        [private]
+    );
+    // Its message is still found by its own words (the positive control for the forget).
+    assert_eq!(
+        episodes_found(s.as_ref(), &lab_scope, "hiking").await,
+        [public]
+    );
+    s.delete_messages(&[ids[1]]).await.unwrap();
+    assert!(
+        episodes_found(s.as_ref(), &lab_scope, "zeppelin")
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        episodes_found(s.as_ref(), &lab_scope, "hiking").await,
+        [public]
+    );
+}
+
+/// A tombstone of a platform-deleted message names that message only (platform, space,
+/// channel and id), and lapses after the time kept.
+async fn tombstones_name_one_message_and_lapse(s: Arc<dyn Store>) {
+    let day = Duration::days(1);
+    let gone = |platform, space: &'static str, channel: &'static str, id: &'static str| {
+        let s = s.clone();
+        async move { s.was_deleted(platform, space, channel, id).await.unwrap() }
+    };
+    assert!(!gone(Platform::Discord, "g", "c", "1").await);
+    s.mark_deleted(
+        Platform::Discord,
+        "g",
+        "c",
+        &["1".into(), "2".into(), "1".into()],
+        t(0),
+        day,
+    )
+    .await
+    .unwrap();
+    assert!(gone(Platform::Discord, "g", "c", "1").await);
+    assert!(gone(Platform::Discord, "g", "c", "2").await);
+    for (platform, space, channel, id) in [
+        (Platform::Telegram, "g", "c", "1"),
+        (Platform::Discord, "h", "c", "1"),
+        (Platform::Discord, "g", "d", "1"),
+        (Platform::Discord, "g", "c", "3"),
+    ] {
+        assert!(
+            !gone(platform, space, channel, id).await,
+            "{space} {channel} {id}"
+        );
+    }
+    // Marked again within the day: the first ones stay; later than a day: they lapse.
+    s.mark_deleted(Platform::Discord, "g", "c", &["4".into()], t(12), day)
+        .await
+        .unwrap();
+    assert!(gone(Platform::Discord, "g", "c", "1").await);
+    s.mark_deleted(
+        Platform::Discord,
+        "g",
+        "c",
+        &["3".into()],
+        t(0) + day * 2,
+        day,
+    )
+    .await
+    .unwrap();
+    assert!(!gone(Platform::Discord, "g", "c", "1").await);
+    assert!(gone(Platform::Discord, "g", "c", "3").await);
 }

@@ -1,10 +1,11 @@
 //! Closing an episode in memory: its final structured summary (topic, summary, decisions,
 //! todos, entities, artifacts, open questions) asked of the model at temperature 0.1 and
-//! validated whole, and its fact candidates applied through the daily extraction's path (the
-//! confidence gate, the episode's own privacy scope, a paused person skipped, one note per
-//! person and episode that marks it applied), once across processes and crashes (a job claim
-//! per episode). Without a model, or after two bad answers, the details are extractive and
-//! no fact is learned.
+//! validated whole, kept with its words as the episode's search keys (fact-augmented keys),
+//! and its fact candidates applied through the daily extraction's path (the confidence gate,
+//! the episode's own privacy scope, a paused person skipped, one note per person and episode
+//! that marks it applied), once across processes and crashes (a job claim per episode).
+//! Without a model, or after two bad answers, the details are extractive and no fact is
+//! learned.
 
 use super::{Action, Extractor, Update};
 use crate::domain::{Category, DailyNote, PersonId, StoredMessage, day_of, mention};
@@ -65,6 +66,107 @@ pub struct LearnedFact {
     pub value: String,
     /// How sure the model was.
     pub confidence: f64,
+}
+
+impl EpisodeDetails {
+    /// What the details say, as the text of the episode's search keys (fact-augmented keys):
+    /// each item once, a fact with its key ("job title: nurse at St. Mary's"; the section
+    /// names are the same few words in every episode, so they are left out).
+    pub fn keys(&self) -> String {
+        let facts = self
+            .facts
+            .iter()
+            .map(|f| format!("{}: {}", f.key.replace('_', " "), f.value));
+        let mut seen = std::collections::HashSet::new();
+        [self.topic.clone(), self.summary.clone()]
+            .into_iter()
+            .chain(self.decisions.iter().cloned())
+            .chain(self.todos.iter().cloned())
+            .chain(self.entities.iter().cloned())
+            .chain(self.artifacts.iter().cloned())
+            .chain(self.open_questions.iter().cloned())
+            .chain(facts)
+            .map(|item| item.trim().to_string())
+            .filter(|item| !item.is_empty() && seen.insert(item.clone()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl EpisodeDetails {
+    /// Keeps only what `keep` accepts: an item (topic, list item, fact) it refuses goes, and
+    /// so does each sentence of the summary it refuses. Whether anything went.
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) -> bool {
+        let mut changed = false;
+        if !self.topic.is_empty() && !keep(&self.topic) {
+            self.topic.clear();
+            changed = true;
+        }
+        let sentences = sentences(&self.summary);
+        let kept: Vec<&str> = sentences.iter().copied().filter(|s| keep(s)).collect();
+        if kept.len() < sentences.len() {
+            self.summary = kept.concat().trim().to_string();
+            changed = true;
+        }
+        for list in [
+            &mut self.decisions,
+            &mut self.todos,
+            &mut self.entities,
+            &mut self.artifacts,
+            &mut self.open_questions,
+        ] {
+            let before = list.len();
+            list.retain(|item| keep(item));
+            changed |= list.len() < before;
+        }
+        let before = self.facts.len();
+        self.facts
+            .retain(|f| keep(&f.value) && keep(&format!("{}: {}", f.key, f.value)));
+        changed | (self.facts.len() < before)
+    }
+}
+
+/// The sentences of `text`: each ends at a line break, or at ".", "!" or "?" followed by a
+/// space or the end ("90.5k" and "acme.com" stay whole).
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let ends =
+            c == '\n' || (matches!(c, '.' | '!' | '?') && next.is_none_or(char::is_whitespace));
+        if ends {
+            let end = i + c.len_utf8();
+            out.push(&text[start..end]);
+            start = end;
+        }
+    }
+    out.push(&text[start..]);
+    out.retain(|s| !s.trim().is_empty());
+    out
+}
+
+/// Writes the search keys of episodes finished before keys were kept; how many.
+async fn backfill_keys(store: &dyn Store) -> Result<usize, MemoryError> {
+    let mut done = 0;
+    for (episode, json) in store.episodes_without_keys(100).await? {
+        let keys = match serde_json::from_str::<EpisodeDetails>(&json) {
+            Ok(details) => details.keys(),
+            Err(e) => {
+                // Kept with no keys, so it is not read again: its messages still find it.
+                warn!(episode, error = %e, "episode details unreadable: no search keys");
+                String::new()
+            }
+        };
+        if store
+            .replace_episode_details(episode, &json, &json, &keys)
+            .await?
+        {
+            done += 1;
+        }
+    }
+    Ok(done)
 }
 
 #[derive(Debug, Deserialize)]
@@ -319,6 +421,7 @@ impl Extractor {
     /// Finishes every closed episode without details: its final summary and facts, each
     /// episode once across processes; how many were finished here.
     pub async fn finish_episodes(&self) -> Result<usize, MemoryError> {
+        backfill_keys(self.store.as_ref()).await?;
         let mut done = 0;
         for episode in self.store.episodes_to_finish(50).await? {
             if self.finish_episode(&episode).await? {
@@ -348,7 +451,7 @@ impl Extractor {
             .episode_messages(episode.id, false, EPISODE_MESSAGES)
             .await?;
         let messages = working::without_paused(self.store.as_ref(), chatter).await?;
-        let prompt = self.prompt(episode, &messages).await?;
+        let (prompt, shown) = self.prompt(episode, &messages).await?;
         let details = match self.ask_details(episode, &messages, &prompt).await {
             Ok(d) => d,
             Err(DetailsError::Model(e)) if !matches!(e, LlmError::BadResponse(_)) => {
@@ -366,8 +469,22 @@ impl Extractor {
         let json = serde_json::to_string(&details).unwrap_or_default();
         let kept = self
             .store
-            .save_episode_details(episode.id, &messages, &json)
+            .save_episode_details(episode.id, &messages, &json, &details.keys())
             .await?;
+        if kept && self.shown_entry_gone(episode, &shown).await? {
+            // A forget took an entry the model saw while it wrote, and may have looked for
+            // it in details before these were kept: extractive ones (the messages' words
+            // only) take their place.
+            let plain = offline_details(&messages);
+            let plain_json = serde_json::to_string(&plain).unwrap_or_default();
+            self.store
+                .replace_episode_details(episode.id, &json, &plain_json, &plain.keys())
+                .await?;
+            info!(
+                episode = episode.id,
+                "an entry it was shown was forgotten meanwhile: extractive details"
+            );
+        }
         if !kept {
             // A forget came in between: what was learned from it goes too.
             for person in details
@@ -424,11 +541,12 @@ impl Extractor {
     }
 
     /// The episode's prompt: its people's entries in its scope, then its messages.
+    /// The episode prompt, and the ids of the entries it shows (per person).
     async fn prompt(
         &self,
         episode: &Episode,
         messages: &[StoredMessage],
-    ) -> Result<String, MemoryError> {
+    ) -> Result<(String, BTreeMap<PersonId, Vec<i64>>), MemoryError> {
         let mut entries: BTreeMap<PersonId, Vec<crate::domain::Entry>> = BTreeMap::new();
         for m in messages.iter().filter(|m| !m.is_bot) {
             if let std::collections::btree_map::Entry::Vacant(slot) = entries.entry(m.author) {
@@ -442,7 +560,33 @@ impl Extractor {
             messages.iter().map(|m| m.text.as_str()),
         )
         .await?;
-        Ok(prompt_for(messages, &entries, &names))
+        let shown = entries
+            .iter()
+            .map(|(person, es)| (*person, es.iter().map(|e| e.id).collect()))
+            .collect();
+        Ok((prompt_for(messages, &entries, &names), shown))
+    }
+
+    /// Whether an entry of `shown` (per person, in `episode`'s scope) is gone.
+    async fn shown_entry_gone(
+        &self,
+        episode: &Episode,
+        shown: &BTreeMap<PersonId, Vec<i64>>,
+    ) -> Result<bool, MemoryError> {
+        let scopes = std::slice::from_ref(&episode.scope);
+        for (person, ids) in shown {
+            let now: std::collections::BTreeSet<i64> = self
+                .store
+                .entries(*person, Some(scopes))
+                .await?
+                .into_iter()
+                .map(|e| e.id)
+                .collect();
+            if ids.iter().any(|id| !now.contains(id)) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The model's details, validated; a bad answer is asked for once more.
@@ -540,26 +684,32 @@ impl Extractor {
 }
 
 impl MemoryManager {
-    /// Without a model: extractive details for every closed episode without them (no facts
-    /// are learned); how many were written.
+    /// Without a model: `finish_offline` on this memory's store.
     pub async fn finish_episodes_offline(&self) -> Result<usize, MemoryError> {
-        let store: &dyn Store = self.store.as_ref();
-        let mut done = 0;
-        for episode in store.episodes_to_finish(50).await? {
-            let chatter = store
-                .episode_messages(episode.id, false, EPISODE_MESSAGES)
-                .await?;
-            let messages = working::without_paused(store, chatter).await?;
-            let json = serde_json::to_string(&offline_details(&messages)).unwrap_or_default();
-            if store
-                .save_episode_details(episode.id, &messages, &json)
-                .await?
-            {
-                done += 1;
-            }
-        }
-        Ok(done)
+        finish_offline(self.store.as_ref()).await
     }
+}
+
+/// Without a model: extractive details, and their search keys, for every closed episode
+/// without them (no facts are learned); how many were written.
+pub async fn finish_offline(store: &dyn Store) -> Result<usize, MemoryError> {
+    backfill_keys(store).await?;
+    let mut done = 0;
+    for episode in store.episodes_to_finish(50).await? {
+        let chatter = store
+            .episode_messages(episode.id, false, EPISODE_MESSAGES)
+            .await?;
+        let messages = working::without_paused(store, chatter).await?;
+        let details = offline_details(&messages);
+        let json = serde_json::to_string(&details).unwrap_or_default();
+        if store
+            .save_episode_details(episode.id, &messages, &json, &details.keys())
+            .await?
+        {
+            done += 1;
+        }
+    }
+    Ok(done)
 }
 
 #[cfg(test)]
@@ -586,6 +736,54 @@ mod tests {
 
     fn answer(fact: &str) -> String {
         format!(r#"{{"topic": "tea", "summary": "They talked about tea.", "facts": [{fact}]}}"#)
+    }
+
+    #[test]
+    fn keys_say_each_item_once_with_facts_filed() {
+        let details = EpisodeDetails {
+            topic: "the offsite".into(),
+            summary: "They chose Lisbon.".into(),
+            decisions: vec!["Lisbon".into(), " the offsite ".into()],
+            entities: vec!["Lisbon".into(), String::new()],
+            facts: vec![LearnedFact {
+                person: PersonId(1),
+                category: "work".into(),
+                key: "team_role".into(),
+                value: "organizes offsites".into(),
+                confidence: 0.9,
+            }],
+            ..EpisodeDetails::default()
+        };
+        assert_eq!(
+            details.keys(),
+            "the offsite\nThey chose Lisbon.\nLisbon\nteam role: organizes offsites"
+        );
+        assert_eq!(EpisodeDetails::default().keys(), "");
+    }
+
+    #[test]
+    fn retain_takes_out_what_is_refused_and_says_so() {
+        let mut details = EpisodeDetails {
+            topic: "Alice's salary".into(),
+            summary: "They met. Alice earns 90k now! Lunch was late.".into(),
+            decisions: vec!["pay Alice 90k".into(), "meet Monday".into()],
+            facts: vec![LearnedFact {
+                person: PersonId(1),
+                category: "work".into(),
+                key: "salary".into(),
+                value: "earns 90k".into(),
+                confidence: 0.9,
+            }],
+            ..EpisodeDetails::default()
+        };
+        let keep = |t: &str| !t.contains("90k") && !t.contains("salary");
+        assert!(!details.clone().retain(|_| true), "nothing refused");
+        assert!(details.retain(keep));
+        assert_eq!(details.topic, "");
+        assert_eq!(details.summary, "They met. Lunch was late.");
+        assert_eq!(details.decisions, ["meet Monday"]);
+        assert!(details.facts.is_empty());
+        assert!(!details.retain(keep), "nothing left to take out");
     }
 
     #[test]

@@ -496,7 +496,8 @@ fn a_number_is_not_found_inside_a_longer_one() {
 }
 
 /// The lines of `database_text` that hold `needle` or, for its words, the stems search
-/// postings keep ("balcony" is posted as "balconi"), case-insensitively.
+/// postings (of messages, and of episodes' keys) keep ("balcony" is posted as "balconi"),
+/// case-insensitively.
 pub async fn rows_holding(h: &Harness, needle: &str) -> Vec<String> {
     let needle = needle.to_lowercase();
     let stems: Vec<String> = engram::store::document_terms(&needle)
@@ -510,11 +511,12 @@ pub async fn rows_holding(h: &Harness, needle: &str) -> Vec<String> {
         .filter(|l| {
             let l = l.to_lowercase();
             holds(&l, &needle)
-                || (l.starts_with("message_terms:")
-                    && stems.iter().any(|s| {
-                        l.starts_with(&format!("message_terms: {s} |"))
-                            || l.starts_with(&format!("message_terms: ({s},"))
-                    }))
+                || ["message_terms", "episode_terms"].iter().any(|table| {
+                    stems.iter().any(|s| {
+                        l.starts_with(&format!("{table}: {s} |"))
+                            || l.starts_with(&format!("{table}: ({s},"))
+                    })
+                })
         })
         .map(str::to_string)
         .collect()
@@ -741,4 +743,24 @@ pub async fn vectors_in_any_space(
     }
     all.sort_by_key(|(id, _)| *id);
     all
+}
+
+/// The episodes BM25 finds for `words` in `scopes` (messages and details' search keys).
+pub async fn episodes_found(
+    store: &dyn Store,
+    scopes: &[engram::domain::Scope],
+    words: &str,
+) -> Vec<i64> {
+    store
+        .search_episodes(
+            scopes,
+            &engram::store::query_terms(words, 8),
+            engram::store::Bm25::default(),
+            10,
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|hit| hit.episode)
+        .collect()
 }
