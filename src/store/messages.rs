@@ -122,10 +122,10 @@ pub trait Messages: Send + Sync {
     ) -> StoreResult<u64>;
     /// Deletes messages, the bot's replies to them, and everything derived from them: their
     /// postings and scope statistics, vectors, their place in episodes (a closed episode is
-    /// reopened, so its summary, vector, details and search keys are made again without them), the day summaries
-    /// of their scopes and days and the history summaries that read those days, and the
-    /// entries, daily notes and statements about others written from them. Other processes
-    /// are told. Returns the messages deleted.
+    /// reopened, so its summary, vector, details and search keys are made again without
+    /// them), the day summaries of their scopes and days and the history summaries that read
+    /// those days, and the entries, daily notes and statements about others written from
+    /// them. Other processes are told. Returns the messages deleted.
     async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64>;
     /// People (not bots) who wrote in [from, to), by id.
     async fn authors_in_range(
@@ -675,9 +675,9 @@ on_both_backends! {
                 for_update!()
             ))
             .bind(episode)
-                    .fetch_optional(&mut *conn)
-                    .await
-                    .map_err(db_err)?;
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db_err)?;
             let out_of_scope = len + keys_len.unwrap_or(0);
             let left: Option<(String, i32)> = sqlx::query_as(
                 "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL, embedding_space = NULL, \

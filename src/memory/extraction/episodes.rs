@@ -91,9 +91,7 @@ impl EpisodeDetails {
             .collect::<Vec<_>>()
             .join("\n")
     }
-}
 
-impl EpisodeDetails {
     /// Keeps only what `keep` accepts: an item (topic, list item, fact) it refuses goes, and
     /// so does each sentence of the summary it refuses. Whether anything went.
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) -> bool {
@@ -540,8 +538,8 @@ impl Extractor {
         Ok(())
     }
 
-    /// The episode's prompt: its people's entries in its scope, then its messages.
-    /// The episode prompt, and the ids of the entries it shows (per person).
+    /// The episode's prompt (its people's entries in its scope, then its messages), and the
+    /// ids of the entries it shows, per person.
     async fn prompt(
         &self,
         episode: &Episode,
