@@ -289,6 +289,8 @@ pub struct RetrievalConfig {
     pub author_weight: f64,
     /// Weight of each word pair of the question found side by side in a message ("high school").
     pub phrase_weight: f64,
+    /// A message that mostly asks loses up to this share of its score (0: none).
+    pub question_discount: f64,
     /// Longest query, in distinct search words.
     pub max_query_terms: usize,
     /// Items handed to the reply context.
@@ -944,6 +946,7 @@ impl Config {
         ] {
             bad.range(key, w, 0.0, 100.0);
         }
+        bad.range("retrieval.question_discount", r.question_discount, 0.0, 1.0);
         bad.range("retrieval.context_length", r.context_length, 0.001, 1e6);
         bad.range(
             "retrieval.context_vector_words",

@@ -1,6 +1,6 @@
-//! Time expressions in a query ("yesterday", "last week", "in May", "on 9 July, 2022", "the
+//! Time expressions in a query or a message ("yesterday", "last night", "last week", "in May", "on 9 July, 2022", "the
 //! last week of August 2023", "summer 2022", "two weeks ago"), turned into the window of time
-//! they name, relative to when the question is asked.
+//! they name, relative to when the question is asked or the message was sent.
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc, Weekday};
 
@@ -18,7 +18,53 @@ impl Window {
     pub fn contains(&self, t: DateTime<Utc>) -> bool {
         t >= self.from && t < self.to
     }
+
+    /// Whether the two share any time.
+    pub fn overlaps(&self, other: &Window) -> bool {
+        self.from < other.to && other.from < self.to
+    }
+
+    /// The days after the window in which people still tell about it ("yesterday I went
+    /// bowling", "last week", "two days ago"): where `is_about` looks for such messages.
+    pub fn reported_after(&self) -> Window {
+        Window {
+            from: self.to,
+            to: self.to + Duration::days(REPORTED_DAYS),
+        }
+    }
+
+    /// The two days after the window, where most messages that tell about it are ("yesterday
+    /// I went bowling", "last night"): searched for them beside the window's own messages.
+    pub fn told_soon_after(&self) -> Window {
+        Window {
+            from: self.to,
+            to: self.to + Duration::days(2),
+        }
+    }
+
+    /// Whether `text`, sent at `sent_at`, is from this time or tells about it: sent inside
+    /// it, or sent within `reported_after` and naming a time that overlaps it, read from when
+    /// it was sent ("yesterday I went bowling", sent the day after), and no wider than a week
+    /// or than this window ("last month" says little about one day of it).
+    pub fn is_about(&self, text: &str, sent_at: DateTime<Utc>) -> bool {
+        if self.contains(sent_at) {
+            return true;
+        }
+        if !self.reported_after().contains(sent_at) {
+            return false;
+        }
+        let head: String = text.chars().take(MENTION_CHARS).collect();
+        let widest = (self.to - self.from).max(Duration::days(7));
+        window(&head, sent_at)
+            .is_some_and(|named| named.overlaps(self) && named.to - named.from <= widest)
+    }
 }
+
+/// Days after a time in which a message may still tell about it (see `Window::is_about`).
+const REPORTED_DAYS: i64 = 8;
+
+/// The part of a message searched for the time it names (a long one tells it early).
+const MENTION_CHARS: usize = 1000;
 
 const MONTHS: [&str; 12] = [
     "january",
@@ -271,6 +317,7 @@ fn relative(words: &[&str], now: DateTime<Utc>) -> Option<Window> {
             "last" | "past" | "previous" | "this" => {
                 let this = *w == "this";
                 match next {
+                    "night" if !this => return Some(days(today - Duration::days(1), 1)),
                     "week" if this => return Some(days(week_start, 7)),
                     "week" => return Some(days(week_start - Duration::days(7), 7)),
                     "weekend" => {
@@ -431,6 +478,43 @@ mod tests {
         // A number that is no year or day names nothing; "may" as a verb neither.
         assert_eq!(window("I ran 2021 meters", now), None);
         assert_eq!(window("you may have 45 of them", now), None);
+    }
+
+    #[test]
+    fn a_time_is_told_about_in_the_days_after() {
+        // Wednesday 16 March 2022.
+        let day = window("on March 16, 2022", at("2022-11-08T20:00:00Z")).unwrap();
+        let about = |text: &str, sent: &str| day.is_about(text, at(sent));
+        // Sent that day, whatever it says.
+        assert!(about("nothing much", "2022-03-16T10:00:00Z"));
+        // The next day, "yesterday"; two days after, "last night" names the 17th.
+        assert!(about("Yesterday I went bowling!", "2022-03-17T09:00:00Z"));
+        assert!(!about("I went bowling last night", "2022-03-18T09:00:00Z"));
+        assert!(about("I went bowling last night", "2022-03-17T09:00:00Z"));
+        // "Two days ago" is a day either side; "last Wednesday" from the next Monday.
+        assert!(about("two days ago I went bowling", "2022-03-18T09:00:00Z"));
+        assert!(about(
+            "last Wednesday I went bowling",
+            "2022-03-21T09:00:00Z"
+        ));
+        // The days after, naming no time or another one; later than the days after; before.
+        assert!(!about("I went bowling", "2022-03-17T09:00:00Z"));
+        assert!(!about("today I went bowling", "2022-03-17T09:00:00Z"));
+        assert!(about("on March 16 I went bowling", "2022-03-24T09:00:00Z"));
+        assert!(!about("on March 16 I went bowling", "2022-03-26T09:00:00Z"));
+        assert!(!about("on March 16 I go bowling", "2022-03-15T09:00:00Z"));
+        // "Last month" overlaps the 16th but says little about it; it does about the month.
+        assert!(!about("last month I went bowling", "2022-04-01T09:00:00Z"));
+        let march = window("in March 2022", at("2022-11-08T20:00:00Z")).unwrap();
+        assert!(march.is_about("last month I went bowling", at("2022-04-01T09:00:00Z")));
+        assert!(!march.is_about("last year I went bowling", at("2022-04-01T09:00:00Z")));
+        assert_eq!(
+            day.reported_after(),
+            Window {
+                from: at("2022-03-17T00:00:00Z"),
+                to: at("2022-03-25T00:00:00Z"),
+            }
+        );
     }
 
     #[test]

@@ -611,6 +611,103 @@ async fn a_named_time_is_favoured(s: Arc<dyn Store>) {
     );
 }
 
+/// A message sent in the days after a named time that tells about it ("yesterday we tried …",
+/// sent the day after) counts as from that time; one of those days that does not stays out.
+async fn a_time_told_about_later_counts_as_that_time(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let dm = w.dm(w.alice);
+    // t(0) is Monday 2026-11-02 09:00: t(-23) is Sunday 1 November, the day after the 31st.
+    let told = "yesterday we tried the italian restaurant downtown";
+    let other = "we tried the italian restaurant by the river";
+    let later = "last month we tried the italian restaurant near the station";
+    w.say(&dm, w.alice, "told", told, t(-23)).await;
+    w.say(&dm, w.alice, "other", other, t(-22)).await;
+    w.say(&dm, w.alice, "later", later, t(-21)).await;
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let found = w
+        .retriever()
+        .search(
+            "which italian restaurant did we try on 31 October?",
+            &dm.visible_scopes(w.alice),
+            None,
+            t(24 * 4),
+            3,
+        )
+        .await
+        .unwrap();
+    let in_window = |text: &str| {
+        found
+            .iter()
+            .find(|r| r.message.text == text)
+            .map(|r| r.in_window)
+    };
+    assert_eq!(found[0].message.text, told);
+    assert_eq!(in_window(told), Some(true));
+    // Same days, same words, no time (or another) named: not from the 31st.
+    assert_eq!(in_window(other), Some(false));
+    assert_eq!(in_window(later), Some(false));
+    // A question with no word of them finds the one told about the 31st by its time alone
+    // (no vectors here, so only the messages of that time can bring it).
+    let by_time = Retriever::new(w.store.clone(), None, w.settings())
+        .search(
+            "what did we do on 31 October?",
+            &dm.visible_scopes(w.alice),
+            None,
+            t(24 * 4),
+            3,
+        )
+        .await
+        .unwrap();
+    let texts: Vec<&str> = by_time.iter().map(|r| r.message.text.as_str()).collect();
+    assert_eq!(texts, [told]);
+}
+
+/// Someone else's question shares the words of a question asked now, but the answer is in the
+/// reply: others' messages that mostly ask are discounted (`question_discount`), the asker's
+/// own are not (what they asked tells about them).
+async fn others_questions_yield_to_their_answers(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let asked = "Nice mod! What other programming languages have you worked with?";
+    let answer = "Python and C++ mostly. I built a website and a few game mods.";
+    w.say(&public, w.bob, "q", asked, t(1)).await;
+    w.say(&public, w.alice, "a", answer, t(1)).await;
+    for i in 0..5 {
+        w.say(&public, w.bob, &format!("n{i}"), "lunch plans", t(2))
+            .await;
+    }
+    let top = |discount: f64, asker: Option<PersonId>| {
+        let mut settings = w.settings();
+        settings.question_discount = discount;
+        let retriever = Retriever::new(w.store.clone(), None, settings);
+        let scopes = public.visible_scopes(w.alice);
+        let now = w.clock.now();
+        async move {
+            retriever
+                .search(
+                    "What programming languages has Alice worked with?",
+                    &scopes,
+                    asker,
+                    now,
+                    2,
+                )
+                .await
+                .unwrap()[0]
+                .message
+                .text
+                .clone()
+        }
+    };
+    // Without the discount the question wins on its words; with it, the answer.
+    assert_eq!(top(0.0, None).await, asked);
+    assert_eq!(top(w.settings().question_discount, None).await, answer);
+    // Asked by the one who asked it then: their own question stays first.
+    assert_eq!(
+        top(w.settings().question_discount, Some(w.bob)).await,
+        asked
+    );
+}
+
 async fn words_side_by_side_are_favoured(s: Arc<dyn Store>) {
     let w = World::new(s).await;
     let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
@@ -763,4 +860,6 @@ on_both_backends!(
     pending_messages_are_found_by_bm25_and_indexed_ones_by_meaning,
     episodes_split_on_pauses_and_merge_only_within_a_scope,
     a_named_time_is_favoured,
+    a_time_told_about_later_counts_as_that_time,
+    others_questions_yield_to_their_answers,
 );
