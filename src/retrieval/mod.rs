@@ -232,15 +232,24 @@ impl Retriever {
             ],
             k,
         );
+        // Each scored message read once for the time it tells about.
+        let of_window: HashSet<i64> = window.map_or_else(HashSet::new, |w| {
+            scores
+                .keys()
+                .filter(|id| w.is_about(&messages[*id].text, messages[*id].sent_at))
+                .copied()
+                .collect()
+        });
         let asked = Asked {
             text: &text,
             language,
             asker,
+            about_bot: asks_what_the_bot_said(&text),
             named: &found.named,
-            window,
+            of_window: &of_window,
         };
         self.add_bonuses(&mut scores, &messages, &asked, &lexical, &episode_rank);
-        self.discount_questions(&mut scores, &messages, asker, &text);
+        self.discount_questions(&mut scores, &messages, &asked);
         let position = |list: &[i64], id: i64| list.iter().position(|x| *x == id).map(|p| p + 1);
         let results: Vec<Retrieved> = fusion::ranked(&scores)
             .into_iter()
@@ -252,7 +261,7 @@ impl Retriever {
                     episode_rank: message
                         .episode
                         .and_then(|ep| episode_rank.get(&ep).copied()),
-                    in_window: window.is_some_and(|w| w.is_about(&message.text, message.sent_at)),
+                    in_window: of_window.contains(&id),
                     message,
                     score,
                 }
@@ -332,10 +341,12 @@ struct Asked<'a> {
     language: Option<crate::domain::language::Language>,
     /// Who asked.
     asker: Option<PersonId>,
+    /// Whether it asks what the bot said.
+    about_bot: bool,
     /// The people it names.
     named: &'a HashSet<PersonId>,
-    /// The time it names, if any.
-    window: Option<time::Window>,
+    /// The scored messages from the time it names or telling about it (`Window::is_about`).
+    of_window: &'a HashSet<i64>,
 }
 
 impl Retriever {
@@ -352,7 +363,6 @@ impl Retriever {
         episode_rank: &HashMap<i64, usize>,
     ) {
         let k = self.settings.rrf_k;
-        let about_bot = asks_what_the_bot_said(asked.text);
         let speaker_bonus = self.settings.speaker_weight / (k + 1.0);
         let episode_k = if self.embedder.is_some() {
             self.settings.episode_rrf_k
@@ -364,7 +374,7 @@ impl Retriever {
         let author_bonus = self.settings.author_weight / (k + 1.0);
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
-            let favoured = if about_bot {
+            let favoured = if asked.about_bot {
                 m.is_bot
             } else {
                 asked.asker == Some(m.author)
@@ -383,7 +393,7 @@ impl Retriever {
             if let Some(rank) = m.episode.and_then(|ep| episode_rank.get(&ep)) {
                 *score += self.settings.episode_weight / (episode_k + *rank as f64);
             }
-            if asked.window.is_some_and(|w| w.is_about(&m.text, m.sent_at)) {
+            if asked.of_window.contains(id) {
                 *score += self.settings.time_weight / (k + 1.0);
             }
         }
@@ -400,17 +410,15 @@ impl Retriever {
         &self,
         scores: &mut HashMap<i64, f64>,
         messages: &HashMap<i64, StoredMessage>,
-        asker: Option<PersonId>,
-        text: &str,
+        asked: &Asked<'_>,
     ) {
         let d = self.settings.question_discount;
         if d <= 0.0 {
             return;
         }
-        let about_bot = asks_what_the_bot_said(text);
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
-            if asker == Some(m.author) || (about_bot && m.is_bot) {
+            if asked.asker == Some(m.author) || (asked.about_bot && m.is_bot) {
                 continue;
             }
             *score *= 1.0 - d * asking_past_half(&m.text);

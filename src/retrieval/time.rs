@@ -1,6 +1,7 @@
-//! Time expressions in a query or a message ("yesterday", "last night", "last week", "in May", "on 9 July, 2022", "the
-//! last week of August 2023", "summer 2022", "two weeks ago"), turned into the window of time
-//! they name, relative to when the question is asked or the message was sent.
+//! Time expressions in a query or a message ("yesterday", "last night", "last week", "in May",
+//! "on 9 July, 2022", "the last week of August 2023", "summer 2022", "two weeks ago"), turned
+//! into the window of time they name, relative to when the question is asked or the message
+//! was sent.
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc, Weekday};
 
@@ -44,8 +45,8 @@ impl Window {
 
     /// Whether `text`, sent at `sent_at`, is from this time or tells about it: sent inside
     /// it, or sent within `reported_after` and naming a time that overlaps it, read from when
-    /// it was sent ("yesterday I went bowling", sent the day after), and no wider than a week
-    /// or than this window ("last month" says little about one day of it).
+    /// it was sent ("yesterday I went bowling", sent the day after), and no wider than the
+    /// larger of a week and this window ("last month" says little about one day of it).
     pub fn is_about(&self, text: &str, sent_at: DateTime<Utc>) -> bool {
         if self.contains(sent_at) {
             return true;
