@@ -121,6 +121,30 @@ impl World {
         }
     }
 
+    /// The text of the best hit for `question` asked by `asker` in `place` (as Alice sees it),
+    /// BM25 only, with `settings`.
+    async fn top_without_vectors(
+        &self,
+        settings: engram::config::RetrievalConfig,
+        place: &Place,
+        question: &str,
+        asker: Option<PersonId>,
+    ) -> String {
+        Retriever::new(self.store.clone(), None, settings)
+            .search(
+                question,
+                &place.visible_scopes(self.alice),
+                asker,
+                self.clock.now(),
+                2,
+            )
+            .await
+            .unwrap()[0]
+            .message
+            .text
+            .clone()
+    }
+
     async fn say(&self, place: &Place, who: PersonId, ext: &str, text: &str, at: DateTime<Utc>) {
         self.store
             .insert_message(&NewMessage {
@@ -679,24 +703,8 @@ async fn others_questions_yield_to_their_answers(s: Arc<dyn Store>) {
     let top = |discount: f64, asker: Option<PersonId>| {
         let mut settings = w.settings();
         settings.question_discount = discount;
-        let retriever = Retriever::new(w.store.clone(), None, settings);
-        let scopes = public.visible_scopes(w.alice);
-        let now = w.clock.now();
-        async move {
-            retriever
-                .search(
-                    "What programming languages has Alice worked with?",
-                    &scopes,
-                    asker,
-                    now,
-                    2,
-                )
-                .await
-                .unwrap()[0]
-                .message
-                .text
-                .clone()
-        }
+        let question = "What programming languages has Alice worked with?";
+        w.top_without_vectors(settings, &public, question, asker)
     };
     // Without the discount the question wins on its words; with it, the answer.
     assert_eq!(top(0.0, None).await, asked);
@@ -722,24 +730,8 @@ async fn words_side_by_side_are_favoured(s: Arc<dyn Store>) {
     let top = |phrase_weight: f64| {
         let mut settings = w.settings();
         settings.phrase_weight = phrase_weight;
-        let retriever = Retriever::new(w.store.clone(), None, settings);
-        let scopes = public.visible_scopes(w.alice);
-        let now = w.clock.now();
-        async move {
-            retriever
-                .search(
-                    "going to my high school reunion?",
-                    &scopes,
-                    Some(w.alice),
-                    now,
-                    2,
-                )
-                .await
-                .unwrap()[0]
-                .message
-                .text
-                .clone()
-        }
+        let question = "going to my high school reunion?";
+        w.top_without_vectors(settings, &public, question, Some(w.alice))
     };
     // Plain BM25 prefers the short message; the pair "high school" turns it round.
     assert_eq!(top(0.0).await, apart);
