@@ -104,28 +104,6 @@ pub fn from_bytes(b: &[u8]) -> Vec<f32> {
         .collect()
 }
 
-/// pgvector's text form, `[0.1,0.2,...]`.
-pub fn to_pgvector(v: &[f32]) -> String {
-    let mut s = String::with_capacity(v.len() * 10 + 2);
-    s.push('[');
-    for (i, x) in v.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        s.push_str(&x.to_string());
-    }
-    s.push(']');
-    s
-}
-
-/// A vector from pgvector's text form (`[0.1,0.2,…]`).
-pub fn from_pgvector(s: &str) -> Vec<f32> {
-    s.trim_matches(|c| c == '[' || c == ']')
-        .split(',')
-        .filter_map(|x| x.trim().parse().ok())
-        .collect()
-}
-
 /// Mean of unit vectors, normalised: the centroid an episode is compared by.
 pub fn centroid<'a>(vectors: impl IntoIterator<Item = &'a [f32]>) -> Option<Vec<f32>> {
     let mut sum: Option<Vec<f32>> = None;
@@ -148,7 +126,6 @@ mod tests {
     fn vector_forms_round_trip() {
         let v = vec![0.25f32, -1.5, 3.0e-7, 0.0];
         assert_eq!(from_bytes(&to_bytes(&v)), v);
-        assert_eq!(from_pgvector(&to_pgvector(&v)), v);
     }
 
     #[test]

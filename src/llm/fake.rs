@@ -631,13 +631,18 @@ fn plain_text(xml: &str) -> String {
 /// A final episode summary: the first message as its topic, and one fact per statement of a
 /// person (three words or more, not a question), about its author, or (gullible) about the
 /// person its first word names as "<name>'s …": a validator must refuse that one. "maybe"
-/// makes a fact weak.
+/// makes a fact weak. A part of a long episode adds its first message to what the parts
+/// before came to (`<earlier>`).
 fn episode_summary(user: &str) -> String {
     let messages = elements(user, "message");
-    let authors: Vec<String> = messages
-        .iter()
-        .filter_map(|(a, _)| attr(a, "author"))
-        .collect();
+    let earlier = elements(user, "earlier").into_iter().next().map(|(_, t)| t);
+    // Each author once, as a model lists the people of a conversation.
+    let mut authors: Vec<String> = Vec::new();
+    for author in messages.iter().filter_map(|(a, _)| attr(a, "author")) {
+        if !authors.contains(&author) {
+            authors.push(author);
+        }
+    }
     let facts: Vec<Value> = messages
         .iter()
         .filter(|(a, _)| attr(a, "bot").is_none())
@@ -668,7 +673,11 @@ fn episode_summary(user: &str) -> String {
         .collect();
     let first = messages.first().map(|(_, t)| t.clone()).unwrap_or_default();
     json!({
-        "topic": clip(&first, 60), "summary": clip(&format!("Episode: {first}"), 300),
+        "topic": clip(&first, 60),
+        "summary": match earlier {
+            Some(e) => clip(&format!("{} Then: {first}", e.trim()), 1000),
+            None => clip(&format!("Episode: {first}"), 300),
+        },
         "decisions": [], "todos": [], "entities": authors, "artifacts": [],
         "open_questions": messages.iter().filter(|(_, t)| t.trim().ends_with('?')).map(|(_, t)| t.clone()).collect::<Vec<_>>(),
         "facts": facts

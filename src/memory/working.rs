@@ -8,11 +8,11 @@ use super::{MemoryError, MemoryManager, offline};
 use crate::domain::StoredMessage;
 use crate::llm::LlmError;
 use crate::llm::prompts::{element, fill};
-use crate::store::{Episode, RefreshDue, WorkingMemory};
+use crate::store::{Episode, EpisodeEnd, RefreshDue, WorkingMemory};
 use serde::Deserialize;
 use tracing::debug;
 
-/// Most messages of one episode read for a refresh.
+/// Most messages of one episode read for a refresh (its newest).
 const EPISODE_MESSAGES: usize = 1000;
 /// Most new messages shown to the model in one refresh (the newest), and their longest text.
 const NEW_MESSAGES: usize = 200;
@@ -116,11 +116,13 @@ impl MemoryManager {
     }
 
     /// One refresh: the model's summary of what came since the last one (or the extractive
-    /// one), kept only while every message it was made from is still in the episode.
+    /// one of the episode's newest messages), kept only while every message it was made from
+    /// is still in the episode and no forget cleared the summary it built on. Nothing new to
+    /// read (memory commands, attachments' pieces): the summary stays, without a model call.
     async fn refresh_episode(&self, episode: &Episode) -> Result<bool, MemoryError> {
         let all = self
             .store
-            .episode_messages(episode.id, false, EPISODE_MESSAGES)
+            .episode_messages(episode.id, false, EpisodeEnd::Newest, EPISODE_MESSAGES)
             .await?;
         // What a paused person says is covered (so it does not keep the refresh due) but
         // never summarized.
@@ -130,24 +132,30 @@ impl MemoryManager {
         }
         let (chars, loops) = (self.episodes.summary_chars, self.episodes.open_loops);
         let before = self.store.episode_working_memory(episode.id).await?;
-        // The messages since the last refresh (by position among all, the paused left out).
-        let covered = usize::try_from(episode.summarized).unwrap_or(0);
-        let since: std::collections::HashSet<_> = all.iter().skip(covered).map(|m| m.id).collect();
+        // The messages since the last refresh: stored after the newest it was made from (the
+        // paused left out).
         let new: Vec<StoredMessage> = messages
             .iter()
-            .filter(|m| since.contains(&m.id))
+            .filter(|m| episode.summarized_through.is_none_or(|t| m.id > t))
             .cloned()
             .collect();
-        let memory = match self.working_memory_llm(&before, &new).await {
-            Ok(m) => m,
-            Err(e) => {
-                self.note_fallback("working_memory", &e);
-                extractive(&messages, chars, loops)
+        let memory = if new.is_empty() && !before.is_empty() {
+            before.clone()
+        } else if new.is_empty() {
+            extractive(&messages, chars, loops)
+        } else {
+            match self.working_memory_llm(&before, &new).await {
+                Ok(m) => m,
+                Err(e) => {
+                    self.note_fallback("working_memory", &e);
+                    extractive(&messages, chars, loops)
+                }
             }
         };
+        let was = (before.summary.as_str(), episode.summarized_through);
         let kept = self
             .store
-            .save_working_memory(episode.id, &all, &memory)
+            .save_working_memory(episode.id, &all, was, &memory)
             .await?;
         debug!(
             episode = episode.id,

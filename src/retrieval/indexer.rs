@@ -11,7 +11,9 @@ use super::topics::{Topic, TopicRules, Turn, Verdict};
 use crate::config::RetrievalConfig;
 use crate::domain::{Clock, Embedding, MessageId, SpaceId, StoredMessage, VectorSpaceId};
 use crate::embed::{self, EmbedError, SharedEmbedder};
-use crate::store::{Episode, EpisodeClose, EpisodeStart, IndexedMessage, Store, StoreError};
+use crate::store::{
+    Episode, EpisodeClose, EpisodeEnd, EpisodeStart, IndexedMessage, Store, StoreError,
+};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -298,7 +300,10 @@ impl Indexer {
                 break;
             }
             for episode in &episodes {
-                let messages = self.store.episode_messages(episode.id, true, 200).await?;
+                let messages = self
+                    .store
+                    .episode_messages(episode.id, true, EpisodeEnd::Oldest, 200)
+                    .await?;
                 let embedding = self.episode_vector(space, &messages).await?;
                 self.store
                     .set_episode_vector(episode, space, embedding.as_ref())
@@ -445,7 +450,10 @@ impl Indexer {
     }
 
     async fn close(&self, episode: &Episode) -> Result<(), IndexError> {
-        let messages = self.store.episode_messages(episode.id, true, 200).await?;
+        let messages = self
+            .store
+            .episode_messages(episode.id, true, EpisodeEnd::Oldest, 200)
+            .await?;
         let summary = extractive_summary(&messages);
         let embedding = match self.space().await? {
             Some(space) => self.episode_vector(space, &messages).await?,

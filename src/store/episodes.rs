@@ -6,7 +6,7 @@
 
 use super::search::{Episode, EpisodeRow, episode_columns, episode_of};
 use super::{StoreResult, document_terms};
-use crate::domain::{PersonId, Scope, SpaceId, StoredMessage};
+use crate::domain::{MessageId, PersonId, Scope, SpaceId, StoredMessage};
 use async_trait::async_trait;
 
 /// The running summary of an open episode and its open loops (questions not answered yet,
@@ -51,14 +51,18 @@ pub trait Episodes: Send + Sync {
     /// The working memory episode `episode` keeps now (empty when none).
     async fn episode_working_memory(&self, episode: i64) -> StoreResult<WorkingMemory>;
     /// Keeps `memory` as episode `episode`'s working memory, made from `from` (its messages
-    /// then); false, and nothing written, when the episode closed or any of them left it
-    /// meanwhile (forgotten, or moved to a newer episode). It then covers every message and
-    /// word the episode counts (pieces of attachments and withheld messages included, which
-    /// it does not read), so it is due again only after new ones.
+    /// then) and the summary it had, `was` (its text and `summarized_through`, as read before);
+    /// false, and nothing written, when the episode closed, any of those messages left it
+    /// meanwhile (forgotten, or moved to a newer episode), or its working memory is no longer
+    /// `was` (a forget cleared it: what it said may be what was forgotten). It then covers
+    /// every message and word the episode counts (pieces of attachments and memory commands
+    /// included, which it does not read), so it is due again only after new ones, and the
+    /// newest of `from` is its `summarized_through`.
     async fn save_working_memory(
         &self,
         episode: i64,
         from: &[StoredMessage],
+        was: (&str, Option<MessageId>),
         memory: &WorkingMemory,
     ) -> StoreResult<bool>;
     /// Closed episodes without their final details, oldest first, at most `limit`.
@@ -245,6 +249,7 @@ on_both_backends! {
             &self,
             episode: i64,
             from: &[StoredMessage],
+            (was_summary, was_through): (&str, Option<MessageId>),
             memory: &WorkingMemory,
         ) -> StoreResult<bool> {
             let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
@@ -254,12 +259,17 @@ on_both_backends! {
             }
             let written = sqlx::query(
                 "UPDATE episodes SET running_summary = $1, open_loops = $2, \
-                 summarized_messages = messages, summarized_len = total_len \
-                 WHERE id = $3 AND NOT closed AND NOT superseded",
+                 summarized_messages = messages, summarized_len = total_len, \
+                 summarized_through = COALESCE($4, summarized_through) \
+                 WHERE id = $3 AND NOT closed AND NOT superseded \
+                 AND COALESCE(running_summary, '') = $5 AND summarized_through IS NOT DISTINCT FROM $6",
             )
             .bind(&memory.summary)
             .bind(loops_json(&memory.open_loops))
             .bind(episode)
+            .bind(ids.iter().max().copied())
+            .bind(was_summary)
+            .bind(was_through.map(|t| t.0))
             .execute(&mut *tx)
             .await
             .map_err(db_err)?

@@ -90,8 +90,8 @@ pub use oversight::{
 };
 pub use postgres::PostgresStore;
 pub use search::{
-    Adjacent, Episode, EpisodeClose, EpisodeHit, EpisodeStart, IndexedMessage, Neighbours,
-    SearchHit, SearchIndex,
+    Adjacent, Episode, EpisodeClose, EpisodeEnd, EpisodeHit, EpisodeStart, IndexedMessage,
+    Neighbours, SearchHit, SearchIndex,
 };
 pub use sqlite::SqliteStore;
 pub use summaries::{DaySummaryRecord, Summaries};

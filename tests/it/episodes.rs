@@ -149,6 +149,10 @@ async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
     refresh(&h).await;
     let left = rows_holding(&h, "P-7731").await;
     assert!(left.is_empty(), "made again from what is left: {left:#?}");
+    // From all that is left, not only what came after the summary it cleared.
+    let dm_episode = episode_of_said(&h, "alice", "the visa office closes at noon").await;
+    let rebuilt = h.store.episode_working_memory(dm_episode).await.unwrap();
+    assert!(rebuilt.summary.contains("visa office"), "{rebuilt:?}");
 
     // A refresh made from messages one of which was forgotten meanwhile is not kept.
     let bob = h.person("bob").await;
@@ -162,7 +166,7 @@ async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
         .expect("indexed");
     let read = h
         .store
-        .episode_messages(lab_episode, false, 100)
+        .episode_messages(lab_episode, false, engram::store::EpisodeEnd::Oldest, 100)
         .await
         .unwrap();
     let stale = engram::store::WorkingMemory {
@@ -173,17 +177,39 @@ async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
         summary: "a fresh summary".into(),
         open_loops: vec![],
     };
+    // What the working memory is now: what a refresh read before it built on it.
+    let state = || async {
+        let summary = h.store.episode_working_memory(lab_episode).await.unwrap();
+        let episode = h.store.episodes(&[lab_episode]).await.unwrap().remove(0);
+        (summary.summary, episode.summarized_through)
+    };
+    let (summary, through) = state().await;
+    // Built on a summary that is not there any more (a forget cleared it meanwhile): refused.
+    for was in [
+        ("a summary cleared meanwhile", through),
+        (summary.as_str(), None),
+    ] {
+        assert!(
+            !h.store
+                .save_working_memory(lab_episode, &read, was, &stale)
+                .await
+                .unwrap(),
+            "{was:?}"
+        );
+    }
     assert!(
         h.store
-            .save_working_memory(lab_episode, &read, &fresh)
+            .save_working_memory(lab_episode, &read, (&summary, through), &fresh)
             .await
             .unwrap(),
         "positive control"
     );
+    let (summary, through) = state().await;
+    assert_eq!(summary, "a fresh summary");
     h.store.delete_messages(&[read[0].id]).await.unwrap();
     assert!(
         !h.store
-            .save_working_memory(lab_episode, &read, &stale)
+            .save_working_memory(lab_episode, &read, (&summary, through), &stale)
             .await
             .unwrap()
     );
@@ -581,7 +607,183 @@ async fn an_entry_forgotten_while_the_model_writes_does_not_stay_in_details(url:
     assert!(!details.contains("4471"), "{details}");
 }
 
+/// The episode of the message of `who` that says `text`.
+async fn episode_of_said(h: &Harness, who: &str, text: &str) -> i64 {
+    let person = h.person(who).await;
+    let said = h.store.author_messages(person, None).await.unwrap();
+    let (id, _) = said.iter().find(|(_, t)| t == text).expect("stored");
+    h.store.messages_by_id(&[*id]).await.unwrap()[0]
+        .episode
+        .expect("indexed")
+}
+
+/// The messages the last working-memory request showed (after the summary so far).
+fn last_refresh_asked(h: &Harness) -> String {
+    let text = h
+        .fake()
+        .requests()
+        .iter()
+        .rev()
+        .find(|r| r.task == "working_memory")
+        .expect("a refresh asked the model")
+        .text();
+    let (_, messages) = text.split_once("<messages>").expect("its messages");
+    messages.to_string()
+}
+
+async fn each_refresh_reads_what_came_since_the_last(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    // A memory command (and the bot's answer to it) among the first messages: counted in the
+    // episode, not read as its conversation.
+    for (who, text) in [
+        ("alice", "Where should we hold the Lisbon offsite in March?"),
+        ("bob", "Engram, remember that I prefer window seats"),
+        ("carol", "The Lisbon offsite hotel by the river looks good"),
+        ("alice", "Lisbon offsite it is, pending the hotel"),
+    ] {
+        h.say_in(&lab, who, text).await;
+    }
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 1);
+    let first = last_refresh_asked(&h);
+    assert!(first.contains("Where should we hold"), "{first}");
+    let notes: Vec<String> = (0..4)
+        .map(|i| format!("Lisbon offsite hotel note {i}"))
+        .collect();
+    for text in &notes {
+        h.say_in(&lab, "dave", text).await;
+    }
+    index(&h).await;
+    let episode = episode_of_said(&h, "alice", "Lisbon offsite it is, pending the hotel").await;
+    for text in &notes {
+        assert_eq!(
+            episode_of_said(&h, "dave", text).await,
+            episode,
+            "one episode"
+        );
+    }
+    assert_eq!(refresh(&h).await, 1);
+    assert_eq!(h.fake().count("working_memory"), 2);
+    let second = last_refresh_asked(&h);
+    for text in &notes {
+        assert!(second.contains(text.as_str()), "{text} not read: {second}");
+    }
+    // What the first refresh read is in the summary so far, not shown again.
+    assert!(!second.contains("Where should we hold"), "{second}");
+
+    // A long episode: more messages than a refresh reads. The newest are what it reads.
+    let many = 1_010;
+    for i in 0..many {
+        h.say_in(&lab, "erin", &format!("Lisbon offsite hotel remark {i}"))
+            .await;
+    }
+    index(&h).await;
+    let last = format!("Lisbon offsite hotel remark {}", many - 1);
+    assert_eq!(
+        episode_of_said(&h, "erin", &last).await,
+        episode,
+        "one episode"
+    );
+    assert_eq!(refresh(&h).await, 1);
+    let third = last_refresh_asked(&h);
+    assert!(third.contains(&last), "the newest is read");
+
+    // Only memory commands since (counted, not read): due, but no model call.
+    let calls = h.fake().count("working_memory");
+    for text in [
+        "I want the Lisbon offsite hotel by the river",
+        "my Lisbon offsite hotel remark matters",
+        "the Lisbon offsite hotel remark list is mine",
+    ] {
+        h.say_in(&lab, "bob", &format!("Engram, remember that {text}"))
+            .await
+            .expect("answered");
+    }
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 1, "covered");
+    assert_eq!(h.fake().count("working_memory"), calls, "no call");
+    assert_eq!(refresh(&h).await, 0, "not due again");
+    let memory = h.store.episode_working_memory(episode).await.unwrap();
+    assert!(memory.summary.contains("Then:"), "kept: {memory:?}");
+}
+
+/// An episode longer than the model is shown at once closes in parts: one call each, each
+/// with what the parts before came to, and what is said in the last part is learned too.
+async fn a_long_episode_closes_in_parts(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    h.say_in(&lab, "alice", "I maintain the billing service in Go")
+        .await;
+    for i in 0..650 {
+        // Two words: no fact in them (the fake learns from statements of three or more).
+        h.say_in(&lab, "bob", &format!("billing ticket-{i}")).await;
+    }
+    h.say_in(&lab, "carol", "I keep bees on the billing office roof")
+        .await;
+    index(&h).await;
+    let episode = episode_of_said(&h, "carol", "I keep bees on the billing office roof").await;
+    let read = h
+        .store
+        .episode_messages(episode, false, engram::store::EpisodeEnd::Oldest, 1000)
+        .await
+        .unwrap();
+    assert_eq!(
+        read.len(),
+        652,
+        "{:?}",
+        read.iter().map(|m| &m.text).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        episode_of_said(&h, "alice", "I maintain the billing service in Go").await,
+        episode,
+        "one episode"
+    );
+    h.clock.advance(chrono::Duration::hours(1));
+    assert!(indexer(&h).close_episodes().await.unwrap() >= 1);
+    let from = h.fake().total();
+    assert!(h.extractor("a").finish_episodes().await.unwrap() >= 1);
+    let asked: Vec<String> = h.fake().requests()[from..]
+        .iter()
+        .filter(|r| r.task == "episode_summary")
+        .map(|r| r.text())
+        .collect();
+    assert_eq!(asked.len(), 3, "652 messages, 300 a part");
+    assert!(!asked[0].contains("</earlier>"), "{}", asked[0]);
+    for part in &asked[1..] {
+        assert!(
+            part.contains("</earlier>") && part.contains("Episode: I maintain the billing"),
+            "what the first part came to goes with the next: {part}"
+        );
+    }
+    assert!(asked[2].contains("bees"));
+    let lab_scope = h.space_scope("lab").await.key();
+    assert!(
+        entries_of(&h, "carol").await.contains(&(
+            lab_scope.clone(),
+            "I keep bees on the billing office roof".into()
+        )),
+        "learned from the last part"
+    );
+    assert!(
+        entries_of(&h, "alice")
+            .await
+            .contains(&(lab_scope, "I maintain the billing service in Go".into())),
+        "and from the first"
+    );
+    // Three parts of 218, 218 and 216 messages; the last part's summary, which carries the
+    // earlier ones, is the episode's.
+    let details = stored_details(&h, episode).await;
+    assert!(
+        details.contains("Episode: I maintain the billing")
+            && details.contains("Then: billing ticket-217 Then: billing ticket-435"),
+        "{details}"
+    );
+}
+
 on_both_harnesses!(
+    a_long_episode_closes_in_parts,
+    each_refresh_reads_what_came_since_the_last,
     an_entry_forgotten_while_the_model_writes_does_not_stay_in_details,
     a_forget_takes_its_words_out_of_episode_details,
     working_memory_refreshes_and_stays_in_its_place,

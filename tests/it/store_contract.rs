@@ -1799,7 +1799,9 @@ async fn closed_episode(s: &Arc<dyn Store>, message: MessageId) -> (i64, Vec<Sto
     .unwrap();
     (
         episode,
-        s.episode_messages(episode, false, 100).await.unwrap(),
+        s.episode_messages(episode, false, engram::store::EpisodeEnd::Oldest, 100)
+            .await
+            .unwrap(),
     )
 }
 

@@ -70,12 +70,25 @@ fn fixture_rows(backend: &str) -> Vec<String> {
 /// summarized), 0012's messages.attachment_of (NULL) and 0013's episodes.embedding_space (the
 /// `unrecorded` model, 1, where the episode had a vector), PostgreSQL's facts.embedding
 /// (never written, dropped) and 0014's messages.language (each message's: English here; on
-/// PostgreSQL messages are read in their old shape below), and 0016's episodes.keys_len
-/// (NULL: no search keys yet). Each: backend, table, what the new
+/// PostgreSQL messages are read in their old shape below), 0016's episodes.keys_len
+/// (NULL: no search keys yet) and 0018's episodes.summarized_through (NULL: no working
+/// memory made yet). Each: backend, table, what the new
 /// columns add at the end of a row, and what the row ended with before. (0013 moved message vectors to a table keyed by model:
 /// `vectors_as_before` reads those rows back in their old shape.)
 const NEW_COLUMNS: &[(&str, &str, &str, &str)] = &[
     ("sqlite", "messages", " |  | en", ""),
+    (
+        "sqlite",
+        "episodes",
+        " | 0 | gap |  |  | 0 | 0 |  | 1 |  | ",
+        "",
+    ),
+    (
+        "sqlite",
+        "episodes",
+        " | 0 | gap |  |  | 0 | 0 |  |  |  | ",
+        "",
+    ),
     (
         "sqlite",
         "episodes",
@@ -88,12 +101,10 @@ const NEW_COLUMNS: &[(&str, &str, &str, &str)] = &[
         " | 0 | gap |  |  | 0 | 0 |  |  | ",
         "",
     ),
-    ("sqlite", "episodes", " | 0 | gap |  |  | 0 | 0 |  | 1", ""),
-    ("sqlite", "episodes", " | 0 | gap |  |  | 0 | 0 |  | ", ""),
+    ("postgres", "episodes", ",f,gap,,,0,0,,1,,)", ")"),
+    ("postgres", "episodes", ",f,gap,,,0,0,,,,)", ")"),
     ("postgres", "episodes", ",f,gap,,,0,0,,1,)", ")"),
     ("postgres", "episodes", ",f,gap,,,0,0,,,)", ")"),
-    ("postgres", "episodes", ",f,gap,,,0,0,,1)", ")"),
-    ("postgres", "episodes", ",f,gap,,,0,0,,)", ")"),
     ("postgres", "facts", ")", ",)"),
 ];
 

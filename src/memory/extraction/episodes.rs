@@ -15,16 +15,21 @@ use crate::llm::prompts::{element, escape, fill};
 use crate::memory::entries::origin;
 use crate::memory::offline::clip_chars;
 use crate::memory::{MemoryError, MemoryManager, working};
-use crate::store::{Episode, Finish, JobClaim, Store};
+use crate::store::{Episode, EpisodeEnd, Finish, JobClaim, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tracing::{info, warn};
 
 /// The job name of closing episodes (one run per episode).
 pub const EPISODE_JOB: &str = "episode";
-/// Most messages of an episode read when it closes, and their longest text.
+/// Most messages of an episode shown to the model at once when it closes (a part), and their
+/// longest text. A longer episode is read in parts, one model call each, each part with what
+/// the ones before it came to.
 const EPISODE_MESSAGES: usize = 300;
 const MESSAGE_CHARS: usize = 600;
+/// Most parts an episode is read in: one longer than `PARTS` × `EPISODE_MESSAGES` messages
+/// is summarized from its first ones (its messages stay searchable whole).
+const PARTS: usize = 10;
 /// Longest summary of an episode's details (characters), and of each list item; most items.
 const SUMMARY_CHARS: usize = 600;
 const ITEM_CHARS: usize = 300;
@@ -90,6 +95,48 @@ impl EpisodeDetails {
             .filter(|item| !item.is_empty() && seen.insert(item.clone()))
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// The details of an episode read in `parts` (in order, each made knowing what the ones
+    /// before came to): the last part's topic and summary, which carry the earlier ones (an
+    /// earlier part's when the last has none, or only extractive ones after the model's);
+    /// each part's list items once, the newest `ITEMS` of each list; and every fact, a later
+    /// one of the same person and key in place of an earlier. "llm" when the model wrote any
+    /// part.
+    pub fn merged(parts: Vec<EpisodeDetails>) -> EpisodeDetails {
+        let mut out = EpisodeDetails::default();
+        let mut llm = false;
+        for part in parts {
+            let rewords = part.method == "llm" || !llm;
+            llm |= part.method == "llm";
+            if rewords && !part.topic.trim().is_empty() {
+                out.topic = part.topic;
+            }
+            if rewords && !part.summary.trim().is_empty() {
+                out.summary = part.summary;
+            }
+            for (list, items) in [
+                (&mut out.decisions, part.decisions),
+                (&mut out.todos, part.todos),
+                (&mut out.entities, part.entities),
+                (&mut out.artifacts, part.artifacts),
+                (&mut out.open_questions, part.open_questions),
+            ] {
+                for item in items {
+                    list.retain(|had| !had.eq_ignore_ascii_case(&item));
+                    list.push(item);
+                }
+                let over = list.len().saturating_sub(ITEMS);
+                list.drain(..over);
+            }
+            for fact in part.facts {
+                out.facts
+                    .retain(|had| had.person != fact.person || had.key != fact.key);
+                out.facts.push(fact);
+            }
+        }
+        out.method = if llm { "llm" } else { "offline" }.into();
+        out
     }
 
     /// Keeps only what `keep` accepts: an item (topic, list item, fact) it refuses goes, and
@@ -364,9 +411,41 @@ pub fn offline_details(messages: &[StoredMessage]) -> EpisodeDetails {
     }
 }
 
-/// The episode prompt: the people's current entries, then the messages numbered from 1.
+/// The parts `messages` are shown to the model in: as few as hold at most `EPISODE_MESSAGES`
+/// each, of equal size (301 messages are two parts of 151 and 150, never 300 and a last part
+/// too short to summarize); one, empty, for none.
+fn in_parts(messages: &[StoredMessage]) -> Vec<&[StoredMessage]> {
+    if messages.is_empty() {
+        return vec![messages];
+    }
+    let parts = messages.len().div_ceil(EPISODE_MESSAGES);
+    messages.chunks(messages.len().div_ceil(parts)).collect()
+}
+
+/// What closing `episode` reads (`Extractor::closing_messages`).
+async fn closing_messages(
+    store: &dyn Store,
+    episode: &Episode,
+) -> Result<Vec<StoredMessage>, MemoryError> {
+    let limit = PARTS * EPISODE_MESSAGES;
+    let chatter = store
+        .episode_messages(episode.id, false, EpisodeEnd::Oldest, limit)
+        .await?;
+    if chatter.len() == limit {
+        info!(
+            episode = episode.id,
+            read = limit,
+            "a long episode: its first messages are summarized"
+        );
+    }
+    Ok(working::without_paused(store, chatter).await?)
+}
+
+/// The episode prompt: the people's current entries, what the parts before came to (a long
+/// episode's), then the messages numbered from 1.
 fn prompt_for(
     messages: &[StoredMessage],
+    earlier: Option<&str>,
     entries: &BTreeMap<PersonId, Vec<crate::domain::Entry>>,
     names: &std::collections::HashMap<String, String>,
 ) -> String {
@@ -391,6 +470,10 @@ fn prompt_for(
             escape(&m.author_name),
             items.join("\n")
         ));
+    }
+    if let Some(earlier) = earlier {
+        out.push_str(&element("earlier", &[], earlier));
+        out.push('\n');
     }
     out.push_str("<messages>\n");
     for (i, m) in messages.iter().enumerate() {
@@ -444,21 +527,35 @@ impl Extractor {
             JobClaim::Acquired { .. } => {}
             _ => return Ok(false),
         }
-        let chatter = self
-            .store
-            .episode_messages(episode.id, false, EPISODE_MESSAGES)
-            .await?;
-        let messages = working::without_paused(self.store.as_ref(), chatter).await?;
-        let (prompt, shown) = self.prompt(episode, &messages).await?;
-        let details = match self.ask_details(episode, &messages, &prompt).await {
-            Ok(d) => d,
-            Err(DetailsError::Model(e)) if !matches!(e, LlmError::BadResponse(_)) => {
-                warn!(episode = episode.id, error = %e, "episode summary waits for the model");
-                self.finish_claim(&key, Finish::Failed { retry_at: now }, "model unavailable")
-                    .await?;
-                return Ok(false);
+        let messages = self.closing_messages(episode).await?;
+        // Part by part, each knowing what the ones before came to; a part refused (asked
+        // twice) makes the whole extractive, without facts.
+        let mut parts = Vec::new();
+        let mut shown: BTreeMap<PersonId, Vec<i64>> = BTreeMap::new();
+        let mut refused = None;
+        for part in in_parts(&messages) {
+            let earlier = parts.last().map(|d: &EpisodeDetails| d.summary.as_str());
+            let (prompt, seen) = self.prompt(episode, part, earlier).await?;
+            for (person, ids) in seen {
+                shown.entry(person).or_default().extend(ids);
             }
-            Err(why) => {
+            match self.ask_details(episode, part, &prompt).await {
+                Ok(d) => parts.push(d),
+                Err(DetailsError::Model(e)) if !matches!(e, LlmError::BadResponse(_)) => {
+                    warn!(episode = episode.id, error = %e, "episode summary waits for the model");
+                    self.finish_claim(&key, Finish::Failed { retry_at: now }, "model unavailable")
+                        .await?;
+                    return Ok(false);
+                }
+                Err(why) => {
+                    refused = Some(why);
+                    break;
+                }
+            }
+        }
+        let details = match refused {
+            None => EpisodeDetails::merged(parts),
+            Some(why) => {
                 warn!(episode = episode.id, error = %why, "episode summary refused: extractive details, no facts");
                 offline_details(&messages)
             }
@@ -538,12 +635,20 @@ impl Extractor {
         Ok(())
     }
 
-    /// The episode's prompt (its people's entries in its scope, then its messages), and the
-    /// ids of the entries it shows, per person.
+    /// What closing `episode` reads: its messages (the first `PARTS` × `EPISODE_MESSAGES`)
+    /// but those of people whose memory is paused.
+    async fn closing_messages(&self, episode: &Episode) -> Result<Vec<StoredMessage>, MemoryError> {
+        closing_messages(self.store.as_ref(), episode).await
+    }
+
+    /// The prompt for a part of the episode (its people's entries in its scope, what the
+    /// parts before came to, then its messages), and the ids of the entries it shows, per
+    /// person.
     async fn prompt(
         &self,
         episode: &Episode,
         messages: &[StoredMessage],
+        earlier: Option<&str>,
     ) -> Result<(String, BTreeMap<PersonId, Vec<i64>>), MemoryError> {
         let mut entries: BTreeMap<PersonId, Vec<crate::domain::Entry>> = BTreeMap::new();
         for m in messages.iter().filter(|m| !m.is_bot) {
@@ -562,7 +667,7 @@ impl Extractor {
             .iter()
             .map(|(person, es)| (*person, es.iter().map(|e| e.id).collect()))
             .collect();
-        Ok((prompt_for(messages, &entries, &names), shown))
+        Ok((prompt_for(messages, earlier, &entries, &names), shown))
     }
 
     /// Whether an entry of `shown` (per person, in `episode`'s scope) is gone.
@@ -694,10 +799,7 @@ pub async fn finish_offline(store: &dyn Store) -> Result<usize, MemoryError> {
     backfill_keys(store).await?;
     let mut done = 0;
     for episode in store.episodes_to_finish(50).await? {
-        let chatter = store
-            .episode_messages(episode.id, false, EPISODE_MESSAGES)
-            .await?;
-        let messages = working::without_paused(store, chatter).await?;
+        let messages = closing_messages(store, &episode).await?;
         let details = offline_details(&messages);
         let json = serde_json::to_string(&details).unwrap_or_default();
         if store
@@ -819,5 +921,107 @@ mod tests {
         let offline = offline_details(&messages);
         assert_eq!(offline.method, "offline");
         assert!(offline.facts.is_empty());
+    }
+
+    #[test]
+    fn parts_merge_into_one_episode() {
+        let fact = |person: i64, key: &str, value: &str| LearnedFact {
+            person: PersonId(person),
+            category: "preference".into(),
+            key: key.into(),
+            value: value.into(),
+            confidence: 0.9,
+        };
+        let first = EpisodeDetails {
+            topic: "offsite".into(),
+            summary: "They chose Lisbon.".into(),
+            entities: (0..ITEMS).map(|i| format!("place {i}")).collect(),
+            decisions: vec!["Lisbon".into()],
+            facts: vec![
+                fact(1, "drink", "likes tea"),
+                fact(2, "drink", "likes mate"),
+            ],
+            method: "offline".into(),
+            ..EpisodeDetails::default()
+        };
+        let second = EpisodeDetails {
+            topic: "offsite and hotel".into(),
+            summary: "They chose Lisbon, then the river hotel.".into(),
+            entities: vec!["PLACE 0".into(), "the river hotel".into()],
+            facts: vec![fact(1, "drink", "likes coffee now")],
+            method: "llm".into(),
+            ..EpisodeDetails::default()
+        };
+        let merged = EpisodeDetails::merged(vec![first.clone(), second.clone()]);
+        assert_eq!(merged.topic, second.topic);
+        assert_eq!(merged.summary, second.summary);
+        assert_eq!(
+            merged.decisions, first.decisions,
+            "an earlier part's items stay"
+        );
+        assert_eq!(merged.entities.len(), ITEMS, "at most ITEMS, the newest");
+        assert_eq!(
+            &merged.entities[ITEMS - 2..],
+            &["PLACE 0".to_string(), "the river hotel".to_string()],
+        );
+        assert!(!merged.entities.contains(&"place 0".to_string()), "once");
+        assert!(
+            !merged.entities.contains(&"place 1".to_string()),
+            "the oldest goes"
+        );
+        assert!(merged.entities.contains(&"place 2".to_string()));
+        let drinks: Vec<(i64, &str)> = merged
+            .facts
+            .iter()
+            .map(|f| (f.person.0, f.value.as_str()))
+            .collect();
+        assert_eq!(drinks, [(2, "likes mate"), (1, "likes coffee now")]);
+        assert_eq!(merged.method, "llm");
+        // One part is itself; an empty last part keeps the earlier topic and summary.
+        assert_eq!(EpisodeDetails::merged(vec![second.clone()]), second);
+        let empty = EpisodeDetails {
+            method: "offline".into(),
+            ..EpisodeDetails::default()
+        };
+        let kept = EpisodeDetails::merged(vec![first.clone(), empty]);
+        assert_eq!(
+            (kept.topic, kept.summary),
+            (first.topic.clone(), first.summary.clone())
+        );
+        assert_eq!(kept.method, "offline");
+        // An extractive last part (too few messages for the model) keeps the model's words.
+        let worded = EpisodeDetails {
+            method: "llm".into(),
+            ..first.clone()
+        };
+        let tail = EpisodeDetails {
+            topic: "bye".into(),
+            summary: "bob: bye".into(),
+            method: "offline".into(),
+            ..EpisodeDetails::default()
+        };
+        let kept = EpisodeDetails::merged(vec![worded, tail.clone()]);
+        assert_eq!((kept.topic, kept.summary), (first.topic, first.summary));
+        let alone = EpisodeDetails::merged(vec![tail.clone()]);
+        assert_eq!(alone.summary, tail.summary);
+    }
+
+    #[test]
+    fn long_episodes_are_read_in_even_parts() {
+        let sizes = |n: usize| -> Vec<usize> {
+            let messages: Vec<StoredMessage> =
+                (0..n).map(|i| msg(i as i64, 1, "ana", false)).collect();
+            in_parts(&messages).iter().map(|p| p.len()).collect()
+        };
+        assert_eq!(sizes(0), [0]);
+        assert_eq!(sizes(1), [1]);
+        assert_eq!(sizes(EPISODE_MESSAGES), [EPISODE_MESSAGES]);
+        assert_eq!(sizes(EPISODE_MESSAGES + 1), [151, 150]);
+        assert_eq!(sizes(652), [218, 218, 216]);
+        assert!(
+            sizes(PARTS * EPISODE_MESSAGES)
+                .iter()
+                .all(|s| *s == EPISODE_MESSAGES)
+        );
     }
 }
