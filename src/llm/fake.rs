@@ -632,10 +632,20 @@ fn plain_text(xml: &str) -> String {
 /// person (three words or more, not a question), about its author, or (gullible) about the
 /// person its first word names as "<name>'s …": a validator must refuse that one. "maybe"
 /// makes a fact weak. A part of a long episode adds its first message to what the parts
-/// before came to (`<earlier>`).
+/// before came to (`<earlier>`) and keeps the questions open before it.
 fn episode_summary(user: &str) -> String {
     let messages = elements(user, "message");
     let earlier = elements(user, "earlier").into_iter().next().map(|(_, t)| t);
+    let mut open: Vec<String> = elements(user, "earlier_open_questions")
+        .into_iter()
+        .flat_map(|(_, t)| t.lines().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    open.extend(
+        messages
+            .iter()
+            .filter(|(_, t)| t.trim().ends_with('?'))
+            .map(|(_, t)| t.clone()),
+    );
     // Each author once, as a model lists the people of a conversation.
     let mut authors: Vec<String> = Vec::new();
     for author in messages.iter().filter_map(|(a, _)| attr(a, "author")) {
@@ -679,7 +689,7 @@ fn episode_summary(user: &str) -> String {
             None => clip(&format!("Episode: {first}"), 300),
         },
         "decisions": [], "todos": [], "entities": authors, "artifacts": [],
-        "open_questions": messages.iter().filter(|(_, t)| t.trim().ends_with('?')).map(|(_, t)| t.clone()).collect::<Vec<_>>(),
+        "open_questions": open,
         "facts": facts
     })
     .to_string()

@@ -125,11 +125,8 @@ impl MemoryManager {
             .episode_messages(episode.id, false, EpisodeEnd::Newest, EPISODE_MESSAGES)
             .await?;
         // What a paused person says is covered (so it does not keep the refresh due) but
-        // never summarized.
+        // never summarized; so is an episode of memory commands only (nothing to read).
         let messages = without_paused(self.store.as_ref(), all.clone()).await?;
-        if all.is_empty() {
-            return Ok(false);
-        }
         let (chars, loops) = (self.episodes.summary_chars, self.episodes.open_loops);
         let before = self.store.episode_working_memory(episode.id).await?;
         // The messages since the last refresh: stored after the newest it was made from (the

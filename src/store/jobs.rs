@@ -31,6 +31,15 @@ pub trait Jobs: Send + Sync {
         finish: Finish,
         detail: &str,
     ) -> StoreResult<bool>;
+    /// Extends `holder`'s claim on a run it still holds to `until` (a run of several model
+    /// calls, between them): false if it lost the claim (taken over, finished).
+    async fn renew_job(
+        &self,
+        job: &str,
+        run_key: &str,
+        holder: &str,
+        until: DateTime<Utc>,
+    ) -> StoreResult<bool>;
     /// Every recorded run of `job`, by run key.
     async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>>;
     /// Takes over a run `from` holds (a holder known to be gone): false if it no longer does.
@@ -288,6 +297,28 @@ on_both_backends! {
             .bind(ms(now))
             .bind(detail)
             .bind(ms(finish.until(now)))
+            .bind(job)
+            .bind(run_key)
+            .bind(holder)
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            Ok(updated == 1)
+        }
+
+        async fn renew_job(
+            &self,
+            job: &str,
+            run_key: &str,
+            holder: &str,
+            until: DateTime<Utc>,
+        ) -> StoreResult<bool> {
+            let updated = sqlx::query(
+                "UPDATE job_runs SET lease_until = $1 \
+                 WHERE job = $2 AND run_key = $3 AND holder = $4 AND status = 'running'",
+            )
+            .bind(ms(until))
             .bind(job)
             .bind(run_key)
             .bind(holder)

@@ -706,6 +706,19 @@ async fn each_refresh_reads_what_came_since_the_last(url: Option<String>) {
     assert_eq!(refresh(&h).await, 0, "not due again");
     let memory = h.store.episode_working_memory(episode).await.unwrap();
     assert!(memory.summary.contains("Then:"), "kept: {memory:?}");
+
+    // A conversation of memory commands only (an episode of its own): covered once, no call,
+    // and not due at every tick after.
+    let desk = group("desk");
+    for text in ["I prefer aisle seats", "my badge is blue"] {
+        h.say_in(&desk, "carol", &format!("Engram, remember that {text}"))
+            .await
+            .expect("answered");
+    }
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 1, "covered");
+    assert_eq!(refresh(&h).await, 0, "not due again");
+    assert_eq!(h.fake().count("working_memory"), calls, "no call");
 }
 
 /// An episode longer than the model is shown at once closes in parts: one call each, each
@@ -714,6 +727,8 @@ async fn a_long_episode_closes_in_parts(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
     h.say_in(&lab, "alice", "I maintain the billing service in Go")
+        .await;
+    h.say_in(&lab, "alice", "who books the billing hotel?")
         .await;
     for i in 0..650 {
         // Two words: no fact in them (the fake learns from statements of three or more).
@@ -730,7 +745,7 @@ async fn a_long_episode_closes_in_parts(url: Option<String>) {
         .unwrap();
     assert_eq!(
         read.len(),
-        652,
+        653,
         "{:?}",
         read.iter().map(|m| &m.text).collect::<Vec<_>>()
     );
@@ -748,12 +763,16 @@ async fn a_long_episode_closes_in_parts(url: Option<String>) {
         .filter(|r| r.task == "episode_summary")
         .map(|r| r.text())
         .collect();
-    assert_eq!(asked.len(), 3, "652 messages, 300 a part");
+    assert_eq!(asked.len(), 3, "653 messages, at most 300 a part");
     assert!(!asked[0].contains("</earlier>"), "{}", asked[0]);
     for part in &asked[1..] {
         assert!(
             part.contains("</earlier>") && part.contains("Episode: I maintain the billing"),
             "what the first part came to goes with the next: {part}"
+        );
+        assert!(
+            part.contains("<earlier_open_questions>who books the billing hotel?"),
+            "and the questions still open: {part}"
         );
     }
     assert!(asked[2].contains("bees"));
@@ -771,13 +790,52 @@ async fn a_long_episode_closes_in_parts(url: Option<String>) {
             .contains(&(lab_scope, "I maintain the billing service in Go".into())),
         "and from the first"
     );
-    // Three parts of 218, 218 and 216 messages; the last part's summary, which carries the
-    // earlier ones, is the episode's.
+    // Three parts of 218, 218 and 217 messages; the last part's summary and open questions,
+    // which carry the earlier ones, are the episode's.
     let details = stored_details(&h, episode).await;
     assert!(
         details.contains("Episode: I maintain the billing")
-            && details.contains("Then: billing ticket-217 Then: billing ticket-435"),
+            && details.contains("Then: billing ticket-216 Then: billing ticket-434"),
         "{details}"
+    );
+    assert!(
+        details.contains("who books the billing hotel?"),
+        "{details}"
+    );
+
+    // A claim lost while the model writes a part (the process took too long and another took
+    // the run over): this one stops before the next part (of three), keeping nothing.
+    let desk = group("desk");
+    for i in 0..700 {
+        h.say_in(&desk, "bob", &format!("support ticket-{i}")).await;
+    }
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(&h).close_episodes().await.unwrap();
+    let seen = h.fake().total();
+    h.fake().hold_after(1);
+    let finishing = tokio::spawn({
+        let extractor = h.extractor("a");
+        async move { extractor.finish_episodes().await }
+    });
+    h.fake()
+        .wait_seen(seen + 2, std::time::Duration::from_secs(20))
+        .await;
+    exec(
+        &h.config.store.url,
+        "UPDATE job_runs SET holder = 'b' WHERE job = 'episode' AND status = 'running'",
+    )
+    .await;
+    h.fake().release();
+    assert_eq!(
+        finishing.await.unwrap().unwrap(),
+        0,
+        "nothing finished here"
+    );
+    assert_eq!(h.fake().total(), seen + 2, "no third part asked");
+    assert!(
+        !database_text(&h).await.contains("Then: support ticket-"),
+        "no details kept"
     );
 }
 

@@ -414,6 +414,40 @@ async fn job_claims_are_exclusive_and_survive_a_crashed_holder(s: Arc<dyn Store>
         JobClaim::HeldByOther { holder, .. } => assert_eq!(holder, "p1"),
         other => panic!("{other:?}"),
     }
+    // A holder still at work renews its claim: the run stays its own past the first lease.
+    assert!(
+        s.renew_job(
+            "day_summaries",
+            "2026-11-19",
+            "p1",
+            t(1) + Duration::minutes(11)
+        )
+        .await
+        .unwrap()
+    );
+    assert!(
+        !s.renew_job(
+            "day_summaries",
+            "2026-11-19",
+            "p2",
+            t(1) + Duration::minutes(30)
+        )
+        .await
+        .unwrap(),
+        "only its holder renews a claim"
+    );
+    assert!(matches!(
+        s.claim_job(
+            "day_summaries",
+            "2026-11-19",
+            "p2",
+            t(1) + Duration::minutes(10),
+            lease
+        )
+        .await
+        .unwrap(),
+        JobClaim::HeldByOther { .. }
+    ));
     // p1 crashed; after its lease, p2 takes over and finishes; p1's late finish is refused.
     assert_eq!(
         s.claim_job(

@@ -98,11 +98,11 @@ impl EpisodeDetails {
     }
 
     /// The details of an episode read in `parts` (in order, each made knowing what the ones
-    /// before came to): the last part's topic and summary, which carry the earlier ones (an
-    /// earlier part's when the last has none, or only extractive ones after the model's);
-    /// each part's list items once, the newest `ITEMS` of each list; and every fact, a later
-    /// one of the same person and key in place of an earlier. "llm" when the model wrote any
-    /// part.
+    /// before came to): the last part's topic, summary and open questions, which carry the
+    /// earlier ones (an earlier part's when the last has none, or only extractive ones after
+    /// the model's); each part's other list items once, the newest `ITEMS` of each list; and
+    /// every fact, a later one of the same person and key in place of an earlier. "llm" when
+    /// the model wrote any part.
     pub fn merged(parts: Vec<EpisodeDetails>) -> EpisodeDetails {
         let mut out = EpisodeDetails::default();
         let mut llm = false;
@@ -115,12 +115,14 @@ impl EpisodeDetails {
             if rewords && !part.summary.trim().is_empty() {
                 out.summary = part.summary;
             }
+            if rewords {
+                out.open_questions = part.open_questions;
+            }
             for (list, items) in [
                 (&mut out.decisions, part.decisions),
                 (&mut out.todos, part.todos),
                 (&mut out.entities, part.entities),
                 (&mut out.artifacts, part.artifacts),
-                (&mut out.open_questions, part.open_questions),
             ] {
                 for item in items {
                     list.retain(|had| !had.eq_ignore_ascii_case(&item));
@@ -442,10 +444,10 @@ async fn closing_messages(
 }
 
 /// The episode prompt: the people's current entries, what the parts before came to (a long
-/// episode's), then the messages numbered from 1.
+/// episode's: their summary and the questions still open), then the messages numbered from 1.
 fn prompt_for(
     messages: &[StoredMessage],
-    earlier: Option<&str>,
+    earlier: Option<&EpisodeDetails>,
     entries: &BTreeMap<PersonId, Vec<crate::domain::Entry>>,
     names: &std::collections::HashMap<String, String>,
 ) -> String {
@@ -472,8 +474,13 @@ fn prompt_for(
         ));
     }
     if let Some(earlier) = earlier {
-        out.push_str(&element("earlier", &[], earlier));
+        out.push_str(&element("earlier", &[], &earlier.summary));
         out.push('\n');
+        if !earlier.open_questions.is_empty() {
+            let open = earlier.open_questions.join("\n");
+            out.push_str(&element("earlier_open_questions", &[], &open));
+            out.push('\n');
+        }
     }
     out.push_str("<messages>\n");
     for (i, m) in messages.iter().enumerate() {
@@ -533,8 +540,24 @@ impl Extractor {
         let mut parts = Vec::new();
         let mut shown: BTreeMap<PersonId, Vec<i64>> = BTreeMap::new();
         let mut refused = None;
-        for part in in_parts(&messages) {
-            let earlier = parts.last().map(|d: &EpisodeDetails| d.summary.as_str());
+        for (n, part) in in_parts(&messages).into_iter().enumerate() {
+            // Each part may take the model a while: the claim lasts a lease from the last one
+            // (taken over meanwhile, the new holder does it all).
+            let renewed = n == 0
+                || self
+                    .store
+                    .renew_job(
+                        EPISODE_JOB,
+                        &key,
+                        &self.holder,
+                        self.clock.now() + self.lease,
+                    )
+                    .await?;
+            if !renewed {
+                info!(episode = episode.id, "episode claim lost between parts");
+                return Ok(false);
+            }
+            let earlier: Option<&EpisodeDetails> = parts.last();
             let (prompt, seen) = self.prompt(episode, part, earlier).await?;
             for (person, ids) in seen {
                 shown.entry(person).or_default().extend(ids);
@@ -648,7 +671,7 @@ impl Extractor {
         &self,
         episode: &Episode,
         messages: &[StoredMessage],
-        earlier: Option<&str>,
+        earlier: Option<&EpisodeDetails>,
     ) -> Result<(String, BTreeMap<PersonId, Vec<i64>>), MemoryError> {
         let mut entries: BTreeMap<PersonId, Vec<crate::domain::Entry>> = BTreeMap::new();
         for m in messages.iter().filter(|m| !m.is_bot) {
@@ -937,6 +960,7 @@ mod tests {
             summary: "They chose Lisbon.".into(),
             entities: (0..ITEMS).map(|i| format!("place {i}")).collect(),
             decisions: vec!["Lisbon".into()],
+            open_questions: vec!["which hotel?".into()],
             facts: vec![
                 fact(1, "drink", "likes tea"),
                 fact(2, "drink", "likes mate"),
@@ -948,6 +972,7 @@ mod tests {
             topic: "offsite and hotel".into(),
             summary: "They chose Lisbon, then the river hotel.".into(),
             entities: vec!["PLACE 0".into(), "the river hotel".into()],
+            open_questions: vec!["who books it?".into()],
             facts: vec![fact(1, "drink", "likes coffee now")],
             method: "llm".into(),
             ..EpisodeDetails::default()
@@ -958,6 +983,10 @@ mod tests {
         assert_eq!(
             merged.decisions, first.decisions,
             "an earlier part's items stay"
+        );
+        assert_eq!(
+            merged.open_questions, second.open_questions,
+            "the last part says which are still open"
         );
         assert_eq!(merged.entities.len(), ITEMS, "at most ITEMS, the newest");
         assert_eq!(
