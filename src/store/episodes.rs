@@ -26,6 +26,17 @@ impl WorkingMemory {
     }
 }
 
+/// What `Episodes::save_episode_details` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetailsSaved {
+    /// They are the episode's details now.
+    Kept,
+    /// The episode had details already (another run kept theirs first).
+    AlreadyKept,
+    /// The episode changed meanwhile (reopened by a forget, a message gone or moved).
+    Changed,
+}
+
 /// When an open episode is due a refresh of its working memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefreshDue {
@@ -69,15 +80,15 @@ pub trait Episodes: Send + Sync {
     async fn episodes_to_finish(&self, limit: usize) -> StoreResult<Vec<Episode>>;
     /// Keeps `details` (JSON) as closed episode `episode`'s final details, made from `from`,
     /// and the words of `keys` (what the details say, as text) as search keys of the episode
-    /// in its scope; false, and nothing written, when it has details already, was reopened
-    /// (a forget), or any of those messages left it.
+    /// in its scope. Nothing is written when it has details already (another run kept
+    /// theirs), was reopened (a forget), or any of those messages left it.
     async fn save_episode_details(
         &self,
         episode: i64,
         from: &[StoredMessage],
         details: &str,
         keys: &str,
-    ) -> StoreResult<bool>;
+    ) -> StoreResult<DetailsSaved>;
     /// Episodes whose details were kept without search keys (finished before keys were
     /// written), with their details (JSON), oldest first, at most `limit`.
     async fn episodes_without_keys(&self, limit: usize) -> StoreResult<Vec<(i64, String)>>;
@@ -297,11 +308,11 @@ on_both_backends! {
             from: &[StoredMessage],
             details: &str,
             keys: &str,
-        ) -> StoreResult<bool> {
+        ) -> StoreResult<DetailsSaved> {
             let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
             let mut tx = self.write_tx().await?;
             if !still_intact(&mut tx, episode, &ids).await? {
-                return Ok(false);
+                return Ok(DetailsSaved::Changed);
             }
             let written = sqlx::query(concat!(
                 "UPDATE episodes SET details = $1 WHERE id = $2 AND ",
@@ -314,11 +325,25 @@ on_both_backends! {
             .await
             .map_err(db_err)?
             .rows_affected();
-            if written > 0 {
+            let saved = if written > 0 {
                 write_keys(&mut tx, episode, keys).await?;
-            }
+                DetailsSaved::Kept
+            } else {
+                let had: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM episodes WHERE id = $1 AND details IS NOT NULL",
+                )
+                .bind(episode)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                if had > 0 {
+                    DetailsSaved::AlreadyKept
+                } else {
+                    DetailsSaved::Changed
+                }
+            };
             tx.commit().await.map_err(db_err)?;
-            Ok(written > 0)
+            Ok(saved)
         }
 
         async fn episodes_without_keys(&self, limit: usize) -> StoreResult<Vec<(i64, String)>> {

@@ -80,7 +80,7 @@ pub use admin::{Admin, Readiness, TableCount};
 pub use attachments::{AttachmentRecord, Attachments, NewAttachment, Rewrite};
 pub use copy::{Table, Value};
 pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
-pub use episodes::{Episodes, RefreshDue, WorkingMemory};
+pub use episodes::{DetailsSaved, Episodes, RefreshDue, WorkingMemory};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
 pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{Finish, JobClaim, JobRun, Jobs, holder_is_gone, process_holder};

@@ -204,9 +204,11 @@ async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
             .unwrap(),
         "positive control"
     );
-    let (summary, through) = state().await;
+    let (summary, _) = state().await;
     assert_eq!(summary, "a fresh summary");
     h.store.delete_messages(&[read[0].id]).await.unwrap();
+    // Read again: refused for the message gone, not for the summary the delete cleared.
+    let (summary, through) = state().await;
     assert!(
         !h.store
             .save_working_memory(lab_episode, &read, (&summary, through), &stale)
@@ -590,21 +592,37 @@ async fn an_entry_forgotten_while_the_model_writes_does_not_stay_in_details(url:
 
     let raced = chat_episode(&h, "hackathon").await;
     h.fake().push_once(echo("hackathon"));
-    let seen = h.fake().total();
-    h.fake().hold_after(0);
-    let finishing = tokio::spawn({
-        let extractor = h.extractor("a");
-        async move { extractor.finish_episodes().await }
-    });
-    h.fake()
-        .wait_seen(seen + 1, std::time::Duration::from_secs(20))
-        .await;
+    let (_, finishing) = finishing_held(&h, 0).await;
     h.store.delete_entries(alice, &[badge.id]).await.unwrap();
     h.fake().release();
     finishing.await.unwrap().unwrap();
     let details = stored_details(&h, raced).await;
     assert!(details.contains("hackathon"), "{details}");
     assert!(!details.contains("4471"), "{details}");
+}
+
+/// The episode job started in the background with the model holding every request from the
+/// `answered + 1`th on, once the held one has arrived: the seen count before it, and the job.
+async fn finishing_held(
+    h: &Harness,
+    answered: u64,
+) -> (
+    usize,
+    tokio::task::JoinHandle<Result<usize, engram::memory::MemoryError>>,
+) {
+    let seen = h.fake().total();
+    h.fake().hold_after(answered);
+    let finishing = tokio::spawn({
+        let extractor = h.extractor("a");
+        async move { extractor.finish_episodes().await }
+    });
+    h.fake()
+        .wait_seen(
+            seen + answered as usize + 1,
+            std::time::Duration::from_secs(20),
+        )
+        .await;
+    (seen, finishing)
 }
 
 /// The episode of the message of `who` that says `text`.
@@ -812,15 +830,7 @@ async fn a_long_episode_closes_in_parts(url: Option<String>) {
     index(&h).await;
     h.clock.advance(chrono::Duration::hours(1));
     indexer(&h).close_episodes().await.unwrap();
-    let seen = h.fake().total();
-    h.fake().hold_after(1);
-    let finishing = tokio::spawn({
-        let extractor = h.extractor("a");
-        async move { extractor.finish_episodes().await }
-    });
-    h.fake()
-        .wait_seen(seen + 2, std::time::Duration::from_secs(20))
-        .await;
+    let (seen, finishing) = finishing_held(&h, 1).await;
     exec(
         &h.config.store.url,
         "UPDATE job_runs SET holder = 'b' WHERE job = 'episode' AND status = 'running'",
@@ -836,6 +846,45 @@ async fn a_long_episode_closes_in_parts(url: Option<String>) {
     assert!(
         !database_text(&h).await.contains("Then: support ticket-"),
         "no details kept"
+    );
+
+    // Another run kept the episode's details while this one's model wrote (its lease ran
+    // out): what this one learned stays, as the other's would.
+    let hall = group("hall");
+    for text in [
+        "I repair old synthesizers at home",
+        "the synthesizers need new capacitors",
+        "capacitors for synthesizers are cheap",
+        "I will order synthesizers capacitors",
+    ] {
+        h.say_in(&hall, "carol", text).await;
+    }
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(&h).close_episodes().await.unwrap();
+    let raced = episode_of_said(&h, "carol", "I repair old synthesizers at home").await;
+    let said = h
+        .store
+        .episode_messages(raced, false, engram::store::EpisodeEnd::Oldest, 100)
+        .await
+        .unwrap();
+    let (_, finishing) = finishing_held(&h, 0).await;
+    assert_eq!(
+        h.store
+            .save_episode_details(raced, &said, "{}", "synthesizers")
+            .await
+            .unwrap(),
+        engram::store::DetailsSaved::Kept
+    );
+    h.fake().release();
+    finishing.await.unwrap().unwrap();
+    let hall_scope = h.space_scope("hall").await.key();
+    assert!(
+        entries_of(&h, "carol")
+            .await
+            .contains(&(hall_scope, "I repair old synthesizers at home".into())),
+        "{:?}",
+        entries_of(&h, "carol").await
     );
 }
 

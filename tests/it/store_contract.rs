@@ -9,8 +9,8 @@ use engram::domain::{
 };
 use engram::store::copy::{copy_all, summarize};
 use engram::store::{
-    Bm25, DaySummaryRecord, FactChange, Finish, JobClaim, NewMessage, Store, StoreError,
-    query_terms,
+    Bm25, DaySummaryRecord, DetailsSaved, FactChange, Finish, JobClaim, NewMessage, Store,
+    StoreError, query_terms,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -1852,21 +1852,24 @@ async fn episode_keys_are_searched_in_scope_and_go_with_a_forget(s: Arc<dyn Stor
             .await
             .is_empty()
     );
-    assert!(
+    assert_eq!(
         s.save_episode_details(public, &said, "{}", "topic: a zeppelin ride")
             .await
-            .unwrap()
+            .unwrap(),
+        DetailsSaved::Kept
     );
-    assert!(
+    assert_eq!(
         s.save_episode_details(private, &whispered, "{}", "a submarine tour")
             .await
-            .unwrap()
+            .unwrap(),
+        DetailsSaved::Kept
     );
-    // Written once: a second save (another process) changes nothing.
-    assert!(
-        !s.save_episode_details(public, &said, "{}", "an airship")
+    // Written once: a second save (another process) changes nothing, and says so.
+    assert_eq!(
+        s.save_episode_details(public, &said, "{}", "an airship")
             .await
-            .unwrap()
+            .unwrap(),
+        DetailsSaved::AlreadyKept
     );
     assert!(s.episodes_without_keys(10).await.unwrap().is_empty());
     assert_eq!(

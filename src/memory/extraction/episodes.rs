@@ -15,7 +15,7 @@ use crate::llm::prompts::{element, escape, fill};
 use crate::memory::entries::origin;
 use crate::memory::offline::clip_chars;
 use crate::memory::{MemoryError, MemoryManager, working};
-use crate::store::{Episode, EpisodeEnd, Finish, JobClaim, Store};
+use crate::store::{DetailsSaved, Episode, EpisodeEnd, Finish, JobClaim, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tracing::{info, warn};
@@ -99,10 +99,11 @@ impl EpisodeDetails {
 
     /// The details of an episode read in `parts` (in order, each made knowing what the ones
     /// before came to): the last part's topic, summary and open questions, which carry the
-    /// earlier ones (an earlier part's when the last has none, or only extractive ones after
-    /// the model's); each part's other list items once, the newest `ITEMS` of each list; and
-    /// every fact, a later one of the same person and key in place of an earlier. "llm" when
-    /// the model wrote any part.
+    /// earlier ones (an earlier part's topic and summary when the last has none, or only
+    /// extractive ones after the model's, whose open questions are then added to the model's);
+    /// each part's other list items once, the newest `ITEMS` of each list; and every fact, a
+    /// later one of the same person and key in place of an earlier. "llm" when the model
+    /// wrote any part.
     pub fn merged(parts: Vec<EpisodeDetails>) -> EpisodeDetails {
         let mut out = EpisodeDetails::default();
         let mut llm = false;
@@ -116,13 +117,14 @@ impl EpisodeDetails {
                 out.summary = part.summary;
             }
             if rewords {
-                out.open_questions = part.open_questions;
+                out.open_questions.clear();
             }
             for (list, items) in [
                 (&mut out.decisions, part.decisions),
                 (&mut out.todos, part.todos),
                 (&mut out.entities, part.entities),
                 (&mut out.artifacts, part.artifacts),
+                (&mut out.open_questions, part.open_questions),
             ] {
                 for item in items {
                     list.retain(|had| !had.eq_ignore_ascii_case(&item));
@@ -477,7 +479,9 @@ fn prompt_for(
         out.push_str(&element("earlier", &[], &earlier.summary));
         out.push('\n');
         if !earlier.open_questions.is_empty() {
-            let open = earlier.open_questions.join("\n");
+            // The newest half of a list's room: the part's own questions need the rest.
+            let from = earlier.open_questions.len().saturating_sub(ITEMS / 2);
+            let open = earlier.open_questions[from..].join("\n");
             out.push_str(&element("earlier_open_questions", &[], &open));
             out.push('\n');
         }
@@ -585,10 +589,11 @@ impl Extractor {
         };
         let learned = self.learn(episode, &details).await?;
         let json = serde_json::to_string(&details).unwrap_or_default();
-        let kept = self
+        let saved = self
             .store
             .save_episode_details(episode.id, &messages, &json, &details.keys())
             .await?;
+        let kept = saved == DetailsSaved::Kept;
         if kept && self.shown_entry_gone(episode, &shown).await? {
             // A forget took an entry the model saw while it wrote, and may have looked for
             // it in details before these were kept: extractive ones (the messages' words
@@ -603,8 +608,9 @@ impl Extractor {
                 "an entry it was shown was forgotten meanwhile: extractive details"
             );
         }
-        if !kept {
-            // A forget came in between: what was learned from it goes too.
+        if saved == DetailsSaved::Changed {
+            // A forget came in between: what was learned from it goes too. (Details another
+            // run kept first were made from the same messages: what both learned stays.)
             for person in details
                 .facts
                 .iter()
@@ -627,7 +633,7 @@ impl Extractor {
             details.facts.len(),
             details.method
         );
-        let finish = if kept {
+        let finish = if saved != DetailsSaved::Changed {
             Finish::Done
         } else {
             Finish::Failed {
@@ -828,6 +834,7 @@ pub async fn finish_offline(store: &dyn Store) -> Result<usize, MemoryError> {
         if store
             .save_episode_details(episode.id, &messages, &json, &details.keys())
             .await?
+            == DetailsSaved::Kept
         {
             done += 1;
         }
@@ -1026,11 +1033,17 @@ mod tests {
         let tail = EpisodeDetails {
             topic: "bye".into(),
             summary: "bob: bye".into(),
+            open_questions: vec!["same time next week?".into()],
             method: "offline".into(),
             ..EpisodeDetails::default()
         };
         let kept = EpisodeDetails::merged(vec![worded, tail.clone()]);
         assert_eq!((kept.topic, kept.summary), (first.topic, first.summary));
+        assert_eq!(
+            kept.open_questions,
+            ["which hotel?", "same time next week?"],
+            "its questions join the model's"
+        );
         let alone = EpisodeDetails::merged(vec![tail.clone()]);
         assert_eq!(alone.summary, tail.summary);
     }
