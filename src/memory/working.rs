@@ -136,10 +136,12 @@ impl MemoryManager {
             .filter(|m| episode.summarized_through.is_none_or(|t| m.id > t))
             .cloned()
             .collect();
-        let memory = if new.is_empty() && !before.is_empty() {
-            before.clone()
-        } else if new.is_empty() {
-            extractive(&messages, chars, loops)
+        let memory = if new.is_empty() {
+            if before.is_empty() {
+                extractive(&messages, chars, loops)
+            } else {
+                before.clone()
+            }
         } else {
             match self.working_memory_llm(&before, &new).await {
                 Ok(m) => m,

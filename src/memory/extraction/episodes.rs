@@ -426,7 +426,8 @@ fn in_parts(messages: &[StoredMessage]) -> Vec<&[StoredMessage]> {
     messages.chunks(messages.len().div_ceil(parts)).collect()
 }
 
-/// What closing `episode` reads (`Extractor::closing_messages`).
+/// What closing `episode` reads: its messages (the first `PARTS` × `EPISODE_MESSAGES`) but
+/// those of people whose memory is paused.
 async fn closing_messages(
     store: &dyn Store,
     episode: &Episode,
@@ -538,7 +539,7 @@ impl Extractor {
             JobClaim::Acquired { .. } => {}
             _ => return Ok(false),
         }
-        let messages = self.closing_messages(episode).await?;
+        let messages = closing_messages(self.store.as_ref(), episode).await?;
         // Part by part, each knowing what the ones before came to; a part refused (asked
         // twice) makes the whole extractive, without facts.
         let mut parts = Vec::new();
@@ -662,12 +663,6 @@ impl Extractor {
             )
             .await?;
         Ok(())
-    }
-
-    /// What closing `episode` reads: its messages (the first `PARTS` × `EPISODE_MESSAGES`)
-    /// but those of people whose memory is paused.
-    async fn closing_messages(&self, episode: &Episode) -> Result<Vec<StoredMessage>, MemoryError> {
-        closing_messages(self.store.as_ref(), episode).await
     }
 
     /// The prompt for a part of the episode (its people's entries in its scope, what the
