@@ -21,6 +21,14 @@ pub const DAY_SUMMARIES: &str = "day_summaries";
 pub const MAINTENANCE: &str = "maintenance";
 /// The daily extraction pass over everyone (each person's runs are claimed on their own too).
 pub const EXTRACT_ALL: &str = "extract_all";
+/// Every scheduled job's name, as operators see them (`engram status`).
+pub const SCHEDULED: [&str; 5] = [
+    DAY_SUMMARIES,
+    MAINTENANCE,
+    EXTRACT_ALL,
+    crate::memory::extraction::EXTRACT_JOB,
+    EPISODE_JOB,
+];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]

@@ -524,12 +524,7 @@ async fn status(config: &Config, ready_only: bool) -> anyhow::Result<()> {
         Err(e) => serde_json::json!({ "not_answering": e.to_string() }),
     };
     let mut jobs = serde_json::Map::new();
-    for job in [
-        engram::jobs::DAY_SUMMARIES,
-        engram::jobs::MAINTENANCE,
-        engram::jobs::EXTRACT_ALL,
-        engram::memory::extraction::EXTRACT_JOB,
-    ] {
+    for job in engram::jobs::SCHEDULED {
         let runs = store.job_runs(job).await?;
         let count = |status: &str| runs.iter().filter(|r| r.status == status).count();
         jobs.insert(
@@ -556,6 +551,7 @@ async fn status(config: &Config, ready_only: bool) -> anyhow::Result<()> {
         "migrations_current": readiness.current(),
         "running_process": running,
         "jobs": jobs,
+        "leases": store.leases().await?,
         "rows": sizes,
         "index_backlog": store.index_backlog().await?,
         "vectors": vector_report(&store.vector_coverage().await?),

@@ -79,6 +79,8 @@ async fn counters_move_by_exactly_what_happened() {
     config.embed.provider = "openai".into();
     config.embed.base_url = embed_fake.base_url();
     config.server.listen = "127.0.0.1:0".into();
+    // The conversation's one failure does not open the breaker; three in a row do (below).
+    config.llm.breaker_failures = 3;
     let clock = Arc::new(ManualClock::new(start_time()));
     let store = app::open_store(&config).await.unwrap();
     let secrets = Secrets {
@@ -287,6 +289,113 @@ async fn counters_move_by_exactly_what_happened() {
         m(r#"engram_job_runs_total{job="maintenance",outcome="done"}"#),
         1.0
     );
+    // Every embedding call timed once: the questions one at a time, the index in batches, as
+    // many calls as the embedding server answered.
+    assert_eq!(
+        m(r#"engram_embed_seconds_count{use="query"}"#),
+        m(r#"engram_embed_texts_total{use="query"}"#)
+    );
+    assert_eq!(
+        m(r#"engram_embed_seconds_count{use="query"}"#)
+            + m(r#"engram_embed_seconds_count{use="index"}"#),
+        embed_fake.total() as f64
+    );
+    assert!(m(r#"engram_embed_seconds_count{use="index"}"#) >= 1.0);
+    // Each search reads BM25 and the vectors once.
+    let searches = m(r#"engram_store_query_seconds_count{op="search_messages"}"#);
+    assert!(searches >= 1.0);
+    assert_eq!(
+        m(r#"engram_store_query_seconds_count{op="nearest_messages"}"#),
+        searches
+    );
+
+    // Jobs of their own kind: each person's extraction run, one of them failing (the model
+    // refuses its first call), and the episodes closing.
+    let before = after;
+    let extractor = app::extractor(
+        &config,
+        store.clone(),
+        llm.clone(),
+        clock.clone(),
+        "metrics-test".into(),
+        built.memory.prompts.clone(),
+    )
+    .unwrap()
+    .expect("a model is configured");
+    fake.push_once(Behavior::Status(400));
+    let runs = extractor
+        .extract_all(clock.now().date_naive(), false, |_, _| {})
+        .await
+        .unwrap();
+    let failed = runs.iter().filter(|r| r.error.is_some()).count();
+    assert_eq!(failed, 1, "{runs:?}");
+    assert!(runs.len() >= 2, "alice's and bob's: {runs:?}");
+    clock.advance(chrono::Duration::hours(2));
+    indexer.close_episodes().await.unwrap();
+    let closed = extractor.finish_episodes().await.unwrap();
+    assert!(closed >= 2, "the DM's and the group's: {closed}");
+    let after = scrape(&url).await;
+    let m = |series: &str| moved(&before, &after, series);
+    assert_eq!(
+        m(r#"engram_job_runs_total{job="extract",outcome="failed"}"#),
+        1.0
+    );
+    assert_eq!(
+        m(r#"engram_job_runs_total{job="extract",outcome="done"}"#),
+        (runs.len() - failed) as f64
+    );
+    assert_eq!(
+        m(r#"engram_job_runs_total{job="episode",outcome="done"}"#),
+        closed as f64
+    );
+
+    // The circuit breaker: `breaker_failures` refusals in a row open it (the gauge says 1),
+    // the next call is refused without reaching the provider (counted for its task), and a
+    // call after the cooldown closes it.
+    let llm = llm.expect("a model is configured");
+    let ask = |task: &'static str| engram::llm::ChatRequest {
+        task,
+        messages: vec![engram::llm::ChatMessage::user("hello")],
+        temperature: 0.0,
+        json: false,
+        max_tokens: None,
+        tools: Vec::new(),
+    };
+    let before = scrape(&url).await;
+    for _ in 0..config.llm.breaker_failures {
+        fake.push_once(Behavior::Status(400));
+        assert!(llm.complete(&ask("reply")).await.is_err());
+    }
+    let sent = fake.total();
+    assert!(matches!(
+        llm.complete(&ask("day_summary")).await,
+        Err(engram::llm::LlmError::CircuitOpen { .. })
+    ));
+    assert_eq!(fake.total(), sent, "refused without a call");
+    let open = scrape(&url).await;
+    assert_eq!(open.get("engram_llm_breaker_open"), Some(&1.0));
+    assert_eq!(
+        moved(
+            &before,
+            &open,
+            r#"engram_llm_breaker_refusals_total{task="day_summary"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        moved_where(&before, &open, "engram_llm_breaker_refusals_total", &[]),
+        1.0
+    );
+    assert_eq!(
+        moved_where(&before, &open, "engram_llm_errors_total", &[]),
+        config.llm.breaker_failures as f64
+    );
+    clock.advance(chrono::Duration::seconds(
+        config.llm.breaker_cooldown_secs as i64 + 1,
+    ));
+    llm.complete(&ask("reply")).await.unwrap();
+    let closed = scrape(&url).await;
+    assert_eq!(closed.get("engram_llm_breaker_open"), Some(&0.0));
 
     let _ = stop.send(true);
     listening.task.await.unwrap();

@@ -748,6 +748,7 @@ impl Extractor {
     /// the next pass or `engram extract`); the scheduled pass is what backs off.
     async fn finish(&self, key: &str, run: &ExtractionRun) -> Result<(), MemoryError> {
         let detail = serde_json::to_string(run).unwrap_or_default();
+        crate::telemetry::job_run(EXTRACT_JOB, run.error.is_none());
         let finish = match run.error {
             None => Finish::Done,
             Some(_) => Finish::Failed {

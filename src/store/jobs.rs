@@ -68,6 +68,8 @@ pub trait Jobs: Send + Sync {
     async fn lease_holder(&self, name: &str) -> StoreResult<Option<(String, DateTime<Utc>)>>;
     /// Gives up `holder`'s lease `name` (others may take it at once).
     async fn release_lease(&self, name: &str, holder: &str) -> StoreResult<()>;
+    /// Every lease recorded, by name, held or expired (for operators).
+    async fn leases(&self) -> StoreResult<Vec<LeaseRow>>;
 
     /// `claim_job`, except that a run held by a process of this machine that is no longer
     /// running (killed, crashed) is taken over at once instead of after its lease: a restarted
@@ -399,6 +401,23 @@ on_both_backends! {
         Ok(())
     }
 
+    async fn leases(&self) -> StoreResult<Vec<LeaseRow>> {
+        let rows: Vec<(String, String, i64)> =
+            sqlx::query_as("SELECT name, holder, until_ms FROM leases ORDER BY name")
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?;
+        rows.into_iter()
+            .map(|(name, holder, until)| {
+                Ok(LeaseRow {
+                    name,
+                    holder,
+                    until: from_ms(until)?,
+                })
+            })
+            .collect()
+    }
+
     async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>> {
             let rows: Vec<(String, String, String, String, i64, String)> = sqlx::query_as(
                 "SELECT job, run_key, holder, status, attempts, detail FROM job_runs WHERE job = $1 ORDER BY run_key",
@@ -420,6 +439,17 @@ on_both_backends! {
                 .collect())
         }
     }
+}
+
+/// A named lease: who holds it and until when (past `until`, anyone may take it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LeaseRow {
+    /// The lease's name (the Telegram poller's names a hash of its token, never the token).
+    pub name: String,
+    /// The process that took it last.
+    pub holder: String,
+    /// When it ends unless renewed.
+    pub until: DateTime<Utc>,
 }
 
 /// A claim that neither inserted nor took over: done, failed and backing off, or held by

@@ -233,6 +233,12 @@ fn engram_run_serves_health_and_metrics_on_the_console() {
     assert_eq!(status["migrations_current"], true);
     assert_eq!(status["rows"]["messages"], 2, "{status}");
     assert_eq!(status["running_process"]["ready"], true, "{status}");
+    // Every scheduled job is listed, closing episodes among them, and the leases (none here).
+    for job in engram::jobs::SCHEDULED {
+        assert!(status["jobs"][job]["done"].is_u64(), "{job}: {status}");
+    }
+    assert_eq!(status["jobs"]["episode"]["running"], 0, "{status}");
+    assert_eq!(status["leases"], serde_json::json!([]), "{status}");
     drop(stdin);
     assert!(child.wait().unwrap().success());
     // Nobody listens any more: `status --ready` fails, `status` still reads the database.

@@ -742,6 +742,31 @@ postgres_test! {
         let holder = |h: &str| pids.iter().position(|p| h.contains(&format!("-{p}-")));
         let (first, _) = store.lease_holder(&name).await.unwrap().expect("a poller");
         let poller = holder(&first).expect("one of the two");
+        // `engram status` shows operators which process polls (the lease names a hash of the
+        // token, never the token).
+        let mut status = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"));
+        status.arg("status").current_dir(dirs[0].path());
+        for (k, _) in
+            std::env::vars().filter(|(k, _)| k.starts_with("ENGRAM") || k.ends_with("_TOKEN"))
+        {
+            status.env_remove(k);
+        }
+        let out = status
+            .env("ENGRAM__STORE__URL", &url)
+            .env("ENGRAM__EMBED__PROVIDER", "none")
+            .output()
+            .await
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let leases = report["leases"].as_array().expect("a list of leases");
+        assert!(
+            leases
+                .iter()
+                .any(|l| l["name"] == name.as_str() && l["holder"] == first.as_str()),
+            "{report}"
+        );
+        assert!(!report.to_string().contains(TOKEN), "{report}");
 
         // Kill it (no goodbye): the other takes over and answers what comes next.
         procs[poller].start_kill().unwrap();

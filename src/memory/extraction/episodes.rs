@@ -652,6 +652,7 @@ impl Extractor {
         finish: Finish,
         detail: &str,
     ) -> Result<(), MemoryError> {
+        crate::telemetry::job_run(EPISODE_JOB, matches!(finish, Finish::Done));
         self.store
             .finish_job(
                 EPISODE_JOB,

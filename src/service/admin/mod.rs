@@ -626,7 +626,9 @@ async fn jobs(
     axum::Extension(op): axum::Extension<Operator>,
 ) -> Page {
     let runs = admin.parts.store.recent_job_runs(200).await.or_fail(&op)?;
-    Ok(pages::jobs(&op.0, &runs, admin.parts.clock.now()).into_response())
+    let leases = admin.parts.store.leases().await.or_fail(&op)?;
+    let now = admin.parts.clock.now();
+    Ok(pages::jobs(&op.0, &runs, &leases, now).into_response())
 }
 
 /// The admin routes: the login form open, everything else behind the token.

@@ -4,8 +4,8 @@
 
 use crate::domain::{Entry, EntryVersion, Scope};
 use crate::store::{
-    Account, AuditLine, FactVersion, FactsRecord, Hearsay, JobRunRow, PersonRow, SpaceRow,
-    SummaryAbout, TableCount,
+    Account, AuditLine, FactVersion, FactsRecord, Hearsay, JobRunRow, LeaseRow, PersonRow,
+    SpaceRow, SummaryAbout, TableCount,
 };
 use chrono::{DateTime, Utc};
 use maud::{DOCTYPE, Markup, html};
@@ -475,11 +475,25 @@ pub fn audit(op: &str, lines: &[AuditLine], places: &Places) -> Markup {
 }
 
 /// Job runs.
-pub fn jobs(op: &str, runs: &[JobRunRow], now: DateTime<Utc>) -> Markup {
+pub fn jobs(op: &str, runs: &[JobRunRow], leases: &[LeaseRow], now: DateTime<Utc>) -> Markup {
     layout(
         "Jobs",
         Some(op),
         html! {
+            h2 { "Leases" }
+            table #leases {
+                tr { th { "name" } th { "holder" } th { "until" } }
+                @for l in leases {
+                    tr {
+                        td { (l.name) } td { (l.holder) }
+                        td {
+                            @if l.until > now { "held until " (when(l.until)) }
+                            @else { strong { "expired " (when(l.until)) } }
+                        }
+                    }
+                }
+            }
+            h2 { "Runs" }
             table #jobs {
                 tr { th { "job" } th { "run" } th { "status" } th { "attempts" } th { "holder" } th { "lease" } th { "started" } th { "finished" } th { "detail" } }
                 @for r in runs {
@@ -512,6 +526,27 @@ mod tests {
         let html = page.into_string();
         assert!(!html.contains("<script>alert"));
         assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    }
+
+    #[test]
+    fn leases_show_their_holder_and_whether_they_are_held() {
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let lease = |name: &str, holder: &str, secs: i64| LeaseRow {
+            name: name.into(),
+            holder: holder.into(),
+            until: now + chrono::Duration::seconds(secs),
+        };
+        let leases = [
+            lease("poller:a", "host-1", 20),
+            lease("poller:b", "host-2", -5),
+        ];
+        let html = jobs("ops", &[], &leases, now).into_string();
+        let (held, expired) = (html.find("host-1").unwrap(), html.find("host-2").unwrap());
+        let held_until = html.find("held until").expect("the live lease is held");
+        let expired_at = html.find("expired").expect("the old one has expired");
+        assert!(held < held_until && held_until < expired);
+        assert!(expired < expired_at);
+        assert!(!jobs("ops", &[], &[], now).into_string().contains("host-1"));
     }
 
     #[test]
