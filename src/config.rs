@@ -360,6 +360,8 @@ pub struct AttachmentsConfig {
     pub chunk_chars: usize,
     /// Most pieces kept of one file; the rest is not read.
     pub max_chunks: usize,
+    /// MIME types, or their beginnings ("video/"), never downloaded (kept by name only).
+    pub skip_types: Vec<String>,
 }
 
 impl AttachmentsConfig {
@@ -368,6 +370,12 @@ impl AttachmentsConfig {
         crate::domain::attachment::DownloadLimits {
             max_bytes: self.max_bytes,
             timeout: std::time::Duration::from_secs_f64(self.timeout_secs.max(0.1)),
+            skip_types: self
+                .skip_types
+                .iter()
+                .map(|t| t.trim().to_ascii_lowercase())
+                .filter(|t| !t.is_empty())
+                .collect(),
         }
     }
 }

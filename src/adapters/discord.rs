@@ -532,8 +532,8 @@ pub async fn attachments(list: &[Attachment], limits: &DownloadLimits) -> Vec<In
             m if m.starts_with("audio/") => AttachmentKind::Audio,
             _ => AttachmentKind::File,
         };
-        let content = if u64::from(a.size) > limits.max_bytes {
-            Err(format!("too large ({} bytes)", a.size))
+        let content = if let Some(why) = limits.refusal(mime.as_deref(), u64::from(a.size)) {
+            Err(why)
         } else {
             match tokio::time::timeout(limits.timeout, fetch(&a.url)).await {
                 Ok(Ok(bytes)) if bytes.len() as u64 <= limits.max_bytes => Ok(bytes),

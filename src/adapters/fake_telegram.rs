@@ -81,6 +81,8 @@ struct Shared {
     files: std::collections::HashMap<String, Vec<u8>>,
     /// getFile calls answered.
     file_gets: usize,
+    /// While true, file downloads wait (a slow file server).
+    files_held: watch::Sender<bool>,
 }
 
 /// A file a test message carries.
@@ -323,6 +325,16 @@ impl FakeTelegram {
         self.push_message(chat, &from, caption, false, edit_of, Some((key, value)))
     }
 
+    /// Holds every file download until called again with false (a file server too slow for
+    /// `attachments.timeout_secs`).
+    pub fn hold_files(&self, held: bool) {
+        self.shared
+            .lock()
+            .expect("fake lock")
+            .files_held
+            .send_replace(held);
+    }
+
     /// getFile calls answered so far.
     pub fn file_gets(&self) -> usize {
         self.shared.lock().expect("fake lock").file_gets
@@ -484,13 +496,17 @@ async fn file(
     State(state): State<AppState>,
     Path((bot, path)): Path<(String, String)>,
 ) -> Response {
-    let s = state.shared.lock().expect("fake lock");
-    if bot != format!("bot{}", s.token) {
-        return StatusCode::UNAUTHORIZED.into_response();
-    }
-    let id = path.trim_start_matches("files/");
-    match s.files.get(id) {
-        Some(bytes) => bytes.clone().into_response(),
+    let (found, mut held) = {
+        let s = state.shared.lock().expect("fake lock");
+        if bot != format!("bot{}", s.token) {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+        let id = path.trim_start_matches("files/");
+        (s.files.get(id).cloned(), s.files_held.subscribe())
+    };
+    let _ = held.wait_for(|held| !*held).await;
+    match found {
+        Some(bytes) => bytes.into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
 }

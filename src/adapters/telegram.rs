@@ -638,8 +638,8 @@ impl Ctx {
         let limits = &self.settings.downloads;
         let mut out = Vec::new();
         for (kind, file, name, mime) in files(m) {
-            let content = if u64::from(file.size) > limits.max_bytes {
-                Err(format!("too large ({} bytes)", file.size))
+            let content = if let Some(why) = limits.refusal(mime.as_deref(), u64::from(file.size)) {
+                Err(why)
             } else {
                 tokio::time::timeout(limits.timeout, self.download(file, limits.max_bytes))
                     .await

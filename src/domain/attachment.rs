@@ -46,4 +46,50 @@ pub struct DownloadLimits {
     pub max_bytes: u64,
     /// Longest a download may take.
     pub timeout: std::time::Duration,
+    /// MIME types (or their beginnings: "video/") never downloaded, lowercase.
+    pub skip_types: Vec<String>,
+}
+
+impl DownloadLimits {
+    /// Why a file of `size` bytes declared as `mime` is not downloaded, if it is not: a type
+    /// of `skip_types`, or more than `max_bytes`.
+    pub fn refusal(&self, mime: Option<&str>, size: u64) -> Option<String> {
+        if let Some(m) = mime {
+            let m = m.trim().to_ascii_lowercase();
+            if self.skip_types.iter().any(|t| m.starts_with(t.as_str())) {
+                return Some(format!("type {m} is not read"));
+            }
+        }
+        (size > self.max_bytes).then(|| format!("too large ({size} bytes)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_and_sizes_not_downloaded() {
+        let limits = DownloadLimits {
+            max_bytes: 100,
+            timeout: std::time::Duration::from_secs(1),
+            skip_types: vec!["video/".into(), "application/zip".into()],
+        };
+        assert_eq!(
+            limits.refusal(Some("Video/MP4"), 10).as_deref(),
+            Some("type video/mp4 is not read")
+        );
+        assert_eq!(
+            limits.refusal(Some("application/zip"), 10).as_deref(),
+            Some("type application/zip is not read")
+        );
+        assert_eq!(
+            limits.refusal(None, 101).as_deref(),
+            Some("too large (101 bytes)")
+        );
+        // Positive controls: other types, no type, and the size limit itself are read.
+        assert_eq!(limits.refusal(Some("text/markdown"), 100), None);
+        assert_eq!(limits.refusal(Some("application/json"), 10), None);
+        assert_eq!(limits.refusal(None, 0), None);
+    }
 }

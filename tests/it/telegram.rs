@@ -1044,8 +1044,20 @@ async fn images_and_voice_notes_are_described_in_their_place() {
         None,
     );
     fake.wait_sent(3, WITHIN).await;
+    // An audio file (Telegram's `audio`, an MP3 with a caption): transcribed too.
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Audio(
+            "standup.mp3",
+            b"ID3\x04\0the standup moves to half past ten\0",
+        ),
+        "for the team",
+        None,
+    );
+    fake.wait_sent(4, WITHIN).await;
     assert_eq!(llm.count("describe_image"), 1, "not an image: not sent");
-    assert_eq!(llm.count("transcribe"), 1);
+    assert_eq!(llm.count("transcribe"), 2);
     let asked = llm
         .requests()
         .into_iter()
@@ -1069,6 +1081,7 @@ async fn images_and_voice_notes_are_described_in_their_place() {
         "[image#1 photo.jpg, text] ImportError: no module named frobnitz",
         "[voice#2 voice.ogg] voice note: remind me to buy oat milk on friday",
         "[image#3 photo.jpg]",
+        "for the team\n[audio#4 standup.mp3] audio: the standup moves to half past ten",
     ] {
         assert!(stored.contains(kept), "{kept}: {stored}");
     }
@@ -1099,7 +1112,7 @@ async fn images_and_voice_notes_are_described_in_their_place() {
     };
     let group_photo = fake.push_file(&group, BOB, TgFile::Photo(shot), "", None);
     fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello"), false);
-    fake.wait_sent(4, WITHIN).await;
+    fake.wait_sent(5, WITHIN).await;
     assert_eq!(llm.count("describe_image"), 1);
     let in_group: Vec<String> = rows_of(&h, "messages", "[image#1 photo.jpg] a picture saying")
         .await
@@ -1112,7 +1125,7 @@ async fn images_and_voice_notes_are_described_in_their_place() {
     llm.push_once(Behavior::InvalidJson);
     let other_shot = b"\x89PNG\r\n\x1a\n\0a chart of quarterly sales\0";
     fake.push_file(&dm, ALICE, TgFile::Photo(other_shot), "sales", None);
-    fake.wait_sent(5, WITHIN).await;
+    fake.wait_sent(6, WITHIN).await;
     assert_eq!(llm.count("describe_image"), 2);
     let stored = database_text(&h).await;
     let at = stored
@@ -1127,7 +1140,7 @@ async fn images_and_voice_notes_are_described_in_their_place() {
         &fake,
         "what did the ImportError screenshot say?",
         "no module named frobnitz",
-        5,
+        6,
     )
     .await;
     running.stop().await.unwrap();
@@ -1158,6 +1171,48 @@ async fn images_and_voice_notes_are_described_in_their_place() {
         .unwrap();
     let left = database_text(&h).await;
     assert!(!left.contains("frobnitz"), "{left}");
+}
+
+/// Files the settings keep from being read: one from a file server slower than
+/// `attachments.timeout_secs`, and a video (`attachments.skip_types`, never fetched). Each
+/// message is stored and answered with its file kept by name and why it was not read; the
+/// same file, once the server answers, is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_the_settings_refuse_leave_the_message() {
+    let h = Harness::build(true, |c| c.attachments.timeout_secs = 0.3).await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let dm = alice_dm();
+    let notes = TgFile::Document("slow.md", "text/markdown", b"# Plan\nship the widgets\n");
+    fake.hold_files(true);
+    fake.push_file(&dm, ALICE, notes, "the slow notes", None);
+    fake.wait_sent(1, WITHIN).await;
+    let stored = database_text(&h).await;
+    assert!(
+        stored.contains("the slow notes\n[file slow.md] not read: download timed out"),
+        "{stored}"
+    );
+    assert!(!stored.contains("ship the widgets"), "{stored}");
+    let gets = fake.file_gets();
+    let clip = TgFile::Document("demo.mp4", "video/mp4", b"\0\0\0\x20ftypisom");
+    fake.push_file(&dm, ALICE, clip, "our demo", None);
+    fake.wait_sent(2, WITHIN).await;
+    assert_eq!(fake.file_gets(), gets, "the video is not fetched");
+    let stored = database_text(&h).await;
+    assert!(
+        stored.contains("our demo\n[file demo.mp4] not read: type video/mp4 is not read"),
+        "{stored}"
+    );
+    // Positive control: the same notes from a server that answers are read.
+    fake.hold_files(false);
+    fake.push_file(&dm, ALICE, notes, "the notes again", None);
+    fake.wait_sent(3, WITHIN).await;
+    running.stop().await.unwrap();
+    let stored = database_text(&h).await;
+    assert!(
+        stored.contains("the notes again\n[file#1 slow.md] # Plan ship the widgets"),
+        "{stored}"
+    );
 }
 
 /// An edit of a message the bot does not keep (never seen, or deleted) fetches nothing and
