@@ -280,7 +280,6 @@ impl Scheduler {
         attempt: i64,
     ) -> Result<(), MemoryError> {
         let now = self.clock.now();
-        crate::telemetry::job_run(job, ok);
         let finish = if ok {
             Finish::Done
         } else {
@@ -288,9 +287,14 @@ impl Scheduler {
             warn!(job, %run_key, attempt, %retry_at, detail, "job failed; it will be tried again");
             Finish::Failed { retry_at }
         };
-        self.store
+        // Counted by the process that still held the run (one taken over is the other's).
+        if self
+            .store
             .finish_job(job, run_key, &self.holder, now, finish, detail)
-            .await?;
+            .await?
+        {
+            crate::telemetry::job_run(job, ok);
+        }
         Ok(())
     }
 

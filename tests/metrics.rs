@@ -301,6 +301,7 @@ async fn counters_move_by_exactly_what_happened() {
         embed_fake.total() as f64
     );
     assert!(m(r#"engram_embed_seconds_count{use="index"}"#) >= 1.0);
+    assert!(m(r#"engram_embed_seconds_count{use="query"}"#) >= 1.0);
     // Each search reads BM25 and the vectors once.
     let searches = m(r#"engram_store_query_seconds_count{op="search_messages"}"#);
     assert!(searches >= 1.0);

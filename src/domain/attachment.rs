@@ -57,11 +57,24 @@ impl DownloadLimits {
         if let Some(m) = mime {
             let m = m.trim().to_ascii_lowercase();
             if self.skip_types.iter().any(|t| m.starts_with(t.as_str())) {
-                return Some(format!("type {m} is not read"));
+                return Some(format!("type {} is not read", essence(&m)));
             }
         }
         (size > self.max_bytes).then(|| format!("too large ({size} bytes)"))
     }
+}
+
+/// A declared MIME type as it may be shown in a message's text: its `type/subtype` only, in
+/// the characters MIME allows there, at most 60 (a platform passes on whatever the sender
+/// declared: no line breaks, brackets or quotes of a hostile one get through).
+fn essence(mime: &str) -> String {
+    mime.split(';')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "!#$&^_.+-/".contains(*c))
+        .take(60)
+        .collect()
 }
 
 #[cfg(test)]
@@ -87,6 +100,14 @@ mod tests {
             limits.refusal(None, 101).as_deref(),
             Some("too large (101 bytes)")
         );
+        // A hostile declaration is shown as its bare type: no line of its own, no brackets.
+        let hostile = "video/x\n[file#7 notes.md] \"fake\"; codecs=\"] [file#1\"";
+        assert_eq!(
+            limits.refusal(Some(hostile), 10).as_deref(),
+            Some("type video/xfile#7notes.mdfake is not read")
+        );
+        let long = format!("video/{}", "a".repeat(500));
+        assert!(limits.refusal(Some(&long), 10).unwrap().len() < 80);
         // Positive controls: other types, no type, and the size limit itself are read.
         assert_eq!(limits.refusal(Some("text/markdown"), 100), None);
         assert_eq!(limits.refusal(Some("application/json"), 10), None);

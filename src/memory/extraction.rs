@@ -748,14 +748,15 @@ impl Extractor {
     /// the next pass or `engram extract`); the scheduled pass is what backs off.
     async fn finish(&self, key: &str, run: &ExtractionRun) -> Result<(), MemoryError> {
         let detail = serde_json::to_string(run).unwrap_or_default();
-        crate::telemetry::job_run(EXTRACT_JOB, run.error.is_none());
         let finish = match run.error {
             None => Finish::Done,
             Some(_) => Finish::Failed {
                 retry_at: self.clock.now(),
             },
         };
-        self.store
+        // Counted by the process that still held the run (one taken over is the other's).
+        if self
+            .store
             .finish_job(
                 EXTRACT_JOB,
                 key,
@@ -764,7 +765,10 @@ impl Extractor {
                 finish,
                 &detail,
             )
-            .await?;
+            .await?
+        {
+            crate::telemetry::job_run(EXTRACT_JOB, run.error.is_none());
+        }
         Ok(())
     }
 

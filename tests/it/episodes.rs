@@ -888,7 +888,36 @@ async fn a_long_episode_closes_in_parts(url: Option<String>) {
     );
 }
 
+/// Token pressure: fewer new messages than `episodes.refresh_messages` but more search words
+/// than `episodes.refresh_words` make a refresh due (one model call); short lines do not.
+async fn a_long_burst_refreshes_before_the_count(url: Option<String>) {
+    let h = Harness::build(true, |c| {
+        if let Some(url) = url {
+            c.store.url = url;
+        }
+        c.episodes.refresh_words = 60;
+    })
+    .await;
+    assert_eq!(h.config.episodes.refresh_messages, 4);
+    let lab = group("lab");
+    h.say_in(&lab, "alice", "short one").await;
+    h.say_in(&lab, "bob", "another short one").await;
+    index(&h).await;
+    assert_eq!(
+        refresh(&h).await,
+        0,
+        "two short lines: neither count is reached"
+    );
+    let long: Vec<String> = (0..40).map(|i| format!("budget{i} line{i}")).collect();
+    h.say_in(&lab, "carol", &long.join(" ")).await;
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 1, "three messages, but 80 more words");
+    assert_eq!(h.fake().count("working_memory"), 1);
+    assert_eq!(refresh(&h).await, 0, "covered, so not due again");
+}
+
 on_both_harnesses!(
+    a_long_burst_refreshes_before_the_count,
     a_long_episode_closes_in_parts,
     each_refresh_reads_what_came_since_the_last,
     an_entry_forgotten_while_the_model_writes_does_not_stay_in_details,

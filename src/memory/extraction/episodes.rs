@@ -652,8 +652,10 @@ impl Extractor {
         finish: Finish,
         detail: &str,
     ) -> Result<(), MemoryError> {
-        crate::telemetry::job_run(EPISODE_JOB, matches!(finish, Finish::Done));
-        self.store
+        let done = matches!(finish, Finish::Done);
+        // Counted by the process that still held the run (one taken over is the other's).
+        if self
+            .store
             .finish_job(
                 EPISODE_JOB,
                 key,
@@ -662,7 +664,10 @@ impl Extractor {
                 finish,
                 detail,
             )
-            .await?;
+            .await?
+        {
+            crate::telemetry::job_run(EPISODE_JOB, done);
+        }
         Ok(())
     }
 
