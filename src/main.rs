@@ -525,15 +525,14 @@ async fn status(config: &Config, ready_only: bool) -> anyhow::Result<()> {
     };
     let mut jobs = serde_json::Map::new();
     for job in engram::jobs::SCHEDULED {
-        let runs = store.job_runs(job).await?;
-        let count = |status: &str| runs.iter().filter(|r| r.status == status).count();
+        let runs = store.job_summary(job).await?;
         jobs.insert(
             job.to_string(),
             serde_json::json!({
-                "done": count("done"),
-                "failed": count("failed"),
-                "running": count("running"),
-                "last": runs.last().map(|r| serde_json::json!({
+                "done": runs.done,
+                "failed": runs.failed,
+                "running": runs.running,
+                "last": runs.last.map(|r| serde_json::json!({
                     "run_key": r.run_key, "status": r.status, "attempts": r.attempts, "holder": r.holder,
                 })),
             }),

@@ -42,6 +42,9 @@ pub trait Jobs: Send + Sync {
     ) -> StoreResult<bool>;
     /// Every recorded run of `job`, by run key.
     async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>>;
+    /// How many runs of `job` are in each status, and the one started (or taken over) last,
+    /// without reading every run (a job with a run per episode has many).
+    async fn job_summary(&self, job: &str) -> StoreResult<JobSummary>;
     /// Takes over a run `from` holds (a holder known to be gone): false if it no longer does.
     async fn take_over_job(
         &self,
@@ -165,6 +168,19 @@ pub struct JobRun {
     pub attempts: i64,
     /// What the run reported (JSON), or why it failed.
     pub detail: String,
+}
+
+/// The runs of one job, counted by status, and its latest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobSummary {
+    /// Runs done.
+    pub done: i64,
+    /// Runs failed (waiting for their retry).
+    pub failed: i64,
+    /// Runs claimed and not finished.
+    pub running: i64,
+    /// The run started, or taken over, last.
+    pub last: Option<JobRun>,
 }
 
 /// A holder name unique to this process: host, this boot and process namespace, process id,
@@ -418,26 +434,60 @@ on_both_backends! {
             .collect()
     }
 
+    async fn job_summary(&self, job: &str) -> StoreResult<JobSummary> {
+        let counts: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status, COUNT(*) FROM job_runs WHERE job = $1 GROUP BY status",
+        )
+        .bind(job)
+        .fetch_all(self.pool())
+        .await
+        .map_err(db_err)?;
+        let last: Option<RunColumns> = sqlx::query_as(
+            "SELECT job, run_key, holder, status, attempts, detail FROM job_runs WHERE job = $1 \
+             ORDER BY started_at DESC, run_key DESC LIMIT 1",
+        )
+        .bind(job)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(db_err)?;
+        let count = |status: &str| {
+            counts
+                .iter()
+                .find(|(s, _)| s == status)
+                .map_or(0, |(_, n)| *n)
+        };
+        Ok(JobSummary {
+            done: count("done"),
+            failed: count("failed"),
+            running: count("running"),
+            last: last.map(job_run),
+        })
+    }
+
     async fn job_runs(&self, job: &str) -> StoreResult<Vec<JobRun>> {
-            let rows: Vec<(String, String, String, String, i64, String)> = sqlx::query_as(
+            let rows: Vec<RunColumns> = sqlx::query_as(
                 "SELECT job, run_key, holder, status, attempts, detail FROM job_runs WHERE job = $1 ORDER BY run_key",
             )
             .bind(job)
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
-            Ok(rows
-                .into_iter()
-                .map(|(job, run_key, holder, status, attempts, detail)| JobRun {
-                    job,
-                    run_key,
-                    holder,
-                    status,
-                    attempts,
-                    detail,
-                })
-                .collect())
+            Ok(rows.into_iter().map(job_run).collect())
         }
+    }
+}
+
+/// A `job_runs` row as `job_run` reads it: job, run key, holder, status, attempts, detail.
+type RunColumns = (String, String, String, String, i64, String);
+
+fn job_run((job, run_key, holder, status, attempts, detail): RunColumns) -> JobRun {
+    JobRun {
+        job,
+        run_key,
+        holder,
+        status,
+        attempts,
+        detail,
     }
 }
 

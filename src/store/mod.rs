@@ -83,7 +83,9 @@ pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
 pub use episodes::{DetailsSaved, Episodes, RefreshDue, WorkingMemory};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
 pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
-pub use jobs::{Finish, JobClaim, JobRun, Jobs, LeaseRow, holder_is_gone, process_holder};
+pub use jobs::{
+    Finish, JobClaim, JobRun, JobSummary, Jobs, LeaseRow, holder_is_gone, process_holder,
+};
 pub use messages::{BotMessage, BotMessageFilter, Messages, NewMessage, RangeStats};
 pub use oversight::{
     AuditLine, JobRunRow, NewAudit, Oversight, PersonRow, SpaceRow, SummaryAbout, UsageDay,

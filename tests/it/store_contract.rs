@@ -532,6 +532,22 @@ async fn job_claims_are_exclusive_and_survive_a_crashed_holder(s: Arc<dyn Store>
             ("2026-11-20", "running", "p2")
         ]
     );
+    // Counted by status, the latest the one started last (not the last by key: "99:5" comes
+    // after "100:3" as text, and "100:3" started later).
+    let summary = s.job_summary("day_summaries").await.unwrap();
+    assert_eq!((summary.done, summary.failed, summary.running), (1, 0, 1));
+    assert_eq!(summary.last.unwrap().run_key, "2026-11-20");
+    for (key, at) in [("99:5", t(1)), ("100:3", t(2))] {
+        s.claim_job("episode", key, "p1", at, lease).await.unwrap();
+    }
+    s.finish_job("episode", "99:5", "p1", t(3), Finish::Done, "")
+        .await
+        .unwrap();
+    let summary = s.job_summary("episode").await.unwrap();
+    assert_eq!((summary.done, summary.failed, summary.running), (1, 0, 1));
+    assert_eq!(summary.last.unwrap().run_key, "100:3");
+    let none = s.job_summary("never").await.unwrap();
+    assert_eq!((none.done, none.running, none.last), (0, 0, None));
 }
 
 async fn concurrent_claims_have_one_winner(s: Arc<dyn Store>) {
