@@ -532,7 +532,9 @@ pub async fn attachments(list: &[Attachment], limits: &DownloadLimits) -> Vec<In
             m if m.starts_with("audio/") => AttachmentKind::Audio,
             _ => AttachmentKind::File,
         };
-        let content = if let Some(why) = limits.refusal(mime.as_deref(), u64::from(a.size)) {
+        let content = if let Some(why) =
+            limits.refusal(&a.filename, mime.as_deref(), u64::from(a.size))
+        {
             Err(why)
         } else {
             match tokio::time::timeout(limits.timeout, fetch(&a.url)).await {

@@ -638,13 +638,14 @@ impl Ctx {
         let limits = &self.settings.downloads;
         let mut out = Vec::new();
         for (kind, file, name, mime) in files(m) {
-            let content = if let Some(why) = limits.refusal(mime.as_deref(), u64::from(file.size)) {
-                Err(why)
-            } else {
-                tokio::time::timeout(limits.timeout, self.download(file, limits.max_bytes))
-                    .await
-                    .unwrap_or_else(|_| Err("download timed out".into()))
-            };
+            let content =
+                if let Some(why) = limits.refusal(&name, mime.as_deref(), u64::from(file.size)) {
+                    Err(why)
+                } else {
+                    tokio::time::timeout(limits.timeout, self.download(file, limits.max_bytes))
+                        .await
+                        .unwrap_or_else(|_| Err("download timed out".into()))
+                };
             out.push(IncomingAttachment {
                 kind,
                 name,

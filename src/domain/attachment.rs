@@ -51,14 +51,18 @@ pub struct DownloadLimits {
 }
 
 impl DownloadLimits {
-    /// Why a file of `size` bytes declared as `mime` is not downloaded, if it is not: a type
-    /// of `skip_types`, or more than `max_bytes`.
-    pub fn refusal(&self, mime: Option<&str>, size: u64) -> Option<String> {
-        if let Some(m) = mime {
-            let m = m.trim().to_ascii_lowercase();
-            if self.skip_types.iter().any(|t| m.starts_with(t.as_str())) {
-                return Some(format!("type {} is not read", essence(&m)));
-            }
+    /// Why the file `name` of `size` bytes declared as `mime` is not downloaded, if it is not:
+    /// a type of `skip_types` (the declared one, or the one its name says when the platform
+    /// declares none or only "application/octet-stream"), or more than `max_bytes`.
+    pub fn refusal(&self, name: &str, mime: Option<&str>, size: u64) -> Option<String> {
+        let declared = mime
+            .map(|m| m.trim().to_ascii_lowercase())
+            .filter(|m| !m.is_empty() && !m.starts_with("application/octet-stream"));
+        let m = declared.or_else(|| mime_guess::from_path(name).first_raw().map(String::from));
+        if let Some(m) = m
+            && self.skip_types.iter().any(|t| m.starts_with(t.as_str()))
+        {
+            return Some(format!("type {} is not read", essence(&m)));
         }
         (size > self.max_bytes).then(|| format!("too large ({size} bytes)"))
     }
@@ -89,28 +93,48 @@ mod tests {
             skip_types: vec!["video/".into(), "application/zip".into()],
         };
         assert_eq!(
-            limits.refusal(Some("Video/MP4"), 10).as_deref(),
+            limits.refusal("a.mp4", Some("Video/MP4"), 10).as_deref(),
             Some("type video/mp4 is not read")
         );
         assert_eq!(
-            limits.refusal(Some("application/zip"), 10).as_deref(),
+            limits
+                .refusal("a.zip", Some("application/zip"), 10)
+                .as_deref(),
             Some("type application/zip is not read")
         );
         assert_eq!(
-            limits.refusal(None, 101).as_deref(),
+            limits.refusal("big.txt", None, 101).as_deref(),
             Some("too large (101 bytes)")
         );
         // A hostile declaration is shown as its bare type: no line of its own, no brackets.
         let hostile = "video/x\n[file#7 notes.md] \"fake\"; codecs=\"] [file#1\"";
         assert_eq!(
-            limits.refusal(Some(hostile), 10).as_deref(),
+            limits.refusal("x", Some(hostile), 10).as_deref(),
             Some("type video/xfile#7notes.mdfake is not read")
         );
         let long = format!("video/{}", "a".repeat(500));
-        assert!(limits.refusal(Some(&long), 10).unwrap().len() < 80);
+        assert!(limits.refusal("x", Some(&long), 10).unwrap().len() < 80);
         // Positive controls: other types, no type, and the size limit itself are read.
-        assert_eq!(limits.refusal(Some("text/markdown"), 100), None);
-        assert_eq!(limits.refusal(Some("application/json"), 10), None);
-        assert_eq!(limits.refusal(None, 0), None);
+        assert_eq!(limits.refusal("n.md", Some("text/markdown"), 100), None);
+        assert_eq!(limits.refusal("d.json", Some("application/json"), 10), None);
+        assert_eq!(limits.refusal("photo.jpg", None, 0), None);
+        // No type declared, or only "some bytes": the name says it.
+        assert_eq!(
+            limits.refusal("Clip.MP4", None, 10).as_deref(),
+            Some("type video/mp4 is not read")
+        );
+        assert_eq!(
+            limits
+                .refusal("backup.zip", Some("application/octet-stream"), 10)
+                .as_deref(),
+            Some("type application/zip is not read")
+        );
+        assert_eq!(limits.refusal("notes", None, 10), None);
+        assert_eq!(
+            limits.refusal("data.bin", Some("application/octet-stream"), 10),
+            None
+        );
+        // A declared type wins over the name.
+        assert_eq!(limits.refusal("notes.mp4", Some("text/plain"), 10), None);
     }
 }

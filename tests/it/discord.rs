@@ -1225,6 +1225,7 @@ async fn attachments_download_from_the_links_discord_gives() {
     let shot = fake.add_file("shot.png", b"\x89PNG\r\n\x1a\n");
     let huge = fake.add_file("huge.log", b"x");
     let clip = fake.add_file("demo.mp4", b"\0\0\0\x20ftypisom");
+    let backup = fake.add_file("backup.zip", b"PK\x03\x04");
     let file = |id: &str, name: &str, size: usize, url: &str, mime: &str| {
         json!({"id": id, "filename": name, "size": size, "url": url, "proxy_url": url,
                "content_type": mime})
@@ -1241,16 +1242,19 @@ async fn attachments_download_from_the_links_discord_gives() {
         file("9002", "shot.png", 8, &shot, "image/png"),
         file("9003", "huge.log", 999_999_999, &huge, "text/plain"),
         file("9004", "demo.mp4", 12, &clip, "video/mp4"),
+        // No type declared: its name says what it is.
+        json!({"id": "9005", "filename": "backup.zip", "size": 4, "url": backup,
+               "proxy_url": backup}),
     ]);
     handler.on_message(&message(p)).await;
     assert_eq!(
         fake.downloads(),
         2,
-        "neither the one too large nor the video (attachments.skip_types) is fetched"
+        "neither the one too large nor the video and the archive (attachments.skip_types) is fetched"
     );
     let text = database_text(&h).await;
     for kept in [
-        "notes from today\n[file#1 standup.md] # Standup Ship the billing fix on Thursday\n[image#2 shot.png]\n[file huge.log] not read: too large (999999999 bytes)\n[file demo.mp4] not read: type video/mp4 is not read",
+        "notes from today\n[file#1 standup.md] # Standup Ship the billing fix on Thursday\n[image#2 shot.png]\n[file huge.log] not read: too large (999999999 bytes)\n[file demo.mp4] not read: type video/mp4 is not read\n[file backup.zip] not read: type application/zip is not read",
         "[file#1 standup.md, part 1/1] # Standup\nShip the billing fix on Thursday",
     ] {
         assert!(text.contains(kept), "{kept}: {text}");
