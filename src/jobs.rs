@@ -287,14 +287,9 @@ impl Scheduler {
             warn!(job, %run_key, attempt, %retry_at, detail, "job failed; it will be tried again");
             Finish::Failed { retry_at }
         };
-        // Counted by the process that still held the run (one taken over is the other's).
-        if self
-            .store
+        self.store
             .finish_job(job, run_key, &self.holder, now, finish, detail)
-            .await?
-        {
-            crate::telemetry::job_run(job, ok);
-        }
+            .await?;
         Ok(())
     }
 

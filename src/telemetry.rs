@@ -156,10 +156,9 @@ pub fn cache_lookup(cache: &'static str, hit: bool) {
     }
 }
 
-/// A run of `job` ended, done or failed.
-pub fn job_run(job: &'static str, ok: bool) {
-    let outcome = if ok { "done" } else { "failed" };
-    counter!(JOB_RUNS, "job" => job, "outcome" => outcome).increment(1);
+/// A run of `job` ended with `outcome` ("done" or "failed").
+pub fn job_run(job: &str, outcome: &'static str) {
+    counter!(JOB_RUNS, "job" => job.to_string(), "outcome" => outcome).increment(1);
 }
 
 /// A store operation took `elapsed`.

@@ -754,9 +754,7 @@ impl Extractor {
                 retry_at: self.clock.now(),
             },
         };
-        // Counted by the process that still held the run (one taken over is the other's).
-        if self
-            .store
+        self.store
             .finish_job(
                 EXTRACT_JOB,
                 key,
@@ -765,10 +763,7 @@ impl Extractor {
                 finish,
                 &detail,
             )
-            .await?
-        {
-            crate::telemetry::job_run(EXTRACT_JOB, run.error.is_none());
-        }
+            .await?;
         Ok(())
     }
 

@@ -322,6 +322,11 @@ on_both_backends! {
             .await
             .map_err(db_err)?
             .rows_affected();
+            // Counted where every run ends, by the process that still held it (a run taken
+            // over is the other's to count).
+            if updated == 1 {
+                crate::telemetry::job_run(job, finish.status());
+            }
             Ok(updated == 1)
         }
 

@@ -652,10 +652,7 @@ impl Extractor {
         finish: Finish,
         detail: &str,
     ) -> Result<(), MemoryError> {
-        let done = matches!(finish, Finish::Done);
-        // Counted by the process that still held the run (one taken over is the other's).
-        if self
-            .store
+        self.store
             .finish_job(
                 EPISODE_JOB,
                 key,
@@ -664,10 +661,7 @@ impl Extractor {
                 finish,
                 detail,
             )
-            .await?
-        {
-            crate::telemetry::job_run(EPISODE_JOB, done);
-        }
+            .await?;
         Ok(())
     }
 
