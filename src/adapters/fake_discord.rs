@@ -1,7 +1,10 @@
 //! A fake Discord HTTP API on 127.0.0.1 for tests: serenity's real HTTP client, pointed at it
 //! as a proxy, fetches channels (with their permission overwrites) and guild roles (with their
 //! permissions), sends messages and typing indicators, which are recorded. A wrong token gets
-//! 401, as from Discord.
+//! 401, as from Discord. Its gateway (`gateway`) takes serenity's shard connections.
+
+mod gateway;
+pub use gateway::shard_of;
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -17,6 +20,8 @@ use tokio::sync::watch;
 
 /// The bot's own user id on the fake Discord.
 pub const BOT_ID: u64 = 900_000_000_000_000_001;
+/// The bot's application id, as READY tells it.
+pub const APPLICATION_ID: u64 = 900_000_000_000_000_002;
 /// View Channel, as Discord's permission bit.
 pub const VIEW_CHANNEL: u64 = 1 << 10;
 /// Send Messages.
@@ -46,6 +51,10 @@ struct Shared {
     messages: HashMap<(u64, u64), Value>,
     /// Messages fetched so far.
     message_gets: usize,
+    /// The gateway's URL.
+    gateway_url: String,
+    /// Slash-command sets registered (PUT /applications/{id}/commands).
+    command_sets: usize,
 }
 
 #[derive(Clone)]
@@ -60,6 +69,7 @@ pub struct FakeDiscord {
     shared: Arc<Mutex<Shared>>,
     sent_count: watch::Sender<usize>,
     task: tokio::task::JoinHandle<()>,
+    gateway: gateway::Gateway,
 }
 
 impl FakeDiscord {
@@ -67,9 +77,11 @@ impl FakeDiscord {
     pub async fn start(token: &str) -> std::io::Result<FakeDiscord> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
+        let gateway = gateway::Gateway::start(token, bot_user()).await?;
         let shared = Arc::new(Mutex::new(Shared {
             token: token.to_string(),
             next_id: 1_000,
+            gateway_url: gateway.url(),
             ..Shared::default()
         }));
         let (sent_count, _) = watch::channel(0);
@@ -79,7 +91,8 @@ impl FakeDiscord {
         };
         let app = Router::new()
             .route("/api/v10/users/@me", get(me))
-            .route("/api/v10/gateway/bot", get(gateway))
+            .route("/api/v10/gateway", get(gateway_url))
+            .route("/api/v10/gateway/bot", get(gateway_url))
             .route("/api/v10/channels/{id}", get(channel))
             .route("/api/v10/guilds/{id}/roles", get(roles))
             .route("/api/v10/channels/{id}/messages", post(send_message))
@@ -93,6 +106,10 @@ impl FakeDiscord {
                 post(interaction_callback),
             )
             .route("/api/v10/webhooks/{app}/{token}", post(followup))
+            .route(
+                "/api/v10/applications/{app}/commands",
+                axum::routing::put(set_commands),
+            )
             .route("/attachments/{name}", get(attachment))
             .with_state(state);
         let task = tokio::spawn(async move {
@@ -103,7 +120,32 @@ impl FakeDiscord {
             shared,
             sent_count,
             task,
+            gateway,
         })
+    }
+
+    /// Every shard that identified on the gateway so far, in order: (shard, total).
+    pub fn shards_identified(&self) -> Vec<(u64, u64)> {
+        self.gateway.identified()
+    }
+
+    /// Waits until `n` shards identified on the gateway (at most `within`, then panics).
+    pub async fn wait_shards(&self, n: usize, within: Duration) {
+        self.gateway.wait_identified(n, within).await;
+    }
+
+    /// Sends a MESSAGE_CREATE (`payload` as Discord sends it) through the gateway, to the
+    /// shard of its `guild_id` (none: a DM, shard 0); the number of connections it went to.
+    pub fn dispatch_message(&self, payload: &Value) -> usize {
+        let guild = payload["guild_id"]
+            .as_str()
+            .and_then(|g| g.parse::<u64>().ok());
+        self.gateway.dispatch(guild, "MESSAGE_CREATE", payload)
+    }
+
+    /// Slash-command sets the bot registered so far.
+    pub fn command_sets(&self) -> usize {
+        self.shared.lock().expect("fake lock").command_sets
     }
 
     /// Serves `bytes` as an attachment; its URL (Discord's CDN stands here).
@@ -270,13 +312,13 @@ async fn me(State(state): State<AppState>, headers: HeaderMap) -> Response {
     Json(bot_user()).into_response()
 }
 
-async fn gateway(State(state): State<AppState>, headers: HeaderMap) -> Response {
+async fn gateway_url(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(r) = refused(&state, &headers) {
         return r;
     }
-    // No gateway here: the connection fails, and serenity keeps retrying.
+    let url = state.shared.lock().expect("fake lock").gateway_url.clone();
     Json(
-        json!({"url": "ws://127.0.0.1:9", "shards": 1, "session_start_limit":
+        json!({"url": url, "shards": 1, "session_start_limit":
         {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}}),
     )
     .into_response()
@@ -387,6 +429,14 @@ async fn attachment(State(state): State<AppState>, Path(name): Path<String>) -> 
         Some(bytes) => bytes.clone().into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
     }
+}
+
+async fn set_commands(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(r) = refused(&state, &headers) {
+        return r;
+    }
+    state.shared.lock().expect("fake lock").command_sets += 1;
+    Json(json!([])).into_response()
 }
 
 async fn interaction_callback(State(state): State<AppState>, Json(body): Json<Value>) -> Response {

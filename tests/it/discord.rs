@@ -1328,3 +1328,80 @@ async fn images_and_audio_of_a_discord_message_are_described() {
         "in the channel's scope"
     );
 }
+
+postgres_test! {
+    /// `engram run` twice with one Discord token on one PostgreSQL, each with its own range of
+    /// a four-shard bot (`discord.shards` "0-1/4" and "2-3/4", as README's "Several processes"
+    /// says): serenity's shard runners identify each shard exactly once between them on the
+    /// fake gateway, which sends each guild's events to its shard as Discord does, and every
+    /// message is stored and answered exactly once, whichever process runs its shard.
+    async fn processes_split_the_discord_shards() {
+        let url = fresh_postgres_url().await;
+        let fake = FakeDiscord::start(TOKEN).await.unwrap();
+        // One guild per shard ((guild >> 22) % 4), each with a channel.
+        let guild = |shard: u64| (shard << 22) | 9;
+        for shard in 0..4 {
+            assert_eq!(discord_perm::shard_of(Some(guild(shard)), 4), shard);
+            fake.add_text_channel(guild(shard), 100 + shard, "general", false);
+        }
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let ports = [refused_port().1, refused_port().1];
+        let api = fake.url();
+        let run = |dir: &std::path::Path, port: u16, shards: &str| {
+            let listen = format!("127.0.0.1:{port}");
+            engram_serving(
+                dir,
+                &[
+                    ("DISCORD_TOKEN", TOKEN),
+                    ("ENGRAM__STORE__URL", &url),
+                    ("ENGRAM__DISCORD__API_URL", &api),
+                    ("ENGRAM__DISCORD__SHARDS", shards),
+                    ("ENGRAM__EMBED__PROVIDER", "none"),
+                    ("ENGRAM__SERVER__LISTEN", &listen),
+                ],
+            )
+        };
+        let _procs = [
+            run(dirs[0].path(), ports[0], "0-1/4"),
+            run(dirs[1].path(), ports[1], "2-3/4"),
+        ];
+        // serenity starts a process's shards 5 s apart, as Discord asks.
+        fake.wait_shards(4, Duration::from_secs(60)).await;
+        for port in ports {
+            wait_ready(port).await;
+        }
+        let mut shards = fake.shards_identified();
+        shards.sort();
+        assert_eq!(shards, [(0, 4), (1, 4), (2, 4), (3, 4)], "each shard once");
+        assert!(fake.command_sets() >= 2, "each process registered /memory");
+
+        let at_bot = format!("<@{BOT_ID}>");
+        for shard in 0..4 {
+            let event = payload(
+                3000 + shard,
+                100 + shard,
+                Some(guild(shard)),
+                ALICE,
+                &format!("{at_bot} remember that shard {shard} drinks tea"),
+            );
+            assert_eq!(fake.dispatch_message(&event), 1, "one connection runs shard {shard}");
+        }
+        fake.wait_sent(4, WITHIN).await;
+        for shard in 0..4 {
+            let replies: Vec<_> = fake
+                .sent()
+                .into_iter()
+                .filter(|(to, _)| *to == 100 + shard)
+                .collect();
+            assert_eq!(replies.len(), 1, "shard {shard}: {replies:?}");
+            assert!(
+                replies[0].1["content"].as_str().unwrap().starts_with("Got it"),
+                "{replies:?}"
+            );
+        }
+        let store = open_url(&url).await;
+        let stored = store.table_counts().await.unwrap();
+        let messages = stored.iter().find(|t| t.table == "messages").unwrap().rows;
+        assert_eq!(messages, 8, "4 messages and 4 replies, each stored once");
+    }
+}

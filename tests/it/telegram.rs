@@ -689,42 +689,26 @@ postgres_test! {
         let lease_secs = 3;
         let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
         let ports = [refused_port().1, refused_port().1];
+        let (api, lease) = (fake.url(), lease_secs.to_string());
         let run = |dir: &std::path::Path, port: u16| {
-            let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"));
-            cmd.arg("run")
-                .current_dir(dir)
-                .kill_on_drop(true)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
-            for (k, _) in
-                std::env::vars().filter(|(k, _)| k.starts_with("ENGRAM") || k.ends_with("_TOKEN"))
-            {
-                cmd.env_remove(k);
-            }
-            cmd.env("TELEGRAM_TOKEN", TOKEN)
-                .env("ENGRAM__STORE__URL", &url)
-                .env("ENGRAM__TELEGRAM__API_URL", fake.url())
-                .env("ENGRAM__TELEGRAM__POLL_SECS", "1")
-                .env("ENGRAM__TELEGRAM__POLLER_LEASE_SECS", lease_secs.to_string())
-                .env("ENGRAM__EMBED__PROVIDER", "none")
-                .env("ENGRAM__SERVER__LISTEN", format!("127.0.0.1:{port}"));
-            cmd.spawn().expect("engram starts")
+            let listen = format!("127.0.0.1:{port}");
+            engram_serving(
+                dir,
+                &[
+                    ("TELEGRAM_TOKEN", TOKEN),
+                    ("ENGRAM__STORE__URL", &url),
+                    ("ENGRAM__TELEGRAM__API_URL", &api),
+                    ("ENGRAM__TELEGRAM__POLL_SECS", "1"),
+                    ("ENGRAM__TELEGRAM__POLLER_LEASE_SECS", &lease),
+                    ("ENGRAM__EMBED__PROVIDER", "none"),
+                    ("ENGRAM__SERVER__LISTEN", &listen),
+                ],
+            )
         };
         let mut procs = [run(dirs[0].path(), ports[0]), run(dirs[1].path(), ports[1])];
-        // Both are up (one polling, one standing by, both ready) before anything is sent:
-        // waiting for another process to start is the one wait here.
+        // Both are up (one polling, one standing by, both ready) before anything is sent.
         for port in ports {
-            let ready = format!("http://127.0.0.1:{port}/readyz");
-            let mut up = false;
-            for _ in 0..300 {
-                if reqwest::get(&ready).await.is_ok_and(|r| r.status().is_success()) {
-                    up = true;
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            assert!(up, "a process did not become ready");
+            wait_ready(port).await;
         }
         let pids = [procs[0].id().unwrap(), procs[1].id().unwrap()];
         let say = |n: usize| {

@@ -686,6 +686,42 @@ pub fn engram(
     )
 }
 
+/// `engram run` in `dir` as a service runs it (docker-compose's `--scale`): none of the caller's
+/// ENGRAM*/token variables, only `env`; killed when dropped.
+pub fn engram_serving(dir: &std::path::Path, env: &[(&str, &str)]) -> tokio::process::Child {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"));
+    cmd.arg("run")
+        .current_dir(dir)
+        .kill_on_drop(true)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("ENGRAM") || k.ends_with("_TOKEN"))
+    {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().expect("engram starts")
+}
+
+/// Waits until the process listening on `port` says it is ready (`/readyz`: store reachable,
+/// each platform connected). Waiting for another process to start is the one wait by polling.
+pub async fn wait_ready(port: u16) {
+    let ready = format!("http://127.0.0.1:{port}/readyz");
+    for _ in 0..300 {
+        if reqwest::get(&ready)
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the process on port {port} did not become ready");
+}
+
 /// A port on 127.0.0.1 where connections are refused, held for as long as the socket lives:
 /// bound but not listening, so no other test or process can take it meanwhile.
 pub fn refused_port() -> (tokio::net::TcpSocket, u16) {
