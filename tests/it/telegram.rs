@@ -450,6 +450,48 @@ async fn an_update_unfinished_at_shutdown_comes_again_after_the_restart() {
     assert_eq!(fake.sent_to(1002).len(), 2, "{:?}", fake.sent());
 }
 
+/// A photo whose description a stop cut off (the vision model still working, no grace) keeps
+/// its bare line; Telegram delivers the update again after the restart, and then the photo is
+/// described: the message is stored once, with the description, and answered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_photo_cut_off_before_its_description_is_described_when_delivered_again() {
+    let h = Harness::build(true, |c| {
+        c.llm.vision_model = "fake-vision".into();
+        c.llm.timeout_secs = 120.0;
+    })
+    .await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start_with_grace(&h, h.bot.clone(), &fake, TOKEN, Duration::ZERO);
+    h.fake().hold();
+    let shot = b"\x89PNG\r\n\x1a\n\0ImportError: no module named frobnitz\0\x01";
+    fake.push_file(&alice_dm(), ALICE, TgFile::Photo(shot), "my screen right now", None);
+    h.fake().wait_seen(1, WITHIN).await;
+    assert_eq!(h.fake().count("describe_image"), 1, "the description is under way");
+    running.stop().await.unwrap();
+    let stored = database_text(&h).await;
+    assert!(
+        stored.contains("my screen right now\n[image#1 photo.jpg]") && !stored.contains("frobnitz"),
+        "stored before the model, bare: {stored}"
+    );
+    h.fake().release();
+
+    let running = start(&h, &fake, TOKEN);
+    fake.wait_sent(1, WITHIN).await;
+    running.stop().await.unwrap();
+    assert_eq!(h.fake().count("describe_image"), 2);
+    // (A row of `rows_of` is the first line of its text.)
+    let kept = rows_of(&h, "messages", "| 1001:1 |").await;
+    assert_eq!(kept.len(), 1, "stored once: {kept:#?}");
+    let stored = database_text(&h).await;
+    assert!(
+        stored.contains(
+            "my screen right now\n[image#1 photo.jpg] a picture saying ImportError: no module named frobnitz"
+        ),
+        "{stored}"
+    );
+    assert_eq!(fake.sent_to(1001).len(), 1, "{:?}", fake.sent());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_wait_beyond_the_cap_drops_that_part_and_the_chat_goes_on() {
     let h = Harness::offline().await;
