@@ -841,11 +841,17 @@ on_both_backends! {
         if let Some(episode) = episode {
             let old_len = plan.episodes.get(&episode).map_or(0, |e| e.1);
             let delta = document_terms_in(&text, language).len as i64 - old_len;
+            // A running summary made from the old text reads it again as one new message at
+            // the next refresh (the summary reads only what came after `summarized_through`).
             sqlx::query(
-                "UPDATE episodes SET total_len = total_len + $1, closed = false, summary = NULL, embedding = NULL, embedding_space = NULL WHERE id = $2",
+                "UPDATE episodes SET total_len = total_len + $1, closed = false, summary = NULL, embedding = NULL, embedding_space = NULL, \
+                 summarized_messages = CASE WHEN summarized_through >= $3 THEN summarized_messages - 1 ELSE summarized_messages END, \
+                 summarized_through = CASE WHEN summarized_through >= $3 THEN $3 - 1 ELSE summarized_through END \
+                 WHERE id = $2",
             )
             .bind(delta)
             .bind(episode)
+            .bind(id.0)
             .execute(&mut *conn)
             .await
             .map_err(db_err)?;

@@ -916,7 +916,58 @@ async fn a_long_burst_refreshes_before_the_count(url: Option<String>) {
     assert_eq!(refresh(&h).await, 0, "covered, so not due again");
 }
 
+/// A message whose text grows after the running summary read it (an image's description
+/// joins its line once the vision model answers; a redelivered update is described late)
+/// is read again at the next refresh, as one new message: the description reaches the
+/// running summary. The messages after it are shown again with it; the ones before are not.
+async fn a_message_described_after_a_refresh_is_read_again(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    let talk = [
+        ("alice", "Where should we hold the Lisbon offsite in March?"),
+        ("bob", "Here is the shortlist we made"),
+        ("carol", "The Lisbon offsite hotel by the river looks good"),
+        ("alice", "Lisbon offsite it is, pending the hotel"),
+    ];
+    for (who, text) in talk {
+        h.say_in(&lab, who, text).await;
+    }
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 1);
+    assert_eq!(h.fake().count("working_memory"), 1);
+    let bob = h.person("bob").await;
+    let said = h.store.author_messages(bob, None).await.unwrap();
+    let (shortlist, _) = said
+        .iter()
+        .find(|(_, t)| t == "Here is the shortlist we made")
+        .expect("stored");
+    let gist = "[image#1 shortlist.png] a whiteboard listing three Lisbon hotels";
+    let rewrite = |t: &str| Some((format!("{t}\n{gist}"), None));
+    let kept = h
+        .store
+        .describe_attachment(*shortlist, 0, "{}", &rewrite, &[])
+        .await
+        .unwrap();
+    assert!(kept.is_some_and(|t| t.ends_with(gist)));
+    // One new message so far: not due before the count.
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 0);
+    for text in ["Booked the river hotel", "Flights are next"] {
+        h.say_in(&lab, "dave", text).await;
+    }
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 0, "three new of four");
+    h.say_in(&lab, "erin", "I can take the flights").await;
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 1);
+    let asked = last_refresh_asked(&h);
+    assert!(asked.contains("a whiteboard listing three Lisbon hotels"), "{asked}");
+    assert!(asked.contains("I can take the flights"), "{asked}");
+    assert!(!asked.contains("Where should we hold"), "read before: {asked}");
+}
+
 on_both_harnesses!(
+    a_message_described_after_a_refresh_is_read_again,
     a_long_burst_refreshes_before_the_count,
     a_long_episode_closes_in_parts,
     each_refresh_reads_what_came_since_the_last,
