@@ -40,6 +40,18 @@ confirm-changes =
     Bevor ich dein Gedächtnis ändere: Soll ich
     { $list }
     Antworte „ja“, um es zu tun, oder „nein“, um alles so zu lassen.
+memory-title = Gedächtnis
+category-preference = Vorlieben
+category-work_context = Arbeit
+category-personal_context = Persönliches
+category-reading_history = Gelesenes
+memory-key-facts = Wichtige Fakten
+memory-about = Über { $name }:
+memory-notes-about = Notizen über { $name }:
+memory-nobody-yet = (hier noch keine Erinnerungen an irgendwen)
+memory-facts = Fakten
+memory-today = Heute
+memory-earlier = Früher in dieser Woche
 memory-told-heading = Was andere mir über dich erzählt haben
 memory-told-note = (Ihre Worte, nicht deine: „/memory forget <Wörter>“ entfernt eines.)
 memory-paused-note = (Das Gedächtnis ist pausiert: Nichts Neues wird gesammelt. /memory resume schaltet es wieder ein.)

@@ -61,6 +61,20 @@ confirm-changes =
     Before I change your memory: should I
     { $list }
     Reply "yes" to do it or "no" to keep it as it is.
+# The headings of MEMORY.md as /memory shows it (/memory export keeps the file's own).
+memory-title = User Memory
+category-preference = User Preferences
+category-work_context = Work Context
+category-personal_context = Personal Context
+category-reading_history = Reading History
+memory-key-facts = Key Facts
+# An offline answer's memory (the labels of each person's part).
+memory-about = About { $name }:
+memory-notes-about = Notes about { $name }:
+memory-nobody-yet = (no memory about anyone here yet)
+memory-facts = Facts
+memory-today = Today
+memory-earlier = Earlier this week
 memory-told-heading = What others told me about you
 memory-told-note = (Their words, not yours: "/memory forget <words>" removes one.)
 memory-paused-note = (Memory is paused: nothing new is collected. /memory resume turns it back on.)

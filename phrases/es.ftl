@@ -40,6 +40,18 @@ confirm-changes =
     Antes de cambiar tu memoria: ¿debo
     { $list }
     Responde «sí» para hacerlo o «no» para dejarlo como está.
+memory-title = Memoria
+category-preference = Preferencias
+category-work_context = Trabajo
+category-personal_context = Vida personal
+category-reading_history = Lecturas
+memory-key-facts = Datos clave
+memory-about = Sobre { $name }:
+memory-notes-about = Notas sobre { $name }:
+memory-nobody-yet = (aquí todavía no hay memoria de nadie)
+memory-facts = Datos
+memory-today = Hoy
+memory-earlier = Antes esta semana
 memory-told-heading = Lo que otros me contaron sobre ti
 memory-told-note = (Son sus palabras, no las tuyas: «/memory forget <palabras>» borra una.)
 memory-paused-note = (La memoria está en pausa: no se recoge nada nuevo. /memory resume la vuelve a activar.)

@@ -40,6 +40,18 @@ confirm-changes =
     Avant de modifier ta mémoire : dois-je
     { $list }
     Réponds « oui » pour le faire ou « non » pour tout laisser tel quel.
+memory-title = Mémoire
+category-preference = Préférences
+category-work_context = Travail
+category-personal_context = Vie personnelle
+category-reading_history = Lectures
+memory-key-facts = Faits clés
+memory-about = À propos de { $name } :
+memory-notes-about = Notes sur { $name } :
+memory-nobody-yet = (pas encore de mémoire sur personne ici)
+memory-facts = Faits
+memory-today = Aujourd'hui
+memory-earlier = Plus tôt cette semaine
 memory-told-heading = Ce que d'autres m'ont dit sur toi
 memory-told-note = (Leurs mots, pas les tiens : « /memory forget <mots> » en supprime un.)
 memory-paused-note = (La mémoire est en pause : rien de nouveau n'est collecté. /memory resume la réactive.)

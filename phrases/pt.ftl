@@ -40,6 +40,18 @@ confirm-changes =
     Antes de mudar sua memória: devo
     { $list }
     Responda "sim" para fazer ou "não" para deixar como está.
+memory-title = Memória
+category-preference = Preferências
+category-work_context = Trabalho
+category-personal_context = Vida pessoal
+category-reading_history = Leituras
+memory-key-facts = Fatos principais
+memory-about = Sobre { $name }:
+memory-notes-about = Notas sobre { $name }:
+memory-nobody-yet = (ainda não há memória sobre ninguém aqui)
+memory-facts = Fatos
+memory-today = Hoje
+memory-earlier = Antes nesta semana
 memory-told-heading = O que outros me contaram sobre você
 memory-told-note = (As palavras deles, não as suas: "/memory forget <palavras>" apaga uma.)
 memory-paused-note = (A memória está pausada: nada de novo é coletado. /memory resume liga de novo.)

@@ -40,6 +40,18 @@ confirm-changes =
     Прежде чем менять вашу память: сделать так?
     { $list }
     Ответьте «да», чтобы сделать, или «нет», чтобы оставить как есть.
+memory-title = Память
+category-preference = Предпочтения
+category-work_context = Работа
+category-personal_context = Личное
+category-reading_history = Прочитанное
+memory-key-facts = Главное
+memory-about = Память — { $name }:
+memory-notes-about = Заметки — { $name }:
+memory-nobody-yet = (здесь пока ни о ком нет памяти)
+memory-facts = Факты
+memory-today = Сегодня
+memory-earlier = Ранее на этой неделе
 memory-told-heading = Что другие рассказали мне о вас
 memory-told-note = (Это их слова, не ваши: «/memory forget <слова>» удаляет одно из них.)
 memory-paused-note = (Память на паузе: ничего нового не собирается. /memory resume включает её снова.)

@@ -317,10 +317,8 @@ async fn gateway_url(State(state): State<AppState>, headers: HeaderMap) -> Respo
         return r;
     }
     let url = state.shared.lock().expect("fake lock").gateway_url.clone();
-    Json(
-        json!({"url": url, "shards": 1, "session_start_limit":
-        {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}}),
-    )
+    Json(json!({"url": url, "shards": 1, "session_start_limit":
+        {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}}))
     .into_response()
 }
 

@@ -6,6 +6,7 @@
 
 use crate::config::Config;
 use crate::domain::budget::{Admission, Limits, Payer, paid_by};
+use crate::domain::entry::Category;
 use crate::domain::texts::{Say, Texts};
 use crate::domain::{
     Clock, IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceId,
@@ -183,6 +184,11 @@ impl Bot {
     /// The texts to answer `ingested` with: in the language its author writes in.
     fn say(&self, ingested: &Ingested) -> Say<'_> {
         Say::new(&self.texts, ingested.language)
+    }
+
+    /// The texts it words its answers with.
+    pub fn texts(&self) -> &Texts {
+        &self.texts
     }
 
     /// The name people address it by.
@@ -794,9 +800,9 @@ impl Bot {
             MemoryCommand::Forget(topic) => self.forget_topic(ingested, &topic).await?,
             MemoryCommand::Search(query) => {
                 let found = entries.search(person, place, &query, 10).await?;
-                let found: Vec<(&str, &str)> = found
+                let found: Vec<(&str, Category)> = found
                     .iter()
-                    .map(|(e, _)| (e.value.as_str(), e.category.heading()))
+                    .map(|(e, _)| (e.value.as_str(), e.category))
                     .collect();
                 replies::search_results(t, &query, &found)
             }

@@ -6,10 +6,11 @@
 
 use crate::domain::Platform;
 use crate::domain::budget::Admission;
+use crate::domain::entry::Category;
 use crate::domain::secret::SecretKind;
 use crate::domain::texts::Say;
 use crate::linking::{CODE_MINUTES, CodeRefused};
-use crate::memory::entries::NeverKept;
+use crate::memory::entries::{KEY_FACTS, MEMORY_MD_TITLE, NeverKept};
 use crate::memory::{
     CaptureOutcome, FactVerb, FactsFollowed, ForgetOutcome, MemoryError, Method, Moved,
 };
@@ -167,12 +168,42 @@ pub fn memory_view(t: &Say, md: &str, told: &str, paused: bool, private: bool) -
         String::new()
     };
     if md.lines().count() <= 1 && told.is_empty() {
-        format!("{}{paused}", t.text("memory-empty"))
-    } else if private {
+        return format!("{}{paused}", t.text("memory-empty"));
+    }
+    let md = localized_md(t, md);
+    if private {
         format!("{md}{told}{paused}")
     } else {
         format!("{md}{told}{}{paused}", t.text("memory-only-here"))
     }
+}
+
+/// A category's name in the reader's language.
+fn category(t: &Say, c: Category) -> String {
+    t.text(&format!("category-{}", c.as_str()))
+}
+
+/// MEMORY.md (`md`) with its title and section headings in the reader's language (what
+/// `/memory export` gives keeps the file's own, which it reads back).
+fn localized_md(t: &Say, md: &str) -> String {
+    md.split_inclusive('\n')
+        .map(|raw| {
+            let line = raw.trim_end_matches('\n');
+            let end = &raw[line.len()..];
+            let heading = line.strip_prefix("## ");
+            if line == MEMORY_MD_TITLE {
+                format!("# {}{end}", t.text("memory-title"))
+            } else if heading == Some(KEY_FACTS) {
+                format!("## {}{end}", t.text("memory-key-facts"))
+            } else if let Some(c) =
+                heading.and_then(|h| Category::ALL.into_iter().find(|c| c.heading() == h))
+            {
+                format!("## {}{end}", category(t, c))
+            } else {
+                raw.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `/memory forget <topic>` that matched nothing.
@@ -203,14 +234,14 @@ pub fn changed_entries(t: &Say, n: usize) -> String {
 }
 
 /// `/memory search <words>`: the entries found (value, category heading), best first.
-pub fn search_results(t: &Say, query: &str, found: &[(&str, &str)]) -> String {
+pub fn search_results(t: &Say, query: &str, found: &[(&str, Category)]) -> String {
     if found.is_empty() {
         return t.with("search-nothing", &[("query", query.trim().into())]);
     }
     let list: Vec<String> = found
         .iter()
         .enumerate()
-        .map(|(i, (value, heading))| format!("{}. {value} ({heading})", i + 1))
+        .map(|(i, (value, c))| format!("{}. {value} ({})", i + 1, category(t, *c)))
         .collect();
     list.join("\n")
 }
@@ -479,6 +510,34 @@ mod tests {
         // Positive control: the scan finds the ids (a change that hides them fails here).
         assert!(checked > 60, "{checked}");
         assert!(ids("t.text(\"captured\"); (\"name\", x)", false) == ["captured"]);
+    }
+
+    #[test]
+    fn memory_headings_are_shown_in_the_readers_language() {
+        use super::{Category, localized_md, search_results};
+        use crate::domain::language::Language;
+        use crate::domain::texts::Say;
+        let texts = Texts::built_in();
+        for c in Category::ALL {
+            assert!(
+                texts.has("en", &format!("category-{}", c.as_str())),
+                "{c:?}"
+            );
+        }
+        let md = "# User Memory\n\n## User Preferences\n- green tea\n\n## Key Facts\n- ## Work Context is a band\n## Elsewhere\n";
+        let ru = Say::new(&texts, Some(Language::Russian));
+        assert_eq!(
+            localized_md(&ru, md),
+            "# Память\n\n## Предпочтения\n- green tea\n\n## Главное\n- ## Work Context is a band\n## Elsewhere\n"
+        );
+        // English is the file as it is.
+        let en = Say::new(&texts, Some(Language::English));
+        assert_eq!(localized_md(&en, md), md);
+        assert_eq!(localized_md(&ru, "# User Memory"), "# Память");
+        assert_eq!(
+            search_results(&ru, "чай", &[("зелёный чай", Category::Preference)]),
+            "1. зелёный чай (Предпочтения)"
+        );
     }
 
     #[test]

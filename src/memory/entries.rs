@@ -171,6 +171,11 @@ pub fn never_kept(text: &str) -> Option<NeverKept> {
     looks_like_code(text).then_some(NeverKept::Code)
 }
 
+/// MEMORY.md's title line.
+pub const MEMORY_MD_TITLE: &str = "# User Memory";
+/// The heading of MEMORY.md's section of what was stated explicitly.
+pub const KEY_FACTS: &str = "Key Facts";
+
 /// Renders a person's entries as MEMORY.md: sections per category, then Key Facts (what was
 /// stated explicitly), at most `max_words` words. Over the limit, the weakest and then oldest
 /// entries are left out. The same entries always render to the same bytes.
@@ -208,9 +213,12 @@ pub struct ImportedEntry {
 /// and each line followed by its `EntryMeta` in an HTML comment (hidden when rendered).
 pub fn render_export_md(entries: &[Entry], header: &str) -> String {
     let md = render_md(entries, usize::MAX, true);
-    let body = md.strip_prefix("# User Memory\n").unwrap_or(&md);
+    let body = md
+        .strip_prefix(MEMORY_MD_TITLE)
+        .and_then(|b| b.strip_prefix('\n'))
+        .unwrap_or(&md);
     let header = header.replace("--", "- -").replace(['\n', '\r'], " ");
-    format!("# User Memory\n<!-- {header} -->\n{body}")
+    format!("{MEMORY_MD_TITLE}\n<!-- {header} -->\n{body}")
 }
 
 /// The accounts (`platform:id`) an export's header names; None without a header.
@@ -273,7 +281,7 @@ fn render_md(entries: &[Entry], max_words: usize, annotate: bool) -> String {
         words += w;
         fitted.push(e);
     }
-    let mut out = String::from("# User Memory\n");
+    let mut out = format!("{MEMORY_MD_TITLE}\n");
     for category in Category::ALL {
         let mut lines: Vec<(&str, String)> = fitted
             .iter()
@@ -296,7 +304,7 @@ fn render_md(entries: &[Entry], max_words: usize, annotate: bool) -> String {
         .collect();
     facts.sort();
     if !facts.is_empty() {
-        out.push_str("\n## Key Facts\n");
+        out.push_str(&format!("\n## {KEY_FACTS}\n"));
         for (_, l) in facts {
             out.push_str(&l);
         }
@@ -337,11 +345,11 @@ pub fn parse_export_md(text: &str) -> Result<Vec<ImportedEntry>, String> {
     let mut section: Option<Category> = None;
     for (n, raw) in text.lines().enumerate() {
         let l = raw.trim_end();
-        if l.is_empty() || l == "# User Memory" || (l.starts_with("<!--") && l.ends_with("-->")) {
+        if l.is_empty() || l == MEMORY_MD_TITLE || (l.starts_with("<!--") && l.ends_with("-->")) {
             continue;
         }
         if let Some(heading) = l.strip_prefix("## ") {
-            section = Some(if heading == "Key Facts" {
+            section = Some(if heading == KEY_FACTS {
                 Category::PersonalContext
             } else {
                 Category::ALL

@@ -176,12 +176,20 @@ pub fn history_concat(days: &[(NaiveDate, String)], max_chars: usize) -> String 
     clip_chars(&history_text(days), max_chars)
 }
 
+/// The labels of a person's memory parts (facts, today, history), each with the id of its
+/// name in the message catalogues (an offline answer shows them in the reader's language).
+pub const LABELS: [(&str, &str); 3] = [
+    ("Facts", "memory-facts"),
+    ("Today", "memory-today"),
+    ("Earlier this week", "memory-earlier"),
+];
+
 /// The parts in priority order facts → today → history, labelled, empty parts left out.
 pub fn concat_merge(facts: &str, today: &str, history: &str) -> String {
     [
-        ("Facts", facts),
-        ("Today", today),
-        ("Earlier this week", history),
+        (LABELS[0].0, facts),
+        (LABELS[1].0, today),
+        (LABELS[2].0, history),
     ]
     .iter()
     .filter(|(_, t)| !t.trim().is_empty())

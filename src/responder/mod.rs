@@ -69,13 +69,17 @@ pub struct Responder {
     tool_rounds: usize,
 }
 
-/// The memory part of an offline answer, readable by a person.
-pub fn describe_memory(bundle: &ContextBundle) -> String {
+/// The memory part of an offline answer, readable by a person, in `say`'s language: the
+/// labels are the catalogue's (the prompt's own, which the model reads, stay as they are).
+pub fn describe_memory(bundle: &ContextBundle, say: &Say) -> String {
     let people: Vec<String> = bundle
         .people
         .iter()
         .filter(|p| !p.is_empty())
-        .map(|p| format!("About {}:\n{}", p.name, p.text.trim()))
+        .map(|p| {
+            let about = say.with("memory-about", &[("name", p.name.as_str().into())]);
+            format!("{about}\n{}", localized_labels(p.text.trim(), say))
+        })
         .collect();
     let mut parts = people;
     if let Some(speaker) = bundle.people.first() {
@@ -83,18 +87,35 @@ pub fn describe_memory(bundle: &ContextBundle) -> String {
             .map(|e| format!("- {}", e.value))
             .collect();
         if !notes.is_empty() {
-            parts.push(format!(
-                "Notes about {}:\n{}",
-                speaker.name,
-                notes.join("\n")
-            ));
+            let heading = say.with(
+                "memory-notes-about",
+                &[("name", speaker.name.as_str().into())],
+            );
+            parts.push(format!("{heading}\n{}", notes.join("\n")));
         }
     }
     if parts.is_empty() {
-        "(no memory about anyone here yet)".to_string()
+        say.text("memory-nobody-yet")
     } else {
         parts.join("\n\n")
     }
+}
+
+/// A person's memory text with its section labels ("Facts:", "Today:", "Earlier this
+/// week:", on lines of their own) in `say`'s language.
+fn localized_labels(text: &str, say: &Say) -> String {
+    text.lines()
+        .map(|line| {
+            match crate::memory::offline::LABELS
+                .iter()
+                .find(|(label, _)| line.strip_suffix(':') == Some(*label))
+            {
+                Some((_, id)) => format!("{}:", say.text(id)),
+                None => line.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Responder {
@@ -160,7 +181,7 @@ impl Responder {
                 &[
                     ("tokens", prompt.tokens.to_string().into()),
                     ("budget", self.budget.to_string().into()),
-                    ("memory", describe_memory(&bundle).into()),
+                    ("memory", describe_memory(&bundle, &say).into()),
                 ],
             )));
         };
@@ -211,9 +232,10 @@ impl Responder {
                     LlmError::CircuitOpen { .. } => "model-failing",
                     _ => "model-unreachable",
                 };
-                Ok(Answer::showing_memory(
-                    say.with(id, &[("memory", describe_memory(&bundle).into())]),
-                ))
+                Ok(Answer::showing_memory(say.with(
+                    id,
+                    &[("memory", describe_memory(&bundle, &say).into())],
+                )))
             }
         }
     }

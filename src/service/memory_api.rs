@@ -7,6 +7,7 @@
 
 use crate::bot::Bot;
 use crate::config::ApiKeyConfig;
+use crate::domain::texts::Say;
 use crate::domain::{
     Clock, IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceKind,
     StoredMessage, Subject,
@@ -782,7 +783,7 @@ impl MemoryApi {
         };
         let rendered = render_prompt("", &bundle, &question, budget, &self.parts.tokens);
         Ok(json!({"context": rendered.user, "tokens": rendered.tokens,
-                  "memory": describe_memory(&bundle)}))
+                  "memory": describe_memory(&bundle, &Say::new(self.parts.bot.texts(), None))}))
     }
 
     async fn search(&self, who: &Who, args: &Map<String, Value>) -> Result<Value, ApiError> {

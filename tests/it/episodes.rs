@@ -961,9 +961,15 @@ async fn a_message_described_after_a_refresh_is_read_again(url: Option<String>) 
     index(&h).await;
     assert_eq!(refresh(&h).await, 1);
     let asked = last_refresh_asked(&h);
-    assert!(asked.contains("a whiteboard listing three Lisbon hotels"), "{asked}");
+    assert!(
+        asked.contains("a whiteboard listing three Lisbon hotels"),
+        "{asked}"
+    );
     assert!(asked.contains("I can take the flights"), "{asked}");
-    assert!(!asked.contains("Where should we hold"), "read before: {asked}");
+    assert!(
+        !asked.contains("Where should we hold"),
+        "read before: {asked}"
+    );
 }
 
 on_both_harnesses!(

@@ -290,31 +290,45 @@ async fn search_meets_inflected_forms_in_each_language(url: Option<String>) {
 async fn each_person_is_answered_in_their_language(url: Option<String>) {
     let h = harness_on(url, false).await;
     let lab = group("lab");
-    for (who, said, kept, only_here) in [
+    // Each sees MEMORY.md's headings in their language (the file's own in English).
+    for (who, said, kept, only_here, headings) in [
         (
             "olga",
             "Engram, запомни, что я люблю зелёный чай",
             "Понял, запомню",
             "(Только то, что можно показать в этом канале",
+            "# Память\n\n## Личное\n",
         ),
         (
             "klaus",
             "Engram, merk dir, dass ich grünen Tee mag",
             "Alles klar, ich merke mir das",
             "(Nur was in diesem Kanal gezeigt werden darf",
+            "# Gedächtnis\n\n## Persönliches\n",
         ),
         (
             "tom",
             "Engram, remember that I like green tea",
             "Got it, I'll remember that",
             "(Only what may be shown in this channel",
+            "# User Memory\n\n## User Preferences\n",
         ),
     ] {
         let reply = h.say_in(&lab, who, said).await.unwrap();
         assert!(reply.starts_with(kept), "{who}: {reply}");
         let shown = h.say_in(&lab, who, "Engram, /memory").await.unwrap();
         assert!(shown.contains(only_here), "{who}: {shown}");
+        assert!(shown.starts_with(headings), "{who}: {shown}");
     }
+    let found = h
+        .say_in(&lab, "olga", "Engram, /memory search чай")
+        .await
+        .unwrap();
+    assert_eq!(found, "1. я люблю зелёный чай (Личное)");
+    // The export is the file itself, headings and all, whoever asks.
+    let exported = h.dm("olga", "/memory export").await;
+    assert!(exported.starts_with("# User Memory"), "{exported}");
+    assert!(exported.contains("## Personal Context"), "{exported}");
     // Still in their language after the others spoke (the last one in English): a person's
     // language, not the channel's.
     let shown = h.say_in(&lab, "olga", "Engram, /memory").await.unwrap();
@@ -330,6 +344,9 @@ async fn each_person_is_answered_in_their_language(url: Option<String>) {
         said.starts_with("У меня не настроена языковая модель"),
         "{said}"
     );
+    // The memory it shows is labelled in her language too.
+    assert!(said.contains("\nПамять — olga:\nФакты:\n"), "{said}");
+    assert!(!said.contains("Facts:"), "{said}");
     // A one-word answer is too short to tell: the language they last wrote in.
     let said = h.say_in(&lab, "klaus", "Engram, ok").await.unwrap();
     assert!(said.starts_with("Ich habe kein Sprachmodell"), "{said}");

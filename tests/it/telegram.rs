@@ -464,9 +464,19 @@ async fn a_photo_cut_off_before_its_description_is_described_when_delivered_agai
     let running = start_with_grace(&h, h.bot.clone(), &fake, TOKEN, Duration::ZERO);
     h.fake().hold();
     let shot = b"\x89PNG\r\n\x1a\n\0ImportError: no module named frobnitz\0\x01";
-    fake.push_file(&alice_dm(), ALICE, TgFile::Photo(shot), "my screen right now", None);
+    fake.push_file(
+        &alice_dm(),
+        ALICE,
+        TgFile::Photo(shot),
+        "my screen right now",
+        None,
+    );
     h.fake().wait_seen(1, WITHIN).await;
-    assert_eq!(h.fake().count("describe_image"), 1, "the description is under way");
+    assert_eq!(
+        h.fake().count("describe_image"),
+        1,
+        "the description is under way"
+    );
     running.stop().await.unwrap();
     let stored = database_text(&h).await;
     assert!(

@@ -145,7 +145,9 @@ impl Session {
             state.next_connection
         };
         // Heartbeats far apart: a test never waits for one.
-        let _ = frames.send(frame(&json!({"op": 10, "d": {"heartbeat_interval": 45_000}})));
+        let _ = frames.send(frame(
+            &json!({"op": 10, "d": {"heartbeat_interval": 45_000}}),
+        ));
         while let Some(Ok(message)) = source.next().await {
             let Message::Text(body) = message else {
                 if matches!(message, Message::Close(_)) {
