@@ -642,6 +642,9 @@ pub struct Memory {
     pub retriever: Arc<Retriever>,
     /// The prompts every model call of memory and the jobs uses.
     pub prompts: Arc<Prompts>,
+    /// The memory phrases (requests are read and stated facts filed by them; the indexer
+    /// takes their topic markers).
+    pub phrases: Arc<crate::domain::phrases::Phrases>,
 }
 
 /// Builds the memory tier over `store`: `llm` when a model is configured, `retriever` for
@@ -656,11 +659,11 @@ pub fn build_memory(
 ) -> Result<Memory, AppError> {
     let settings = config.memory.clone();
     let tokens = TokenCounter::new(&settings.tokenizer)?;
-    let entries = Arc::new(EntryBook::new(
-        store.clone(),
-        clock.clone(),
-        settings.memory_md_max_words,
-    ));
+    let phrases = phrases(config)?;
+    let entries = Arc::new(
+        EntryBook::new(store.clone(), clock.clone(), settings.memory_md_max_words)
+            .with_phrases(phrases.clone()),
+    );
     let tools = ToolExecutor::new(
         store.clone(),
         entries.clone(),
@@ -686,6 +689,7 @@ pub fn build_memory(
         tokens,
         retriever,
         prompts,
+        phrases,
     })
 }
 
@@ -769,7 +773,7 @@ pub fn build_bot(
         &prompts,
         texts.clone(),
     );
-    let phrases = phrases(config)?;
+    let phrases = memory.phrases.clone();
     // Images go to the chat model (as `llm.vision_model`) when one that takes them is named.
     let vision = llm
         .clone()

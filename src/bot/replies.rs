@@ -10,7 +10,7 @@ use crate::domain::entry::Category;
 use crate::domain::secret::SecretKind;
 use crate::domain::texts::Say;
 use crate::linking::{CODE_MINUTES, CodeRefused};
-use crate::memory::entries::{KEY_FACTS, MEMORY_MD_TITLE, NeverKept};
+use crate::memory::entries::{KEY_FACTS_HEADING, MEMORY_MD_TITLE, NeverKept};
 use crate::memory::{
     CaptureOutcome, FactVerb, FactsFollowed, ForgetOutcome, MemoryError, Method, Moved,
 };
@@ -193,7 +193,7 @@ fn localized_md(t: &Say, md: &str) -> String {
             let heading = line.strip_prefix("## ");
             if line == MEMORY_MD_TITLE {
                 format!("# {}{end}", t.text("memory-title"))
-            } else if heading == Some(KEY_FACTS) {
+            } else if heading == Some(KEY_FACTS_HEADING) {
                 format!("## {}{end}", t.text("memory-key-facts"))
             } else if let Some(c) =
                 heading.and_then(|h| Category::ALL.into_iter().find(|c| c.heading() == h))

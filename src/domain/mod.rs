@@ -387,6 +387,16 @@ pub fn day_of(t: DateTime<Utc>) -> NaiveDate {
     t.date_naive()
 }
 
+/// The words of `text` in order, lowercased, nothing dropped or stemmed (for phrase rules
+/// such as "what did you recommend").
+pub fn plain_words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The length in bytes of the start of `text` that is `prefix`, case aside (each character
 /// compared by its lowercase form, so characters whose lowercase is longer or shorter, like
 /// 'İ' or the Kelvin sign, never shift what is cut). None when `text` does not start so.

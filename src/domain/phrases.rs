@@ -1,9 +1,12 @@
 //! Memory phrases per language, read from the files of `phrases/` (one TOML file per language:
-//! what opens a "remember", a "forget", a yes or a no): data, so a community adds its own
-//! language or lines without touching code. Pure: the caller reads the files.
+//! what opens a "remember", a "forget", a yes or a no; the words that file a stated fact under
+//! a MEMORY.md section, and how a fact names the attribute it sets): data, so a community adds
+//! its own language or lines without touching code. Pure: the caller reads the files.
 
 use super::command::{Command, Subject};
+use super::entry::Category;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 /// One language's phrases (a `phrases/*.toml` file).
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -32,7 +35,49 @@ pub struct LanguagePhrases {
     /// Phrases that open a message on a new topic ("кстати"): it starts a new episode.
     #[serde(default)]
     pub markers: Vec<String>,
+    /// Word beginnings that file a stated fact under a section of MEMORY.md.
+    #[serde(default)]
+    pub sections: Sections,
+    /// How a stated fact names the attribute it gives a value to.
+    #[serde(default)]
+    pub attributes: Attributes,
 }
+
+/// Word beginnings (lowercase) that file a stated fact under a MEMORY.md section, tried in
+/// this order; a fact none of them starts a word of is personal context.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Sections {
+    /// Work Context ("work", "проект", "arbeit").
+    #[serde(default)]
+    pub work: Vec<String>,
+    /// User Preferences ("prefer", "люб", "mag").
+    #[serde(default)]
+    pub preference: Vec<String>,
+    /// Reading History ("book", "книг", "lese").
+    #[serde(default)]
+    pub reading: Vec<String>,
+}
+
+/// How a stated fact names the attribute it gives a value to, so that a new value replaces
+/// the old one ("I live in Lisbon", then "I live in Porto"): by an opening that names it, or
+/// as "my X is Y".
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Attributes {
+    /// Openings per attribute: `home = ["i live in", "i moved to"]`.
+    #[serde(default)]
+    pub named: BTreeMap<String, Vec<String>>,
+    /// The openings of "my X is Y" ("my", "мой", "meine").
+    #[serde(default)]
+    pub possessive: Vec<String>,
+    /// The words between X and Y ("is", "—", "ist"); ":" also counts at the end of X.
+    #[serde(default)]
+    pub linking: Vec<String>,
+}
+
+/// Longest attribute of "my X is Y", in words: longer is a clause ("my dog that I adopted").
+const ATTRIBUTE_WORDS: usize = 3;
 
 /// Why a phrases file was refused.
 #[derive(Debug, thiserror::Error)]
@@ -91,7 +136,7 @@ impl Phrases {
         if file.language.trim().is_empty() {
             return Err(refuse("no language".into()));
         }
-        for list in file.lists_mut() {
+        let tidy = |list: &mut Vec<String>| {
             for phrase in list.iter_mut() {
                 *phrase = phrase.trim().to_lowercase();
                 if phrase.is_empty() {
@@ -100,6 +145,18 @@ impl Phrases {
             }
             // Longest first: "запомни, что" before "запомни".
             list.sort_by_key(|p| std::cmp::Reverse(p.chars().count()));
+            Ok(())
+        };
+        for list in file.lists_mut() {
+            tidy(list)?;
+        }
+        for list in file.attributes.named.values_mut() {
+            tidy(list)?;
+        }
+        if let Some(key) = file.attributes.named.keys().find(|k| !is_attribute_key(k)) {
+            return Err(refuse(format!(
+                "attribute {key:?} is not a name of lowercase letters, digits and _"
+            )));
         }
         match self
             .languages
@@ -108,17 +165,57 @@ impl Phrases {
         {
             Some(known) => {
                 for (into, from) in known.lists_mut().into_iter().zip(file.lists_mut()) {
-                    for phrase in from.drain(..) {
-                        if !into.contains(&phrase) {
-                            into.push(phrase);
-                        }
-                    }
-                    into.sort_by_key(|p| std::cmp::Reverse(p.chars().count()));
+                    merge(into, from);
+                }
+                for (key, mut from) in std::mem::take(&mut file.attributes.named) {
+                    merge(known.attributes.named.entry(key).or_default(), &mut from);
                 }
             }
             None => self.languages.push(file),
         }
         Ok(())
+    }
+
+    /// The MEMORY.md section a stated fact belongs in: the first of work, preference and
+    /// reading that a word of it starts with one of the beginnings of (any language's: a
+    /// fact's own words say it, whatever the language it was taken for), else personal
+    /// context. No model call: explicit capture is instant and free.
+    pub fn section(&self, fact: &str) -> Category {
+        let words = super::plain_words(fact);
+        let has = |list: &[String]| {
+            words
+                .iter()
+                .any(|w| list.iter().any(|l| w.starts_with(l.as_str())))
+        };
+        let any = |pick: fn(&Sections) -> &Vec<String>| {
+            self.languages.iter().any(|l| has(pick(&l.sections)))
+        };
+        if any(|s| &s.work) {
+            Category::WorkContext
+        } else if any(|s| &s.preference) {
+            Category::Preference
+        } else if any(|s| &s.reading) {
+            Category::ReadingHistory
+        } else {
+            Category::PersonalContext
+        }
+    }
+
+    /// The attribute a stated fact gives a value to, if it names one: by an opening
+    /// ("i live in …": `home`), else as "my X is Y" (X's words joined by "_", as said:
+    /// "my favourite colour is green" → `favourite_colour`), X at most three words.
+    pub fn attribute(&self, fact: &str) -> Option<String> {
+        let fact = fact.trim().replace('’', "'");
+        for l in &self.languages {
+            for (key, openings) in &l.attributes.named {
+                if opened_by(&fact, openings).is_some() {
+                    return Some(key.clone());
+                }
+            }
+        }
+        self.languages
+            .iter()
+            .find_map(|l| l.attributes.possessed(&fact))
     }
 
     /// The topic-shift markers of every language.
@@ -182,8 +279,54 @@ impl Phrases {
     }
 }
 
+/// `from`'s phrases added to `into` (each once), longest first.
+fn merge(into: &mut Vec<String>, from: &mut Vec<String>) {
+    for phrase in from.drain(..) {
+        if !into.contains(&phrase) {
+            into.push(phrase);
+        }
+    }
+    into.sort_by_key(|p| std::cmp::Reverse(p.chars().count()));
+}
+
+/// Whether `key` may name an attribute (it becomes an entry's key).
+fn is_attribute_key(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c == '_' || c.is_ascii_digit() || c.is_lowercase())
+}
+
+impl Attributes {
+    /// X of "my X is Y" in `fact`, by these openings and linking words.
+    fn possessed(&self, fact: &str) -> Option<String> {
+        let rest = opened_by(fact, &self.possessive)?;
+        let tokens: Vec<&str> = rest.split_whitespace().collect();
+        let links = |t: &str| self.linking.iter().any(|l| l.as_str() == t.to_lowercase());
+        let colon = self.linking.iter().any(|l| l == ":");
+        let what: Vec<&str> = tokens.iter().enumerate().find_map(|(i, t)| {
+            if links(t) {
+                Some(tokens[..i].to_vec())
+            } else if colon && t.len() > 1 && t.ends_with(':') {
+                let mut w = tokens[..i].to_vec();
+                w.push(t.trim_end_matches(':'));
+                Some(w)
+            } else {
+                None
+            }
+        })?;
+        if what.is_empty() || what.len() > ATTRIBUTE_WORDS {
+            return None;
+        }
+        let words = super::plain_words(&what.join(" "));
+        (!words.is_empty()).then(|| words.join("_"))
+    }
+}
+
 impl LanguagePhrases {
-    fn lists_mut(&mut self) -> [&mut Vec<String>; 7] {
+    /// Every list of phrases but the openings of attributes by name (`named`, merged by
+    /// attribute), for checking and merging.
+    fn lists_mut(&mut self) -> [&mut Vec<String>; 12] {
         [
             &mut self.markers,
             &mut self.remember,
@@ -192,6 +335,11 @@ impl LanguagePhrases {
             &mut self.forget_everything,
             &mut self.yes,
             &mut self.no,
+            &mut self.sections.work,
+            &mut self.sections.preference,
+            &mut self.sections.reading,
+            &mut self.attributes.possessive,
+            &mut self.attributes.linking,
         ]
     }
 
@@ -348,6 +496,45 @@ mod tests {
         assert!(p.add("y.toml", "remember = [\"a\"]\n").is_err());
         assert!(
             p.add("z.toml", "language = \"zz\"\nforget = [\" \"]\n")
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_community_file_files_facts_in_its_language() {
+        let mut p = Phrases::built_in();
+        // Before: Czech words file nothing, and an attribute is not recognised.
+        assert_eq!(p.section("mám rád čaj"), Category::PersonalContext);
+        assert_eq!(p.attribute("bydlím v Brně"), None);
+        p.add(
+            "cs.toml",
+            "language = \"cs\"\n[sections]\npreference = [\"rád\", \"ráda\"]\n\
+             [attributes]\npossessive = [\"moje\", \"můj\"]\nlinking = [\"je\"]\n\
+             [attributes.named]\nhome = [\"bydlím v\"]\n",
+        )
+        .unwrap();
+        assert_eq!(p.section("mám rád čaj"), Category::Preference);
+        assert_eq!(p.attribute("Bydlím v Brně").as_deref(), Some("home"));
+        assert_eq!(
+            p.attribute("můj oblíbený sport je tenis").as_deref(),
+            Some("oblíbený_sport")
+        );
+        // A second file of a language adds openings to an attribute it names, and new ones.
+        p.add(
+            "ru-extra.toml",
+            "language = \"ru\"\n[attributes.named]\nhome = [\"я обитаю в\"]\nteam = [\"я болею за\"]\n",
+        )
+        .unwrap();
+        assert_eq!(p.attribute("я обитаю в Казани").as_deref(), Some("home"));
+        assert_eq!(p.attribute("я живу в Казани").as_deref(), Some("home"));
+        assert_eq!(p.attribute("я болею за Зенит").as_deref(), Some("team"));
+        // An attribute's name becomes an entry's key: plain lowercase words only.
+        for bad in ["Home", "my home", ""] {
+            let file = format!("language = \"xx\"\n[attributes.named]\n\"{bad}\" = [\"a\"]\n");
+            assert!(p.add("x.toml", &file).is_err(), "{bad:?}");
+        }
+        assert!(
+            p.add("y.toml", "language = \"yy\"\n[sections]\nwrok = [\"a\"]\n")
                 .is_err()
         );
     }

@@ -3,13 +3,12 @@
 //! forget / clear / pause. The store keeps entries; this module decides what is written and
 //! what may be shown where.
 
+use crate::domain::phrases::Phrases;
 use crate::domain::{
     Category, Clock, DailyNote, Entry, EntryWrite, NewEntry, PersonId, Place, Privacy, Scope,
 };
 use crate::memory::MemoryError;
-use crate::store::{
-    Bm25, Store, document_terms_in, plain_words, query_terms, query_terms_in, rank_documents,
-};
+use crate::store::{Bm25, Store, document_terms_in, query_terms, query_terms_in, rank_documents};
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,61 +16,11 @@ use std::sync::Arc;
 /// Confidence of what a person tells the bot in so many words.
 pub const EXPLICIT_CONFIDENCE: f64 = 0.95;
 
-/// The category a stated fact most likely belongs to (no model call: explicit capture is
-/// instant and free).
-pub fn categorize(text: &str) -> Category {
-    let words = plain_words(text);
-    let has = |list: &[&str]| words.iter().any(|w| list.iter().any(|l| w.starts_with(l)));
-    if has(&[
-        "work",
-        "job",
-        "project",
-        "team",
-        "present",
-        "meeting",
-        "deadline",
-        "client",
-        "company",
-        "boss",
-        "manager",
-        "colleague",
-        "office",
-        "career",
-        "employ",
-        "engineer",
-        "deploy",
-        "release",
-        "sprint",
-        "conference",
-        "talk",
-    ]) {
-        Category::WorkContext
-    } else if has(&[
-        "prefer",
-        "like",
-        "love",
-        "hate",
-        "dislike",
-        "enjoy",
-        "favorite",
-        "favourite",
-        "interested",
-        "rather",
-        "fan",
-    ]) {
-        Category::Preference
-    } else if has(&["read", "book", "article", "paper", "novel", "blog"]) {
-        Category::ReadingHistory
-    } else {
-        Category::PersonalContext
-    }
-}
-
-/// A short, stable key for a stated fact: what it is about when it states an attribute
-/// ("my timezone is UTC+1" → "timezone", so "… UTC+2" updates it), else its first content
-/// words.
-pub fn key_for(text: &str) -> String {
-    if let Some(key) = attribute_key(text) {
+/// A short, stable key for a stated fact: the attribute it gives a value to when it names one
+/// (`Phrases::attribute`: "my timezone is UTC+1" → "timezone", so "… UTC+2" updates it), else
+/// its first content words.
+pub fn key_for(phrases: &Phrases, text: &str) -> String {
+    if let Some(key) = phrases.attribute(text) {
         return key;
     }
     let terms = query_terms(text, 4);
@@ -87,41 +36,6 @@ pub fn key_for(text: &str) -> String {
         return k.to_lowercase();
     }
     terms.join("_")
-}
-
-/// The attribute a fact gives a value to: "my X is Y" (X), "I live in Y" (home), "I work at Y"
-/// (employer), "I'm from Y" (hometown), "call me Y" (name).
-fn attribute_key(text: &str) -> Option<String> {
-    let lower = text.trim().to_lowercase().replace('’', "'");
-    const FIXED: [(&str, &str); 12] = [
-        ("i live in ", "home"),
-        ("i'm living in ", "home"),
-        ("i am living in ", "home"),
-        ("i'm based in ", "home"),
-        ("i moved to ", "home"),
-        ("i work at ", "employer"),
-        ("i work for ", "employer"),
-        ("i'm from ", "hometown"),
-        ("i am from ", "hometown"),
-        ("call me ", "name"),
-        ("i go by ", "name"),
-        ("my name's ", "name"),
-    ];
-    if let Some((_, key)) = FIXED.iter().find(|(p, _)| lower.starts_with(p)) {
-        return Some(key.to_string());
-    }
-    let rest = lower.strip_prefix("my ")?;
-    let (what, _) = [" is ", " are ", " was ", " = ", ": "]
-        .iter()
-        .filter_map(|verb| rest.split_once(verb))
-        .min_by_key(|(what, _)| what.len())?;
-    // A short attribute ("favourite colour"), not a clause ("dog that I adopted last year").
-    if what.split_whitespace().count() > 3 {
-        return None;
-    }
-    // The words as said, not stems: the key is shown ("timezone", "favourite_colour").
-    let words = plain_words(what);
-    (!words.is_empty()).then(|| words.join("_"))
 }
 
 /// Code never goes into memory: fenced blocks, or text that is mostly code punctuation.
@@ -174,7 +88,7 @@ pub fn never_kept(text: &str) -> Option<NeverKept> {
 /// MEMORY.md's title line.
 pub const MEMORY_MD_TITLE: &str = "# User Memory";
 /// The heading of MEMORY.md's section of what was stated explicitly.
-pub const KEY_FACTS: &str = "Key Facts";
+pub const KEY_FACTS_HEADING: &str = "Key Facts";
 
 /// Renders a person's entries as MEMORY.md: sections per category, then Key Facts (what was
 /// stated explicitly), at most `max_words` words. Over the limit, the weakest and then oldest
@@ -304,7 +218,7 @@ fn render_md(entries: &[Entry], max_words: usize, annotate: bool) -> String {
         .collect();
     facts.sort();
     if !facts.is_empty() {
-        out.push_str(&format!("\n## {KEY_FACTS}\n"));
+        out.push_str(&format!("\n## {KEY_FACTS_HEADING}\n"));
         for (_, l) in facts {
             out.push_str(&l);
         }
@@ -349,7 +263,7 @@ pub fn parse_export_md(text: &str) -> Result<Vec<ImportedEntry>, String> {
             continue;
         }
         if let Some(heading) = l.strip_prefix("## ") {
-            section = Some(if heading == KEY_FACTS {
+            section = Some(if heading == KEY_FACTS_HEADING {
                 Category::PersonalContext
             } else {
                 Category::ALL
@@ -547,16 +461,26 @@ pub struct EntryBook {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     max_words: usize,
+    /// How a stated fact is filed (its section and attribute).
+    phrases: Arc<Phrases>,
 }
 
 impl EntryBook {
-    /// The entries of `store`; a MEMORY.md shows at most `max_words` words.
+    /// The entries of `store`; a MEMORY.md shows at most `max_words` words. Facts are filed
+    /// by the built-in phrases (`with_phrases`).
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, max_words: usize) -> EntryBook {
         EntryBook {
             store,
             clock,
             max_words,
+            phrases: Arc::new(Phrases::built_in()),
         }
+    }
+
+    /// Files stated facts by `phrases` (the built-in files and a community's).
+    pub fn with_phrases(mut self, phrases: Arc<Phrases>) -> EntryBook {
+        self.phrases = phrases;
+        self
     }
 
     /// Writes what `person` asked the bot to remember, learned at `place`, and notes it in
@@ -581,8 +505,8 @@ impl EntryBook {
             .write_entry(&NewEntry {
                 person,
                 scope: place.home_scope(),
-                category: categorize(fact),
-                key: key_for(fact),
+                category: self.phrases.section(fact),
+                key: key_for(&self.phrases, fact),
                 value: fact.to_string(),
                 confidence: EXPLICIT_CONFIDENCE,
                 source: format!("message:{source_message}"),
@@ -758,7 +682,7 @@ impl EntryBook {
             let key = match &e.meta {
                 Some(meta) => meta.key.clone(),
                 None => {
-                    let base = key_for(&value);
+                    let base = key_for(&self.phrases, &value);
                     let n = keys.entry((category, base.clone())).or_insert(0);
                     *n += 1;
                     if *n == 1 { base } else { format!("{base}_{n}") }
@@ -917,7 +841,7 @@ mod tests {
             person: PersonId(1),
             scope: Scope::Dm(PersonId(1)),
             category,
-            key: key_for(value),
+            key: key_for(&Phrases::built_in(), value),
             value: value.into(),
             confidence,
             source: source.into(),
@@ -929,16 +853,56 @@ mod tests {
     }
 
     #[test]
-    fn categories_from_words() {
+    fn facts_are_filed_by_the_phrases_of_each_language() {
+        let p = Phrases::built_in();
+        for (fact, section) in [
+            (
+                "I'm presenting on database performance next week",
+                Category::WorkContext,
+            ),
+            ("I prefer short answers", Category::Preference),
+            ("I'm reading Dune", Category::ReadingHistory),
+            ("my cat is called Tom", Category::PersonalContext),
+            ("я люблю зелёный чай", Category::Preference),
+            ("я работаю над проектом для банка", Category::WorkContext),
+            ("сейчас читаю «Дюну»", Category::ReadingHistory),
+            ("у меня есть кот Барсик", Category::PersonalContext),
+            ("ich mag grünen Tee", Category::Preference),
+            ("unser Projekt startet im Mai", Category::WorkContext),
+            ("me encanta el café", Category::Preference),
+            ("j'aime le thé vert", Category::Preference),
+            ("je lis un livre sur Rome", Category::ReadingHistory),
+            ("gosto de café forte", Category::Preference),
+            ("trabalho numa empresa de software", Category::WorkContext),
+        ] {
+            assert_eq!(p.section(fact), section, "{fact}");
+        }
+        for (fact, key) in [
+            ("I live in Lisbon", "home"),
+            ("my favourite colour is green", "favourite_colour"),
+            ("my timezone: UTC+1", "timezone"),
+            (
+                "my dog that I adopted last year is called Rex",
+                "dog_adopt_last_year",
+            ),
+            ("я живу в Москве", "home"),
+            ("меня зовут Оля", "name"),
+            ("мой часовой пояс — UTC+3", "часовой_пояс"),
+            ("ich wohne in Hamburg", "home"),
+            ("meine Lieblingsfarbe ist Grün", "lieblingsfarbe"),
+            ("vivo en Madrid", "home"),
+            ("mi color favorito es el azul", "color_favorito"),
+            ("j’habite à Lyon", "home"),
+            ("mon fuseau horaire est UTC+1", "fuseau_horaire"),
+            ("moro em Lisboa", "home"),
+            ("meu time é o Benfica", "time"),
+        ] {
+            assert_eq!(key_for(&p, fact), key, "{fact}");
+        }
+        // The same attribute in two wordings is one key: a new value replaces the old.
         assert_eq!(
-            categorize("I'm presenting on database performance next week"),
-            Category::WorkContext
-        );
-        assert_eq!(categorize("I prefer short answers"), Category::Preference);
-        assert_eq!(categorize("I'm reading Dune"), Category::ReadingHistory);
-        assert_eq!(
-            categorize("my cat is called Tom"),
-            Category::PersonalContext
+            key_for(&p, "я живу в Берлине"),
+            key_for(&p, "я переехала в Берлин")
         );
     }
 

@@ -7,6 +7,7 @@
 //! language.
 
 use crate::domain::language::{self, Language};
+pub use crate::domain::plain_words;
 use snowstem::{Algorithm, Stemmer};
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
@@ -212,16 +213,6 @@ static STOP_SET: LazyLock<HashSet<&'static str>> =
 /// Whether `w` (lowercase) is one of the English stop words BM25 leaves out.
 pub fn is_stop_word(w: &str) -> bool {
     STOP_SET.contains(w)
-}
-
-/// The words of `text` in order, lowercased, nothing dropped or stemmed (for phrase rules
-/// such as "what did you recommend").
-pub fn plain_words(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 /// The analysed form of one lowercase word of a text in `text_language`: `None` for an English

@@ -290,21 +290,22 @@ async fn search_meets_inflected_forms_in_each_language(url: Option<String>) {
 async fn each_person_is_answered_in_their_language(url: Option<String>) {
     let h = harness_on(url, false).await;
     let lab = group("lab");
-    // Each sees MEMORY.md's headings in their language (the file's own in English).
+    // Each sees MEMORY.md's headings in their language (the file's own in English), and the
+    // same liking is filed under preferences whatever the language it was said in.
     for (who, said, kept, only_here, headings) in [
         (
             "olga",
             "Engram, запомни, что я люблю зелёный чай",
             "Понял, запомню",
             "(Только то, что можно показать в этом канале",
-            "# Память\n\n## Личное\n",
+            "# Память\n\n## Предпочтения\n",
         ),
         (
             "klaus",
             "Engram, merk dir, dass ich grünen Tee mag",
             "Alles klar, ich merke mir das",
             "(Nur was in diesem Kanal gezeigt werden darf",
-            "# Gedächtnis\n\n## Persönliches\n",
+            "# Gedächtnis\n\n## Vorlieben\n",
         ),
         (
             "tom",
@@ -324,11 +325,11 @@ async fn each_person_is_answered_in_their_language(url: Option<String>) {
         .say_in(&lab, "olga", "Engram, /memory search чай")
         .await
         .unwrap();
-    assert_eq!(found, "1. я люблю зелёный чай (Личное)");
+    assert_eq!(found, "1. я люблю зелёный чай (Предпочтения)");
     // The export is the file itself, headings and all, whoever asks.
     let exported = h.dm("olga", "/memory export").await;
     assert!(exported.starts_with("# User Memory"), "{exported}");
-    assert!(exported.contains("## Personal Context"), "{exported}");
+    assert!(exported.contains("## User Preferences"), "{exported}");
     // Still in their language after the others spoke (the last one in English): a person's
     // language, not the channel's.
     let shown = h.say_in(&lab, "olga", "Engram, /memory").await.unwrap();

@@ -503,7 +503,10 @@ async fn others_messages_cannot_make_the_model_delete_memory(url: Option<String>
     h.say_in(&lab, "alice", "Engram, remember that I work at Initech")
         .await;
     let alice = h.person("alice").await;
-    let key = engram::memory::entries::key_for("I work at Initech");
+    let key = engram::memory::entries::key_for(
+        &engram::domain::phrases::Phrases::built_in(),
+        "I work at Initech",
+    );
     assert_eq!(h.store.entries(alice, None).await.unwrap().len(), 1);
     h.fake().set_behavior(engram::llm::fake::Behavior::Gullible);
     let injected = format!(
@@ -560,7 +563,10 @@ async fn others_messages_cannot_make_the_model_write_memory(url: Option<String>)
     h.say_in(&lab, "alice", "Engram, remember that I work at Initech")
         .await;
     let alice = h.person("alice").await;
-    let key = engram::memory::entries::key_for("I work at Initech");
+    let key = engram::memory::entries::key_for(
+        &engram::domain::phrases::Phrases::built_in(),
+        "I work at Initech",
+    );
     let before = h.store.entries(alice, None).await.unwrap();
     h.fake().set_behavior(engram::llm::fake::Behavior::Gullible);
     let injected = format!(

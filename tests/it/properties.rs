@@ -18,8 +18,8 @@ use engram::llm::openai::parse_retry_after;
 use engram::llm::parse_json_answer;
 use engram::llm::prompts::{escape, unescape};
 use engram::memory::entries::{
-    categorize, key_for, looks_like_code, never_kept, parse_daily, parse_daily_blocks,
-    parse_export_md, parse_memory_md,
+    key_for, looks_like_code, never_kept, parse_daily, parse_daily_blocks, parse_export_md,
+    parse_memory_md,
 };
 use engram::memory::extraction::parse_answer;
 use engram::memory::forgetting::is_forgotten;
@@ -239,8 +239,11 @@ proptest! {
         }
         let _ = parse_daily(&name, &t);
         let _ = parse_daily("2026-11-20.md", &t);
-        let _ = categorize(&t);
-        let _ = key_for(&t);
+        let phrases = engram::domain::phrases::Phrases::built_in();
+        let _ = phrases.section(&t);
+        let _ = key_for(&phrases, &t);
+        // A key names an entry: never empty, whatever was said.
+        prop_assert!(!key_for(&phrases, &t).is_empty());
         let _ = looks_like_code(&t);
     }
 
