@@ -53,8 +53,6 @@ struct Shared {
     message_gets: usize,
     /// The gateway's URL.
     gateway_url: String,
-    /// Slash-command sets registered (PUT /applications/{id}/commands).
-    command_sets: usize,
 }
 
 #[derive(Clone)]
@@ -141,11 +139,6 @@ impl FakeDiscord {
             .as_str()
             .and_then(|g| g.parse::<u64>().ok());
         self.gateway.dispatch(guild, "MESSAGE_CREATE", payload)
-    }
-
-    /// Slash-command sets the bot registered so far.
-    pub fn command_sets(&self) -> usize {
-        self.shared.lock().expect("fake lock").command_sets
     }
 
     /// Serves `bytes` as an attachment; its URL (Discord's CDN stands here).
@@ -433,7 +426,6 @@ async fn set_commands(State(state): State<AppState>, headers: HeaderMap) -> Resp
     if let Some(r) = refused(&state, &headers) {
         return r;
     }
-    state.shared.lock().expect("fake lock").command_sets += 1;
     Json(json!([])).into_response()
 }
 

@@ -64,7 +64,8 @@ pub trait Episodes: Send + Sync {
     /// Keeps `memory` as episode `episode`'s working memory, made from `from` (its messages
     /// then) and the summary it had, `was` (its text and `summarized_through`, as read before);
     /// false, and nothing written, when the episode closed, any of those messages left it
-    /// meanwhile (forgotten, or moved to a newer episode), or its working memory is no longer
+    /// meanwhile (forgotten, or moved to a newer episode) or changed (a file described since
+    /// it was read: it is read again at the next refresh), or its working memory is no longer
     /// `was` (a forget cleared it: what it said may be what was forgotten). It then covers
     /// every message and word the episode counts (pieces of attachments and memory commands
     /// included, which it does not read), so it is due again only after new ones, and the
@@ -81,7 +82,7 @@ pub trait Episodes: Send + Sync {
     /// Keeps `details` (JSON) as closed episode `episode`'s final details, made from `from`,
     /// and the words of `keys` (what the details say, as text) as search keys of the episode
     /// in its scope. Nothing is written when it has details already (another run kept
-    /// theirs), was reopened (a forget), or any of those messages left it.
+    /// theirs), was reopened (a forget), or any of those messages left it or changed.
     async fn save_episode_details(
         &self,
         episode: i64,
@@ -125,26 +126,37 @@ fn loops_of(json: Option<&str>) -> Vec<String> {
 }
 
 on_both_backends! {
-    /// Whether every one of `ids` is still in episode `episode`, its row locked until commit
-    /// first (SQLite: writes are serialized already): a forget that committed meanwhile is
-    /// seen here (PostgreSQL takes a new snapshot per statement); one that comes later waits,
-    /// then clears what is written. What a write made from those messages checks.
-    async fn still_intact(conn: &mut Conn, episode: i64, ids: &[i64]) -> StoreResult<bool> {
+    /// Whether every message of `from` is still in episode `episode` with the text it was
+    /// read with, the episode's row locked until commit first (SQLite: writes are serialized
+    /// already): a forget, a move to a newer episode or a rewrite (a file described after the
+    /// read) that committed meanwhile is seen here (PostgreSQL takes a new snapshot per
+    /// statement); one that comes later waits, then clears or marks what is written. What a
+    /// write made from those messages checks.
+    async fn still_as_read(
+        conn: &mut Conn,
+        episode: i64,
+        from: &[StoredMessage],
+    ) -> StoreResult<bool> {
         sqlx::query(concat!("SELECT id FROM episodes WHERE id = $1", for_update!()))
             .bind(episode)
             .fetch_optional(&mut *conn)
             .await
             .map_err(db_err)?;
-        let there: i64 = sqlx::query_scalar(concat!(
-            "SELECT COUNT(*) FROM messages WHERE episode_id = $1 AND id ",
-            in_list!(2)
-        ))
+        let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
+        let now: std::collections::HashMap<i64, String> = sqlx::query_as::<_, (i64, String)>(
+            concat!(
+                "SELECT id, text FROM messages WHERE episode_id = $1 AND id ",
+                in_list!(2)
+            ),
+        )
         .bind(episode)
-        .bind(list(ids))
-        .fetch_one(&mut *conn)
+        .bind(list(&ids))
+        .fetch_all(&mut *conn)
         .await
-        .map_err(db_err)?;
-        Ok(there == ids.len() as i64)
+        .map_err(db_err)?
+        .into_iter()
+        .collect();
+        Ok(now.len() == from.len() && from.iter().all(|m| now.get(&m.id.0) == Some(&m.text)))
     }
 
     /// The words of `keys` become episode `episode`'s search keys in its scope (analysed in
@@ -265,7 +277,7 @@ on_both_backends! {
         ) -> StoreResult<bool> {
             let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
             let mut tx = self.write_tx().await?;
-            if !still_intact(&mut tx, episode, &ids).await? {
+            if !still_as_read(&mut tx, episode, from).await? {
                 return Ok(false);
             }
             let written = sqlx::query(
@@ -309,9 +321,8 @@ on_both_backends! {
             details: &str,
             keys: &str,
         ) -> StoreResult<DetailsSaved> {
-            let ids: Vec<i64> = from.iter().map(|m| m.id.0).collect();
             let mut tx = self.write_tx().await?;
-            if !still_intact(&mut tx, episode, &ids).await? {
+            if !still_as_read(&mut tx, episode, from).await? {
                 return Ok(DetailsSaved::Changed);
             }
             let written = sqlx::query(concat!(

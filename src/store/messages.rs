@@ -796,7 +796,8 @@ on_both_backends! {
     /// Message `id`'s text (and language) becomes what `rewrite` makes of it (None: it stays), and what was
     /// derived from the old text follows: its postings are written again (unless they wait
     /// in `message_terms_backlog`, which reads the new text), its vector and those made with
-    /// it as context wait to be made again, its episode reopens with its new length, and the
+    /// it as context wait to be made again, its episode reopens with its new length (a running
+    /// summary that read it counts it as new again, to read it at the next refresh), and the
     /// summaries that read its day go. The text now stored; None when the message is gone.
     pub(in crate::store) async fn rewrite_text(
         conn: &mut Conn,
@@ -843,12 +844,14 @@ on_both_backends! {
             let delta = document_terms_in(&text, language).len as i64 - old_len;
             // A running summary made from the old text reads it again as one new message at
             // the next refresh (the summary reads only what came after `summarized_through`).
-            sqlx::query(
+            sqlx::query(concat!(
                 "UPDATE episodes SET total_len = total_len + $1, closed = false, summary = NULL, embedding = NULL, embedding_space = NULL, \
-                 summarized_messages = CASE WHEN summarized_through >= $3 THEN summarized_messages - 1 ELSE summarized_messages END, \
+                 summarized_messages = CASE WHEN summarized_through >= $3 THEN ",
+                greatest!("summarized_messages - 1", "0"),
+                " ELSE summarized_messages END, \
                  summarized_through = CASE WHEN summarized_through >= $3 THEN $3 - 1 ELSE summarized_through END \
                  WHERE id = $2",
-            )
+            ))
             .bind(delta)
             .bind(episode)
             .bind(id.0)

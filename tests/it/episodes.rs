@@ -1,7 +1,8 @@
 //! The working memory of open episodes on both harnesses, with the fake LLM: refreshed after
 //! `episodes.refresh_messages` new messages with one model call, none when nothing changed;
-//! read by replies in its own place only (a private chat's never reaches a group); and gone
-//! with what a forget takes.
+//! read by replies in its own place only (a private chat's never reaches a group); gone
+//! with what a forget takes; and a message whose file is described after (or while) a refresh
+//! read it is read again.
 
 use crate::common::*;
 use engram::llm::fake::Behavior;
@@ -972,7 +973,62 @@ async fn a_message_described_after_a_refresh_is_read_again(url: Option<String>) 
     );
 }
 
+/// A file described while a refresh is being made from its bare line (the model still
+/// answering): that summary is not kept, and the next refresh reads the message with its
+/// description.
+async fn a_message_described_during_a_refresh_is_read_again(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    for (who, text) in [
+        ("alice", "Where should we hold the Lisbon offsite in March?"),
+        ("bob", "Here is the shortlist we made"),
+        ("carol", "The Lisbon offsite hotel by the river looks good"),
+        ("alice", "Lisbon offsite it is, pending the hotel"),
+    ] {
+        h.say_in(&lab, who, text).await;
+    }
+    index(&h).await;
+    h.fake().hold();
+    let refreshing = tokio::spawn({
+        let manager = h.memory.manager.clone();
+        async move { manager.refresh_working_memory().await }
+    });
+    h.fake()
+        .wait_seen(1, std::time::Duration::from_secs(20))
+        .await;
+    let bob = h.person("bob").await;
+    let said = h.store.author_messages(bob, None).await.unwrap();
+    let (shortlist, _) = said
+        .iter()
+        .find(|(_, t)| t == "Here is the shortlist we made")
+        .expect("stored");
+    let gist = "[image#1 shortlist.png] a whiteboard listing three Lisbon hotels";
+    let rewrite = |t: &str| Some((format!("{t}\n{gist}"), None));
+    h.store
+        .describe_attachment(*shortlist, 0, "{}", &rewrite, &[])
+        .await
+        .unwrap();
+    h.fake().release();
+    assert_eq!(
+        refreshing.await.unwrap().unwrap(),
+        0,
+        "made from the bare line: not kept"
+    );
+    assert!(
+        !last_refresh_asked(&h).contains("whiteboard"),
+        "positive control"
+    );
+    assert_eq!(refresh(&h).await, 1);
+    assert_eq!(h.fake().count("working_memory"), 2);
+    let asked = last_refresh_asked(&h);
+    assert!(
+        asked.contains("a whiteboard listing three Lisbon hotels"),
+        "{asked}"
+    );
+}
+
 on_both_harnesses!(
+    a_message_described_during_a_refresh_is_read_again,
     a_message_described_after_a_refresh_is_read_again,
     a_long_burst_refreshes_before_the_count,
     a_long_episode_closes_in_parts,

@@ -740,7 +740,7 @@ postgres_test! {
         let fake = FakeTelegram::start(TOKEN).await.unwrap();
         let lease_secs = 3;
         let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
-        let ports = [refused_port().1, refused_port().1];
+        let ports = two_free_ports();
         let (api, lease) = (fake.url(), lease_secs.to_string());
         let run = |dir: &std::path::Path, port: u16| {
             let listen = format!("127.0.0.1:{port}");

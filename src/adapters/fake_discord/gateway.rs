@@ -178,6 +178,15 @@ impl Session {
                         Some([s, t]) => (s.as_u64().unwrap_or(0), t.as_u64().unwrap_or(1)),
                         _ => (0, 1),
                     };
+                    if shard.0 >= shard.1 {
+                        // As Discord closes it (and it is still seen in `identified`).
+                        self.state.lock().expect("fake lock").identified.push(shard);
+                        let _ = frames.send(Message::Close(Some(CloseFrame {
+                            code: CloseCode::from(4010),
+                            reason: "Invalid shard.".into(),
+                        })));
+                        break;
+                    }
                     let ready = json!({
                         "op": 0, "s": 1, "t": "READY",
                         "d": {"v": 10, "user": self.bot_user, "guilds": [],
@@ -200,6 +209,10 @@ impl Session {
                         state.identified.len()
                     };
                     self.identified.send_replace(n);
+                }
+                // Resume: no session survives here; serenity identifies again.
+                Some(6) => {
+                    let _ = frames.send(frame(&json!({"op": 9, "d": false})));
                 }
                 // Presence updates, member requests and the rest: nothing to answer.
                 _ => {}

@@ -706,6 +706,13 @@ pub fn engram_serving(dir: &std::path::Path, env: &[(&str, &str)]) -> tokio::pro
     cmd.spawn().expect("engram starts")
 }
 
+/// Two different free ports on 127.0.0.1, for two processes to listen on (held while both are
+/// picked, so they differ; free again when returned, for the processes to bind).
+pub fn two_free_ports() -> [u16; 2] {
+    let held = [refused_port(), refused_port()];
+    [held[0].1, held[1].1]
+}
+
 /// Waits until the process listening on `port` says it is ready (`/readyz`: store reachable,
 /// each platform connected). Waiting for another process to start is the one wait by polling.
 pub async fn wait_ready(port: u16) {
