@@ -54,7 +54,14 @@ pub struct Retriever {
     space: SpaceCell,
     /// Query vectors by text: the same question asked again costs no model call.
     query_vectors: moka::sync::Cache<String, Arc<Embedding>>,
+    /// Who wrote in a set of scopes (by their keys), for a while: who a question may name,
+    /// known before its search, so that it is embedded once, already in the first person.
+    authors: moka::sync::Cache<Vec<String>, Arc<Vec<(PersonId, String)>>>,
 }
+
+/// How long the authors of a set of scopes are kept: a newcomer's name met only in the hits
+/// meanwhile costs a second embedding.
+const AUTHORS_TTL: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The store's id of the embedder's vector space, looked up (and registered) on first use, so
 /// every vector written or searched names the model that made it.
@@ -89,12 +96,32 @@ impl Retriever {
             settings,
             space: SpaceCell::default(),
             query_vectors: moka::sync::Cache::new(1024),
+            authors: moka::sync::Cache::builder()
+                .max_capacity(1024)
+                .time_to_live(AUTHORS_TTL)
+                .build(),
         }
     }
 
-    /// Drops the cached query vectors (questions may quote what was just forgotten).
+    /// Drops the cached query vectors (questions may quote what was just forgotten) and the
+    /// authors of scopes (a cleared person's name goes with them).
     pub fn forget_cached(&self) {
         self.query_vectors.invalidate_all();
+        self.authors.invalidate_all();
+    }
+
+    /// The people who wrote in `scopes`, with their names (cached for `AUTHORS_TTL`).
+    async fn authors(&self, scopes: &[Scope]) -> Result<Arc<Vec<(PersonId, String)>>, StoreError> {
+        let mut key: Vec<String> = scopes.iter().map(Scope::key).collect();
+        key.sort();
+        let cached = self.authors.get(&key);
+        crate::telemetry::cache_lookup("scope_authors", cached.is_some());
+        if let Some(authors) = cached {
+            return Ok(authors);
+        }
+        let authors = Arc::new(self.store.authors_in(scopes).await?);
+        self.authors.insert(key, authors.clone());
+        Ok(authors)
     }
 
     /// The fusion settings in use.
@@ -532,15 +559,23 @@ impl Retriever {
                 _ => Ok(Vec::new()),
             }
         };
-        // The question's vector is made while BM25 runs; only a question that names someone
-        // is embedded again, in that person's first person. (Searching the vectors with it
-        // then too was measured slower: most group questions name someone, and the second
-        // search then comes on top on 2 cores.)
+        // The question's vector is made while BM25 runs, in the first person of whoever it
+        // names among the scopes' authors ("What did James adopt?" as James would ask it:
+        // "What did I adopt?"); only a name met in the hits alone (a newcomer since the
+        // authors were read) costs a second embedding below.
+        let known = if self.embedder.is_some() {
+            self.authors(scopes).await?
+        } else {
+            Arc::default()
+        };
+        let known_named = names::named(text, known.iter().map(|(p, n)| (*p, n.as_str())));
+        let early: BTreeSet<String> = known_named.values().flatten().cloned().collect();
+        let early_text = names::in_first_person(text, &early);
         let asked_vector = async {
             if text.trim().is_empty() {
                 Ok(None)
             } else {
-                self.query_vector(text).await
+                self.query_vector(&early_text).await
             }
         };
         // The question's language (its words are read in it: BM25's terms, word pairs) is
@@ -565,7 +600,7 @@ impl Retriever {
         };
         let ((bm25_hits, episode_hits, language), in_window, asked_vector) =
             tokio::try_join!(lexical, in_window, asked_vector)?;
-        let named = names::named(
+        let mut named = names::named(
             text,
             bm25_hits
                 .iter()
@@ -574,10 +609,13 @@ impl Retriever {
                 .filter(|m| !m.is_bot)
                 .map(|m| (m.author, m.author_name.as_str())),
         );
+        for (person, words) in known_named {
+            named.entry(person).or_default().extend(words);
+        }
         let name_words: BTreeSet<String> = named.values().flatten().cloned().collect();
         let vector_side = async {
             let first_person = names::in_first_person(text, &name_words);
-            let vector = if first_person == text {
+            let vector = if first_person == early_text {
                 asked_vector
             } else {
                 self.query_vector(&first_person).await?

@@ -5,7 +5,7 @@
 use super::rows::{from_ms, ms, parse_scope};
 use super::{Bm25, StoreError, StoreResult, document_terms_in, terms};
 use crate::domain::language::Language;
-use crate::domain::{Embedding, MessageId, Scope, SpaceId, StoredMessage, VectorSpaceId};
+use crate::domain::{Embedding, MessageId, PersonId, Scope, SpaceId, StoredMessage, VectorSpaceId};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -57,6 +57,9 @@ pub trait SearchIndex: Send + Sync {
     ) -> StoreResult<Vec<Neighbours>>;
     /// These messages (those that exist and are not withheld), by id.
     async fn messages_by_id(&self, ids: &[MessageId]) -> StoreResult<Vec<StoredMessage>>;
+    /// The people who wrote in the given scopes (the bot and withheld messages aside), with
+    /// their display names, by id: who a question may name.
+    async fn authors_in(&self, scopes: &[Scope]) -> StoreResult<Vec<(PersonId, String)>>;
     /// Messages of the given scopes sent in [from, to), newest first, at most `limit`
     /// (withheld ones aside): the time a question names.
     async fn messages_between(
@@ -484,6 +487,28 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
             rows.iter().map(message_from_row).collect()
+        }
+
+        async fn authors_in(&self, scopes: &[Scope]) -> StoreResult<Vec<(PersonId, String)>> {
+            if scopes.is_empty() {
+                return Ok(Vec::new());
+            }
+            let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+            let rows: Vec<(i64, String)> = sqlx::query_as(concat!(
+                "SELECT p.id, p.display_name FROM people p WHERE EXISTS (SELECT 1 FROM messages m",
+                indexed_by!("messages_by_scope_author_time"),
+                " WHERE m.scope ",
+                in_list!(1),
+                " AND m.author_id = p.id AND NOT m.is_bot AND NOT m.withheld) ORDER BY p.id"
+            ))
+            .bind(list(&keys))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(rows
+                .into_iter()
+                .map(|(id, name)| (PersonId(id), name))
+                .collect())
         }
 
         async fn messages_between(

@@ -843,7 +843,99 @@ async fn episodes_begin_at_topic_shifts_and_markers(s: Arc<dyn Store>) {
     assert_eq!(closed, vec![true, true, false, false]);
 }
 
+/// A question that names someone in the space is embedded once, already in that person's
+/// first person ("What did I adopt?"), while BM25 runs: the people who wrote in the asked
+/// scopes are known before the search. A name known only from the hits (a newcomer since
+/// the authors were read) costs a second embedding; a name of someone who wrote only in
+/// another space shapes nothing.
+async fn a_question_is_embedded_once_in_the_named_persons_first_person(s: Arc<dyn Store>) {
+    let fake = engram::llm::fake::FakeLlmServer::start().await.unwrap();
+    let mut config = Config::defaults().embed;
+    config.provider = "openai".into();
+    config.base_url = fake.base_url();
+    let embedder: SharedEmbedder =
+        Arc::new(engram::embed::OpenAiEmbedder::new(&config, Some("sk-test".into())).unwrap());
+    let mut w = World::new(s).await;
+    w.embedder = Some(embedder);
+    let general = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let elsewhere = w.channel(w.guild_b, "general", Privacy::GuildPublic);
+    let person = |n: &'static str| {
+        let s = w.store.clone();
+        async move { s.resolve_person(Platform::Discord, n, n).await.unwrap() }
+    };
+    let (carol, dave) = (person("carol").await, person("dave").await);
+    w.say(
+        &general,
+        w.alice,
+        "n1",
+        "I adopted a puppy named Rex last week",
+        t(1),
+    )
+    .await;
+    w.say(&general, w.bob, "n2", "Congrats on the new pup!", t(1))
+        .await;
+    w.say(&elsewhere, dave, "n3", "I repaired the old bicycle", t(1))
+        .await;
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let retriever = w.retriever();
+    let asked = |question: &'static str| {
+        let (retriever, fake, scopes) = (&retriever, &fake, general.visible_scopes(w.bob));
+        let now = t(2);
+        async move {
+            let before = fake.requests().len();
+            let hits = retriever
+                .search(question, &scopes, Some(w.bob), now, 5)
+                .await
+                .unwrap();
+            let inputs: Vec<String> = fake.requests()[before..]
+                .iter()
+                .map(|r| r.body["input"][0].as_str().unwrap_or_default().to_string())
+                .collect();
+            (
+                inputs,
+                hits.into_iter().map(|h| h.message.text).collect::<Vec<_>>(),
+            )
+        }
+    };
+    let (inputs, hits) = asked("What did Alice adopt?").await;
+    assert_eq!(inputs, ["What did I adopt?"]);
+    assert!(
+        hits.iter()
+            .any(|h| h == "I adopted a puppy named Rex last week"),
+        "{hits:?}"
+    );
+    // Naming no one: the question as asked.
+    let (inputs, _) = asked("Where is the new pup from?").await;
+    assert_eq!(inputs, ["Where is the new pup from?"]);
+    // Dave wrote only in another space: his name changes nothing here.
+    let (inputs, hits) = asked("What did Dave repair?").await;
+    assert_eq!(inputs, ["What did Dave repair?"]);
+    assert!(!hits.iter().any(|h| h.contains("bicycle")), "{hits:?}");
+    // Carol writes after the authors were read: met in the hits, she costs a second call.
+    w.say(
+        &general,
+        carol,
+        "n4",
+        "I planted tomatoes on the balcony",
+        t(1),
+    )
+    .await;
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let (inputs, hits) = asked("What did Carol plant?").await;
+    assert_eq!(inputs, ["What did Carol plant?", "What did I plant?"]);
+    assert!(
+        hits.iter()
+            .any(|h| h == "I planted tomatoes on the balcony"),
+        "{hits:?}"
+    );
+    // Once the authors are read again (a forget clears them), one call.
+    retriever.forget_cached();
+    let (inputs, _) = asked("What else did Carol plant?").await;
+    assert_eq!(inputs, ["What else did I plant?"]);
+}
+
 on_both_backends!(
+    a_question_is_embedded_once_in_the_named_persons_first_person,
     episodes_begin_at_topic_shifts_and_markers,
     words_side_by_side_are_favoured,
     privacy_filter_holds_for_every_way_to_leak,
