@@ -518,11 +518,15 @@ mod tests {
         use crate::domain::language::Language;
         use crate::domain::texts::Say;
         let texts = Texts::built_in();
+        // Ids made at run time, which the scan above cannot see.
         for c in Category::ALL {
             assert!(
                 texts.has("en", &format!("category-{}", c.as_str())),
                 "{c:?}"
             );
+        }
+        for (_, id) in crate::memory::offline::LABELS {
+            assert!(texts.has("en", id), "{id}");
         }
         let md = "# User Memory\n\n## User Preferences\n- green tea\n\n## Key Facts\n- ## Work Context is a band\n## Elsewhere\n";
         let ru = Say::new(&texts, Some(Language::Russian));
