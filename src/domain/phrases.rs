@@ -176,46 +176,79 @@ impl Phrases {
         Ok(())
     }
 
+    /// The phrases a stated fact is filed by, in tiers tried in order: a fact read as English
+    /// (the detector's choice when English is close) by English's alone; one read as another
+    /// language with a file by that language's, then by the others' but English's (short
+    /// lines of neighbouring languages are often taken for each other); any other by every
+    /// language's. (A word of one language is often the start of another's: German "mag" of
+    /// "magnesium".)
+    fn tiers(&self, fact: &str) -> Vec<Vec<&LanguagePhrases>> {
+        let code = super::language::detect(fact).map(|l| l.code());
+        let (own, others): (Vec<&LanguagePhrases>, Vec<&LanguagePhrases>) = self
+            .languages
+            .iter()
+            .partition(|l| Some(l.language.as_str()) == code);
+        if own.is_empty() {
+            vec![others]
+        } else if code == Some("en") {
+            vec![own]
+        } else {
+            vec![
+                own,
+                others.into_iter().filter(|l| l.language != "en").collect(),
+            ]
+        }
+    }
+
     /// The MEMORY.md section a stated fact belongs in: the first of work, preference and
-    /// reading that a word of it starts with one of the beginnings of (any language's: a
-    /// fact's own words say it, whatever the language it was taken for), else personal
+    /// reading that a word of it starts with one of the beginnings of (or is, for one written
+    /// "=word"), by the first tier of phrases (`tiers`) where any does, else personal
     /// context. No model call: explicit capture is instant and free.
     pub fn section(&self, fact: &str) -> Category {
         let words = super::plain_words(fact);
         let has = |list: &[String]| {
-            words
-                .iter()
-                .any(|w| list.iter().any(|l| w.starts_with(l.as_str())))
+            words.iter().any(|w| {
+                list.iter().any(|l| match l.strip_prefix('=') {
+                    Some(whole) => w == whole,
+                    None => w.starts_with(l.as_str()),
+                })
+            })
         };
-        let any = |pick: fn(&Sections) -> &Vec<String>| {
-            self.languages.iter().any(|l| has(pick(&l.sections)))
-        };
-        if any(|s| &s.work) {
-            Category::WorkContext
-        } else if any(|s| &s.preference) {
-            Category::Preference
-        } else if any(|s| &s.reading) {
-            Category::ReadingHistory
-        } else {
-            Category::PersonalContext
-        }
+        self.tiers(fact)
+            .iter()
+            .find_map(|tier| {
+                let any = |pick: fn(&Sections) -> &Vec<String>| {
+                    tier.iter().any(|l| has(pick(&l.sections)))
+                };
+                if any(|s| &s.work) {
+                    Some(Category::WorkContext)
+                } else if any(|s| &s.preference) {
+                    Some(Category::Preference)
+                } else if any(|s| &s.reading) {
+                    Some(Category::ReadingHistory)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(Category::PersonalContext)
     }
 
-    /// The attribute a stated fact gives a value to, if it names one: by an opening
-    /// ("i live in …": `home`), else as "my X is Y" (X's words joined by "_", as said:
-    /// "my favourite colour is green" → `favourite_colour`), X at most three words.
+    /// The attribute a stated fact gives a value to, if it names one (by the first tier of
+    /// phrases, `tiers`, that tells): by an opening ("i live in …": `home`), else as "my X is
+    /// Y" (X's words joined by "_", as said: "my favourite colour is green" →
+    /// `favourite_colour`), X at most three words.
     pub fn attribute(&self, fact: &str) -> Option<String> {
         let fact = fact.trim().replace('’', "'");
-        for l in &self.languages {
-            for (key, openings) in &l.attributes.named {
-                if opened_by(&fact, openings).is_some() {
-                    return Some(key.clone());
-                }
-            }
-        }
-        self.languages
-            .iter()
-            .find_map(|l| l.attributes.possessed(&fact))
+        self.tiers(&fact).iter().find_map(|tier| {
+            let named = tier.iter().find_map(|l| {
+                l.attributes
+                    .named
+                    .iter()
+                    .find(|(_, openings)| opened_by(&fact, openings).is_some())
+                    .map(|(key, _)| key.clone())
+            });
+            named.or_else(|| tier.iter().find_map(|l| l.attributes.possessed(&fact)))
+        })
     }
 
     /// The topic-shift markers of every language.

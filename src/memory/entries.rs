@@ -874,9 +874,31 @@ mod tests {
             ("je lis un livre sur Rome", Category::ReadingHistory),
             ("gosto de café forte", Category::Preference),
             ("trabalho numa empresa de software", Category::WorkContext),
+            // Another language's beginnings never file an English fact (German "mag",
+            // French "lecture" and "reunion", Spanish "interes", "gusta" and "charla").
+            ("I take magnesium every morning", Category::PersonalContext),
+            (
+                "I have a lecture at nine on Mondays",
+                Category::PersonalContext,
+            ),
+            ("our family reunion is in June", Category::PersonalContext),
+            (
+                "my interest rate is four percent",
+                Category::PersonalContext,
+            ),
+            (
+                "my brother Gustav is a charlatan",
+                Category::PersonalContext,
+            ),
+            ("I'm from Bucharest", Category::PersonalContext),
         ] {
             assert_eq!(p.section(fact), section, "{fact}");
         }
+        // The same attribute in another city is the same entry (same section, same key).
+        assert_eq!(
+            p.section("I'm from Lisbon"),
+            p.section("I'm from Bucharest")
+        );
         for (fact, key) in [
             ("I live in Lisbon", "home"),
             ("my favourite colour is green", "favourite_colour"),
@@ -896,6 +918,8 @@ mod tests {
             ("mon fuseau horaire est UTC+1", "fuseau_horaire"),
             ("moro em Lisboa", "home"),
             ("meu time é o Benfica", "time"),
+            // No other language's "my" ("mon") opens an English fact.
+            ("Mon: gym, Wed: swim", "mon_gym_wed_swim"),
         ] {
             assert_eq!(key_for(&p, fact), key, "{fact}");
         }

@@ -110,20 +110,6 @@ impl Retriever {
         self.authors.invalidate_all();
     }
 
-    /// The people who wrote in `scopes`, with their names (cached for `AUTHORS_TTL`).
-    async fn authors(&self, scopes: &[Scope]) -> Result<Arc<Vec<(PersonId, String)>>, StoreError> {
-        let mut key: Vec<String> = scopes.iter().map(Scope::key).collect();
-        key.sort();
-        let cached = self.authors.get(&key);
-        crate::telemetry::cache_lookup("scope_authors", cached.is_some());
-        if let Some(authors) = cached {
-            return Ok(authors);
-        }
-        let authors = Arc::new(self.store.authors_in(scopes).await?);
-        self.authors.insert(key, authors.clone());
-        Ok(authors)
-    }
-
     /// The fusion settings in use.
     pub fn settings(&self) -> &RetrievalConfig {
         &self.settings
@@ -561,16 +547,30 @@ impl Retriever {
         };
         // The question's vector is made while BM25 runs, in the first person of whoever it
         // names among the scopes' authors ("What did James adopt?" as James would ask it:
-        // "What did I adopt?"); only a name met in the hits alone (a newcomer since the
-        // authors were read) costs a second embedding below.
-        let known = if self.embedder.is_some() {
-            self.authors(scopes).await?
-        } else {
-            Arc::default()
+        // "What did I adopt?"), when they are known from an earlier question; the author
+        // bonus names only people among the hits' authors, as before. A name the hits show
+        // and the known authors did not (a newcomer since, or the authors not read yet: they
+        // are read beside BM25 then) costs a second embedding below.
+        let authors_key = self.embedder.as_ref().map(|_| scopes_key(scopes));
+        let known = authors_key.as_ref().and_then(|k| {
+            let cached = self.authors.get(k);
+            crate::telemetry::cache_lookup("scope_authors", cached.is_some());
+            cached
+        });
+        let known_words: BTreeSet<String> = known.as_ref().map_or_else(BTreeSet::new, |authors| {
+            names::named(text, authors.iter().map(|(p, n)| (*p, n.as_str())))
+                .into_values()
+                .flatten()
+                .collect()
+        });
+        let early_text = names::in_first_person(text, &known_words);
+        let read_authors = async {
+            if let (Some(key), None) = (&authors_key, &known) {
+                let authors = self.store.authors_in(scopes).await?;
+                self.authors.insert(key.clone(), Arc::new(authors));
+            }
+            Ok::<_, StoreError>(())
         };
-        let known_named = names::named(text, known.iter().map(|(p, n)| (*p, n.as_str())));
-        let early: BTreeSet<String> = known_named.values().flatten().cloned().collect();
-        let early_text = names::in_first_person(text, &early);
         let asked_vector = async {
             if text.trim().is_empty() {
                 Ok(None)
@@ -598,9 +598,9 @@ impl Retriever {
             )?;
             Ok::<_, StoreError>((messages, episodes, language))
         };
-        let ((bm25_hits, episode_hits, language), in_window, asked_vector) =
-            tokio::try_join!(lexical, in_window, asked_vector)?;
-        let mut named = names::named(
+        let ((bm25_hits, episode_hits, language), in_window, asked_vector, ()) =
+            tokio::try_join!(lexical, in_window, asked_vector, read_authors)?;
+        let named = names::named(
             text,
             bm25_hits
                 .iter()
@@ -609,10 +609,9 @@ impl Retriever {
                 .filter(|m| !m.is_bot)
                 .map(|m| (m.author, m.author_name.as_str())),
         );
-        for (person, words) in known_named {
-            named.entry(person).or_default().extend(words);
-        }
-        let name_words: BTreeSet<String> = named.values().flatten().cloned().collect();
+        // The vector side asks as the people named among the hits' authors or the known ones.
+        let mut name_words: BTreeSet<String> = named.values().flatten().cloned().collect();
+        name_words.extend(known_words);
         let vector_side = async {
             let first_person = names::in_first_person(text, &name_words);
             let vector = if first_person == early_text {
@@ -649,6 +648,13 @@ impl Retriever {
             named: named.into_keys().collect(),
         })
     }
+}
+
+/// The key of a set of scopes in the authors cache (the same set in any order).
+fn scopes_key(scopes: &[Scope]) -> Vec<String> {
+    let mut key: Vec<String> = scopes.iter().map(Scope::key).collect();
+    key.sort();
+    key
 }
 
 /// Each episode's rank (1 = best) from BM25 over whole conversations, their closed-memory
