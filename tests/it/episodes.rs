@@ -917,6 +917,38 @@ async fn a_long_burst_refreshes_before_the_count(url: Option<String>) {
     assert_eq!(refresh(&h).await, 0, "covered, so not due again");
 }
 
+/// The Lisbon offsite talk in `lab`, with Bob's message that a picture's description will
+/// join (`describe_the_shortlist`), indexed.
+async fn shortlist_talk(h: &Harness, lab: &ConsoleOptions) {
+    for (who, text) in [
+        ("alice", "Where should we hold the Lisbon offsite in March?"),
+        ("bob", "Here is the shortlist we made"),
+        ("carol", "The Lisbon offsite hotel by the river looks good"),
+        ("alice", "Lisbon offsite it is, pending the hotel"),
+    ] {
+        h.say_in(lab, who, text).await;
+    }
+    index(h).await;
+}
+
+/// The description of a picture joins Bob's shortlist message, as a vision model's answer
+/// does (`Store::describe_attachment`); the message's text now.
+async fn describe_the_shortlist(h: &Harness) -> Option<String> {
+    let bob = h.person("bob").await;
+    let said = h.store.author_messages(bob, None).await.unwrap();
+    let (shortlist, _) = said
+        .iter()
+        .find(|(_, t)| t == "Here is the shortlist we made")
+        .expect("stored");
+    let rewrite = |t: &str| Some((format!("{t}\n{SHORTLIST_GIST}"), None));
+    h.store
+        .describe_attachment(*shortlist, 0, "{}", &rewrite, &[])
+        .await
+        .unwrap()
+}
+
+const SHORTLIST_GIST: &str = "[image#1 shortlist.png] a whiteboard listing three Lisbon hotels";
+
 /// A message whose text grows after the running summary read it (an image's description
 /// joins its line once the vision model answers; a redelivered update is described late)
 /// is read again at the next refresh, as one new message: the description reaches the
@@ -924,32 +956,11 @@ async fn a_long_burst_refreshes_before_the_count(url: Option<String>) {
 async fn a_message_described_after_a_refresh_is_read_again(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
-    let talk = [
-        ("alice", "Where should we hold the Lisbon offsite in March?"),
-        ("bob", "Here is the shortlist we made"),
-        ("carol", "The Lisbon offsite hotel by the river looks good"),
-        ("alice", "Lisbon offsite it is, pending the hotel"),
-    ];
-    for (who, text) in talk {
-        h.say_in(&lab, who, text).await;
-    }
-    index(&h).await;
+    shortlist_talk(&h, &lab).await;
     assert_eq!(refresh(&h).await, 1);
     assert_eq!(h.fake().count("working_memory"), 1);
-    let bob = h.person("bob").await;
-    let said = h.store.author_messages(bob, None).await.unwrap();
-    let (shortlist, _) = said
-        .iter()
-        .find(|(_, t)| t == "Here is the shortlist we made")
-        .expect("stored");
-    let gist = "[image#1 shortlist.png] a whiteboard listing three Lisbon hotels";
-    let rewrite = |t: &str| Some((format!("{t}\n{gist}"), None));
-    let kept = h
-        .store
-        .describe_attachment(*shortlist, 0, "{}", &rewrite, &[])
-        .await
-        .unwrap();
-    assert!(kept.is_some_and(|t| t.ends_with(gist)));
+    let kept = describe_the_shortlist(&h).await;
+    assert!(kept.is_some_and(|t| t.ends_with(SHORTLIST_GIST)));
     // One new message so far: not due before the count.
     index(&h).await;
     assert_eq!(refresh(&h).await, 0);
@@ -962,10 +973,7 @@ async fn a_message_described_after_a_refresh_is_read_again(url: Option<String>) 
     index(&h).await;
     assert_eq!(refresh(&h).await, 1);
     let asked = last_refresh_asked(&h);
-    assert!(
-        asked.contains("a whiteboard listing three Lisbon hotels"),
-        "{asked}"
-    );
+    assert!(asked.contains(SHORTLIST_GIST), "{asked}");
     assert!(asked.contains("I can take the flights"), "{asked}");
     assert!(
         !asked.contains("Where should we hold"),
@@ -979,15 +987,7 @@ async fn a_message_described_after_a_refresh_is_read_again(url: Option<String>) 
 async fn a_message_described_during_a_refresh_is_read_again(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
-    for (who, text) in [
-        ("alice", "Where should we hold the Lisbon offsite in March?"),
-        ("bob", "Here is the shortlist we made"),
-        ("carol", "The Lisbon offsite hotel by the river looks good"),
-        ("alice", "Lisbon offsite it is, pending the hotel"),
-    ] {
-        h.say_in(&lab, who, text).await;
-    }
-    index(&h).await;
+    shortlist_talk(&h, &lab).await;
     h.fake().hold();
     let refreshing = tokio::spawn({
         let manager = h.memory.manager.clone();
@@ -996,18 +996,7 @@ async fn a_message_described_during_a_refresh_is_read_again(url: Option<String>)
     h.fake()
         .wait_seen(1, std::time::Duration::from_secs(20))
         .await;
-    let bob = h.person("bob").await;
-    let said = h.store.author_messages(bob, None).await.unwrap();
-    let (shortlist, _) = said
-        .iter()
-        .find(|(_, t)| t == "Here is the shortlist we made")
-        .expect("stored");
-    let gist = "[image#1 shortlist.png] a whiteboard listing three Lisbon hotels";
-    let rewrite = |t: &str| Some((format!("{t}\n{gist}"), None));
-    h.store
-        .describe_attachment(*shortlist, 0, "{}", &rewrite, &[])
-        .await
-        .unwrap();
+    describe_the_shortlist(&h).await;
     h.fake().release();
     assert_eq!(
         refreshing.await.unwrap().unwrap(),
@@ -1021,10 +1010,7 @@ async fn a_message_described_during_a_refresh_is_read_again(url: Option<String>)
     assert_eq!(refresh(&h).await, 1);
     assert_eq!(h.fake().count("working_memory"), 2);
     let asked = last_refresh_asked(&h);
-    assert!(
-        asked.contains("a whiteboard listing three Lisbon hotels"),
-        "{asked}"
-    );
+    assert!(asked.contains(SHORTLIST_GIST), "{asked}");
 }
 
 on_both_harnesses!(
