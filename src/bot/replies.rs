@@ -137,7 +137,13 @@ pub fn recall(t: &Say, who: &str, memory: Option<&str>) -> String {
         None => t.with("recall-nothing", &[("who", who.into())]),
         Some(text) => t.with(
             "recall",
-            &[("who", who.into()), ("memory", text.trim().into())],
+            &[
+                ("who", who.into()),
+                (
+                    "memory",
+                    crate::responder::localized_labels(text.trim(), t).into(),
+                ),
+            ],
         ),
     }
 }
@@ -542,6 +548,14 @@ mod tests {
             search_results(&ru, "чай", &[("зелёный чай", Category::Preference)]),
             "1. зелёный чай (Предпочтения)"
         );
+        // "What do you know about me?": the memory's part labels too.
+        let known = "Facts:\n- you: green tea\nToday:\nyou said: hi";
+        let shown = super::recall(&ru, "вас", Some(known));
+        assert!(
+            shown.ends_with("Факты:\n- you: green tea\nСегодня:\nyou said: hi"),
+            "{shown}"
+        );
+        assert!(super::recall(&en, "you", Some(known)).ends_with(known));
     }
 
     #[test]

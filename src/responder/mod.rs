@@ -103,7 +103,7 @@ pub fn describe_memory(bundle: &ContextBundle, say: &Say) -> String {
 
 /// A person's memory text with its section labels ("Facts:", "Today:", "Earlier this
 /// week:", on lines of their own) in `say`'s language.
-fn localized_labels(text: &str, say: &Say) -> String {
+pub(crate) fn localized_labels(text: &str, say: &Say) -> String {
     text.lines()
         .map(|line| {
             match crate::memory::offline::LABELS
