@@ -205,6 +205,20 @@ impl Phrases {
     /// "=word"), by the first tier of phrases (`tiers`) where any does, else personal
     /// context. No model call: explicit capture is instant and free.
     pub fn section(&self, fact: &str) -> Category {
+        Self::section_in(&self.tiers(fact), fact)
+    }
+
+    /// A stated fact's section and attribute (`section`, `attribute`), its language read once.
+    pub fn file(&self, fact: &str) -> (Category, Option<String>) {
+        let fact = normalized(fact);
+        let tiers = self.tiers(&fact);
+        (
+            Self::section_in(&tiers, &fact),
+            Self::attribute_in(&tiers, &fact),
+        )
+    }
+
+    fn section_in(tiers: &[Vec<&LanguagePhrases>], fact: &str) -> Category {
         let words = super::plain_words(fact);
         let has = |list: &[String]| {
             words.iter().any(|w| {
@@ -214,7 +228,7 @@ impl Phrases {
                 })
             })
         };
-        self.tiers(fact)
+        tiers
             .iter()
             .find_map(|tier| {
                 let any = |pick: fn(&Sections) -> &Vec<String>| {
@@ -238,16 +252,20 @@ impl Phrases {
     /// Y" (X's words joined by "_", as said: "my favourite colour is green" →
     /// `favourite_colour`), X at most three words.
     pub fn attribute(&self, fact: &str) -> Option<String> {
-        let fact = fact.trim().replace('’', "'");
-        self.tiers(&fact).iter().find_map(|tier| {
+        let fact = normalized(fact);
+        Self::attribute_in(&self.tiers(&fact), &fact)
+    }
+
+    fn attribute_in(tiers: &[Vec<&LanguagePhrases>], fact: &str) -> Option<String> {
+        tiers.iter().find_map(|tier| {
             let named = tier.iter().find_map(|l| {
                 l.attributes
                     .named
                     .iter()
-                    .find(|(_, openings)| opened_by(&fact, openings).is_some())
+                    .find(|(_, openings)| opened_by(fact, openings).is_some())
                     .map(|(key, _)| key.clone())
             });
-            named.or_else(|| tier.iter().find_map(|l| l.attributes.possessed(&fact)))
+            named.or_else(|| tier.iter().find_map(|l| l.attributes.possessed(fact)))
         })
     }
 
@@ -310,6 +328,11 @@ impl Phrases {
         }
         None
     }
+}
+
+/// A stated fact as its attribute is read: trimmed, a typographic apostrophe made plain.
+fn normalized(fact: &str) -> String {
+    fact.trim().replace('’', "'")
 }
 
 /// `from`'s phrases added to `into` (each once), longest first.

@@ -20,7 +20,12 @@ pub const EXPLICIT_CONFIDENCE: f64 = 0.95;
 /// (`Phrases::attribute`: "my timezone is UTC+1" → "timezone", so "… UTC+2" updates it), else
 /// its first content words.
 pub fn key_for(phrases: &Phrases, text: &str) -> String {
-    if let Some(key) = phrases.attribute(text) {
+    key_or_words(phrases.attribute(text), text)
+}
+
+/// `attribute` (what a fact sets, when it names one), else the first content words of `text`.
+fn key_or_words(attribute: Option<String>, text: &str) -> String {
+    if let Some(key) = attribute {
         return key;
     }
     let terms = query_terms(text, 4);
@@ -500,13 +505,14 @@ impl EntryBook {
             return Ok(Captured::Refused(why));
         }
         let now = self.clock.now();
+        let (category, attribute) = self.phrases.file(fact);
         let write = self
             .store
             .write_entry(&NewEntry {
                 person,
                 scope: place.home_scope(),
-                category: self.phrases.section(fact),
-                key: key_for(&self.phrases, fact),
+                category,
+                key: key_or_words(attribute, fact),
                 value: fact.to_string(),
                 confidence: EXPLICIT_CONFIDENCE,
                 source: format!("message:{source_message}"),
@@ -893,6 +899,8 @@ mod tests {
             ("I'm from Bucharest", Category::PersonalContext),
         ] {
             assert_eq!(p.section(fact), section, "{fact}");
+            // Both read at once, the language detected once: the same answers.
+            assert_eq!(p.file(fact), (section, p.attribute(fact)), "{fact}");
         }
         // The same attribute in another city is the same entry (same section, same key).
         assert_eq!(
