@@ -593,6 +593,7 @@ pub async fn run_platforms(
             // Checked with the rest of the configuration at start.
             shards: crate::config::ShardRange::parse(&config.discord.shards).unwrap_or(None),
             downloads: config.attachments.limits(),
+            catch_up: Duration::from_secs_f64(config.discord.catch_up_hours * 3600.0),
         };
         let (bot, shutdown) = (bot.clone(), shutdown.clone());
         tasks.spawn(async move {

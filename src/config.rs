@@ -136,6 +136,9 @@ pub struct DiscordConfig {
     /// shard), or "FIRST-LAST/TOTAL" ("0-1/4": shards 0 and 1 of 4; "2/4": shard 2), so that
     /// several processes share a bot, each with its own range.
     pub shards: String,
+    /// After a (re)connection, what was said in the last this many hours while the bot was
+    /// away is read and handled (Discord does not deliver it again); 0: not at all.
+    pub catch_up_hours: f64,
 }
 
 /// A range of Discord gateway shards: `first..=last` of `total`.
@@ -283,6 +286,8 @@ pub struct RetrievalConfig {
     pub window_weight: f64,
     /// Weight of being from the time the question names ("last week", "in May").
     pub time_weight: f64,
+    /// Weight of naming a time ("last Friday", "in May") when the question asks when.
+    pub when_weight: f64,
     /// Weight of "said by the asker" (or by the bot, when the question asks what the bot said).
     pub speaker_weight: f64,
     /// Weight of "said by someone the question names" ("what did John say about his job?").
@@ -724,6 +729,12 @@ impl Config {
         if let Err(e) = ShardRange::parse(&self.discord.shards) {
             bad.push("discord.shards", e);
         }
+        bad.range(
+            "discord.catch_up_hours",
+            self.discord.catch_up_hours,
+            0.0,
+            24.0 * 365.0,
+        );
     }
 
     /// The settings of `[server]`.
@@ -946,6 +957,7 @@ impl Config {
             ("retrieval.vector_weight", r.vector_weight),
             ("retrieval.episode_weight", r.episode_weight),
             ("retrieval.time_weight", r.time_weight),
+            ("retrieval.when_weight", r.when_weight),
             ("retrieval.speaker_weight", r.speaker_weight),
             ("retrieval.phrase_weight", r.phrase_weight),
             ("retrieval.author_weight", r.author_weight),

@@ -17,6 +17,7 @@ use crate::domain::attachment::{AttachmentKind, DownloadLimits, IncomingAttachme
 use crate::domain::status::PlatformStatus;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind, mention};
 use crate::router::memory_request;
+use crate::store::ChannelCursor;
 use serenity::all::{
     Attachment, Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType,
     Context, CreateAllowedMentions, CreateCommand, CreateCommandOption, CreateInteractionResponse,
@@ -25,6 +26,7 @@ use serenity::all::{
     MessageId, MessageUpdateEvent, PermissionOverwriteType, Permissions, Ready, Role, RoleId, User,
     UserId,
 };
+use serenity::http::MessagePagination;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -67,6 +69,8 @@ pub struct DiscordSettings {
     pub shards: Option<crate::config::ShardRange>,
     /// What attachments may be downloaded.
     pub downloads: DownloadLimits,
+    /// How far back a (re)connection catches up (`discord.catch_up_hours`; zero: not at all).
+    pub catch_up: Duration,
 }
 
 /// The HTTP client: Discord's API, or everything sent to `api_url` (a proxy, or a fake).
@@ -94,6 +98,7 @@ pub struct Handler {
     /// Each guild's roles (their permissions), for @everyone and for moderators.
     roles: moka::sync::Cache<GuildId, Arc<HashMap<RoleId, Role>>>,
     downloads: DownloadLimits,
+    catch_up: Duration,
 }
 
 impl Handler {
@@ -103,6 +108,7 @@ impl Handler {
         http: Arc<Http>,
         bot_name: &str,
         downloads: DownloadLimits,
+        catch_up: Duration,
     ) -> Handler {
         Handler {
             bot,
@@ -118,6 +124,7 @@ impl Handler {
                 .time_to_live(Duration::from_secs(300))
                 .build(),
             downloads,
+            catch_up,
         }
     }
 
@@ -196,11 +203,117 @@ impl Handler {
             }
         };
         let reply = self.bot.message(&incoming, Box::pin(typing)).await;
+        if reply.is_ok() {
+            self.saw(msg).await;
+        }
         match reply {
             Ok(Some(reply)) => self.send(msg, &reply).await,
             Ok(None) => {}
             Err(e) => error!(platform = "discord", error = %e, "message could not be stored"),
         }
+    }
+
+    /// `msg` was handled: a catch-up after a restart starts after it.
+    async fn saw(&self, msg: &Message) {
+        let space = space_of(msg.guild_id, msg.channel_id);
+        let channel = msg.channel_id.get().to_string();
+        let id = i64::try_from(msg.id.get()).unwrap_or(i64::MAX);
+        if let Err(e) = self.bot.seen(Platform::Discord, &space, &channel, id).await {
+            warn!(platform = "discord", error = %e, "the newest message seen could not be kept");
+        }
+    }
+
+    /// After (re)connecting `shard` (id, total; None: the only one): what Discord does not
+    /// deliver again. The messages of the last `catch_up` whose images or recordings a stop
+    /// left undescribed are read again, then each channel seen in that time is read after the
+    /// newest message seen there, oldest first, at most `CATCH_UP_MAX` per channel. Each goes
+    /// the way of a new message: stored once (one already kept is known again), described,
+    /// answered when it was addressed to the bot and is still unanswered. Only this shard's
+    /// guilds (DMs are shard 0's), and never a message before the newest seen: one forgotten
+    /// since does not come back.
+    pub async fn catch_up(&self, shard: Option<(u32, u32)>) {
+        if self.catch_up.is_zero() {
+            return;
+        }
+        let todo = match self.bot.to_catch_up(Platform::Discord, self.catch_up).await {
+            Ok(todo) => todo,
+            Err(e) => {
+                error!(platform = "discord", error = %e, "what to catch up could not be read");
+                return;
+            }
+        };
+        let mine = |c: &&ChannelCursor| place_of(c).is_some_and(|(g, _)| serves(shard, g));
+        let mut read = 0;
+        for c in todo.undescribed.iter().filter(mine) {
+            let Some((guild, channel)) = place_of(c) else {
+                continue;
+            };
+            let id = MessageId::new(c.external_id.max(1) as u64);
+            match self.http.get_message(channel, id).await {
+                Ok(msg) => read += usize::from(self.on_fetched(msg, guild, channel).await),
+                Err(e) => {
+                    warn!(platform = "discord", error = %e, channel = channel.get(), "a message to describe again could not be read")
+                }
+            }
+        }
+        let channels = todo.channels.iter().filter(mine).count();
+        for c in todo.channels.iter().filter(mine) {
+            let Some((guild, channel)) = place_of(c) else {
+                continue;
+            };
+            read += self.read_after(guild, channel, c.external_id).await;
+        }
+        info!(platform = "discord", channels, messages = read, "caught up");
+    }
+
+    /// Reads `channel` after the message `after`, oldest first, each as a new message;
+    /// returns how many.
+    async fn read_after(&self, guild: Option<GuildId>, channel: ChannelId, after: i64) -> usize {
+        let mut after = MessageId::new(after.max(1) as u64);
+        let mut read = 0;
+        while read < CATCH_UP_MAX {
+            let page = self
+                .http
+                .get_messages(channel, Some(MessagePagination::After(after)), Some(100))
+                .await;
+            let mut page = match page {
+                Ok(page) => page,
+                Err(e) => {
+                    warn!(platform = "discord", error = %e, channel = channel.get(), "a channel could not be caught up");
+                    break;
+                }
+            };
+            page.sort_by_key(|m| m.id);
+            page.retain(|m| m.id > after);
+            let Some(last) = page.last().map(|m| m.id) else {
+                break;
+            };
+            after = last;
+            let full = page.len() >= 100;
+            for msg in page.into_iter().take(CATCH_UP_MAX - read) {
+                read += usize::from(self.on_fetched(msg, guild, channel).await);
+            }
+            if !full {
+                break;
+            }
+        }
+        read
+    }
+
+    /// A message read over HTTP, handled as if the gateway had sent it. Such a message does
+    /// not say its guild: the place it was seen in does (and one from elsewhere is skipped).
+    async fn on_fetched(
+        &self,
+        mut msg: Message,
+        guild: Option<GuildId>,
+        channel: ChannelId,
+    ) -> bool {
+        if msg.channel_id != channel {
+            return false;
+        }
+        msg.guild_id = guild;
+        self.on_message(&msg).await;
+        true
     }
 
     /// The `/memory` slash command: the same work as "/memory …" in a message, answered
@@ -425,6 +538,35 @@ impl Handler {
 /// The space id of a channel: the guild, or the DM channel itself.
 fn space_of(guild: Option<GuildId>, channel: ChannelId) -> String {
     guild.map_or_else(|| format!("dm:{}", channel.get()), |g| g.get().to_string())
+}
+
+/// Most messages a catch-up reads in one channel.
+pub const CATCH_UP_MAX: usize = 1000;
+
+/// The guild (None: a DM) and channel a cursor names, as `space_of` wrote them; None for
+/// anything else (never read as a DM by mistake).
+fn place_of(c: &ChannelCursor) -> Option<(Option<GuildId>, ChannelId)> {
+    let channel = ChannelId::new(c.channel.parse::<u64>().ok().filter(|id| *id > 0)?);
+    let guild = match c.space_external_id.strip_prefix("dm:") {
+        Some(dm) => (dm == c.channel).then_some(None)?,
+        None => Some(GuildId::new(
+            c.space_external_id
+                .parse::<u64>()
+                .ok()
+                .filter(|id| *id > 0)?,
+        )),
+    };
+    Some((guild, channel))
+}
+
+/// Whether `shard` (id, total; None: the only one) gets `guild`'s events: shard
+/// `(guild_id >> 22) % total`; DMs come to shard 0.
+fn serves(shard: Option<(u32, u32)>, guild: Option<GuildId>) -> bool {
+    match (shard, guild) {
+        (None, _) => true,
+        (Some((id, _)), None) => id == 0,
+        (Some((id, total)), Some(g)) => (g.get() >> 22) % u64::from(total.max(1)) == u64::from(id),
+    }
 }
 
 /// Whether `member_roles` (with @everyone) give Manage Messages or Administrator.
@@ -657,6 +799,11 @@ impl EventHandler for Events {
         if let Err(e) = Command::set_global_commands(&ctx.http, slash_commands()).await {
             warn!(platform = "discord", error = %e, "could not register the slash commands");
         }
+        // What was said while the bot was away (or cut off by a stop), in its own task.
+        let (handler, shard) = (self.0.clone(), ready.shard.map(|s| (s.id.0, s.total)));
+        tokio::spawn(isolated(Platform::Discord, "catch-up", async move {
+            handler.catch_up(shard).await
+        }));
     }
 
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
@@ -749,6 +896,7 @@ pub async fn run(
         Arc::new(http(token, &settings)),
         &settings.bot_name,
         settings.downloads.clone(),
+        settings.catch_up,
     ));
     let mut client = serenity::all::ClientBuilder::new_with_http(http(token, &settings), intents())
         .event_handler(Events(handler, settings.status.clone()))

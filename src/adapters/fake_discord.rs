@@ -47,10 +47,13 @@ struct Shared {
     files: std::collections::HashMap<String, Vec<u8>>,
     /// Attachment downloads served.
     downloads: usize,
-    /// Messages served at GET /channels/{channel}/messages/{id}, by (channel, id).
+    /// Messages served at GET /channels/{channel}/messages/{id} and in the channel's
+    /// history, by (channel, id).
     messages: HashMap<(u64, u64), Value>,
-    /// Messages fetched so far.
+    /// Messages fetched so far (one by one).
     message_gets: usize,
+    /// Reads of a channel's history so far.
+    history_reads: usize,
     /// The gateway's URL.
     gateway_url: String,
 }
@@ -93,7 +96,10 @@ impl FakeDiscord {
             .route("/api/v10/gateway/bot", get(gateway_url))
             .route("/api/v10/channels/{id}", get(channel))
             .route("/api/v10/guilds/{id}/roles", get(roles))
-            .route("/api/v10/channels/{id}/messages", post(send_message))
+            .route(
+                "/api/v10/channels/{id}/messages",
+                post(send_message).get(channel_history),
+            )
             .route("/api/v10/channels/{id}/typing", post(typing))
             .route(
                 "/api/v10/channels/{id}/messages/{message}",
@@ -152,7 +158,8 @@ impl FakeDiscord {
     }
 
     /// Serves `payload` (a message as Discord sends it: `id` and `channel_id` set) when the
-    /// bot fetches it.
+    /// bot fetches it, and in its channel's history; as Discord's HTTP API does, without
+    /// `guild_id` and `member` (only gateway events carry them).
     pub fn add_message(&self, payload: &Value) {
         let id = |k: &str| payload[k].as_str().and_then(|v| v.parse::<u64>().ok());
         let (Some(channel), Some(message)) = (id("channel_id"), id("id")) else {
@@ -168,6 +175,11 @@ impl FakeDiscord {
     /// Messages the bot fetched so far.
     pub fn message_gets(&self) -> usize {
         self.shared.lock().expect("fake lock").message_gets
+    }
+
+    /// Reads of a channel's history (`GET /channels/{id}/messages`) so far.
+    pub fn history_reads(&self) -> usize {
+        self.shared.lock().expect("fake lock").history_reads
     }
 
     /// Attachment downloads served so far.
@@ -344,13 +356,59 @@ async fn get_message(
     let mut s = state.shared.lock().expect("fake lock");
     s.message_gets += 1;
     match s.messages.get(&(channel, message)) {
-        Some(m) => Json(m.clone()).into_response(),
+        Some(m) => Json(as_read(m)).into_response(),
         None => (
             StatusCode::NOT_FOUND,
             Json(json!({"message": "Unknown Message", "code": 10008})),
         )
             .into_response(),
     }
+}
+
+/// A message as the HTTP API gives it: without `guild_id` and `member`.
+fn as_read(m: &Value) -> Value {
+    let mut m = m.clone();
+    if let Some(o) = m.as_object_mut() {
+        o.remove("guild_id");
+        o.remove("member");
+    }
+    m
+}
+
+/// `GET /channels/{id}/messages?after=&limit=`: the channel's messages after `after`,
+/// newest first, at most `limit` (50 by default, 100 at most), as Discord answers.
+async fn channel_history(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(channel): Path<u64>,
+    axum::extract::Query(q): axum::extract::Query<HashMap<String, String>>,
+) -> Response {
+    if let Some(r) = refused(&state, &headers) {
+        return r;
+    }
+    let after: u64 = q.get("after").and_then(|a| a.parse().ok()).unwrap_or(0);
+    let limit: usize = q
+        .get("limit")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(50)
+        .min(100);
+    let mut s = state.shared.lock().expect("fake lock");
+    s.history_reads += 1;
+    let mut ids: Vec<u64> = s
+        .messages
+        .keys()
+        .filter(|(c, id)| *c == channel && *id > after)
+        .map(|(_, id)| *id)
+        .collect();
+    // The oldest `limit` after `after`, given newest first.
+    ids.sort_unstable();
+    ids.truncate(limit);
+    ids.reverse();
+    let page: Vec<Value> = ids
+        .iter()
+        .map(|id| as_read(&s.messages[&(channel, *id)]))
+        .collect();
+    Json(page).into_response()
 }
 
 async fn roles(

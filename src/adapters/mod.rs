@@ -20,7 +20,7 @@ use std::pin::Pin;
 use crate::bot::{Bot, Reply};
 use crate::domain::{IncomingMessage, Platform};
 use crate::memory::MemoryError;
-use crate::store::StoreError;
+use crate::store::{ChannelCursor, StoreError};
 
 /// Where replies go: a platform channel, or the console.
 #[async_trait]
@@ -55,6 +55,32 @@ pub trait MessageHandler: Send + Sync + 'static {
         channel_external_id: &str,
         external_ids: &[String],
     ) -> Result<u64, MemoryError>;
+    /// The platform message `external_id` of (platform, space, channel) was stored: the
+    /// newest seen there moves to it (what a restart catches up after).
+    async fn seen(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel_external_id: &str,
+        external_id: i64,
+    ) -> Result<(), StoreError>;
+    /// What a platform that does not deliver again must fetch after a restart: the channels
+    /// with a message seen within `within` (and the newest seen in each), and the messages
+    /// of that time whose files a stop left without their description.
+    async fn to_catch_up(
+        &self,
+        platform: Platform,
+        within: std::time::Duration,
+    ) -> Result<CatchUp, StoreError>;
+}
+
+/// What `MessageHandler::to_catch_up` gives.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Channels to read after the newest message seen in each.
+    pub channels: Vec<ChannelCursor>,
+    /// Messages to read again, oldest first: their files are still to be described.
+    pub undescribed: Vec<ChannelCursor>,
 }
 
 #[async_trait]
@@ -89,6 +115,30 @@ impl MessageHandler for Bot {
             external_ids,
         )
         .await
+    }
+
+    async fn seen(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel_external_id: &str,
+        external_id: i64,
+    ) -> Result<(), StoreError> {
+        self.seen(
+            platform,
+            space_external_id,
+            channel_external_id,
+            external_id,
+        )
+        .await
+    }
+
+    async fn to_catch_up(
+        &self,
+        platform: Platform,
+        within: std::time::Duration,
+    ) -> Result<CatchUp, StoreError> {
+        self.to_catch_up(platform, within).await
     }
 }
 

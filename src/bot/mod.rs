@@ -450,6 +450,56 @@ impl Bot {
         Ok(removed)
     }
 
+    /// The platform message `external_id` of (platform, space, channel) was stored: the
+    /// channel's newest seen moves to it (kept when messages are forgotten, so a restart never
+    /// fetches one seen before).
+    pub async fn seen(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel_external_id: &str,
+        external_id: i64,
+    ) -> Result<(), StoreError> {
+        self.store
+            .saw_message(
+                platform,
+                space_external_id,
+                channel_external_id,
+                external_id,
+                self.clock.now(),
+            )
+            .await
+    }
+
+    /// What a platform that does not deliver again fetches after a restart (see
+    /// `MessageHandler::to_catch_up`): the channels seen within `within`, and the messages of
+    /// that time whose images or recordings still wait for the model that describes them.
+    pub async fn to_catch_up(
+        &self,
+        platform: Platform,
+        within: std::time::Duration,
+    ) -> Result<crate::adapters::CatchUp, StoreError> {
+        let since = self.clock.now()
+            - chrono::Duration::from_std(within).unwrap_or(chrono::Duration::days(365));
+        let kinds: Vec<&str> = self
+            .ingestor
+            .described_kinds()
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
+        let undescribed = if kinds.is_empty() {
+            Vec::new()
+        } else {
+            self.store
+                .undescribed_since(platform, since, &kinds)
+                .await?
+        };
+        Ok(crate::adapters::CatchUp {
+            channels: self.store.channels_seen_since(platform, since).await?,
+            undescribed,
+        })
+    }
+
     /// Whether the bot keeps `msg` (by its platform ids).
     pub async fn keeps(&self, msg: &IncomingMessage) -> Result<bool, StoreError> {
         Ok(self.kept(msg).await?.is_some())

@@ -208,15 +208,22 @@ impl Describer {
         })
     }
 
+    /// The kinds of file it has a model for.
+    pub fn kinds(&self) -> Vec<AttachmentKind> {
+        let mut out = Vec::new();
+        if self.vision.is_some() {
+            out.push(AttachmentKind::Image);
+        }
+        if self.transcriber.is_some() {
+            out.extend([AttachmentKind::Voice, AttachmentKind::Audio]);
+        }
+        out
+    }
+
     /// Whether it has something to make of `a` (an image with a vision model, a recording
     /// with a transcriber), whose bytes were read.
     pub fn reads(&self, a: &IncomingAttachment) -> bool {
-        a.content.is_ok()
-            && match a.kind {
-                AttachmentKind::Image => self.vision.is_some(),
-                AttachmentKind::Voice | AttachmentKind::Audio => self.transcriber.is_some(),
-                AttachmentKind::File => false,
-            }
+        a.content.is_ok() && self.kinds().contains(&a.kind)
     }
 
     /// What the model makes of `a` (one call): of its bytes alone (not its caption or name,

@@ -8,6 +8,7 @@
 pub mod attachments;
 pub mod describe;
 
+use crate::domain::attachment::AttachmentKind;
 use crate::domain::language::{self, Language};
 use crate::domain::{
     IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceId, SpaceKind,
@@ -264,6 +265,11 @@ impl Ingestor {
         self.describer
             .as_ref()
             .is_some_and(|d| msg.attachments.iter().any(|a| d.reads(a)))
+    }
+
+    /// The kinds of file a model describes here (none without a describer).
+    pub fn described_kinds(&self) -> Vec<AttachmentKind> {
+        self.describer.as_ref().map_or_else(Vec::new, |d| d.kinds())
     }
 
     /// After `msg` is stored (`ingested`): what a model makes of its images (a description

@@ -260,6 +260,7 @@ impl Retriever {
             about_bot: asks_what_the_bot_said(&text),
             named: &found.named,
             of_window: &of_window,
+            when: self.settings.when_weight > 0.0 && time::asks_when(&text),
         };
         self.add_bonuses(&mut scores, &messages, &asked, &lexical, &episode_rank);
         self.discount_questions(&mut scores, &messages, &asked);
@@ -360,13 +361,15 @@ struct Asked<'a> {
     named: &'a HashSet<PersonId>,
     /// The scored messages from the time it names or telling about it (`Window::is_about`).
     of_window: &'a HashSet<i64>,
+    /// Whether it asks when something happened (`time::asks_when`).
+    when: bool,
 }
 
 impl Retriever {
     /// Adds to each fused score what the rest of the query says about the message: said by
     /// the asker (or by the bot, when the question asks what it said), said by someone the
     /// question names, word pairs of the query (BM25's best hits only), its episode's rank,
-    /// and the time the query names.
+    /// the time the query names, and naming a time when the query asks when.
     fn add_bonuses(
         &self,
         scores: &mut HashMap<i64, f64>,
@@ -408,6 +411,9 @@ impl Retriever {
             }
             if asked.of_window.contains(id) {
                 *score += self.settings.time_weight / (k + 1.0);
+            }
+            if asked.when && time::tells_a_time(&m.text, m.sent_at) {
+                *score += self.settings.when_weight / (k + 1.0);
             }
         }
     }

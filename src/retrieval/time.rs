@@ -142,6 +142,40 @@ pub fn window(query: &str, now: DateTime<Utc>) -> Option<Window> {
         .or_else(|| relative(&words, now))
 }
 
+/// Whether `text`, sent at `sent_at`, names a time ("yesterday", "last Friday", "in May"):
+/// what an answer to "when …?" holds. Read in its first part, as `Window::is_about` does.
+pub fn tells_a_time(text: &str, sent_at: DateTime<Utc>) -> bool {
+    let head: String = text.chars().take(MENTION_CHARS).collect();
+    window(&head, sent_at).is_some()
+}
+
+/// Whether a question asks when something happened ("When did Jolene go to Rio?", "In which
+/// month …", "How long ago …"). English, as the time phrases are.
+pub fn asks_when(query: &str) -> bool {
+    let lower = query.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    // "when" opens the question, or follows a word it asks with ("and when", "since when");
+    // elsewhere it joins clauses ("what did she do when …").
+    let opens = |i: usize| i == 0 || matches!(words[i - 1], "and" | "so" | "since" | "until");
+    words
+        .iter()
+        .enumerate()
+        .any(|(i, w)| *w == "when" && opens(i))
+        || words.windows(3).any(|p| p == ["how", "long", "ago"])
+        || words.windows(2).any(|p| {
+            matches!(
+                (p[0], p[1]),
+                (
+                    "what" | "which",
+                    "date" | "day" | "month" | "year" | "week" | "time"
+                )
+            )
+        })
+}
+
 /// A year word (1900–2200).
 fn year_of(word: &str) -> Option<i32> {
     word.parse().ok().filter(|y| (1900..=2200).contains(y))
@@ -525,5 +559,31 @@ mod tests {
         assert_eq!(window("recommend a book", now), None);
         assert_eq!(window("", now), None);
         assert_eq!(window("🦀 ago ago last", now), None);
+    }
+
+    #[test]
+    fn questions_that_ask_when_and_answers_that_tell() {
+        for q in [
+            "When did Jolene go to Rio?",
+            "so when is the party",
+            "In which month did John start his job?",
+            "What year did they move?",
+            "how long ago was the trip",
+        ] {
+            assert!(asks_when(q), "{q}");
+        }
+        for q in [
+            "What did Melanie do when she got home?",
+            "how long is the drive",
+            "what did I say about the trip",
+            "",
+        ] {
+            assert!(!asks_when(q), "{q}");
+        }
+        let sent = at("2023-05-31T15:00:00Z");
+        assert!(tells_a_time("Yes! Last Friday.", sent));
+        assert!(tells_a_time("I went there in May 2022", sent));
+        assert!(!tells_a_time("It was a lot of fun", sent));
+        assert!(!tells_a_time("", sent));
     }
 }

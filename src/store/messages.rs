@@ -97,6 +97,33 @@ pub trait Messages: Send + Sync {
         channel: &str,
         external_id: &str,
     ) -> StoreResult<bool>;
+    /// Notes that the platform message `external_id` (a number that grows with time, as
+    /// Discord's ids do) of (platform, space, channel) was seen at `at`: the channel's cursor
+    /// moves to it unless it is already past. Kept when messages are forgotten.
+    async fn saw_message(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+        external_id: i64,
+        at: DateTime<Utc>,
+    ) -> StoreResult<()>;
+    /// The channels of `platform` with a message seen since `since`, each with the newest
+    /// message seen there (`saw_message`).
+    async fn channels_seen_since(
+        &self,
+        platform: Platform,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<ChannelCursor>>;
+    /// Messages of `platform` sent since `since`, not withheld, with a kept file of one of
+    /// `kinds` that has no description yet (a stop cut it off): (space, channel, platform id)
+    /// of each, oldest first.
+    async fn undescribed_since(
+        &self,
+        platform: Platform,
+        since: DateTime<Utc>,
+        kinds: &[&str],
+    ) -> StoreResult<Vec<ChannelCursor>>;
     /// Id and text of every message `author` wrote, in `scopes` (every scope when `None`).
     async fn author_messages(
         &self,
@@ -179,6 +206,18 @@ pub struct NewMessage {
     /// Said while the author's memory was paused: kept in the history, but nothing is derived
     /// from it (no summaries, extraction, postings or vectors).
     pub withheld: bool,
+}
+
+/// A message of a platform channel by its ids: the newest seen there (`channels_seen_since`)
+/// or one to fetch again (`undescribed_since`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelCursor {
+    /// The space's platform id (a guild, or "dm:<channel>").
+    pub space_external_id: String,
+    /// The channel's platform id.
+    pub channel: String,
+    /// The message's platform id.
+    pub external_id: i64,
 }
 
 /// Last message id and count of the chatter of a scope within a time range: cheap change
@@ -429,6 +468,92 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
             Ok(found.is_some())
+        }
+
+        async fn saw_message(
+            &self,
+            platform: Platform,
+            space_external_id: &str,
+            channel: &str,
+            external_id: i64,
+            at: DateTime<Utc>,
+        ) -> StoreResult<()> {
+            sqlx::query(
+                "INSERT INTO channel_cursors (platform, space_external_id, channel, seen_through, seen_at) \
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, space_external_id, channel) DO UPDATE SET \
+                 seen_through = CASE WHEN excluded.seen_through > channel_cursors.seen_through \
+                 THEN excluded.seen_through ELSE channel_cursors.seen_through END, \
+                 seen_at = CASE WHEN excluded.seen_at > channel_cursors.seen_at \
+                 THEN excluded.seen_at ELSE channel_cursors.seen_at END",
+            )
+            .bind(platform.as_str())
+            .bind(space_external_id)
+            .bind(channel)
+            .bind(external_id)
+            .bind(ms(at))
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(())
+        }
+
+        async fn channels_seen_since(
+            &self,
+            platform: Platform,
+            since: DateTime<Utc>,
+        ) -> StoreResult<Vec<ChannelCursor>> {
+            let rows: Vec<(String, String, i64)> = sqlx::query_as(
+                "SELECT space_external_id, channel, seen_through FROM channel_cursors \
+                 WHERE platform = $1 AND seen_at >= $2 ORDER BY space_external_id, channel",
+            )
+            .bind(platform.as_str())
+            .bind(ms(since))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(rows
+                .into_iter()
+                .map(|(space_external_id, channel, external_id)| ChannelCursor {
+                    space_external_id,
+                    channel,
+                    external_id,
+                })
+                .collect())
+        }
+
+        async fn undescribed_since(
+            &self,
+            platform: Platform,
+            since: DateTime<Utc>,
+            kinds: &[&str],
+        ) -> StoreResult<Vec<ChannelCursor>> {
+            let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+                "SELECT DISTINCT s.external_id, m.channel, m.external_id, a.kind FROM messages m \
+                 JOIN spaces s ON s.id = m.space_id \
+                 JOIN message_attachments ma ON ma.message_id = m.id \
+                 JOIN attachments a ON a.id = ma.attachment_id \
+                 WHERE s.platform = $1 AND m.sent_at >= $2 AND NOT m.withheld AND NOT m.is_bot \
+                 AND a.surrogate IS NULL",
+            )
+            .bind(platform.as_str())
+            .bind(ms(since))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            let mut out: Vec<ChannelCursor> = rows
+                .into_iter()
+                .filter(|r| kinds.contains(&r.3.as_str()))
+                .filter_map(|(space_external_id, channel, id, _)| {
+                    Some(ChannelCursor {
+                        space_external_id,
+                        channel,
+                        external_id: id.parse().ok()?,
+                    })
+                })
+                .collect();
+            out.sort_by_key(|c| c.external_id);
+            out.dedup();
+            Ok(out)
         }
 
         async fn author_messages(

@@ -79,24 +79,32 @@ async fn connect(h: Harness) -> (Harness, FakeDiscord, Handler) {
     fake.add_text_channel(GUILD, MODS, "mods", true);
     fake.add_thread(GUILD, THREAD, GENERAL, false);
     fake.add_thread(GUILD, SECRET_THREAD, GENERAL, true);
+    let handler = handler_for(&h, &fake);
+    (h, fake, handler)
+}
+
+/// A handler of `h`'s bot on `fake`, as a (re)started process makes it (`discord.catch_up_hours`
+/// as configured).
+fn handler_for(h: &Harness, fake: &FakeDiscord) -> Handler {
     let settings = DiscordSettings {
         shards: None,
         api_url: fake.url(),
         bot_name: h.config.bot.name.clone(),
         status: Default::default(),
         downloads: h.config.attachments.limits(),
+        catch_up: Duration::from_secs_f64(h.config.discord.catch_up_hours * 3600.0),
     };
     let http = discord::http(TOKEN, &settings);
     http.set_application_id(serenity::all::ApplicationId::new(APP_ID));
-    let http = Arc::new(http);
     let handler = Handler::new(
         h.bot.clone(),
-        http,
+        Arc::new(http),
         &settings.bot_name,
         settings.downloads.clone(),
+        settings.catch_up,
     );
     handler.set_me(UserId::new(BOT_ID));
-    (h, fake, handler)
+    handler
 }
 
 const ALICE: (u64, &str) = (111, "Alice");
@@ -1109,6 +1117,8 @@ on_both_harnesses!(
     privacy_follows_effective_permissions,
     deletes_and_edits_reach_the_memory,
     the_memory_slash_command_answers_ephemerally,
+    what_was_said_while_away_is_caught_up_once_in_its_place,
+    an_image_cut_off_before_its_description_is_described_after_the_restart,
 );
 
 /// An update of a message with a file keeps the file: one that changes nothing (Discord sends
@@ -1328,6 +1338,173 @@ async fn images_and_audio_of_a_discord_message_are_described() {
             .all(|l| l.contains(" | space:")),
         "in the channel's scope"
     );
+}
+
+/// What was said while the bot was away: after a restart the handler reads each channel seen
+/// in the last day after the newest message it saw there, oldest first, and handles each as
+/// the gateway's would be: stored in its own place and privacy (the HTTP API does not say the
+/// guild, and a restricted channel's message must not become a DM), answered when addressed;
+/// a second catch-up changes nothing. A message before the newest seen (one forgotten since)
+/// is never read back, nor a channel of a guild another shard serves.
+async fn what_was_said_while_away_is_caught_up_once_in_its_place(url: Option<String>) {
+    let (h, fake, handler) = setup_on(url, false).await;
+    let at_bot = format!("<@{BOT_ID}>");
+    // Seen before the stop: the newest of #mods, and of the DM (answered).
+    for p in [
+        payload(3010, MODS, Some(GUILD), ALICE, "morning all"),
+        payload(3020, DM, None, ALICE, "hello"),
+    ] {
+        fake.add_message(&p);
+        handler.on_message(&message(p)).await;
+    }
+    fake.wait_sent(1, WITHIN).await;
+    // Said while it was away; and one before the newest seen in #mods, never kept.
+    for p in [
+        payload(3005, MODS, Some(GUILD), BOB, "the old plan was Tuesday"),
+        payload(3011, MODS, Some(GUILD), BOB, "the launch moved to Friday"),
+        payload(
+            3012,
+            MODS,
+            Some(GUILD),
+            BOB,
+            &format!("{at_bot} remember that I own the launch checklist"),
+        ),
+        payload(3021, DM, None, ALICE, "remember that my cat is Tom"),
+        payload(3030, GENERAL, Some(GUILD), BOB, "a channel never seen"),
+    ] {
+        fake.add_message(&p);
+    }
+    let restarted = handler_for(&h, &fake);
+    // Shard 1 of 2 serves neither guild 500 (shard 0) nor DMs.
+    restarted.catch_up(Some((1, 2))).await;
+    assert_eq!(
+        fake.history_reads(),
+        0,
+        "another shard's channels are not read"
+    );
+    restarted.catch_up(None).await;
+    assert_eq!(fake.history_reads(), 2, "#mods and the DM");
+    let text = database_text(&h).await;
+    for kept in [
+        "the launch moved to Friday",
+        "I own the launch checklist",
+        "my cat is Tom",
+    ] {
+        assert!(text.contains(kept), "{kept}: {text}");
+    }
+    assert!(
+        !text.contains("the old plan was Tuesday"),
+        "before the newest seen"
+    );
+    assert!(!text.contains("a channel never seen"));
+    let guild = h
+        .store
+        .resolve_space(Platform::Discord, &GUILD.to_string(), SpaceKind::Group, "")
+        .await
+        .unwrap();
+    let stored = |channel: u64, id: u64| {
+        let h = &h;
+        async move {
+            let space = if channel == DM {
+                format!("dm:{DM}")
+            } else {
+                GUILD.to_string()
+            };
+            h.store
+                .message_by_external(
+                    Platform::Discord,
+                    &space,
+                    &channel.to_string(),
+                    &id.to_string(),
+                )
+                .await
+                .unwrap()
+                .expect("kept")
+        }
+    };
+    assert_eq!(
+        stored(MODS, 3011).await.scope,
+        Scope::Channel(guild, MODS.to_string()),
+        "a restricted channel's message stays there"
+    );
+    let alice = stored(DM, 3020).await.author;
+    assert_eq!(stored(DM, 3021).await.scope, Scope::Dm(alice));
+    // The two addressed messages are answered where they were said.
+    fake.wait_sent(3, WITHIN).await;
+    let sent = fake.sent();
+    let answered: Vec<(u64, String)> = sent[1..]
+        .iter()
+        .map(|(to, b)| (*to, b["message_reference"]["message_id"].to_string()))
+        .collect();
+    assert_eq!(
+        answered,
+        [(MODS, "\"3012\"".to_string()), (DM, "\"3021\"".to_string())]
+    );
+    // Again: read, and nothing stored or answered twice.
+    let rows = rows_of(&h, "messages", "").await.len();
+    restarted.catch_up(None).await;
+    assert_eq!(fake.history_reads(), 4);
+    assert_eq!(rows_of(&h, "messages", "").await.len(), rows);
+    assert_eq!(fake.sent().len(), 3);
+}
+
+/// An image whose description a stop cut off (the vision model still working) keeps its bare
+/// line; Discord never sends the message again, so the catch-up after the restart reads it
+/// again and the image is described: stored once, with its description, and described once
+/// more only.
+async fn an_image_cut_off_before_its_description_is_described_after_the_restart(
+    url: Option<String>,
+) {
+    let h = Harness::build(true, |c| {
+        c.llm.vision_model = "fake-vision".into();
+        if let Some(url) = url {
+            c.store.url = url;
+        }
+    })
+    .await;
+    let (h, fake, handler) = connect(h).await;
+    let llm = h.fake.as_ref().unwrap();
+    let shot = fake.add_file(
+        "shot.png",
+        b"\x89PNG\r\n\x1a\n\0ImportError: no module named frobnitz\0",
+    );
+    let mut p = payload(7201, GENERAL, Some(GUILD), ALICE, "my screen right now");
+    p["attachments"] = json!([{"id": "9201", "filename": "shot.png", "size": 64, "url": shot,
+                               "proxy_url": shot, "content_type": "image/png"}]);
+    fake.add_message(&p);
+    llm.hold();
+    let handling = tokio::spawn({
+        let m = message(p);
+        async move { handler.on_message(&m).await }
+    });
+    llm.wait_seen(1, WITHIN).await;
+    // The stop.
+    handling.abort();
+    assert!(handling.await.unwrap_err().is_cancelled());
+    llm.release();
+    let text = database_text(&h).await;
+    assert!(
+        text.contains("my screen right now\n[image#1 shot.png]") && !text.contains("frobnitz"),
+        "stored before the model, bare: {text}"
+    );
+    let restarted = handler_for(&h, &fake);
+    restarted.catch_up(None).await;
+    assert_eq!(llm.count("describe_image"), 2);
+    assert_eq!(fake.message_gets(), 1, "read again by its id");
+    assert_eq!(
+        rows_of(&h, "messages", "my screen right now").await.len(),
+        1
+    );
+    let text = database_text(&h).await;
+    assert!(
+        text.contains(
+            "my screen right now\n[image#1 shot.png] a picture saying ImportError: no module named frobnitz"
+        ),
+        "{text}"
+    );
+    // Described now: another catch-up reads and asks nothing.
+    restarted.catch_up(None).await;
+    assert_eq!((llm.count("describe_image"), fake.message_gets()), (2, 1));
 }
 
 postgres_test! {

@@ -1382,6 +1382,7 @@ on_both_backends!(
     describing_an_attachment_rewrites_its_message_and_what_came_of_it,
     episode_keys_are_searched_in_scope_and_go_with_a_forget,
     tombstones_name_one_message_and_lapse,
+    channel_cursors_keep_the_newest_seen,
 );
 
 /// A private word kept in a channel's id beside public chatter (a private chat's space named
@@ -1973,4 +1974,52 @@ async fn tombstones_name_one_message_and_lapse(s: Arc<dyn Store>) {
     .unwrap();
     assert!(!gone(Platform::Discord, "g", "c", "1").await);
     assert!(gone(Platform::Discord, "g", "c", "3").await);
+}
+
+/// A channel's cursor is the newest message seen there: a message seen late (an older id)
+/// never moves it back, each (platform, space, channel) has its own, and only channels seen
+/// within the asked time are listed.
+async fn channel_cursors_keep_the_newest_seen(s: Arc<dyn Store>) {
+    let seen = |space: &'static str, channel: &'static str, id: i64, at: i64| {
+        let s = s.clone();
+        async move {
+            s.saw_message(Platform::Discord, space, channel, id, t(at))
+                .await
+                .unwrap()
+        }
+    };
+    let listed = |since: i64| {
+        let s = s.clone();
+        async move {
+            s.channels_seen_since(Platform::Discord, t(since))
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|c| (c.space_external_id, c.channel, c.external_id))
+                .collect::<Vec<_>>()
+        }
+    };
+    seen("g", "c", 1_000_000_000_000_000_010, 0).await;
+    seen("g", "c", 1_000_000_000_000_000_005, 1).await;
+    seen("g", "d", 7, 1).await;
+    s.saw_message(Platform::Telegram, "g", "c", 99, t(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        listed(0).await,
+        [
+            ("g".into(), "c".into(), 1_000_000_000_000_000_010),
+            ("g".into(), "d".into(), 7)
+        ]
+    );
+    seen("g", "c", 1_000_000_000_000_000_011, 0).await;
+    assert_eq!(
+        listed(1).await,
+        [
+            ("g".into(), "c".into(), 1_000_000_000_000_000_011),
+            ("g".into(), "d".into(), 7)
+        ],
+        "seen at the later time of the two"
+    );
+    assert!(listed(2).await.is_empty());
 }

@@ -6,7 +6,7 @@ use crate::common::*;
 use engram::adapters::fake_telegram::{BOT_USERNAME, Chat, FakeTelegram, TgFile, TgUser};
 use engram::adapters::split::utf16;
 use engram::adapters::telegram::{self, TelegramError, TelegramSettings};
-use engram::adapters::{MessageHandler, Typing};
+use engram::adapters::{CatchUp, MessageHandler, Typing};
 use engram::bot::Reply;
 use engram::domain::IncomingMessage;
 use engram::domain::{Platform, SpaceKind};
@@ -120,6 +120,24 @@ impl MessageHandler for PanicsOn {
         ids: &[String],
     ) -> Result<u64, MemoryError> {
         self.bot.deleted(platform, space, channel, ids).await
+    }
+
+    async fn seen(
+        &self,
+        platform: Platform,
+        space: &str,
+        channel: &str,
+        id: i64,
+    ) -> Result<(), StoreError> {
+        self.bot.seen(platform, space, channel, id).await
+    }
+
+    async fn to_catch_up(
+        &self,
+        platform: Platform,
+        within: std::time::Duration,
+    ) -> Result<CatchUp, StoreError> {
+        self.bot.to_catch_up(platform, within).await
     }
 }
 
@@ -900,16 +918,6 @@ async fn recalled_in_private_only(fake: &FakeTelegram, question: &str, needle: &
     fake.wait_sent(sent + 2, WITHIN).await;
     let theirs = fake.sent_to(-600).last().cloned().unwrap();
     assert!(!theirs.contains(needle), "{theirs}");
-}
-
-/// The rows of `table` (as `database_text` shows them) holding `needle`.
-async fn rows_of(h: &Harness, table: &str, needle: &str) -> Vec<String> {
-    database_text(h)
-        .await
-        .lines()
-        .filter(|l| l.starts_with(&format!("{table}: ")) && l.contains(needle))
-        .map(str::to_string)
-        .collect()
 }
 
 /// Attachments through the real teloxide client (getFile, then the file from the fake

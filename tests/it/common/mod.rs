@@ -377,6 +377,16 @@ pub async fn database_text(h: &Harness) -> String {
     database_text_at(&h.config.store.url).await
 }
 
+/// The rows of `table` (as `database_text` shows them) holding `needle`.
+pub async fn rows_of(h: &Harness, table: &str, needle: &str) -> Vec<String> {
+    database_text(h)
+        .await
+        .lines()
+        .filter(|l| l.starts_with(&format!("{table}: ")) && l.contains(needle))
+        .map(str::to_string)
+        .collect()
+}
+
 /// `database_text` of the database at `url`.
 pub async fn database_text_at(url: &str) -> String {
     database_rows_at(url)
