@@ -20,11 +20,11 @@ use crate::router::memory_request;
 use crate::store::ChannelCursor;
 use serenity::all::{
     Attachment, Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType,
-    Context, CreateAllowedMentions, CreateCommand, CreateCommandOption, CreateInteractionResponse,
-    CreateInteractionResponseFollowup, CreateInteractionResponseMessage, CreateMessage,
-    EventHandler, GatewayIntents, GuildChannel, GuildId, Http, HttpBuilder, Interaction, Message,
-    MessageId, MessageUpdateEvent, PermissionOverwriteType, Permissions, Ready, Role, RoleId, User,
-    UserId,
+    ConnectionStage, Context, CreateAllowedMentions, CreateCommand, CreateCommandOption,
+    CreateInteractionResponse, CreateInteractionResponseFollowup, CreateInteractionResponseMessage,
+    CreateMessage, EventHandler, GatewayIntents, GuildChannel, GuildId, Http, HttpBuilder,
+    Interaction, Message, MessageId, MessageUpdateEvent, PermissionOverwriteType, Permissions,
+    Ready, Role, RoleId, ShardStageUpdateEvent, User, UserId,
 };
 use serenity::http::MessagePagination;
 use std::collections::HashMap;
@@ -793,8 +793,9 @@ struct Events(Arc<Handler>, PlatformStatus);
 #[serenity::async_trait]
 impl EventHandler for Events {
     async fn ready(&self, ctx: Context, ready: Ready) {
-        info!(platform = "discord", user = %ready.user.name, guilds = ready.guilds.len(), "connected");
-        self.1.connected(Platform::Discord);
+        let shard = ready.shard.map_or(0, |s| s.id.0);
+        info!(platform = "discord", user = %ready.user.name, guilds = ready.guilds.len(), shard, "connected");
+        self.1.shard_connected(Platform::Discord, shard);
         self.0.set_me(ready.user.id);
         if let Err(e) = Command::set_global_commands(&ctx.http, slash_commands()).await {
             warn!(platform = "discord", error = %e, "could not register the slash commands");
@@ -804,6 +805,17 @@ impl EventHandler for Events {
         tokio::spawn(isolated(Platform::Discord, "catch-up", async move {
             handler.catch_up(shard).await
         }));
+    }
+
+    async fn shard_stage_update(&self, _ctx: Context, event: ShardStageUpdateEvent) {
+        // Back after a resume (no READY then), or away: `/readyz` says which shards are up.
+        let shard = event.shard_id.0;
+        if event.new == ConnectionStage::Connected {
+            self.1.shard_connected(Platform::Discord, shard);
+        } else if event.old == ConnectionStage::Connected {
+            warn!(platform = "discord", shard, stage = %event.new, "shard disconnected; reconnecting");
+            self.1.shard_disconnected(Platform::Discord, shard);
+        }
     }
 
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
@@ -902,6 +914,12 @@ pub async fn run(
         .event_handler(Events(handler, settings.status.clone()))
         .await
         .map_err(|e| classify(&e))?;
+    match settings.shards {
+        Some(r) => settings
+            .status
+            .runs_shards(Platform::Discord, r.first..=r.last, r.total),
+        None => settings.status.runs_shards(Platform::Discord, [0], 1),
+    }
     let shards = client.shard_manager.clone();
     tokio::select! {
         result = start(&mut client, settings.shards) => result.map_err(|e| classify(&e)),

@@ -10,7 +10,7 @@ pub mod api;
 pub mod mcp;
 pub mod memory_api;
 
-use crate::domain::status::{Connection, PlatformStatus};
+use crate::domain::status::{Connection, PlatformStatus, Shards};
 use crate::store::{Readiness, Store};
 use axum::Router;
 use axum::extract::State;
@@ -63,6 +63,9 @@ pub struct ReadyReport {
     pub store: StoreHealth,
     /// Each platform of this process and its connection.
     pub platforms: BTreeMap<&'static str, Connection>,
+    /// The gateway shards each platform runs here and which are connected (Discord).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub shards: BTreeMap<&'static str, Shards>,
 }
 
 /// The database as `/readyz` sees it.
@@ -92,6 +95,7 @@ pub async fn readiness(store: &dyn Store, platforms: &PlatformStatus) -> ReadyRe
         ready: schema_ok && platforms.all_connected(),
         store,
         platforms: platforms.all(),
+        shards: platforms.shards(),
     }
 }
 

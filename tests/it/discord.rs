@@ -1551,6 +1551,20 @@ postgres_test! {
         for port in ports {
             wait_ready(port).await;
         }
+        // Each process is ready once its own shards are connected, and says which.
+        for (port, runs) in ports.iter().zip([[0, 1], [2, 3]]) {
+            let ready: Value = reqwest::get(format!("http://127.0.0.1:{port}/readyz"))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(
+                ready["shards"]["discord"],
+                json!({"total": 4, "runs": runs, "connected": runs}),
+                "{ready}"
+            );
+        }
         let mut shards = fake.shards_identified();
         shards.sort();
         assert_eq!(shards, [(0, 4), (1, 4), (2, 4), (3, 4)], "each shard once");
