@@ -18,6 +18,7 @@ use crate::domain::status::PlatformStatus;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind, mention};
 use crate::router::memory_request;
 use crate::store::ChannelCursor;
+use chrono::{DateTime, Utc};
 use serenity::all::{
     Attachment, Channel, ChannelId, ChannelType, Command, CommandInteraction, CommandOptionType,
     ConnectionStage, Context, CreateAllowedMentions, CreateCommand, CreateCommandOption,
@@ -27,8 +28,8 @@ use serenity::all::{
     Ready, Role, RoleId, ShardStageUpdateEvent, User, UserId,
 };
 use serenity::http::MessagePagination;
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{error, info, warn};
@@ -99,6 +100,29 @@ pub struct Handler {
     roles: moka::sync::Cache<GuildId, Arc<HashMap<RoleId, Role>>>,
     downloads: DownloadLimits,
     catch_up: Duration,
+    /// Messages being handled now: the gateway's and a catch-up's copy of one are handled
+    /// once.
+    in_flight: Mutex<HashSet<MessageId>>,
+    /// Channels whose catch-up has not finished, with the newest message handled there
+    /// meanwhile: their newest seen moves when the catch-up ends (a crash before that reads
+    /// them again from the old one).
+    catching_up: Mutex<HashMap<ChannelId, Option<MessageId>>>,
+    /// Messages read again for their files by a catch-up of this process (each once).
+    retried: Mutex<HashSet<MessageId>>,
+    /// The running catch-up of each shard (a new READY or a shutdown stops it).
+    catch_ups: Mutex<HashMap<u32, tokio::task::AbortHandle>>,
+}
+
+/// A message claimed for handling (`Handler::claim`), let go when dropped.
+struct Claim<'a> {
+    set: &'a Mutex<HashSet<MessageId>>,
+    id: MessageId,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.set.lock().expect("claims lock").remove(&self.id);
+    }
 }
 
 impl Handler {
@@ -125,7 +149,27 @@ impl Handler {
                 .build(),
             downloads,
             catch_up,
+            in_flight: Mutex::default(),
+            catching_up: Mutex::default(),
+            retried: Mutex::default(),
+            catch_ups: Mutex::default(),
         }
+    }
+
+    /// Claims `id` for handling; None while another task handles it.
+    fn claim(&self, id: MessageId) -> Option<Claim<'_>> {
+        let fresh = self.in_flight.lock().expect("claims lock").insert(id);
+        fresh.then_some(Claim {
+            set: &self.in_flight,
+            id,
+        })
+    }
+
+    /// A new gateway session: what changed while the bot was away (channel overwrites,
+    /// roles) is looked up again, not taken from before.
+    pub fn on_reconnect(&self) {
+        self.privacy.invalidate_all();
+        self.roles.invalidate_all();
     }
 
     /// A channel or thread changed (its overwrites, its parent): privacy is worked out again.
@@ -176,6 +220,15 @@ impl Handler {
         if msg.author.id == me {
             return;
         }
+        // The gateway's copy and a catch-up's may come at once: one handles it.
+        let Some(_claim) = self.claim(msg.id) else {
+            info!(
+                platform = "discord",
+                message = msg.id.get(),
+                "already being handled"
+            );
+            return;
+        };
         let privacy = match msg.guild_id {
             None => Privacy::Dm,
             Some(_) => match self.channel_privacy(msg.channel_id).await {
@@ -213,25 +266,63 @@ impl Handler {
         }
     }
 
-    /// `msg` was handled: a catch-up after a restart starts after it.
+    /// `msg` was handled: a catch-up after a restart starts after it (when its channel is
+    /// being caught up, once that ends).
     async fn saw(&self, msg: &Message) {
-        let space = space_of(msg.guild_id, msg.channel_id);
-        let channel = msg.channel_id.get().to_string();
-        let id = i64::try_from(msg.id.get()).unwrap_or(i64::MAX);
+        if let Some(newest) = self
+            .catching_up
+            .lock()
+            .expect("catch-up lock")
+            .get_mut(&msg.channel_id)
+        {
+            *newest = (*newest).max(Some(msg.id));
+            return;
+        }
+        self.seen(msg.guild_id, msg.channel_id, msg.id).await;
+    }
+
+    /// Keeps `id` as the newest message seen in `channel`.
+    async fn seen(&self, guild: Option<GuildId>, channel: ChannelId, id: MessageId) {
+        let (space, channel) = (space_of(guild, channel), channel.get().to_string());
+        let id = i64::try_from(id.get()).unwrap_or(i64::MAX);
         if let Err(e) = self.bot.seen(Platform::Discord, &space, &channel, id).await {
             warn!(platform = "discord", error = %e, "the newest message seen could not be kept");
         }
     }
 
+    /// Starts `shard`'s catch-up (`catch_up`) of what was said before `now`, stopping the
+    /// one it may still run from an earlier connection.
+    pub fn start_catch_up(self: &Arc<Self>, shard: Option<(u32, u32)>, now: DateTime<Utc>) {
+        let (handler, until) = (self.clone(), snowflake_at(now));
+        let task = tokio::spawn(isolated(Platform::Discord, "catch-up", async move {
+            handler.catch_up(shard, until).await
+        }));
+        let key = shard.map_or(0, |s| s.0);
+        let mut running = self.catch_ups.lock().expect("catch-up lock");
+        if let Some(old) = running.insert(key, task.abort_handle()) {
+            old.abort();
+        }
+    }
+
+    /// Stops every catch-up still running (shutdown).
+    pub fn stop_catching_up(&self) {
+        for (_, task) in self.catch_ups.lock().expect("catch-up lock").drain() {
+            task.abort();
+        }
+    }
+
     /// After (re)connecting `shard` (id, total; None: the only one): what Discord does not
-    /// deliver again. The messages of the last `catch_up` whose images or recordings a stop
-    /// left undescribed are read again, then each channel seen in that time is read after the
-    /// newest message seen there, oldest first, at most `CATCH_UP_MAX` per channel. Each goes
+    /// deliver again, said before `until` (the gateway delivers what comes after). Each
+    /// channel seen within `catch_up` is read after the newest message seen there, at most
+    /// the newest `CATCH_UP_MAX`, oldest first; then the messages of that time whose images
+    /// or recordings still have a bare line are read again by id (each once per process, at
+    /// most `CATCH_UP_FILES`; one Discord no longer has is deleted from memory). Each goes
     /// the way of a new message: stored once (one already kept is known again), described,
     /// answered when it was addressed to the bot and is still unanswered. Only this shard's
-    /// guilds (DMs are shard 0's), and never a message before the newest seen: one forgotten
-    /// since does not come back.
-    pub async fn catch_up(&self, shard: Option<(u32, u32)>) {
+    /// guilds (DMs are shard 0's), and never a message before the newest seen: one
+    /// forgotten since does not come back. A channel that cannot be read keeps its newest
+    /// seen where it was, so the next catch-up tries again.
+    pub async fn catch_up(&self, shard: Option<(u32, u32)>, until: MessageId) {
         if self.catch_up.is_zero() {
             return;
         }
@@ -242,78 +333,134 @@ impl Handler {
                 return;
             }
         };
-        let mine = |c: &&ChannelCursor| place_of(c).is_some_and(|(g, _)| serves(shard, g));
-        let mut read = 0;
-        for c in todo.undescribed.iter().filter(mine) {
-            let Some((guild, channel)) = place_of(c) else {
+        let mine: Vec<(Option<GuildId>, ChannelId, i64)> = todo
+            .channels
+            .iter()
+            .filter_map(|c| place_of(c).map(|(g, ch)| (g, ch, c.external_id)))
+            .filter(|(g, _, _)| serves(shard, *g))
+            .collect();
+        {
+            let mut open = self.catching_up.lock().expect("catch-up lock");
+            for (_, channel, _) in &mine {
+                open.entry(*channel).or_insert(None);
+            }
+        }
+        let mut read = HashSet::new();
+        for (guild, channel, after) in &mine {
+            match self.read_channel(*guild, *channel, *after, until).await {
+                Ok(ids) => {
+                    let live = self
+                        .catching_up
+                        .lock()
+                        .expect("catch-up lock")
+                        .remove(channel)
+                        .flatten();
+                    if let Some(newest) = ids.iter().copied().max().max(live) {
+                        self.seen(*guild, *channel, newest).await;
+                    }
+                    read.extend(ids);
+                }
+                Err(e) => {
+                    warn!(platform = "discord", error = %e, channel = channel.get(), "a channel could not be caught up; the next connection tries again")
+                }
+            }
+        }
+        let mut files = 0;
+        for c in &todo.undescribed {
+            let Some((guild, channel)) = place_of(c).filter(|(g, _)| serves(shard, *g)) else {
                 continue;
             };
             let id = MessageId::new(c.external_id.max(1) as u64);
+            if read.contains(&id)
+                || files >= CATCH_UP_FILES
+                || !self.retried.lock().expect("catch-up lock").insert(id)
+            {
+                continue;
+            }
+            files += 1;
             match self.http.get_message(channel, id).await {
-                Ok(msg) => read += usize::from(self.on_fetched(msg, guild, channel).await),
+                Ok(msg) => {
+                    self.on_fetched(msg, guild, channel).await;
+                }
+                // Deleted on Discord while the bot was away: as a delete event would.
+                Err(serenity::Error::Http(h))
+                    if h.status_code().map(|c| c.as_u16()) == Some(404) =>
+                {
+                    self.on_message_delete(channel, &[id], guild).await;
+                }
                 Err(e) => {
                     warn!(platform = "discord", error = %e, channel = channel.get(), "a message to describe again could not be read")
                 }
             }
         }
-        let channels = todo.channels.iter().filter(mine).count();
-        for c in todo.channels.iter().filter(mine) {
-            let Some((guild, channel)) = place_of(c) else {
-                continue;
-            };
-            read += self.read_after(guild, channel, c.external_id).await;
-        }
-        info!(platform = "discord", channels, messages = read, "caught up");
+        info!(
+            platform = "discord",
+            channels = mine.len(),
+            messages = read.len(),
+            files,
+            "caught up"
+        );
     }
 
-    /// Reads `channel` after the message `after`, oldest first, each as a new message;
-    /// returns how many.
-    async fn read_after(&self, guild: Option<GuildId>, channel: ChannelId, after: i64) -> usize {
-        let mut after = MessageId::new(after.max(1) as u64);
-        let mut read = 0;
-        while read < CATCH_UP_MAX {
+    /// Reads `channel` between the messages `after` and `until` (both left out), at most
+    /// the newest `CATCH_UP_MAX`, and handles each, oldest first, as a new message: the ids
+    /// handled.
+    async fn read_channel(
+        &self,
+        guild: Option<GuildId>,
+        channel: ChannelId,
+        after: i64,
+        until: MessageId,
+    ) -> serenity::Result<Vec<MessageId>> {
+        let after = MessageId::new(after.max(1) as u64);
+        let mut before = until;
+        let mut found: Vec<Message> = Vec::new();
+        loop {
             let page = self
                 .http
-                .get_messages(channel, Some(MessagePagination::After(after)), Some(100))
-                .await;
-            let mut page = match page {
-                Ok(page) => page,
-                Err(e) => {
-                    warn!(platform = "discord", error = %e, channel = channel.get(), "a channel could not be caught up");
-                    break;
-                }
-            };
-            page.sort_by_key(|m| m.id);
-            page.retain(|m| m.id > after);
-            let Some(last) = page.last().map(|m| m.id) else {
+                .get_messages(channel, Some(MessagePagination::Before(before)), Some(100))
+                .await?;
+            let Some(oldest) = page.iter().map(|m| m.id).min() else {
                 break;
             };
-            after = last;
             let full = page.len() >= 100;
-            for msg in page.into_iter().take(CATCH_UP_MAX - read) {
-                read += usize::from(self.on_fetched(msg, guild, channel).await);
-            }
-            if !full {
+            found.extend(
+                page.into_iter()
+                    .filter(|m| m.id > after && m.id < until && m.channel_id == channel),
+            );
+            if oldest <= after || !full || oldest >= before {
                 break;
             }
+            if found.len() >= CATCH_UP_MAX {
+                warn!(
+                    platform = "discord",
+                    channel = channel.get(),
+                    kept = CATCH_UP_MAX,
+                    "more was said while the bot was away than a catch-up reads: the older messages are left out"
+                );
+                break;
+            }
+            before = oldest;
         }
-        read
+        found.sort_by_key(|m| std::cmp::Reverse(m.id));
+        found.dedup_by_key(|m| m.id);
+        found.truncate(CATCH_UP_MAX);
+        let mut ids = Vec::with_capacity(found.len());
+        for msg in found.into_iter().rev() {
+            ids.push(msg.id);
+            self.on_fetched(msg, guild, channel).await;
+        }
+        Ok(ids)
     }
 
     /// A message read over HTTP, handled as if the gateway had sent it. Such a message does
     /// not say its guild: the place it was seen in does (and one from elsewhere is skipped).
-    async fn on_fetched(
-        &self,
-        mut msg: Message,
-        guild: Option<GuildId>,
-        channel: ChannelId,
-    ) -> bool {
+    async fn on_fetched(&self, mut msg: Message, guild: Option<GuildId>, channel: ChannelId) {
         if msg.channel_id != channel {
-            return false;
+            return;
         }
         msg.guild_id = guild;
         self.on_message(&msg).await;
-        true
     }
 
     /// The `/memory` slash command: the same work as "/memory …" in a message, answered
@@ -540,8 +687,19 @@ fn space_of(guild: Option<GuildId>, channel: ChannelId) -> String {
     guild.map_or_else(|| format!("dm:{}", channel.get()), |g| g.get().to_string())
 }
 
-/// Most messages a catch-up reads in one channel.
+/// Most messages a catch-up reads in one channel (the newest).
 pub const CATCH_UP_MAX: usize = 1000;
+
+/// Most messages a catch-up reads again for their files.
+pub const CATCH_UP_FILES: usize = 100;
+
+/// The smallest message id Discord gives at `t` (ids begin with their time, in milliseconds
+/// since 2015).
+pub fn snowflake_at(t: DateTime<Utc>) -> MessageId {
+    const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
+    let ms = (t.timestamp_millis() - DISCORD_EPOCH_MS).max(1) as u64;
+    MessageId::new(ms << 22)
+}
 
 /// The guild (None: a DM) and channel a cursor names, as `space_of` wrote them; None for
 /// anything else (never read as a DM by mistake).
@@ -801,10 +959,9 @@ impl EventHandler for Events {
             warn!(platform = "discord", error = %e, "could not register the slash commands");
         }
         // What was said while the bot was away (or cut off by a stop), in its own task.
-        let (handler, shard) = (self.0.clone(), ready.shard.map(|s| (s.id.0, s.total)));
-        tokio::spawn(isolated(Platform::Discord, "catch-up", async move {
-            handler.catch_up(shard).await
-        }));
+        self.0.on_reconnect();
+        let shard = ready.shard.map(|s| (s.id.0, s.total));
+        self.0.start_catch_up(shard, chrono::Utc::now());
     }
 
     async fn shard_stage_update(&self, _ctx: Context, event: ShardStageUpdateEvent) {
@@ -911,7 +1068,7 @@ pub async fn run(
         settings.catch_up,
     ));
     let mut client = serenity::all::ClientBuilder::new_with_http(http(token, &settings), intents())
-        .event_handler(Events(handler, settings.status.clone()))
+        .event_handler(Events(handler.clone(), settings.status.clone()))
         .await
         .map_err(|e| classify(&e))?;
     match settings.shards {
@@ -924,6 +1081,7 @@ pub async fn run(
     tokio::select! {
         result = start(&mut client, settings.shards) => result.map_err(|e| classify(&e)),
         _ = shutdown.changed() => {
+            handler.stop_catching_up();
             shards.shutdown_all().await;
             info!(platform = "discord", "stopped");
             Ok(())

@@ -375,8 +375,9 @@ fn as_read(m: &Value) -> Value {
     m
 }
 
-/// `GET /channels/{id}/messages?after=&limit=`: the channel's messages after `after`,
-/// newest first, at most `limit` (50 by default, 100 at most), as Discord answers.
+/// `GET /channels/{id}/messages?before=|after=&limit=`: the channel's messages before
+/// `before` (the newest of them) or after `after` (the oldest of them), or its newest, at most
+/// `limit` (50 by default, 100 at most), newest first, as Discord answers.
 async fn channel_history(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -386,7 +387,7 @@ async fn channel_history(
     if let Some(r) = refused(&state, &headers) {
         return r;
     }
-    let after: u64 = q.get("after").and_then(|a| a.parse().ok()).unwrap_or(0);
+    let id = |k: &str| q.get(k).and_then(|v| v.parse::<u64>().ok());
     let limit: usize = q
         .get("limit")
         .and_then(|l| l.parse().ok())
@@ -397,13 +398,23 @@ async fn channel_history(
     let mut ids: Vec<u64> = s
         .messages
         .keys()
-        .filter(|(c, id)| *c == channel && *id > after)
+        .filter(|(c, _)| *c == channel)
         .map(|(_, id)| *id)
         .collect();
-    // The oldest `limit` after `after`, given newest first.
     ids.sort_unstable();
-    ids.truncate(limit);
-    ids.reverse();
+    let ids: Vec<u64> = match (id("before"), id("after")) {
+        (_, Some(after)) => {
+            let mut oldest: Vec<u64> = ids.into_iter().filter(|i| *i > after).take(limit).collect();
+            oldest.reverse();
+            oldest
+        }
+        (before, None) => ids
+            .into_iter()
+            .rev()
+            .filter(|i| before.is_none_or(|b| *i < b))
+            .take(limit)
+            .collect(),
+    };
     let page: Vec<Value> = ids
         .iter()
         .map(|id| as_read(&s.messages[&(channel, *id)]))

@@ -472,8 +472,9 @@ impl Bot {
     }
 
     /// What a platform that does not deliver again fetches after a restart (see
-    /// `MessageHandler::to_catch_up`): the channels seen within `within`, and the messages of
-    /// that time whose images or recordings still wait for the model that describes them.
+    /// `MessageHandler::to_catch_up`): the channels seen within `within` (those not seen
+    /// since are forgotten), and the messages of that time whose images or recordings still
+    /// have a bare line (each once).
     pub async fn to_catch_up(
         &self,
         platform: Platform,
@@ -481,19 +482,23 @@ impl Bot {
     ) -> Result<crate::adapters::CatchUp, StoreError> {
         let since = self.clock.now()
             - chrono::Duration::from_std(within).unwrap_or(chrono::Duration::days(365));
+        self.store.drop_cursors_before(platform, since).await?;
         let kinds: Vec<&str> = self
             .ingestor
             .described_kinds()
             .iter()
             .map(|k| k.as_str())
             .collect();
-        let undescribed = if kinds.is_empty() {
-            Vec::new()
-        } else {
-            self.store
-                .undescribed_since(platform, since, &kinds)
-                .await?
-        };
+        let mut undescribed = Vec::new();
+        if !kinds.is_empty() {
+            for f in self.store.files_since(platform, since, &kinds).await? {
+                if crate::ingest::attachments::is_bare(&f.text, f.attachment)
+                    && undescribed.last() != Some(&f.at)
+                {
+                    undescribed.push(f.at);
+                }
+            }
+        }
         Ok(crate::adapters::CatchUp {
             channels: self.store.channels_seen_since(platform, since).await?,
             undescribed,

@@ -380,6 +380,17 @@ pub fn with_gist(text: &str, id: i64, gist: &str, files: usize) -> Option<String
     found.then(|| lines.join("\n"))
 }
 
+/// Whether `text` (a stored message's) has a line of kept file `id` that says nothing yet
+/// after its name ("[image#12 shot.png]", "[voice#14 voice.ogg] voice note"): what a model was
+/// to describe, and did not (a stop cut it off, or it failed).
+pub fn is_bare(text: &str, id: i64) -> bool {
+    text.split('\n').any(|l| {
+        line_id(l) == Some(id)
+            && l.find(']')
+                .is_some_and(|end| matches!(l[end + 1..].trim(), "" | "voice note"))
+    })
+}
+
 /// A piece of what was read or made of kept file `id`, as stored on its own: "[file#12
 /// notes.md, part 2/5] …", "[image#13 shot.png, text] …".
 pub fn piece(kind: AttachmentKind, id: i64, name: &str, label: &str, text: &str) -> String {
@@ -464,6 +475,18 @@ mod tests {
         assert_eq!(own_text("", &kept, &huge), ("", 2));
     }
     use proptest::prelude::*;
+
+    #[test]
+    fn a_line_is_bare_until_a_model_said_something() {
+        let text =
+            "look\n[image#12 shot.png]\n[voice#14 voice.ogg] voice note\n[image#15 b.png] a cat";
+        assert!(is_bare(text, 12));
+        assert!(is_bare(text, 14));
+        assert!(!is_bare(text, 15), "described");
+        assert!(!is_bare(text, 13), "no such line");
+        assert!(!is_bare("[voice#14 voice.ogg] voice note: buy milk", 14));
+        assert!(!is_bare("", 1));
+    }
 
     #[test]
     fn a_files_line_is_replaced_and_the_authors_text_never() {

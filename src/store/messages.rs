@@ -115,15 +115,21 @@ pub trait Messages: Send + Sync {
         platform: Platform,
         since: DateTime<Utc>,
     ) -> StoreResult<Vec<ChannelCursor>>;
-    /// Messages of `platform` sent since `since`, not withheld, with a kept file of one of
-    /// `kinds` that has no description yet (a stop cut it off): (space, channel, platform id)
-    /// of each, oldest first.
-    async fn undescribed_since(
+    /// People's messages of `platform` sent since `since`, not withheld, that carry a kept
+    /// file of one of `kinds` (`image`, `voice`, `audio`): each with its text and the file's
+    /// id, oldest first (what a restart looks at for descriptions a stop cut off).
+    async fn files_since(
         &self,
         platform: Platform,
         since: DateTime<Utc>,
         kinds: &[&str],
-    ) -> StoreResult<Vec<ChannelCursor>>;
+    ) -> StoreResult<Vec<MessageFile>>;
+    /// Forgets the channels of `platform` not seen since `before` (`saw_message`).
+    async fn drop_cursors_before(
+        &self,
+        platform: Platform,
+        before: DateTime<Utc>,
+    ) -> StoreResult<u64>;
     /// Id and text of every message `author` wrote, in `scopes` (every scope when `None`).
     async fn author_messages(
         &self,
@@ -209,7 +215,7 @@ pub struct NewMessage {
 }
 
 /// A message of a platform channel by its ids: the newest seen there (`channels_seen_since`)
-/// or one to fetch again (`undescribed_since`).
+/// or one to fetch again (`files_since`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChannelCursor {
     /// The space's platform id (a guild, or "dm:<channel>").
@@ -218,6 +224,17 @@ pub struct ChannelCursor {
     pub channel: String,
     /// The message's platform id.
     pub external_id: i64,
+}
+
+/// A message that carries a kept file (`files_since`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageFile {
+    /// Where the message is, by its platform ids.
+    pub at: ChannelCursor,
+    /// Its stored text (with the file's line).
+    pub text: String,
+    /// The kept file's id.
+    pub attachment: i64,
 }
 
 /// Last message id and count of the chatter of a scope within a time range: cheap change
@@ -521,39 +538,54 @@ on_both_backends! {
                 .collect())
         }
 
-        async fn undescribed_since(
+        async fn files_since(
             &self,
             platform: Platform,
             since: DateTime<Utc>,
             kinds: &[&str],
-        ) -> StoreResult<Vec<ChannelCursor>> {
-            let rows: Vec<(String, String, String, String)> = sqlx::query_as(
-                "SELECT DISTINCT s.external_id, m.channel, m.external_id, a.kind FROM messages m \
+        ) -> StoreResult<Vec<MessageFile>> {
+            let rows: Vec<(String, String, String, String, i64, String)> = sqlx::query_as(
+                "SELECT s.external_id, m.channel, m.external_id, m.text, a.id, a.kind FROM messages m \
                  JOIN spaces s ON s.id = m.space_id \
                  JOIN message_attachments ma ON ma.message_id = m.id \
                  JOIN attachments a ON a.id = ma.attachment_id \
                  WHERE s.platform = $1 AND m.sent_at >= $2 AND NOT m.withheld AND NOT m.is_bot \
-                 AND a.surrogate IS NULL",
+                 ORDER BY m.id, a.id",
             )
             .bind(platform.as_str())
             .bind(ms(since))
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
-            let mut out: Vec<ChannelCursor> = rows
+            Ok(rows
                 .into_iter()
-                .filter(|r| kinds.contains(&r.3.as_str()))
-                .filter_map(|(space_external_id, channel, id, _)| {
-                    Some(ChannelCursor {
-                        space_external_id,
-                        channel,
-                        external_id: id.parse().ok()?,
+                .filter(|r| kinds.contains(&r.5.as_str()))
+                .filter_map(|(space_external_id, channel, id, text, attachment, _)| {
+                    Some(MessageFile {
+                        at: ChannelCursor {
+                            space_external_id,
+                            channel,
+                            external_id: id.parse().ok()?,
+                        },
+                        text,
+                        attachment,
                     })
                 })
-                .collect();
-            out.sort_by_key(|c| c.external_id);
-            out.dedup();
-            Ok(out)
+                .collect())
+        }
+
+        async fn drop_cursors_before(
+            &self,
+            platform: Platform,
+            before: DateTime<Utc>,
+        ) -> StoreResult<u64> {
+            let done = sqlx::query("DELETE FROM channel_cursors WHERE platform = $1 AND seen_at < $2")
+                .bind(platform.as_str())
+                .bind(ms(before))
+                .execute(self.pool())
+                .await
+                .map_err(db_err)?;
+            Ok(done.rows_affected())
         }
 
         async fn author_messages(

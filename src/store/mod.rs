@@ -86,7 +86,9 @@ pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{
     Finish, JobClaim, JobRun, JobSummary, Jobs, LeaseRow, holder_is_gone, process_holder,
 };
-pub use messages::{BotMessage, BotMessageFilter, ChannelCursor, Messages, NewMessage, RangeStats};
+pub use messages::{
+    BotMessage, BotMessageFilter, ChannelCursor, MessageFile, Messages, NewMessage, RangeStats,
+};
 pub use oversight::{
     AuditLine, JobRunRow, NewAudit, Oversight, PersonRow, SpaceRow, SummaryAbout, UsageDay,
 };

@@ -1341,25 +1341,48 @@ async fn images_and_audio_of_a_discord_message_are_described() {
 }
 
 /// What was said while the bot was away: after a restart the handler reads each channel seen
-/// in the last day after the newest message it saw there, oldest first, and handles each as
-/// the gateway's would be: stored in its own place and privacy (the HTTP API does not say the
-/// guild, and a restricted channel's message must not become a DM), answered when addressed;
-/// a second catch-up changes nothing. A message before the newest seen (one forgotten since)
-/// is never read back, nor a channel of a guild another shard serves.
+/// in the last day after the newest message it saw there, oldest first, page by page, and
+/// handles each as the gateway's would be: stored in its own place and privacy (the HTTP API
+/// does not say the guild, and a restricted channel's message must not become a DM),
+/// answered when addressed and not answered yet. A message before the newest seen (one
+/// forgotten since) is never read back, nor one after the connection (the gateway brings
+/// it), nor a channel of a guild another shard serves.
 async fn what_was_said_while_away_is_caught_up_once_in_its_place(url: Option<String>) {
     let (h, fake, handler) = setup_on(url, false).await;
+    // A guild of shard 1 of 2 ((id >> 22) % 2), where `id % 2` would say 0.
+    const BIG: u64 = (1 << 22) | 500;
+    const BIG_CHANNEL: u64 = 40;
+    fake.add_text_channel(BIG, BIG_CHANNEL, "big", false);
     let at_bot = format!("<@{BOT_ID}>");
-    // Seen before the stop: the newest of #mods, and of the DM (answered).
+    // Seen before the stop: the newest of #mods, of #big and of the DM (answered).
     for p in [
         payload(3010, MODS, Some(GUILD), ALICE, "morning all"),
+        payload(3040, BIG_CHANNEL, Some(BIG), ALICE, "big morning"),
         payload(3020, DM, None, ALICE, "hello"),
     ] {
         fake.add_message(&p);
         handler.on_message(&message(p)).await;
     }
     fake.wait_sent(1, WITHIN).await;
-    // Said while it was away; and one before the newest seen in #mods, never kept.
+    // Said while it was away (and one answered, its newest seen not moved: a crash between
+    // the two); one before the newest seen in #mods, never kept; one after the connection.
+    let answered_before = payload(
+        3013,
+        MODS,
+        Some(GUILD),
+        BOB,
+        &format!("{at_bot} remember that the demo is on Monday"),
+    );
+    let incoming = discord::incoming(
+        &message(answered_before.clone()),
+        UserId::new(BOT_ID),
+        "Engram",
+        Privacy::ChannelRestricted,
+    );
+    assert!(h.bot.handle(&incoming).await.unwrap().is_some(), "answered");
+    let after_connecting = discord::snowflake_at(chrono::Utc::now() + chrono::Duration::minutes(1));
     for p in [
+        answered_before,
         payload(3005, MODS, Some(GUILD), BOB, "the old plan was Tuesday"),
         payload(3011, MODS, Some(GUILD), BOB, "the launch moved to Friday"),
         payload(
@@ -1369,26 +1392,47 @@ async fn what_was_said_while_away_is_caught_up_once_in_its_place(url: Option<Str
             BOB,
             &format!("{at_bot} remember that I own the launch checklist"),
         ),
+        payload(
+            after_connecting.get(),
+            MODS,
+            Some(GUILD),
+            BOB,
+            "said after the connection",
+        ),
         payload(3021, DM, None, ALICE, "remember that my cat is Tom"),
         payload(3030, GENERAL, Some(GUILD), BOB, "a channel never seen"),
+        payload(3041, BIG_CHANNEL, Some(BIG), BOB, "big news"),
     ] {
         fake.add_message(&p);
     }
+    // A long absence: two pages of #mods.
+    for n in 0..120 {
+        fake.add_message(&payload(
+            3100 + n,
+            MODS,
+            Some(GUILD),
+            BOB,
+            &format!("note {n}"),
+        ));
+    }
     let restarted = handler_for(&h, &fake);
-    // Shard 1 of 2 serves neither guild 500 (shard 0) nor DMs.
-    restarted.catch_up(Some((1, 2))).await;
+    let now = discord::snowflake_at(chrono::Utc::now());
+    restarted.catch_up(Some((1, 2)), now).await;
+    assert_eq!(fake.history_reads(), 1, "shard 1 reads #big only");
+    assert!(database_text(&h).await.contains("big news"));
+    restarted.catch_up(Some((0, 2)), now).await;
     assert_eq!(
         fake.history_reads(),
-        0,
-        "another shard's channels are not read"
+        1 + 3,
+        "shard 0: #mods (two pages) and the DM"
     );
-    restarted.catch_up(None).await;
-    assert_eq!(fake.history_reads(), 2, "#mods and the DM");
     let text = database_text(&h).await;
     for kept in [
         "the launch moved to Friday",
         "I own the launch checklist",
         "my cat is Tom",
+        "note 0",
+        "note 119",
     ] {
         assert!(text.contains(kept), "{kept}: {text}");
     }
@@ -1396,6 +1440,7 @@ async fn what_was_said_while_away_is_caught_up_once_in_its_place(url: Option<Str
         !text.contains("the old plan was Tuesday"),
         "before the newest seen"
     );
+    assert!(!text.contains("said after the connection"));
     assert!(!text.contains("a channel never seen"));
     let guild = h
         .store
@@ -1429,7 +1474,14 @@ async fn what_was_said_while_away_is_caught_up_once_in_its_place(url: Option<Str
     );
     let alice = stored(DM, 3020).await.author;
     assert_eq!(stored(DM, 3021).await.scope, Scope::Dm(alice));
-    // The two addressed messages are answered where they were said.
+    // Oldest first: stored in the order they were said.
+    let mut order = Vec::new();
+    for id in [3011, 3012, 3100, 3150, 3219] {
+        order.push(stored(MODS, id).await.id);
+    }
+    assert!(order.is_sorted(), "{order:?}");
+    // The two addressed messages not answered yet are answered where they were said; the
+    // one answered before the stop is not answered again.
     fake.wait_sent(3, WITHIN).await;
     let sent = fake.sent();
     let answered: Vec<(u64, String)> = sent[1..]
@@ -1440,18 +1492,45 @@ async fn what_was_said_while_away_is_caught_up_once_in_its_place(url: Option<Str
         answered,
         [(MODS, "\"3012\"".to_string()), (DM, "\"3021\"".to_string())]
     );
-    // Again: read, and nothing stored or answered twice.
+    // Again: nothing stored or answered twice.
     let rows = rows_of(&h, "messages", "").await.len();
-    restarted.catch_up(None).await;
-    assert_eq!(fake.history_reads(), 4);
+    restarted.catch_up(None, now).await;
     assert_eq!(rows_of(&h, "messages", "").await.len(), rows);
     assert_eq!(fake.sent().len(), 3);
+}
+
+/// The gateway's copy of a message and a catch-up's, handled at the same moment: one of them
+/// handles it, so it is answered once (and its model called once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_delivered_twice_at_once_is_answered_once() {
+    let (h, fake, handler) = setup(true).await;
+    let handler = Arc::new(handler);
+    let llm = h.fake.as_ref().unwrap();
+    let m = message(payload(
+        3500,
+        MODS,
+        Some(GUILD),
+        ALICE,
+        &format!("<@{BOT_ID}> what should I cook tonight?"),
+    ));
+    llm.hold();
+    let first = tokio::spawn({
+        let (handler, m) = (handler.clone(), m.clone());
+        async move { handler.on_message(&m).await }
+    });
+    llm.wait_seen(1, WITHIN).await;
+    handler.on_message(&m).await;
+    llm.release();
+    first.await.unwrap();
+    fake.wait_sent(1, WITHIN).await;
+    assert_eq!(fake.sent().len(), 1, "{:?}", fake.sent());
+    assert_eq!(llm.count("reply"), 1);
 }
 
 /// An image whose description a stop cut off (the vision model still working) keeps its bare
 /// line; Discord never sends the message again, so the catch-up after the restart reads it
 /// again and the image is described: stored once, with its description, and described once
-/// more only.
+/// more only. One deleted on Discord meanwhile (the read answers 404) leaves memory.
 async fn an_image_cut_off_before_its_description_is_described_after_the_restart(
     url: Option<String>,
 ) {
@@ -1468,29 +1547,47 @@ async fn an_image_cut_off_before_its_description_is_described_after_the_restart(
         "shot.png",
         b"\x89PNG\r\n\x1a\n\0ImportError: no module named frobnitz\0",
     );
-    let mut p = payload(7201, GENERAL, Some(GUILD), ALICE, "my screen right now");
-    p["attachments"] = json!([{"id": "9201", "filename": "shot.png", "size": 64, "url": shot,
-                               "proxy_url": shot, "content_type": "image/png"}]);
-    fake.add_message(&p);
+    let gone = fake.add_file("gone.png", b"\x89PNG\r\n\x1a\n\0a deleted screenshot\0");
+    let with_file = |id: u64, text: &str, name: &str, url: &str| {
+        let mut p = payload(id, GENERAL, Some(GUILD), ALICE, text);
+        p["attachments"] = json!([{"id": format!("9{id}"), "filename": name, "size": 64,
+                                   "url": url, "proxy_url": url, "content_type": "image/png"}]);
+        p
+    };
+    let kept = with_file(7201, "my screen right now", "shot.png", &shot);
+    let deleted = with_file(7202, "oops, wrong screen", "gone.png", &gone);
+    // Only the first is still on Discord after the restart: the second is deleted meanwhile.
+    fake.add_message(&kept);
     llm.hold();
-    let handling = tokio::spawn({
-        let m = message(p);
-        async move { handler.on_message(&m).await }
-    });
-    llm.wait_seen(1, WITHIN).await;
+    let handler = Arc::new(handler);
+    let mut handling = Vec::new();
+    for (n, p) in [kept, deleted].into_iter().enumerate() {
+        let (handler, m) = (handler.clone(), message(p));
+        handling.push(tokio::spawn(async move { handler.on_message(&m).await }));
+        llm.wait_seen(n + 1, WITHIN).await;
+    }
     // The stop.
-    handling.abort();
-    assert!(handling.await.unwrap_err().is_cancelled());
+    for h in handling {
+        h.abort();
+        assert!(h.await.unwrap_err().is_cancelled());
+    }
     llm.release();
     let text = database_text(&h).await;
     assert!(
-        text.contains("my screen right now\n[image#1 shot.png]") && !text.contains("frobnitz"),
+        text.contains("my screen right now\n[image#1 shot.png]")
+            && text.contains("oops, wrong screen\n[image#2 gone.png]")
+            && !text.contains("frobnitz"),
         "stored before the model, bare: {text}"
     );
     let restarted = handler_for(&h, &fake);
-    restarted.catch_up(None).await;
-    assert_eq!(llm.count("describe_image"), 2);
-    assert_eq!(fake.message_gets(), 1, "read again by its id");
+    let now = discord::snowflake_at(chrono::Utc::now());
+    restarted.catch_up(None, now).await;
+    assert_eq!(
+        llm.count("describe_image"),
+        3,
+        "the kept one described again"
+    );
+    assert_eq!(fake.message_gets(), 2, "each read again by its id");
     assert_eq!(
         rows_of(&h, "messages", "my screen right now").await.len(),
         1
@@ -1502,9 +1599,13 @@ async fn an_image_cut_off_before_its_description_is_described_after_the_restart(
         ),
         "{text}"
     );
+    assert!(
+        !text.contains("wrong screen") && !text.contains("gone.png"),
+        "deleted on Discord while away: gone here too: {text}"
+    );
     // Described now: another catch-up reads and asks nothing.
-    restarted.catch_up(None).await;
-    assert_eq!((llm.count("describe_image"), fake.message_gets()), (2, 1));
+    restarted.catch_up(None, now).await;
+    assert_eq!((llm.count("describe_image"), fake.message_gets()), (3, 2));
 }
 
 postgres_test! {
