@@ -27,8 +27,9 @@ use serenity::all::{
     Interaction, Message, MessageId, MessageUpdateEvent, PermissionOverwriteType, Permissions,
     Ready, Role, RoleId, ShardStageUpdateEvent, User, UserId,
 };
-use serenity::http::MessagePagination;
+use serenity::http::{HttpError, MessagePagination};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -103,14 +104,47 @@ pub struct Handler {
     /// Messages being handled now: the gateway's and a catch-up's copy of one are handled
     /// once.
     in_flight: Mutex<HashSet<MessageId>>,
-    /// Channels whose catch-up has not finished, with the newest message handled there
-    /// meanwhile: their newest seen moves when the catch-up ends (a crash before that reads
-    /// them again from the old one).
-    catching_up: Mutex<HashMap<ChannelId, Option<MessageId>>>,
+    /// Channels whose newest seen waits: being caught up, or seen while a catch-up was
+    /// getting ready.
+    deferred: Mutex<HashMap<ChannelId, Deferred>>,
+    /// Catch-ups getting ready (READY seen, their channels not known yet): meanwhile the
+    /// newest seen of every channel waits, so none moves past what they will read.
+    preparing: AtomicUsize,
+    /// Each shard's catch-up run: a newer READY makes the older run stop between two
+    /// messages (never in the middle of one: an answer stored is also sent).
+    generations: Mutex<HashMap<u32, u64>>,
+    /// No catch-up goes on (shutdown).
+    stopped: AtomicBool,
     /// Messages read again for their files by a catch-up of this process (each once).
     retried: Mutex<HashSet<MessageId>>,
-    /// The running catch-up of each shard (a new READY or a shutdown stops it).
-    catch_ups: Mutex<HashMap<u32, tokio::task::AbortHandle>>,
+}
+
+/// A channel whose newest seen waits (`Handler::saw`).
+#[derive(Debug, Clone, Copy)]
+struct Deferred {
+    guild: Option<GuildId>,
+    /// The newest seen a catch-up reads from (None: no catch-up has it; it only waits for
+    /// one to get ready).
+    from: Option<i64>,
+    /// The newest message handled there meanwhile.
+    newest: Option<MessageId>,
+}
+
+/// A catch-up getting ready (`Handler::expect_catch_up`), ready when dropped at the latest.
+struct Preparing<'a>(Option<&'a Handler>);
+
+impl Preparing<'_> {
+    fn done(&mut self) {
+        if let Some(h) = self.0.take() {
+            h.prepared();
+        }
+    }
+}
+
+impl Drop for Preparing<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
 }
 
 /// A message claimed for handling (`Handler::claim`), let go when dropped.
@@ -150,9 +184,11 @@ impl Handler {
             downloads,
             catch_up,
             in_flight: Mutex::default(),
-            catching_up: Mutex::default(),
+            deferred: Mutex::default(),
+            preparing: AtomicUsize::new(0),
+            generations: Mutex::default(),
+            stopped: AtomicBool::new(false),
             retried: Mutex::default(),
-            catch_ups: Mutex::default(),
         }
     }
 
@@ -213,12 +249,17 @@ impl Handler {
 
     /// One message event: stored, and answered when the bot is addressed.
     pub async fn on_message(&self, msg: &Message) {
+        self.handle_message(msg).await;
+    }
+
+    /// `on_message`; false when the message could not be stored.
+    async fn handle_message(&self, msg: &Message) -> bool {
         let Some(me) = self.me.get().copied() else {
             warn!(platform = "discord", "message before READY; ignored");
-            return;
+            return true;
         };
         if msg.author.id == me {
-            return;
+            return true;
         }
         // The gateway's copy and a catch-up's may come at once: one handles it.
         let Some(_claim) = self.claim(msg.id) else {
@@ -227,7 +268,7 @@ impl Handler {
                 message = msg.id.get(),
                 "already being handled"
             );
-            return;
+            return true;
         };
         let privacy = match msg.guild_id {
             None => Privacy::Dm,
@@ -262,67 +303,149 @@ impl Handler {
         match reply {
             Ok(Some(reply)) => self.send(msg, &reply).await,
             Ok(None) => {}
-            Err(e) => error!(platform = "discord", error = %e, "message could not be stored"),
+            Err(e) => {
+                error!(platform = "discord", error = %e, "message could not be stored");
+                return false;
+            }
         }
+        true
     }
 
-    /// `msg` was handled: a catch-up after a restart starts after it (when its channel is
-    /// being caught up, once that ends).
+    /// `msg` was handled: a catch-up after a restart starts after it. While its channel is
+    /// being caught up, or a catch-up is getting ready, the newest seen waits (the one kept is
+    /// marked as seen now, so it is not dropped as stale).
     async fn saw(&self, msg: &Message) {
-        if let Some(newest) = self
-            .catching_up
-            .lock()
-            .expect("catch-up lock")
-            .get_mut(&msg.channel_id)
-        {
-            *newest = (*newest).max(Some(msg.id));
-            return;
+        let (guild, channel) = (msg.guild_id, msg.channel_id);
+        let waiting = {
+            let mut deferred = self.deferred.lock().expect("catch-up lock");
+            match deferred.get_mut(&channel) {
+                Some(d) => {
+                    d.newest = d.newest.max(Some(msg.id));
+                    Some(d.from)
+                }
+                None if self.preparing.load(Ordering::SeqCst) > 0 => {
+                    let newest = Some(msg.id);
+                    let from = None;
+                    deferred.insert(
+                        channel,
+                        Deferred {
+                            guild,
+                            from,
+                            newest,
+                        },
+                    );
+                    Some(None)
+                }
+                None => None,
+            }
+        };
+        match waiting {
+            None => self.seen(guild, channel, msg.id.get() as i64).await,
+            Some(Some(from)) => self.seen(guild, channel, from).await,
+            Some(None) => {}
         }
-        self.seen(msg.guild_id, msg.channel_id, msg.id).await;
     }
 
-    /// Keeps `id` as the newest message seen in `channel`.
-    async fn seen(&self, guild: Option<GuildId>, channel: ChannelId, id: MessageId) {
+    /// Keeps `id` as the newest message seen in `channel` (a newer one kept stays).
+    async fn seen(&self, guild: Option<GuildId>, channel: ChannelId, id: i64) {
         let (space, channel) = (space_of(guild, channel), channel.get().to_string());
-        let id = i64::try_from(id.get()).unwrap_or(i64::MAX);
         if let Err(e) = self.bot.seen(Platform::Discord, &space, &channel, id).await {
             warn!(platform = "discord", error = %e, "the newest message seen could not be kept");
         }
     }
 
-    /// Starts `shard`'s catch-up (`catch_up`) of what was said before `now`, stopping the
-    /// one it may still run from an earlier connection.
+    /// A catch-up is coming (READY): until it knows its channels, every channel's newest
+    /// seen waits. `catch_up` ends the wait.
+    pub fn expect_catch_up(&self) {
+        self.preparing.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A catch-up knows its channels: once none is getting ready, the channels that only
+    /// waited get their newest seen.
+    fn prepared(&self) {
+        let before = self
+            .preparing
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_sub(1))
+            })
+            .unwrap_or(0);
+        if before > 1 {
+            return;
+        }
+        let waited: Vec<(ChannelId, Deferred)> = {
+            let mut deferred = self.deferred.lock().expect("catch-up lock");
+            let ids: Vec<ChannelId> = deferred
+                .iter()
+                .filter(|(_, d)| d.from.is_none())
+                .map(|(c, _)| *c)
+                .collect();
+            ids.into_iter()
+                .filter_map(|c| deferred.remove(&c).map(|d| (c, d)))
+                .collect()
+        };
+        let handle = tokio::runtime::Handle::try_current();
+        for (channel, d) in waited {
+            if let (Some(newest), Ok(rt)) = (d.newest, &handle) {
+                let (bot, space) = (self.bot.clone(), space_of(d.guild, channel));
+                rt.spawn(async move {
+                    let channel = channel.get().to_string();
+                    let id = newest.get() as i64;
+                    if let Err(e) = bot.seen(Platform::Discord, &space, &channel, id).await {
+                        warn!(platform = "discord", error = %e, "the newest message seen could not be kept");
+                    }
+                });
+            }
+        }
+    }
+
+    /// Starts `shard`'s catch-up (`catch_up`) of what was said before `now` (and a little
+    /// after: a clock behind Discord's must not leave a gap; what both read is handled once).
     pub fn start_catch_up(self: &Arc<Self>, shard: Option<(u32, u32)>, now: DateTime<Utc>) {
-        let (handler, until) = (self.clone(), snowflake_at(now));
-        let task = tokio::spawn(isolated(Platform::Discord, "catch-up", async move {
+        let (handler, until) = (self.clone(), snowflake_at(now + CATCH_UP_OVERLAP));
+        tokio::spawn(isolated(Platform::Discord, "catch-up", async move {
             handler.catch_up(shard, until).await
         }));
-        let key = shard.map_or(0, |s| s.0);
-        let mut running = self.catch_ups.lock().expect("catch-up lock");
-        if let Some(old) = running.insert(key, task.abort_handle()) {
-            old.abort();
-        }
     }
 
-    /// Stops every catch-up still running (shutdown).
+    /// Stops every catch-up between two messages (shutdown).
     pub fn stop_catching_up(&self) {
-        for (_, task) in self.catch_ups.lock().expect("catch-up lock").drain() {
-            task.abort();
-        }
+        self.stopped.store(true, Ordering::SeqCst);
     }
 
-    /// After (re)connecting `shard` (id, total; None: the only one): what Discord does not
-    /// deliver again, said before `until` (the gateway delivers what comes after). Each
-    /// channel seen within `catch_up` is read after the newest message seen there, at most
-    /// the newest `CATCH_UP_MAX`, oldest first; then the messages of that time whose images
-    /// or recordings still have a bare line are read again by id (each once per process, at
-    /// most `CATCH_UP_FILES`; one Discord no longer has is deleted from memory). Each goes
-    /// the way of a new message: stored once (one already kept is known again), described,
-    /// answered when it was addressed to the bot and is still unanswered. Only this shard's
-    /// guilds (DMs are shard 0's), and never a message before the newest seen: one
-    /// forgotten since does not come back. A channel that cannot be read keeps its newest
-    /// seen where it was, so the next catch-up tries again.
+    /// A new run of `shard`'s catch-up: the older one stops.
+    fn next_run(&self, shard: Option<(u32, u32)>) -> u64 {
+        let mut runs = self.generations.lock().expect("catch-up lock");
+        let run = runs.entry(shard.map_or(0, |s| s.0)).or_insert(0);
+        *run += 1;
+        *run
+    }
+
+    /// Whether `run` is still `shard`'s catch-up.
+    fn goes_on(&self, shard: Option<(u32, u32)>, run: u64) -> bool {
+        !self.stopped.load(Ordering::SeqCst)
+            && self
+                .generations
+                .lock()
+                .expect("catch-up lock")
+                .get(&shard.map_or(0, |s| s.0))
+                == Some(&run)
+    }
+
+    /// After (re)connecting `shard` (id, total; None: the only one), once `expect_catch_up`
+    /// was called: what Discord does not deliver again, said before `until` (the gateway
+    /// delivers what comes after). Each channel seen within `catch_up` is read after the
+    /// newest message seen there, at most the newest `CATCH_UP_MAX`, oldest first; then the
+    /// messages of that time whose images or recordings still have a bare line are read again
+    /// by id, newest first (each once per process, at most `CATCH_UP_FILES`; one Discord no
+    /// longer has is deleted from memory). Each goes the way of a new message: stored once
+    /// (one already kept is known again), described, answered when it was addressed to the
+    /// bot and is still unanswered. Only this shard's guilds (DMs are shard 0's), and never a
+    /// message before the newest seen: one forgotten since does not come back. A channel not
+    /// read to the end (an error, a message that could not be stored, a newer READY) keeps
+    /// its newest seen where the reading stopped, and the next catch-up goes on from there.
     pub async fn catch_up(&self, shard: Option<(u32, u32)>, until: MessageId) {
+        let mut preparing = Preparing(Some(self));
+        let run = self.next_run(shard);
         if self.catch_up.is_zero() {
             return;
         }
@@ -340,29 +463,52 @@ impl Handler {
             .filter(|(g, _, _)| serves(shard, *g))
             .collect();
         {
-            let mut open = self.catching_up.lock().expect("catch-up lock");
-            for (_, channel, _) in &mine {
-                open.entry(*channel).or_insert(None);
+            let mut deferred = self.deferred.lock().expect("catch-up lock");
+            for (guild, channel, after) in &mine {
+                let d = deferred.entry(*channel).or_insert(Deferred {
+                    guild: *guild,
+                    from: None,
+                    newest: None,
+                });
+                d.from = Some(*after);
             }
         }
+        preparing.done();
         let mut read = HashSet::new();
         for (guild, channel, after) in &mine {
-            match self.read_channel(*guild, *channel, *after, until).await {
-                Ok(ids) => {
-                    let live = self
-                        .catching_up
-                        .lock()
-                        .expect("catch-up lock")
-                        .remove(channel)
-                        .flatten();
-                    if let Some(newest) = ids.iter().copied().max().max(live) {
-                        self.seen(*guild, *channel, newest).await;
-                    }
-                    read.extend(ids);
-                }
+            if !self.goes_on(shard, run) {
+                return;
+            }
+            let (handled, whole) = match self
+                .read_channel(*guild, *channel, *after, until, shard, run)
+                .await
+            {
+                Ok(done) => done,
                 Err(e) => {
-                    warn!(platform = "discord", error = %e, channel = channel.get(), "a channel could not be caught up; the next connection tries again")
+                    warn!(platform = "discord", error = %e, channel = channel.get(), "a channel could not be caught up; the next connection tries again");
+                    (Vec::new(), false)
                 }
+            };
+            let last = handled.last().copied();
+            read.extend(handled);
+            let finished = {
+                let mut deferred = self.deferred.lock().expect("catch-up lock");
+                if whole {
+                    deferred.remove(channel)
+                } else {
+                    // Goes on from where it stopped: later messages wait behind it.
+                    if let (Some(d), Some(last)) = (deferred.get_mut(channel), last) {
+                        d.from = Some(last.get() as i64);
+                    }
+                    None
+                }
+            };
+            let newest = match finished {
+                Some(d) => last.max(d.newest).map(|m| m.get() as i64),
+                None => last.map(|m| m.get() as i64),
+            };
+            if let Some(newest) = newest {
+                self.seen(*guild, *channel, newest).await;
             }
         }
         let mut files = 0;
@@ -377,14 +523,17 @@ impl Handler {
             {
                 continue;
             }
+            if !self.goes_on(shard, run) {
+                return;
+            }
             files += 1;
             match self.http.get_message(channel, id).await {
                 Ok(msg) => {
                     self.on_fetched(msg, guild, channel).await;
                 }
                 // Deleted on Discord while the bot was away: as a delete event would.
-                Err(serenity::Error::Http(h))
-                    if h.status_code().map(|c| c.as_u16()) == Some(404) =>
+                Err(serenity::Error::Http(HttpError::UnsuccessfulRequest(r)))
+                    if r.error.code == UNKNOWN_MESSAGE =>
                 {
                     self.on_message_delete(channel, &[id], guild).await;
                 }
@@ -404,14 +553,17 @@ impl Handler {
 
     /// Reads `channel` between the messages `after` and `until` (both left out), at most
     /// the newest `CATCH_UP_MAX`, and handles each, oldest first, as a new message: the ids
-    /// handled.
+    /// handled, up to the first that could not be stored, and whether it got to the end
+    /// (not when one could not be stored or `run` was stopped).
     async fn read_channel(
         &self,
         guild: Option<GuildId>,
         channel: ChannelId,
         after: i64,
         until: MessageId,
-    ) -> serenity::Result<Vec<MessageId>> {
+        shard: Option<(u32, u32)>,
+        run: u64,
+    ) -> serenity::Result<(Vec<MessageId>, bool)> {
         let after = MessageId::new(after.max(1) as u64);
         let mut before = until;
         let mut found: Vec<Message> = Vec::new();
@@ -436,7 +588,7 @@ impl Handler {
                     platform = "discord",
                     channel = channel.get(),
                     kept = CATCH_UP_MAX,
-                    "more was said while the bot was away than a catch-up reads: the older messages are left out"
+                    "more may have been said while the bot was away than a catch-up reads: older messages are left out"
                 );
                 break;
             }
@@ -445,22 +597,30 @@ impl Handler {
         found.sort_by_key(|m| std::cmp::Reverse(m.id));
         found.dedup_by_key(|m| m.id);
         found.truncate(CATCH_UP_MAX);
-        let mut ids = Vec::with_capacity(found.len());
+        let mut handled = Vec::with_capacity(found.len());
         for msg in found.into_iter().rev() {
-            ids.push(msg.id);
-            self.on_fetched(msg, guild, channel).await;
+            let id = msg.id;
+            if !self.goes_on(shard, run) || !self.on_fetched(msg, guild, channel).await {
+                return Ok((handled, false));
+            }
+            handled.push(id);
         }
-        Ok(ids)
+        Ok((handled, true))
     }
 
     /// A message read over HTTP, handled as if the gateway had sent it. Such a message does
     /// not say its guild: the place it was seen in does (and one from elsewhere is skipped).
-    async fn on_fetched(&self, mut msg: Message, guild: Option<GuildId>, channel: ChannelId) {
+    async fn on_fetched(
+        &self,
+        mut msg: Message,
+        guild: Option<GuildId>,
+        channel: ChannelId,
+    ) -> bool {
         if msg.channel_id != channel {
-            return;
+            return true;
         }
         msg.guild_id = guild;
-        self.on_message(&msg).await;
+        self.handle_message(&msg).await
     }
 
     /// The `/memory` slash command: the same work as "/memory …" in a message, answered
@@ -692,6 +852,12 @@ pub const CATCH_UP_MAX: usize = 1000;
 
 /// Most messages a catch-up reads again for their files.
 pub const CATCH_UP_FILES: usize = 100;
+
+/// How far past the moment of the connection a catch-up reads (a clock behind Discord's).
+const CATCH_UP_OVERLAP: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
+
+/// Discord's error code for a message it does not have.
+const UNKNOWN_MESSAGE: isize = 10008;
 
 /// The smallest message id Discord gives at `t` (ids begin with their time, in milliseconds
 /// since 2015).
@@ -951,6 +1117,8 @@ struct Events(Arc<Handler>, PlatformStatus);
 #[serenity::async_trait]
 impl EventHandler for Events {
     async fn ready(&self, ctx: Context, ready: Ready) {
+        // First: until the catch-up knows its channels, no channel's newest seen moves.
+        self.0.expect_catch_up();
         let shard = ready.shard.map_or(0, |s| s.id.0);
         info!(platform = "discord", user = %ready.user.name, guilds = ready.guilds.len(), shard, "connected");
         self.1.shard_connected(Platform::Discord, shard);
@@ -969,7 +1137,7 @@ impl EventHandler for Events {
         let shard = event.shard_id.0;
         if event.new == ConnectionStage::Connected {
             self.1.shard_connected(Platform::Discord, shard);
-        } else if event.old == ConnectionStage::Connected {
+        } else {
             warn!(platform = "discord", shard, stage = %event.new, "shard disconnected; reconnecting");
             self.1.shard_disconnected(Platform::Discord, shard);
         }
@@ -1078,7 +1246,7 @@ pub async fn run(
         None => settings.status.runs_shards(Platform::Discord, [0], 1),
     }
     let shards = client.shard_manager.clone();
-    tokio::select! {
+    let result = tokio::select! {
         result = start(&mut client, settings.shards) => result.map_err(|e| classify(&e)),
         _ = shutdown.changed() => {
             handler.stop_catching_up();
@@ -1086,7 +1254,10 @@ pub async fn run(
             info!(platform = "discord", "stopped");
             Ok(())
         }
-    }
+    };
+    // However it ended, no catch-up answers for a platform that is gone.
+    handler.stop_catching_up();
+    result
 }
 
 /// Connects this process's shards: one for the whole bot, or its range of `total` (Discord

@@ -54,6 +54,8 @@ struct Shared {
     message_gets: usize,
     /// Reads of a channel's history so far.
     history_reads: usize,
+    /// Channel history reads fail (500) while set.
+    history_failing: bool,
     /// The gateway's URL.
     gateway_url: String,
 }
@@ -180,6 +182,11 @@ impl FakeDiscord {
     /// Reads of a channel's history (`GET /channels/{id}/messages`) so far.
     pub fn history_reads(&self) -> usize {
         self.shared.lock().expect("fake lock").history_reads
+    }
+
+    /// Makes reads of a channel's history fail (an outage) or work again.
+    pub fn fail_history(&self, failing: bool) {
+        self.shared.lock().expect("fake lock").history_failing = failing;
     }
 
     /// Attachment downloads served so far.
@@ -395,6 +402,13 @@ async fn channel_history(
         .min(100);
     let mut s = state.shared.lock().expect("fake lock");
     s.history_reads += 1;
+    if s.history_failing {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"message": "500: Internal Server Error", "code": 0})),
+        )
+            .into_response();
+    }
     let mut ids: Vec<u64> = s
         .messages
         .keys()

@@ -79,7 +79,7 @@ pub trait MessageHandler: Send + Sync + 'static {
 pub struct CatchUp {
     /// Channels to read after the newest message seen in each.
     pub channels: Vec<ChannelCursor>,
-    /// Messages to read again, oldest first: their files are still to be described.
+    /// Messages to read again, newest first: their files are still to be described.
     pub undescribed: Vec<ChannelCursor>,
 }
 

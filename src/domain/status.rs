@@ -60,11 +60,14 @@ pub struct PlatformStatus {
 impl PlatformStatus {
     /// Records `platform`'s connection now.
     pub fn set(&self, platform: Platform, connection: Connection) {
-        self.inner
-            .lock()
-            .expect("status lock")
-            .connections
-            .insert(platform.as_str(), connection);
+        let mut t = self.inner.lock().expect("status lock");
+        // Failed or stopped: none of its shards is connected any more.
+        if matches!(connection, Connection::Failed { .. } | Connection::Stopped)
+            && let Some(s) = t.shards.get_mut(platform.as_str())
+        {
+            s.connected.clear();
+        }
+        t.connections.insert(platform.as_str(), connection);
     }
 
     /// `platform` runs these shards of `total` here: it is connected once every one of them
@@ -217,6 +220,8 @@ mod tests {
         assert_eq!(s.shards()[Platform::Discord.as_str()].connected, [3].into());
         s.shard_connected(Platform::Discord, 2);
         assert!(s.all_connected(), "back");
+        s.failed(Platform::Discord, "gone".into());
+        assert!(s.shards()[Platform::Discord.as_str()].connected.is_empty());
         // A platform without shards is connected by its first one.
         s.shard_connected(Platform::Telegram, 0);
         assert!(matches!(

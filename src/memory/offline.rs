@@ -122,7 +122,8 @@ pub fn clip_chars(text: &str, max_chars: usize) -> String {
 }
 
 /// An extractive summary of one person's messages: the most informative ones, in the order
-/// they were said, within `max_chars`.
+/// they were said, within `max_chars`, after their name ("Alice: … / …": no words of any
+/// one language, since whoever reads it may speak another).
 pub fn extractive_summary(name: &str, messages: &[&str], max_chars: usize) -> String {
     let mut ranked: Vec<(usize, usize)> = messages
         .iter()
@@ -135,7 +136,7 @@ pub fn extractive_summary(name: &str, messages: &[&str], max_chars: usize) -> St
     }
     // Most informative first; ties go to the later message (more recent).
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(b.0.cmp(&a.0)));
-    let head = format!("{name} said: ");
+    let head = format!("{name}: ");
     let mut budget = max_chars.saturating_sub(head.chars().count());
     let mut chosen = Vec::new();
     for (i, _) in ranked {
@@ -246,10 +247,7 @@ mod tests {
             "yeah",
         ];
         let s = extractive_summary("alice", &msgs, 300);
-        assert!(
-            s.starts_with("alice said: ") && s.contains("Kubernetes"),
-            "{s}"
-        );
+        assert!(s.starts_with("alice: ") && s.contains("Kubernetes"), "{s}");
         let long = ["word ".repeat(200)];
         let refs: Vec<&str> = long.iter().map(String::as_str).collect();
         assert!(extractive_summary("a", &refs, 100).chars().count() <= 100);

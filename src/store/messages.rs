@@ -117,7 +117,7 @@ pub trait Messages: Send + Sync {
     ) -> StoreResult<Vec<ChannelCursor>>;
     /// People's messages of `platform` sent since `since`, not withheld, that carry a kept
     /// file of one of `kinds` (`image`, `voice`, `audio`): each with its text and the file's
-    /// id, oldest first (what a restart looks at for descriptions a stop cut off).
+    /// id, newest first (what a restart looks at for descriptions a stop cut off).
     async fn files_since(
         &self,
         platform: Platform,
@@ -550,7 +550,7 @@ on_both_backends! {
                  JOIN message_attachments ma ON ma.message_id = m.id \
                  JOIN attachments a ON a.id = ma.attachment_id \
                  WHERE s.platform = $1 AND m.sent_at >= $2 AND NOT m.withheld AND NOT m.is_bot \
-                 ORDER BY m.id, a.id",
+                 ORDER BY m.id DESC, a.id",
             )
             .bind(platform.as_str())
             .bind(ms(since))

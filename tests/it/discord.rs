@@ -1420,6 +1420,12 @@ async fn what_was_said_while_away_is_caught_up_once_in_its_place(url: Option<Str
     restarted.catch_up(Some((1, 2)), now).await;
     assert_eq!(fake.history_reads(), 1, "shard 1 reads #big only");
     assert!(database_text(&h).await.contains("big news"));
+    // READY came: a message handled before the catch-up knows its channels does not move
+    // #mods' newest seen past what is still to read.
+    restarted.expect_catch_up();
+    let live = payload(3300, MODS, Some(GUILD), ALICE, "back online?");
+    fake.add_message(&live);
+    restarted.on_message(&message(live)).await;
     restarted.catch_up(Some((0, 2)), now).await;
     assert_eq!(
         fake.history_reads(),
@@ -1492,11 +1498,80 @@ async fn what_was_said_while_away_is_caught_up_once_in_its_place(url: Option<Str
         answered,
         [(MODS, "\"3012\"".to_string()), (DM, "\"3021\"".to_string())]
     );
+    // Each channel's newest seen is its newest message now.
+    let cursors: Vec<(String, i64)> = h
+        .store
+        .channels_seen_since(Platform::Discord, start_time() - chrono::Duration::days(1))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.channel, c.external_id))
+        .collect();
+    assert_eq!(
+        cursors,
+        [
+            (BIG_CHANNEL.to_string(), 3041),
+            (MODS.to_string(), 3300),
+            (DM.to_string(), 3021)
+        ]
+    );
     // Again: nothing stored or answered twice.
     let rows = rows_of(&h, "messages", "").await.len();
     restarted.catch_up(None, now).await;
     assert_eq!(rows_of(&h, "messages", "").await.len(), rows);
     assert_eq!(fake.sent().len(), 3);
+}
+
+/// A channel that cannot be read at the catch-up keeps its newest seen: later messages there
+/// wait behind it (they do not move it past what was missed), and the next connection reads
+/// what was missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_that_cannot_be_caught_up_is_read_at_the_next_connection() {
+    let (h, fake, handler) = setup(false).await;
+    handler
+        .on_message(&message(payload(
+            3010,
+            MODS,
+            Some(GUILD),
+            ALICE,
+            "morning all",
+        )))
+        .await;
+    fake.add_message(&payload(
+        3011,
+        MODS,
+        Some(GUILD),
+        BOB,
+        "the launch moved to Friday",
+    ));
+    let restarted = handler_for(&h, &fake);
+    let now = discord::snowflake_at(chrono::Utc::now());
+    fake.fail_history(true);
+    restarted.expect_catch_up();
+    restarted.catch_up(None, now).await;
+    assert_eq!(fake.history_reads(), 1, "tried");
+    assert!(!database_text(&h).await.contains("launch moved"));
+    // Said after the connection, handled: #mods still waits behind what was missed.
+    restarted
+        .on_message(&message(payload(3012, MODS, Some(GUILD), ALICE, "anyone?")))
+        .await;
+    fake.fail_history(false);
+    restarted.expect_catch_up();
+    restarted.catch_up(None, now).await;
+    assert!(
+        database_text(&h)
+            .await
+            .contains("the launch moved to Friday")
+    );
+    let cursors: Vec<i64> = h
+        .store
+        .channels_seen_since(Platform::Discord, start_time())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.external_id)
+        .collect();
+    assert_eq!(cursors, [3012], "then it moves on");
 }
 
 /// The gateway's copy of a message and a catch-up's, handled at the same moment: one of them
@@ -1519,7 +1594,9 @@ async fn a_message_delivered_twice_at_once_is_answered_once() {
         async move { handler.on_message(&m).await }
     });
     llm.wait_seen(1, WITHIN).await;
-    handler.on_message(&m).await;
+    tokio::time::timeout(WITHIN, handler.on_message(&m))
+        .await
+        .expect("the second copy does not wait for the first");
     llm.release();
     first.await.unwrap();
     fake.wait_sent(1, WITHIN).await;
