@@ -99,6 +99,8 @@ pub struct Handler {
     privacy: moka::sync::Cache<ChannelId, Privacy>,
     /// Each guild's roles (their permissions), for @everyone and for moderators.
     roles: moka::sync::Cache<GuildId, Arc<HashMap<RoleId, Role>>>,
+    /// Members' roles looked up for messages read over HTTP (which do not carry them).
+    members: moka::sync::Cache<(GuildId, UserId), Arc<Vec<RoleId>>>,
     downloads: DownloadLimits,
     catch_up: Duration,
     /// Messages being handled now: the gateway's and a catch-up's copy of one are handled
@@ -181,6 +183,10 @@ impl Handler {
                 .max_capacity(10_000)
                 .time_to_live(Duration::from_secs(300))
                 .build(),
+            members: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(Duration::from_secs(300))
+                .build(),
             downloads,
             catch_up,
             in_flight: Mutex::default(),
@@ -206,6 +212,26 @@ impl Handler {
     pub fn on_reconnect(&self) {
         self.privacy.invalidate_all();
         self.roles.invalidate_all();
+        self.members.invalidate_all();
+    }
+
+    /// The roles of `user` in `guild`, looked up (cached): for a message read over HTTP.
+    /// None when the lookup fails (then not a moderator: the safe side).
+    async fn member_roles(&self, guild: GuildId, user: UserId) -> Option<Arc<Vec<RoleId>>> {
+        if let Some(r) = self.members.get(&(guild, user)) {
+            return Some(r);
+        }
+        match self.http.get_member(guild, user).await {
+            Ok(m) => {
+                let roles = Arc::new(m.roles);
+                self.members.insert((guild, user), roles.clone());
+                Some(roles)
+            }
+            Err(e) => {
+                warn!(platform = "discord", error = %e, guild = guild.get(), "member lookup failed; not treated as a moderator");
+                None
+            }
+        }
     }
 
     /// A channel or thread changed (its overwrites, its parent): privacy is worked out again.
@@ -249,11 +275,13 @@ impl Handler {
 
     /// One message event: stored, and answered when the bot is addressed.
     pub async fn on_message(&self, msg: &Message) {
-        self.handle_message(msg).await;
+        let roles = msg.member.as_ref().map(|m| m.roles.clone());
+        self.handle_message(msg, roles.as_deref()).await;
     }
 
-    /// `on_message`; false when the message could not be stored.
-    async fn handle_message(&self, msg: &Message) -> bool {
+    /// `on_message`, the author having `roles` in the guild (None: unknown); false when the
+    /// message could not be stored.
+    async fn handle_message(&self, msg: &Message, roles: Option<&[RoleId]>) -> bool {
         let Some(me) = self.me.get().copied() else {
             warn!(platform = "discord", "message before READY; ignored");
             return true;
@@ -283,8 +311,8 @@ impl Handler {
         };
         let mut incoming = incoming(msg, me, &self.bot_name, privacy);
         incoming.attachments = attachments(&msg.attachments, &self.downloads).await;
-        if let (Some(guild), Some(member)) = (msg.guild_id, &msg.member) {
-            incoming.author_is_moderator = self.is_moderator(guild, &member.roles).await;
+        if let (Some(guild), Some(roles)) = (msg.guild_id, roles) {
+            incoming.author_is_moderator = self.is_moderator(guild, roles).await;
         }
         // The indicator lasts about 10 seconds per call.
         let typing = async {
@@ -620,7 +648,14 @@ impl Handler {
             return true;
         }
         msg.guild_id = guild;
-        self.handle_message(&msg).await
+        // Nor the author's roles: a moderator's request made meanwhile is a moderator's.
+        let mine = self.me.get() == Some(&msg.author.id);
+        let roles = match guild {
+            Some(g) if !msg.author.bot && !mine => self.member_roles(g, msg.author.id).await,
+            _ => None,
+        };
+        self.handle_message(&msg, roles.as_deref().map(Vec::as_slice))
+            .await
     }
 
     /// The `/memory` slash command: the same work as "/memory …" in a message, answered

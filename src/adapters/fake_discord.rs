@@ -56,6 +56,11 @@ struct Shared {
     history_reads: usize,
     /// Channel history reads fail (500) while set.
     history_failing: bool,
+    /// Members' roles by (guild, user), served at GET /guilds/{guild}/members/{user}
+    /// (anyone else: a member without roles).
+    members: HashMap<(u64, u64), Vec<u64>>,
+    /// Member lookups so far.
+    member_gets: usize,
     /// The gateway's URL.
     gateway_url: String,
 }
@@ -98,6 +103,7 @@ impl FakeDiscord {
             .route("/api/v10/gateway/bot", get(gateway_url))
             .route("/api/v10/channels/{id}", get(channel))
             .route("/api/v10/guilds/{id}/roles", get(roles))
+            .route("/api/v10/guilds/{id}/members/{user}", get(member))
             .route(
                 "/api/v10/channels/{id}/messages",
                 post(send_message).get(channel_history),
@@ -182,6 +188,20 @@ impl FakeDiscord {
     /// Reads of a channel's history (`GET /channels/{id}/messages`) so far.
     pub fn history_reads(&self) -> usize {
         self.shared.lock().expect("fake lock").history_reads
+    }
+
+    /// Gives `user` these roles in `guild` (what a member lookup answers).
+    pub fn set_member_roles(&self, guild: u64, user: u64, roles: &[u64]) {
+        self.shared
+            .lock()
+            .expect("fake lock")
+            .members
+            .insert((guild, user), roles.to_vec());
+    }
+
+    /// Member lookups (`GET /guilds/{id}/members/{user}`) so far.
+    pub fn member_gets(&self) -> usize {
+        self.shared.lock().expect("fake lock").member_gets
     }
 
     /// Makes reads of a channel's history fail (an outage) or work again.
@@ -434,6 +454,31 @@ async fn channel_history(
         .map(|id| as_read(&s.messages[&(channel, *id)]))
         .collect();
     Json(page).into_response()
+}
+
+/// `GET /guilds/{id}/members/{user}`: the member with the roles `set_member_roles` gave.
+async fn member(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((guild, user)): Path<(u64, u64)>,
+) -> Response {
+    if let Some(r) = refused(&state, &headers) {
+        return r;
+    }
+    let mut s = state.shared.lock().expect("fake lock");
+    s.member_gets += 1;
+    let roles: Vec<String> = s
+        .members
+        .get(&(guild, user))
+        .map(|r| r.iter().map(u64::to_string).collect())
+        .unwrap_or_default();
+    Json(json!({
+        "user": {"id": user.to_string(), "username": format!("user{user}"), "discriminator": "0",
+                 "global_name": null, "avatar": null},
+        "roles": roles, "joined_at": "2026-01-01T00:00:00.000000+00:00",
+        "deaf": false, "mute": false, "flags": 0
+    }))
+    .into_response()
 }
 
 async fn roles(

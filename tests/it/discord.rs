@@ -1574,6 +1574,55 @@ async fn a_channel_that_cannot_be_caught_up_is_read_at_the_next_connection() {
     assert_eq!(cursors, [3012], "then it moves on");
 }
 
+/// A moderator's request said while the bot was away is a moderator's: messages read over
+/// HTTP do not carry the author's roles, so the catch-up looks them up (once per member);
+/// a member without the role is still refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moderators_request_caught_up_is_a_moderators() {
+    let (h, fake, handler) = setup(false).await;
+    fake.set_roles(
+        GUILD,
+        &[
+            (
+                GUILD,
+                discord_perm::VIEW_CHANNEL | discord_perm::SEND_MESSAGES,
+            ),
+            (MOD_ROLE, discord_perm::MANAGE_MESSAGES),
+        ],
+    );
+    fake.set_member_roles(GUILD, CAROL.0, &[MOD_ROLE]);
+    let at_bot = format!("<@{BOT_ID}>");
+    let told = payload(
+        3600,
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        &format!("{at_bot} remember that I live in Oslo"),
+    );
+    fake.add_message(&told);
+    handler.on_message(&message(told)).await;
+    fake.wait_sent(1, WITHIN).await;
+    let forget = format!("{at_bot} forget everything about <@{}>", ALICE.0);
+    for (id, who) in [(3601, DAVE), (3602, CAROL), (3603, DAVE)] {
+        let p = payload(id, GENERAL, Some(GUILD), who, &forget);
+        fake.add_message(&mentioning(p, &[ALICE]));
+    }
+    let restarted = handler_for(&h, &fake);
+    restarted
+        .catch_up(None, discord::snowflake_at(chrono::Utc::now()))
+        .await;
+    fake.wait_sent(4, WITHIN).await;
+    let answers: Vec<String> = fake.sent()[1..]
+        .iter()
+        .map(|(_, b)| b["content"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(answers[0].contains("Only Alice"), "{answers:?}");
+    assert!(answers[1].starts_with("Done"), "{answers:?}");
+    assert!(answers[2].contains("Only Alice"), "{answers:?}");
+    assert_eq!(fake.member_gets(), 2, "Dave and Carol, each once");
+    assert!(!database_text(&h).await.contains("Oslo"));
+}
+
 /// The gateway's copy of a message and a catch-up's, handled at the same moment: one of them
 /// handles it, so it is answered once (and its model called once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
