@@ -371,26 +371,37 @@ impl Bot {
         }))
     }
 
-    /// Stores `msg` (`Ingestor::ingest`), unless the platform deleted it meanwhile: a delete
-    /// handled while its creation or an edit was on its way. The delete keeps a tombstone
+    /// Stores `msg` (`Ingestor::ingest`), unless the platform deleted it meanwhile (a delete
+    /// handled while its creation or an edit was on its way) or it was forgotten on request
+    /// before and is brought again. The delete keeps a tombstone
     /// before it looks for the message, and this looks for the tombstone after the message
     /// is stored, so one of the two always sees the other and the message never stays.
     async fn store_incoming(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
         let Some(ingested) = self.ingestor.ingest(msg).await? else {
             return Ok(None);
         };
-        if !self.deleted_on_platform(msg).await? {
+        let why = if self.deleted_on_platform(msg).await? {
+            "deleted on the platform meanwhile: not kept"
+        } else if self
+            .store
+            .was_forgotten(
+                msg.platform,
+                &msg.space_external_id,
+                &msg.channel_external_id,
+                &msg.external_id,
+            )
+            .await?
+        {
+            // Brought again (a delivery again, a catch-up reading from before it).
+            "forgotten on request before: not kept again"
+        } else {
             return Ok(Some(ingested));
-        }
+        };
         // Stored a moment ago and never answered: nothing was made from it yet but what the
         // store derives (its postings, pieces, place in an episode), which goes with it.
         self.store.delete_messages(&[ingested.message.id]).await?;
         self.memory.purge_caches();
-        info!(
-            platform = msg.platform.as_str(),
-            message = %ingested.message.id.0,
-            "deleted on the platform meanwhile: not kept"
-        );
+        info!(platform = msg.platform.as_str(), message = %ingested.message.id.0, why);
         Ok(None)
     }
 

@@ -27,6 +27,10 @@ use crate::store::{
 use std::collections::BTreeSet;
 use tracing::{info, warn};
 
+/// How long a message forgotten on request is kept out when its platform brings it again (as
+/// long as a platform's delete is: the same tombstones).
+const FORGOTTEN_KEPT_OUT: chrono::TimeDelta = chrono::TimeDelta::days(1);
+
 /// Where a forget acts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {
@@ -413,6 +417,7 @@ impl MemoryManager {
                     .await?,
             );
         }
+        self.keep_out(&messages).await?;
         removed.messages = self.store.delete_messages(&messages).await?;
         self.purge_caches();
         info!(subject = %req.subject, actor = %req.actor, items = removed.items, messages = removed.messages, "forgotten");
@@ -457,6 +462,7 @@ impl MemoryManager {
         let messages = self
             .remove_statements(subject, &told, &Reach::Everywhere)
             .await?;
+        self.keep_out(&messages).await?;
         self.store.delete_messages(&messages).await?;
         self.purge_caches();
         Ok(told.len() as u64)
@@ -672,9 +678,20 @@ impl MemoryManager {
             name: &name,
         };
         messages.extend(self.bot_quotes(None, &needles, &about).await?);
+        self.keep_out(&messages).await?;
         removed += self.store.delete_messages(&messages).await?;
         self.purge_caches();
         Ok(removed)
+    }
+
+    /// Messages forgotten on request stay out if their platform brings them again: a
+    /// delivery again, or a Discord catch-up after a restart that reads from before them.
+    async fn keep_out(&self, messages: &[MessageId]) -> Result<(), MemoryError> {
+        let now = self.clock.now();
+        Ok(self
+            .store
+            .keep_out(messages, now, FORGOTTEN_KEPT_OUT)
+            .await?)
     }
 
     /// A platform message was deleted: it leaves the history with everything derived from it

@@ -89,6 +89,23 @@ pub trait Messages: Send + Sync {
         at: DateTime<Utc>,
         keep: chrono::Duration,
     ) -> StoreResult<()>;
+    /// Keeps the platform ids of each of these stored messages that a person wrote, forgotten
+    /// on request at `at`, so the same message brought again by its platform (a delivery
+    /// again, a catch-up after a restart) stays out (`was_forgotten`). Older than `keep` go.
+    async fn keep_out(
+        &self,
+        ids: &[MessageId],
+        at: DateTime<Utc>,
+        keep: chrono::Duration,
+    ) -> StoreResult<()>;
+    /// Whether this message was forgotten on request (`keep_out`).
+    async fn was_forgotten(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+        external_id: &str,
+    ) -> StoreResult<bool>;
     /// Whether the platform deleted this message (a tombstone of `mark_deleted` is kept).
     async fn was_deleted(
         &self,
@@ -464,6 +481,59 @@ on_both_backends! {
                 .await
                 .map_err(db_err)?;
             tx.commit().await.map_err(db_err)
+        }
+
+        async fn keep_out(
+            &self,
+            ids: &[MessageId],
+            at: DateTime<Utc>,
+            keep: chrono::Duration,
+        ) -> StoreResult<()> {
+            if ids.is_empty() {
+                return Ok(());
+            }
+            let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
+            let mut tx = self.write_tx().await?;
+            sqlx::query(concat!(
+                "INSERT INTO forgotten_messages (platform, space_external_id, channel, external_id, forgotten_at) \
+                 SELECT s.platform, s.external_id, m.channel, m.external_id, $2 FROM messages m \
+                 JOIN spaces s ON s.id = m.space_id WHERE NOT m.is_bot AND m.id ",
+                in_list!(1),
+                " ON CONFLICT (platform, space_external_id, channel, external_id) \
+                 DO UPDATE SET forgotten_at = excluded.forgotten_at"
+            ))
+            .bind(list(&asked))
+            .bind(ms(at))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            sqlx::query("DELETE FROM forgotten_messages WHERE forgotten_at < $1")
+                .bind(ms(at - keep))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)
+        }
+
+        async fn was_forgotten(
+            &self,
+            platform: Platform,
+            space_external_id: &str,
+            channel: &str,
+            external_id: &str,
+        ) -> StoreResult<bool> {
+            let found: Option<i64> = sqlx::query_scalar(
+                "SELECT forgotten_at FROM forgotten_messages WHERE platform = $1 AND space_external_id = $2 \
+                 AND channel = $3 AND external_id = $4",
+            )
+            .bind(platform.as_str())
+            .bind(space_external_id)
+            .bind(channel)
+            .bind(external_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(found.is_some())
         }
 
         async fn was_deleted(

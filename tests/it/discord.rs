@@ -1551,17 +1551,54 @@ async fn a_channel_that_cannot_be_caught_up_is_read_at_the_next_connection() {
     restarted.catch_up(None, now).await;
     assert_eq!(fake.history_reads(), 1, "tried");
     assert!(!database_text(&h).await.contains("launch moved"));
-    // Said after the connection, handled: #mods still waits behind what was missed.
-    restarted
-        .on_message(&message(payload(3012, MODS, Some(GUILD), ALICE, "anyone?")))
-        .await;
+    // Said after the connection, handled: #mods still waits behind what was missed. One of
+    // them is forgotten on request meanwhile: the next catch-up, reading from before it, must
+    // not bring it back.
+    let at_bot = format!("<@{BOT_ID}>");
+    for p in [
+        payload(3012, MODS, Some(GUILD), ALICE, "anyone?"),
+        payload(3013, MODS, Some(GUILD), ALICE, "my bike is the blue one"),
+        payload(
+            3014,
+            MODS,
+            Some(GUILD),
+            ALICE,
+            &format!("{at_bot} forget that my bike is the blue one"),
+        ),
+    ] {
+        if p["id"] == "3014" {
+            assert!(
+                database_text(&h).await.contains("my bike is the blue one"),
+                "the positive control: kept until forgotten"
+            );
+        }
+        fake.add_message(&p);
+        restarted.on_message(&message(p)).await;
+    }
+    fake.wait_sent(1, WITHIN).await;
+    assert!(
+        last_answer(&fake).contains("forgotten"),
+        "{}",
+        last_answer(&fake)
+    );
+    assert!(!database_text(&h).await.contains("blue one"));
     fake.fail_history(false);
     restarted.expect_catch_up();
     restarted.catch_up(None, now).await;
+    let text = database_text(&h).await;
+    assert!(text.contains("the launch moved to Friday"), "{text}");
     assert!(
-        database_text(&h)
-            .await
-            .contains("the launch moved to Friday")
+        text.contains("anyone?"),
+        "the positive control: read again, kept once"
+    );
+    assert!(
+        !text.contains("blue one"),
+        "forgotten stays forgotten: {text}"
+    );
+    assert_eq!(
+        fake.sent().len(),
+        1,
+        "the request to forget, forgotten with what it named, is not read as a new one"
     );
     let cursors: Vec<i64> = h
         .store
@@ -1571,7 +1608,7 @@ async fn a_channel_that_cannot_be_caught_up_is_read_at_the_next_connection() {
         .into_iter()
         .map(|c| c.external_id)
         .collect();
-    assert_eq!(cursors, [3012], "then it moves on");
+    assert_eq!(cursors, [3014], "then it moves on");
 }
 
 /// A moderator's request said while the bot was away is a moderator's: messages read over
