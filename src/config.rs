@@ -729,11 +729,12 @@ impl Config {
         if let Err(e) = ShardRange::parse(&self.discord.shards) {
             bad.push("discord.shards", e);
         }
+        // A forgotten message is kept out for 30 days (memory::forgetting): no longer.
         bad.range(
             "discord.catch_up_hours",
             self.discord.catch_up_hours,
             0.0,
-            24.0 * 365.0,
+            24.0 * 30.0,
         );
     }
 

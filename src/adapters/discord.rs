@@ -507,10 +507,9 @@ impl Handler {
             if !self.goes_on(shard, run) {
                 return;
             }
-            let (handled, whole) = match self
-                .read_channel(*guild, *channel, *after, until, shard, run)
-                .await
-            {
+            let reading =
+                self.read_channel(*guild, *channel, *after, until, todo.since, (shard, run));
+            let (handled, whole) = match reading.await {
                 Ok(done) => done,
                 Err(e) => {
                     warn!(platform = "discord", error = %e, channel = channel.get(), "a channel could not be caught up; the next connection tries again");
@@ -579,18 +578,19 @@ impl Handler {
         );
     }
 
-    /// Reads `channel` between the messages `after` and `until` (both left out), at most
-    /// the newest `CATCH_UP_MAX`, and handles each, oldest first, as a new message: the ids
-    /// handled, up to the first that could not be stored, and whether it got to the end
-    /// (not when one could not be stored or `run` was stopped).
+    /// Reads `channel` between the messages `after` and `until` (both left out), said since
+    /// `since` (however long its newest seen was held back), at most the newest
+    /// `CATCH_UP_MAX`, and handles each, oldest first, as a new message: the ids handled, up
+    /// to the first that could not be stored, and whether it got to the end (not when one
+    /// could not be stored or the shard's `run` was stopped).
     async fn read_channel(
         &self,
         guild: Option<GuildId>,
         channel: ChannelId,
         after: i64,
         until: MessageId,
-        shard: Option<(u32, u32)>,
-        run: u64,
+        since: DateTime<Utc>,
+        (shard, run): (Option<(u32, u32)>, u64),
     ) -> serenity::Result<(Vec<MessageId>, bool)> {
         let after = MessageId::new(after.max(1) as u64);
         let mut before = until;
@@ -604,11 +604,11 @@ impl Handler {
                 break;
             };
             let full = page.len() >= 100;
-            found.extend(
-                page.into_iter()
-                    .filter(|m| m.id > after && m.id < until && m.channel_id == channel),
-            );
-            if oldest <= after || !full || oldest >= before {
+            let old = page.iter().any(|m| *m.timestamp < since);
+            found.extend(page.into_iter().filter(|m| {
+                m.id > after && m.id < until && m.channel_id == channel && *m.timestamp >= since
+            }));
+            if oldest <= after || !full || oldest >= before || old {
                 break;
             }
             if found.len() >= CATCH_UP_MAX {

@@ -75,8 +75,10 @@ pub trait MessageHandler: Send + Sync + 'static {
 }
 
 /// What `MessageHandler::to_catch_up` gives.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatchUp {
+    /// The start of the window: nothing said before it is read.
+    pub since: chrono::DateTime<chrono::Utc>,
     /// Channels to read after the newest message seen in each.
     pub channels: Vec<ChannelCursor>,
     /// Messages to read again, newest first: their files are still to be described.

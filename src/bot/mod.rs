@@ -204,7 +204,7 @@ impl Bot {
     /// Stores one message without answering it (the memory API's `add_message`): it is
     /// learned like chatter, by the jobs. The stored message's id; none for an empty text.
     pub async fn keep(&self, msg: &IncomingMessage) -> Result<Option<MessageId>, StoreError> {
-        let Some(mut ingested) = self.ingestor.ingest(msg).await? else {
+        let Some(mut ingested) = self.store_incoming(msg).await? else {
             return Ok(None);
         };
         self.describe(msg, &mut ingested, false).await?;
@@ -377,21 +377,37 @@ impl Bot {
     /// before it looks for the message, and this looks for the tombstone after the message
     /// is stored, so one of the two always sees the other and the message never stays.
     async fn store_incoming(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
-        let Some(ingested) = self.ingestor.ingest(msg).await? else {
-            return Ok(None);
-        };
-        let why = if self.deleted_on_platform(msg).await? {
-            "deleted on the platform meanwhile: not kept"
-        } else if self
-            .store
+        self.store_new(msg, false).await
+    }
+
+    /// Whether `msg` was forgotten on request (within `FORGOTTEN_KEPT_OUT`).
+    async fn was_forgotten(&self, msg: &IncomingMessage) -> Result<bool, StoreError> {
+        let since = self.clock.now() - crate::memory::forgetting::FORGOTTEN_KEPT_OUT;
+        self.store
             .was_forgotten(
                 msg.platform,
                 &msg.space_external_id,
                 &msg.channel_external_id,
                 &msg.external_id,
+                since,
             )
-            .await?
-        {
+            .await
+    }
+
+    /// `store_incoming`; for an edit (`editing`), the new text of a message kept a moment ago,
+    /// whose old text was just forgotten with what came of it (so its own platform ids may
+    /// be among the forgotten ones).
+    async fn store_new(
+        &self,
+        msg: &IncomingMessage,
+        editing: bool,
+    ) -> Result<Option<Ingested>, StoreError> {
+        let Some(ingested) = self.ingestor.ingest(msg).await? else {
+            return Ok(None);
+        };
+        let why = if self.deleted_on_platform(msg).await? {
+            "deleted on the platform meanwhile: not kept"
+        } else if !editing && self.was_forgotten(msg).await? {
             // Brought again (a delivery again, a catch-up reading from before it).
             "forgotten on request before: not kept again"
         } else {
@@ -514,6 +530,7 @@ impl Bot {
             }
         }
         Ok(crate::adapters::CatchUp {
+            since,
             channels: self.store.channels_seen_since(platform, since).await?,
             undescribed,
         })
@@ -555,7 +572,7 @@ impl Bot {
         self.forget_message(&old).await?;
         let mut msg = msg.clone();
         msg.sent_at = old.sent_at;
-        if let Some(mut ingested) = self.store_incoming(&msg).await? {
+        if let Some(mut ingested) = self.store_new(&msg, true).await? {
             // An edit is not answered: its files count as posted in passing.
             self.describe(&msg, &mut ingested, false).await?;
         }

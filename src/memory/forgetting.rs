@@ -27,9 +27,10 @@ use crate::store::{
 use std::collections::BTreeSet;
 use tracing::{info, warn};
 
-/// How long a message forgotten on request is kept out when its platform brings it again (as
-/// long as a platform's delete is: the same tombstones).
-const FORGOTTEN_KEPT_OUT: chrono::TimeDelta = chrono::TimeDelta::days(1);
+/// How long a message forgotten on request is kept out when its platform brings it again: as
+/// long as the longest Discord catch-up reads back (`discord.catch_up_hours` is at most 30
+/// days), longer than Telegram keeps an update.
+pub const FORGOTTEN_KEPT_OUT: chrono::TimeDelta = chrono::TimeDelta::days(30);
 
 /// Where a forget acts.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -89,22 +89,24 @@ pub trait Messages: Send + Sync {
         at: DateTime<Utc>,
         keep: chrono::Duration,
     ) -> StoreResult<()>;
-    /// Keeps the platform ids of each of these stored messages that a person wrote, forgotten
-    /// on request at `at`, so the same message brought again by its platform (a delivery
-    /// again, a catch-up after a restart) stays out (`was_forgotten`). Older than `keep` go.
+    /// Keeps a key of the platform ids of each of these stored messages (a SHA-256: nothing
+    /// in it leads back to the message), forgotten on request at `at`, so the same message
+    /// brought again by its platform (a delivery again, a catch-up after a restart) stays out
+    /// (`was_forgotten`). Keys older than `keep` go.
     async fn keep_out(
         &self,
         ids: &[MessageId],
         at: DateTime<Utc>,
         keep: chrono::Duration,
     ) -> StoreResult<()>;
-    /// Whether this message was forgotten on request (`keep_out`).
+    /// Whether this message was forgotten on request since `since` (`keep_out`).
     async fn was_forgotten(
         &self,
         platform: Platform,
         space_external_id: &str,
         channel: &str,
         external_id: &str,
+        since: DateTime<Utc>,
     ) -> StoreResult<bool>;
     /// Whether the platform deleted this message (a tombstone of `mark_deleted` is kept).
     async fn was_deleted(
@@ -241,6 +243,17 @@ pub struct ChannelCursor {
     pub channel: String,
     /// The message's platform id.
     pub external_id: i64,
+}
+
+/// The key a message forgotten on request is kept out by: a SHA-256 of its platform ids.
+pub fn forgotten_key(platform: &str, space: &str, channel: &str, external_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in [platform, space, channel, external_id] {
+        h.update(part.len().to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    format!("{:x}", h.finalize())
 }
 
 /// A message that carries a kept file (`files_since`).
@@ -493,20 +506,32 @@ on_both_backends! {
                 return Ok(());
             }
             let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
-            let mut tx = self.write_tx().await?;
-            sqlx::query(concat!(
-                "INSERT INTO forgotten_messages (platform, space_external_id, channel, external_id, forgotten_at) \
-                 SELECT s.platform, s.external_id, m.channel, m.external_id, $2 FROM messages m \
-                 JOIN spaces s ON s.id = m.space_id WHERE NOT m.is_bot AND m.id ",
-                in_list!(1),
-                " ON CONFLICT (platform, space_external_id, channel, external_id) \
-                 DO UPDATE SET forgotten_at = excluded.forgotten_at"
+            let rows: Vec<(String, String, String, String)> = sqlx::query_as(concat!(
+                "SELECT s.platform, s.external_id, m.channel, m.external_id FROM messages m \
+                 JOIN spaces s ON s.id = m.space_id WHERE m.id ",
+                in_list!(1)
             ))
             .bind(list(&asked))
-            .bind(ms(at))
-            .execute(&mut *tx)
+            .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
+            // In one order, so two overlapping forgets never wait on each other.
+            let keys: BTreeSet<String> = rows
+                .iter()
+                .map(|(p, s, c, e)| forgotten_key(p, s, c, e))
+                .collect();
+            let mut tx = self.write_tx().await?;
+            for key in keys {
+                sqlx::query(
+                    "INSERT INTO forgotten_messages (key, forgotten_at) VALUES ($1, $2) \
+                     ON CONFLICT (key) DO UPDATE SET forgotten_at = excluded.forgotten_at",
+                )
+                .bind(key)
+                .bind(ms(at))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
             sqlx::query("DELETE FROM forgotten_messages WHERE forgotten_at < $1")
                 .bind(ms(at - keep))
                 .execute(&mut *tx)
@@ -521,15 +546,14 @@ on_both_backends! {
             space_external_id: &str,
             channel: &str,
             external_id: &str,
+            since: DateTime<Utc>,
         ) -> StoreResult<bool> {
+            let key = forgotten_key(platform.as_str(), space_external_id, channel, external_id);
             let found: Option<i64> = sqlx::query_scalar(
-                "SELECT forgotten_at FROM forgotten_messages WHERE platform = $1 AND space_external_id = $2 \
-                 AND channel = $3 AND external_id = $4",
+                "SELECT forgotten_at FROM forgotten_messages WHERE key = $1 AND forgotten_at >= $2",
             )
-            .bind(platform.as_str())
-            .bind(space_external_id)
-            .bind(channel)
-            .bind(external_id)
+            .bind(key)
+            .bind(ms(since))
             .fetch_optional(self.pool())
             .await
             .map_err(db_err)?;

@@ -1587,9 +1587,10 @@ async fn a_channel_that_cannot_be_caught_up_is_read_at_the_next_connection() {
     restarted.catch_up(None, now).await;
     let text = database_text(&h).await;
     assert!(text.contains("the launch moved to Friday"), "{text}");
-    assert!(
-        text.contains("anyone?"),
-        "the positive control: read again, kept once"
+    assert_eq!(
+        rows_of(&h, "messages", "| anyone? |").await.len(),
+        1,
+        "read again, kept once"
     );
     assert!(
         !text.contains("blue one"),
@@ -1609,6 +1610,44 @@ async fn a_channel_that_cannot_be_caught_up_is_read_at_the_next_connection() {
         .map(|c| c.external_id)
         .collect();
     assert_eq!(cursors, [3014], "then it moves on");
+}
+
+/// An edit of a "remember that …" message: the old text is forgotten with the fact it asked
+/// for (its own platform ids among what is kept out), and the new text is kept all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_request_to_remember_keeps_its_new_text() {
+    let (h, fake, handler) = setup(false).await;
+    let at_bot = format!("<@{BOT_ID}>");
+    let said = payload(
+        3700,
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        &format!("{at_bot} remember that my locker is number twelve"),
+    );
+    handler.on_message(&message(said)).await;
+    fake.wait_sent(1, WITHIN).await;
+    assert!(database_text(&h).await.contains("locker is number twelve"));
+    let new_text = format!("{at_bot} remember that my locker is number fourteen");
+    let mut edited = payload(3700, GENERAL, Some(GUILD), ALICE, &new_text);
+    edited["edited_timestamp"] = json!("2026-11-20T09:30:00.000000+00:00");
+    fake.add_message(&edited);
+    let edit: serenity::all::MessageUpdateEvent = serde_json::from_value(json!({
+        "id": "3700", "channel_id": GENERAL.to_string(), "guild_id": GUILD.to_string(),
+        "author": user(ALICE.0, ALICE.1), "attachments": [], "content": new_text,
+        "timestamp": "2026-11-20T09:01:00.000000+00:00", "edited_timestamp": "2026-11-20T09:30:00.000000+00:00"
+    }))
+    .unwrap();
+    handler.on_message_update(&edit).await;
+    let text = database_text(&h).await;
+    assert!(!text.contains("number twelve"), "{text}");
+    assert_eq!(
+        rows_of(&h, "messages", "remember that my locker is number fourteen")
+            .await
+            .len(),
+        1,
+        "{text}"
+    );
 }
 
 /// A moderator's request said while the bot was away is a moderator's: messages read over

@@ -1383,6 +1383,7 @@ on_both_backends!(
     episode_keys_are_searched_in_scope_and_go_with_a_forget,
     tombstones_name_one_message_and_lapse,
     channel_cursors_keep_the_newest_seen,
+    forgotten_messages_are_kept_out_for_a_time,
 );
 
 /// A private word kept in a channel's id beside public chatter (a private chat's space named
@@ -2022,4 +2023,65 @@ async fn channel_cursors_keep_the_newest_seen(s: Arc<dyn Store>) {
         "seen at the later time of the two"
     );
     assert!(listed(2).await.is_empty());
+}
+
+/// A message forgotten on request is known again by its platform ids (other bots' too), only
+/// within the time asked, and only that one; a later forget drops keys older than its keep.
+async fn forgotten_messages_are_kept_out_for_a_time(s: Arc<dyn Store>) {
+    let space = s
+        .resolve_space(Platform::Discord, "guild-7", SpaceKind::Group, "g")
+        .await
+        .unwrap();
+    let person = s
+        .resolve_person(Platform::Discord, "u1", "Ann")
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for (ext, is_bot) in [("m-1", false), ("m-2", true), ("m-3", false)] {
+        let id = s
+            .insert_message(&NewMessage {
+                space,
+                channel: "chan-9".into(),
+                scope: Scope::Space(space),
+                privacy: engram::domain::Privacy::GuildPublic,
+                author: person,
+                is_bot,
+                is_command: false,
+                external_id: ext.into(),
+                reply_to: None,
+                text: format!("said {ext}"),
+                language: None,
+                sent_at: t(0),
+                withheld: false,
+            })
+            .await
+            .unwrap();
+        ids.push(id);
+    }
+    let forgotten = |ext: &'static str, since: i64| {
+        let s = s.clone();
+        async move {
+            s.was_forgotten(Platform::Discord, "guild-7", "chan-9", ext, t(since))
+                .await
+                .unwrap()
+        }
+    };
+    assert!(!forgotten("m-1", 0).await);
+    s.keep_out(&ids[..2], t(1), Duration::days(30))
+        .await
+        .unwrap();
+    assert!(forgotten("m-1", 0).await);
+    assert!(forgotten("m-2", 0).await, "another bot's message too");
+    assert!(!forgotten("m-3", 0).await, "only those forgotten");
+    assert!(!forgotten("m-1", 2).await, "not since a later time");
+    assert!(
+        !s.was_forgotten(Platform::Telegram, "guild-7", "chan-9", "m-1", t(0))
+            .await
+            .unwrap()
+    );
+    s.keep_out(&ids[2..], t(24 * 40), Duration::days(30))
+        .await
+        .unwrap();
+    assert!(!forgotten("m-1", 0).await, "dropped after its keep");
+    assert!(forgotten("m-3", 0).await);
 }
