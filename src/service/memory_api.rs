@@ -699,7 +699,9 @@ impl MemoryApi {
             // reach past the places this key is bound to.
             msg.command = Some(Command::Chat);
             let reply = self.parts.bot.handle(&msg).await?;
-            return Ok(json!({"stored": true, "reply": reply.map(|r| r.text)}));
+            // Not stored when it was forgotten (or deleted) before: said again under its id.
+            let stored = self.parts.bot.keeps(&msg).await?;
+            return Ok(json!({"stored": stored, "reply": reply.map(|r| r.text)}));
         }
         let stored = self.parts.bot.keep(&msg).await?;
         Ok(json!({"stored": stored.is_some(), "reply": null}))

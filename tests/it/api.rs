@@ -476,6 +476,47 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
 
 on_both_harnesses!(keys_act_only_for_their_spaces_and_people);
 
+/// A message forgotten on request, sent again under its id, stays out: `add_message` says it
+/// was not stored, with or without an answer asked for; a new one is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_message_sent_again_is_not_stored() {
+    let h = harness_on(None, false).await;
+    let (base, stop) = serve_api(&h).await;
+    let said = |id: &str, respond: bool| {
+        at(
+            "acme",
+            json!({"id": id, "text": "my bike is the red one", "respond": respond}),
+        )
+    };
+    let (code, body) = call(&base, Some(ACME), "add_message", said("k-1", false)).await;
+    assert_eq!((code, &body["stored"]), (200, &json!(true)), "{body}");
+    let (code, body) = call(
+        &base,
+        Some(ACME),
+        "forget",
+        at("acme", json!({"fact": "my bike is the red one"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert!(!database_text(&h).await.contains("red one"));
+    for respond in [false, true] {
+        let (code, body) = call(&base, Some(ACME), "add_message", said("k-1", respond)).await;
+        assert_eq!(
+            (code, &body["stored"]),
+            (200, &json!(false)),
+            "{respond}: {body}"
+        );
+    }
+    assert!(!database_text(&h).await.contains("red one"));
+    let (code, body) = call(&base, Some(ACME), "add_message", said("k-2", false)).await;
+    assert_eq!(
+        (code, &body["stored"]),
+        (200, &json!(true)),
+        "a new one: {body}"
+    );
+    let _ = stop.send(true);
+}
+
 /// One JSON-RPC request to `/mcp` with `key`.
 async fn mcp(base: &str, key: Option<&str>, id: u64, method: &str, params: Value) -> (u16, Value) {
     let mut request = reqwest::Client::new()
