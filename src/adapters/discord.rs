@@ -343,6 +343,10 @@ impl Handler {
     /// being caught up, or a catch-up is getting ready, the newest seen waits (the one kept is
     /// marked as seen now, so it is not dropped as stale).
     async fn saw(&self, msg: &Message) {
+        // Without catch-ups nothing reads it: no channel's activity is kept.
+        if self.catch_up.is_zero() {
+            return;
+        }
         let (guild, channel) = (msg.guild_id, msg.channel_id);
         let waiting = {
             let mut deferred = self.deferred.lock().expect("catch-up lock");

@@ -1699,6 +1699,44 @@ async fn a_moderators_request_caught_up_is_a_moderators() {
     assert!(!database_text(&h).await.contains("Oslo"));
 }
 
+/// With `discord.catch_up_hours = 0` no channel's newest seen is kept (nothing would read
+/// it); with catch-ups on, it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_catch_ups_no_channel_activity_is_kept() {
+    let h = Harness::build(false, |c| c.discord.catch_up_hours = 0.0).await;
+    let (h, fake, handler) = connect(h).await;
+    let cursors = || async {
+        h.store
+            .channels_seen_since(Platform::Discord, start_time() - chrono::Duration::days(1))
+            .await
+            .unwrap()
+            .len()
+    };
+    handler
+        .on_message(&message(payload(3800, DM, None, ALICE, "hello")))
+        .await;
+    assert_eq!(cursors().await, 0);
+    let settings = DiscordSettings {
+        shards: None,
+        api_url: fake.url(),
+        bot_name: h.config.bot.name.clone(),
+        status: Default::default(),
+        downloads: h.config.attachments.limits(),
+        catch_up: Duration::from_secs(3600),
+    };
+    let on = Handler::new(
+        h.bot.clone(),
+        Arc::new(discord::http(TOKEN, &settings)),
+        &settings.bot_name,
+        settings.downloads.clone(),
+        settings.catch_up,
+    );
+    on.set_me(UserId::new(BOT_ID));
+    on.on_message(&message(payload(3801, DM, None, ALICE, "hello again")))
+        .await;
+    assert_eq!(cursors().await, 1, "the positive control");
+}
+
 /// The gateway's copy of a message and a catch-up's, handled at the same moment: one of them
 /// handles it, so it is answered once (and its model called once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
