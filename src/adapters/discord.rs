@@ -132,14 +132,15 @@ struct Deferred {
     newest: Option<MessageId>,
 }
 
-/// A catch-up getting ready (`Handler::expect_catch_up`), ready when dropped at the latest.
+/// A catch-up getting ready (`Handler::expect_catch_up`), ready when dropped at the latest
+/// (then the channels that only waited keep their newest seen where it was: a catch-up reads
+/// their messages again, each known by its id).
 struct Preparing<'a>(Option<&'a Handler>);
 
 impl Preparing<'_> {
-    fn done(&mut self) {
-        if let Some(h) = self.0.take() {
-            h.prepared();
-        }
+    /// Ready: the channels that only waited for it and now get their newest seen.
+    fn done(&mut self) -> Vec<(Option<GuildId>, ChannelId, MessageId)> {
+        self.0.take().map_or_else(Vec::new, Handler::prepared)
     }
 }
 
@@ -393,8 +394,8 @@ impl Handler {
     }
 
     /// A catch-up knows its channels: once none is getting ready, the channels that only
-    /// waited get their newest seen.
-    fn prepared(&self) {
+    /// waited (guild, channel, newest handled there), to get their newest seen.
+    fn prepared(&self) -> Vec<(Option<GuildId>, ChannelId, MessageId)> {
         let before = self
             .preparing
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
@@ -402,32 +403,18 @@ impl Handler {
             })
             .unwrap_or(0);
         if before > 1 {
-            return;
+            return Vec::new();
         }
-        let waited: Vec<(ChannelId, Deferred)> = {
-            let mut deferred = self.deferred.lock().expect("catch-up lock");
-            let ids: Vec<ChannelId> = deferred
-                .iter()
-                .filter(|(_, d)| d.from.is_none())
-                .map(|(c, _)| *c)
-                .collect();
-            ids.into_iter()
-                .filter_map(|c| deferred.remove(&c).map(|d| (c, d)))
-                .collect()
-        };
-        let handle = tokio::runtime::Handle::try_current();
-        for (channel, d) in waited {
-            if let (Some(newest), Ok(rt)) = (d.newest, &handle) {
-                let (bot, space) = (self.bot.clone(), space_of(d.guild, channel));
-                rt.spawn(async move {
-                    let channel = channel.get().to_string();
-                    let id = newest.get() as i64;
-                    if let Err(e) = bot.seen(Platform::Discord, &space, &channel, id).await {
-                        warn!(platform = "discord", error = %e, "the newest message seen could not be kept");
-                    }
-                });
+        let mut deferred = self.deferred.lock().expect("catch-up lock");
+        let mut waited = Vec::new();
+        deferred.retain(|channel, d| {
+            if d.from.is_some() {
+                return true;
             }
-        }
+            waited.extend(d.newest.map(|newest| (d.guild, *channel, newest)));
+            false
+        });
+        waited
     }
 
     /// Starts `shard`'s catch-up (`catch_up`) of what was said before `now` (and a little
@@ -505,7 +492,9 @@ impl Handler {
                 d.from = Some(*after);
             }
         }
-        preparing.done();
+        for (guild, channel, newest) in preparing.done() {
+            self.seen(guild, channel, newest.get() as i64).await;
+        }
         let mut read = HashSet::new();
         for (guild, channel, after) in &mine {
             if !self.goes_on(shard, run) {
@@ -1156,8 +1145,10 @@ struct Events(Arc<Handler>, PlatformStatus);
 #[serenity::async_trait]
 impl EventHandler for Events {
     async fn ready(&self, ctx: Context, ready: Ready) {
-        // First: until the catch-up knows its channels, no channel's newest seen moves.
+        // First: until the catch-up knows its channels, no channel's newest seen moves; and
+        // what changed while the bot was away (overwrites, roles) is looked up again.
         self.0.expect_catch_up();
+        self.0.on_reconnect();
         let shard = ready.shard.map_or(0, |s| s.id.0);
         info!(platform = "discord", user = %ready.user.name, guilds = ready.guilds.len(), shard, "connected");
         self.1.shard_connected(Platform::Discord, shard);
@@ -1166,7 +1157,6 @@ impl EventHandler for Events {
             warn!(platform = "discord", error = %e, "could not register the slash commands");
         }
         // What was said while the bot was away (or cut off by a stop), in its own task.
-        self.0.on_reconnect();
         let shard = ready.shard.map(|s| (s.id.0, s.total));
         self.0.start_catch_up(shard, chrono::Utc::now());
     }

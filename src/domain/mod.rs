@@ -387,6 +387,18 @@ pub fn day_of(t: DateTime<Utc>) -> NaiveDate {
     t.date_naive()
 }
 
+/// One SHA-256 over several texts (length-prefixed, so ("ab","c") ≠ ("a","bc")): a cache key
+/// of what a value depends on, or a key that names something without holding it.
+pub fn hash_parts(parts: &[&str]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p.as_bytes());
+    }
+    h.finalize().into()
+}
+
 /// The words of `text` in order, lowercased, nothing dropped or stemmed (for phrase rules
 /// such as "what did you recommend").
 pub fn plain_words(text: &str) -> Vec<String> {

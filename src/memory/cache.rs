@@ -14,7 +14,6 @@ use crate::domain::PersonId;
 use crate::store::FactsRecord;
 use chrono::NaiveDate;
 use moka::sync::Cache;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,15 +31,7 @@ pub struct DaySummaries {
 /// A SHA-256 digest of a cached value's inputs.
 pub type Hash = [u8; 32];
 
-/// One hash over several texts (length-prefixed, so ("ab","c") ≠ ("a","bc")).
-pub fn hash_parts(parts: &[&str]) -> Hash {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update((p.len() as u64).to_le_bytes());
-        h.update(p.as_bytes());
-    }
-    h.finalize().into()
-}
+pub use crate::domain::hash_parts;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 /// Hits and misses of the summary and context caches.

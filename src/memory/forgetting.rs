@@ -418,8 +418,7 @@ impl MemoryManager {
                     .await?,
             );
         }
-        self.keep_out(&messages).await?;
-        removed.messages = self.store.delete_messages(&messages).await?;
+        removed.messages = self.delete_forgotten(&messages).await?;
         self.purge_caches();
         info!(subject = %req.subject, actor = %req.actor, items = removed.items, messages = removed.messages, "forgotten");
         Ok(removed)
@@ -463,8 +462,7 @@ impl MemoryManager {
         let messages = self
             .remove_statements(subject, &told, &Reach::Everywhere)
             .await?;
-        self.keep_out(&messages).await?;
-        self.store.delete_messages(&messages).await?;
+        self.delete_forgotten(&messages).await?;
         self.purge_caches();
         Ok(told.len() as u64)
     }
@@ -679,20 +677,20 @@ impl MemoryManager {
             name: &name,
         };
         messages.extend(self.bot_quotes(None, &needles, &about).await?);
-        self.keep_out(&messages).await?;
-        removed += self.store.delete_messages(&messages).await?;
+        removed += self.delete_forgotten(&messages).await?;
         self.purge_caches();
         Ok(removed)
     }
 
-    /// Messages forgotten on request stay out if their platform brings them again: a
-    /// delivery again, or a Discord catch-up after a restart that reads from before them.
-    async fn keep_out(&self, messages: &[MessageId]) -> Result<(), MemoryError> {
+    /// Deletes messages forgotten on request (`Store::delete_messages`), kept out first so
+    /// that they stay out if their platform brings them again (a delivery again, or a Discord
+    /// catch-up after a restart that reads from before them). The messages removed.
+    async fn delete_forgotten(&self, messages: &[MessageId]) -> Result<u64, MemoryError> {
         let now = self.clock.now();
-        Ok(self
-            .store
+        self.store
             .keep_out(messages, now, FORGOTTEN_KEPT_OUT)
-            .await?)
+            .await?;
+        Ok(self.store.delete_messages(messages).await?)
     }
 
     /// A platform message was deleted: it leaves the history with everything derived from it

@@ -412,7 +412,7 @@ impl Retriever {
             if asked.of_window.contains(id) {
                 *score += self.settings.time_weight / (k + 1.0);
             }
-            if asked.when && time::tells_a_time(&m.text, m.sent_at) {
+            if asked.when && time::told_time(&m.text, m.sent_at).is_some() {
                 *score += self.settings.when_weight / (k + 1.0);
             }
         }

@@ -54,9 +54,8 @@ impl Window {
         if !self.reported_after().contains(sent_at) {
             return false;
         }
-        let head: String = text.chars().take(MENTION_CHARS).collect();
         let widest = (self.to - self.from).max(Duration::days(7));
-        window(&head, sent_at)
+        told_time(text, sent_at)
             .is_some_and(|named| named.overlaps(self) && named.to - named.from <= widest)
     }
 }
@@ -142,11 +141,11 @@ pub fn window(query: &str, now: DateTime<Utc>) -> Option<Window> {
         .or_else(|| relative(&words, now))
 }
 
-/// Whether `text`, sent at `sent_at`, names a time ("yesterday", "last Friday", "in May"):
-/// what an answer to "when …?" holds. Read in its first part, as `Window::is_about` does.
-pub fn tells_a_time(text: &str, sent_at: DateTime<Utc>) -> bool {
+/// The time `text`, sent at `sent_at`, names ("yesterday", "last Friday", "in May"), read
+/// in its first part (a long message tells it early): what an answer to "when …?" holds.
+pub fn told_time(text: &str, sent_at: DateTime<Utc>) -> Option<Window> {
     let head: String = text.chars().take(MENTION_CHARS).collect();
-    window(&head, sent_at).is_some()
+    window(&head, sent_at)
 }
 
 /// Whether a question asks when something happened ("When did Jolene go to Rio?", "In which
@@ -581,9 +580,9 @@ mod tests {
             assert!(!asks_when(q), "{q}");
         }
         let sent = at("2023-05-31T15:00:00Z");
-        assert!(tells_a_time("Yes! Last Friday.", sent));
-        assert!(tells_a_time("I went there in May 2022", sent));
-        assert!(!tells_a_time("It was a lot of fun", sent));
-        assert!(!tells_a_time("", sent));
+        assert!(told_time("Yes! Last Friday.", sent).is_some());
+        assert!(told_time("I went there in May 2022", sent).is_some());
+        assert!(told_time("It was a lot of fun", sent).is_none());
+        assert!(told_time("", sent).is_none());
     }
 }

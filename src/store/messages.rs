@@ -247,13 +247,12 @@ pub struct ChannelCursor {
 
 /// The key a message forgotten on request is kept out by: a SHA-256 of its platform ids.
 pub fn forgotten_key(platform: &str, space: &str, channel: &str, external_id: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    for part in [platform, space, channel, external_id] {
-        h.update(part.len().to_le_bytes());
-        h.update(part.as_bytes());
-    }
-    format!("{:x}", h.finalize())
+    hex::encode(crate::domain::hash_parts(&[
+        platform,
+        space,
+        channel,
+        external_id,
+    ]))
 }
 
 /// A message that carries a kept file (`files_since`).

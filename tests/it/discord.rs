@@ -86,13 +86,19 @@ async fn connect(h: Harness) -> (Harness, FakeDiscord, Handler) {
 /// A handler of `h`'s bot on `fake`, as a (re)started process makes it (`discord.catch_up_hours`
 /// as configured).
 fn handler_for(h: &Harness, fake: &FakeDiscord) -> Handler {
+    let catch_up = Duration::from_secs_f64(h.config.discord.catch_up_hours * 3600.0);
+    handler_with(h, fake, catch_up)
+}
+
+/// `handler_for` catching up `catch_up` back.
+fn handler_with(h: &Harness, fake: &FakeDiscord, catch_up: Duration) -> Handler {
     let settings = DiscordSettings {
         shards: None,
         api_url: fake.url(),
         bot_name: h.config.bot.name.clone(),
         status: Default::default(),
         downloads: h.config.attachments.limits(),
-        catch_up: Duration::from_secs_f64(h.config.discord.catch_up_hours * 3600.0),
+        catch_up,
     };
     let http = discord::http(TOKEN, &settings);
     http.set_application_id(serenity::all::ApplicationId::new(APP_ID));
@@ -1716,22 +1722,7 @@ async fn without_catch_ups_no_channel_activity_is_kept() {
         .on_message(&message(payload(3800, DM, None, ALICE, "hello")))
         .await;
     assert_eq!(cursors().await, 0);
-    let settings = DiscordSettings {
-        shards: None,
-        api_url: fake.url(),
-        bot_name: h.config.bot.name.clone(),
-        status: Default::default(),
-        downloads: h.config.attachments.limits(),
-        catch_up: Duration::from_secs(3600),
-    };
-    let on = Handler::new(
-        h.bot.clone(),
-        Arc::new(discord::http(TOKEN, &settings)),
-        &settings.bot_name,
-        settings.downloads.clone(),
-        settings.catch_up,
-    );
-    on.set_me(UserId::new(BOT_ID));
+    let on = handler_with(&h, &fake, Duration::from_secs(3600));
     on.on_message(&message(payload(3801, DM, None, ALICE, "hello again")))
         .await;
     assert_eq!(cursors().await, 1, "the positive control");
