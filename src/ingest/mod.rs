@@ -20,7 +20,7 @@ use crate::store::{NewMessage, Resolved, Store, StoreError};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tracing::warn;
+use tracing::{info, warn};
 
 /// A stored incoming message with everything the router needs.
 #[derive(Debug, Clone)]
@@ -163,6 +163,13 @@ pub fn message_text(msg: &IncomingMessage, bot_name: &str) -> String {
 
 /// The author of `msg` as shown: by their name, or (no name left once cleaned) by their
 /// account id.
+/// Whether a message sent at `sent_at` was sent before its author's memory was cleared (at
+/// `cleared_at`): at least a second before, as platforms give times in whole seconds
+/// (Telegram), so a message written right after a clear is never taken for one before it.
+pub fn sent_before_clear(sent_at: DateTime<Utc>, cleared_at: Option<DateTime<Utc>>) -> bool {
+    cleared_at.is_some_and(|cleared| sent_at + chrono::Duration::seconds(1) <= cleared)
+}
+
 fn shown_name(msg: &IncomingMessage) -> String {
     Some(sanitize(&msg.author_display_name))
         .filter(|n| !n.is_empty())
@@ -394,7 +401,9 @@ impl Ingestor {
         self
     }
 
-    /// Stores the message and resolves who and where. `None` for a message with no text.
+    /// Stores the message and resolves who and where. `None` for a message with no text, or
+    /// one sent before its author's memory was cleared that comes only now (delivered again,
+    /// read by a catch-up, an edit of it).
     pub async fn ingest(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
         let text = message_text(msg, &self.bot_name);
         if text.is_empty() && msg.attachments.is_empty() {
@@ -403,6 +412,13 @@ impl Ingestor {
         let author_name = shown_name(msg);
         // One read: who wrote it, and whether their memory is paused (then it is withheld).
         let (resolved, place) = self.resolve_named(msg, &author_name).await?;
+        if sent_before_clear(msg.sent_at, resolved.cleared_at) {
+            info!(
+                platform = msg.platform.as_str(),
+                "sent before its author's memory was cleared: not kept"
+            );
+            return Ok(None);
+        }
         let (author, withheld, space) = (resolved.person, resolved.paused, place.space);
         let Asked {
             addressed,
@@ -789,6 +805,25 @@ pub fn stored_form(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_was_sent_before_a_clear() {
+        let cleared = DateTime::from_timestamp_millis(1_700_000_000_500).unwrap();
+        let at = |ms: i64| DateTime::from_timestamp_millis(ms).unwrap();
+        assert!(
+            !sent_before_clear(at(1_699_000_000_000), None),
+            "never cleared"
+        );
+        assert!(sent_before_clear(at(1_699_000_000_000), Some(cleared)));
+        assert!(
+            sent_before_clear(at(1_699_999_999_500), Some(cleared)),
+            "a second before"
+        );
+        // In the second of the clear (a platform's whole-second time), or after: kept.
+        assert!(!sent_before_clear(at(1_700_000_000_000), Some(cleared)));
+        assert!(!sent_before_clear(at(1_699_999_999_501), Some(cleared)));
+        assert!(!sent_before_clear(at(1_700_000_001_000), Some(cleared)));
+    }
 
     #[test]
     fn addressing_by_name_or_mention() {

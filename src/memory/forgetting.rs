@@ -641,6 +641,11 @@ impl MemoryManager {
     /// messages quoting their memory, and every cached copy (other processes are told).
     /// Returns the rows and messages removed.
     pub async fn clear_person(&self, person: PersonId) -> Result<u64, MemoryError> {
+        // First: a message of theirs from before now that comes while (or after) this runs
+        // is not kept.
+        self.store
+            .mark_memory_cleared(person, self.clock.now())
+            .await?;
         let name = self
             .store
             .person(person)

@@ -90,6 +90,12 @@ pub enum Table {
     Attachments,
     /// `message_attachments`
     MessageAttachments,
+    /// `deleted_messages`: what the platform deleted stays out after a move.
+    DeletedMessages,
+    /// `forgotten_messages`: what was forgotten on request stays out after a move.
+    ForgottenMessages,
+    /// `channel_cursors`: a Discord catch-up after the move reads only what is new.
+    ChannelCursors,
 }
 
 /// A table's name and columns, as both backends hold them.
@@ -108,7 +114,7 @@ use Kind::*;
 
 impl Table {
     /// In dependency order: loading in this order satisfies the foreign keys.
-    pub const ALL: [Table; 18] = [
+    pub const ALL: [Table; 21] = [
         Table::People,
         Table::Identities,
         Table::Spaces,
@@ -127,6 +133,9 @@ impl Table {
         Table::LlmUsageDays,
         Table::Attachments,
         Table::MessageAttachments,
+        Table::DeletedMessages,
+        Table::ForgottenMessages,
+        Table::ChannelCursors,
     ];
 
     /// The table's name and columns.
@@ -310,7 +319,12 @@ impl Table {
             },
             Table::MemorySettings => TableSpec {
                 name: "memory_settings",
-                columns: &[("person_id", Int), ("paused", Bool), ("updated_at", Int)],
+                columns: &[
+                    ("person_id", Int),
+                    ("paused", Bool),
+                    ("updated_at", Int),
+                    ("cleared_at", NullInt),
+                ],
                 order_by: "person_id",
                 has_identity: false,
             },
@@ -375,6 +389,36 @@ impl Table {
                     ("completion_tokens", Int),
                 ],
                 order_by: "day",
+                has_identity: false,
+            },
+            Table::DeletedMessages => TableSpec {
+                name: "deleted_messages",
+                columns: &[
+                    ("platform", Text),
+                    ("space_external_id", Text),
+                    ("channel", Text),
+                    ("external_id", Text),
+                    ("deleted_at", Int),
+                ],
+                order_by: "platform, space_external_id, channel, external_id",
+                has_identity: false,
+            },
+            Table::ForgottenMessages => TableSpec {
+                name: "forgotten_messages",
+                columns: &[("key", Text), ("forgotten_at", Int)],
+                order_by: "key",
+                has_identity: false,
+            },
+            Table::ChannelCursors => TableSpec {
+                name: "channel_cursors",
+                columns: &[
+                    ("platform", Text),
+                    ("space_external_id", Text),
+                    ("channel", Text),
+                    ("seen_through", Int),
+                    ("seen_at", Int),
+                ],
+                order_by: "platform, space_external_id, channel",
                 has_identity: false,
             },
         }

@@ -20,7 +20,9 @@ pub trait Entries: Send + Sync {
     async fn entries(&self, person: PersonId, scopes: Option<&[Scope]>) -> StoreResult<Vec<Entry>>;
     /// Earlier values of a person's entries, oldest first.
     async fn entry_history(&self, person: PersonId) -> StoreResult<Vec<EntryVersion>>;
-    /// Deletes these entries of `person` and their history; ids of others are left alone.
+    /// Deletes these entries of `person` and their history (and what unfinished closes of
+    /// episodes they wrote in came to: their prompts showed the entries); ids of others are
+    /// left alone.
     async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64>;
     /// Moves an entry of `person` (with its history) to `scope` (sharing it everywhere, or
     /// back); when `scope` holds an entry of the same category and key, the moved one keeps
@@ -288,6 +290,18 @@ on_both_backends! {
                     .await
                     .map_err(db_err)?
                     .rows_affected();
+            if removed > 0 {
+                // What unfinished closes of episodes they wrote in came to was made with their
+                // entries in the prompt: it goes, and those parts are asked again.
+                sqlx::query(
+                    "UPDATE episodes SET closing_parts = NULL WHERE closing_parts IS NOT NULL AND EXISTS \
+                     (SELECT 1 FROM messages m WHERE m.episode_id = episodes.id AND m.author_id = $1 AND NOT m.is_bot)",
+                )
+                .bind(person.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
             tx.commit().await.map_err(db_err)?;
             Ok(removed)
         }

@@ -90,6 +90,19 @@ pub trait Episodes: Send + Sync {
         details: &str,
         keys: &str,
     ) -> StoreResult<DetailsSaved>;
+    /// What closing episode `episode` came to so far, part by part (JSON), if anything.
+    async fn closing_parts(&self, episode: i64) -> StoreResult<Option<String>>;
+    /// Keeps `parts` (JSON) as what closing episode `episode` came to so far, made from `from`
+    /// (the messages of the parts done) with the memory entries `shown` in its prompts; false,
+    /// and nothing written, when the episode has details or was reopened, any of those
+    /// messages left it or changed, or any of those entries is gone (a forget meanwhile).
+    async fn save_closing_parts(
+        &self,
+        episode: i64,
+        from: &[StoredMessage],
+        shown: &[i64],
+        parts: &str,
+    ) -> StoreResult<bool>;
     /// Episodes whose details were kept without search keys (finished before keys were
     /// written), with their details (JSON), oldest first, at most `limit`.
     async fn episodes_without_keys(&self, limit: usize) -> StoreResult<Vec<(i64, String)>>;
@@ -326,7 +339,7 @@ on_both_backends! {
                 return Ok(DetailsSaved::Changed);
             }
             let written = sqlx::query(concat!(
-                "UPDATE episodes SET details = $1 WHERE id = $2 AND ",
+                "UPDATE episodes SET details = $1, closing_parts = NULL WHERE id = $2 AND ",
                 is_true!("closed"),
                 " AND details IS NULL"
             ))
@@ -355,6 +368,58 @@ on_both_backends! {
             };
             tx.commit().await.map_err(db_err)?;
             Ok(saved)
+        }
+
+        async fn closing_parts(&self, episode: i64) -> StoreResult<Option<String>> {
+            let parts: Option<Option<String>> =
+                sqlx::query_scalar("SELECT closing_parts FROM episodes WHERE id = $1")
+                    .bind(episode)
+                    .fetch_optional(self.pool())
+                    .await
+                    .map_err(db_err)?;
+            Ok(parts.flatten())
+        }
+
+        async fn save_closing_parts(
+            &self,
+            episode: i64,
+            from: &[StoredMessage],
+            shown: &[i64],
+            parts: &str,
+        ) -> StoreResult<bool> {
+            let mut tx = self.write_tx().await?;
+            // The episode's row is locked first: a forget that removes a shown entry either
+            // committed before (seen here) or clears what is written after it.
+            if !still_as_read(&mut tx, episode, from).await? {
+                return Ok(false);
+            }
+            let mut shown = shown.to_vec();
+            shown.sort_unstable();
+            shown.dedup();
+            let there: i64 = sqlx::query_scalar(concat!(
+                "SELECT COUNT(*) FROM memory_entries WHERE id ",
+                in_list!(1)
+            ))
+            .bind(list(&shown))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            if there != shown.len() as i64 {
+                return Ok(false);
+            }
+            let written = sqlx::query(concat!(
+                "UPDATE episodes SET closing_parts = $1 WHERE id = $2 AND ",
+                is_true!("closed"),
+                " AND details IS NULL"
+            ))
+            .bind(parts)
+            .bind(episode)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            tx.commit().await.map_err(db_err)?;
+            Ok(written > 0)
         }
 
         async fn episodes_without_keys(&self, limit: usize) -> StoreResult<Vec<(i64, String)>> {

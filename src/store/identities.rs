@@ -117,6 +117,9 @@ pub trait Identities: Send + Sync {
     ) -> StoreResult<()>;
     /// Whether a person's memory is paused.
     async fn memory_paused(&self, person: PersonId) -> StoreResult<bool>;
+    /// Notes that everything about `person` was cleared at `at`: a message of theirs sent
+    /// before it that comes later (delivered again, or read by a catch-up) is not kept.
+    async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()>;
 }
 
 /// The person behind an account, as `resolve_account` found or made them.
@@ -126,6 +129,9 @@ pub struct Resolved {
     pub person: PersonId,
     /// Their memory is paused (`/memory pause`).
     pub paused: bool,
+    /// When everything about them was last cleared, if ever: what they sent before it is
+    /// not kept when it comes later.
+    pub cleared_at: Option<DateTime<Utc>>,
 }
 
 /// A platform account of a person.
@@ -179,7 +185,7 @@ pub enum LinkRedeem {
 }
 
 /// person_id, display_name, username, paused (NULL: never set)
-type KnownAccountRow = (i64, String, Option<String>, Option<bool>);
+type KnownAccountRow = (i64, String, Option<String>, Option<bool>, Option<i64>);
 
 /// An account as stored: its person, name, username, and whether their memory is paused.
 struct KnownAccount {
@@ -187,22 +193,27 @@ struct KnownAccount {
     display_name: String,
     username: Option<String>,
     paused: bool,
+    cleared_at: Option<DateTime<Utc>>,
 }
 
 impl KnownAccount {
-    fn from_row((person, display_name, username, paused): KnownAccountRow) -> KnownAccount {
-        KnownAccount {
+    fn from_row(
+        (person, display_name, username, paused, cleared_at): KnownAccountRow,
+    ) -> StoreResult<KnownAccount> {
+        Ok(KnownAccount {
             person: PersonId(person),
             display_name,
             username,
             paused: paused.unwrap_or(false),
-        }
+            cleared_at: cleared_at.map(super::rows::from_ms).transpose()?,
+        })
     }
 
     fn resolved(&self) -> Resolved {
         Resolved {
             person: self.person,
             paused: self.paused,
+            cleared_at: self.cleared_at,
         }
     }
 }
@@ -308,6 +319,7 @@ on_both_backends! {
             Ok(Resolved {
                 person: PersonId(person),
                 paused: false,
+                cleared_at: None,
             })
         }
 
@@ -618,6 +630,19 @@ on_both_backends! {
                     .map_err(db_err)?;
             Ok(row.is_some_and(|r| r.0))
         }
+
+        async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()> {
+            sqlx::query(
+                "INSERT INTO memory_settings (person_id, paused, updated_at, cleared_at) VALUES ($1, false, $2, $2) \
+                 ON CONFLICT (person_id) DO UPDATE SET cleared_at = excluded.cleared_at",
+            )
+            .bind(person.0)
+            .bind(ms(at))
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(())
+        }
     }
 
     impl Backend {
@@ -627,7 +652,7 @@ on_both_backends! {
             external_id: &str,
         ) -> StoreResult<Option<KnownAccount>> {
             let row: Option<KnownAccountRow> = sqlx::query_as(
-                "SELECT i.person_id, i.display_name, i.username, s.paused \
+                "SELECT i.person_id, i.display_name, i.username, s.paused, s.cleared_at \
                  FROM identities i LEFT JOIN memory_settings s ON s.person_id = i.person_id \
                  WHERE i.platform = $1 AND i.external_id = $2",
             )
@@ -636,7 +661,7 @@ on_both_backends! {
                 .fetch_optional(self.pool())
                 .await
                 .map_err(db_err)?;
-            Ok(row.map(KnownAccount::from_row))
+            row.map(KnownAccount::from_row).transpose()
         }
     }
 

@@ -931,7 +931,7 @@ on_both_backends! {
             let out_of_scope = len + keys_len.unwrap_or(0);
             let left: Option<(String, i32)> = sqlx::query_as(
                 "UPDATE episodes SET messages = messages - $1, total_len = total_len - $2, closed = false, summary = NULL, embedding = NULL, embedding_space = NULL, \
-                 running_summary = NULL, open_loops = NULL, details = NULL, keys_len = NULL, summarized_messages = 0, summarized_len = 0, \
+                 running_summary = NULL, open_loops = NULL, details = NULL, keys_len = NULL, closing_parts = NULL, summarized_messages = 0, summarized_len = 0, \
                  summarized_through = NULL WHERE id = $3 RETURNING scope, messages",
             )
             .bind(*count as i32)

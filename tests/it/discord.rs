@@ -1528,6 +1528,65 @@ async fn what_was_said_while_away_is_caught_up_once_in_its_place(url: Option<Str
     assert_eq!(fake.sent().len(), 3);
 }
 
+/// A clear made while the bot was away (the admin page, or another platform of a joined
+/// person) reaches what the person said meanwhile: the catch-up does not bring it back, nor
+/// an edit of it that comes later; another member's message of that time is kept, and what
+/// the person says after the clear is kept too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clear_made_while_away_reaches_what_was_said_meanwhile() {
+    let (h, fake, handler) = setup(false).await;
+    let seen = payload(3001, MODS, Some(GUILD), ALICE, "morning all");
+    fake.add_message(&seen);
+    handler.on_message(&message(seen)).await;
+    for p in [
+        payload(3011, MODS, Some(GUILD), ALICE, "my locker code is 4512"),
+        payload(3012, MODS, Some(GUILD), BOB, "the launch moved to Friday"),
+    ] {
+        fake.add_message(&p);
+    }
+    // Cleared an hour later (the messages say 09:11 and 09:12).
+    h.clock.advance(chrono::Duration::hours(1));
+    let alice = h
+        .store
+        .find_identity(Platform::Discord, &ALICE.0.to_string())
+        .await
+        .unwrap()
+        .expect("known");
+    h.memory
+        .manager
+        .clear_with_joined(alice, &engram::memory::audit::By::operator("admin"))
+        .await
+        .unwrap();
+    assert!(!database_text(&h).await.contains("morning all"), "cleared");
+    let restarted = handler_for(&h, &fake);
+    restarted
+        .catch_up(None, discord::snowflake_at(chrono::Utc::now()))
+        .await;
+    let text = database_text(&h).await;
+    assert!(
+        text.contains("the launch moved to Friday"),
+        "bob's is kept: {text}"
+    );
+    assert!(
+        !text.contains("4512"),
+        "alice's from before the clear is not: {text}"
+    );
+    // An edit of it, later: not kept either.
+    let edit: serenity::all::MessageUpdateEvent = serde_json::from_value(json!({
+        "id": "3011", "channel_id": MODS.to_string(), "guild_id": GUILD.to_string(),
+        "author": user(ALICE.0, ALICE.1), "attachments": [], "content": "my locker code is 4513",
+        "timestamp": "2026-11-20T09:11:00.000000+00:00", "edited_timestamp": "2026-11-20T10:30:00.000000+00:00"
+    }))
+    .unwrap();
+    restarted.on_message_update(&edit).await;
+    assert!(!database_text(&h).await.contains("4513"));
+    // What she says after the clear is hers as before.
+    let mut after = payload(3400, MODS, Some(GUILD), ALICE, "back after the clear");
+    after["timestamp"] = json!("2026-11-20T10:05:00.000000+00:00");
+    restarted.on_message(&message(after)).await;
+    assert!(database_text(&h).await.contains("back after the clear"));
+}
+
 /// A channel that cannot be read at the catch-up keeps its newest seen: later messages there
 /// wait behind it (they do not move it past what was missed), and the next connection reads
 /// what was missed.

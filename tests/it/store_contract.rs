@@ -771,6 +771,24 @@ async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) 
     .await
     .unwrap();
     s.set_memory_paused(a, true, t(3)).await.unwrap();
+    // What must stay out after a move (a message forgotten on request, one the platform
+    // deleted), and where a catch-up goes on from.
+    s.keep_out(&[MessageId(2)], t(3), Duration::days(30))
+        .await
+        .unwrap();
+    s.mark_deleted(
+        Platform::Console,
+        "lab",
+        "general",
+        &["9".into()],
+        t(3),
+        Duration::days(1),
+    )
+    .await
+    .unwrap();
+    s.saw_message(Platform::Discord, "g1", "c1", 42, t(3))
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let target = open_url(&format!(
         "sqlite://{}",
@@ -787,6 +805,41 @@ async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) 
     );
     assert_eq!(target.entry_history(a).await.unwrap().len(), 1);
     assert!(target.memory_paused(a).await.unwrap());
+    for (id, forgotten) in [("2", true), ("1", false)] {
+        assert_eq!(
+            target
+                .was_forgotten(Platform::Console, "lab", "general", id, t(0))
+                .await
+                .unwrap(),
+            forgotten,
+            "message {id}"
+        );
+    }
+    for (id, deleted) in [("9", true), ("1", false)] {
+        assert_eq!(
+            target
+                .was_deleted(Platform::Console, "lab", "general", id)
+                .await
+                .unwrap(),
+            deleted,
+            "message {id}"
+        );
+    }
+    let cursors = target
+        .channels_seen_since(Platform::Discord, t(0))
+        .await
+        .unwrap();
+    assert_eq!(
+        cursors
+            .iter()
+            .map(|c| (
+                c.space_external_id.as_str(),
+                c.channel.as_str(),
+                c.external_id
+            ))
+            .collect::<Vec<_>>(),
+        [("g1", "c1", 42)]
+    );
     assert_eq!(
         summarize(s.as_ref()).await.unwrap(),
         summarize(target.as_ref()).await.unwrap()

@@ -71,12 +71,25 @@ fn fixture_rows(backend: &str) -> Vec<String> {
 /// `unrecorded` model, 1, where the episode had a vector), PostgreSQL's facts.embedding
 /// (never written, dropped) and 0014's messages.language (each message's: English here; on
 /// PostgreSQL messages are read in their old shape below), 0016's episodes.keys_len
-/// (NULL: no search keys yet) and 0018's episodes.summarized_through (NULL: no working
-/// memory made yet). Each: backend, table, what the new
+/// (NULL: no search keys yet), 0018's episodes.summarized_through (NULL: no working
+/// memory made yet), 0021's episodes.closing_parts (NULL: no close cut off) and 0022's
+/// memory_settings.cleared_at (NULL: never cleared). Each: backend, table, what the new
 /// columns add at the end of a row, and what the row ended with before. (0013 moved message vectors to a table keyed by model:
 /// `vectors_as_before` reads those rows back in their old shape.)
 const NEW_COLUMNS: &[(&str, &str, &str, &str)] = &[
     ("sqlite", "messages", " |  | en", ""),
+    (
+        "sqlite",
+        "episodes",
+        " | 0 | gap |  |  | 0 | 0 |  | 1 |  |  | ",
+        "",
+    ),
+    (
+        "sqlite",
+        "episodes",
+        " | 0 | gap |  |  | 0 | 0 |  |  |  |  | ",
+        "",
+    ),
     (
         "sqlite",
         "episodes",
@@ -89,23 +102,13 @@ const NEW_COLUMNS: &[(&str, &str, &str, &str)] = &[
         " | 0 | gap |  |  | 0 | 0 |  |  |  | ",
         "",
     ),
-    (
-        "sqlite",
-        "episodes",
-        " | 0 | gap |  |  | 0 | 0 |  | 1 | ",
-        "",
-    ),
-    (
-        "sqlite",
-        "episodes",
-        " | 0 | gap |  |  | 0 | 0 |  |  | ",
-        "",
-    ),
+    ("postgres", "episodes", ",f,gap,,,0,0,,1,,,)", ")"),
+    ("postgres", "episodes", ",f,gap,,,0,0,,,,,)", ")"),
     ("postgres", "episodes", ",f,gap,,,0,0,,1,,)", ")"),
     ("postgres", "episodes", ",f,gap,,,0,0,,,,)", ")"),
-    ("postgres", "episodes", ",f,gap,,,0,0,,1,)", ")"),
-    ("postgres", "episodes", ",f,gap,,,0,0,,,)", ")"),
     ("postgres", "facts", ")", ",)"),
+    ("sqlite", "memory_settings", " | ", ""),
+    ("postgres", "memory_settings", ",)", ")"),
 ];
 
 /// The rows 0013 reshaped, read from the upgraded database in their v0008 shape: SQLite's

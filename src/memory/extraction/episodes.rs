@@ -426,6 +426,39 @@ fn in_parts(messages: &[StoredMessage]) -> Vec<&[StoredMessage]> {
     messages.chunks(messages.len().div_ceil(parts)).collect()
 }
 
+/// A part of an episode's close that the model answered, kept (`Store::save_closing_parts`)
+/// so that a close cut off by a crash or a model outage goes on from the next part.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct DonePart {
+    /// Of the part's messages and of the parts before it (`fingerprints`).
+    fingerprint: String,
+    /// What the model made of it, checked.
+    details: EpisodeDetails,
+    /// The memory entries its prompt showed, per person.
+    shown: Vec<(PersonId, Vec<i64>)>,
+}
+
+/// Each part's fingerprint: a SHA-256 of its messages' ids and texts and of the fingerprint
+/// of the part before (a part is made knowing what those came to), so a part done before is
+/// used again only while it and every part before it are read as they were.
+fn fingerprints(parts: &[&[StoredMessage]]) -> Vec<String> {
+    let mut before = String::new();
+    parts
+        .iter()
+        .map(|part| {
+            let ids: Vec<String> = part.iter().map(|m| m.id.0.to_string()).collect();
+            let mut fields: Vec<&str> = vec![&before];
+            for (m, id) in part.iter().zip(&ids) {
+                fields.push(id);
+                fields.push(&m.text);
+            }
+            let print = hex::encode(crate::domain::hash_parts(&fields));
+            before = print.clone();
+            print
+        })
+        .collect()
+}
+
 /// What closing `episode` reads: its messages (the first `PARTS` × `EPISODE_MESSAGES`) but
 /// those of people whose memory is paused.
 async fn closing_messages(
@@ -541,11 +574,17 @@ impl Extractor {
         }
         let messages = closing_messages(self.store.as_ref(), episode).await?;
         // Part by part, each knowing what the ones before came to; a part refused (asked
-        // twice) makes the whole extractive, without facts.
-        let mut parts = Vec::new();
+        // twice) makes the whole extractive, without facts. The parts a close cut off had
+        // done are not asked again.
+        let pieces = in_parts(&messages);
+        let prints = fingerprints(&pieces);
+        let mut parts = self.parts_done(episode.id, &prints).await?;
         let mut shown: BTreeMap<PersonId, Vec<i64>> = BTreeMap::new();
+        for (person, ids) in parts.iter().flat_map(|p| p.shown.iter()) {
+            shown.entry(*person).or_default().extend(ids);
+        }
         let mut refused = None;
-        for (n, part) in in_parts(&messages).into_iter().enumerate() {
+        for (n, part) in pieces.iter().enumerate().skip(parts.len()) {
             // Each part may take the model a while: the claim lasts a lease from the last one
             // (taken over meanwhile, the new holder does it all).
             let renewed = n == 0
@@ -562,13 +601,26 @@ impl Extractor {
                 info!(episode = episode.id, "episode claim lost between parts");
                 return Ok(false);
             }
-            let earlier: Option<&EpisodeDetails> = parts.last();
+            let earlier: Option<&EpisodeDetails> = parts.last().map(|p| &p.details);
             let (prompt, seen) = self.prompt(episode, part, earlier).await?;
-            for (person, ids) in seen {
-                shown.entry(person).or_default().extend(ids);
+            for (person, ids) in &seen {
+                shown.entry(*person).or_default().extend(ids);
             }
             match self.ask_details(episode, part, &prompt).await {
-                Ok(d) => parts.push(d),
+                Ok(details) => {
+                    // What a model call came to is kept for a retry (an extractive part is
+                    // cheap to make again), unless nothing comes after it.
+                    let asked = details.method == "llm";
+                    parts.push(DonePart {
+                        fingerprint: prints[n].clone(),
+                        details,
+                        shown: seen.into_iter().collect(),
+                    });
+                    if asked && parts.len() < pieces.len() {
+                        self.keep_parts(episode.id, &messages, &pieces, &parts)
+                            .await?;
+                    }
+                }
                 Err(DetailsError::Model(e)) if !matches!(e, LlmError::BadResponse(_)) => {
                     warn!(episode = episode.id, error = %e, "episode summary waits for the model");
                     self.finish_claim(&key, Finish::Failed { retry_at: now }, "model unavailable")
@@ -582,7 +634,7 @@ impl Extractor {
             }
         }
         let details = match refused {
-            None => EpisodeDetails::merged(parts),
+            None => EpisodeDetails::merged(parts.into_iter().map(|p| p.details).collect()),
             Some(why) => {
                 warn!(episode = episode.id, error = %why, "episode summary refused: extractive details, no facts");
                 offline_details(&messages)
@@ -644,6 +696,70 @@ impl Extractor {
         self.finish_claim(&key, finish, &status).await?;
         info!(episode = episode.id, kept, learned, method = %details.method, "episode closed in memory");
         Ok(kept)
+    }
+
+    /// The parts of closing episode `episode` done before (by a close that was cut off)
+    /// that are still valid: the first ones whose fingerprints are `prints`' first.
+    async fn parts_done(
+        &self,
+        episode: i64,
+        prints: &[String],
+    ) -> Result<Vec<DonePart>, MemoryError> {
+        let Some(json) = self.store.closing_parts(episode).await? else {
+            return Ok(Vec::new());
+        };
+        let kept: Vec<DonePart> = match serde_json::from_str(&json) {
+            Ok(kept) => kept,
+            Err(e) => {
+                warn!(episode, error = %e, "the parts of a cut-off episode close are unreadable: asked again");
+                return Ok(Vec::new());
+            }
+        };
+        let done: Vec<DonePart> = kept
+            .into_iter()
+            .zip(prints)
+            .take_while(|(part, print)| &part.fingerprint == *print)
+            .map(|(part, _)| part)
+            .collect();
+        if !done.is_empty() {
+            info!(
+                episode,
+                done = done.len(),
+                parts = prints.len(),
+                "an episode close goes on from where it was cut off"
+            );
+        }
+        Ok(done)
+    }
+
+    /// Keeps the parts `done` of closing `episode` (of `pieces`, the parts of `messages`),
+    /// unless a forget came in between (then the next part is asked all the same, and the
+    /// details are checked when they are kept).
+    async fn keep_parts(
+        &self,
+        episode: i64,
+        messages: &[StoredMessage],
+        pieces: &[&[StoredMessage]],
+        done: &[DonePart],
+    ) -> Result<(), MemoryError> {
+        let read: usize = pieces[..done.len()].iter().map(|p| p.len()).sum();
+        let shown: Vec<i64> = done
+            .iter()
+            .flat_map(|p| p.shown.iter().flat_map(|(_, ids)| ids.iter().copied()))
+            .collect();
+        // Plain strings and numbers: serializing cannot fail.
+        let json = serde_json::to_string(done).expect("episode parts serialize");
+        if !self
+            .store
+            .save_closing_parts(episode, &messages[..read], &shown, &json)
+            .await?
+        {
+            info!(
+                episode,
+                "episode changed while closing: its parts are not kept"
+            );
+        }
+        Ok(())
     }
 
     async fn finish_claim(
