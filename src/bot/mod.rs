@@ -372,8 +372,9 @@ impl Bot {
     }
 
     /// Stores `msg` (`Ingestor::ingest`), unless the platform deleted it meanwhile (a delete
-    /// handled while its creation or an edit was on its way) or it was forgotten on request
-    /// before and is brought again. The delete keeps a tombstone
+    /// handled while its creation or an edit was on its way), it was forgotten on request
+    /// before and is brought again, or it was sent before its author's memory was cleared
+    /// (and reaches the bot only now). The delete keeps a tombstone
     /// before it looks for the message, and this looks for the tombstone after the message
     /// is stored, so one of the two always sees the other and the message never stays.
     async fn store_incoming(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
@@ -394,6 +395,16 @@ impl Bot {
             .await
     }
 
+    /// Whether `msg` was sent before its author's memory was cleared (`/memory clear`, the
+    /// admin page), and reaches the bot only now.
+    async fn sent_before_clear(&self, msg: &IncomingMessage) -> Result<bool, StoreError> {
+        let cleared = self
+            .store
+            .account_cleared_at(msg.platform, &msg.author_external_id)
+            .await?;
+        Ok(crate::ingest::sent_before_clear(msg.sent_at, cleared))
+    }
+
     /// `store_incoming`; for an edit (`editing`), the new text of a message kept a moment ago,
     /// whose old text was just forgotten with what came of it (so its own platform ids may
     /// be among the forgotten ones).
@@ -410,6 +421,10 @@ impl Bot {
         } else if !editing && self.was_forgotten(msg).await? {
             // Brought again (a delivery again, a catch-up reading from before it).
             "forgotten on request before: not kept again"
+        } else if self.sent_before_clear(msg).await? {
+            // Said while the bot was away, or delivered again; read after the message is
+            // stored, so a clear running meanwhile either sees it or is seen here.
+            "sent before its author's memory was cleared: not kept"
         } else {
             return Ok(Some(ingested));
         };

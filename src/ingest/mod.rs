@@ -20,7 +20,7 @@ use crate::store::{NewMessage, Resolved, Store, StoreError};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tracing::{info, warn};
+use tracing::warn;
 
 /// A stored incoming message with everything the router needs.
 #[derive(Debug, Clone)]
@@ -161,8 +161,6 @@ pub fn message_text(msg: &IncomingMessage, bot_name: &str) -> String {
     text
 }
 
-/// The author of `msg` as shown: by their name, or (no name left once cleaned) by their
-/// account id.
 /// Whether a message sent at `sent_at` was sent before its author's memory was cleared (at
 /// `cleared_at`): at least a second before, as platforms give times in whole seconds
 /// (Telegram), so a message written right after a clear is never taken for one before it.
@@ -170,6 +168,8 @@ pub fn sent_before_clear(sent_at: DateTime<Utc>, cleared_at: Option<DateTime<Utc
     cleared_at.is_some_and(|cleared| sent_at + chrono::Duration::seconds(1) <= cleared)
 }
 
+/// The author of `msg` as shown: by their name, or (no name left once cleaned) by their
+/// account id.
 fn shown_name(msg: &IncomingMessage) -> String {
     Some(sanitize(&msg.author_display_name))
         .filter(|n| !n.is_empty())
@@ -401,9 +401,7 @@ impl Ingestor {
         self
     }
 
-    /// Stores the message and resolves who and where. `None` for a message with no text, or
-    /// one sent before its author's memory was cleared that comes only now (delivered again,
-    /// read by a catch-up, an edit of it).
+    /// Stores the message and resolves who and where. `None` for a message with no text.
     pub async fn ingest(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
         let text = message_text(msg, &self.bot_name);
         if text.is_empty() && msg.attachments.is_empty() {
@@ -412,13 +410,6 @@ impl Ingestor {
         let author_name = shown_name(msg);
         // One read: who wrote it, and whether their memory is paused (then it is withheld).
         let (resolved, place) = self.resolve_named(msg, &author_name).await?;
-        if sent_before_clear(msg.sent_at, resolved.cleared_at) {
-            info!(
-                platform = msg.platform.as_str(),
-                "sent before its author's memory was cleared: not kept"
-            );
-            return Ok(None);
-        }
         let (author, withheld, space) = (resolved.person, resolved.paused, place.space);
         let Asked {
             addressed,

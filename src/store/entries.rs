@@ -293,14 +293,7 @@ on_both_backends! {
             if removed > 0 {
                 // What unfinished closes of episodes they wrote in came to was made with their
                 // entries in the prompt: it goes, and those parts are asked again.
-                sqlx::query(
-                    "UPDATE episodes SET closing_parts = NULL WHERE closing_parts IS NOT NULL AND EXISTS \
-                     (SELECT 1 FROM messages m WHERE m.episode_id = episodes.id AND m.author_id = $1 AND NOT m.is_bot)",
-                )
-                .bind(person.0)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+                drop_closing_parts(&mut tx, person.0).await?;
             }
             tx.commit().await.map_err(db_err)?;
             Ok(removed)

@@ -172,6 +172,27 @@ on_both_backends! {
         Ok(from.iter().all(|m| now.get(&m.id.0) == Some(&m.text)))
     }
 
+    /// Drops what the unfinished closes of the episodes `person` wrote in came to (their
+    /// prompts showed `person`'s entries, one of which is being deleted). Every unfinished
+    /// close is matched, not only those with parts kept: on PostgreSQL a close saving its
+    /// parts right now (its row locked) is waited for, then cleared.
+    pub(in crate::store) async fn drop_closing_parts(
+        conn: &mut Conn,
+        person: i64,
+    ) -> StoreResult<()> {
+        sqlx::query(concat!(
+            "UPDATE episodes SET closing_parts = NULL WHERE ",
+            is_true!("closed"),
+            " AND details IS NULL AND EXISTS (SELECT 1 FROM messages m WHERE m.episode_id = episodes.id \
+             AND m.author_id = $1 AND NOT m.is_bot)"
+        ))
+        .bind(person)
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        Ok(())
+    }
+
     /// The words of `keys` become episode `episode`'s search keys in its scope (analysed in
     /// their language like a message), in place of any it had, and their count its `keys_len`
     /// (and part of the scope's total length).
@@ -389,7 +410,8 @@ on_both_backends! {
         ) -> StoreResult<bool> {
             let mut tx = self.write_tx().await?;
             // The episode's row is locked first: a forget that removes a shown entry either
-            // committed before (seen here) or clears what is written after it.
+            // committed before (seen here) or waits for this write, then clears it
+            // (`drop_closing_parts` matches every unfinished close, written or not).
             if !still_as_read(&mut tx, episode, from).await? {
                 return Ok(false);
             }

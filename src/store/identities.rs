@@ -117,9 +117,16 @@ pub trait Identities: Send + Sync {
     ) -> StoreResult<()>;
     /// Whether a person's memory is paused.
     async fn memory_paused(&self, person: PersonId) -> StoreResult<bool>;
-    /// Notes that everything about `person` was cleared at `at`: a message of theirs sent
-    /// before it that comes later (delivered again, or read by a catch-up) is not kept.
+    /// Notes that everything about `person` was cleared at `at` (a later time than any noted
+    /// before stays): a message of theirs sent before it that comes later is not kept.
     async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()>;
+    /// When the memory of the person behind this account was last cleared: the later of its
+    /// person's clear and, for an account joined to another person, its own earlier person's.
+    async fn account_cleared_at(
+        &self,
+        platform: Platform,
+        external_id: &str,
+    ) -> StoreResult<Option<DateTime<Utc>>>;
 }
 
 /// The person behind an account, as `resolve_account` found or made them.
@@ -129,9 +136,6 @@ pub struct Resolved {
     pub person: PersonId,
     /// Their memory is paused (`/memory pause`).
     pub paused: bool,
-    /// When everything about them was last cleared, if ever: what they sent before it is
-    /// not kept when it comes later.
-    pub cleared_at: Option<DateTime<Utc>>,
 }
 
 /// A platform account of a person.
@@ -185,7 +189,7 @@ pub enum LinkRedeem {
 }
 
 /// person_id, display_name, username, paused (NULL: never set)
-type KnownAccountRow = (i64, String, Option<String>, Option<bool>, Option<i64>);
+type KnownAccountRow = (i64, String, Option<String>, Option<bool>);
 
 /// An account as stored: its person, name, username, and whether their memory is paused.
 struct KnownAccount {
@@ -193,27 +197,22 @@ struct KnownAccount {
     display_name: String,
     username: Option<String>,
     paused: bool,
-    cleared_at: Option<DateTime<Utc>>,
 }
 
 impl KnownAccount {
-    fn from_row(
-        (person, display_name, username, paused, cleared_at): KnownAccountRow,
-    ) -> StoreResult<KnownAccount> {
-        Ok(KnownAccount {
+    fn from_row((person, display_name, username, paused): KnownAccountRow) -> KnownAccount {
+        KnownAccount {
             person: PersonId(person),
             display_name,
             username,
             paused: paused.unwrap_or(false),
-            cleared_at: cleared_at.map(super::rows::from_ms).transpose()?,
-        })
+        }
     }
 
     fn resolved(&self) -> Resolved {
         Resolved {
             person: self.person,
             paused: self.paused,
-            cleared_at: self.cleared_at,
         }
     }
 }
@@ -319,7 +318,6 @@ on_both_backends! {
             Ok(Resolved {
                 person: PersonId(person),
                 paused: false,
-                cleared_at: None,
             })
         }
 
@@ -634,7 +632,8 @@ on_both_backends! {
         async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()> {
             sqlx::query(
                 "INSERT INTO memory_settings (person_id, paused, updated_at, cleared_at) VALUES ($1, false, $2, $2) \
-                 ON CONFLICT (person_id) DO UPDATE SET cleared_at = excluded.cleared_at",
+                 ON CONFLICT (person_id) DO UPDATE SET cleared_at = CASE WHEN memory_settings.cleared_at IS NULL \
+                 OR memory_settings.cleared_at < excluded.cleared_at THEN excluded.cleared_at ELSE memory_settings.cleared_at END",
             )
             .bind(person.0)
             .bind(ms(at))
@@ -642,6 +641,27 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
             Ok(())
+        }
+
+        async fn account_cleared_at(
+            &self,
+            platform: Platform,
+            external_id: &str,
+        ) -> StoreResult<Option<DateTime<Utc>>> {
+            let row: Option<(Option<i64>, Option<i64>)> = sqlx::query_as(
+                "SELECT s.cleared_at, o.cleared_at FROM identities i \
+                 LEFT JOIN memory_settings s ON s.person_id = i.person_id \
+                 LEFT JOIN memory_settings o ON o.person_id = i.own_person_id \
+                 WHERE i.platform = $1 AND i.external_id = $2",
+            )
+            .bind(platform.as_str())
+            .bind(external_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(db_err)?;
+            row.and_then(|(person, own)| person.max(own))
+                .map(crate::store::rows::from_ms)
+                .transpose()
         }
     }
 
@@ -652,7 +672,7 @@ on_both_backends! {
             external_id: &str,
         ) -> StoreResult<Option<KnownAccount>> {
             let row: Option<KnownAccountRow> = sqlx::query_as(
-                "SELECT i.person_id, i.display_name, i.username, s.paused, s.cleared_at \
+                "SELECT i.person_id, i.display_name, i.username, s.paused \
                  FROM identities i LEFT JOIN memory_settings s ON s.person_id = i.person_id \
                  WHERE i.platform = $1 AND i.external_id = $2",
             )
@@ -661,7 +681,7 @@ on_both_backends! {
                 .fetch_optional(self.pool())
                 .await
                 .map_err(db_err)?;
-            row.map(KnownAccount::from_row).transpose()
+            Ok(row.map(KnownAccount::from_row))
         }
     }
 

@@ -987,6 +987,18 @@ on_both_backends! {
     /// fact versions keep their text but no longer point at them.
     async fn drop_derived(conn: &mut Conn, all: &[i64]) -> StoreResult<()> {
         let sources: Vec<String> = all.iter().map(|id| format!("message:{id}")).collect();
+        // Whose entries go: what unfinished closes of their episodes came to goes too.
+        let owners: Vec<i64> = sqlx::query_scalar(concat!(
+            "SELECT DISTINCT person_id FROM memory_entries WHERE source ",
+            in_list!(1)
+        ))
+        .bind(list(&sources))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        for person in owners {
+            drop_closing_parts(&mut *conn, person).await?;
+        }
         for sql in [
             concat!(
                 "DELETE FROM memory_entry_history WHERE entry_id IN (SELECT id FROM memory_entries WHERE source ",

@@ -168,6 +168,32 @@ pub enum StoreError {
 pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
 /// Migration failures, with the one an operator can act on spelled out.
+/// Each backend's migrations, embedded by `build.rs`: (version, description, SQL).
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
+}
+
+/// The migrator of a backend's embedded migrations (`embedded::SQLITE` or `POSTGRES`), as
+/// `sqlx::migrate!` would build it: each checksummed, in a transaction unless its SQL starts
+/// with `-- no-transaction`.
+fn migrator(files: &'static [(i64, &'static str, &'static str)]) -> sqlx::migrate::Migrator {
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    Migrator::with_migrations(
+        files
+            .iter()
+            .map(|&(version, what, sql)| {
+                Migration::new(
+                    version,
+                    std::borrow::Cow::Borrowed(what),
+                    MigrationType::Simple,
+                    sqlx::SqlStr::from_static(sql),
+                    sql.starts_with("-- no-transaction"),
+                )
+            })
+            .collect(),
+    )
+}
+
 pub(crate) fn migrate_error(e: sqlx::migrate::MigrateError) -> StoreError {
     match e {
         sqlx::migrate::MigrateError::VersionMissing(v) => StoreError::FromNewer(v),

@@ -56,6 +56,7 @@ pub(super) mod shared {
         notify as changed, place_message, search_messages, space_index, watch_changes,
         write_postings,
     };
+    pub(in crate::store) use crate::store::episodes::on_postgres::drop_closing_parts;
     pub(in crate::store) use crate::store::messages::on_postgres::{
         insert_chunk, rewrite_text, set_languages,
     };
@@ -206,7 +207,8 @@ pub(super) mod shared {
 }
 
 /// The migrations this build applies (`migrations/postgres`).
-pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+pub(super) static MIGRATOR: std::sync::LazyLock<sqlx::migrate::Migrator> =
+    std::sync::LazyLock::new(|| super::migrator(super::embedded::POSTGRES));
 
 impl PostgresStore {
     /// Writes the postings of messages queued in `message_terms_backlog` (stored before the

@@ -48,6 +48,7 @@ pub(super) mod shared {
         nearest_messages, place_message, search_messages, space_index, watch_changes,
         write_postings,
     };
+    pub(in crate::store) use crate::store::episodes::on_sqlite::drop_closing_parts;
     pub(in crate::store) use crate::store::messages::on_sqlite::{
         insert_chunk, rewrite_text, set_languages,
     };
@@ -192,7 +193,8 @@ pub(super) mod shared {
 }
 
 /// The migrations this build applies (`migrations/sqlite`).
-pub(super) static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+pub(super) static MIGRATOR: std::sync::LazyLock<sqlx::migrate::Migrator> =
+    std::sync::LazyLock::new(|| super::migrator(super::embedded::SQLITE));
 
 impl SqliteStore {
     /// Opens (creating if missing) the database at `url` and applies pending migrations.

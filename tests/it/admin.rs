@@ -430,9 +430,8 @@ impl Browser {
             }
         }))
         .unwrap();
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = fantoccini::ClientBuilder::rustls()
-            .unwrap()
+        let http = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = fantoccini::ClientBuilder::new(http)
             .capabilities(caps)
             .connect(&format!("http://127.0.0.1:{port}"))
             .await

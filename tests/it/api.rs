@@ -517,6 +517,66 @@ async fn a_forgotten_message_sent_again_is_not_stored() {
     let _ = stop.send(true);
 }
 
+/// After a clear, a message sent before it (an earlier `sent_at`) is not stored: the clear
+/// reaches what the bot had not seen yet; one sent after it is stored as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sent_before_a_clear_is_not_stored_after_it() {
+    let h = harness_on(None, false).await;
+    let (base, stop) = serve_api(&h).await;
+    let said = |id: &str, text: &str, sent_at: Option<chrono::DateTime<chrono::Utc>>| {
+        let mut body = json!({"id": id, "text": text});
+        if let Some(at) = sent_at {
+            body["sent_at"] = json!(at.to_rfc3339());
+        }
+        at("acme", body)
+    };
+    let (code, body) = call(
+        &base,
+        Some(ACME),
+        "add_message",
+        said("c-1", "my bike is the red one", None),
+    )
+    .await;
+    assert_eq!((code, &body["stored"]), (200, &json!(true)), "{body}");
+    let alice = h
+        .store
+        .find_identity(engram::domain::Platform::Api, "acme/alice")
+        .await
+        .unwrap()
+        .expect("known");
+    h.clock.advance(chrono::Duration::hours(1));
+    h.memory
+        .manager
+        .clear_with_joined(alice, &engram::memory::audit::By::operator("admin"))
+        .await
+        .unwrap();
+    assert!(!database_text(&h).await.contains("red one"), "cleared");
+    let before = h.clock.now() - chrono::Duration::minutes(10);
+    let (code, body) = call(
+        &base,
+        Some(ACME),
+        "add_message",
+        said("c-2", "my locker code is 4512", Some(before)),
+    )
+    .await;
+    assert_eq!((code, &body["stored"]), (200, &json!(false)), "{body}");
+    assert!(!database_text(&h).await.contains("4512"));
+    let (code, body) = call(
+        &base,
+        Some(ACME),
+        "add_message",
+        said("c-3", "my desk is by the window", None),
+    )
+    .await;
+    assert_eq!(
+        (code, &body["stored"]),
+        (200, &json!(true)),
+        "after the clear: {body}"
+    );
+    assert!(database_text(&h).await.contains("by the window"));
+    let _ = stop.send(true);
+}
+
 /// One JSON-RPC request to `/mcp` with `key`.
 async fn mcp(base: &str, key: Option<&str>, id: u64, method: &str, params: Value) -> (u16, Value) {
     let mut request = reqwest::Client::new()

@@ -987,7 +987,8 @@ async fn a_long_episode_closes_in_parts(url: Option<String>) {
     );
 
     // A claim lost while the model writes a part (the process took too long and another took
-    // the run over): this one stops before the next part (of three), keeping nothing.
+    // the run over): this one stops before the next part (of three), keeping no details (the
+    // first part, done while it held the claim, is kept for whoever goes on).
     let desk = group("desk");
     for i in 0..700 {
         h.say_in(&desk, "bob", &format!("support ticket-{i}")).await;

@@ -789,6 +789,22 @@ async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) 
     s.saw_message(Platform::Discord, "g1", "c1", 42, t(3))
         .await
         .unwrap();
+    // Cleared twice: the later clear stays, whichever comes last.
+    for at in [t(5), t(4)] {
+        s.mark_memory_cleared(a, at).await.unwrap();
+    }
+    assert_eq!(
+        s.account_cleared_at(Platform::Console, "alice")
+            .await
+            .unwrap(),
+        Some(t(5))
+    );
+    assert_eq!(
+        s.account_cleared_at(Platform::Console, "bob")
+            .await
+            .unwrap(),
+        None
+    );
     let dir = tempfile::tempdir().unwrap();
     let target = open_url(&format!(
         "sqlite://{}",
@@ -825,6 +841,14 @@ async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) 
             "message {id}"
         );
     }
+    assert_eq!(
+        target
+            .account_cleared_at(Platform::Console, "alice")
+            .await
+            .unwrap(),
+        Some(t(5))
+    );
+    assert!(target.memory_paused(a).await.unwrap(), "paused as before");
     let cursors = target
         .channels_seen_since(Platform::Discord, t(0))
         .await

@@ -578,29 +578,13 @@ impl Extractor {
         // done are not asked again.
         let pieces = in_parts(&messages);
         let prints = fingerprints(&pieces);
-        let mut parts = self.parts_done(episode.id, &prints).await?;
+        let mut parts = self.parts_done(episode, &prints).await?;
         let mut shown: BTreeMap<PersonId, Vec<i64>> = BTreeMap::new();
         for (person, ids) in parts.iter().flat_map(|p| p.shown.iter()) {
             shown.entry(*person).or_default().extend(ids);
         }
         let mut refused = None;
         for (n, part) in pieces.iter().enumerate().skip(parts.len()) {
-            // Each part may take the model a while: the claim lasts a lease from the last one
-            // (taken over meanwhile, the new holder does it all).
-            let renewed = n == 0
-                || self
-                    .store
-                    .renew_job(
-                        EPISODE_JOB,
-                        &key,
-                        &self.holder,
-                        self.clock.now() + self.lease,
-                    )
-                    .await?;
-            if !renewed {
-                info!(episode = episode.id, "episode claim lost between parts");
-                return Ok(false);
-            }
             let earlier: Option<&EpisodeDetails> = parts.last().map(|p| &p.details);
             let (prompt, seen) = self.prompt(episode, part, earlier).await?;
             for (person, ids) in &seen {
@@ -616,9 +600,27 @@ impl Extractor {
                         details,
                         shown: seen.into_iter().collect(),
                     });
-                    if asked && parts.len() < pieces.len() {
-                        self.keep_parts(episode.id, &messages, &pieces, &parts)
+                    if parts.len() < pieces.len() {
+                        // Each part may take the model a while: the claim lasts a lease from
+                        // the last one (taken over meanwhile, the new holder goes on, and
+                        // this one neither asks nor keeps anything more).
+                        let renewed = self
+                            .store
+                            .renew_job(
+                                EPISODE_JOB,
+                                &key,
+                                &self.holder,
+                                self.clock.now() + self.lease,
+                            )
                             .await?;
+                        if !renewed {
+                            info!(episode = episode.id, "episode claim lost between parts");
+                            return Ok(false);
+                        }
+                        if asked {
+                            self.keep_parts(episode.id, &messages, &pieces, &parts)
+                                .await;
+                        }
                     }
                 }
                 Err(DetailsError::Model(e)) if !matches!(e, LlmError::BadResponse(_)) => {
@@ -698,32 +700,36 @@ impl Extractor {
         Ok(kept)
     }
 
-    /// The parts of closing episode `episode` done before (by a close that was cut off)
-    /// that are still valid: the first ones whose fingerprints are `prints`' first.
+    /// The parts of closing `episode` done before (by a close that was cut off) that are
+    /// still good: the first ones whose fingerprints are `prints`' first and whose prompts'
+    /// entries are all still there.
     async fn parts_done(
         &self,
-        episode: i64,
+        episode: &Episode,
         prints: &[String],
     ) -> Result<Vec<DonePart>, MemoryError> {
-        let Some(json) = self.store.closing_parts(episode).await? else {
+        let Some(json) = self.store.closing_parts(episode.id).await? else {
             return Ok(Vec::new());
         };
         let kept: Vec<DonePart> = match serde_json::from_str(&json) {
             Ok(kept) => kept,
             Err(e) => {
-                warn!(episode, error = %e, "the parts of a cut-off episode close are unreadable: asked again");
+                warn!(episode = episode.id, error = %e, "the parts of a cut-off episode close are unreadable: asked again");
                 return Ok(Vec::new());
             }
         };
-        let done: Vec<DonePart> = kept
-            .into_iter()
-            .zip(prints)
-            .take_while(|(part, print)| &part.fingerprint == *print)
-            .map(|(part, _)| part)
-            .collect();
+        let mut done: Vec<DonePart> = Vec::new();
+        for (part, print) in kept.into_iter().zip(prints) {
+            // Made from other messages, or with an entry in its prompt that is gone since.
+            let shown: BTreeMap<PersonId, Vec<i64>> = part.shown.iter().cloned().collect();
+            if &part.fingerprint != print || self.shown_entry_gone(episode, &shown).await? {
+                break;
+            }
+            done.push(part);
+        }
         if !done.is_empty() {
             info!(
-                episode,
+                episode = episode.id,
                 done = done.len(),
                 parts = prints.len(),
                 "an episode close goes on from where it was cut off"
@@ -734,14 +740,15 @@ impl Extractor {
 
     /// Keeps the parts `done` of closing `episode` (of `pieces`, the parts of `messages`),
     /// unless a forget came in between (then the next part is asked all the same, and the
-    /// details are checked when they are kept).
+    /// details are checked when they are kept). Keeping them only spares a retry model
+    /// calls: a store that fails here is logged, and the close goes on.
     async fn keep_parts(
         &self,
         episode: i64,
         messages: &[StoredMessage],
         pieces: &[&[StoredMessage]],
         done: &[DonePart],
-    ) -> Result<(), MemoryError> {
+    ) {
         let read: usize = pieces[..done.len()].iter().map(|p| p.len()).sum();
         let shown: Vec<i64> = done
             .iter()
@@ -749,17 +756,18 @@ impl Extractor {
             .collect();
         // Plain strings and numbers: serializing cannot fail.
         let json = serde_json::to_string(done).expect("episode parts serialize");
-        if !self
+        match self
             .store
             .save_closing_parts(episode, &messages[..read], &shown, &json)
-            .await?
+            .await
         {
-            info!(
+            Ok(true) => {}
+            Ok(false) => info!(
                 episode,
                 "episode changed while closing: its parts are not kept"
-            );
+            ),
+            Err(e) => warn!(episode, error = %e, "the parts of an episode close were not kept"),
         }
-        Ok(())
     }
 
     async fn finish_claim(
