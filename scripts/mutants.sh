@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing (cargo-mutants) of Engram's core: the privacy scope filters, the forget and
 # authorization rules, the day-summary budget, fusion and ranking, token budgeting,
-# capture/forget parsing and the cache keys. Each mutant (a function body replaced, an operator
+# capture/forget parsing, the cache keys and what a question asks of time ('when'). Each mutant (a function body replaced, an operator
 # flipped) must make some test fail; a survivor is a behaviour no test pins down.
 #
 #   scripts/mutants.sh                       # every core file (hours on 2 cores)
@@ -34,6 +34,7 @@ declare -A TESTS=(
     [src/responder/prompt.rs]="transient::"
     [src/router.rs]="memory_entries::"
     [src/memory/cache.rs]="transient::"
+    [src/retrieval/time.rs]="retrieval::"
 )
 # file → the functions that are the core there (a cargo-mutants --re on "file:line: replace
 # … in FUNCTION"); files not listed are mutated whole.
@@ -44,9 +45,11 @@ declare -A FOCUS=(
     [src/store/terms.rs]='(Bm25::term_score|Bm25::idf)'
     [src/responder/prompt.rs]='(pack_notes|pack_recalled|in take)'
     [src/router.rs]='(parse_command|fact_subject|about_clause|after|subject_word)'
+    [src/retrieval/time.rs]='(asks_when|told_time)'
 )
 CORE=(src/memory/cache.rs src/memory/tokens.rs src/domain/mod.rs src/router.rs src/memory/forgetting.rs
-    src/memory/summaries.rs src/retrieval/fusion.rs src/responder/prompt.rs src/store/terms.rs)
+    src/memory/summaries.rs src/retrieval/fusion.rs src/responder/prompt.rs src/store/terms.rs
+    src/retrieval/time.rs)
 
 # Options in any order: --iterate (test again only what the last run in mutants.out did not
 # catch), --changed <commit> (the core files changed since its merge base), core files.
