@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Mutation testing (cargo-mutants) of Engram's core: the privacy scope filters, the forget and
 # authorization rules, the day-summary budget, fusion and ranking, token budgeting,
-# capture/forget parsing, the cache keys and what a question asks of time ('when'). Each mutant (a function body replaced, an operator
-# flipped) must make some test fail; a survivor is a behaviour no test pins down.
+# capture/forget parsing, the cache keys and what a question asks of time ('when'). Each
+# mutant (a function body replaced, an operator flipped) must make some test fail; a survivor
+# is a behaviour no test pins down.
 #
 #   scripts/mutants.sh                       # every core file (hours on 2 cores)
 #   scripts/mutants.sh src/router.rs ...     # only these core files
