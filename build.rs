@@ -44,9 +44,20 @@ fn embed_migrations() {
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .map(|entry| entry.expect("a directory entry").path())
             .filter_map(|path| {
-                let name = path.file_name()?.to_str()?.to_string();
+                let name = path
+                    .file_name()?
+                    .to_str()
+                    .unwrap_or_else(|| panic!("{}: not a UTF-8 name", path.display()))
+                    .to_string();
                 let (number, rest) = name.split_once('_')?;
                 let what = rest.strip_suffix(".sql")?;
+                // What sqlx would read otherwise: refused rather than read another way.
+                assert!(path.is_file(), "{}: not a file", path.display());
+                assert!(
+                    !what.ends_with(".up") && !what.ends_with(".down"),
+                    "{}: reversible migrations are not supported",
+                    path.display()
+                );
                 let version = number
                     .parse()
                     .unwrap_or_else(|_| panic!("{}: no version number", path.display()));

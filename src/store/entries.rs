@@ -273,6 +273,10 @@ on_both_backends! {
                 return Ok(0);
             }
             let mut tx = self.write_tx().await?;
+            // What unfinished closes of episodes they wrote in came to was made with their
+            // entries in the prompt: it goes (first: episode rows before entry rows, as a
+            // forget locks them), and those parts are asked again.
+            drop_closing_parts(&mut tx, person.0).await?;
             sqlx::query(concat!(
                 "DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id ",
                 in_list!(2)
@@ -290,11 +294,6 @@ on_both_backends! {
                     .await
                     .map_err(db_err)?
                     .rows_affected();
-            if removed > 0 {
-                // What unfinished closes of episodes they wrote in came to was made with their
-                // entries in the prompt: it goes, and those parts are asked again.
-                drop_closing_parts(&mut tx, person.0).await?;
-            }
             tx.commit().await.map_err(db_err)?;
             Ok(removed)
         }

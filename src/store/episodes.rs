@@ -92,6 +92,9 @@ pub trait Episodes: Send + Sync {
     ) -> StoreResult<DetailsSaved>;
     /// What closing episode `episode` came to so far, part by part (JSON), if anything.
     async fn closing_parts(&self, episode: i64) -> StoreResult<Option<String>>;
+    /// Drops what closing episode `episode` came to so far, if it is still `was` (a part of it
+    /// can no longer be used).
+    async fn drop_stale_closing_parts(&self, episode: i64, was: &str) -> StoreResult<()>;
     /// Keeps `parts` (JSON) as what closing episode `episode` came to so far, made from `from`
     /// (the messages of the parts done) with the memory entries `shown` in its prompts; false,
     /// and nothing written, when the episode has details or was reopened, any of those
@@ -173,19 +176,19 @@ on_both_backends! {
     }
 
     /// Drops what the unfinished closes of the episodes `person` wrote in came to (their
-    /// prompts showed `person`'s entries, one of which is being deleted). Every unfinished
-    /// close is matched, not only those with parts kept: on PostgreSQL a close saving its
-    /// parts right now (its row locked) is waited for, then cleared.
+    /// prompts showed `person`'s entries, one of which is about to be deleted: called before
+    /// the entries go, so episode rows are always locked before entry rows). Only rows with
+    /// parts kept are touched. A close saving its first parts at this very moment on
+    /// PostgreSQL may still keep them: the next run of the close finds the entry gone, drops
+    /// them and asks again (`parts_done`).
     pub(in crate::store) async fn drop_closing_parts(
         conn: &mut Conn,
         person: i64,
     ) -> StoreResult<()> {
-        sqlx::query(concat!(
-            "UPDATE episodes SET closing_parts = NULL WHERE ",
-            is_true!("closed"),
-            " AND details IS NULL AND EXISTS (SELECT 1 FROM messages m WHERE m.episode_id = episodes.id \
-             AND m.author_id = $1 AND NOT m.is_bot)"
-        ))
+        sqlx::query(
+            "UPDATE episodes SET closing_parts = NULL WHERE closing_parts IS NOT NULL AND EXISTS \
+             (SELECT 1 FROM messages m WHERE m.episode_id = episodes.id AND m.author_id = $1 AND NOT m.is_bot)",
+        )
         .bind(person)
         .execute(&mut *conn)
         .await
@@ -401,6 +404,16 @@ on_both_backends! {
             Ok(parts.flatten())
         }
 
+        async fn drop_stale_closing_parts(&self, episode: i64, was: &str) -> StoreResult<()> {
+            sqlx::query("UPDATE episodes SET closing_parts = NULL WHERE id = $1 AND closing_parts = $2")
+                .bind(episode)
+                .bind(was)
+                .execute(self.pool())
+                .await
+                .map_err(db_err)?;
+            Ok(())
+        }
+
         async fn save_closing_parts(
             &self,
             episode: i64,
@@ -409,9 +422,9 @@ on_both_backends! {
             parts: &str,
         ) -> StoreResult<bool> {
             let mut tx = self.write_tx().await?;
-            // The episode's row is locked first: a forget that removes a shown entry either
-            // committed before (seen here) or waits for this write, then clears it
-            // (`drop_closing_parts` matches every unfinished close, written or not).
+            // The episode's row is locked first. A forget that removes a shown entry and
+            // committed before is seen here; one under way may miss what this writes (it
+            // clears only parts kept before it), and the next run of the close drops them.
             if !still_as_read(&mut tx, episode, from).await? {
                 return Ok(false);
             }

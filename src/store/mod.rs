@@ -167,7 +167,6 @@ pub enum StoreError {
 /// The underlying error behind a `StoreError::Open`.
 pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
-/// Migration failures, with the one an operator can act on spelled out.
 /// Each backend's migrations, embedded by `build.rs`: (version, description, SQL).
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
@@ -194,6 +193,7 @@ fn migrator(files: &'static [(i64, &'static str, &'static str)]) -> sqlx::migrat
     )
 }
 
+/// Migration failures, with the one an operator can act on spelled out.
 pub(crate) fn migrate_error(e: sqlx::migrate::MigrateError) -> StoreError {
     match e {
         sqlx::migrate::MigrateError::VersionMissing(v) => StoreError::FromNewer(v),

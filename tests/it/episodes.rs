@@ -768,6 +768,60 @@ async fn a_close_cut_off_goes_on_from_the_part_it_reached(url: Option<String>) {
         2,
         "both parts asked again"
     );
+
+    // Cut off once more; then an entry its prompt showed goes by a path that does not look
+    // for kept parts (here: straight from the table). The next run drops the parts before it
+    // asks anything, and asks every part again.
+    h.say_in(&lab, "alice", "Engram, remember that I play the oboe")
+        .await
+        .expect("answered");
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(&h).close_episodes().await.unwrap();
+    h.extractor("a").finish_episodes().await.unwrap();
+    h.say_in(&lab, "alice", "I maintain the ledger service in Go")
+        .await;
+    for i in 0..320 {
+        h.say_in(&lab, "bob", &format!("ledger ticket-{i}")).await;
+    }
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(&h).close_episodes().await.unwrap();
+    let ledger = episode_of_said(&h, "alice", "I maintain the ledger service in Go").await;
+    let (_, finishing) = finishing_held(&h, 1).await;
+    finishing.abort();
+    assert!(finishing.await.unwrap_err().is_cancelled());
+    h.fake().release();
+    assert!(
+        h.store.closing_parts(ledger).await.unwrap().is_some(),
+        "kept"
+    );
+    exec(
+        &h.config.store.url,
+        "DELETE FROM memory_entries WHERE value LIKE '%oboe%'",
+    )
+    .await;
+    assert!(
+        !entries_of(&h, "alice")
+            .await
+            .iter()
+            .any(|(_, v)| v.contains("oboe")),
+        "gone"
+    );
+    assert!(
+        h.store.closing_parts(ledger).await.unwrap().is_some(),
+        "still kept: nothing looked"
+    );
+    h.clock.advance(lease_ends);
+    let (seen, finishing) = finishing_held(&h, 0).await;
+    assert_eq!(
+        h.store.closing_parts(ledger).await.unwrap(),
+        None,
+        "dropped before the first part is asked again"
+    );
+    h.fake().release();
+    assert!(finishing.await.unwrap().unwrap() >= 1);
+    assert_eq!(h.fake().total() - seen, 2, "both parts asked again");
 }
 
 /// The final details episode `episode` keeps (JSON), if any.
@@ -1011,6 +1065,14 @@ async fn a_long_episode_closes_in_parts(url: Option<String>) {
     assert_eq!(h.fake().total(), seen + 2, "no third part asked");
     let support = episode_of_said(&h, "bob", "support ticket-0").await;
     assert_eq!(details_of(&h, support).await, None, "no details kept");
+    let parts: Vec<serde_json::Value> =
+        serde_json::from_str(&h.store.closing_parts(support).await.unwrap().expect("kept"))
+            .unwrap();
+    assert_eq!(
+        parts.len(),
+        1,
+        "only the part done while the claim was held"
+    );
 
     // Another run kept the episode's details while this one's model wrote (its lease ran
     // out): what this one learned stays, as the other's would.

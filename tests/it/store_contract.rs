@@ -789,7 +789,10 @@ async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) 
     s.saw_message(Platform::Discord, "g1", "c1", 42, t(3))
         .await
         .unwrap();
-    // Cleared twice: the later clear stays, whichever comes last.
+    // Cleared twice: the later clear stays, whichever comes last; bob was never cleared.
+    s.resolve_person(Platform::Console, "bob", "bob")
+        .await
+        .unwrap();
     for at in [t(5), t(4)] {
         s.mark_memory_cleared(a, at).await.unwrap();
     }

@@ -718,6 +718,7 @@ impl Extractor {
                 return Ok(Vec::new());
             }
         };
+        let kept_parts = kept.len();
         let mut done: Vec<DonePart> = Vec::new();
         for (part, print) in kept.into_iter().zip(prints) {
             // Made from other messages, or with an entry in its prompt that is gone since.
@@ -726,6 +727,13 @@ impl Extractor {
                 break;
             }
             done.push(part);
+        }
+        if done.len() < kept_parts {
+            // What cannot be used goes now (it may say what a forget took), not only when
+            // the parts are kept again.
+            self.store
+                .drop_stale_closing_parts(episode.id, &json)
+                .await?;
         }
         if !done.is_empty() {
             info!(
