@@ -120,8 +120,10 @@ pub trait Identities: Send + Sync {
     /// Notes that everything about `person` was cleared at `at` (a later time than any noted
     /// before stays): a message of theirs sent before it that comes later is not kept.
     async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()>;
-    /// When the memory of the person behind this account was last cleared: the later of its
-    /// person's clear and, for an account joined to another person, its own earlier person's.
+    /// When the memory of the person behind this account was last cleared: its person's
+    /// clear, or for an account joined to another person its own earlier person's (clearing
+    /// the joined person clears that too; a clear made before the account was joined never
+    /// reached it).
     async fn account_cleared_at(
         &self,
         platform: Platform,
@@ -648,10 +650,9 @@ on_both_backends! {
             platform: Platform,
             external_id: &str,
         ) -> StoreResult<Option<DateTime<Utc>>> {
-            let row: Option<(Option<i64>, Option<i64>)> = sqlx::query_as(
-                "SELECT s.cleared_at, o.cleared_at FROM identities i \
-                 LEFT JOIN memory_settings s ON s.person_id = i.person_id \
-                 LEFT JOIN memory_settings o ON o.person_id = i.own_person_id \
+            let cleared: Option<Option<i64>> = sqlx::query_scalar(
+                "SELECT s.cleared_at FROM identities i \
+                 LEFT JOIN memory_settings s ON s.person_id = COALESCE(i.own_person_id, i.person_id) \
                  WHERE i.platform = $1 AND i.external_id = $2",
             )
             .bind(platform.as_str())
@@ -659,7 +660,8 @@ on_both_backends! {
             .fetch_optional(self.pool())
             .await
             .map_err(db_err)?;
-            row.and_then(|(person, own)| person.max(own))
+            cleared
+                .flatten()
                 .map(crate::store::rows::from_ms)
                 .transpose()
         }

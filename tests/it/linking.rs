@@ -281,7 +281,100 @@ async fn clear_reaches_joined_accounts(url: Option<String>) {
     assert!(rows_holding(&h, "oolong").await.is_empty());
 }
 
+/// `say`, sent now (by the harness clock) rather than at the start.
+async fn say_now(h: &Harness, platform: Platform, user: &str, text: &str) -> String {
+    let mut msg = platform_message(platform, user, text, false);
+    msg.sent_at = h.clock.now();
+    h.bot.handle(&msg).await.unwrap().expect("an answer").text
+}
+
+/// A private message of `user` sent at `at` that reaches the bot only now.
+async fn arrives_late(
+    h: &Harness,
+    platform: Platform,
+    user: &str,
+    text: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) {
+    let mut msg = platform_message(platform, user, text, false);
+    msg.sent_at = at;
+    h.bot.handle(&msg).await.unwrap();
+}
+
+/// A clear keeps out what its person sent before it and the bot gets only later, from every
+/// account joined to them then; an account joined only after the clear was never cleared,
+/// and what it sent before the clear is kept.
+async fn a_clear_keeps_out_late_messages_of_the_accounts_it_cleared(url: Option<String>) {
+    use Platform::{Discord, Telegram};
+    let h = harness_on(url, false).await;
+    let half_past = start_time() + chrono::Duration::minutes(30);
+    // Erin's accounts were joined before her clear.
+    say(
+        &h,
+        Telegram,
+        "t-erin",
+        "remember that I like oolong tea",
+        false,
+    )
+    .await;
+    let code = code_in(&say(&h, Telegram, "t-erin", "/memory link", false).await);
+    assert!(
+        link(&h, Discord, "d-erin", &code)
+            .await
+            .starts_with("Linked")
+    );
+    h.clock.advance(chrono::Duration::hours(1));
+    assert!(
+        say_now(&h, Telegram, "t-erin", "/memory clear")
+            .await
+            .contains("yes")
+    );
+    assert!(
+        say_now(&h, Telegram, "t-erin", "yes")
+            .await
+            .starts_with("Done")
+    );
+    arrives_late(&h, Discord, "d-erin", "my locker code is 4512", half_past).await;
+    assert!(
+        rows_holding(&h, "4512").await.is_empty(),
+        "sent before her clear"
+    );
+    say_now(&h, Discord, "d-erin", "my desk is by the window").await;
+    assert!(
+        !rows_holding(&h, "by the window").await.is_empty(),
+        "sent after it"
+    );
+    // Frank cleared his Telegram memory, then joined his Discord account to it.
+    assert!(
+        say_now(&h, Telegram, "t-frank", "/memory clear")
+            .await
+            .contains("yes")
+    );
+    assert!(
+        say_now(&h, Telegram, "t-frank", "yes")
+            .await
+            .starts_with("Done")
+    );
+    let code = code_in(&say_now(&h, Telegram, "t-frank", "/memory link").await);
+    assert!(
+        link(&h, Discord, "d-frank", &code)
+            .await
+            .starts_with("Linked")
+    );
+    arrives_late(&h, Discord, "d-frank", "my bike is the red one", half_past).await;
+    assert!(
+        !rows_holding(&h, "bike is the red one").await.is_empty(),
+        "his Discord account was not joined when he cleared"
+    );
+    arrives_late(&h, Telegram, "t-frank", "my sailboat is teal", half_past).await;
+    assert!(
+        rows_holding(&h, "sailboat").await.is_empty(),
+        "his Telegram account was"
+    );
+}
+
 on_both_harnesses!(
     linking_joins_private_memory_across_platforms,
     clear_reaches_joined_accounts,
+    a_clear_keeps_out_late_messages_of_the_accounts_it_cleared,
 );
