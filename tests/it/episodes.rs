@@ -634,39 +634,18 @@ async fn finishing_held(
 async fn a_close_cut_off_goes_on_from_the_part_it_reached(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
-    h.say_in(&lab, "alice", "Engram, remember that I play the cello")
-        .await
-        .expect("answered");
-    assert!(!entries_of(&h, "alice").await.is_empty());
-    index(&h).await;
-    h.clock.advance(chrono::Duration::hours(1));
-    indexer(&h).close_episodes().await.unwrap();
-    h.extractor("a").finish_episodes().await.unwrap();
-
-    h.say_in(&lab, "alice", "I maintain the billing service in Go")
-        .await;
-    for i in 0..650 {
-        h.say_in(&lab, "bob", &format!("billing ticket-{i}")).await;
-    }
-    h.say_in(&lab, "carol", "I keep bees on the billing office roof")
-        .await;
-    index(&h).await;
-    h.clock.advance(chrono::Duration::hours(1));
-    indexer(&h).close_episodes().await.unwrap();
-    let episode = episode_of_said(&h, "carol", "I keep bees on the billing office roof").await;
+    remember_and_finish(&h, &lab, "I play the cello").await;
+    let billing = long_episode(&h, &lab, "billing", 650).await;
     let lease_ends = chrono::Duration::seconds(h.config.jobs.lease_secs as i64 + 1);
     // Killed while the model writes the second part.
-    let (_, finishing) = finishing_held(&h, 1).await;
-    finishing.abort();
-    assert!(finishing.await.unwrap_err().is_cancelled());
-    h.fake().release();
-    let kept = h.store.closing_parts(episode).await.unwrap();
+    killed_after_one_part(&h).await;
+    let kept = h.store.closing_parts(billing).await.unwrap();
     assert!(
         kept.as_deref()
             .is_some_and(|k| k.contains("Episode: I maintain the billing")),
         "the first part is kept: {kept:?}"
     );
-    assert_eq!(details_of(&h, episode).await, None);
+    assert_eq!(details_of(&h, billing).await, None);
 
     // Another process takes the run over when the lease ends: two parts asked, not three.
     h.clock.advance(lease_ends);
@@ -685,41 +664,17 @@ async fn a_close_cut_off_goes_on_from_the_part_it_reached(url: Option<String>) {
         "learned from the last part"
     );
     assert_eq!(
-        h.store.closing_parts(episode).await.unwrap(),
+        h.store.closing_parts(billing).await.unwrap(),
         None,
         "kept until the details are"
     );
     // The same conversation elsewhere, closed without a stop: the same details.
-    let hall = group("hall");
-    h.say_in(&hall, "alice", "I maintain the billing service in Go")
-        .await;
-    for i in 0..650 {
-        h.say_in(&hall, "bob", &format!("billing ticket-{i}")).await;
-    }
-    h.say_in(&hall, "carol", "I keep bees on the billing office roof")
-        .await;
-    index(&h).await;
-    h.clock.advance(chrono::Duration::hours(1));
-    indexer(&h).close_episodes().await.unwrap();
+    let reference = long_episode(&h, &group("hall"), "billing", 650).await;
+    assert_ne!(reference, billing);
     let from = h.fake().count("episode_summary");
     assert_eq!(h.extractor("a").finish_episodes().await.unwrap(), 1);
     assert_eq!(h.fake().count("episode_summary") - from, 3);
-    let carol = h.person("carol").await;
-    let newest = h
-        .store
-        .author_messages(carol, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|(_, t)| t == "I keep bees on the billing office roof")
-        .map(|(id, _)| id)
-        .max()
-        .unwrap();
-    let reference = h.store.messages_by_id(&[newest]).await.unwrap()[0]
-        .episode
-        .expect("indexed");
-    assert_ne!(reference, episode);
-    let details = details_of(&h, episode).await.expect("kept");
+    let details = details_of(&h, billing).await.expect("kept");
     assert!(
         details.contains("Episode: I maintain the billing"),
         "{details}"
@@ -728,19 +683,8 @@ async fn a_close_cut_off_goes_on_from_the_part_it_reached(url: Option<String>) {
 
     // Cut off again, in a later episode of two parts; alice then forgets an entry that its
     // prompt showed: what the part came to goes, and every part is asked again.
-    h.say_in(&lab, "alice", "I maintain the payroll service in Go")
-        .await;
-    for i in 0..320 {
-        h.say_in(&lab, "bob", &format!("payroll ticket-{i}")).await;
-    }
-    index(&h).await;
-    h.clock.advance(chrono::Duration::hours(1));
-    indexer(&h).close_episodes().await.unwrap();
-    let payroll = episode_of_said(&h, "alice", "I maintain the payroll service in Go").await;
-    let (_, finishing) = finishing_held(&h, 1).await;
-    finishing.abort();
-    assert!(finishing.await.unwrap_err().is_cancelled());
-    h.fake().release();
+    let payroll = long_episode(&h, &lab, "payroll", 320).await;
+    killed_after_one_part(&h).await;
     assert!(
         h.store.closing_parts(payroll).await.unwrap().is_some(),
         "kept"
@@ -772,26 +716,9 @@ async fn a_close_cut_off_goes_on_from_the_part_it_reached(url: Option<String>) {
     // Cut off once more; then an entry its prompt showed goes by a path that does not look
     // for kept parts (here: straight from the table). The next run drops the parts before it
     // asks anything, and asks every part again.
-    h.say_in(&lab, "alice", "Engram, remember that I play the oboe")
-        .await
-        .expect("answered");
-    index(&h).await;
-    h.clock.advance(chrono::Duration::hours(1));
-    indexer(&h).close_episodes().await.unwrap();
-    h.extractor("a").finish_episodes().await.unwrap();
-    h.say_in(&lab, "alice", "I maintain the ledger service in Go")
-        .await;
-    for i in 0..320 {
-        h.say_in(&lab, "bob", &format!("ledger ticket-{i}")).await;
-    }
-    index(&h).await;
-    h.clock.advance(chrono::Duration::hours(1));
-    indexer(&h).close_episodes().await.unwrap();
-    let ledger = episode_of_said(&h, "alice", "I maintain the ledger service in Go").await;
-    let (_, finishing) = finishing_held(&h, 1).await;
-    finishing.abort();
-    assert!(finishing.await.unwrap_err().is_cancelled());
-    h.fake().release();
+    remember_and_finish(&h, &lab, "I play the oboe").await;
+    let ledger = long_episode(&h, &lab, "ledger", 320).await;
+    killed_after_one_part(&h).await;
     assert!(
         h.store.closing_parts(ledger).await.unwrap().is_some(),
         "kept"
@@ -822,6 +749,59 @@ async fn a_close_cut_off_goes_on_from_the_part_it_reached(url: Option<String>) {
     h.fake().release();
     assert!(finishing.await.unwrap().unwrap() >= 1);
     assert_eq!(h.fake().total() - seen, 2, "both parts asked again");
+}
+
+/// Alice asks the bot to remember `fact` in `space`; that conversation is closed and
+/// finished, so her entry is there before what follows.
+async fn remember_and_finish(h: &Harness, space: &ConsoleOptions, fact: &str) {
+    h.say_in(space, "alice", &format!("Engram, remember that {fact}"))
+        .await
+        .expect("answered");
+    assert!(!entries_of(h, "alice").await.is_empty());
+    index(h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(h).close_episodes().await.unwrap();
+    h.extractor("a").finish_episodes().await.unwrap();
+}
+
+/// A closed episode in `space`: alice's "I maintain the {topic} service in Go", `tickets` of
+/// bob's "{topic} ticket-N", and for billing carol's "I keep bees on the billing office roof".
+async fn long_episode(h: &Harness, space: &ConsoleOptions, topic: &str, tickets: usize) -> i64 {
+    let first = format!("I maintain the {topic} service in Go");
+    h.say_in(space, "alice", &first).await;
+    for i in 0..tickets {
+        h.say_in(space, "bob", &format!("{topic} ticket-{i}")).await;
+    }
+    if topic == "billing" {
+        h.say_in(space, "carol", "I keep bees on the billing office roof")
+            .await;
+    }
+    index(h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(h).close_episodes().await.unwrap();
+    // The newest episode that message is in (the same words may have been said elsewhere).
+    let alice = h.person("alice").await;
+    let newest = h
+        .store
+        .author_messages(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|(_, t)| *t == first)
+        .map(|(id, _)| id)
+        .max()
+        .expect("said");
+    h.store.messages_by_id(&[newest]).await.unwrap()[0]
+        .episode
+        .expect("indexed")
+}
+
+/// Finishing the closed episodes is killed while the model writes the second part.
+async fn killed_after_one_part(h: &Harness) {
+    let (_, finishing) = finishing_held(h, 1).await;
+    finishing.abort();
+    assert!(finishing.await.unwrap_err().is_cancelled());
+    h.fake().release();
 }
 
 /// The final details episode `episode` keeps (JSON), if any.
