@@ -269,33 +269,7 @@ on_both_backends! {
         }
 
         async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
-            if ids.is_empty() {
-                return Ok(0);
-            }
-            let mut tx = self.write_tx().await?;
-            // What unfinished closes of episodes they wrote in came to was made with their
-            // entries in the prompt: it goes (first: episode rows before entry rows, as a
-            // forget locks them), and those parts are asked again.
-            drop_closing_parts(&mut tx, person.0).await?;
-            sqlx::query(concat!(
-                "DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id ",
-                in_list!(2)
-            ))
-            .bind(person.0)
-            .bind(list(ids))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            let removed =
-                sqlx::query(concat!("DELETE FROM memory_entries WHERE person_id = $1 AND id ", in_list!(2)))
-                    .bind(person.0)
-                    .bind(list(ids))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?
-                    .rows_affected();
-            tx.commit().await.map_err(db_err)?;
-            Ok(removed)
+            crate::store::again_if_aborted(|| self.delete_entries_once(person, ids)).await
         }
 
         async fn move_entry(&self, person: PersonId, id: i64, scope: &Scope) -> StoreResult<bool> {
@@ -644,5 +618,38 @@ on_both_backends! {
         .await
         .map_err(db_err)?;
         Ok(done.rows_affected() == 1)
+    }
+
+    impl Backend {
+        /// `delete_entries`, tried once.
+        async fn delete_entries_once(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            let mut tx = self.write_tx().await?;
+            // What unfinished closes of episodes they wrote in came to was made with their
+            // entries in the prompt: it goes (first: episode rows before entry rows, as a
+            // forget locks them), and those parts are asked again.
+            drop_closing_parts(&mut tx, person.0).await?;
+            sqlx::query(concat!(
+                "DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id ",
+                in_list!(2)
+            ))
+            .bind(person.0)
+            .bind(list(ids))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let removed =
+                sqlx::query(concat!("DELETE FROM memory_entries WHERE person_id = $1 AND id ", in_list!(2)))
+                    .bind(person.0)
+                    .bind(list(ids))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?
+                    .rows_affected();
+            tx.commit().await.map_err(db_err)?;
+            Ok(removed)
+        }
     }
 }

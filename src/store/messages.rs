@@ -785,56 +785,7 @@ on_both_backends! {
         }
 
         async fn delete_messages(&self, ids: &[MessageId]) -> StoreResult<u64> {
-            if ids.is_empty() {
-                return Ok(0);
-            }
-            let mut tx = self.write_tx().await?;
-            let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
-            // The asked messages locked first: a write that adds to them (the pieces of an
-            // attachment's description) commits before the read below, which then sees it
-            // (PostgreSQL reads each statement's own snapshot; SQLite writes one at a time).
-            sqlx::query(concat!("SELECT id FROM messages WHERE id ", in_list!(1), for_update!()))
-                .bind(list(&asked))
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
-            // The bot's replies to these messages and the text of their attachments go with them.
-            let rows: Vec<MessageRow> = sqlx::query_as(concat!(
-                "SELECT id, scope, sent_at, episode_id, text, withheld, language FROM messages WHERE id ",
-                in_list!(1),
-                " OR (is_bot AND reply_to ",
-                in_list!(2),
-                ") OR attachment_of ",
-                in_list!(3),
-                for_update!()
-            ))
-            .bind(list(&asked))
-            .bind(list(&as_text))
-            .bind(list(&asked))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            // What was written from an asked message goes even when the message itself is gone
-            // already (a write that raced a forget).
-            let mut all: Vec<i64> = rows.iter().map(|r| r.0).chain(asked.iter().copied()).collect();
-            all.sort_unstable();
-            all.dedup();
-            let plan = forget_plan(&rows)?;
-            unpost(&mut tx, &plan).await?;
-            shrink_episodes(&mut tx, &plan).await?;
-            drop_summaries(&mut tx, &plan).await?;
-            drop_derived(&mut tx, &all).await?;
-            let deleted = sqlx::query(concat!("DELETE FROM messages WHERE id ", in_list!(1)))
-                .bind(list(&all))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
-            // Other processes drop whatever they cached from these messages, at commit.
-            changed(&mut tx, &Change::Forgotten).await?;
-            tx.commit().await.map_err(db_err)?;
-            Ok(deleted)
+            crate::store::again_if_aborted(|| self.delete_messages_once(ids)).await
         }
 
         async fn authors_in_range(
@@ -1143,6 +1094,60 @@ on_both_backends! {
     }
 
     impl Backend {
+        /// `delete_messages`, tried once.
+        async fn delete_messages_once(&self, ids: &[MessageId]) -> StoreResult<u64> {
+            if ids.is_empty() {
+                return Ok(0);
+            }
+            let mut tx = self.write_tx().await?;
+            let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
+            // The asked messages locked first: a write that adds to them (the pieces of an
+            // attachment's description) commits before the read below, which then sees it
+            // (PostgreSQL reads each statement's own snapshot; SQLite writes one at a time).
+            sqlx::query(concat!("SELECT id FROM messages WHERE id ", in_list!(1), for_update!()))
+                .bind(list(&asked))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
+            // The bot's replies to these messages and the text of their attachments go with them.
+            let rows: Vec<MessageRow> = sqlx::query_as(concat!(
+                "SELECT id, scope, sent_at, episode_id, text, withheld, language FROM messages WHERE id ",
+                in_list!(1),
+                " OR (is_bot AND reply_to ",
+                in_list!(2),
+                ") OR attachment_of ",
+                in_list!(3),
+                for_update!()
+            ))
+            .bind(list(&asked))
+            .bind(list(&as_text))
+            .bind(list(&asked))
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            // What was written from an asked message goes even when the message itself is gone
+            // already (a write that raced a forget).
+            let mut all: Vec<i64> = rows.iter().map(|r| r.0).chain(asked.iter().copied()).collect();
+            all.sort_unstable();
+            all.dedup();
+            let plan = forget_plan(&rows)?;
+            unpost(&mut tx, &plan).await?;
+            shrink_episodes(&mut tx, &plan).await?;
+            drop_summaries(&mut tx, &plan).await?;
+            drop_derived(&mut tx, &all).await?;
+            let deleted = sqlx::query(concat!("DELETE FROM messages WHERE id ", in_list!(1)))
+                .bind(list(&all))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+            // Other processes drop whatever they cached from these messages, at commit.
+            changed(&mut tx, &Change::Forgotten).await?;
+            tx.commit().await.map_err(db_err)?;
+            Ok(deleted)
+        }
+
         async fn chatter(
             &self,
             scope: &Scope,

@@ -201,7 +201,38 @@ pub(crate) fn migrate_error(e: sqlx::migrate::MigrateError) -> StoreError {
     }
 }
 
+/// Runs `attempt` (one transaction) again, up to three times in all, while PostgreSQL aborts
+/// it to break a deadlock or a serialization conflict with another writer (forgets and
+/// closes of one person's episodes can meet their rows in different orders): rolled back,
+/// it is safe to repeat, and one of the two has gone through meanwhile.
+pub(crate) async fn again_if_aborted<T, F, Fut>(mut attempt: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = StoreResult<T>>,
+{
+    let mut tries = 1;
+    loop {
+        match attempt().await {
+            Err(e) if e.aborted_by_conflict() && tries < 3 => {
+                tracing::info!(error = %e, tries, "transaction aborted by a conflict: run again");
+                tries += 1;
+            }
+            done => return done,
+        }
+    }
+}
+
 impl StoreError {
+    /// PostgreSQL aborted the transaction to break a deadlock (40P01) or a serialization
+    /// conflict (40001).
+    pub fn aborted_by_conflict(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unavailable(sqlx::Error::Database(d))
+                if matches!(d.code().as_deref(), Some("40P01") | Some("40001"))
+        )
+    }
+
     /// Whether repeating the same operation may succeed.
     pub fn is_retryable(&self) -> bool {
         matches!(

@@ -1231,3 +1231,69 @@ on_both_harnesses!(
     closing_learns_own_facts_once_in_scope,
     details_become_search_keys_and_older_ones_get_theirs,
 );
+
+postgres_test! {
+/// A forget that PostgreSQL aborts to break a deadlock (here with another transaction that
+/// holds the message's episode, then asks for the message the forget holds) is run again and
+/// goes through, and so does the other; what was not forgotten stays.
+async fn a_forget_aborted_by_a_deadlock_is_run_again() {
+    use sqlx::Connection;
+    let url = crate::common::fresh_postgres_url().await;
+    let h = harness_on(Some(url.clone()), false).await;
+    let lab = group("lab");
+    h.say_in(&lab, "alice", "my locker code is 4512").await;
+    h.say_in(&lab, "bob", "the launch moved to Friday").await;
+    index(&h).await;
+    let episode = episode_of_said(&h, "alice", "my locker code is 4512").await;
+    let alice = h.person("alice").await;
+    let said = h.store.author_messages(alice, None).await.unwrap();
+    let (message, _) = said
+        .iter()
+        .find(|(_, t)| t == "my locker code is 4512")
+        .expect("stored");
+    let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut other).await.unwrap();
+    sqlx::query("SELECT id FROM episodes WHERE id = $1 FOR UPDATE")
+        .bind(episode)
+        .fetch_all(&mut other)
+        .await
+        .unwrap();
+    let forget = tokio::spawn({
+        let store = h.store.clone();
+        let message = *message;
+        async move { store.delete_messages(&[message]).await }
+    });
+    // The forget holds the message and waits for the episode.
+    let mut watch = sqlx::PgConnection::connect(&url).await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND wait_event_type = 'Lock' AND query LIKE '%FROM episodes%'",
+            )
+            .fetch_one(&mut watch)
+            .await
+            .unwrap();
+            if waiting > 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the forget waits for the episode");
+    // Now the other asks for the message: a deadlock, which the forget (waiting first) finds
+    // and is aborted for; the other then goes on.
+    sqlx::query("SELECT id FROM messages WHERE id = $1 FOR UPDATE")
+        .bind(message.0)
+        .fetch_all(&mut other)
+        .await
+        .unwrap();
+    sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
+    let deleted = forget.await.unwrap().expect("run again after the deadlock");
+    assert!(deleted >= 1);
+    let text = database_text(&h).await;
+    assert!(!text.contains("4512"), "{text}");
+    assert!(text.contains("the launch moved to Friday"));
+}
+}
