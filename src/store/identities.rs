@@ -632,11 +632,11 @@ on_both_backends! {
         }
 
         async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()> {
-            sqlx::query(
+            sqlx::query(concat!(
                 "INSERT INTO memory_settings (person_id, paused, updated_at, cleared_at) VALUES ($1, false, $2, $2) \
-                 ON CONFLICT (person_id) DO UPDATE SET cleared_at = CASE WHEN memory_settings.cleared_at IS NULL \
-                 OR memory_settings.cleared_at < excluded.cleared_at THEN excluded.cleared_at ELSE memory_settings.cleared_at END",
-            )
+                 ON CONFLICT (person_id) DO UPDATE SET cleared_at = ",
+                greatest!("COALESCE(memory_settings.cleared_at, 0)", "excluded.cleared_at")
+            ))
             .bind(person.0)
             .bind(ms(at))
             .execute(self.pool())

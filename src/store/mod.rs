@@ -222,14 +222,17 @@ where
     }
 }
 
+/// The SQLSTATEs of a transaction PostgreSQL aborted to break a serialization conflict
+/// (40001) or a deadlock (40P01): safe to run again.
+pub(crate) const ABORTED_BY_CONFLICT: [&str; 2] = ["40001", "40P01"];
+
 impl StoreError {
-    /// PostgreSQL aborted the transaction to break a deadlock (40P01) or a serialization
-    /// conflict (40001).
+    /// PostgreSQL aborted the transaction to break a deadlock or a serialization conflict.
     pub fn aborted_by_conflict(&self) -> bool {
         matches!(
             self,
             StoreError::Unavailable(sqlx::Error::Database(d))
-                if matches!(d.code().as_deref(), Some("40P01") | Some("40001"))
+                if d.code().is_some_and(|c| ABORTED_BY_CONFLICT.contains(&c.as_ref()))
         )
     }
 

@@ -35,12 +35,12 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
         sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
             StoreError::Unavailable(e)
         }
-        // serialization_failure, deadlock_detected, too_many_connections, admin shutdown
+        // serialization_failure and deadlock_detected, too_many_connections, admin shutdown
         sqlx::Error::Database(d)
-            if matches!(
-                d.code().as_deref(),
-                Some("40001") | Some("40P01") | Some("53300") | Some("57P01")
-            ) =>
+            if d.code().is_some_and(|c| {
+                super::ABORTED_BY_CONFLICT.contains(&c.as_ref())
+                    || matches!(c.as_ref(), "53300" | "57P01")
+            }) =>
         {
             StoreError::Unavailable(e)
         }
