@@ -444,49 +444,7 @@ on_both_backends! {
         }
 
         async fn clear_entries(&self, person: PersonId) -> StoreResult<u64> {
-            let mut tx = self.write_tx().await?;
-            let mut removed = 0;
-            for table in [
-                "memory_entry_history",
-                "memory_entries",
-                "daily_notes",
-                "fact_versions",
-                "facts",
-                "history_summaries",
-                "link_codes",
-            ] {
-                let sql = format!("DELETE FROM {table} WHERE person_id = $1");
-                removed += sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(person.0)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?
-                    .rows_affected();
-            }
-            removed += sqlx::query("DELETE FROM hearsay WHERE subject_id = $1 OR told_by = $1")
-                .bind(person.0)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
-            // Day summaries are one JSON map per scope and day: only this person's part goes.
-            removed += sqlx::query(
-                per_dialect!(
-                    sqlite: "UPDATE day_summaries SET summaries = json_remove(summaries, '$.\"' || $1 || '\"') \
-                             WHERE json_type(summaries, '$.\"' || $1 || '\"') IS NOT NULL",
-                    postgres: "UPDATE day_summaries SET summaries = (summaries::jsonb - $1)::text \
-                               WHERE summaries::jsonb ? $1",
-                ),
-            )
-            .bind(person.0.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
-            // Other processes drop their cached copies at commit.
-            changed(&mut tx, &Change::Cleared { person }).await?;
-            tx.commit().await.map_err(db_err)?;
-            Ok(removed)
+            crate::store::again_if_aborted(|| self.clear_entries_once(person)).await
         }
 
         async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64> {
@@ -621,6 +579,53 @@ on_both_backends! {
     }
 
     impl Backend {
+        /// `clear_entries`, tried once.
+        async fn clear_entries_once(&self, person: PersonId) -> StoreResult<u64> {
+            let mut tx = self.write_tx().await?;
+            let mut removed = 0;
+            for table in [
+                "memory_entry_history",
+                "memory_entries",
+                "daily_notes",
+                "fact_versions",
+                "facts",
+                "history_summaries",
+                "link_codes",
+            ] {
+                let sql = format!("DELETE FROM {table} WHERE person_id = $1");
+                removed += sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(person.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?
+                    .rows_affected();
+            }
+            removed += sqlx::query("DELETE FROM hearsay WHERE subject_id = $1 OR told_by = $1")
+                .bind(person.0)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?
+                .rows_affected();
+            // Day summaries are one JSON map per scope and day: only this person's part goes.
+            removed += sqlx::query(
+                per_dialect!(
+                    sqlite: "UPDATE day_summaries SET summaries = json_remove(summaries, '$.\"' || $1 || '\"') \
+                             WHERE json_type(summaries, '$.\"' || $1 || '\"') IS NOT NULL",
+                    postgres: "UPDATE day_summaries SET summaries = (summaries::jsonb - $1)::text \
+                               WHERE summaries::jsonb ? $1",
+                ),
+            )
+            .bind(person.0.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            // Other processes drop their cached copies at commit.
+            changed(&mut tx, &Change::Cleared { person }).await?;
+            tx.commit().await.map_err(db_err)?;
+            Ok(removed)
+        }
+
         /// `delete_entries`, tried once.
         async fn delete_entries_once(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
             if ids.is_empty() {

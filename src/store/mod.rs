@@ -202,8 +202,8 @@ pub(crate) fn migrate_error(e: sqlx::migrate::MigrateError) -> StoreError {
 }
 
 /// Runs `attempt` (one transaction) again, up to three times in all, while PostgreSQL aborts
-/// it to break a deadlock or a serialization conflict with another writer (forgets and
-/// closes of one person's episodes can meet their rows in different orders): rolled back,
+/// it to break a deadlock or a serialization conflict with another writer (forgets, clears
+/// and closes of one person's episodes can meet their rows in different orders): rolled back,
 /// it is safe to repeat, and one of the two has gone through meanwhile.
 pub(crate) async fn again_if_aborted<T, F, Fut>(mut attempt: F) -> StoreResult<T>
 where

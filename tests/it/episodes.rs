@@ -1264,24 +1264,7 @@ async fn a_forget_aborted_by_a_deadlock_is_run_again() {
         async move { store.delete_messages(&[message]).await }
     });
     // The forget holds the message and waits for the episode.
-    let mut watch = sqlx::PgConnection::connect(&url).await.unwrap();
-    tokio::time::timeout(std::time::Duration::from_secs(20), async {
-        loop {
-            let waiting: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
-                 AND wait_event_type = 'Lock' AND query LIKE '%FROM episodes%'",
-            )
-            .fetch_one(&mut watch)
-            .await
-            .unwrap();
-            if waiting > 0 {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-    })
-    .await
-    .expect("the forget waits for the episode");
+    waiting_for_a_lock(&url, "%FROM episodes%").await;
     // Now the other asks for the message: a deadlock, which the forget (waiting first) finds
     // and is aborted for; the other then goes on.
     sqlx::query("SELECT id FROM messages WHERE id = $1 FOR UPDATE")
@@ -1296,4 +1279,76 @@ async fn a_forget_aborted_by_a_deadlock_is_run_again() {
     assert!(!text.contains("4512"), "{text}");
     assert!(text.contains("the launch moved to Friday"));
 }
+}
+
+postgres_test! {
+/// A clear that PostgreSQL aborts to break a deadlock (another transaction holds the person's
+/// facts, then asks for their entries, which the clear has deleted and holds) is run again
+/// and goes through; another person's memory stays.
+async fn a_clear_aborted_by_a_deadlock_is_run_again() {
+    use sqlx::Connection;
+    let url = crate::common::fresh_postgres_url().await;
+    let h = harness_on(Some(url.clone()), false).await;
+    let lab = group("lab");
+    for (who, fact) in [("alice", "my locker code is 4512"), ("bob", "the launch moved to Friday")] {
+        h.say_in(&lab, who, &format!("Engram, remember that {fact}"))
+            .await
+            .expect("answered");
+    }
+    let alice = h.person("alice").await;
+    let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut other).await.unwrap();
+    let held: Vec<i64> =
+        sqlx::query_scalar("SELECT person_id FROM facts WHERE person_id = $1 FOR UPDATE")
+            .bind(alice.0)
+            .fetch_all(&mut other)
+            .await
+            .unwrap();
+    assert!(!held.is_empty(), "alice's fact is held");
+    let clear = tokio::spawn({
+        let store = h.store.clone();
+        async move { store.clear_entries(alice).await }
+    });
+    // The clear holds (has deleted) alice's entries and waits for her facts.
+    waiting_for_a_lock(&url, "%DELETE FROM facts%").await;
+    // Now the other asks for the entries: a deadlock, which the clear (waiting first) finds
+    // and is aborted for; the other then goes on.
+    sqlx::query("SELECT id FROM memory_entries WHERE person_id = $1 FOR UPDATE")
+        .bind(alice.0)
+        .fetch_all(&mut other)
+        .await
+        .unwrap();
+    sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
+    let removed = clear.await.unwrap().expect("run again after the deadlock");
+    assert!(removed >= 2, "her entry and her facts: {removed}");
+    for table in ["memory_entries", "facts"] {
+        assert_eq!(rows_of(&h, table, "4512").await, Vec::<String>::new());
+        assert_eq!(rows_of(&h, table, "Friday").await.len(), 1, "{table}: bob's stays");
+    }
+}
+}
+
+/// Waits until a statement of the database at `url` that is `like` (an SQL LIKE pattern)
+/// waits for a lock.
+async fn waiting_for_a_lock(url: &str, like: &str) {
+    use sqlx::Connection;
+    let mut watch = sqlx::PgConnection::connect(url).await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let waiting: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+                 AND wait_event_type = 'Lock' AND query LIKE $1",
+            )
+            .bind(like)
+            .fetch_one(&mut watch)
+            .await
+            .unwrap();
+            if waiting > 0 {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("nothing like {like} waits for a lock"));
 }
