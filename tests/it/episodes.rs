@@ -751,6 +751,40 @@ async fn a_close_cut_off_goes_on_from_the_part_it_reached(url: Option<String>) {
     assert_eq!(h.fake().total() - seen, 2, "both parts asked again");
 }
 
+/// A close cut off half-way; then the message that told an entry its prompt showed is
+/// deleted (on its platform, or forgotten): the entry goes with the message, and what the
+/// part came to goes with the entry.
+async fn a_deleted_message_drops_what_a_cut_off_close_came_to(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    remember_and_finish(&h, &lab, "I play the cello").await;
+    let payroll = long_episode(&h, &lab, "payroll", 320).await;
+    killed_after_one_part(&h).await;
+    assert!(
+        h.store.closing_parts(payroll).await.unwrap().is_some(),
+        "kept"
+    );
+    let alice = h.person("alice").await;
+    let said = h.store.author_messages(alice, None).await.unwrap();
+    let (told, _) = said
+        .iter()
+        .find(|(_, t)| t.ends_with("remember that I play the cello"))
+        .expect("stored");
+    h.store.delete_messages(&[*told]).await.unwrap();
+    assert!(
+        !entries_of(&h, "alice")
+            .await
+            .iter()
+            .any(|(_, v)| v.contains("cello")),
+        "the entry went with its message"
+    );
+    assert_eq!(
+        h.store.closing_parts(payroll).await.unwrap(),
+        None,
+        "dropped with the entry"
+    );
+}
+
 /// Alice asks the bot to remember `fact` in `space`; that conversation is closed and
 /// finished, so her entry is there before what follows.
 async fn remember_and_finish(h: &Harness, space: &ConsoleOptions, fact: &str) {
@@ -1224,6 +1258,7 @@ on_both_harnesses!(
     a_long_burst_refreshes_before_the_count,
     a_long_episode_closes_in_parts,
     a_close_cut_off_goes_on_from_the_part_it_reached,
+    a_deleted_message_drops_what_a_cut_off_close_came_to,
     each_refresh_reads_what_came_since_the_last,
     an_entry_forgotten_while_the_model_writes_does_not_stay_in_details,
     a_forget_takes_its_words_out_of_episode_details,
