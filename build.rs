@@ -69,10 +69,13 @@ fn embed_migrations() {
             "pub(crate) const {}: &[(i64, &str, &str)] = &[\n",
             backend.to_uppercase()
         ));
+        // Paths from the crate's root as the compiler sees it, not as this script did: a
+        // target directory shared by two checkouts never reads the other's files.
         for (version, what, path) in files {
+            let name = path.file_name().expect("a file").to_string_lossy();
             out.push_str(&format!(
-                "    ({version}, {what:?}, include_str!({:?})),\n",
-                path.display().to_string()
+                "    ({version}, {what:?}, include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), {:?}))),\n",
+                format!("/migrations/{backend}/{name}")
             ));
         }
         out.push_str("];\n");

@@ -3,13 +3,23 @@
 //! else is conversation for the responder. Pure parsing, tested directly.
 
 pub use crate::domain::command::{Command, MemoryCommand, Subject};
+use crate::domain::phrases::OPENING_MARKS;
 pub use crate::domain::phrases::Phrases;
 
 /// What `text` asks for: Engram's English grammar (`parse_command`), then the phrases of every
-/// language of `phrases` ("запомни, что …", "vergiss, dass …", "sí").
+/// language of `phrases` ("запомни, что …", "vergiss, dass …", "sí"). A forget of something
+/// that names nothing ("forget it", "vergiss es", "oublie ça": a never-mind) is conversation.
 pub fn parse_command_with(text: &str, phrases: &Phrases) -> Command {
-    match parse_command(text) {
+    let command = match parse_command(text) {
         Command::Chat => phrases.read(text).unwrap_or(Command::Chat),
+        command => command,
+    };
+    match command {
+        Command::Forget { fact, .. }
+            if !fact.trim().is_empty() && !crate::domain::language::names_something(&fact) =>
+        {
+            Command::Chat
+        }
         command => command,
     }
 }
@@ -153,14 +163,19 @@ const QUESTION_WORDS: [&str; 10] = [
 // phrases, remember/forget/recall forms, yes/no) and the order is the meaning; split up, the
 // precedence would hide in the calls.
 pub fn parse_command(text: &str) -> Command {
-    let mut text = text.trim().trim_start_matches([',', ':', '!', ' ']);
-    let mut asked = false;
-    while let Some(rest) = COURTESIES.iter().find_map(|c| after(text, c)) {
+    let mut text = text.trim().trim_start_matches(OPENING_MARKS);
+    let (mut asked, mut requested) = (false, false);
+    while let Some((c, rest)) = COURTESIES
+        .iter()
+        .find_map(|c| after(text, c).map(|rest| (*c, rest)))
+    {
         if rest.is_empty() {
             break;
         }
-        text = rest.trim_start_matches([',', ':', '!', ' ']);
+        text = rest.trim_start_matches(OPENING_MARKS);
         asked = true;
+        // "please", "can you": a request; "hey", "ok", "also", "and" open anything.
+        requested |= !["hey", "ok", "okay", "also", "and"].contains(&c);
     }
     let text_was_question = text.trim_end().ends_with('?');
     if asked {
@@ -217,9 +232,11 @@ pub fn parse_command(text: &str) -> Command {
         // A question ("remember when we met?", "can you remember my birthday?") is
         // conversation; a request says what to keep ("remember that …", "remember where I
         // parked: level 3").
+        // Without a courtesy, a question is conversation whatever follows ("remember that
+        // night in Paris?"); with one, "can you remember that …?" asks to keep it.
         let next = rest.split_whitespace().next().unwrap_or("").to_lowercase();
         let asks = text.trim_end().ends_with('?') || (asked && text_was_question);
-        if asks && !["that", "this", "about", "everywhere"].contains(&next.as_str())
+        if asks && (!requested || !["that", "this", "about", "everywhere"].contains(&next.as_str()))
             || (QUESTION_WORDS.contains(&next.as_str()) && text.trim_end().ends_with('?'))
         {
             return Command::Chat;
@@ -504,8 +521,45 @@ mod tests {
             "Can you remember my birthday?",
             "hey, remember me?",
             "please",
+            "Remember that night in Paris?",
+            "hey, remember that guy from the conference?",
         ] {
             assert_eq!(parse_command(ask), Command::Chat, "{ask}");
+        }
+    }
+
+    /// A never-mind names nothing to forget: conversation, in every language; a forget that
+    /// names the thing is one (the positive control), and so is one with nothing after it
+    /// (asked what to forget).
+    #[test]
+    fn a_never_mind_is_conversation() {
+        let p = Phrases::built_in();
+        for never_mind in [
+            "forget it",
+            "ok, forget it!",
+            "forget this",
+            "Vergiss es",
+            "Oublie ça",
+            "Забудь это",
+            "Olvida eso",
+            "Esquece isso",
+            "Oublie pas !",
+        ] {
+            assert_eq!(
+                parse_command_with(never_mind, &p),
+                Command::Chat,
+                "{never_mind}"
+            );
+        }
+        for (forget, fact) in [
+            ("forget it was my birthday", "it was my birthday"),
+            ("Vergiss es, Paris", "es, Paris"),
+            ("forget", ""),
+        ] {
+            assert!(
+                matches!(parse_command_with(forget, &p), Command::Forget { fact: f, .. } if f == fact),
+                "{forget}"
+            );
         }
     }
 

@@ -329,6 +329,54 @@ pub fn tells(text: &str) -> Option<Language> {
     (language.script() != Script::Latin || words.len() >= 3).then_some(language)
 }
 
+/// Words that name nothing but are missing from the stop-word lists: chat fillers, and
+/// pronouns and "everything" words of the phrase files' languages that NLTK's lists lack.
+const NAMES_NOTHING: [&str; 23] = [
+    "ok",
+    "okay",
+    "okey",
+    "lol",
+    "pls",
+    "plz",
+    "please",
+    "thanks",
+    "thx",
+    "ty",
+    "everything",
+    "anything",
+    "something",
+    "stuff",
+    "ça",
+    "ca",
+    "cela",
+    "ceci",
+    "tout",
+    "это",
+    "оно",
+    "tudo",
+    "mim",
+];
+
+/// The rows of `TABLE` with phrase files (English, Russian, German, Spanish, French,
+/// Portuguese): the languages a forget is asked in. (All twenty lists together make short
+/// words of one language another's function words: "cat" is Romanian's.)
+const PHRASE_LANGUAGES: u32 = 0b11_1111;
+
+/// Whether `text` names something: it has a word that is no function word of a language a
+/// forget is asked in and not one of `NAMES_NOTHING`, or a number. "it", "es", "ça", "это", "that, ok" name nothing: a forget of
+/// them would match every text with such a word in it.
+pub fn names_something(text: &str) -> bool {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .any(|w| {
+            let lower = w.to_lowercase().replace('ё', "е");
+            let function = FUNCTION_WORDS
+                .get(lower.as_str())
+                .is_some_and(|bits| bits & PHRASE_LANGUAGES != 0);
+            !function && !NAMES_NOTHING.contains(&lower.as_str())
+        })
+}
+
 /// The language a word is analysed in, within a text detected as `text_language`: the text's
 /// own when the word is in its script, else the word's script's fallback.
 pub fn of_word(text_language: Option<Language>, word: &str) -> Option<Language> {
@@ -342,6 +390,25 @@ pub fn of_word(text_language: Option<Language>, word: &str) -> Option<Language> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_names_something() {
+        for nothing in [
+            "it", "Es", "ça", "это", "eso", "isso", "that, ok", "it!", "", "   ",
+        ] {
+            assert!(!names_something(nothing), "{nothing:?}");
+        }
+        for something in [
+            "my cat",
+            "4471",
+            "Paris",
+            "зелёный чай",
+            "que j'aime le thé",
+            "it is 4471",
+        ] {
+            assert!(names_something(something), "{something:?}");
+        }
+    }
 
     #[test]
     fn codes_round_trip() {

@@ -35,6 +35,9 @@ pub struct LanguagePhrases {
     /// Phrases that open a message on a new topic ("кстати"): it starts a new episode.
     #[serde(default)]
     pub markers: Vec<String>,
+    /// Courtesies before a request ("bitte", "por favor"): the request is the same without.
+    #[serde(default)]
+    pub courtesies: Vec<String>,
     /// Word beginnings that file a stated fact under a section of MEMORY.md.
     #[serde(default)]
     pub sections: Sections,
@@ -286,13 +289,22 @@ impl Phrases {
     /// opens with one: a fact to keep or take back, forget everything, yes or no. A question
     /// (ending with "?") keeps nothing.
     pub fn read(&self, text: &str) -> Option<Command> {
-        let text = text.trim().trim_start_matches([',', ':', '!', ' ']);
-        let whole = text.trim_end_matches(['.', '!', ' ']).to_lowercase();
+        let mut text = text.trim().trim_start_matches(OPENING_MARKS);
+        while let Some(rest) = self
+            .languages
+            .iter()
+            .find_map(|l| opened_by(text, &l.courtesies))
+        {
+            text = rest.trim_start_matches(OPENING_MARKS);
+        }
+        let whole = text
+            .trim_end_matches(['.', '!', ' ', ')', '»', '"', '”'])
+            .to_lowercase();
         for l in &self.languages {
-            if l.yes.contains(&whole) {
+            if answers(&whole, &l.yes, &l.courtesies) {
                 return Some(Command::Confirm(true));
             }
-            if l.no.contains(&whole) {
+            if answers(&whole, &l.no, &l.courtesies) {
                 return Some(Command::Confirm(false));
             }
             if l.forget_everything.contains(&whole) {
@@ -312,6 +324,8 @@ impl Phrases {
                 });
             }
         }
+        // Every language's "remember" before any "forget": "oublie pas que …" (French for
+        // "don't forget that …") is a remember, though "oublie" opens it.
         for l in &self.languages {
             if let Some(fact) = opened_by(text, &l.remember) {
                 return Some(Command::Remember {
@@ -319,6 +333,8 @@ impl Phrases {
                     fact: fact.to_string(),
                 });
             }
+        }
+        for l in &self.languages {
             if let Some(fact) = opened_by(text, &l.forget) {
                 return Some(Command::Forget {
                     subject: l.subject_of(fact),
@@ -382,9 +398,10 @@ impl Attributes {
 impl LanguagePhrases {
     /// Every list of phrases but the openings of attributes by name (`named`, merged by
     /// attribute), for checking and merging.
-    fn lists_mut(&mut self) -> [&mut Vec<String>; 12] {
+    fn lists_mut(&mut self) -> [&mut Vec<String>; 13] {
         [
             &mut self.markers,
+            &mut self.courtesies,
             &mut self.remember,
             &mut self.remember_everywhere,
             &mut self.forget,
@@ -412,21 +429,44 @@ impl LanguagePhrases {
     }
 }
 
+/// Marks a request may open with before its words: "¡Recuerda …", "«Запомни …", "— merk dir …".
+pub const OPENING_MARKS: [char; 16] = [
+    ',', ':', '!', ' ', '¡', '«', '»', '"', '“', '”', '„', '—', '–', '-', '(', '*',
+];
+
+/// Whether `whole` (a whole message, lowercase) is one of `answers`, alone or followed by
+/// another of them or a courtesy ("ja, bitte", "да, давай", "sí, claro"); any other tail
+/// ("mach das nicht") makes it something else.
+fn answers(whole: &str, answers: &[String], courtesies: &[String]) -> bool {
+    answers.iter().any(|a| {
+        whole == a
+            || whole.strip_prefix(a.as_str()).is_some_and(|tail| {
+                let rest = tail.trim_start_matches([',', ' ', '!', '-', '—']);
+                rest.len() < tail.len()
+                    && (answers.iter().any(|b| b == rest) || courtesies.iter().any(|c| c == rest))
+            })
+    })
+}
+
 /// The rest of `text` after the first of `phrases` that opens it (case aside, ending at a word
-/// boundary), without the punctuation between; None when none does or nothing follows.
+/// boundary unless the phrase ends elided, "qu'"), without the punctuation between; None when
+/// none does or no word follows.
 fn opened_by<'a>(text: &'a str, phrases: &[String]) -> Option<&'a str> {
     for phrase in phrases {
         let Some(len) = super::prefix_len_ignore_case(text, phrase) else {
             continue;
         };
         let rest = &text[len..];
-        if rest.chars().next().is_some_and(char::is_alphanumeric) {
+        // A word ends the phrase; an elided one ("qu'") runs on into the next.
+        if rest.chars().next().is_some_and(char::is_alphanumeric)
+            && phrase.chars().last().is_some_and(char::is_alphanumeric)
+        {
             continue;
         }
         let rest = rest
             .trim_start_matches([' ', ':', ',', '\t', '\n', '—', '-'])
             .trim();
-        if !rest.is_empty() {
+        if rest.chars().any(char::is_alphanumeric) {
             return Some(rest);
         }
     }
@@ -481,6 +521,94 @@ mod tests {
             ("esqueça que eu gosto de chá verde", "eu gosto de chá verde"),
         ] {
             assert_eq!(takes_back(said).as_deref(), Some(fact), "{said}");
+        }
+    }
+
+    /// "Don't forget that …" keeps, in every language, though the word for "forget" opens
+    /// it colloquially ("oublie pas que", "vergiss nicht"); courtesies and opening marks go;
+    /// an elided phrase ("qu'") runs on into its word.
+    #[test]
+    fn dont_forget_keeps_and_the_ways_people_write_it() {
+        for (said, fact) in [
+            ("Oublie pas que je pars demain", "je pars demain"),
+            (
+                "n'oublie pas qu'Alice est allergique",
+                "Alice est allergique",
+            ),
+            (
+                "Souviens-toi qu’Alice est allergique",
+                "Alice est allergique",
+            ),
+            (
+                "Vergiss nicht dass ich morgen Geburtstag habe",
+                "ich morgen Geburtstag habe",
+            ),
+            ("Vergiss nicht: Montag Zahnarzt", "Montag Zahnarzt"),
+            ("Не забудь что завтра собрание", "завтра собрание"),
+            ("no olvides que cierro el viernes", "cierro el viernes"),
+            ("¡Recuerda que el viernes cierro!", "el viernes cierro!"),
+            ("«Запомни, что я люблю чай»", "я люблю чай»"),
+            ("— merk dir, dass ich Tee mag", "ich Tee mag"),
+            ("Bitte merk dir, dass ich Tee mag", "ich Tee mag"),
+            ("Por favor, recuerda que me gusta el té", "me gusta el té"),
+            ("S'il te plaît, retiens que j'aime le thé", "j'aime le thé"),
+            ("Запомни, пожалуйста, что я люблю чай", "я люблю чай"),
+        ] {
+            assert_eq!(keeps(said).as_deref(), Some(fact), "{said}");
+        }
+        // Nothing kept, and nothing named to forget, by a "don't forget" with no word after it
+        // (the router takes a forget that names nothing as conversation).
+        for said in ["Oublie pas !", "Vergiss nicht!", "не забудь"] {
+            assert_eq!(keeps(said), None, "{said}");
+            assert!(
+                takes_back(said).is_none_or(|f| !super::super::language::names_something(&f)),
+                "{said}"
+            );
+        }
+        for (said, fact) in [
+            ("esqueca que eu gosto de chá", "eu gosto de chá"),
+            ("olvidate de que me gusta el té", "me gusta el té"),
+            ("oublie qu'Alice vient", "Alice vient"),
+        ] {
+            assert_eq!(takes_back(said).as_deref(), Some(fact), "{said}");
+        }
+        let p = Phrases::built_in();
+        for everything in ["olvida todo sobre mi", "esqueca tudo sobre mim"] {
+            assert!(
+                matches!(p.read(everything), Some(Command::ForgetEverything { .. })),
+                "{everything}"
+            );
+        }
+    }
+
+    /// A yes or a no with another of its kind or a courtesy after it is still the answer;
+    /// with anything else after it, it is not ("mach das nicht" says no yes).
+    #[test]
+    fn answers_with_a_tail() {
+        let p = Phrases::built_in();
+        for yes in [
+            "ja, bitte",
+            "да, давай",
+            "sí, claro",
+            "oui, vas-y",
+            "sim, pode",
+            "да)",
+        ] {
+            assert_eq!(p.read(yes), Some(Command::Confirm(true)), "{yes}");
+        }
+        for no in ["nein, danke", "нет, не надо", "non, annule"] {
+            assert_eq!(p.read(no), Some(Command::Confirm(false)), "{no}");
+        }
+        for neither in [
+            "mach das nicht",
+            "sí pero no",
+            "ja ich war in Paris",
+            "no sé",
+        ] {
+            assert!(
+                !matches!(p.read(neither), Some(Command::Confirm(_))),
+                "{neither}"
+            );
         }
     }
 

@@ -371,6 +371,12 @@ impl MemoryManager {
         reach: &Reach,
         target: Option<&str>,
     ) -> Result<Removed, MemoryError> {
+        // "it", "es", "ça" would match every text with such a word: nothing is asked.
+        if target.is_some_and(|t| !crate::domain::language::names_something(t)) {
+            return Err(MemoryError::EmptyFact {
+                verb: super::FactVerb::Forget,
+            });
+        }
         let owner = req.actor == req.subject || req.actor_is_moderator;
         let about = About {
             person: req.subject,
@@ -709,7 +715,9 @@ impl MemoryManager {
         fact: Option<(&str, bool)>,
     ) -> Result<u64, MemoryError> {
         let mut removed = 0;
-        if let Some((fact, everywhere)) = fact.filter(|(f, _)| !f.trim().is_empty()) {
+        if let Some((fact, everywhere)) =
+            fact.filter(|(f, _)| crate::domain::language::names_something(f))
+        {
             // Only the scope matters to a forget with an explicit reach; the place is the
             // message's own.
             let place = Place {

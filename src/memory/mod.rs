@@ -39,7 +39,8 @@ pub enum MemoryError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// A remember or forget with nothing after the command; nothing was changed.
+    /// A remember or forget with nothing after the command (a forget: nothing that names
+    /// anything, "it"); nothing was changed.
     #[error("{verb:?} without a fact")]
     EmptyFact {
         /// What was asked.

@@ -441,6 +441,30 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
         "Alice"
     );
 
+    // A forget that names nothing ("it") is refused, whatever reaches memory: it would
+    // take every text with "it" in it.
+    let (code, body) = call(
+        &base,
+        Some(ACME),
+        "remember",
+        at("acme", json!({"fact": "I love it when it rains"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = call(
+        &base,
+        Some(ACME),
+        "forget",
+        at("acme", json!({"fact": "it"})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body["reply"].as_str().unwrap().starts_with("Forget what?"),
+        "{body}"
+    );
+    let (_, body) = call(&base, Some(ACME), "export", at("acme", json!({}))).await;
+    assert!(body.to_string().contains("when it rains"), "{body}");
     // Forget through the API is the chat's forget: gone from the context and the export.
     let (code, body) = call(
         &base,

@@ -629,6 +629,56 @@ async fn a_forget_removes_every_message_that_said_it(url: Option<String>) {
     assert!(left[0].contains("offsite"), "{left:#?}");
 }
 
+/// Alice's entries, and the stored messages holding what she said.
+async fn held(h: &Harness) -> (usize, usize, usize) {
+    let alice = h.person("alice").await;
+    let entries = h.store.entries(alice, None).await.unwrap().len();
+    let mut said = 0;
+    for words in ["rains", "what it is", "kalt"] {
+        said += stored_messages_holding(h, words).await.len();
+    }
+    (
+        entries,
+        said,
+        stored_messages_holding(h, "kalt").await.len(),
+    )
+}
+
+/// A never-mind ("forget it", "vergiss es", "oublie ça", "забудь это", …) names nothing: it
+/// forgets nothing, though every message and entry of hers holds those words; a forget that
+/// names the thing (the positive control) forgets it.
+async fn a_never_mind_forgets_nothing(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    h.dm("alice", "remember that I love it when it rains").await;
+    for said in [
+        "it is what it is",
+        "es ist kalt, ça va, это всё, eso es, isso aí",
+    ] {
+        h.dm("alice", said).await;
+    }
+    let before = held(&h).await;
+    assert_eq!((before.0, before.2), (1, 1), "her entry, her words");
+    assert!(before.1 >= 3, "{before:?}");
+    for never_mind in [
+        "forget it",
+        "forget it!",
+        "ok forget it",
+        "Vergiss es",
+        "Oublie ça",
+        "Забудь это",
+        "Olvida eso",
+        "Esquece isso",
+    ] {
+        h.dm("alice", never_mind).await;
+        assert_eq!(held(&h).await, before, "{never_mind}");
+    }
+    let reply = h.dm("alice", "forget that it").await;
+    assert_eq!(held(&h).await, before, "{reply}");
+    let reply = h.dm("alice", "forget that I love it when it rains").await;
+    assert!(reply.contains("forgotten"), "{reply}");
+    assert_eq!(held(&h).await.0, 0, "the positive control forgets");
+}
+
 /// Someone who takes back what they told about another person in one group takes back that
 /// group's statement and the bot's quotes of it there; the same words told in another group,
 /// and the bot's quotes of them there, stay.
@@ -717,6 +767,7 @@ async fn a_message_deleted_while_answered_leaves_no_reply(url: Option<String>) {
 }
 
 on_both_harnesses!(
+    a_never_mind_forgets_nothing,
     a_message_deleted_while_answered_leaves_no_reply,
     a_statement_taken_back_in_one_group_stays_in_another,
     a_forget_removes_every_message_that_said_it,
