@@ -763,12 +763,16 @@ impl Config {
                     crate::domain::Platform::parse(platform).is_some() && !id.is_empty()
                 })
             };
+            // Stored names are "namespace/person": a '/' in one (the key's name, when no
+            // namespace is given) would let "acme" name "acme/eu"'s people as "eu/alice".
             bad.check(
                 key.namespace
                     .as_deref()
-                    .is_none_or(|n| !n.is_empty() && !n.contains('/')),
+                    .map_or(!key.name.contains('/'), |n| {
+                        !n.is_empty() && !n.contains('/')
+                    }),
                 "server.api_keys",
-                "a namespace is a non-empty name without '/'",
+                "a namespace (or, without one, the key's name) is a non-empty name without '/'",
             );
             bad.check(
                 key.people.iter().all(pattern) && key.spaces.iter().all(pattern),
@@ -1405,6 +1409,36 @@ mod tests {
             c.server.listen = bad.into();
             let e = c.validate().expect_err(bad).to_string();
             assert!(e.contains("server.listen"), "{bad}: {e}");
+        }
+    }
+
+    /// A key's users are stored as "namespace/person": a '/' in the namespace, or in the
+    /// name that stands for it, could name another key's users; a name with one is fine
+    /// beside a namespace without.
+    #[test]
+    fn a_namespace_has_no_slash() {
+        let key = |name: &str, namespace: Option<&str>| ApiKeyConfig {
+            name: name.into(),
+            env: "ENGRAM_API_KEY_X".into(),
+            people: vec!["api:*".into()],
+            spaces: vec!["api:*".into()],
+            private_chats: false,
+            namespace: namespace.map(String::from),
+        };
+        let mut c = Config::defaults();
+        for (name, namespace, ok) in [
+            ("acme", None, true),
+            ("acme/eu", None, false),
+            ("acme/eu", Some("acme-eu"), true),
+            ("acme", Some("acme/eu"), false),
+            ("acme", Some(""), false),
+        ] {
+            c.server.api_keys = vec![key(name, namespace)];
+            let checked = c.validate();
+            assert_eq!(checked.is_ok(), ok, "{name} {namespace:?}: {checked:?}");
+            if let Err(e) = checked {
+                assert!(e.to_string().contains("without '/'"), "{e}");
+            }
         }
     }
 

@@ -441,19 +441,27 @@ impl Ingestor {
             sent_at: msg.sent_at,
             withheld,
         };
-        let (id, stored_text, written_in) = if msg.attachments.is_empty() {
+        let inserted = if msg.attachments.is_empty() {
             let written_in = language::detect(&stored_text);
             let new = NewMessage {
                 language: written_in,
                 ..new
             };
-            (
-                self.store.insert_message(&new).await?,
-                stored_text,
-                written_in,
-            )
+            self.store
+                .insert_message(&new)
+                .await
+                .map(|id| (id, stored_text, written_in))
         } else {
-            self.insert_with_attachments(msg, new, &place).await?
+            self.insert_with_attachments(msg, new, &place).await
+        };
+        let (id, stored_text, written_in) = match inserted {
+            // Another's message under this id: this is not it, and it stays theirs.
+            Err(StoreError::TakenId { .. }) => {
+                warn!(platform = msg.platform.as_str(), space = %space.0,
+                    "a message under another author's id: not kept");
+                return Ok(None);
+            }
+            other => other?,
         };
         crate::telemetry::message_stored(msg.platform.as_str(), msg.author_is_bot);
         let mentions = self.mentioned(msg).await?;

@@ -12,7 +12,9 @@ use crate::domain::{
     Clock, IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, SpaceKind,
     StoredMessage, Subject,
 };
-use crate::domain::{Command, Entry};
+use crate::domain::{Command, Entry, Scope};
+use crate::memory::FactRequest;
+use crate::memory::audit::By;
 use crate::memory::entries::EntryBook;
 use crate::memory::tokens::TokenCounter;
 use crate::memory::tools::{Caller, ToolExecutor, tool_schemas};
@@ -639,7 +641,7 @@ impl MemoryApi {
             "get_context" => self.context(&who, &args).await,
             "search" => self.search(&who, &args).await,
             "export" => self.export(&who).await,
-            tool => self.tool(&who, tool, args).await,
+            tool => self.tool(key, &who, tool, args).await,
         }
     }
 
@@ -689,7 +691,9 @@ impl MemoryApi {
             Some(id) if id.chars().count() > 200 => {
                 return Err(ApiError::BadRequest("id is at most 200 characters".into()));
             }
-            Some(id) => id,
+            // Apart from the platforms' own ids: a caller never names a message it did not
+            // send through the API (the store refuses another author's id as well).
+            Some(id) => format!("api:{id}"),
             None => self.next_id(),
         };
         let mut msg = who.message(&text, id, at);
@@ -826,9 +830,13 @@ impl MemoryApi {
                   "entries": entries.iter().map(show_entry).collect::<Vec<_>>()}))
     }
 
-    /// An entry tool, for the person here (made on first sight when it writes).
+    /// An entry tool, for the person here (made on first sight when it writes). An entry
+    /// known everywhere is changed only by a key with `private_chats` (as `remember` with
+    /// `everywhere` is); a deleted entry's text is forgotten everywhere else it is kept, as
+    /// when someone confirms the delete in a chat.
     async fn tool(
         &self,
+        key: &ApiKey,
         who: &Who,
         tool: &str,
         args: Map<String, Value>,
@@ -843,6 +851,26 @@ impl MemoryApi {
         let Some((person, place)) = found else {
             return Ok(json!({"entries": [], "results": []}));
         };
+        if matches!(tool, "update_memory" | "delete_memory") {
+            let wanted = string(&args, "key")?.unwrap_or_default();
+            let entry = self
+                .parts
+                .entries
+                .visible(person, &place)
+                .await?
+                .into_iter()
+                .find(|e| e.key == wanted.trim());
+            if let Some(entry) = entry {
+                if entry.scope == Scope::Global && !key.private_chats {
+                    return Err(ApiError::Forbidden(
+                        "memory shared everywhere (a key with private_chats)".into(),
+                    ));
+                }
+                if tool == "delete_memory" {
+                    return self.delete_entry(key, who, person, &place, entry).await;
+                }
+            }
+        }
         let result = self
             .parts
             .tools
@@ -856,6 +884,41 @@ impl MemoryApi {
             Some(e) => Err(ApiError::BadRequest(e.to_string())),
             None => Ok(result),
         }
+    }
+}
+
+impl MemoryApi {
+    /// Deletes `entry` of `person` the way a confirmed delete in a chat does: the entry,
+    /// and its text wherever else it is kept (facts, notes, messages, the bot's answers).
+    async fn delete_entry(
+        &self,
+        key: &ApiKey,
+        who: &Who,
+        person: PersonId,
+        place: &Place,
+        entry: Entry,
+    ) -> Result<Value, ApiError> {
+        let name = who.name.clone().unwrap_or_else(|| who.person.clone());
+        let req = FactRequest {
+            subject: person,
+            subject_name: &name,
+            actor: person,
+            actor_name: &name,
+            actor_is_moderator: false,
+            place,
+            text: &entry.value,
+            source: None,
+        };
+        let by = By {
+            label: format!("api:{}", key.name),
+            ..By::request(&req)
+        };
+        let deleted = self
+            .parts
+            .memory
+            .delete_entries(&req, &[(entry.id, entry.value.clone())], &[], &by)
+            .await?;
+        Ok(json!({"ok": true, "deleted": deleted}))
     }
 }
 

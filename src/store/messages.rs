@@ -1236,13 +1236,14 @@ on_both_backends! {
         Ok(ids)
     }
 
-    /// The id of a message already stored under `msg`'s key (a redelivery).
+    /// The id of a message already stored under `msg`'s key (a redelivery). Someone else's
+    /// message under that key is not `msg`: `StoreError::TakenId`.
     async fn existing_message(
         conn: &mut Conn,
         msg: &NewMessage,
     ) -> StoreResult<MessageId> {
-        let id: i64 = sqlx::query_scalar(
-            "SELECT id FROM messages WHERE space_id = $1 AND channel = $2 AND external_id = $3",
+        let (id, author): (i64, i64) = sqlx::query_as(
+            "SELECT id, author_id FROM messages WHERE space_id = $1 AND channel = $2 AND external_id = $3",
         )
         .bind(msg.space.0)
         .bind(&msg.channel)
@@ -1250,6 +1251,11 @@ on_both_backends! {
         .fetch_one(&mut *conn)
         .await
         .map_err(db_err)?;
+        if author != msg.author.0 {
+            return Err(crate::store::StoreError::TakenId {
+                external_id: msg.external_id.clone(),
+            });
+        }
         Ok(MessageId(id))
     }
 }

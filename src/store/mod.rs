@@ -150,6 +150,14 @@ pub enum StoreError {
         /// The encoder's error.
         cause: serde_json::Error,
     },
+    /// A message came under the key (space, channel, platform id) of one stored from someone
+    /// else: it is not that message (an id chosen through the API, a forged one), and
+    /// nothing was stored or changed.
+    #[error("message id {external_id:?} is another author's")]
+    TakenId {
+        /// The platform id it came under.
+        external_id: String,
+    },
     /// Someone else changed the row since it was read (optimistic concurrency).
     #[error("concurrent update of {what}; re-read and retry")]
     Conflict {

@@ -15,6 +15,7 @@ const GLOBEX: &str = "globex-key-0123456789abcdef";
 const WIDE: &str = "wide-key-0123456789abcdef";
 const TG: &str = "tg-key-0123456789abcdef";
 const TGDM: &str = "tgdm-key-0123456789abcdef";
+const GLOBEX_LITE: &str = "globex-lite-key-0123456789abcdef";
 
 fn keys() -> Vec<ApiKeyConfig> {
     vec![
@@ -33,6 +34,15 @@ fn keys() -> Vec<ApiKeyConfig> {
             spaces: vec!["api:globex".into()],
             private_chats: true,
             namespace: None,
+        },
+        // Globex's people and space, without their private chats.
+        ApiKeyConfig {
+            name: "globex-lite".into(),
+            env: "KEY_GLOBEX_LITE".into(),
+            people: vec!["api:*".into()],
+            spaces: vec!["api:globex".into()],
+            private_chats: false,
+            namespace: Some("globex".into()),
         },
         ApiKeyConfig {
             name: "tg".into(),
@@ -68,6 +78,7 @@ fn env(name: &str) -> Option<String> {
         "KEY_WIDE" => Some(WIDE.into()),
         "KEY_TG" => Some(TG.into()),
         "KEY_TGDM" => Some(TGDM.into()),
+        "KEY_GLOBEX_LITE" => Some(GLOBEX_LITE.into()),
         _ => None,
     }
 }
@@ -598,6 +609,205 @@ async fn a_message_sent_before_a_clear_is_not_stored_after_it() {
         "after the clear: {body}"
     );
     assert!(database_text(&h).await.contains("by the window"));
+    let _ = stop.send(true);
+}
+
+/// An id chosen through the API never names another person's message: not a platform's
+/// (Mallory, whose memory was cleared, sends an "earlier" message under the id of Alice's
+/// Telegram message: Alice's stays), not one to come (an id Mallory takes first does not keep
+/// Alice's later message out), not another API caller's (Bob's message under Alice's id is
+/// not kept, and hers stays as she wrote it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chosen_id_never_reaches_another_persons_message() {
+    let h = harness_on(None, false).await;
+    let (base, stop) = serve_api(&h).await;
+    let alices = platform_message(
+        Platform::Telegram,
+        "alice",
+        "my therapist appointment moved to Friday",
+        true,
+    );
+    h.bot.handle(&alices).await.unwrap();
+    assert!(database_text(&h).await.contains("therapist"), "the control");
+    let in_group = |person: &str, extra: Value| {
+        let mut body = json!({"platform": "telegram", "person": person, "space": "guild-1",
+            "channel": "general"});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        body
+    };
+    let (code, body) = call(
+        &base,
+        Some(TG),
+        "add_message",
+        in_group("mallory", json!({"text": "hello all"})),
+    )
+    .await;
+    assert_eq!((code, &body["stored"]), (200, &json!(true)), "{body}");
+    let mallory = h
+        .store
+        .find_identity(Platform::Telegram, "mallory")
+        .await
+        .unwrap()
+        .expect("known");
+    h.clock.advance(chrono::Duration::hours(1));
+    h.memory
+        .manager
+        .clear_with_joined(mallory, &engram::memory::audit::By::operator("admin"))
+        .await
+        .unwrap();
+    let earlier = (h.clock.now() - chrono::Duration::minutes(30)).to_rfc3339();
+    let (code, body) = call(
+        &base,
+        Some(TG),
+        "add_message",
+        in_group(
+            "mallory",
+            json!({"id": alices.external_id, "text": "x", "sent_at": earlier}),
+        ),
+    )
+    .await;
+    assert_eq!((code, &body["stored"]), (200, &json!(false)), "{body}");
+    assert!(
+        database_text(&h).await.contains("therapist"),
+        "Alice's message stays"
+    );
+
+    // An id taken first.
+    let (code, body) = call(
+        &base,
+        Some(TG),
+        "add_message",
+        in_group("mallory", json!({"id": "tg-next", "text": "first!"})),
+    )
+    .await;
+    assert_eq!((code, &body["stored"]), (200, &json!(true)), "{body}");
+    let mut next = platform_message(Platform::Telegram, "alice", "the demo is at noon", true);
+    next.external_id = "tg-next".into();
+    h.bot.handle(&next).await.unwrap();
+    assert!(database_text(&h).await.contains("demo is at noon"));
+
+    // Two API callers, one id.
+    let (code, body) = call(
+        &base,
+        Some(ACME),
+        "add_message",
+        at(
+            "acme",
+            json!({"id": "m-1", "text": "my desk is by the window"}),
+        ),
+    )
+    .await;
+    assert_eq!((code, &body["stored"]), (200, &json!(true)), "{body}");
+    let mut bobs = at(
+        "acme",
+        json!({"id": "m-1", "text": "my desk is in the basement"}),
+    );
+    bobs["person"] = json!("bob");
+    bobs["name"] = json!("Bob");
+    let (code, body) = call(&base, Some(ACME), "add_message", bobs).await;
+    assert_eq!((code, &body["stored"]), (200, &json!(false)), "{body}");
+    let text = database_text(&h).await;
+    assert!(
+        text.contains("by the window") && !text.contains("basement"),
+        "{text}"
+    );
+    let _ = stop.send(true);
+}
+
+/// A deleted entry goes the way a confirmed delete in a chat does: its text leaves the
+/// facts and the context too, not only the entry list. Memory known everywhere is changed
+/// only by a key with the person's private chats, as it is made only by one: a key of the
+/// same people without them reads it, and may neither rewrite nor delete it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_are_deleted_everywhere_and_shared_ones_by_keys_that_share() {
+    let h = harness_on(None, false).await;
+    let (base, stop) = serve_api(&h).await;
+    let bob = |body: Value| {
+        let mut body = body;
+        body["person"] = json!("bob");
+        body["space"] = json!("globex");
+        body
+    };
+    for (fact, everywhere) in [("I am vegan", true), ("my editor is helix", false)] {
+        let (code, body) = call(
+            &base,
+            Some(GLOBEX),
+            "remember",
+            bob(json!({"fact": fact, "everywhere": everywhere})),
+        )
+        .await;
+        assert_eq!(code, 200, "{body}");
+    }
+    let (_, body) = call(&base, Some(GLOBEX_LITE), "export", bob(json!({}))).await;
+    let key_of = |body: &Value, what: &str| {
+        body["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["value"].as_str().unwrap().contains(what))
+            .unwrap_or_else(|| panic!("{what}: {body}"))["key"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (vegan, helix) = (key_of(&body, "vegan"), key_of(&body, "helix"));
+    for (op, extra) in [
+        (
+            "update_memory",
+            json!({"key": vegan, "value": "eats steak"}),
+        ),
+        ("delete_memory", json!({"key": vegan})),
+    ] {
+        let (code, body) = call(&base, Some(GLOBEX_LITE), op, bob(extra)).await;
+        assert_eq!(code, 403, "{op}: {body}");
+    }
+    let context = |key: &'static str| {
+        let base = base.clone();
+        async move {
+            let (_, body) = call(
+                &base,
+                Some(key),
+                "get_context",
+                bob(json!({"query": "what do I eat, which editor?"})),
+            )
+            .await;
+            body["context"].as_str().unwrap().to_string()
+        }
+    };
+    let before = context(GLOBEX).await;
+    assert!(
+        before.contains("vegan") && before.contains("helix"),
+        "{before}"
+    );
+    // Its own space's entry is the lite key's to delete (the positive control), and so is a
+    // shared one for the key with private chats.
+    let (code, body) = call(
+        &base,
+        Some(GLOBEX_LITE),
+        "delete_memory",
+        bob(json!({"key": helix})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = call(
+        &base,
+        Some(GLOBEX),
+        "delete_memory",
+        bob(json!({"key": vegan})),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let after = context(GLOBEX).await;
+    assert!(
+        !after.contains("vegan") && !after.contains("helix"),
+        "{after}"
+    );
+    assert!(
+        !database_text(&h).await.contains("helix"),
+        "gone from every table"
+    );
     let _ = stop.send(true);
 }
 
