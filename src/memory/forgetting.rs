@@ -10,7 +10,10 @@
 //! What a forget may touch is bounded by who asks: the person (or a moderator) reaches what
 //! may surface where they ask; a teller only their own words; and the bot's messages are only
 //! searched for quotes among those about that person (naming them, or answering them), so no
-//! one can make the bot forget its answers to others by posting and deleting a phrase.
+//! one can make the bot forget its answers to others by posting and deleting a phrase. A
+//! message deleted on its platform takes the bot's later answers to anyone that hold it
+//! (it could surface in any of them), unless the bot said those words there before the
+//! message existed: its own wording is no quote.
 
 use super::audit::{Action, By};
 use super::offline::{contains_words, removed_sentences};
@@ -773,13 +776,15 @@ impl MemoryManager {
             }
         }
         // The message, and the bot's later messages that quoted it or the text of its
-        // attachments, whoever they answered, wherever it may have surfaced.
+        // attachments, whoever they answered, wherever it may have surfaced. Words the bot
+        // said there before the message existed are its own ("happy to help"), not a quote:
+        // posting and deleting them takes none of its answers.
         let mut ids = vec![message.id];
         let (scopes, space) = quoted_in(message);
         let bots = BotMessageFilter {
             scopes: scopes.as_deref(),
             space,
-            after: Some(message.id),
+            after: None,
         };
         let mut texts = vec![message.text.clone()];
         texts.extend(
@@ -789,7 +794,14 @@ impl MemoryManager {
                 .into_iter()
                 .map(|p| p.text),
         );
-        ids.extend(self.quotes_of(bots, &texts, |_| true).await?);
+        for text in &texts {
+            let saying = self
+                .quotes_of(bots, std::slice::from_ref(text), |_| true)
+                .await?;
+            if saying.iter().all(|id| *id > message.id) {
+                ids.extend(saying);
+            }
+        }
         removed += self.store.delete_messages(&ids).await?;
         self.purge_caches();
         let by = By {

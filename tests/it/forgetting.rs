@@ -494,32 +494,42 @@ async fn held_in(h: &Harness, needle: &str, scopes: &[Scope]) -> Vec<usize> {
 
 /// A deleted message's quotes in the bot's later answers go wherever it could have surfaced
 /// (here a restricted channel of its space, in an answer to someone else). The bot's messages
-/// holding the same words before it was said, or in another space, are not its quotes: they
-/// stay (a member cannot wipe them by saying and deleting the same words).
+/// holding the same words in another space are not its quotes: they stay. Nor are words the
+/// bot said there before the message existed: a member who says them and deletes them wipes
+/// none of the bot's answers that hold them ("happy to help").
 async fn a_deleted_messages_quotes_go_where_it_surfaced_and_only_there(url: Option<String>) {
     let h = harness_on(url, true).await;
     let (lab, staff, home) = (group("lab"), restricted("lab", "staff"), group("home"));
     let text = "the offsite moves to Lisbon in March";
-    // The fake model's answers repeat the question: the same words, before alice says them
-    // here, and after she does in another space.
+    let own = "the launch party is on Friday";
+    // The fake model's answers repeat the question: the bot's own words, before mallory
+    // says them here.
     let early = h
-        .say_in(&lab, "dave", &format!("Engram, {text}?"))
+        .say_in(&lab, "dave", &format!("Engram, {own}?"))
         .await
         .unwrap();
+    assert!(early.contains(own), "{early}");
     h.clock.advance(chrono::Duration::minutes(5));
-    let mut said = console_message(&lab, "alice", text, 0, h.clock.now(), false);
-    said.external_id = "offsite".into();
-    h.bot.handle(&said).await.unwrap();
+    // The staff channel sees the public one: its answers to bob say the bot's own words
+    // again (after mallory said them), and quote alice.
+    let said = |who: &str, text: &str, id: &str| {
+        let mut m = console_message(&lab, who, text, 0, h.clock.now(), false);
+        m.external_id = id.into();
+        m
+    };
+    h.bot.handle(&said("mallory", own, "echo")).await.unwrap();
+    let again = h
+        .say_in(&staff, "bob", &format!("Engram, {own}?"))
+        .await
+        .unwrap();
+    assert!(again.contains(own) && !again.contains(text), "{again}");
+    h.bot.handle(&said("alice", text, "offsite")).await.unwrap();
     h.clock.advance(chrono::Duration::minutes(5));
     let elsewhere = h
         .say_in(&home, "carol", &format!("Engram, {text}?"))
         .await
         .unwrap();
-    assert!(
-        early.contains(text) && elsewhere.contains(text),
-        "{early} {elsewhere}"
-    );
-    // The staff channel sees the public one: its answer to bob quotes alice.
+    assert!(elsewhere.contains(text), "{elsewhere}");
     let quoted = h
         .say_in(&staff, "bob", "Engram, where is the offsite?")
         .await
@@ -540,12 +550,24 @@ async fn a_deleted_messages_quotes_go_where_it_surfaced_and_only_there(url: Opti
         !after.iter().any(|l| l.contains("where is the offsite")),
         "the quote in the staff channel is gone: {after:#?}"
     );
-    // Dave's and Carol's questions and the bot's answers to them stay; alice's is gone.
-    assert_eq!(after.len(), before.len() - 2, "{before:#?}\n{after:#?}");
+    // Carol's question and the bot's answer to it, in the other space, stay; alice's
+    // message and the quotes are gone.
+    assert_eq!(after.len(), 2, "{before:#?}\n{after:#?}");
+    assert!(after.iter().all(|l| l.contains("space:2")), "{after:#?}");
+    let own_before = stored_messages_holding(&h, own).await;
+    assert!(
+        own_before.iter().any(|l| l.contains("reply:")),
+        "the bot's answers holding its own words: {own_before:#?}"
+    );
+    h.bot
+        .message_deleted(Platform::Console, "lab", "general", &["echo".into()])
+        .await
+        .unwrap();
+    let own_after = stored_messages_holding(&h, own).await;
     assert_eq!(
-        after.iter().filter(|l| l.contains("you said")).count(),
-        2,
-        "{after:#?}"
+        own_after.len(),
+        own_before.len() - 1,
+        "only mallory's own message goes: {own_before:#?}\n{own_after:#?}"
     );
     // A one-word message is no quote to look for: the bot's later answer holding that word
     // stays when it is deleted.
