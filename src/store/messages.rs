@@ -965,6 +965,20 @@ on_both_backends! {
                 .await
                 .map_err(db_err)?;
         }
+        // A piece of what was made of a file (a transcript's end, an image's text) that goes
+        // takes the description kept for the file's bytes, which holds it too and would give
+        // it back when the same file comes again (it is made afresh then).
+        sqlx::query(concat!(
+            "UPDATE attachments SET surrogate = NULL WHERE surrogate IS NOT NULL AND id IN \
+             (SELECT ma.attachment_id FROM message_attachments ma JOIN messages p ON p.attachment_of = ma.message_id \
+             WHERE p.id ",
+            in_list!(1),
+            ")"
+        ))
+        .bind(list(all))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
         // An attachment no message carries any more goes too.
         let carried: Vec<i64> = sqlx::query_scalar(concat!(
             "SELECT attachment_id FROM message_attachments WHERE message_id ",

@@ -1217,6 +1217,52 @@ async fn images_and_voice_notes_are_described_in_their_place() {
     assert!(!left.contains("frobnitz"), "{left}");
 }
 
+/// A forget that matches only a piece of a file's text (here the end of a voice note's
+/// transcript, past what its line shows) takes that piece and the description kept for the
+/// file's bytes (which would give it back when the same file comes again): no word of it is
+/// left anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forget_of_a_transcripts_end_leaves_no_copy_of_it() {
+    let h = Harness::build(true, |c| {
+        c.llm.transcription_model = "fake-whisper".into();
+    })
+    .await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let dm = alice_dm();
+    let said = "I am at the clinic on Monday morning for the yearly check of my knee, then I go \
+        to the office, then to the gym, and in the evening I cook dinner for my parents who come \
+        to visit from Porto for the weekend. My badge number is 4471.";
+    let voice = [b"OggS\0\x02".as_slice(), said.as_bytes(), b"\0"].concat();
+    fake.push_file(&dm, ALICE, TgFile::Voice(&voice), "", None);
+    fake.wait_sent(1, WITHIN).await;
+    let line: Vec<String> = rows_of(&h, "messages", "[voice#1 voice.ogg] voice note:")
+        .await
+        .into_iter()
+        .filter(|r| r.contains(" | 1001:1 | "))
+        .collect();
+    assert!(
+        line.len() == 1 && !line[0].contains("4471"),
+        "the line shows the start only: {line:#?}"
+    );
+    assert!(
+        rows_of(&h, "messages", "transcript")
+            .await
+            .iter()
+            .any(|r| r.contains("4471")),
+        "positive control: a piece holds it"
+    );
+    assert!(
+        rows_of(&h, "attachments", "4471").await.len() == 1,
+        "and the kept description"
+    );
+    fake.push_text(&dm, ALICE, "forget that my badge number is 4471", false);
+    fake.wait_sent(2, WITHIN).await;
+    running.stop().await.unwrap();
+    let left = database_text(&h).await;
+    assert!(!left.contains("4471"), "{left}");
+}
+
 /// Files the settings keep from being read: one from a file server slower than
 /// `attachments.timeout_secs`, and a video (`attachments.skip_types`, never fetched). Each
 /// message is stored and answered with its file kept by name and why it was not read; the
