@@ -414,10 +414,9 @@ impl MemoryManager {
                 .await?;
             self.forget_in_notes(req.subject, reach, &removed.needles)
                 .await?;
-            if removed.items > 0 {
-                self.forget_in_episodes(req.subject, reach, &removed.needles, req.subject_name)
-                    .await?;
-            }
+            // Even when nothing else said it: a model's summary of an episode may.
+            self.forget_in_episodes(req.subject, reach, &removed.needles, req.subject_name)
+                .await?;
             messages.extend(
                 self.own_messages_saying(req, reach, target, &mut removed)
                     .await?,

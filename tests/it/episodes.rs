@@ -785,6 +785,55 @@ async fn a_deleted_message_drops_what_a_cut_off_close_came_to(url: Option<String
     );
 }
 
+/// A forget that finds the thing nowhere else (no fact, entry or message says it any more:
+/// here only a model's summary of her episode does) still takes it out of the details.
+async fn a_forget_found_only_in_details_takes_it_out(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    h.say_in(&lab, "alice", "I maintain the billing service in Go")
+        .await;
+    h.say_in(&lab, "bob", "the deploy window is on Friday")
+        .await;
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(&h).close_episodes().await.unwrap();
+    h.extractor("a").finish_episodes().await.unwrap();
+    let scope = [h.space_scope("lab").await];
+    let hers = episodes_found(h.store.as_ref(), &scope, "billing").await;
+    assert_eq!(hers.len(), 1);
+    put_details(
+        &h,
+        hers[0],
+        details_saying(
+            "Alice maintains billing. She works night shifts as a nurse at Mercy Hospital.",
+            &["Alice", "Mercy Hospital"],
+            &[],
+        ),
+    )
+    .await;
+    // Its search keys follow (the job's next run).
+    h.extractor("a").finish_episodes().await.unwrap();
+    assert_eq!(
+        episodes_found(h.store.as_ref(), &scope, "nurse").await,
+        hers,
+        "the positive control"
+    );
+    h.say_in(
+        &lab,
+        "alice",
+        "Engram, forget that I work night shifts as a nurse at Mercy Hospital",
+    )
+    .await
+    .expect("addressed");
+    assert_eq!(
+        episodes_found(h.store.as_ref(), &scope, "nurse").await,
+        Vec::<i64>::new()
+    );
+    let text = database_text(&h).await;
+    assert!(!text.contains("Mercy Hospital"), "{text}");
+    assert!(text.contains("Alice maintains billing."), "the rest stays");
+}
+
 /// Alice asks the bot to remember `fact` in `space`; that conversation is closed and
 /// finished, so her entry is there before what follows.
 async fn remember_and_finish(h: &Harness, space: &ConsoleOptions, fact: &str) {
@@ -1262,6 +1311,7 @@ on_both_harnesses!(
     each_refresh_reads_what_came_since_the_last,
     an_entry_forgotten_while_the_model_writes_does_not_stay_in_details,
     a_forget_takes_its_words_out_of_episode_details,
+    a_forget_found_only_in_details_takes_it_out,
     working_memory_refreshes_and_stays_in_its_place,
     closing_learns_own_facts_once_in_scope,
     details_become_search_keys_and_older_ones_get_theirs,
