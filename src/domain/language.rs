@@ -230,8 +230,11 @@ impl Script {
     }
 }
 
-/// The language of `text`, or `None` when it has no letters to tell by.
+/// The language of `text` (its accents composed, `domain::composed`), or `None` when it has
+/// no letters to tell by.
 pub fn detect(text: &str) -> Option<Language> {
+    let text = super::composed(text);
+    let text = text.as_ref();
     let mut end = text.len().min(DETECT_BYTES);
     while !text.is_char_boundary(end) {
         end -= 1;

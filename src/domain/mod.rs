@@ -399,6 +399,17 @@ pub fn hash_parts(parts: &[&str]) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// `text` in Unicode's composed form (NFC): "é" typed as "e" and a combining accent is the
+/// one letter "é" a keyboard gives, so both are the same word (the combining mark is no
+/// letter, and would split the word in two). Borrowed when it is so already.
+pub fn composed(text: &str) -> std::borrow::Cow<'_, str> {
+    use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
+    match is_nfc_quick(text.chars()) {
+        IsNormalized::Yes => std::borrow::Cow::Borrowed(text),
+        _ => std::borrow::Cow::Owned(text.nfc().collect()),
+    }
+}
+
 /// The words of `text` in order, lowercased, nothing dropped or stemmed (for phrase rules
 /// such as "what did you recommend").
 pub fn plain_words(text: &str) -> Vec<String> {

@@ -70,9 +70,11 @@ pub struct Ingestor {
 }
 
 /// Removes characters that have no business in chat text (NUL and other C0/C1 controls,
-/// except newlines and tabs) and trims. Everything else, emoji and scripts alike, is kept.
+/// except newlines and tabs), composes accents (`domain::composed`) and trims. Everything
+/// else, emoji and scripts alike, is kept.
 pub fn sanitize(text: &str) -> String {
-    text.chars()
+    crate::domain::composed(text)
+        .chars()
         .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
         .collect::<String>()
         .trim()

@@ -22,10 +22,14 @@ pub fn remember_verbatim(facts: &str, subject: &str, told_by: &str, fact: &str) 
     Some(out)
 }
 
+/// The words of `text`, lowercase, as a person may have typed them any of several ways: a
+/// typographic apostrophe is a plain one ("j’aime" is "j'aime"), "ё" is "е" (Russian writes
+/// either), accents are composed.
 fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+    crate::domain::composed(text)
+        .split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’')
         .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase())
+        .map(|w| w.to_lowercase().replace('’', "'").replace('ё', "е"))
         .collect()
 }
 
@@ -216,6 +220,23 @@ mod tests {
             b,
             "- alice: I love Rust\n- bob about alice: she plays chess"
         );
+    }
+
+    /// A forget typed another way than the fact was kept still finds it: "е" for "ё", a
+    /// typographic apostrophe for a plain one, a decomposed accent for a composed one.
+    #[test]
+    fn forget_finds_what_was_typed_another_way() {
+        for (kept, asked) in [
+            ("- Olga: я люблю зелёный чай", "я люблю зеленый чай"),
+            ("- Anne: j'aime le thé", "j’aime le thé"),
+            ("- Anne: j’aime le thé", "j'aime le thé"),
+            ("- Lena: ich heiße Müller", "ich heiße Mu\u{308}ller"),
+        ] {
+            let (left, found) = forget_matching(kept, asked);
+            assert!(found && left.is_empty(), "{kept} / {asked}: {left:?}");
+        }
+        let (left, found) = forget_matching("- Olga: я люблю чай", "зелёный чай");
+        assert!(!found && !left.is_empty(), "the negative control");
     }
 
     #[test]

@@ -238,13 +238,17 @@ fn analyse_as(word_language: Option<Language>, lower: &str) -> Option<String> {
 }
 
 /// The words of `text`, a text in `text_language` (as `language::detect` found it).
-fn words_in(text: &str, text_language: Option<Language>) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
+/// Accents are composed first (`domain::composed`): a decomposed "é" is the word's letter,
+/// not a break in it.
+fn words_in(text: &str, text_language: Option<Language>) -> Vec<String> {
+    crate::domain::composed(text)
+        .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .filter_map(move |w| {
+        .filter_map(|w| {
             let lower: String = w.to_lowercase().chars().take(MAX_WORD_CHARS).collect();
             analyse(text_language, &lower)
         })
+        .collect()
 }
 
 /// The adjacent word pairs of a question once stop words are dropped: "high school" in a
@@ -455,6 +459,20 @@ pub fn rank_documents(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A decomposed accent ("e" and U+0301) is the letter a keyboard gives: the word stays
+    /// one word, the same as its composed form, on both sides of a search.
+    #[test]
+    fn decomposed_accents_are_the_same_word() {
+        assert_eq!(
+            query_terms("Mu\u{308}ller cafe\u{301}", 8),
+            query_terms("Müller café", 8)
+        );
+        assert_eq!(
+            document_terms("Mu\u{308}ller").terms,
+            document_terms("Müller").terms
+        );
+    }
 
     #[test]
     fn query_syntax_never_survives() {
