@@ -24,8 +24,8 @@ use serenity::all::{
     ConnectionStage, Context, CreateAllowedMentions, CreateCommand, CreateCommandOption,
     CreateInteractionResponse, CreateInteractionResponseFollowup, CreateInteractionResponseMessage,
     CreateMessage, EventHandler, GatewayIntents, GuildChannel, GuildId, Http, HttpBuilder,
-    Interaction, Message, MessageId, MessageUpdateEvent, PermissionOverwriteType, Permissions,
-    Ready, Role, RoleId, ShardStageUpdateEvent, User, UserId,
+    Interaction, Message, MessageId, MessageUpdateEvent, PartialGuildChannel,
+    PermissionOverwriteType, Permissions, Ready, Role, RoleId, ShardStageUpdateEvent, User, UserId,
 };
 use serenity::http::{HttpError, MessagePagination};
 use std::collections::{HashMap, HashSet};
@@ -786,6 +786,20 @@ impl Handler {
         }
     }
 
+    /// A channel or thread of `guild` was deleted, and its messages with it (Discord sends
+    /// no delete for each): they leave memory as deleted messages do.
+    pub async fn on_channel_delete(&self, channel: ChannelId, guild: GuildId) {
+        let space = space_of(Some(guild), channel);
+        if let Err(e) = self
+            .bot
+            .channel_deleted(Platform::Discord, &space, &channel.get().to_string())
+            .await
+        {
+            error!(platform = "discord", error = %e, "a deleted channel could not be forgotten");
+        }
+        self.on_channel_update();
+    }
+
     /// A message was edited: its new text replaces the old one everywhere in memory.
     pub async fn on_message_update(&self, event: &MessageUpdateEvent) {
         let (Some(content), Some(author)) = (&event.content, &event.author) else {
@@ -1220,6 +1234,24 @@ impl EventHandler for Events {
 
     async fn channel_update(&self, _ctx: Context, _old: Option<GuildChannel>, _new: GuildChannel) {
         self.0.on_channel_update();
+    }
+
+    async fn channel_delete(
+        &self,
+        _ctx: Context,
+        channel: GuildChannel,
+        _messages: Option<Vec<Message>>,
+    ) {
+        self.0.on_channel_delete(channel.id, channel.guild_id).await;
+    }
+
+    async fn thread_delete(
+        &self,
+        _ctx: Context,
+        thread: PartialGuildChannel,
+        _full: Option<GuildChannel>,
+    ) {
+        self.0.on_channel_delete(thread.id, thread.guild_id).await;
     }
 
     async fn thread_update(&self, _ctx: Context, _old: Option<GuildChannel>, _new: GuildChannel) {

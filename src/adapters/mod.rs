@@ -55,6 +55,14 @@ pub trait MessageHandler: Send + Sync + 'static {
         channel_external_id: &str,
         external_ids: &[String],
     ) -> Result<u64, MemoryError>;
+    /// A channel or thread was deleted on the platform, with its messages; returns how many
+    /// stored messages left memory.
+    async fn channel_deleted(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel_external_id: &str,
+    ) -> Result<u64, MemoryError>;
     /// The platform message `external_id` of (platform, space, channel) was stored: the
     /// newest seen there moves to it (what a restart catches up after).
     async fn seen(
@@ -117,6 +125,16 @@ impl MessageHandler for Bot {
             external_ids,
         )
         .await
+    }
+
+    async fn channel_deleted(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel_external_id: &str,
+    ) -> Result<u64, MemoryError> {
+        self.channel_deleted(platform, space_external_id, channel_external_id)
+            .await
     }
 
     async fn seen(

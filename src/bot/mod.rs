@@ -492,6 +492,34 @@ impl Bot {
         Ok(removed)
     }
 
+    /// A channel (or thread) was deleted on its platform, and every message in it with it:
+    /// each kept one leaves memory as a deleted message does (`message_deleted`, in batches).
+    /// Returns the stored messages removed.
+    pub async fn channel_deleted(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel_external_id: &str,
+    ) -> Result<u64, MemoryError> {
+        let ids = self
+            .store
+            .channel_message_ids(platform, space_external_id, channel_external_id)
+            .await?;
+        let mut removed = 0;
+        for batch in ids.chunks(500) {
+            removed += self
+                .message_deleted(platform, space_external_id, channel_external_id, batch)
+                .await?;
+        }
+        info!(
+            platform = platform.as_str(),
+            messages = ids.len(),
+            removed,
+            "deleted channel forgotten"
+        );
+        Ok(removed)
+    }
+
     /// The platform message `external_id` of (platform, space, channel) was stored: the
     /// channel's newest seen moves to it (kept when messages are forgotten, so a restart never
     /// fetches one seen before).

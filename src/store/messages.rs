@@ -76,6 +76,14 @@ pub trait Messages: Send + Sync {
         channel: &str,
         external_id: &str,
     ) -> StoreResult<Option<StoredMessage>>;
+    /// The platform ids of every message kept from (platform, space, channel) but the pieces
+    /// of files, oldest first: what a channel deleted on its platform took with it.
+    async fn channel_message_ids(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+    ) -> StoreResult<Vec<String>>;
     /// Keeps a tombstone for each of these platform messages in (platform, space, channel),
     /// deleted by the platform at `at`, so the same message stored afterwards (its creation
     /// or an edit on its way meanwhile) is known to be gone (`was_deleted`); tombstones
@@ -458,6 +466,25 @@ on_both_backends! {
                 .await
                 .map_err(db_err)?;
             row.as_ref().map(message_from_row).transpose()
+        }
+
+        async fn channel_message_ids(
+            &self,
+            platform: Platform,
+            space_external_id: &str,
+            channel: &str,
+        ) -> StoreResult<Vec<String>> {
+            sqlx::query_scalar(
+                "SELECT m.external_id FROM messages m JOIN spaces s ON s.id = m.space_id \
+                 WHERE s.platform = $1 AND s.external_id = $2 AND m.channel = $3 AND m.attachment_of IS NULL \
+                 ORDER BY m.id",
+            )
+            .bind(platform.as_str())
+            .bind(space_external_id)
+            .bind(channel)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)
         }
 
         async fn mark_deleted(

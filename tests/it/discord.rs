@@ -931,6 +931,48 @@ async fn deletes_and_edits_reach_the_memory(url: Option<String>) {
     }
 }
 
+/// A deleted thread (or channel) takes its messages with it, though Discord sends no delete
+/// for each: what was said there, the bot's answers and what was remembered from it leave
+/// memory; a channel that was not deleted keeps its own.
+async fn a_deleted_thread_takes_its_messages(url: Option<String>) {
+    let (h, fake, handler) = setup_on(url, false).await;
+    let at_bot = format!("<@{BOT_ID}>");
+    for (id, channel, text) in [
+        (
+            8100,
+            THREAD,
+            format!("{at_bot} remember that my locker code is 4512"),
+        ),
+        (8101, THREAD, "the vendor invoice is overdue".to_string()),
+        (8102, GENERAL, "the standup moved to Tuesday".to_string()),
+    ] {
+        handler
+            .on_message(&message(payload(id, channel, Some(GUILD), ALICE, &text)))
+            .await;
+    }
+    fake.wait_sent(1, WITHIN).await;
+    for kept in ["4512", "invoice", "tuesday"] {
+        assert!(
+            !rows_holding(&h, kept).await.is_empty(),
+            "the control: {kept}"
+        );
+    }
+    handler
+        .on_channel_delete(
+            serenity::all::ChannelId::new(THREAD),
+            serenity::all::GuildId::new(GUILD),
+        )
+        .await;
+    for gone in ["4512", "invoice"] {
+        let left = rows_holding(&h, gone).await;
+        assert!(left.is_empty(), "{gone} still stored: {left:#?}");
+    }
+    assert!(
+        !rows_holding(&h, "tuesday").await.is_empty(),
+        "another channel's stays"
+    );
+}
+
 /// Nothing the bot sends pings anyone: replies and slash answers carry empty allowed mentions,
 /// whatever text they quote.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1122,6 +1164,7 @@ on_both_harnesses!(
     a_reply_to_a_deleted_message_brings_nothing_back,
     privacy_follows_effective_permissions,
     deletes_and_edits_reach_the_memory,
+    a_deleted_thread_takes_its_messages,
     the_memory_slash_command_answers_ephemerally,
     what_was_said_while_away_is_caught_up_once_in_its_place,
     an_image_cut_off_before_its_description_is_described_after_the_restart,

@@ -122,6 +122,15 @@ impl MessageHandler for PanicsOn {
         self.bot.deleted(platform, space, channel, ids).await
     }
 
+    async fn channel_deleted(
+        &self,
+        platform: Platform,
+        space: &str,
+        channel: &str,
+    ) -> Result<u64, MemoryError> {
+        self.bot.channel_deleted(platform, space, channel).await
+    }
+
     async fn seen(
         &self,
         platform: Platform,
