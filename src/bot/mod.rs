@@ -1260,20 +1260,17 @@ impl Bot {
             [id] if name.trim_end_matches(['?', '.', ',', '!']).ends_with('>') => id,
             _ => name,
         };
-        if name.eq_ignore_ascii_case(&ingested.message.author_name)
-            || name.eq_ignore_ascii_case(&ingested.author_external_id)
+        use crate::domain::same_name;
+        if same_name(name, &ingested.message.author_name)
+            || same_name(name, &ingested.author_external_id)
             || msg
                 .author_username
                 .as_deref()
-                .is_some_and(|u| name.eq_ignore_ascii_case(u))
+                .is_some_and(|u| same_name(name, u))
         {
             return Ok(speaker);
         }
-        if let Some((id, shown)) = ingested
-            .mentions
-            .iter()
-            .find(|(_, n)| n.eq_ignore_ascii_case(name))
-        {
+        if let Some((id, shown)) = ingested.mentions.iter().find(|(_, n)| same_name(n, name)) {
             return Ok((*id, shown.clone()));
         }
         // Account ids are unambiguous; names and usernames only count among the people of

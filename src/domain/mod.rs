@@ -410,6 +410,13 @@ pub fn composed(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Whether two names are the same, case aside in every script ("ольга" is "Ольга").
+pub fn same_name(a: &str, b: &str) -> bool {
+    a.chars()
+        .flat_map(char::to_lowercase)
+        .eq(b.chars().flat_map(char::to_lowercase))
+}
+
 /// The words of `text` in order, lowercased, nothing dropped or stemmed (for phrase rules
 /// such as "what did you recommend").
 pub fn plain_words(text: &str) -> Vec<String> {

@@ -713,7 +713,7 @@ impl Ingestor {
         let about = msg
             .mentions
             .iter()
-            .filter(|m| !m.is_self && !m.display_name.eq_ignore_ascii_case(&self.bot_name))
+            .filter(|m| !m.is_self && !crate::domain::same_name(&m.display_name, &self.bot_name))
             .filter(|m| seen.insert((m.external_id.clone(), m.username.clone())))
             .take(self.max_mentions);
         for m in about {

@@ -48,7 +48,8 @@ pub trait Identities: Send + Sync {
         username: &str,
     ) -> StoreResult<Option<PersonId>>;
     /// People whose account on `platform` has this display name or username
-    /// (case-insensitive), one row per person; with `space`, only people who wrote there.
+    /// (case-insensitive in every script: "@ольга" is "Ольга" on both backends), one row per
+    /// person; with `space`, only people who wrote there.
     async fn find_people(
         &self,
         platform: Platform,
@@ -356,6 +357,10 @@ on_both_backends! {
             name: &str,
             space: Option<SpaceId>,
         ) -> StoreResult<Vec<PersonMatch>> {
+            let name = name.trim_start_matches('@');
+            if !name.is_ascii() {
+                return self.find_people_by_letters(platform, name, space).await;
+            }
             let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(
                 concat!(
                     "SELECT i.person_id, MIN(i.display_name), MIN(i.username) FROM identities i \
@@ -369,7 +374,7 @@ on_both_backends! {
                 ),
             )
             .bind(platform.as_str())
-            .bind(name.trim_start_matches('@'))
+            .bind(name)
             .bind(space.map(|s| s.0))
             .fetch_all(self.pool())
             .await
@@ -668,6 +673,44 @@ on_both_backends! {
     }
 
     impl Backend {
+        /// `find_people` of a name with letters beyond ASCII, which neither SQLite's NOCASE nor
+        /// a `lower` in a C locale folds: the accounts with a name of as many characters,
+        /// compared here with Unicode's lowercase.
+        async fn find_people_by_letters(
+            &self,
+            platform: Platform,
+            name: &str,
+            space: Option<SpaceId>,
+        ) -> StoreResult<Vec<PersonMatch>> {
+            let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+                "SELECT i.person_id, i.display_name, i.username FROM identities i \
+                 WHERE i.platform = $1 AND length(i.display_name) = $2 AND (CAST($3 AS BIGINT) IS NULL \
+                 OR EXISTS (SELECT 1 FROM messages m WHERE m.author_id = i.person_id AND m.space_id = $3)) \
+                 ORDER BY i.person_id, i.display_name",
+            )
+            .bind(platform.as_str())
+            .bind(name.chars().count() as i64)
+            .bind(space.map(|s| s.0))
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            let wanted = name.to_lowercase();
+            let mut out: Vec<PersonMatch> = Vec::new();
+            for (id, display_name, username) in rows {
+                if display_name.to_lowercase() != wanted
+                    || out.last().is_some_and(|m| m.person.0 == id)
+                {
+                    continue;
+                }
+                out.push(PersonMatch {
+                    person: PersonId(id),
+                    display_name,
+                    username,
+                });
+            }
+            Ok(out)
+        }
+
         async fn person_for_identity(
             &self,
             platform: Platform,

@@ -87,6 +87,31 @@ async fn identities_map_to_one_person(s: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].person, a);
+    // Case aside in every script, on both backends.
+    let olga = s
+        .resolve_person(Platform::Discord, "112", "Ольга")
+        .await
+        .unwrap();
+    let jurgen = s
+        .resolve_person(Platform::Discord, "113", "Jürgen Weiß")
+        .await
+        .unwrap();
+    for (name, who) in [
+        ("@ольга", Some(olga)),
+        ("ОЛЬГА", Some(olga)),
+        ("JÜRGEN WEIß", Some(jurgen)),
+        ("ольгa", None), // a Latin "a" at the end: someone else
+        ("оля", None),
+    ] {
+        let found: Vec<_> = s
+            .find_people(Platform::Discord, name, None)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| m.person)
+            .collect();
+        assert_eq!(found, who.into_iter().collect::<Vec<_>>(), "{name}");
+    }
     // Usernames: kept, found case-insensitively, and one account's at a time.
     let dana = s
         .resolve_account(Platform::Telegram, "7", "Dana", Some("dana_k"))
