@@ -18,6 +18,8 @@ use std::time::Duration;
 /// The embedded SQLite store.
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// This store's id in the change feed (`change_log.origin`): random, one per open.
+    origin: String,
 }
 
 pub(super) fn db_err(e: sqlx::Error) -> StoreError {
@@ -34,9 +36,18 @@ pub(super) fn db_err(e: sqlx::Error) -> StoreError {
     }
 }
 
-/// Other processes' caches hear of changes through PostgreSQL's feed only: a SQLite database
-/// has no feed (`watch_changes` is None), so there is no one to tell.
-pub(super) async fn changed(_: &mut sqlx::SqliteConnection, _: &Change) -> StoreResult<()> {
+/// Tells the other processes on the file about `change`, at commit: a row of `change_log`
+/// in the same transaction, which their `watch_changes` reads.
+pub(super) async fn changed(conn: &mut sqlx::SqliteConnection, change: &Change) -> StoreResult<()> {
+    // The connection knows whose it is (`temp.engram_origin`, written when it was opened).
+    sqlx::query(
+        "INSERT INTO change_log (origin, change, at) SELECT id, $1, $2 FROM temp.engram_origin",
+    )
+    .bind(change.payload())
+    .bind(chrono::Utc::now().timestamp_millis())
+    .execute(&mut *conn)
+    .await
+    .map_err(db_err)?;
     Ok(())
 }
 
@@ -223,13 +234,32 @@ impl SqliteStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()).into()))?;
         }
+        let origin = format!("{:016x}", rand::random::<u64>());
+        let mine = origin.clone();
         let pool = SqlitePoolOptions::new()
             .max_connections(max_connections)
+            // Each connection knows its store's id, for the change feed (`changed`).
+            .after_connect(move |conn, _| {
+                let mine = mine.clone();
+                Box::pin(async move {
+                    sqlx::query("CREATE TEMP TABLE IF NOT EXISTS engram_origin (id TEXT NOT NULL)")
+                        .execute(&mut *conn)
+                        .await?;
+                    sqlx::query("DELETE FROM temp.engram_origin")
+                        .execute(&mut *conn)
+                        .await?;
+                    sqlx::query("INSERT INTO temp.engram_origin (id) VALUES ($1)")
+                        .bind(mine)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
             .connect_with(options)
             .await
             .map_err(|e| open_err(e.into()))?;
         MIGRATOR.run(&pool).await.map_err(super::migrate_error)?;
-        let store = SqliteStore { pool };
+        let store = SqliteStore { pool, origin };
         store.drain_terms_backlog().await?;
         Ok(store)
     }
@@ -288,15 +318,62 @@ pub(super) async fn move_sequences(_: &SqliteStore) -> StoreResult<()> {
     Ok(())
 }
 
-/// One bot process per SQLite file: no other process's changes to follow.
+/// How often the change feed is read.
+const CHANGE_POLL: Duration = Duration::from_secs(1);
+
+/// The changes other processes on the file commit (`engram mcp` beside the bot, an
+/// operator's command), read from `change_log` every `CHANGE_POLL`: what came after the
+/// newest row at the start, in order, but this store's own.
 pub(super) async fn watch_changes(
-    _: &SqliteStore,
+    store: &SqliteStore,
 ) -> StoreResult<Option<tokio::sync::mpsc::Receiver<Change>>> {
-    Ok(None)
+    let mut last: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM change_log")
+        .fetch_one(&store.pool)
+        .await
+        .map_err(db_err)?;
+    let (pool, mine) = (store.pool.clone(), store.origin.clone());
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(CHANGE_POLL);
+        loop {
+            tick.tick().await;
+            let rows: Result<Vec<(i64, String, String)>, _> = sqlx::query_as(
+                "SELECT seq, origin, change FROM change_log WHERE seq > $1 ORDER BY seq",
+            )
+            .bind(last)
+            .fetch_all(&pool)
+            .await;
+            let changes = match rows {
+                Ok(rows) => rows
+                    .into_iter()
+                    .filter_map(|(seq, origin, change)| {
+                        last = seq;
+                        (origin != mine).then(|| Change::parse(&change))
+                    })
+                    .collect(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "change feed unreadable; retrying");
+                    vec![Change::Unknown]
+                }
+            };
+            for change in changes {
+                if tx.send(change).await.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    Ok(Some(rx))
 }
 
-/// Planner statistics for the tables whose shape changed.
+/// Planner statistics for the tables whose shape changed; the change feed's rows of more
+/// than a day ago go (every process has read them long since).
 pub(super) async fn maintain(store: &SqliteStore) -> StoreResult<()> {
+    sqlx::query("DELETE FROM change_log WHERE at < $1")
+        .bind((chrono::Utc::now() - chrono::Duration::days(1)).timestamp_millis())
+        .execute(&store.pool)
+        .await
+        .map_err(db_err)?;
     sqlx::query("PRAGMA optimize=0x10002")
         .execute(&store.pool)
         .await

@@ -23,44 +23,76 @@ async fn two_bots(url: &str, fake: &FakeLlmServer) -> (Harness, Harness) {
 
 /// The change feed as one more listener hears it, so that a test can wait until process B has
 /// applied every change sent so far (B applies them in the order they were sent).
+/// What B has been told of the changes other processes made: PostgreSQL's notifications as
+/// they are sent, or SQLite's `change_log` rows since the feed was followed.
 struct Feed {
     url: String,
-    listener: sqlx::postgres::PgListener,
+    listener: Option<sqlx::postgres::PgListener>,
+    since: i64,
     heard: u64,
 }
 
 impl Feed {
-    /// Start it before any change is made: it counts them all.
     async fn follow(url: &str) -> Feed {
-        let mut listener = sqlx::postgres::PgListener::connect(url).await.unwrap();
-        listener.listen("engram_changes").await.unwrap();
+        use sqlx::Connection;
+        if url.starts_with("postgres") {
+            let mut listener = sqlx::postgres::PgListener::connect(url).await.unwrap();
+            listener.listen("engram_changes").await.unwrap();
+            return Feed {
+                url: url.to_string(),
+                listener: Some(listener),
+                since: 0,
+                heard: 0,
+            };
+        }
+        let mut db = sqlx::SqliteConnection::connect(url).await.unwrap();
+        let since = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM change_log")
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
         Feed {
             url: url.to_string(),
-            listener,
+            listener: None,
+            since,
             heard: 0,
         }
     }
 
-    /// Sends a marker after everything so far and waits until B has applied it (and so every
-    /// change before it), at most 10 seconds.
+    /// Sends a marker and waits until B applied every change sent before it (bounded, so a
+    /// bug fails rather than hangs; B writes no change itself here).
     async fn settle(&mut self, b: &Harness) {
         use sqlx::Connection;
         let within = std::time::Duration::from_secs(10);
-        let mut db = sqlx::PgConnection::connect(&self.url).await.unwrap();
-        sqlx::query("SELECT pg_notify('engram_changes', $1)")
-            .bind(Change::Marker.payload())
-            .execute(&mut db)
-            .await
-            .unwrap();
-        loop {
-            let note = tokio::time::timeout(within, self.listener.recv())
+        if let Some(listener) = self.listener.as_mut() {
+            let mut db = sqlx::PgConnection::connect(&self.url).await.unwrap();
+            sqlx::query("SELECT pg_notify('engram_changes', $1)")
+                .bind(Change::Marker.payload())
+                .execute(&mut db)
                 .await
-                .expect("the marker comes back")
                 .unwrap();
-            self.heard += 1;
-            if Change::parse(note.payload()) == Change::Marker {
-                break;
+            loop {
+                let note = tokio::time::timeout(within, listener.recv())
+                    .await
+                    .expect("the marker comes back")
+                    .unwrap();
+                self.heard += 1;
+                if Change::parse(note.payload()) == Change::Marker {
+                    break;
+                }
             }
+        } else {
+            let mut db = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+            sqlx::query("INSERT INTO change_log (origin, change, at) VALUES ('test', $1, 0)")
+                .bind(Change::Marker.payload())
+                .execute(&mut db)
+                .await
+                .unwrap();
+            let sent: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM change_log WHERE seq > $1")
+                .bind(self.since)
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+            self.heard = sent as u64;
         }
         let heard = self.heard;
         let mut applied = b.memory.manager.changes_applied();
@@ -71,8 +103,6 @@ impl Feed {
     }
 }
 
-/// Two processes on `url` where carol told A that she likes tea (in "lab") and B has applied
-/// that change: (A, B, the feed).
 async fn carol_likes_tea(url: &str, fake: &FakeLlmServer) -> (Harness, Harness, Feed) {
     let (a, b) = two_bots(url, fake).await;
     let mut feed = Feed::follow(url).await;
@@ -312,13 +342,14 @@ on_both!(
     scheduled_job_runs_once,
     a_crashed_job_is_taken_over,
     one_person_per_identity,
-    concurrent_fact_updates_both_land
+    concurrent_fact_updates_both_land,
+    facts_changed_elsewhere_are_never_served_stale,
+    forget_and_clear_elsewhere_are_never_served_stale
 );
 
-postgres_test! {
 /// Process B cached carol's facts; process A changes them: B must never serve the old text.
-async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
-    let url = fresh_postgres_url().await;
+async fn facts_changed_elsewhere_are_never_served_stale(url: String) {
+    let url = url.as_str();
     let fake = FakeLlmServer::start().await.unwrap();
     let (a, b, mut feed) = carol_likes_tea(&url, &fake).await;
     let lab = group("lab");
@@ -342,14 +373,12 @@ async fn postgres_facts_changed_elsewhere_are_never_served_stale() {
     };
     assert_eq!(engram::store::Change::parse(&cleared.payload()), cleared);
 }
-}
 
-postgres_test! {
 /// Process B cached what it knew about carol (her facts, today's summary with the LLM, the
 /// merged text); in process A she forgets one thing, then clears everything: B never serves
 /// the old text, in either case.
-async fn postgres_forget_and_clear_elsewhere_are_never_served_stale() {
-    let url = fresh_postgres_url().await;
+async fn forget_and_clear_elsewhere_are_never_served_stale(url: String) {
+    let url = url.as_str();
     let fake = FakeLlmServer::start().await.unwrap();
     let (a, b) = two_bots(&url, &fake).await;
     let mut feed = Feed::follow(&url).await;
@@ -378,7 +407,6 @@ async fn postgres_forget_and_clear_elsewhere_are_never_served_stale() {
     feed.settle(&b).await;
     let reply = b.say_in(&lab, "bob", ask).await.unwrap();
     assert!(!reply.contains("tea") && !reply.contains("Oslo"), "{reply}");
-}
 }
 
 postgres_test! {
