@@ -351,7 +351,7 @@ on_both!(
 async fn facts_changed_elsewhere_are_never_served_stale(url: String) {
     let url = url.as_str();
     let fake = FakeLlmServer::start().await.unwrap();
-    let (a, b, mut feed) = carol_likes_tea(&url, &fake).await;
+    let (a, b, mut feed) = carol_likes_tea(url, &fake).await;
     let lab = group("lab");
     let ask = "Engram, what do you know about @carol";
     assert!(
@@ -380,8 +380,8 @@ async fn facts_changed_elsewhere_are_never_served_stale(url: String) {
 async fn forget_and_clear_elsewhere_are_never_served_stale(url: String) {
     let url = url.as_str();
     let fake = FakeLlmServer::start().await.unwrap();
-    let (a, b) = two_bots(&url, &fake).await;
-    let mut feed = Feed::follow(&url).await;
+    let (a, b) = two_bots(url, &fake).await;
+    let mut feed = Feed::follow(url).await;
     let lab = group("lab");
     a.say_in(&lab, "carol", "Engram, remember that my salary is 90k")
         .await;
