@@ -505,11 +505,20 @@ impl Bot {
             .store
             .channel_message_ids(platform, space_external_id, channel_external_id)
             .await?;
-        let mut removed = 0;
+        // Every batch is tried (the event never comes again); the first failure is reported
+        // after them.
+        let (mut removed, mut failed) = (0, None);
         for batch in ids.chunks(500) {
-            removed += self
+            match self
                 .message_deleted(platform, space_external_id, channel_external_id, batch)
-                .await?;
+                .await
+            {
+                Ok(n) => removed += n,
+                Err(e) => {
+                    tracing::warn!(platform = platform.as_str(), error = %e, "part of a deleted channel not forgotten");
+                    failed.get_or_insert(e);
+                }
+            }
         }
         info!(
             platform = platform.as_str(),
@@ -517,7 +526,10 @@ impl Bot {
             removed,
             "deleted channel forgotten"
         );
-        Ok(removed)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(removed),
+        }
     }
 
     /// The platform message `external_id` of (platform, space, channel) was stored: the
@@ -815,11 +827,13 @@ impl Bot {
             return false;
         }
         let word = msg.text.trim().trim_end_matches(['.', '!']).to_lowercase();
+        // One word: an answer with a tail ("sí, claro") is for the bot only when addressed.
         let plain = PLAIN_ANSWERS.contains(&word.as_str())
-            || matches!(
-                self.ingestor.phrases().read(&word),
-                Some(Command::Confirm(_))
-            );
+            || (!word.contains([' ', ',', ')'])
+                && matches!(
+                    self.ingestor.phrases().read(&word),
+                    Some(Command::Confirm(_))
+                ));
         if !plain {
             return false;
         }

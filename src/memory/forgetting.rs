@@ -53,6 +53,17 @@ impl Reach {
     }
 }
 
+/// Whether a forget's `target` names something about the person called `about` besides
+/// them: a word that is no function word, and not one of their name's.
+fn names_something_of(target: &str, about: &str) -> bool {
+    let name: Vec<String> = crate::domain::plain_words(about);
+    let rest: Vec<String> = crate::domain::plain_words(target)
+        .into_iter()
+        .filter(|w| !name.contains(w))
+        .collect();
+    crate::domain::language::names_something(&rest.join(" "))
+}
+
 /// Whether `text` (an entry, a statement, a message) is what `target` asks to forget about
 /// the person called `about`: `text` holds the target's words in order, or a target of two
 /// words or more holds all of `text`'s, or `text` has every content word of the target
@@ -374,8 +385,9 @@ impl MemoryManager {
         reach: &Reach,
         target: Option<&str>,
     ) -> Result<Removed, MemoryError> {
-        // "it", "es", "ça" would match every text with such a word: nothing is asked.
-        if target.is_some_and(|t| !crate::domain::language::names_something(t)) {
+        // "it", "es", "ça" would match every text with such a word, and "olga" (her name
+        // alone) every line about her: nothing is asked.
+        if target.is_some_and(|t| !names_something_of(t, req.subject_name)) {
             return Err(MemoryError::EmptyFact {
                 verb: super::FactVerb::Forget,
             });
@@ -718,7 +730,7 @@ impl MemoryManager {
     ) -> Result<u64, MemoryError> {
         let mut removed = 0;
         if let Some((fact, everywhere)) =
-            fact.filter(|(f, _)| crate::domain::language::names_something(f))
+            fact.filter(|(f, _)| names_something_of(f, &message.author_name))
         {
             // Only the scope matters to a forget with an explicit reach; the place is the
             // message's own.
@@ -851,6 +863,27 @@ impl MemoryManager {
 mod tests {
     use super::*;
     use crate::domain::SpaceId;
+
+    /// A forget names something about a person only with a word besides their name and
+    /// the function words: "olga" alone would match every line about Olga.
+    #[test]
+    fn a_name_alone_names_nothing_to_forget() {
+        for (target, about) in [
+            ("olga", "Olga"),
+            ("@Olga", "Olga"),
+            ("it", "Olga"),
+            ("Olga Petrova", "olga petrova"),
+        ] {
+            assert!(!names_something_of(target, about), "{target}");
+        }
+        for (target, about) in [
+            ("Olga is my sister", "Olga"),
+            ("olga", "Bob"),
+            ("4471", "Olga"),
+        ] {
+            assert!(names_something_of(target, about), "{target}");
+        }
+    }
 
     #[test]
     fn what_a_forget_matches() {

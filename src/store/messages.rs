@@ -1278,7 +1278,7 @@ on_both_backends! {
     }
 
     /// The id of a message already stored under `msg`'s key (a redelivery). Someone else's
-    /// message under that key is not `msg`: `StoreError::TakenId`.
+    /// message under an id given through the API is not `msg`: `StoreError::TakenId`.
     async fn existing_message(
         conn: &mut Conn,
         msg: &NewMessage,
@@ -1292,7 +1292,10 @@ on_both_backends! {
         .fetch_one(&mut *conn)
         .await
         .map_err(db_err)?;
-        if author != msg.author.0 {
+        // Ids given through the API ("api:…", the caller's own) are checked for their
+        // author; a platform's are its own to give (a redelivery after a link is the same
+        // person under another id).
+        if author != msg.author.0 && msg.external_id.starts_with("api:") {
             return Err(crate::store::StoreError::TakenId {
                 external_id: msg.external_id.clone(),
             });

@@ -690,9 +690,15 @@ async fn a_never_mind_forgets_nothing(url: Option<String>) {
         "Забудь это",
         "Olvida eso",
         "Esquece isso",
+        // Her name alone: every line about her would match.
+        "forget alice",
     ] {
         h.dm("alice", never_mind).await;
         assert_eq!(held(&h).await, before, "{never_mind}");
+        assert!(
+            !rows_of(&h, "facts", "rains").await.is_empty(),
+            "{never_mind}"
+        );
     }
     let reply = h.dm("alice", "forget that it").await;
     assert_eq!(held(&h).await, before, "{reply}");
