@@ -692,18 +692,7 @@ async fn a_close_cut_off_goes_on_from_the_part_it_reached(url: Option<String>) {
     h.say_in(&lab, "alice", "Engram, forget that I play the cello")
         .await
         .expect("answered");
-    assert!(
-        !entries_of(&h, "alice")
-            .await
-            .iter()
-            .any(|(_, v)| v.contains("cello")),
-        "forgotten"
-    );
-    assert_eq!(
-        h.store.closing_parts(payroll).await.unwrap(),
-        None,
-        "dropped with the entry"
-    );
+    cello_and_its_parts_gone(&h, payroll).await;
     h.clock.advance(lease_ends);
     let from = h.fake().count("episode_summary");
     assert!(h.extractor("b").finish_episodes().await.unwrap() >= 1);
@@ -771,18 +760,7 @@ async fn a_deleted_message_drops_what_a_cut_off_close_came_to(url: Option<String
         .find(|(_, t)| t.ends_with("remember that I play the cello"))
         .expect("stored");
     h.store.delete_messages(&[*told]).await.unwrap();
-    assert!(
-        !entries_of(&h, "alice")
-            .await
-            .iter()
-            .any(|(_, v)| v.contains("cello")),
-        "the entry went with its message"
-    );
-    assert_eq!(
-        h.store.closing_parts(payroll).await.unwrap(),
-        None,
-        "dropped with the entry"
-    );
+    cello_and_its_parts_gone(&h, payroll).await;
 }
 
 /// A forget that finds the thing nowhere else (no fact, entry or message says it any more:
@@ -832,6 +810,22 @@ async fn a_forget_found_only_in_details_takes_it_out(url: Option<String>) {
     let text = database_text(&h).await;
     assert!(!text.contains("Mercy Hospital"), "{text}");
     assert!(text.contains("Alice maintains billing."), "the rest stays");
+}
+
+/// Alice's cello entry is gone, and with it what the cut-off close of `episode` came to.
+async fn cello_and_its_parts_gone(h: &Harness, episode: i64) {
+    assert!(
+        !entries_of(h, "alice")
+            .await
+            .iter()
+            .any(|(_, v)| v.contains("cello")),
+        "the entry is gone"
+    );
+    assert_eq!(
+        h.store.closing_parts(episode).await.unwrap(),
+        None,
+        "dropped with the entry"
+    );
 }
 
 /// Alice asks the bot to remember `fact` in `space`; that conversation is closed and
