@@ -135,7 +135,7 @@ const CAPTURE_PHRASES: [&str; 10] = [
 
 /// Courtesies before a request ("please remember …", "can you note that …"): the request is
 /// the same without them.
-const COURTESIES: [&str; 14] = [
+const COURTESIES: [&str; 9] = [
     "please",
     "pls",
     "plz",
@@ -145,12 +145,11 @@ const COURTESIES: [&str; 14] = [
     "would you",
     "will you",
     "can u",
-    "hey",
-    "ok",
-    "okay",
-    "also",
-    "and",
 ];
+
+/// Words that open anything ("hey, remember me?"), gone before a request is read like
+/// courtesies, though they ask nothing.
+const OPENERS: [&str; 5] = ["hey", "ok", "okay", "also", "and"];
 
 /// After "remember", words that make it a question about the past, not a request to keep
 /// something ("remember when we met?").
@@ -167,6 +166,7 @@ pub fn parse_command(text: &str) -> Command {
     let (mut asked, mut requested) = (false, false);
     while let Some((c, rest)) = COURTESIES
         .iter()
+        .chain(&OPENERS)
         .find_map(|c| after(text, c).map(|rest| (*c, rest)))
     {
         if rest.is_empty() {
@@ -174,8 +174,7 @@ pub fn parse_command(text: &str) -> Command {
         }
         text = rest.trim_start_matches(OPENING_MARKS);
         asked = true;
-        // "please", "can you": a request; "hey", "ok", "also", "and" open anything.
-        requested |= !["hey", "ok", "okay", "also", "and"].contains(&c);
+        requested |= COURTESIES.contains(&c);
     }
     let text_was_question = text.trim_end().ends_with('?');
     if asked {

@@ -366,8 +366,8 @@ const NAMES_NOTHING: [&str; 23] = [
 const PHRASE_LANGUAGES: u32 = 0b11_1111;
 
 /// Whether `text` names something: it has a word that is no function word of a language a
-/// forget is asked in and not one of `NAMES_NOTHING`, or a number. "it", "es", "ça", "это", "that, ok" name nothing: a forget of
-/// them would match every text with such a word in it.
+/// forget is asked in and not one of `NAMES_NOTHING`, or a number. "it", "es", "ça", "это",
+/// "that, ok" name nothing: a forget of them would match every text with such a word in it.
 pub fn names_something(text: &str) -> bool {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())

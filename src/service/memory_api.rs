@@ -885,9 +885,7 @@ impl MemoryApi {
             None => Ok(result),
         }
     }
-}
 
-impl MemoryApi {
     /// Deletes `entry` of `person` the way a confirmed delete in a chat does: the entry,
     /// and its text wherever else it is kept (facts, notes, messages, the bot's answers).
     async fn delete_entry(

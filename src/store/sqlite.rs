@@ -242,10 +242,7 @@ impl SqliteStore {
             .after_connect(move |conn, _| {
                 let mine = mine.clone();
                 Box::pin(async move {
-                    sqlx::query("CREATE TEMP TABLE IF NOT EXISTS engram_origin (id TEXT NOT NULL)")
-                        .execute(&mut *conn)
-                        .await?;
-                    sqlx::query("DELETE FROM temp.engram_origin")
+                    sqlx::query("CREATE TEMP TABLE engram_origin (id TEXT NOT NULL)")
                         .execute(&mut *conn)
                         .await?;
                     sqlx::query("INSERT INTO temp.engram_origin (id) VALUES ($1)")

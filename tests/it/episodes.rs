@@ -1316,7 +1316,6 @@ postgres_test! {
 /// holds the message's episode, then asks for the message the forget holds) is run again and
 /// goes through, and so does the other; what was not forgotten stays.
 async fn a_forget_aborted_by_a_deadlock_is_run_again() {
-    use sqlx::Connection;
     let url = crate::common::fresh_postgres_url().await;
     let h = harness_on(Some(url.clone()), false).await;
     let lab = group("lab");
@@ -1330,29 +1329,21 @@ async fn a_forget_aborted_by_a_deadlock_is_run_again() {
         .iter()
         .find(|(_, t)| t == "my locker code is 4512")
         .expect("stored");
-    let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
-    sqlx::raw_sql("BEGIN").execute(&mut other).await.unwrap();
-    sqlx::query("SELECT id FROM episodes WHERE id = $1 FOR UPDATE")
-        .bind(episode)
-        .fetch_all(&mut other)
-        .await
-        .unwrap();
-    let forget = tokio::spawn({
-        let store = h.store.clone();
-        let message = *message;
-        async move { store.delete_messages(&[message]).await }
-    });
-    // The forget holds the message and waits for the episode.
-    waiting_for_a_lock(&url, "%FROM episodes%").await;
-    // Now the other asks for the message: a deadlock, which the forget (waiting first) finds
-    // and is aborted for; the other then goes on.
-    sqlx::query("SELECT id FROM messages WHERE id = $1 FOR UPDATE")
-        .bind(message.0)
-        .fetch_all(&mut other)
-        .await
-        .unwrap();
-    sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
-    let deleted = forget.await.unwrap().expect("run again after the deadlock");
+    // The forget holds the message and waits for the episode, which the other holds; the
+    // other then asks for the message.
+    let forget = in_a_deadlock(
+        &url,
+        ("SELECT id FROM episodes WHERE id = $1 FOR UPDATE", episode),
+        "%FROM episodes%",
+        ("SELECT id FROM messages WHERE id = $1 FOR UPDATE", message.0),
+        {
+            let store = h.store.clone();
+            let message = *message;
+            async move { store.delete_messages(&[message]).await }
+        },
+    )
+    .await;
+    let deleted = forget.expect("run again after the deadlock");
     assert!(deleted >= 1);
     let text = database_text(&h).await;
     assert!(!text.contains("4512"), "{text}");
@@ -1365,7 +1356,6 @@ postgres_test! {
 /// facts, then asks for their entries, which the clear has deleted and holds) is run again
 /// and goes through; another person's memory stays.
 async fn a_clear_aborted_by_a_deadlock_is_run_again() {
-    use sqlx::Connection;
     let url = crate::common::fresh_postgres_url().await;
     let h = harness_on(Some(url.clone()), false).await;
     let lab = group("lab");
@@ -1375,36 +1365,57 @@ async fn a_clear_aborted_by_a_deadlock_is_run_again() {
             .expect("answered");
     }
     let alice = h.person("alice").await;
-    let mut other = sqlx::PgConnection::connect(&url).await.unwrap();
-    sqlx::raw_sql("BEGIN").execute(&mut other).await.unwrap();
-    let held: Vec<i64> =
-        sqlx::query_scalar("SELECT person_id FROM facts WHERE person_id = $1 FOR UPDATE")
-            .bind(alice.0)
-            .fetch_all(&mut other)
-            .await
-            .unwrap();
-    assert!(!held.is_empty(), "alice's fact is held");
-    let clear = tokio::spawn({
-        let store = h.store.clone();
-        async move { store.clear_entries(alice).await }
-    });
-    // The clear holds (has deleted) alice's entries and waits for her facts.
-    waiting_for_a_lock(&url, "%DELETE FROM facts%").await;
-    // Now the other asks for the entries: a deadlock, which the clear (waiting first) finds
-    // and is aborted for; the other then goes on.
-    sqlx::query("SELECT id FROM memory_entries WHERE person_id = $1 FOR UPDATE")
-        .bind(alice.0)
-        .fetch_all(&mut other)
-        .await
-        .unwrap();
-    sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
-    let removed = clear.await.unwrap().expect("run again after the deadlock");
+    // The clear holds (has deleted) alice's entries and waits for her facts, which the other
+    // holds; the other then asks for the entries.
+    let clear = in_a_deadlock(
+        &url,
+        ("SELECT person_id FROM facts WHERE person_id = $1 FOR UPDATE", alice.0),
+        "%DELETE FROM facts%",
+        ("SELECT id FROM memory_entries WHERE person_id = $1 FOR UPDATE", alice.0),
+        {
+            let store = h.store.clone();
+            async move { store.clear_entries(alice).await }
+        },
+    )
+    .await;
+    let removed = clear.expect("run again after the deadlock");
     assert!(removed >= 2, "her entry and her facts: {removed}");
     for table in ["memory_entries", "facts"] {
         assert_eq!(rows_of(&h, table, "4512").await, Vec::<String>::new());
         assert_eq!(rows_of(&h, table, "Friday").await.len(), 1, "{table}: bob's stays");
     }
 }
+}
+
+/// `work`, run into a deadlock with another transaction on the database at `url`: the other
+/// holds the rows `first` selects (at least one), `work` starts and waits for them (a
+/// statement `like` that), then the other asks for the rows `second` selects, which `work`
+/// holds. PostgreSQL aborts `work`, which waited first; the other commits. `work`'s outcome.
+async fn in_a_deadlock<T: Send + 'static>(
+    url: &str,
+    (first, a): (&'static str, i64),
+    like: &str,
+    (second, b): (&'static str, i64),
+    work: impl std::future::Future<Output = T> + Send + 'static,
+) -> T {
+    use sqlx::Connection;
+    let mut other = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut other).await.unwrap();
+    let held = sqlx::query(first)
+        .bind(a)
+        .fetch_all(&mut other)
+        .await
+        .unwrap();
+    assert!(!held.is_empty(), "the other holds a row: {first}");
+    let work = tokio::spawn(work);
+    waiting_for_a_lock(url, like).await;
+    sqlx::query(second)
+        .bind(b)
+        .fetch_all(&mut other)
+        .await
+        .unwrap();
+    sqlx::raw_sql("COMMIT").execute(&mut other).await.unwrap();
+    work.await.unwrap()
 }
 
 /// Waits until a statement of the database at `url` that is `like` (an SQL LIKE pattern)
