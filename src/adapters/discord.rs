@@ -496,6 +496,7 @@ impl Handler {
             self.seen(guild, channel, newest.get() as i64).await;
         }
         let mut read = HashSet::new();
+        let mut vanished = HashSet::new();
         for (guild, channel, after) in &mine {
             if !self.goes_on(shard, run) {
                 return;
@@ -504,6 +505,14 @@ impl Handler {
                 self.read_channel(*guild, *channel, *after, until, todo.since, (shard, run));
             let (handled, whole) = match reading.await {
                 Ok(done) => done,
+                // Deleted while the bot was away: as a delete event would.
+                Err(e) if unknown_channel(&e) && guild.is_some() => {
+                    let guild = guild.expect("a guild's channel");
+                    self.forget_channel(*channel, guild).await;
+                    vanished.insert(guild);
+                    self.deferred.lock().expect("catch-up lock").remove(channel);
+                    continue;
+                }
                 Err(e) => {
                     warn!(platform = "discord", error = %e, channel = channel.get(), "a channel could not be caught up; the next connection tries again");
                     (Vec::new(), false)
@@ -530,6 +539,9 @@ impl Handler {
             if let Some(newest) = newest {
                 self.seen(*guild, *channel, newest).await;
             }
+        }
+        for guild in vanished {
+            self.forget_vanished_channels(guild).await;
         }
         let mut files = 0;
         for c in &todo.undescribed {
@@ -787,8 +799,40 @@ impl Handler {
     }
 
     /// A channel or thread of `guild` was deleted, and its messages with it (Discord sends
-    /// no delete for each): they leave memory as deleted messages do.
+    /// no delete for each): they leave memory as deleted messages do. A channel's threads go
+    /// with it without an event of their own, so each other channel of the guild that memory
+    /// holds messages of is asked for, and one Discord no longer knows goes the same way.
     pub async fn on_channel_delete(&self, channel: ChannelId, guild: GuildId) {
+        self.forget_channel(channel, guild).await;
+        self.forget_vanished_channels(guild).await;
+        self.on_channel_update();
+    }
+
+    /// Each channel of `guild` that memory holds messages of is asked for, and one Discord
+    /// no longer knows leaves memory (its threads, when a channel was deleted).
+    async fn forget_vanished_channels(&self, guild: GuildId) {
+        let space = space_of(Some(guild), ChannelId::new(1));
+        let kept = match self.bot.channels_kept(Platform::Discord, &space).await {
+            Ok(kept) => kept,
+            Err(e) => {
+                error!(platform = "discord", error = %e, "the channels of a guild where one was deleted could not be read");
+                return;
+            }
+        };
+        for channel in kept.iter().filter_map(|c| c.parse::<u64>().ok()) {
+            let channel = ChannelId::new(channel.max(1));
+            match self.http.get_channel(channel).await {
+                Err(e) if unknown_channel(&e) => self.forget_channel(channel, guild).await,
+                Err(e) => {
+                    warn!(platform = "discord", error = %e, channel = channel.get(), "a channel of a guild where one was deleted could not be looked at")
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// `channel` of `guild` is gone from Discord: its messages leave memory.
+    async fn forget_channel(&self, channel: ChannelId, guild: GuildId) {
         let space = space_of(Some(guild), channel);
         if let Err(e) = self
             .bot
@@ -797,7 +841,6 @@ impl Handler {
         {
             error!(platform = "discord", error = %e, "a deleted channel could not be forgotten");
         }
-        self.on_channel_update();
     }
 
     /// A message was edited: its new text replaces the old one everywhere in memory.
@@ -900,6 +943,13 @@ const CATCH_UP_OVERLAP: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
 
 /// Discord's error code for a message it does not have.
 const UNKNOWN_MESSAGE: isize = 10008;
+/// Discord's error code for a channel (or thread) that does not exist (any more).
+const UNKNOWN_CHANNEL: isize = 10003;
+
+/// Whether Discord answered that the channel asked about does not exist.
+fn unknown_channel(e: &serenity::Error) -> bool {
+    matches!(e, serenity::Error::Http(HttpError::UnsuccessfulRequest(r)) if r.error.code == UNKNOWN_CHANNEL)
+}
 
 /// The smallest message id Discord gives at `t` (ids begin with their time, in milliseconds
 /// since 2015).

@@ -63,6 +63,8 @@ struct Shared {
     member_gets: usize,
     /// The gateway's URL.
     gateway_url: String,
+    /// Channels deleted (`delete_channel`): reading them answers Unknown Channel.
+    deleted_channels: std::collections::HashSet<u64>,
 }
 
 #[derive(Clone)]
@@ -276,6 +278,26 @@ impl FakeDiscord {
         );
     }
 
+    /// Deletes a channel as Discord does: its threads and every message in them go with it
+    /// (no event is sent: the test sends the one Discord would), and reading any of them
+    /// answers Unknown Channel.
+    pub fn delete_channel(&self, id: u64) {
+        let mut s = self.shared.lock().expect("fake lock");
+        let parent = id.to_string();
+        let gone: Vec<u64> = s
+            .channels
+            .iter()
+            .filter(|(c, v)| **c == id || v["parent_id"].as_str() == Some(parent.as_str()))
+            .map(|(c, _)| *c)
+            .chain([id])
+            .collect();
+        for c in gone {
+            s.channels.remove(&c);
+            s.messages.retain(|(channel, _), _| *channel != c);
+            s.deleted_channels.insert(c);
+        }
+    }
+
     fn insert(&self, id: u64, channel: Value) {
         self.shared
             .lock()
@@ -364,12 +386,17 @@ async fn channel(
     }
     match state.shared.lock().expect("fake lock").channels.get(&id) {
         Some(c) => Json(c.clone()).into_response(),
-        None => (
-            StatusCode::NOT_FOUND,
-            Json(json!({"message": "Unknown Channel", "code": 10003})),
-        )
-            .into_response(),
+        None => unknown_channel(),
     }
+}
+
+/// Discord's answer about a channel that does not exist.
+fn unknown_channel() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({"message": "Unknown Channel", "code": 10003})),
+    )
+        .into_response()
 }
 
 async fn get_message(
@@ -422,6 +449,9 @@ async fn channel_history(
         .min(100);
     let mut s = state.shared.lock().expect("fake lock");
     s.history_reads += 1;
+    if s.deleted_channels.contains(&channel) {
+        return unknown_channel();
+    }
     if s.history_failing {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -63,6 +63,12 @@ pub trait MessageHandler: Send + Sync + 'static {
         space_external_id: &str,
         channel_external_id: &str,
     ) -> Result<u64, MemoryError>;
+    /// The channels of (platform, space) that kept messages were said in.
+    async fn channels_kept(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+    ) -> Result<Vec<String>, StoreError>;
     /// The platform message `external_id` of (platform, space, channel) was stored: the
     /// newest seen there moves to it (what a restart catches up after).
     async fn seen(
@@ -135,6 +141,14 @@ impl MessageHandler for Bot {
     ) -> Result<u64, MemoryError> {
         self.channel_deleted(platform, space_external_id, channel_external_id)
             .await
+    }
+
+    async fn channels_kept(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        self.channels_kept(platform, space_external_id).await
     }
 
     async fn seen(

@@ -526,10 +526,28 @@ impl Bot {
             removed,
             "deleted channel forgotten"
         );
+        if failed.is_none() {
+            // Read again at the next catch-up, a channel it could not empty is tried again.
+            self.store
+                .drop_cursor(platform, space_external_id, channel_external_id)
+                .await?;
+        }
         match failed {
             Some(e) => Err(e),
             None => Ok(removed),
         }
+    }
+
+    /// The channels of (platform, space) that kept messages were said in: those to look at
+    /// when the platform may have deleted some without a word.
+    pub async fn channels_kept(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        self.store
+            .channels_with_messages(platform, space_external_id)
+            .await
     }
 
     /// The platform message `external_id` of (platform, space, channel) was stored: the

@@ -84,6 +84,21 @@ pub trait Messages: Send + Sync {
         space_external_id: &str,
         channel: &str,
     ) -> StoreResult<Vec<String>>;
+    /// The channels of (platform, space) that kept messages were said in, in no order:
+    /// those a platform may have deleted without a word (a Discord channel's threads).
+    async fn channels_with_messages(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+    ) -> StoreResult<Vec<String>>;
+    /// Forgets the cursor of (platform, space, channel) (`saw_message`): a channel deleted
+    /// on its platform is not read again.
+    async fn drop_cursor(
+        &self,
+        platform: Platform,
+        space_external_id: &str,
+        channel: &str,
+    ) -> StoreResult<()>;
     /// Keeps a tombstone for each of these platform messages in (platform, space, channel),
     /// deleted by the platform at `at`, so the same message stored afterwards (its creation
     /// or an edit on its way meanwhile) is known to be gone (`was_deleted`); tombstones
@@ -485,6 +500,41 @@ on_both_backends! {
             .fetch_all(self.pool())
             .await
             .map_err(db_err)
+        }
+
+        async fn channels_with_messages(
+            &self,
+            platform: Platform,
+            space_external_id: &str,
+        ) -> StoreResult<Vec<String>> {
+            sqlx::query_scalar(concat!(
+                "SELECT DISTINCT m.channel FROM messages m",
+                indexed_by!("messages_by_channel_time"),
+                " JOIN spaces s ON s.id = m.space_id WHERE s.platform = $1 AND s.external_id = $2"
+            ))
+            .bind(platform.as_str())
+            .bind(space_external_id)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)
+        }
+
+        async fn drop_cursor(
+            &self,
+            platform: Platform,
+            space_external_id: &str,
+            channel: &str,
+        ) -> StoreResult<()> {
+            sqlx::query(
+                "DELETE FROM channel_cursors WHERE platform = $1 AND space_external_id = $2 AND channel = $3",
+            )
+            .bind(platform.as_str())
+            .bind(space_external_id)
+            .bind(channel)
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(())
         }
 
         async fn mark_deleted(

@@ -973,6 +973,84 @@ async fn a_deleted_thread_takes_its_messages(url: Option<String>) {
     );
 }
 
+/// A deleted channel takes its threads with it, and Discord sends an event for the channel
+/// only: the threads' messages leave memory too (Discord says it no longer knows them),
+/// while another channel, which Discord still has, keeps its own.
+async fn a_deleted_channel_takes_its_threads(url: Option<String>) {
+    let (h, fake, handler) = setup_on(url, false).await;
+    for (id, channel, text) in [
+        (8200, GENERAL, "the vendor invoice is overdue"),
+        (8201, THREAD, "my locker code is 4512"),
+        (8202, MODS, "the standup moved to Tuesday"),
+    ] {
+        handler
+            .on_message(&message(payload(id, channel, Some(GUILD), ALICE, text)))
+            .await;
+    }
+    for kept in ["invoice", "4512", "tuesday"] {
+        assert!(
+            !rows_holding(&h, kept).await.is_empty(),
+            "the control: {kept}"
+        );
+    }
+    fake.delete_channel(GENERAL);
+    handler
+        .on_channel_delete(
+            serenity::all::ChannelId::new(GENERAL),
+            serenity::all::GuildId::new(GUILD),
+        )
+        .await;
+    for gone in ["invoice", "4512"] {
+        let left = rows_holding(&h, gone).await;
+        assert!(left.is_empty(), "{gone} still stored: {left:#?}");
+    }
+    assert!(
+        !rows_holding(&h, "tuesday").await.is_empty(),
+        "a channel Discord still has keeps its messages"
+    );
+}
+
+/// A channel deleted while the bot was away sends no event the bot could see: the catch-up
+/// after the restart finds it gone (Unknown Channel) and forgets it as the event would have,
+/// with its threads, once (its newest seen goes too, so the next catch-up does not read it
+/// again); another channel is caught up as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_deleted_while_away_is_forgotten_at_the_catch_up() {
+    let (h, fake, handler) = setup(false).await;
+    for (id, channel, text) in [
+        (3100, GENERAL, "the vendor invoice is overdue"),
+        (3101, THREAD, "my locker code is 4512"),
+        (3102, MODS, "the standup moved to Tuesday"),
+    ] {
+        let p = payload(id, channel, Some(GUILD), ALICE, text);
+        fake.add_message(&p);
+        handler.on_message(&message(p)).await;
+    }
+    fake.add_message(&payload(
+        3103,
+        MODS,
+        Some(GUILD),
+        BOB,
+        "the launch moved to Friday",
+    ));
+    fake.delete_channel(GENERAL);
+    let restarted = handler_for(&h, &fake);
+    let now = discord::snowflake_at(chrono::Utc::now());
+    restarted.expect_catch_up();
+    restarted.catch_up(None, now).await;
+    for gone in ["invoice", "4512"] {
+        let left = rows_holding(&h, gone).await;
+        assert!(left.is_empty(), "{gone} still stored: {left:#?}");
+    }
+    let text = database_text(&h).await;
+    assert!(text.contains("standup moved"), "kept: {text}");
+    assert!(text.contains("launch moved to Friday"), "caught up: {text}");
+    let reads = fake.history_reads();
+    restarted.expect_catch_up();
+    restarted.catch_up(None, now).await;
+    assert_eq!(fake.history_reads() - reads, 1, "only #mods is read again");
+}
+
 /// Nothing the bot sends pings anyone: replies and slash answers carry empty allowed mentions,
 /// whatever text they quote.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1165,6 +1243,7 @@ on_both_harnesses!(
     privacy_follows_effective_permissions,
     deletes_and_edits_reach_the_memory,
     a_deleted_thread_takes_its_messages,
+    a_deleted_channel_takes_its_threads,
     the_memory_slash_command_answers_ephemerally,
     what_was_said_while_away_is_caught_up_once_in_its_place,
     an_image_cut_off_before_its_description_is_described_after_the_restart,

@@ -131,6 +131,14 @@ impl MessageHandler for PanicsOn {
         self.bot.channel_deleted(platform, space, channel).await
     }
 
+    async fn channels_kept(
+        &self,
+        platform: Platform,
+        space: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        self.bot.channels_kept(platform, space).await
+    }
+
     async fn seen(
         &self,
         platform: Platform,
