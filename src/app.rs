@@ -800,7 +800,8 @@ pub fn build_bot(
             config.attachments.max_chunks,
         )
         .with_phrases(phrases.clone())
-        .with_describer(describer),
+        .with_describer(describer)
+        .with_pdf_reader(pdf_reader(&config.attachments)),
         linker: Linker::new(store.clone(), clock.clone()),
         store,
         clock,
@@ -815,4 +816,22 @@ pub fn build_bot(
         memory,
         phrases,
     })
+}
+
+/// How PDFs are read (`attachments.pdf_reader`): by this binary, for "".
+pub fn pdf_reader(config: &crate::config::AttachmentsConfig) -> crate::ingest::pdf::PdfReader {
+    use crate::ingest::pdf::PdfReader;
+    let program = match config.pdf_reader.trim() {
+        "off" => None,
+        "" => std::env::current_exe().ok(),
+        path => Some(std::path::PathBuf::from(path)),
+    };
+    match program {
+        Some(p) => PdfReader::new(
+            p,
+            std::time::Duration::from_secs_f64(config.pdf_timeout_secs.max(0.1)),
+            config.pdf_max_memory_mb.max(16),
+        ),
+        None => PdfReader::off(),
+    }
 }

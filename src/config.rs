@@ -367,6 +367,13 @@ pub struct AttachmentsConfig {
     pub max_chunks: usize,
     /// MIME types, or their beginnings ("video/"), never downloaded (kept by name only).
     pub skip_types: Vec<String>,
+    /// The program that reads PDFs' text, run as `PROGRAM pdf-text` in a process of its own
+    /// ("": this engram binary; "off": PDFs are kept by name).
+    pub pdf_reader: String,
+    /// Longest the reading of one PDF may take (seconds); its process is killed then.
+    pub pdf_timeout_secs: f64,
+    /// Most memory the reading of one PDF may take (MiB).
+    pub pdf_max_memory_mb: u64,
 }
 
 impl AttachmentsConfig {

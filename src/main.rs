@@ -33,6 +33,14 @@ struct Cli {
 enum Command {
     /// Run the bot: Discord/Telegram when their tokens are set, else a console chat.
     Run(ChatArgs),
+    /// Reads a PDF on stdin and writes its text to stdout (what the bot runs for each
+    /// attached PDF, in a process of its own).
+    #[command(hide = true)]
+    PdfText {
+        /// Most memory it may take beyond what it starts with (MiB).
+        #[arg(long, default_value_t = 512)]
+        max_memory_mb: u64,
+    },
     /// Chat with the bot on stdin/stdout.
     Chat(ChatArgs),
     /// Copy a deployment to another database (e.g. SQLite to PostgreSQL); safe to repeat.
@@ -368,6 +376,10 @@ struct EmbedArgs {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // Before anything else: no configuration, no logging, nothing of the bot.
+    if let Some(Command::PdfText { max_memory_mb }) = cli.command {
+        std::process::exit(engram::ingest::pdf::child_main(max_memory_mb));
+    }
     let config = match Config::load(cli.config.as_deref()) {
         Ok(c) => c,
         Err(e) => {
@@ -394,6 +406,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Command::Chat(args) => chat(&config, &secrets, args).await,
+        Command::PdfText { .. } => unreachable!("handled before the configuration"),
         Command::Migrate { from, to } => migrate(&config, &from, &to).await,
         Command::Export { out } => export(&config, &out).await,
         Command::Extract {

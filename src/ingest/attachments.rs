@@ -415,18 +415,95 @@ pub fn line(kind: AttachmentKind, id: Option<i64>, name: &str, gist: &str) -> St
 #[cfg(any(test, feature = "test-util"))]
 pub fn pdf_with(text: &str) -> Vec<u8> {
     let stream = format!("BT /F1 18 Tf 72 700 Td ({text}) Tj ET");
-    let objects = [
+    pdf_of(&[
         "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
         "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
         "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".to_string(),
         format!("<< /Length {} >>\nstream\n{stream}\nendstream", stream.len()),
         "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".to_string(),
+    ])
+}
+
+/// A one-page PDF whose page draws `depth` levels of forms, each drawing the next twice
+/// (2^`depth` draws from a file of a few hundred bytes), the last drawing the first again
+/// when `looped` (without end): what a hostile member attaches.
+#[cfg(any(test, feature = "test-util"))]
+pub fn pdf_drawing_forms(depth: usize, looped: bool) -> Vec<u8> {
+    let form = |draws: &str, next: usize| {
+        format!(
+            "<< /Type /XObject /Subtype /Form /BBox [0 0 10 10] /Resources << /XObject << /X {next} 0 R >> >> /Length {} >>\nstream\n{draws}\nendstream",
+            draws.len()
+        )
+    };
+    let draw = "/X Do";
+    let mut objects = vec![
+        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /XObject << /X 5 0 R >> >> >>".to_string(),
+        format!("<< /Length {} >>\nstream\n{draw}\nendstream", draw.len()),
     ];
+    for level in 0..depth.max(1) {
+        let id = 5 + level;
+        let last = level + 1 == depth.max(1);
+        match (last, looped) {
+            (true, true) => objects.push(form(draw, 5)),
+            (true, false) => objects.push(format!("<< /Type /XObject /Subtype /Form /BBox [0 0 10 10] /Length 0 >>\nstream\n\nendstream")),
+            (false, _) => objects.push(form("/X Do /X Do", id + 1)),
+        }
+    }
+    pdf_of(&objects)
+}
+
+/// A one-page PDF showing `text`, whose content stream is compressed (FlateDecode) and
+/// inflates to `size` bytes (the text, then spaces): a few hundred KiB that inflate to
+/// gigabytes is what a hostile member attaches.
+#[cfg(any(test, feature = "test-util"))]
+pub fn pdf_inflating_to(text: &str, size: usize) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let shown = format!("BT /F1 18 Tf 72 700 Td ({text}) Tj ET\n");
+    z.write_all(shown.as_bytes()).expect("in memory");
+    let spaces = vec![b' '; 1 << 20];
+    let mut left = size.saturating_sub(shown.len());
+    while left > 0 {
+        let n = left.min(spaces.len());
+        z.write_all(&spaces[..n]).expect("in memory");
+        left -= n;
+    }
+    let stream = z.finish().expect("in memory");
+    let mut contents = format!(
+        "<< /Length {} /Filter /FlateDecode >>\nstream\n",
+        stream.len()
+    )
+    .into_bytes();
+    contents.extend(stream);
+    contents.extend(b"\nendstream");
+    pdf_of_bytes(vec![
+        b"<< /Type /Catalog /Pages 2 0 R >>".to_vec(),
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_vec(),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>".to_vec(),
+        contents,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".to_vec(),
+    ])
+}
+
+/// A PDF of these objects (numbered from 1, the first the catalog), with a correct
+/// cross-reference table.
+#[cfg(any(test, feature = "test-util"))]
+fn pdf_of(objects: &[String]) -> Vec<u8> {
+    pdf_of_bytes(objects.iter().map(|o| o.as_bytes().to_vec()).collect())
+}
+
+/// `pdf_of` for objects that are bytes (a compressed stream).
+#[cfg(any(test, feature = "test-util"))]
+fn pdf_of_bytes(objects: Vec<Vec<u8>>) -> Vec<u8> {
     let mut pdf = b"%PDF-1.4\n".to_vec();
     let mut offsets = Vec::new();
     for (i, o) in objects.iter().enumerate() {
         offsets.push(pdf.len());
-        pdf.extend(format!("{} 0 obj\n{o}\nendobj\n", i + 1).bytes());
+        pdf.extend(format!("{} 0 obj\n", i + 1).bytes());
+        pdf.extend(o);
+        pdf.extend(b"\nendobj\n");
     }
     let xref = pdf.len();
     pdf.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).bytes());

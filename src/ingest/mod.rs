@@ -7,6 +7,7 @@
 
 pub mod attachments;
 pub mod describe;
+pub mod pdf;
 
 use crate::domain::attachment::AttachmentKind;
 use crate::domain::language::{self, Language};
@@ -67,6 +68,8 @@ pub struct Ingestor {
     phrases: Arc<Phrases>,
     /// Describes images and transcribes recordings, when a model for it is configured.
     describer: Option<Arc<describe::Describer>>,
+    /// Reads PDFs' text (in a child process), or not at all.
+    pdf: pdf::PdfReader,
 }
 
 /// Removes characters that have no business in chat text (NUL and other C0/C1 controls,
@@ -259,7 +262,14 @@ impl Ingestor {
             chunking: (1200, 20),
             phrases: Arc::new(Phrases::built_in()),
             describer: None,
+            pdf: pdf::PdfReader::off(),
         }
+    }
+
+    /// Reads the text of attached PDFs with `reader` (without one, a PDF is kept by name).
+    pub fn with_pdf_reader(mut self, reader: pdf::PdfReader) -> Ingestor {
+        self.pdf = reader;
+        self
     }
 
     /// Describes images and transcribes recordings with `describer` (`describe`).
@@ -527,23 +537,25 @@ impl Ingestor {
         let (chars, max) = self.chunking;
         let mut reads = Vec::with_capacity(msg.attachments.len());
         for a in &msg.attachments {
-            // Read on a blocking thread: CPU work over up to `attachments.max_bytes`, and the
-            // PDF extractor may panic on a broken file (caught there).
-            let a = a.clone();
-            let mut r = tokio::task::spawn_blocking(move || {
-                let pdf = match &a.content {
-                    Ok(bytes) if attachments::is_pdf(&a.name, a.mime.as_deref()) => {
-                        Some(attachments::pdf_text(bytes))
+            // A PDF is read in a child process: a hostile one costs that process only.
+            let pdf = match &a.content {
+                Ok(bytes) if attachments::is_pdf(&a.name, a.mime.as_deref()) => {
+                    let text = self.pdf.read(bytes).await;
+                    if let Err(why) = &text {
+                        warn!(platform = msg.platform.as_str(), reason = %why, "a PDF's text was not read");
                     }
-                    _ => None,
-                };
-                attachments::read(&a, pdf, chars, max)
-            })
-            .await
-            .unwrap_or_else(|_| attachments::Read {
-                gist: "not read: unreadable".into(),
-                chunks: Vec::new(),
-            });
+                    Some(text)
+                }
+                _ => None,
+            };
+            // Read on a blocking thread: CPU work over up to `attachments.max_bytes`.
+            let a = a.clone();
+            let mut r = tokio::task::spawn_blocking(move || attachments::read(&a, pdf, chars, max))
+                .await
+                .unwrap_or_else(|_| attachments::Read {
+                    gist: "not read: unreadable".into(),
+                    chunks: Vec::new(),
+                });
             // A file's text is kept like a message's: secrets and link codes out.
             r.gist = self.without_link_codes(&r.gist, place).await?;
             for chunk in &mut r.chunks {

@@ -110,3 +110,25 @@ async fn hostile_text_is_escaped_in_prompts() {
         "only the real closing tag"
     );
 }
+
+/// A PDF whose content inflates to 512 MiB is read within the reader's memory limit (64 MiB
+/// here): the reading process is stopped and the file counts as unreadable, while the same
+/// reader reads the same kind of file that inflates to 1 MiB (the control: the file is well
+/// made, only its size differs).
+#[tokio::test]
+async fn a_pdf_that_inflates_beyond_the_memory_limit_is_not_read() {
+    use engram::ingest::attachments::pdf_inflating_to;
+    let reader = engram::ingest::pdf::PdfReader::new(
+        env!("CARGO_BIN_EXE_engram").into(),
+        std::time::Duration::from_secs(120),
+        64,
+    );
+    let small = reader.read(&pdf_inflating_to("hello small", 1 << 20)).await;
+    assert_eq!(small, Ok("hello small".to_string()));
+    let bomb = pdf_inflating_to("hello bomb", 512 << 20);
+    assert!(bomb.len() < 1 << 20, "{}", bomb.len());
+    assert_eq!(
+        reader.read(&bomb).await,
+        Err("not a readable PDF".to_string())
+    );
+}

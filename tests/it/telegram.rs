@@ -937,6 +937,43 @@ async fn recalled_in_private_only(fake: &FakeTelegram, question: &str, needle: &
     assert!(!theirs.contains(needle), "{theirs}");
 }
 
+/// A hostile PDF costs the process that reads it, never the bot: forms that draw themselves
+/// without end (the parser's stack overflows: a crash no `catch_unwind` stops) and forms that
+/// draw each other 2^40 times (the parser never ends) are each kept with why they were not
+/// read, the bot answers every message as usual, and a good PDF after them is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_pdf_never_stops_the_bot() {
+    use engram::ingest::attachments::{pdf_drawing_forms, pdf_with};
+    let h = Harness::build(true, |c| c.attachments.pdf_timeout_secs = 2.0).await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let dm = alice_dm();
+    let report = pdf_with("Quarterly report: the widgets shipped late");
+    for (name, bytes) in [
+        ("loop.pdf", pdf_drawing_forms(1, true)),
+        ("fan.pdf", pdf_drawing_forms(40, false)),
+        ("report.pdf", report),
+    ] {
+        fake.push_file(
+            &dm,
+            ALICE,
+            TgFile::Document(name, "application/pdf", &bytes),
+            "",
+            None,
+        );
+    }
+    fake.wait_sent(3, WITHIN).await;
+    let stored = database_text(&h).await;
+    for text in [
+        "[file#1 loop.pdf] not read: not a readable PDF",
+        "[file#2 fan.pdf] not read: the PDF took too long to read",
+        "[file#3 report.pdf] Quarterly report: the widgets shipped late",
+    ] {
+        assert!(stored.contains(text), "{text}: {stored}");
+    }
+    running.stop().await.unwrap();
+}
+
 /// Attachments through the real teloxide client (getFile, then the file from the fake
 /// server): a Markdown document's (and a PDF's) text is kept in pieces that search finds in the private chat
 /// it was sent in and never in a group; a photo, a voice note and files that cannot be read

@@ -51,6 +51,8 @@ pub fn test_config(dir: &std::path::Path, llm_url: Option<String>) -> Config {
     config.episodes.refresh_messages = 4;
     // Short scripted episodes still get their final details from the model.
     config.episodes.summary_min_messages = 1;
+    // PDFs are read by the engram binary (this test program is not one).
+    config.attachments.pdf_reader = env!("CARGO_BIN_EXE_engram").into();
     config
 }
 
