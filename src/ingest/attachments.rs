@@ -447,7 +447,7 @@ pub fn pdf_drawing_forms(depth: usize, looped: bool) -> Vec<u8> {
         let last = level + 1 == depth.max(1);
         match (last, looped) {
             (true, true) => objects.push(form(draw, 5)),
-            (true, false) => objects.push(format!("<< /Type /XObject /Subtype /Form /BBox [0 0 10 10] /Length 0 >>\nstream\n\nendstream")),
+            (true, false) => objects.push("<< /Type /XObject /Subtype /Form /BBox [0 0 10 10] /Length 0 >>\nstream\n\nendstream".to_string()),
             (false, _) => objects.push(form("/X Do /X Do", id + 1)),
         }
     }

@@ -14,7 +14,9 @@ use crate::memory::context::mention_names;
 use crate::memory::entries::{never_kept, origin};
 use crate::memory::offline::clip_chars;
 use crate::memory::summaries::day_bounds;
-use crate::store::{DaySummaryRecord, ExtractionCounts, Finish, JobClaim, RangeStats, Store};
+use crate::store::{
+    DaySummaryRecord, ExtractionApplied, ExtractionCounts, Finish, JobClaim, RangeStats, Store,
+};
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -361,6 +363,8 @@ struct Target<'a> {
     key: &'a str,
     now: DateTime<Utc>,
     messages: usize,
+    /// The person's forget count read before the messages (`Store::forget_epoch`).
+    epoch: i64,
 }
 
 struct SummaryPlan {
@@ -494,6 +498,8 @@ impl Extractor {
         let (from, to) = self.window(day);
         let mut runs = Vec::new();
         for scope in self.store.author_scopes(person, from, to).await? {
+            // Read first: a forget counted after it keeps this run's answer out.
+            let epoch = self.store.forget_epoch(person).await?;
             // Commands to the bot are not what a person tells about themselves.
             let messages = self
                 .store
@@ -504,7 +510,7 @@ impl Extractor {
             }
             let summary = self.summary_plan(person, &scope, day, &messages).await?;
             runs.push(
-                self.run_one(person, &scope, day, &messages, summary, dry_run)
+                self.run_one(person, &scope, day, &messages, (summary, epoch), dry_run)
                     .await?,
             );
         }
@@ -512,14 +518,15 @@ impl Extractor {
     }
 
     /// One (person, place, day) run: claimed (unless a dry run), the model asked, its answer
-    /// applied whole or not at all, the run finished with its record.
+    /// applied whole or not at all (not when something of the person's was forgotten since
+    /// `epoch`, read before `messages`), the run finished with its record.
     async fn run_one(
         &self,
         person: PersonId,
         scope: &Scope,
         day: NaiveDate,
         messages: &[StoredMessage],
-        summary: Option<SummaryPlan>,
+        (summary, epoch): (Option<SummaryPlan>, i64),
         dry_run: bool,
     ) -> Result<ExtractionRun, MemoryError> {
         let started = std::time::Instant::now();
@@ -558,6 +565,7 @@ impl Extractor {
                     key: &key,
                     now,
                     messages: messages.len(),
+                    epoch,
                 };
                 self.apply(
                     &target,
@@ -698,10 +706,10 @@ impl Extractor {
         }
         match self
             .store
-            .apply_extraction(t.person, &writes, &removals, &note)
+            .apply_extraction(t.person, &writes, &removals, &note, Some(t.epoch))
             .await?
         {
-            Some(ExtractionCounts {
+            ExtractionApplied::Applied(ExtractionCounts {
                 added,
                 updated,
                 removed,
@@ -710,7 +718,13 @@ impl Extractor {
                 run.updated = updated;
                 run.removed = removed;
             }
-            None => run.status = "already_done".into(),
+            ExtractionApplied::AlreadyApplied => run.status = "already_done".into(),
+            // The answer came from what is forgotten now: the next run reads again.
+            ExtractionApplied::Forgotten => {
+                run.status = "failed".into();
+                run.error = Some("something was forgotten while the model answered".into());
+                return Ok(());
+            }
         }
         if let (Some(plan), Some(text)) = (summary, day_summary) {
             let text: String = text

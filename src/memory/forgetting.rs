@@ -392,6 +392,10 @@ impl MemoryManager {
                 verb: super::FactVerb::Forget,
             });
         }
+        // Counted before anything goes: a job's answer made from what this removes stays out.
+        self.store
+            .begin_forgetting(req.subject, self.clock.now())
+            .await?;
         let owner = req.actor == req.subject || req.actor_is_moderator;
         let about = About {
             person: req.subject,
@@ -827,6 +831,10 @@ impl MemoryManager {
     /// What the daily extraction of the message's day and place wrote for its author: it read
     /// the message, so it goes (entries and that day's note block).
     async fn forget_extracted(&self, message: &StoredMessage) -> Result<(), MemoryError> {
+        // Counted first: a run reading the message now keeps its answer out.
+        self.store
+            .begin_forgetting(message.author, self.clock.now())
+            .await?;
         let day = extraction::run_day(message.sent_at, self.settings.extraction_time());
         let source =
             extraction::run_source(&extraction::run_key(message.author, &message.scope, day));

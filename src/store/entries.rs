@@ -50,15 +50,18 @@ pub trait Entries: Send + Sync {
     /// Deletes these statements about `subject`; ids about others are left alone.
     async fn delete_hearsay(&self, subject: PersonId, ids: &[i64]) -> StoreResult<u64>;
     /// One extraction run's result, all or nothing: entry writes, removals by (scope,
-    /// category, key), and its daily note, which also marks the run as applied. `None` when
-    /// that note exists already (the run was applied before; nothing is written again).
+    /// category, key), and its daily note, which also marks the run as applied. Nothing is
+    /// written when that note exists already (the run was applied before), or when
+    /// `read_epoch` is given and something of `person`'s was forgotten since the run read
+    /// it (`forget_epoch`; a forget under way waits for this to commit, then removes it).
     async fn apply_extraction(
         &self,
         person: PersonId,
         writes: &[NewEntry],
         removals: &[(Scope, crate::domain::Category, String)],
         note: &DailyNote,
-    ) -> StoreResult<Option<ExtractionCounts>>;
+        read_epoch: Option<i64>,
+    ) -> StoreResult<ExtractionApplied>;
     /// A person's daily notes in `scopes` (every scope when `None`), by day, then as appended.
     async fn daily_notes(
         &self,
@@ -76,6 +79,17 @@ pub trait Entries: Send + Sync {
     /// Deletes entries whose expiry has passed at `now` and daily notes of days before
     /// `notes_before`, with the history of those entries; returns the rows removed.
     async fn prune_memory(&self, now: DateTime<Utc>, notes_before: NaiveDate) -> StoreResult<u64>;
+}
+
+/// What `apply_extraction` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtractionApplied {
+    /// Written, with what changed.
+    Applied(ExtractionCounts),
+    /// The run's note exists: it was applied before, and nothing is written again.
+    AlreadyApplied,
+    /// Something of the person was forgotten since the run read: nothing is written.
+    Forgotten,
 }
 
 /// What one applied extraction changed.
@@ -376,11 +390,36 @@ on_both_backends! {
             writes: &[NewEntry],
             removals: &[(Scope, crate::domain::Category, String)],
             note: &DailyNote,
-        ) -> StoreResult<Option<ExtractionCounts>> {
+            read_epoch: Option<i64>,
+        ) -> StoreResult<ExtractionApplied> {
             let mut tx = self.write_tx().await?;
+            if let Some(epoch) = read_epoch {
+                // The person's settings row, locked: a forget counted after this waits until
+                // this is committed (and then finds what it wrote).
+                sqlx::query(
+                    "INSERT INTO memory_settings (person_id, paused, updated_at) VALUES ($1, false, $2) \
+                     ON CONFLICT (person_id) DO NOTHING",
+                )
+                .bind(person.0)
+                .bind(ms(note.added_at))
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                let now: i64 = sqlx::query_scalar(concat!(
+                    "SELECT forget_epoch FROM memory_settings WHERE person_id = $1",
+                    for_update!()
+                ))
+                .bind(person.0)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                if now != epoch {
+                    return Ok(ExtractionApplied::Forgotten);
+                }
+            }
             // The note first: when it exists, this run was applied already.
             if !append_note_in(&mut tx, person, note).await? {
-                return Ok(None);
+                return Ok(ExtractionApplied::AlreadyApplied);
             }
             let mut counts = ExtractionCounts::default();
             for e in writes {
@@ -411,7 +450,7 @@ on_both_backends! {
                 }
             }
             tx.commit().await.map_err(db_err)?;
-            Ok(Some(counts))
+            Ok(ExtractionApplied::Applied(counts))
         }
 
         async fn daily_notes(

@@ -119,8 +119,15 @@ pub trait Identities: Send + Sync {
     /// Whether a person's memory is paused.
     async fn memory_paused(&self, person: PersonId) -> StoreResult<bool>;
     /// Notes that everything about `person` was cleared at `at` (a later time than any noted
-    /// before stays): a message of theirs sent before it that comes later is not kept.
+    /// before stays): a message of theirs sent before it that comes later is not kept. Counts
+    /// as a forget (`begin_forgetting`).
     async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()>;
+    /// Counts a forget of something of `person`'s, before it removes anything: a job's write
+    /// made from what it read before (`forget_epoch`) no longer goes through.
+    async fn begin_forgetting(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()>;
+    /// How many forgets of `person`'s were counted (`begin_forgetting`): read before reading
+    /// what a job makes something of.
+    async fn forget_epoch(&self, person: PersonId) -> StoreResult<i64>;
     /// When the memory of the person behind this account was last cleared: its person's
     /// clear, or for an account joined to another person its own earlier person's (clearing
     /// the joined person clears that too; a clear made before the account was joined never
@@ -638,8 +645,8 @@ on_both_backends! {
 
         async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()> {
             sqlx::query(concat!(
-                "INSERT INTO memory_settings (person_id, paused, updated_at, cleared_at) VALUES ($1, false, $2, $2) \
-                 ON CONFLICT (person_id) DO UPDATE SET cleared_at = ",
+                "INSERT INTO memory_settings (person_id, paused, updated_at, cleared_at, forget_epoch) VALUES ($1, false, $2, $2, 1) \
+                 ON CONFLICT (person_id) DO UPDATE SET forget_epoch = memory_settings.forget_epoch + 1, cleared_at = ",
                 greatest!("COALESCE(memory_settings.cleared_at, 0)", "excluded.cleared_at")
             ))
             .bind(person.0)
@@ -648,6 +655,29 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
             Ok(())
+        }
+
+        async fn begin_forgetting(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()> {
+            sqlx::query(
+                "INSERT INTO memory_settings (person_id, paused, updated_at, forget_epoch) VALUES ($1, false, $2, 1) \
+                 ON CONFLICT (person_id) DO UPDATE SET forget_epoch = memory_settings.forget_epoch + 1",
+            )
+            .bind(person.0)
+            .bind(ms(at))
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(())
+        }
+
+        async fn forget_epoch(&self, person: PersonId) -> StoreResult<i64> {
+            let epoch: Option<i64> =
+                sqlx::query_scalar("SELECT forget_epoch FROM memory_settings WHERE person_id = $1")
+                    .bind(person.0)
+                    .fetch_optional(self.pool())
+                    .await
+                    .map_err(db_err)?;
+            Ok(epoch.unwrap_or(0))
         }
 
         async fn account_cleared_at(

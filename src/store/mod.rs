@@ -79,7 +79,7 @@ use crate::domain::{MessageId, PersonId, Scope, SpaceId, StoredMessage};
 pub use admin::{Admin, Readiness, TableCount};
 pub use attachments::{AttachmentRecord, Attachments, NewAttachment, Rewrite};
 pub use copy::{Table, Value};
-pub use entries::{Entries, ExtractionCounts, Hearsay, NewHearsay};
+pub use entries::{Entries, ExtractionApplied, ExtractionCounts, Hearsay, NewHearsay};
 pub use episodes::{DetailsSaved, Episodes, RefreshDue, WorkingMemory};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
 pub use identities::{Account, Identities, LinkRedeem, PersonMatch, Resolved};

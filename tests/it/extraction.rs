@@ -623,8 +623,71 @@ async fn each_persons_extraction_reads_only_their_own_words(url: Option<String>)
     }
 }
 
+/// A message deleted on its platform while the model reads the day that showed it: the
+/// forget found nothing of the run's to take yet, so the run's answer is kept out (the run
+/// fails, to be run again) and the next run, which no longer reads the message, writes what
+/// the rest says. The control: a dry run of the same day, asked just before, would write it.
+async fn a_message_deleted_while_the_model_reads_stays_out(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    h.dm("alice", "I work at the payments team").await;
+    h.dm("alice", "I like oolong tea").await;
+    h.clock.set(start_time() + chrono::Duration::hours(14));
+    let alice = h.person("alice").await;
+    let said = h.store.author_messages(alice, None).await.unwrap();
+    let (oolong, _) = said.iter().find(|(_, t)| t.contains("oolong")).unwrap();
+    let oolong = h.store.messages_by_id(&[*oolong]).await.unwrap().remove(0);
+    let dry = h
+        .extractor("a")
+        .extract_person(alice, day(), true)
+        .await
+        .unwrap();
+    assert!(
+        dry[0]
+            .changes
+            .iter()
+            .any(|c| format!("{c:?}").contains("oolong")),
+        "the control: {:?}",
+        dry[0].changes
+    );
+
+    let seen = h.fake().total();
+    h.fake().hold_after(0);
+    let running = tokio::spawn({
+        let extractor = h.extractor("a");
+        async move { extractor.extract_person(alice, day(), false).await }
+    });
+    h.fake()
+        .wait_seen(seen + 1, std::time::Duration::from_secs(20))
+        .await;
+    h.memory
+        .manager
+        .forget_message(&oolong, None)
+        .await
+        .unwrap();
+    h.fake().release();
+    let runs = running.await.unwrap().unwrap();
+    assert_eq!(runs[0].status, "failed", "{runs:?}");
+    let left = rows_holding(&h, "oolong").await;
+    assert!(left.is_empty(), "{left:#?}");
+
+    let again = h
+        .extractor("b")
+        .extract_person(alice, day(), false)
+        .await
+        .unwrap();
+    assert_eq!(again[0].status, "done", "{again:?}");
+    let entries = state(&h, &[alice]).await;
+    assert!(
+        entries.iter().any(|e| e.contains("payments team")),
+        "{entries:#?}"
+    );
+    let left = rows_holding(&h, "oolong").await;
+    assert!(left.is_empty(), "{left:#?}");
+}
+
 on_both_harnesses!(
     the_running_bot_extracts_the_day_at_23_00,
+    a_message_deleted_while_the_model_reads_stays_out,
     each_persons_extraction_reads_only_their_own_words,
     a_dry_run_shows_each_change_and_writes_nothing,
     a_missed_day_is_extracted_later_once,

@@ -107,8 +107,8 @@ const NEW_COLUMNS: &[(&str, &str, &str, &str)] = &[
     ("postgres", "episodes", ",f,gap,,,0,0,,1,,)", ")"),
     ("postgres", "episodes", ",f,gap,,,0,0,,,,)", ")"),
     ("postgres", "facts", ")", ",)"),
-    ("sqlite", "memory_settings", " | ", ""),
-    ("postgres", "memory_settings", ",)", ")"),
+    ("sqlite", "memory_settings", " |  | 0", ""),
+    ("postgres", "memory_settings", ",,0)", ")"),
 ];
 
 /// The rows 0013 reshaped, read from the upgraded database in their v0008 shape: SQLite's

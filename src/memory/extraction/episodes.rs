@@ -15,7 +15,7 @@ use crate::llm::prompts::{element, escape, fill};
 use crate::memory::entries::origin;
 use crate::memory::offline::clip_chars;
 use crate::memory::{MemoryError, MemoryManager, working};
-use crate::store::{DetailsSaved, Episode, EpisodeEnd, Finish, JobClaim, Store};
+use crate::store::{DetailsSaved, Episode, EpisodeEnd, ExtractionApplied, Finish, JobClaim, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tracing::{info, warn};
@@ -927,9 +927,11 @@ impl Extractor {
                 added_at: now,
             };
             // The note marks it applied: after a crash, a person done before is not again.
-            if let Some(counts) = self
+            // What the close read is checked when its details are kept (`still_as_read`),
+            // and what it learned is taken back then when something changed.
+            if let ExtractionApplied::Applied(counts) = self
                 .store
-                .apply_extraction(person, &writes, &[], &note)
+                .apply_extraction(person, &writes, &[], &note, None)
                 .await?
             {
                 let n = counts.added + counts.updated;
