@@ -299,6 +299,7 @@ impl Bot {
             Some(counted) => counted,
             None => self.payer(ingested.message.author, ingested.place.space),
         };
+        let forgets = self.memory.forgets_seen();
         let answer = paid_by(payer, self.answer(msg, &ingested, admission));
         tokio::pin!(answer);
         let answer = tokio::select! {
@@ -324,8 +325,12 @@ impl Bot {
         }
         let now = self.clock.now().max(ingested.message.sent_at);
         // Memory shown is not memory: kept as a short note, withheld from search and
-        // summaries, so it never comes back as conversation or survives a forget.
-        let (kept, withheld) = if shows_memory {
+        // summaries, so it never comes back as conversation or survives a forget. So is an
+        // answer made while something was forgotten: it may show what is gone, and the forget
+        // looked for quotes of it before this was stored (a memory command's answer is about
+        // its own change, and says nothing of the rest).
+        let forgotten_meanwhile = !ingested.is_command && self.memory.forgets_seen() != forgets;
+        let (kept, withheld) = if shows_memory || forgotten_meanwhile {
             (replies::SHOWN_MEMORY_NOTE, true)
         } else {
             (text.as_str(), ingested.withheld)
@@ -1225,7 +1230,7 @@ impl Bot {
                     .redeem(&code_hash, platform, &ingested.author_external_id)
                     .await?;
                 if matches!(redeemed, LinkRedeem::Linked { .. }) {
-                    self.memory.purge_caches();
+                    self.memory.refresh_caches();
                 }
                 replies::redeemed(t, &redeemed, platform)
             }

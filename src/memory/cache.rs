@@ -74,6 +74,9 @@ pub struct MemoryCaches {
     misses: AtomicU64,
     /// Bumped by every invalidation; a fill that saw an older epoch is not kept.
     epoch: AtomicU64,
+    /// Bumped by every `forgot` (a forget, a clear, a deleted message, here or in another
+    /// process).
+    purges: AtomicU64,
 }
 
 /// The epoch a fill started in (from `MemoryCaches::begin_fill`).
@@ -101,7 +104,14 @@ impl MemoryCaches {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
+            purges: AtomicU64::new(0),
         }
+    }
+
+    /// How many times something was forgotten (`forgot`): what was read before a change of
+    /// it may show what is gone now.
+    pub fn purges(&self) -> u64 {
+        self.purges.load(Ordering::SeqCst)
     }
 
     /// Call before reading what will be cached.
@@ -189,6 +199,12 @@ impl MemoryCaches {
 
     /// Drops everything: after `/memory clear` (here or in another process), and for
     /// benchmarks that measure cold paths.
+    /// Something was forgotten: counted (`purges`), and everything cached goes (`clear`).
+    pub fn forgot(&self) {
+        self.purges.fetch_add(1, Ordering::SeqCst);
+        self.clear();
+    }
+
     pub fn clear(&self) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
         self.today.invalidate_all();

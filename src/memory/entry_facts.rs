@@ -189,7 +189,7 @@ impl MemoryManager {
                 }
             })
         };
-        self.purge_caches();
+        self.refresh_caches();
         let action = if everywhere {
             Action::Share
         } else {

@@ -859,9 +859,23 @@ impl MemoryManager {
         Ok(())
     }
 
-    /// Drops every cached copy of memory in this process (forget, clear, a deleted message,
-    /// or another process telling us so).
+    /// How many times something was forgotten here or in another process (`purge_caches`):
+    /// an answer made across a change of it may show what is gone.
+    pub fn forgets_seen(&self) -> u64 {
+        self.caches.purges()
+    }
+
+    /// Drops every cached copy of memory in this process after something was forgotten (a
+    /// forget, a clear, a deleted message, or another process telling us so), and counts it
+    /// (`forgets_seen`).
     pub fn purge_caches(&self) {
+        self.caches.forgot();
+        self.retriever.forget_cached();
+    }
+
+    /// Drops every cached copy of memory in this process after a change that forgets
+    /// nothing (an entry shared or unshared, accounts linked).
+    pub fn refresh_caches(&self) {
         self.caches.clear();
         self.retriever.forget_cached();
     }
