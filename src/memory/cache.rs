@@ -197,14 +197,15 @@ impl MemoryCaches {
         self.misses.store(0, Ordering::Relaxed);
     }
 
-    /// Drops everything: after `/memory clear` (here or in another process), and for
-    /// benchmarks that measure cold paths.
-    /// Something was forgotten: counted (`purges`), and everything cached goes (`clear`).
+    /// Something was forgotten (here or in another process): counted (`purges`), and
+    /// everything cached goes (`clear`).
     pub fn forgot(&self) {
         self.purges.fetch_add(1, Ordering::SeqCst);
         self.clear();
     }
 
+    /// Drops everything: after a change that forgets nothing (a share, a link), and for
+    /// benchmarks that measure cold paths.
     pub fn clear(&self) {
         self.epoch.fetch_add(1, Ordering::SeqCst);
         self.today.invalidate_all();
