@@ -738,7 +738,10 @@ impl Extractor {
                 is_final: false,
                 computed_at: t.now,
             };
-            self.store.put_day_summary(t.scope, t.day, &record).await?;
+            // What it read is guarded by the person's forget count (`apply_extraction`).
+            self.store
+                .put_day_summary(t.scope, t.day, &record, None)
+                .await?;
             run.day_summary = true;
         }
         Ok(())

@@ -100,9 +100,14 @@ impl MemoryManager {
             value
         };
 
+        // Read first: a summary made from what a forget meanwhile removes is not kept.
+        let epoch = self.store.summary_epoch(scope).await?;
         let (from, to) = day_bounds(day);
         let stats = self.store.chatter_stats(scope, from, to).await?;
-        if let Some(value) = self.stored_day_summaries(scope, day, now, &stats).await? {
+        if let Some(value) = self
+            .stored_day_summaries(scope, day, (now, epoch), &stats)
+            .await?
+        {
             return Ok(remember(value, is_past));
         }
         if stats.count == 0 {
@@ -122,7 +127,22 @@ impl MemoryManager {
                     is_final: is_past,
                     computed_at: now,
                 };
-                self.store.put_day_summary(scope, day, &record).await?;
+                if !self
+                    .store
+                    .put_day_summary(scope, day, &record, Some(epoch))
+                    .await?
+                {
+                    // Something it read was forgotten meanwhile: made again without the
+                    // model from what is left, and not kept.
+                    let messages = self
+                        .store
+                        .chatter_in_range(scope, from, to, self.settings.max_summary_messages)
+                        .await?;
+                    return Ok(Arc::new(DaySummaries {
+                        by_person: offline_day_map(&messages, self.settings.day_summary_chars),
+                        degraded: true,
+                    }));
+                }
                 info!(scope = %scope_key, %day, people = by_person.len(), messages = stats.count, final_ = is_past, "day summary computed");
                 Ok(remember(
                     Arc::new(DaySummaries {
@@ -164,7 +184,7 @@ impl MemoryManager {
         &self,
         scope: &Scope,
         day: NaiveDate,
-        now: DateTime<Utc>,
+        (now, epoch): (DateTime<Utc>, i64),
         stats: &RangeStats,
     ) -> Result<Option<Arc<DaySummaries>>, MemoryError> {
         let Some(stored) = self.store.day_summary(scope, day).await? else {
@@ -183,7 +203,14 @@ impl MemoryManager {
         if is_past && !stored.is_final {
             let mut finished = stored.clone();
             finished.is_final = true;
-            self.store.put_day_summary(scope, day, &finished).await?;
+            // Dropped by a forget since it was read: made again.
+            if !self
+                .store
+                .put_day_summary(scope, day, &finished, Some(epoch))
+                .await?
+            {
+                return Ok(None);
+            }
         }
         Ok(Some(Arc::new(DaySummaries {
             by_person: stored.summaries,
@@ -280,6 +307,8 @@ impl MemoryManager {
         now: DateTime<Utc>,
     ) -> Result<(Arc<str>, bool), MemoryError> {
         let since = self.caches.begin_fill();
+        // Read first: a summary made from what a forget meanwhile removes is not kept.
+        let epoch = self.store.summary_epoch(scope).await?;
         let today = day_of(now);
         let end = today - Duration::days(1);
         let key = (scope.key(), person, end);
@@ -333,10 +362,15 @@ impl MemoryManager {
             self.caches
                 .fill(&self.caches.degraded, since, degraded_key, value.clone());
         } else {
-            if !days.is_empty() {
-                self.store
-                    .put_history_summary(scope, person, end, &text, now)
-                    .await?;
+            if !days.is_empty()
+                && !self
+                    .store
+                    .put_history_summary(scope, person, end, &text, now, Some(epoch))
+                    .await?
+            {
+                // Made from days something was forgotten of meanwhile: not shown this once
+                // (the next answer makes it again from what is left).
+                return Ok((Arc::from(""), true));
             }
             self.caches
                 .fill(&self.caches.history, since, key, value.clone());

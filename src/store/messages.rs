@@ -992,6 +992,23 @@ on_both_backends! {
     /// The day summaries that read forgotten messages, and the history summaries that read
     /// those days.
     async fn drop_summaries(conn: &mut Conn, plan: &ForgetPlan) -> StoreResult<()> {
+        // Counted first: a summary made from what was read before keeps out (`epoch_holds`).
+        let scopes: BTreeSet<&String> = plan
+            .days
+            .iter()
+            .map(|(scope, _)| scope)
+            .chain(plan.first_days.keys())
+            .collect();
+        for scope in scopes {
+            sqlx::query(
+                "INSERT INTO summary_epochs (scope, epoch) VALUES ($1, 1) \
+                 ON CONFLICT (scope) DO UPDATE SET epoch = summary_epochs.epoch + 1",
+            )
+            .bind(scope)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        }
         for (scope, day) in &plan.days {
             sqlx::query("DELETE FROM day_summaries WHERE scope = $1 AND day = $2")
                 .bind(scope)

@@ -17,14 +17,19 @@ pub trait Summaries: Send + Sync {
         scope: &Scope,
         day: NaiveDate,
     ) -> StoreResult<Option<DaySummaryRecord>>;
+    /// How many times messages of `scope` were forgotten or deleted: read before reading
+    /// what a summary is made of (`put_day_summary`, `put_history_summary`).
+    async fn summary_epoch(&self, scope: &Scope) -> StoreResult<i64>;
     /// Keeps the summary of `scope` on `day`, replacing a non-final one; a final one is never
-    /// replaced.
+    /// replaced. Not when `read_epoch` is given and messages of the scope were forgotten
+    /// since (`summary_epoch`): then false, and nothing is written.
     async fn put_day_summary(
         &self,
         scope: &Scope,
         day: NaiveDate,
         record: &DaySummaryRecord,
-    ) -> StoreResult<()>;
+        read_epoch: Option<i64>,
+    ) -> StoreResult<bool>;
     /// The summary of what `person` did in `scope` in the weeks up to `end_day`, if one was
     /// computed.
     async fn history_summary(
@@ -34,6 +39,8 @@ pub trait Summaries: Send + Sync {
         end_day: NaiveDate,
     ) -> StoreResult<Option<String>>;
     /// Keeps a history summary; the first one computed for (scope, person, end day) stays.
+    /// Not when `read_epoch` is given and messages of the scope were forgotten since
+    /// (`summary_epoch`): then false, and nothing is written.
     async fn put_history_summary(
         &self,
         scope: &Scope,
@@ -41,7 +48,8 @@ pub trait Summaries: Send + Sync {
         end_day: NaiveDate,
         summary: &str,
         at: DateTime<Utc>,
-    ) -> StoreResult<()>;
+        read_epoch: Option<i64>,
+    ) -> StoreResult<bool>;
 }
 
 /// A stored day summary: one short text per active person of a scope and day.
@@ -81,13 +89,28 @@ on_both_backends! {
             day_summary_record(scope, day, &json, through, count, is_final, at).map(Some)
         }
 
+        async fn summary_epoch(&self, scope: &Scope) -> StoreResult<i64> {
+            let epoch: Option<i64> =
+                sqlx::query_scalar("SELECT epoch FROM summary_epochs WHERE scope = $1")
+                    .bind(scope.key())
+                    .fetch_optional(self.pool())
+                    .await
+                    .map_err(db_err)?;
+            Ok(epoch.unwrap_or(0))
+        }
+
         async fn put_day_summary(
             &self,
             scope: &Scope,
             day: NaiveDate,
             record: &DaySummaryRecord,
-        ) -> StoreResult<()> {
+            read_epoch: Option<i64>,
+        ) -> StoreResult<bool> {
             let json = summaries_json(record)?;
+            let mut tx = self.write_tx().await?;
+            if !epoch_holds(&mut tx, scope, read_epoch).await? {
+                return Ok(false);
+            }
             // A final summary is never replaced by a non-final one (two processes racing).
             sqlx::query(
                 "INSERT INTO day_summaries (scope, day, summaries, through_message_id, message_count, is_final, computed_at) \
@@ -104,10 +127,11 @@ on_both_backends! {
             .bind(record.message_count)
             .bind(record.is_final)
             .bind(ms(record.computed_at))
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-            Ok(())
+            tx.commit().await.map_err(db_err)?;
+            Ok(true)
         }
 
         async fn history_summary(
@@ -132,7 +156,12 @@ on_both_backends! {
             end_day: NaiveDate,
             summary: &str,
             at: DateTime<Utc>,
-        ) -> StoreResult<()> {
+            read_epoch: Option<i64>,
+        ) -> StoreResult<bool> {
+            let mut tx = self.write_tx().await?;
+            if !epoch_holds(&mut tx, scope, read_epoch).await? {
+                return Ok(false);
+            }
             sqlx::query(
                 "INSERT INTO history_summaries (scope, person_id, end_day, summary, computed_at) VALUES ($1, $2, $3, $4, $5) \
                  ON CONFLICT (scope, person_id, end_day) DO NOTHING",
@@ -142,11 +171,39 @@ on_both_backends! {
             .bind(end_day.to_string())
             .bind(summary)
             .bind(ms(at))
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
-            Ok(())
+            tx.commit().await.map_err(db_err)?;
+            Ok(true)
         }
+    }
+
+    /// Whether no message of `scope` was forgotten since `read_epoch` was read (always, with
+    /// none). The scope's row is locked: a forget counted after this waits until the write
+    /// is committed, then drops what it wrote.
+    async fn epoch_holds(
+        conn: &mut Conn,
+        scope: &Scope,
+        read_epoch: Option<i64>,
+    ) -> StoreResult<bool> {
+        let Some(read) = read_epoch else {
+            return Ok(true);
+        };
+        sqlx::query("INSERT INTO summary_epochs (scope) VALUES ($1) ON CONFLICT (scope) DO NOTHING")
+            .bind(scope.key())
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        let now: i64 = sqlx::query_scalar(concat!(
+            "SELECT epoch FROM summary_epochs WHERE scope = $1",
+            for_update!()
+        ))
+        .bind(scope.key())
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        Ok(now == read)
     }
 }
 

@@ -848,3 +848,58 @@ async fn an_answer_made_while_what_it_shows_is_forgotten_is_not_kept() {
     let left = rows_holding(&h, "4512").await;
     assert!(left.is_empty(), "{left:#?}");
 }
+
+/// A message deleted while the model summarizes the day that read it: the forget dropped the
+/// day's summaries before this one was kept, so it is not kept (nor cached), and what is shown
+/// is made from what is left. The control: the same day summarized with nothing forgotten
+/// meanwhile is kept and says what was said.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_summary_made_while_a_message_is_forgotten_is_not_kept() {
+    // The model waits for the forget: long enough not to time out meanwhile.
+    let h = Harness::build(true, |c| c.llm.timeout_secs = 60.0).await;
+    let mut lab = group("lab");
+    for (who, text) in [
+        ("alice", "my locker code is 4512"),
+        ("bob", "the standup moved to Tuesday"),
+    ] {
+        lab.speaker = who.into();
+        h.say_in(&lab, who, text).await;
+    }
+    let alice = h.person("alice").await;
+    let said = h.store.author_messages(alice, None).await.unwrap();
+    let (told, _) = said.iter().find(|(_, t)| t.contains("4512")).unwrap();
+    let told = h.store.messages_by_id(&[*told]).await.unwrap().remove(0);
+    let scope = told.scope.clone();
+    let day = told.sent_at.date_naive();
+    // The control.
+    let now = h.clock.now();
+    let control = h
+        .memory
+        .manager
+        .day_summaries(&scope, day, now)
+        .await
+        .unwrap();
+    assert!(format!("{control:?}").contains("4512"), "{control:?}");
+    let stored = h.store.day_summary(&scope, day).await.unwrap();
+    assert!(format!("{stored:?}").contains("4512"), "{stored:?}");
+    // Said since, an hour later: the next look summarizes the day again, with the model.
+    h.clock.advance(chrono::Duration::hours(1));
+    lab.speaker = "bob".into();
+    h.say_in(&lab, "bob", "and the retro is on Friday").await;
+
+    let seen = h.fake().total();
+    h.fake().hold_after(0);
+    let now = h.clock.now();
+    let (summaries, ()) = tokio::join!(h.memory.manager.day_summaries(&scope, day, now), async {
+        h.fake()
+            .wait_seen(seen + 1, std::time::Duration::from_secs(20))
+            .await;
+        h.memory.manager.forget_message(&told, None).await.unwrap();
+        h.fake().release();
+    });
+    let summaries = summaries.unwrap();
+    assert!(!format!("{summaries:?}").contains("4512"), "{summaries:?}");
+    assert!(format!("{summaries:?}").contains("retro"), "{summaries:?}");
+    let left = rows_holding(&h, "4512").await;
+    assert!(left.is_empty(), "{left:#?}");
+}

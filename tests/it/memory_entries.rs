@@ -480,9 +480,9 @@ async fn entries_keep_history_and_delete_only_their_owners(s: Arc<dyn Store>) {
         is_final: true,
         computed_at: start_time(),
     };
-    s.put_day_summary(&room, day, &record).await.unwrap();
+    s.put_day_summary(&room, day, &record, None).await.unwrap();
     for person in [alice, bob] {
-        s.put_history_summary(&room, person, day, "a week of chat", start_time())
+        s.put_history_summary(&room, person, day, "a week of chat", start_time(), None)
             .await
             .unwrap();
     }

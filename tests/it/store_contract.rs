@@ -397,24 +397,24 @@ async fn summaries_round_trip_and_final_days_stay_final(s: Arc<dyn Store>) {
         is_final: false,
         computed_at: t(5),
     };
-    s.put_day_summary(&scope, day, &record).await.unwrap();
+    s.put_day_summary(&scope, day, &record, None).await.unwrap();
     assert_eq!(s.day_summary(&scope, day).await.unwrap().unwrap(), record);
     record.is_final = true;
     record.through_message = 12;
-    s.put_day_summary(&scope, day, &record).await.unwrap();
+    s.put_day_summary(&scope, day, &record, None).await.unwrap();
     let mut late = record.clone();
     late.is_final = false;
     late.summaries.insert(a, "overwritten".into());
-    s.put_day_summary(&scope, day, &late).await.unwrap();
+    s.put_day_summary(&scope, day, &late, None).await.unwrap();
     assert_eq!(
         s.day_summary(&scope, day).await.unwrap().unwrap(),
         record,
         "a final day is never replaced"
     );
-    s.put_history_summary(&scope, a, day, "a calm week", t(6))
+    s.put_history_summary(&scope, a, day, "a calm week", t(6), None)
         .await
         .unwrap();
-    s.put_history_summary(&scope, a, day, "second writer", t(7))
+    s.put_history_summary(&scope, a, day, "second writer", t(7), None)
         .await
         .unwrap();
     assert_eq!(
@@ -759,6 +759,7 @@ async fn dumps_copy_into_an_empty_store_with_equal_checksums(s: Arc<dyn Store>) 
             is_final: true,
             computed_at: t(3),
         },
+        None,
     )
     .await
     .unwrap();
