@@ -87,6 +87,18 @@ pub fn audio_type(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// The file name a recording of type `mime` (`audio_type`) is sent under.
+fn audio_name(mime: &str) -> &'static str {
+    match mime {
+        "audio/ogg" => "audio.ogg",
+        "audio/mpeg" => "audio.mp3",
+        "audio/wav" => "audio.wav",
+        "audio/flac" => "audio.flac",
+        "audio/mp4" => "audio.m4a",
+        _ => "audio.webm",
+    }
+}
+
 /// A vision model's answer.
 #[derive(Debug, Deserialize)]
 struct ImageAnswer {
@@ -273,9 +285,11 @@ impl Describer {
                 };
                 let mime =
                     audio_type(bytes).ok_or(DescribeError::NotReadable("not a recording"))?;
+                // Named by its type only: the provider reads the format from the ending, and
+                // the name its sender gave it is none of the provider's business.
                 let transcript = transcriber
                     .transcribe(Recording {
-                        name: &a.name,
+                        name: audio_name(mime),
                         mime,
                         bytes,
                     })

@@ -1466,6 +1466,15 @@ async fn images_and_audio_of_a_discord_message_are_described() {
             .all(|l| l.contains(" | space:")),
         "in the channel's scope"
     );
+    // The provider gets the recording named by its type only, never the name its sender
+    // gave it.
+    let sent: Vec<String> = llm
+        .requests()
+        .iter()
+        .filter(|r| r.task == "transcribe")
+        .map(|r| r.body["file"].to_string())
+        .collect();
+    assert_eq!(sent, ["\"audio.mp3\""]);
 }
 
 /// What was said while the bot was away: after a restart the handler reads each channel seen
