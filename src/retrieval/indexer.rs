@@ -498,7 +498,9 @@ impl Indexer {
                 embedding: None,
             },
         };
-        self.store.close_episode(episode.id, &close).await?;
+        self.store
+            .close_episode(episode.id, &messages, &close)
+            .await?;
         Ok(())
     }
 

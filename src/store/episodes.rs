@@ -148,7 +148,7 @@ on_both_backends! {
     /// read) that committed meanwhile is seen here (PostgreSQL takes a new snapshot per
     /// statement); one that comes later waits, then clears or marks what is written. What a
     /// write made from those messages checks.
-    async fn still_as_read(
+    pub(in crate::store) async fn still_as_read(
         conn: &mut Conn,
         episode: i64,
         from: &[StoredMessage],

@@ -56,7 +56,9 @@ pub(super) mod shared {
         notify as changed, place_message, search_messages, space_index, watch_changes,
         write_postings,
     };
-    pub(in crate::store) use crate::store::episodes::on_postgres::drop_closing_parts;
+    pub(in crate::store) use crate::store::episodes::on_postgres::{
+        drop_closing_parts, still_as_read,
+    };
     pub(in crate::store) use crate::store::messages::on_postgres::{
         insert_chunk, rewrite_text, set_languages,
     };

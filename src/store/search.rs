@@ -128,8 +128,16 @@ pub trait SearchIndex: Send + Sync {
         except: i64,
     ) -> StoreResult<Option<(i64, f32)>>;
     /// Closes an episode as an episodic memory (ADD), or merges it into an older one (MERGE:
-    /// its messages move over and it is deleted). Closing twice changes nothing.
-    async fn close_episode(&self, episode: i64, close: &EpisodeClose) -> StoreResult<()>;
+    /// its messages move over and it is deleted), made from its messages `from` as read.
+    /// Closing twice changes nothing; nor does a close whose messages changed since they were
+    /// read (a forget: its summary and vector may hold what is gone; the next pass closes it
+    /// again from what is left).
+    async fn close_episode(
+        &self,
+        episode: i64,
+        from: &[StoredMessage],
+        close: &EpisodeClose,
+    ) -> StoreResult<()>;
 }
 
 /// A search hit: the message and its relevance (higher is better): BM25 for full-text
@@ -770,8 +778,16 @@ on_both_backends! {
                 .filter(|(_, sim)| *sim >= min))
         }
 
-        async fn close_episode(&self, episode: i64, close: &EpisodeClose) -> StoreResult<()> {
+        async fn close_episode(
+            &self,
+            episode: i64,
+            from: &[StoredMessage],
+            close: &EpisodeClose,
+        ) -> StoreResult<()> {
             let mut tx = self.write_tx().await?;
+            if !still_as_read(&mut tx, episode, from).await? {
+                return Ok(());
+            }
             let row: Option<(String, i64, i64, i32, i64)> = sqlx::query_as(
                 concat!(
                     "SELECT scope, started_at, ended_at, messages, total_len FROM episodes WHERE id = $1 AND NOT closed",

@@ -59,7 +59,9 @@ pub(super) mod shared {
         nearest_messages, place_message, search_messages, space_index, watch_changes,
         write_postings,
     };
-    pub(in crate::store) use crate::store::episodes::on_sqlite::drop_closing_parts;
+    pub(in crate::store) use crate::store::episodes::on_sqlite::{
+        drop_closing_parts, still_as_read,
+    };
     pub(in crate::store) use crate::store::messages::on_sqlite::{
         insert_chunk, rewrite_text, set_languages,
     };

@@ -1126,7 +1126,11 @@ async fn vector_spaces_never_mix(s: Arc<dyn Store>) {
             summary: "a day out".into(),
             embedding: Some(in_a(rained)),
         };
-        s.close_episode(episode.id, &close).await.unwrap();
+        let from = s
+            .episode_messages(episode.id, true, engram::store::EpisodeEnd::Oldest, 200)
+            .await
+            .unwrap();
+        s.close_episode(episode.id, &from, &close).await.unwrap();
     }
     let near_a = s.nearest_episodes(&scopes, &in_a(rained), 3).await.unwrap();
     assert!(!near_a.is_empty());
@@ -1487,6 +1491,7 @@ on_both_backends!(
     a_channels_scopes_never_share_working_memory_or_episodes,
     describing_an_attachment_rewrites_its_message_and_what_came_of_it,
     episode_keys_are_searched_in_scope_and_go_with_a_forget,
+    an_episode_closed_from_a_forgotten_message_stays_open,
     tombstones_name_one_message_and_lapse,
     channel_cursors_keep_the_newest_seen,
     forgotten_messages_are_kept_out_for_a_time,
@@ -1946,8 +1951,13 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
 async fn closed_episode(s: &Arc<dyn Store>, message: MessageId) -> (i64, Vec<StoredMessage>) {
     let found = s.messages_by_id(&[message]).await.unwrap().remove(0);
     let episode = found.episode.expect("indexed into an episode");
+    let from = s
+        .episode_messages(episode, true, engram::store::EpisodeEnd::Oldest, 200)
+        .await
+        .unwrap();
     s.close_episode(
         episode,
+        &from,
         &engram::store::EpisodeClose::Add {
             summary: found.text.clone(),
             embedding: None,
@@ -1961,6 +1971,52 @@ async fn closed_episode(s: &Arc<dyn Store>, message: MessageId) -> (i64, Vec<Sto
             .await
             .unwrap(),
     )
+}
+
+/// An episode closed from messages one of which was forgotten after they were read (the
+/// indexer embedding them meanwhile) stays open: its summary would hold what is gone. Closed
+/// from what is left, it closes (the control).
+async fn an_episode_closed_from_a_forgotten_message_stays_open(s: Arc<dyn Store>) {
+    let (_, _, ids) = conversation(&s).await;
+    index_pending(&s, |_| None).await;
+    let episode = s.messages_by_id(&[ids[0]]).await.unwrap()[0]
+        .episode
+        .expect("indexed into an episode");
+    let read = || async {
+        s.episode_messages(episode, true, engram::store::EpisodeEnd::Oldest, 200)
+            .await
+            .unwrap()
+    };
+    let from = read().await;
+    assert!(from.iter().any(|m| m.id == ids[1]), "{from:?}");
+    let close = |from: &[StoredMessage]| engram::store::EpisodeClose::Add {
+        summary: from
+            .iter()
+            .map(|m| m.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        embedding: None,
+    };
+    s.delete_messages(&[ids[1]]).await.unwrap();
+    s.close_episode(episode, &from, &close(&from))
+        .await
+        .unwrap();
+    let open = &s.episodes(&[episode]).await.unwrap()[0];
+    assert!(!open.closed && open.summary.is_none(), "{open:?}");
+    let left = read().await;
+    s.close_episode(episode, &left, &close(&left))
+        .await
+        .unwrap();
+    let closed = &s.episodes(&[episode]).await.unwrap()[0];
+    assert!(closed.closed, "the control: {closed:?}");
+    assert!(
+        !closed
+            .summary
+            .as_deref()
+            .unwrap_or("")
+            .contains("Last Friday"),
+        "{closed:?}"
+    );
 }
 
 /// Fact-augmented keys: the words of an episode's details find it in its own scope only, are
