@@ -232,7 +232,16 @@ impl Bot {
             self.payer_by(person, space, Limits::admit_person)
         };
         let before = ingested.message.text.clone();
-        paid_by(counted.0, self.ingestor.describe(msg, ingested)).await?;
+        // Each further file is admitted on its own, as work nobody asked for.
+        let may_ask_again = || match &self.limits {
+            Some(limits) => limits.admit_person(person, space) == Admission::Allowed,
+            None => true,
+        };
+        paid_by(
+            counted.0,
+            self.ingestor.describe(msg, ingested, may_ask_again),
+        )
+        .await?;
         // A photo or a voice note sent to the bot without a word is answered as what the
         // model made of it (as conversation: never read as a memory command).
         if ingested.message.text != before

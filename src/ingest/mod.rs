@@ -298,16 +298,20 @@ impl Ingestor {
     /// of …"; `ingested` sees it too) and the rest is stored in pieces in the message's
     /// scope, like a text file's. A file the model fails on (or that is not what it says)
     /// keeps its bare line, and the log says why; a paused person's files are not sent.
+    /// Before each model call but the first, `may_ask_again` (the limits) is asked: when it
+    /// says no, the rest keep their bare lines.
     pub async fn describe(
         &self,
         msg: &IncomingMessage,
         ingested: &mut Ingested,
+        may_ask_again: impl Fn() -> bool,
     ) -> Result<(), StoreError> {
         let Some(describer) = self.describer.as_ref().filter(|_| !ingested.withheld) else {
             return Ok(());
         };
         let records = self.store.message_attachments(ingested.message.id).await?;
         let mut done = std::collections::BTreeSet::new();
+        let mut asked = 0;
         for a in msg.attachments.iter().filter(|a| describer.reads(a)) {
             let Ok(bytes) = &a.content else { continue };
             let sha = attachments::sha256_hex(bytes);
@@ -324,14 +328,28 @@ impl Ingestor {
             // Redacted for this place (made elsewhere, a link code it shows is seen here now).
             let surrogate = match cached {
                 Some(s) => self.redacted(s, &ingested.place).await?,
-                None => match describer.describe(a).await {
-                    Ok(s) => self.redacted(s, &ingested.place).await?,
-                    Err(why) => {
-                        warn!(platform = msg.platform.as_str(), kind = a.kind.as_str(),
-                            attachment = record.id, reason = %why.reason(), "attachment not described");
+                None => {
+                    // Each file is a model call: the first is the message's, each other one
+                    // is paid on its own, and over the limits the rest keep their bare lines.
+                    if asked > 0 && !may_ask_again() {
+                        warn!(
+                            platform = msg.platform.as_str(),
+                            kind = a.kind.as_str(),
+                            attachment = record.id,
+                            "attachment not described: over the limits"
+                        );
                         continue;
                     }
-                },
+                    asked += 1;
+                    match describer.describe(a).await {
+                        Ok(s) => self.redacted(s, &ingested.place).await?,
+                        Err(why) => {
+                            warn!(platform = msg.platform.as_str(), kind = a.kind.as_str(),
+                                attachment = record.id, reason = %why.reason(), "attachment not described");
+                            continue;
+                        }
+                    }
+                }
             };
             let name = attachments::kept_name(&a.name);
             let files = msg.attachments.len();

@@ -1477,6 +1477,49 @@ async fn images_and_audio_of_a_discord_message_are_described() {
     assert_eq!(sent, ["\"audio.mp3\""]);
 }
 
+/// Each file of a message is a model call of its own: one message with four images, posted
+/// in passing by someone allowed two a minute, gets two described and two bare lines (the
+/// message's admission paid the first, each other is admitted on its own), not four calls
+/// for the price of one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_file_of_a_message_is_paid_on_its_own() {
+    let h = Harness::build(true, |c| {
+        c.llm.vision_model = "fake-vision".into();
+        c.limits.answers_per_person_per_minute = 2;
+    })
+    .await;
+    let (h, fake, handler) = connect(h).await;
+    let llm = h.fake.as_ref().unwrap();
+    let files: Vec<Value> = (0..4)
+        .map(|n| {
+            let name = format!("shot{n}.png");
+            let bytes = [
+                b"\x89PNG\r\n\x1a\n\0".as_slice(),
+                format!("picture number {n}\0").as_bytes(),
+            ]
+            .concat();
+            let url = fake.add_file(&name, &bytes);
+            json!({"id": format!("95{n:02}"), "filename": name, "size": 64, "url": url,
+                   "proxy_url": url, "content_type": "image/png"})
+        })
+        .collect();
+    let mut p = payload(7201, GENERAL, Some(GUILD), BOB, "screenshots from today");
+    p["attachments"] = json!(files);
+    handler.on_message(&message(p)).await;
+    assert_eq!(llm.count("describe_image"), 2);
+    let text = database_text(&h).await;
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("[image#")).collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains("] a picture saying picture number"))
+            .count(),
+        2,
+        "{lines:#?}"
+    );
+}
+
 /// What was said while the bot was away: after a restart the handler reads each channel seen
 /// in the last day after the newest message it saw there, oldest first, page by page, and
 /// handles each as the gateway's would be: stored in its own place and privacy (the HTTP API
