@@ -1071,11 +1071,23 @@ pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> 
 
 /// The bytes at an attachment's URL. Not serenity's `Attachment::download`: it takes any
 /// answer's body, so an expired link's error page would be kept as the file.
-async fn fetch(url: &str) -> reqwest::Result<Vec<u8>> {
+/// The bytes at `url`, when there are at most `max` of them (`None`: more; the download
+/// stops as soon as that is known, whatever the size Discord declared).
+async fn fetch(url: &str, max: u64) -> reqwest::Result<Option<Vec<u8>>> {
     static CLIENT: std::sync::LazyLock<reqwest::Client> =
         std::sync::LazyLock::new(reqwest::Client::new);
-    let answer = CLIENT.get(url).send().await?.error_for_status()?;
-    Ok(answer.bytes().await?.to_vec())
+    let mut answer = CLIENT.get(url).send().await?.error_for_status()?;
+    if answer.content_length().is_some_and(|n| n > max) {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = answer.chunk().await? {
+        if (bytes.len() + chunk.len()) as u64 > max {
+            return Ok(None);
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Some(bytes))
 }
 
 /// The attachments of a message, each downloaded (from the URL Discord gives) within
@@ -1095,9 +1107,9 @@ pub async fn attachments(list: &[Attachment], limits: &DownloadLimits) -> Vec<In
         {
             Err(why)
         } else {
-            match tokio::time::timeout(limits.timeout, fetch(&a.url)).await {
-                Ok(Ok(bytes)) if bytes.len() as u64 <= limits.max_bytes => Ok(bytes),
-                Ok(Ok(bytes)) => Err(format!("too large ({} bytes)", bytes.len())),
+            match tokio::time::timeout(limits.timeout, fetch(&a.url, limits.max_bytes)).await {
+                Ok(Ok(Some(bytes))) => Ok(bytes),
+                Ok(Ok(None)) => Err(format!("too large (over {} bytes)", limits.max_bytes)),
                 Ok(Err(e)) => {
                     // The status only: the URL is a signed link.
                     warn!(platform = "discord", status = ?e.status(), "attachment download failed");

@@ -657,7 +657,7 @@ impl Ctx {
     }
 
     /// One file's bytes, when there are at most `max` of them (as getFile says, and as
-    /// they arrive).
+    /// they arrive: the download stops at the first byte beyond).
     async fn download(
         &self,
         file: &teloxide::types::FileMeta,
@@ -671,18 +671,19 @@ impl Ctx {
         if u64::from(found.meta.size) > max {
             return Err(format!("too large ({} bytes)", found.meta.size));
         }
-        let mut bytes = Vec::new();
-        self.api
-            .download_file(&found.path, &mut bytes)
-            .await
-            .map_err(|e| {
-                warn!(platform = "telegram", error = %redact(&e, &self.token), "file download failed");
-                "download failed".to_string()
-            })?;
-        if bytes.len() as u64 > max {
-            return Err(format!("too large ({} bytes)", bytes.len()));
+        let mut capped = Capped {
+            bytes: Vec::new(),
+            max,
+        };
+        let done = self.api.download_file(&found.path, &mut capped).await;
+        if capped.bytes.len() as u64 > max {
+            return Err(format!("too large (over {max} bytes)"));
         }
-        Ok(bytes)
+        done.map_err(|e| {
+            warn!(platform = "telegram", error = %redact(&e, &self.token), "file download failed");
+            "download failed".to_string()
+        })?;
+        Ok(capped.bytes)
     }
 
     /// One update: a new message (stored, answered when addressed) or an edit.
@@ -973,5 +974,41 @@ mod tests {
             "K @Engram hi"
         );
         assert_eq!(t("İİ @ENGRAM_BOT İ", &["@ENGRAM_BOT"]), "İİ @Engram İ");
+    }
+}
+
+/// A download's destination that takes at most `max` bytes: the write that would go beyond
+/// fails (its bytes kept, so the caller sees why), which ends the download.
+struct Capped {
+    bytes: Vec<u8>,
+    max: u64,
+}
+
+impl tokio::io::AsyncWrite for Capped {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.bytes.extend_from_slice(buf);
+        std::task::Poll::Ready(if self.bytes.len() as u64 > self.max {
+            Err(std::io::Error::other("over the size limit"))
+        } else {
+            Ok(buf.len())
+        })
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
     }
 }

@@ -1352,6 +1352,25 @@ async fn an_update_keeps_the_files_of_its_message() {
     assert!(!after.contains("a second note, edited"), "{after}");
 }
 
+/// A file larger than Discord said is stopped at `attachments.max_bytes` as it downloads (its
+/// length, or its bytes as they come), never read whole into memory; the message is kept with
+/// why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_larger_than_declared_stops_at_the_limit() {
+    let h = Harness::build(false, |c| c.attachments.max_bytes = 1000).await;
+    let (h, fake, handler) = connect(h).await;
+    let url = fake.add_file("notes.txt", &vec![b'a'; 200_000]);
+    let mut p = payload(7003, GENERAL, Some(GUILD), ALICE, "my notes");
+    p["attachments"] = json!([{"id": "9010", "filename": "notes.txt", "size": 10, "url": url,
+                               "proxy_url": url, "content_type": "text/plain"}]);
+    handler.on_message(&message(p)).await;
+    let text = database_text(&h).await;
+    assert!(
+        text.contains("my notes\n[file notes.txt] not read: too large (over 1000 bytes)"),
+        "{text}"
+    );
+}
+
 /// Attachments download (reqwest, a 404 is a failed download) from the URL Discord gives (the fake server stands
 /// in for its CDN): a Markdown file's text is kept (a line in the message, a piece of its own,
 /// in the channel's scope), an image by name, and a file Discord says is too large is never
