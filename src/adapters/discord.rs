@@ -819,16 +819,30 @@ impl Handler {
                 return;
             }
         };
+        // Failed asks count against Discord's limit of invalid requests: a few in a row
+        // (channels the bot may no longer see) end the look.
+        let mut failed = 0;
         for channel in kept.iter().filter_map(|c| c.parse::<u64>().ok()) {
             let channel = ChannelId::new(channel.max(1));
             match self.http.get_channel(channel).await {
                 Err(e) if unknown_channel(&e) => self.forget_channel(channel, guild).await,
                 Err(e) => {
-                    warn!(platform = "discord", error = %e, channel = channel.get(), "a channel of a guild where one was deleted could not be looked at")
+                    warn!(platform = "discord", error = %e, channel = channel.get(), "a channel of a guild where one was deleted could not be looked at");
+                    failed += 1;
+                    if failed >= PROBE_FAILURES {
+                        return;
+                    }
                 }
-                Ok(_) => {}
+                Ok(_) => failed = 0,
             }
         }
+    }
+
+    /// A thread of `guild` was deleted, and its messages with it (a thread has no threads:
+    /// nothing else is looked at).
+    pub async fn on_thread_delete(&self, thread: ChannelId, guild: GuildId) {
+        self.forget_channel(thread, guild).await;
+        self.on_channel_update();
     }
 
     /// `channel` of `guild` is gone from Discord: its messages leave memory.
@@ -943,6 +957,8 @@ const CATCH_UP_OVERLAP: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
 
 /// Discord's error code for a message it does not have.
 const UNKNOWN_MESSAGE: isize = 10008;
+/// Failed looks at a guild's channels in a row that end `forget_vanished_channels`.
+const PROBE_FAILURES: usize = 3;
 /// Discord's error code for a channel (or thread) that does not exist (any more).
 const UNKNOWN_CHANNEL: isize = 10003;
 
@@ -1313,7 +1329,7 @@ impl EventHandler for Events {
         thread: PartialGuildChannel,
         _full: Option<GuildChannel>,
     ) {
-        self.0.on_channel_delete(thread.id, thread.guild_id).await;
+        self.0.on_thread_delete(thread.id, thread.guild_id).await;
     }
 
     async fn thread_update(&self, _ctx: Context, _old: Option<GuildChannel>, _new: GuildChannel) {

@@ -897,6 +897,42 @@ pub fn command_of(text: &str, username: &str) -> Option<Command> {
     })
 }
 
+/// A download's destination that takes at most `max` bytes: the write that would go beyond
+/// fails (its bytes kept, so the caller sees why), which ends the download.
+struct Capped {
+    bytes: Vec<u8>,
+    max: u64,
+}
+
+impl tokio::io::AsyncWrite for Capped {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.bytes.extend_from_slice(buf);
+        std::task::Poll::Ready(if self.bytes.len() as u64 > self.max {
+            Err(std::io::Error::other("over the size limit"))
+        } else {
+            Ok(buf.len())
+        })
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -974,41 +1010,5 @@ mod tests {
             "K @Engram hi"
         );
         assert_eq!(t("İİ @ENGRAM_BOT İ", &["@ENGRAM_BOT"]), "İİ @Engram İ");
-    }
-}
-
-/// A download's destination that takes at most `max` bytes: the write that would go beyond
-/// fails (its bytes kept, so the caller sees why), which ends the download.
-struct Capped {
-    bytes: Vec<u8>,
-    max: u64,
-}
-
-impl tokio::io::AsyncWrite for Capped {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        self.bytes.extend_from_slice(buf);
-        std::task::Poll::Ready(if self.bytes.len() as u64 > self.max {
-            Err(std::io::Error::other("over the size limit"))
-        } else {
-            Ok(buf.len())
-        })
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
     }
 }

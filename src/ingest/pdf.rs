@@ -55,10 +55,18 @@ impl PdfReader {
         let Some(program) = &self.program else {
             return Err("PDFs are not read here".into());
         };
+        // A few at a time: each may take its memory limit.
+        static READERS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+        let Ok(_turn) = READERS.acquire().await else {
+            return Err(UNREADABLE.into());
+        };
         let spawned = tokio::process::Command::new(program)
             .arg("pdf-text")
             .arg("--max-memory-mb")
             .arg(self.max_memory_mb.to_string())
+            // Nothing of the bot's (tokens, keys, the database) reaches the parser of a
+            // hostile file.
+            .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -119,8 +127,16 @@ pub fn child_main(max_memory_mb: u64) -> i32 {
     }
     match super::attachments::pdf_text(&bytes) {
         Ok(text) => {
+            // At most what the reader takes (far more than a file keeps), cut on a character.
+            let mut end = text.len().min(MAX_TEXT as usize);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
             let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+            match out
+                .write_all(&text.as_bytes()[..end])
+                .and_then(|_| out.flush())
+            {
                 Ok(()) => 0,
                 Err(_) => 2,
             }

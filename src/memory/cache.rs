@@ -200,8 +200,14 @@ impl MemoryCaches {
     /// Something was forgotten (here or in another process): counted (`purges`), and
     /// everything cached goes (`clear`).
     pub fn forgot(&self) {
-        self.purges.fetch_add(1, Ordering::SeqCst);
+        self.forgetting();
         self.clear();
+    }
+
+    /// A forget begins here: counted (`purges`) before it removes anything, so an answer
+    /// made meanwhile knows.
+    pub fn forgetting(&self) {
+        self.purges.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Drops everything: after a change that forgets nothing (a share, a link), and for

@@ -356,6 +356,12 @@ pub struct ExtractionSettings {
 /// The day summary to write with a run: the private chat's stats over what the run reads.
 /// What one run is about: whose, where, which day, under which job key, at what time, over
 /// how many messages.
+/// Why a run wrote nothing: something of the person's was forgotten while the model
+/// answered (`ExtractionApplied::Forgotten`).
+const FORGOTTEN: &str = "something was forgotten while the model answered";
+/// Runs of one (person, place, day) tried in a row when a forget keeps the answer out.
+const FORGOTTEN_ATTEMPTS: usize = 3;
+
 struct Target<'a> {
     person: PersonId,
     scope: &'a Scope,
@@ -365,6 +371,8 @@ struct Target<'a> {
     messages: usize,
     /// The person's forget count read before the messages (`Store::forget_epoch`).
     epoch: i64,
+    /// The scope's forget count read before the messages (`Store::summary_epoch`).
+    summary_epoch: i64,
 }
 
 struct SummaryPlan {
@@ -498,21 +506,32 @@ impl Extractor {
         let (from, to) = self.window(day);
         let mut runs = Vec::new();
         for scope in self.store.author_scopes(person, from, to).await? {
-            // Read first: a forget counted after it keeps this run's answer out.
-            let epoch = self.store.forget_epoch(person).await?;
-            // Commands to the bot are not what a person tells about themselves.
-            let messages = self
-                .store
-                .author_chatter_in_range(&scope, person, from, to, self.settings.max_messages)
-                .await?;
-            if messages.is_empty() {
-                continue;
+            // A forget of theirs while the model answered keeps the answer out: read again
+            // and asked again, a few times, before the run is left to the next pass.
+            for attempt in 1..=FORGOTTEN_ATTEMPTS {
+                // Read first: a forget counted after them keeps this run's writes out.
+                let epochs = (
+                    self.store.forget_epoch(person).await?,
+                    self.store.summary_epoch(&scope).await?,
+                );
+                // Commands to the bot are not what a person tells about themselves.
+                let messages = self
+                    .store
+                    .author_chatter_in_range(&scope, person, from, to, self.settings.max_messages)
+                    .await?;
+                if messages.is_empty() {
+                    break;
+                }
+                let summary = self.summary_plan(person, &scope, day, &messages).await?;
+                let run = self
+                    .run_one(person, &scope, day, &messages, (summary, epochs), dry_run)
+                    .await?;
+                let again = run.error.as_deref() == Some(FORGOTTEN) && attempt < FORGOTTEN_ATTEMPTS;
+                if !again {
+                    runs.push(run);
+                    break;
+                }
             }
-            let summary = self.summary_plan(person, &scope, day, &messages).await?;
-            runs.push(
-                self.run_one(person, &scope, day, &messages, (summary, epoch), dry_run)
-                    .await?,
-            );
         }
         Ok(runs)
     }
@@ -526,7 +545,7 @@ impl Extractor {
         scope: &Scope,
         day: NaiveDate,
         messages: &[StoredMessage],
-        (summary, epoch): (Option<SummaryPlan>, i64),
+        (summary, (epoch, summary_epoch)): (Option<SummaryPlan>, (i64, i64)),
         dry_run: bool,
     ) -> Result<ExtractionRun, MemoryError> {
         let started = std::time::Instant::now();
@@ -566,6 +585,7 @@ impl Extractor {
                     now,
                     messages: messages.len(),
                     epoch,
+                    summary_epoch,
                 };
                 self.apply(
                     &target,
@@ -722,7 +742,7 @@ impl Extractor {
             // The answer came from what is forgotten now: the next run reads again.
             ExtractionApplied::Forgotten => {
                 run.status = "failed".into();
-                run.error = Some("something was forgotten while the model answered".into());
+                run.error = Some(FORGOTTEN.into());
                 return Ok(());
             }
         }
@@ -738,11 +758,11 @@ impl Extractor {
                 is_final: false,
                 computed_at: t.now,
             };
-            // What it read is guarded by the person's forget count (`apply_extraction`).
-            self.store
-                .put_day_summary(t.scope, t.day, &record, None)
+            // Not when a message of the day was forgotten since it was read.
+            run.day_summary = self
+                .store
+                .put_day_summary(t.scope, t.day, &record, Some(t.summary_epoch))
                 .await?;
-            run.day_summary = true;
         }
         Ok(())
     }

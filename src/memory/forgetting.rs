@@ -392,10 +392,6 @@ impl MemoryManager {
                 verb: super::FactVerb::Forget,
             });
         }
-        // Counted before anything goes: a job's answer made from what this removes stays out.
-        self.store
-            .begin_forgetting(req.subject, self.clock.now())
-            .await?;
         let owner = req.actor == req.subject || req.actor_is_moderator;
         let about = About {
             person: req.subject,
@@ -417,6 +413,12 @@ impl MemoryManager {
                 subject: req.subject_name.to_string(),
             });
         }
+        // Counted before anything goes (and only when something may): a job's answer made
+        // from what this removes stays out, and so does an answer made meanwhile.
+        self.caches.forgetting();
+        self.store
+            .begin_forgetting(req.subject, self.clock.now())
+            .await?;
         let mut messages = self.remove_statements(req.subject, &told, reach).await?;
         removed.items += told.len();
         if owner {
@@ -666,7 +668,8 @@ impl MemoryManager {
     /// Returns the rows and messages removed.
     pub async fn clear_person(&self, person: PersonId) -> Result<u64, MemoryError> {
         // First: a message of theirs from before now that comes while (or after) this runs
-        // is not kept.
+        // is not kept, and an answer made meanwhile knows.
+        self.caches.forgetting();
         self.store
             .mark_memory_cleared(person, self.clock.now())
             .await?;
@@ -732,6 +735,8 @@ impl MemoryManager {
         message: &StoredMessage,
         fact: Option<(&str, bool)>,
     ) -> Result<u64, MemoryError> {
+        // Counted first: an answer made meanwhile may show it.
+        self.caches.forgetting();
         let mut removed = 0;
         if let Some((fact, everywhere)) =
             fact.filter(|(f, _)| names_something_of(f, &message.author_name))

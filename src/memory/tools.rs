@@ -326,6 +326,10 @@ impl ToolExecutor {
         for change in changes {
             match change {
                 StagedChange::Delete { id, .. } => {
+                    // Counted first: a job's answer that would write it again stays out.
+                    self.store
+                        .begin_forgetting(person, self.clock.now())
+                        .await?;
                     applied += self.store.delete_entries(person, &[*id]).await? as usize;
                 }
                 StagedChange::Write { entry } => {
@@ -567,6 +571,10 @@ impl ToolExecutor {
         }
         if category != old.category {
             self.store
+                .begin_forgetting(caller.person, self.clock.now())
+                .await
+                .map_err(unavailable)?;
+            self.store
                 .delete_entries(caller.person, &[old.id])
                 .await
                 .map_err(unavailable)?;
@@ -584,6 +592,11 @@ impl ToolExecutor {
         }) {
             return Ok(pending);
         }
+        // Counted first: a job's answer that would write it again stays out.
+        self.store
+            .begin_forgetting(caller.person, self.clock.now())
+            .await
+            .map_err(unavailable)?;
         let n = self
             .store
             .delete_entries(caller.person, &[old.id])

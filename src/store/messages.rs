@@ -991,13 +991,15 @@ on_both_backends! {
 
     /// The day summaries that read forgotten messages, and the history summaries that read
     /// those days.
-    async fn drop_summaries(conn: &mut Conn, plan: &ForgetPlan) -> StoreResult<()> {
-        // Counted first: a summary made from what was read before keeps out (`epoch_holds`).
+    async fn drop_summaries(conn: &mut Conn, plan: &ForgetPlan, forgets: bool) -> StoreResult<()> {
+        // A forget is counted first: a summary made from what was read before keeps out
+        // (`epoch_holds`). A text that only grew (a file's description) removes nothing.
         let scopes: BTreeSet<&String> = plan
             .days
             .iter()
             .map(|(scope, _)| scope)
             .chain(plan.first_days.keys())
+            .filter(|_| forgets)
             .collect();
         for scope in scopes {
             sqlx::query(
@@ -1186,7 +1188,7 @@ on_both_backends! {
                 .await
                 .map_err(db_err)?;
         }
-        drop_summaries(&mut *conn, &plan).await?;
+        drop_summaries(&mut *conn, &plan, false).await?;
         // Embedded already (the indexer took it): made again from the new text.
         sqlx::query(
             "INSERT INTO vector_backlog (message_id) SELECT DISTINCT message_id FROM message_vectors \
@@ -1242,7 +1244,7 @@ on_both_backends! {
             let plan = forget_plan(&rows)?;
             unpost(&mut tx, &plan).await?;
             shrink_episodes(&mut tx, &plan).await?;
-            drop_summaries(&mut tx, &plan).await?;
+            drop_summaries(&mut tx, &plan, true).await?;
             drop_derived(&mut tx, &all).await?;
             let deleted = sqlx::query(concat!("DELETE FROM messages WHERE id ", in_list!(1)))
                 .bind(list(&all))
