@@ -353,15 +353,14 @@ pub struct ExtractionSettings {
     pub episode_min_messages: usize,
 }
 
-/// The day summary to write with a run: the private chat's stats over what the run reads.
-/// What one run is about: whose, where, which day, under which job key, at what time, over
-/// how many messages.
 /// Why a run wrote nothing: something of the person's was forgotten while the model
 /// answered (`ExtractionApplied::Forgotten`).
 const FORGOTTEN: &str = "something was forgotten while the model answered";
 /// Runs of one (person, place, day) tried in a row when a forget keeps the answer out.
 const FORGOTTEN_ATTEMPTS: usize = 3;
 
+/// What one run is about: whose, where, which day, under which job key, at what time, over
+/// how many messages, and the forget counts read before them.
 struct Target<'a> {
     person: PersonId,
     scope: &'a Scope,
@@ -375,6 +374,7 @@ struct Target<'a> {
     summary_epoch: i64,
 }
 
+/// The day summary to write with a run: the private chat's stats over what the run reads.
 struct SummaryPlan {
     name: String,
     stats: RangeStats,
