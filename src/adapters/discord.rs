@@ -811,7 +811,7 @@ impl Handler {
     /// Each channel of `guild` that memory holds messages of is asked for, and one Discord
     /// no longer knows leaves memory (its threads, when a channel was deleted).
     async fn forget_vanished_channels(&self, guild: GuildId) {
-        let space = space_of(Some(guild), ChannelId::new(1));
+        let space = guild_space(guild);
         let kept = match self.bot.channels_kept(Platform::Discord, &space).await {
             Ok(kept) => kept,
             Err(e) => {
@@ -943,7 +943,12 @@ impl Handler {
 
 /// The space id of a channel: the guild, or the DM channel itself.
 fn space_of(guild: Option<GuildId>, channel: ChannelId) -> String {
-    guild.map_or_else(|| format!("dm:{}", channel.get()), |g| g.get().to_string())
+    guild.map_or_else(|| format!("dm:{}", channel.get()), guild_space)
+}
+
+/// The space id of a guild.
+fn guild_space(guild: GuildId) -> String {
+    guild.get().to_string()
 }
 
 /// Most messages a catch-up reads in one channel (the newest).

@@ -166,8 +166,8 @@ pub fn is_pdf(name: &str, mime: Option<&str>) -> bool {
 }
 
 /// The text of a PDF, its pages apart; why not when it has none or cannot be read. The
-/// extractor can panic on a broken file: the panic is caught and counts as unreadable. CPU
-/// work: call it on a blocking thread.
+/// extractor can panic on a broken file (caught: unreadable), and crash, hang or exhaust
+/// memory on a hostile one: only the child process of `pdf::PdfReader` calls it.
 pub fn pdf_text(bytes: &[u8]) -> Result<String, String> {
     let pages = std::panic::catch_unwind(|| pdf_extract::extract_text_from_mem_by_pages(bytes))
         .map_err(|_| "not a readable PDF".to_string())?

@@ -120,10 +120,7 @@ impl MemoryManager {
         by: &By,
     ) -> Result<usize, MemoryError> {
         let person = own(req)?;
-        // Counted before anything goes: a job's answer that would write them again stays out.
-        self.store
-            .begin_forgetting(person, self.clock.now())
-            .await?;
+        self.begin_forgetting(person).await?;
         let ids: Vec<i64> = entries.iter().map(|(id, _)| *id).collect();
         let mut n = self.entries.delete(person, &ids).await? as usize;
         // What others said goes with what told and showed it, and nothing of theirs is taken

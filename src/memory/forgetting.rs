@@ -413,12 +413,8 @@ impl MemoryManager {
                 subject: req.subject_name.to_string(),
             });
         }
-        // Counted before anything goes (and only when something may): a job's answer made
-        // from what this removes stays out, and so does an answer made meanwhile.
-        self.caches.forgetting();
-        self.store
-            .begin_forgetting(req.subject, self.clock.now())
-            .await?;
+        // Only when something may go.
+        self.begin_forgetting(req.subject).await?;
         let mut messages = self.remove_statements(req.subject, &told, reach).await?;
         removed.items += told.len();
         if owner {
@@ -836,10 +832,7 @@ impl MemoryManager {
     /// What the daily extraction of the message's day and place wrote for its author: it read
     /// the message, so it goes (entries and that day's note block).
     async fn forget_extracted(&self, message: &StoredMessage) -> Result<(), MemoryError> {
-        // Counted first: a run reading the message now keeps its answer out.
-        self.store
-            .begin_forgetting(message.author, self.clock.now())
-            .await?;
+        self.begin_forgetting(message.author).await?;
         let day = extraction::run_day(message.sent_at, self.settings.extraction_time());
         let source =
             extraction::run_source(&extraction::run_key(message.author, &message.scope, day));
@@ -862,6 +855,14 @@ impl MemoryManager {
             )
             .await?;
         Ok(())
+    }
+
+    /// Something of `person`'s is about to be forgotten: counted before anything goes, so a
+    /// job's answer made from it stays out (`Store::begin_forgetting`), and so does an answer
+    /// made meanwhile (`forgets_seen`).
+    pub(super) async fn begin_forgetting(&self, person: PersonId) -> Result<(), StoreError> {
+        self.caches.forgetting();
+        self.store.begin_forgetting(person, self.clock.now()).await
     }
 
     /// How many times something was forgotten here or in another process (`purge_caches`):

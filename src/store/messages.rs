@@ -994,13 +994,12 @@ on_both_backends! {
     async fn drop_summaries(conn: &mut Conn, plan: &ForgetPlan, forgets: bool) -> StoreResult<()> {
         // A forget is counted first: a summary made from what was read before keeps out
         // (`epoch_holds`). A text that only grew (a file's description) removes nothing.
-        let scopes: BTreeSet<&String> = plan
-            .days
-            .iter()
-            .map(|(scope, _)| scope)
-            .chain(plan.first_days.keys())
-            .filter(|_| forgets)
-            .collect();
+        let scopes: BTreeSet<&String> = if forgets {
+            let days = plan.days.iter().map(|(scope, _)| scope);
+            days.chain(plan.first_days.keys()).collect()
+        } else {
+            BTreeSet::new()
+        };
         for scope in scopes {
             sqlx::query(
                 "INSERT INTO summary_epochs (scope, epoch) VALUES ($1, 1) \
