@@ -623,9 +623,20 @@ impl Bot {
         })
     }
 
-    /// Whether the bot keeps `msg` (by its platform ids).
+    /// Whether the bot keeps `msg` (by its platform ids). Under an id given through the API
+    /// ("api:…"), a message of someone else's is not `msg` (the store keeps it theirs).
     pub async fn keeps(&self, msg: &IncomingMessage) -> Result<bool, StoreError> {
-        Ok(self.kept(msg).await?.is_some())
+        let Some(kept) = self.kept(msg).await? else {
+            return Ok(false);
+        };
+        if !msg.external_id.starts_with("api:") {
+            return Ok(true);
+        }
+        let author = self
+            .store
+            .find_identity(msg.platform, &msg.author_external_id)
+            .await?;
+        Ok(author == Some(kept.author))
     }
 
     /// The stored message `msg` is (by its platform ids), if the bot keeps it.

@@ -706,8 +706,24 @@ async fn a_chosen_id_never_reaches_another_persons_message() {
     );
     bobs["person"] = json!("bob");
     bobs["name"] = json!("Bob");
+    let (code, body) = call(&base, Some(ACME), "add_message", bobs.clone()).await;
+    assert_eq!((code, &body["stored"]), (200, &json!(false)), "{body}");
+    // Asking for an answer does not make it stored either.
+    bobs["respond"] = json!(true);
     let (code, body) = call(&base, Some(ACME), "add_message", bobs).await;
     assert_eq!((code, &body["stored"]), (200, &json!(false)), "{body}");
+    // The control: its author saying it again under the id is told it is stored.
+    let (code, body) = call(
+        &base,
+        Some(ACME),
+        "add_message",
+        at(
+            "acme",
+            json!({"id": "m-1", "text": "my desk is by the window", "respond": true}),
+        ),
+    )
+    .await;
+    assert_eq!((code, &body["stored"]), (200, &json!(true)), "{body}");
     let text = database_text(&h).await;
     assert!(
         text.contains("by the window") && !text.contains("basement"),
