@@ -79,6 +79,8 @@ struct Shared {
     admins: std::collections::HashMap<i64, Vec<(i64, String)>>,
     /// Files getFile and the file route serve, by file id.
     files: std::collections::HashMap<String, Vec<u8>>,
+    /// The size getFile states of a file, where a test set one (else its length).
+    stated_sizes: std::collections::HashMap<String, usize>,
     /// getFile calls answered.
     file_gets: usize,
     /// While true, file downloads wait (a slow file server).
@@ -248,8 +250,8 @@ impl FakeTelegram {
     }
 
     /// Queues a message carrying `file` with `caption` (may be empty); the file is served by
-    /// getFile and the file route. `size` overrides the size the message states (a file that
-    /// claims to be smaller or larger than it is). Returns the message id.
+    /// getFile and the file route. `size` overrides the size the message and getFile state (a
+    /// file that claims to be smaller or larger than it is). Returns the message id.
     pub fn push_file(
         &self,
         chat: &Chat,
@@ -297,6 +299,9 @@ impl FakeTelegram {
             let mut s = self.shared.lock().expect("fake lock");
             let id = format!("file{}", s.files.len() + 1);
             s.files.insert(id.clone(), bytes.to_vec());
+            if let Some(size) = size {
+                s.stated_sizes.insert(id.clone(), size);
+            }
             id
         };
         let meta = json!({"file_id": id, "file_unique_id": format!("u-{id}"),
@@ -556,9 +561,11 @@ async fn handle(
             let id = body["file_id"].as_str().unwrap_or_default().to_string();
             let mut s = state.shared.lock().expect("fake lock");
             s.file_gets += 1;
+            let stated = s.stated_sizes.get(&id).copied();
             match s.files.get(&id) {
                 Some(bytes) => ok(json!({"file_id": id, "file_unique_id": format!("u-{id}"),
-                                         "file_size": bytes.len(), "file_path": format!("files/{id}")})),
+                                         "file_size": stated.unwrap_or(bytes.len()),
+                                         "file_path": format!("files/{id}")})),
                 None => (
                     StatusCode::BAD_REQUEST,
                     Json(json!({"ok": false, "error_code": 400, "description": "Bad Request: invalid file_id"})),

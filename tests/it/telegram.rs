@@ -974,6 +974,42 @@ async fn a_hostile_pdf_never_stops_the_bot() {
     running.stop().await.unwrap();
 }
 
+/// A file larger than Telegram said (in the message and in getFile) is stopped at
+/// `attachments.max_bytes` as its bytes arrive, never read whole; the message is kept with
+/// why. A file within the limit is read (the control).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_larger_than_stated_stops_at_the_limit() {
+    let h = Harness::build(true, |c| c.attachments.max_bytes = 1000).await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let dm = alice_dm();
+    let big = vec![b'a'; 200_000];
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Document("big.txt", "text/plain", &big),
+        "",
+        Some(10),
+    );
+    fake.push_file(
+        &dm,
+        ALICE,
+        TgFile::Document("small.txt", "text/plain", b"the picnic is by the lake"),
+        "",
+        None,
+    );
+    fake.wait_sent(2, WITHIN).await;
+    assert_eq!(fake.file_gets(), 2, "both fetched: the first said it was small");
+    let stored = database_text(&h).await;
+    for text in [
+        "[file big.txt] not read: too large (over 1000 bytes)",
+        "[file#1 small.txt] the picnic is by the lake",
+    ] {
+        assert!(stored.contains(text), "{text}: {stored}");
+    }
+    running.stop().await.unwrap();
+}
+
 /// Attachments through the real teloxide client (getFile, then the file from the fake
 /// server): a Markdown document's (and a PDF's) text is kept in pieces that search finds in the private chat
 /// it was sent in and never in a group; a photo, a voice note and files that cannot be read
