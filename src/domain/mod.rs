@@ -485,9 +485,14 @@ mod tests {
         let bob = PersonId(2);
         let alice_dm = place(Privacy::Dm, Some(1));
         assert!(alice_dm.visible_scopes(alice).contains(&Scope::Dm(alice)));
-        assert!(!alice_dm.visible_scopes(bob).contains(&Scope::Dm(bob)));
+        // About Bob in Alice's chat: neither private chat, only what Bob wants known everywhere.
+        assert_eq!(alice_dm.visible_scopes(bob), vec![Scope::Global]);
         let public = place(Privacy::GuildPublic, None);
         assert!(!public.visible_scopes(alice).contains(&Scope::Dm(alice)));
+        assert!(
+            public.visible_scopes(alice).contains(&Scope::Global),
+            "the control"
+        );
     }
 
     #[test]

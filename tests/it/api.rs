@@ -23,7 +23,11 @@ fn keys() -> Vec<ApiKeyConfig> {
             name: "acme".into(),
             env: "KEY_ACME".into(),
             people: vec!["api:*".into()],
-            spaces: vec!["api:acme".into(), "api:acme#mods".into()],
+            spaces: vec![
+                "api:acme".into(),
+                "api:acme#mods".into(),
+                "api:acme-2".into(),
+            ],
             private_chats: false,
             namespace: None,
         },
@@ -203,8 +207,9 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
     .await;
     assert!(body.to_string().contains("green tea"), "{body}");
 
-    // Globex's key, for the same person in its own space, sees none of it.
-    for (op, args) in [
+    // Acme's key, for the same person in its other space, and Globex's key in its own (its
+    // own "alice"), see none of it.
+    for (key, space, op, args) in [
         ("search", json!({"query": "where did I move"})),
         (
             "get_context",
@@ -213,14 +218,27 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
         ("export", json!({})),
         ("read_memory", json!({"category": "preference"})),
         ("search_memory", json!({"query": "drink editor"})),
-    ] {
-        let (code, body) = call(&base, Some(GLOBEX), op, at("globex", args)).await;
-        assert_eq!(code, 200, "{op}: {body}");
+    ]
+    .into_iter()
+    .flat_map(|(op, args)| {
+        [(ACME, "acme-2"), (GLOBEX, "globex")].map(|(key, space)| (key, space, op, args.clone()))
+    }) {
+        let (code, body) = call(&base, Some(key), op, at(space, args)).await;
+        assert_eq!(code, 200, "{op} in {space}: {body}");
         let text = body.to_string();
         for secret in ["Lisbon", "helix", "green tea"] {
-            assert!(!text.contains(secret), "{op} leaked {secret}: {text}");
+            assert!(
+                !text.contains(secret),
+                "{op} in {space} leaked {secret}: {text}"
+            );
         }
     }
+    let acme_alice = h
+        .store
+        .find_identity(Platform::Api, "acme/alice")
+        .await
+        .unwrap();
+    assert!(acme_alice.is_some(), "the person Acme's key wrote for");
     // And it may not name Acme's space, another platform's accounts, or act without a key.
     let (code, body) = call(
         &base,
@@ -294,24 +312,61 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
         body["context"].as_str().unwrap().contains("blue folder"),
         "{body}"
     );
-    let (_, body) = call(
-        &base,
-        Some(ACME),
-        "get_context",
-        at("acme", json!({"query": "where is the passport?"})),
-    )
-    .await;
-    assert!(!body.to_string().contains("blue folder"), "{body}");
+    // The same person through a key of the same program without private chats, in a space.
+    for op in ["get_context", "search"] {
+        let (code, body) = call(
+            &base,
+            Some(GLOBEX_LITE),
+            op,
+            at("globex", json!({"query": "where is the passport?"})),
+        )
+        .await;
+        assert_eq!(code, 200, "{op}: {body}");
+        assert!(!body.to_string().contains("blue folder"), "{op}: {body}");
+    }
 
-    // Two programs' "alice" are two people: each key's api accounts are its own.
-    let (_, body) = call(
+    // Two programs' "alice" are two people: each key's api accounts are its own. What one
+    // program's alice wants known everywhere is seen by that program in its space, never by
+    // another program's alice.
+    let (code, body) = call(
         &base,
-        Some(WIDE),
-        "get_context",
-        at("acme", json!({"query": "which editor do I use?"})),
+        Some(GLOBEX),
+        "remember",
+        at("globex", json!({"fact": "I am vegan", "everywhere": true})),
     )
     .await;
-    assert!(!body.to_string().contains("helix"), "{body}");
+    assert_eq!(code, 200, "{body}");
+    let (_, body) = call(
+        &base,
+        Some(GLOBEX_LITE),
+        "get_context",
+        at("globex", json!({"query": "what do I eat?"})),
+    )
+    .await;
+    assert!(body.to_string().contains("vegan"), "the control: {body}");
+    for space in ["acme", "globex"] {
+        let (_, body) = call(
+            &base,
+            Some(WIDE),
+            "get_context",
+            at(
+                space,
+                json!({"query": "what do I eat? which editor do I use?"}),
+            ),
+        )
+        .await;
+        let text = body.to_string();
+        assert!(
+            !text.contains("vegan") && !text.contains("helix"),
+            "{space}: {text}"
+        );
+    }
+    let globex_alice = h
+        .store
+        .find_identity(Platform::Api, "globex/alice")
+        .await
+        .unwrap();
+    assert!(globex_alice.is_some() && globex_alice != acme_alice);
     // The names the bot keeps for private chats and private answers are not a program's to use.
     let (code, _) = call(
         &base,
@@ -422,7 +477,7 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
     )
     .await;
     assert_eq!(code, 200);
-    let (_, body) = call(
+    let (code, body) = call(
         &base,
         Some(ACME),
         "add_message",
@@ -430,6 +485,8 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
     )
     .await;
     assert_eq!(code, 200, "{body}");
+    let reply = body["reply"].as_str().unwrap_or_default().to_lowercase();
+    assert!(!reply.contains("cleared"), "{reply}");
     let (_, body) = call(&base, Some(ACME), "export", at("acme", json!({}))).await;
     assert!(body.to_string().contains("green tea"), "{body}");
     // A call without a name keeps the name the bot knows.

@@ -693,20 +693,30 @@ async fn global_facts_only_by_the_persons_choice(url: Option<String>) {
         .await
         .unwrap();
     assert!(reply.contains("Only the person"), "{reply}");
-    h.say_in(
-        &crate::common::group("lab"),
-        "bob",
-        "Engram, /memory share cake",
-    )
-    .await
-    .unwrap();
-    h.say_in(
-        &crate::common::group("lab"),
-        "bob",
-        "Engram, /memory share nuts",
-    )
-    .await
-    .unwrap();
+    for words in ["cake", "nuts"] {
+        let reply = h
+            .say_in(
+                &crate::common::group("lab"),
+                "bob",
+                &format!("Engram, /memory share {words}"),
+            )
+            .await
+            .unwrap();
+        assert!(reply.starts_with("None of your entries"), "{reply}");
+        // Said yes to anyway: nothing was asked, nothing is shared.
+        h.say_in(&crate::common::group("lab"), "bob", "Engram, yes")
+            .await
+            .unwrap();
+    }
+    let global: Vec<String> = h
+        .store
+        .entries(alice, Some(&[engram::domain::Scope::Global]))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.value)
+        .collect();
+    assert_eq!(global, vec!["my timezone is CET".to_string()]);
     let heard = heard_about_alice(&h, "chess").await;
     assert!(
         !heard.contains("thief") && !heard.contains("cake") && !heard.contains("nuts"),

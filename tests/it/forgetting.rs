@@ -377,6 +377,16 @@ async fn pause_is_honoured_everywhere(url: Option<String>) {
     h.dm("alice", "/memory resume").await;
     h.say_in(&lab, "alice", "I adopted a greyhound").await;
     assert!(!search_texts(&h, &place, bob, "greyhound").await.is_empty());
+    // The day's extraction, run again now: hers is read (the control of the empty run above)
+    // and what she said while paused stays out of it.
+    let from = h.fake().total();
+    let runs = extract_today(&h).await;
+    assert!(runs.iter().any(|r| r.person == alice.0), "{runs:?}");
+    let prompts = prompts_since(&h, from);
+    assert!(prompts.iter().any(|p| p.contains("Alps")), "{prompts:#?}");
+    for p in prompts {
+        assert!(!p.contains("secretly"), "{p}");
+    }
 }
 
 /// A platform message deleted or edited leaves memory, with what was derived from it: a

@@ -181,8 +181,16 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
             assert!(left.is_empty(), "{half} of {c} stored: {left:#?}");
         }
     }
-    // Positive control: ordinary words of those messages are stored and posted.
+    // Positive control: ordinary words of those messages are stored and posted, and the
+    // messages that carried the codes are kept, with the code's place marked.
     assert!(!rows_holding(&h, "cats").await.is_empty());
+    let marked = rows_holding(&h, "[link code]").await;
+    assert!(
+        marked
+            .iter()
+            .any(|r| r.contains("/memory link [link code]")),
+        "{marked:#?}"
+    );
 
     // Unlink from the side that was joined: the Discord account cuts the Telegram one.
     let cut = say(&h, Discord, "d-alice", "/memory unlink telegram", false).await;
@@ -275,6 +283,13 @@ async fn clear_reaches_joined_accounts(url: Option<String>) {
         let left = rows_holding(&h, half).await;
         assert!(left.is_empty(), "{half} stored: {left:#?}");
     }
+    let noted = rows_holding(&h, "note to self").await;
+    assert!(
+        noted
+            .iter()
+            .any(|r| r.contains("note to self: [link code]")),
+        "kept, without the code: {noted:#?}"
+    );
     assert!(
         say(&h, Discord, "d-carol", "/memory clear", false)
             .await

@@ -161,26 +161,36 @@ async fn chatter_summaries_respect_the_same_boundaries() {
 async fn dm_facts_stay_private_with_the_llm_too() {
     let h = Harness::with_llm().await;
     h.dm("alice", "remember that my salary is 90k").await;
+    let before = h.fake().requests().len();
     h.say_in(&group("lab"), "alice", "Engram, how is everyone?")
         .await;
     h.say_in(&group("lab"), "bob", "Engram, what do you think of @alice?")
         .await;
-    for r in h
-        .fake()
-        .requests()
+    let in_group: Vec<String> = h.fake().requests()[before..]
         .iter()
-        .filter(|r| r.task == "reply" || r.task == "merge_context" || r.task == "day_summary")
-    {
-        let text = r.text();
-        if text.contains("lab") || !text.contains("salary") {
-            continue;
-        }
-        // Only prompts built for alice's DM may carry the DM fact.
+        .map(|r| r.text())
+        .collect();
+    for asked in ["how is everyone", "think of"] {
         assert!(
-            !text.contains("how is everyone") && !text.contains("think of"),
-            "DM fact sent in a group prompt: {text}"
+            in_group.iter().any(|t| t.contains(asked)),
+            "no prompt was made for {asked:?}: {in_group:#?}"
         );
     }
+    for text in &in_group {
+        assert!(
+            !text.contains("salary") && !text.contains("90k"),
+            "DM fact sent in a group's prompt: {text}"
+        );
+    }
+    // The control: her private chat's prompt carries it.
+    let before = h.fake().requests().len();
+    h.dm("alice", "what should I negotiate?").await;
+    assert!(
+        h.fake().requests()[before..]
+            .iter()
+            .any(|r| r.task == "reply" && r.text().contains("90k")),
+        "the DM's own prompt"
+    );
 }
 
 #[tokio::test]

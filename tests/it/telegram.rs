@@ -914,8 +914,8 @@ async fn each_piece_of_a_file_keeps_its_own_language() {
 }
 
 /// Asks `question` in Alice's private chat, where the answer must recall `needle` (the
-/// positive control), and in a group where nothing was ever said, where it must not; `sent`
-/// answers came before.
+/// positive control), and in a group where nothing was ever said, by Alice herself and by
+/// Carol, where it must not; `sent` answers came before.
 async fn recalled_in_private_only(fake: &FakeTelegram, question: &str, needle: &str, sent: usize) {
     fake.push_text(&alice_dm(), ALICE, question, false);
     fake.wait_sent(sent + 1, WITHIN).await;
@@ -935,6 +935,10 @@ async fn recalled_in_private_only(fake: &FakeTelegram, question: &str, needle: &
     fake.wait_sent(sent + 2, WITHIN).await;
     let theirs = fake.sent_to(-600).last().cloned().unwrap();
     assert!(!theirs.contains(needle), "{theirs}");
+    fake.push_text(&other, ALICE, &format!("@{BOT_USERNAME} {question}"), false);
+    fake.wait_sent(sent + 3, WITHIN).await;
+    let hers = fake.sent_to(-600).last().cloned().unwrap();
+    assert!(!hers.contains(needle), "{hers}");
 }
 
 /// A hostile PDF costs the process that reads it, never the bot: forms that draw themselves
@@ -999,7 +1003,11 @@ async fn a_file_larger_than_stated_stops_at_the_limit() {
         None,
     );
     fake.wait_sent(2, WITHIN).await;
-    assert_eq!(fake.file_gets(), 2, "both fetched: the first said it was small");
+    assert_eq!(
+        fake.file_gets(),
+        2,
+        "both fetched: the first said it was small"
+    );
     let stored = database_text(&h).await;
     for text in [
         "[file big.txt] not read: too large (over 1000 bytes)",
