@@ -79,6 +79,10 @@ pub trait Episodes: Send + Sync {
     ) -> StoreResult<bool>;
     /// Closed episodes without their final details, oldest first, at most `limit`.
     async fn episodes_to_finish(&self, limit: usize) -> StoreResult<Vec<Episode>>;
+    /// The last message stored into episode `episode` (the highest id, whatever its time):
+    /// with its size, it tells one close of the episode from the next after a change (an edit
+    /// is stored anew, a forget shrinks it).
+    async fn episode_last_stored(&self, episode: i64) -> StoreResult<Option<MessageId>>;
     /// Keeps `details` (JSON) as closed episode `episode`'s final details, made from `from`,
     /// and the words of `keys` (what the details say, as text) as search keys of the episode
     /// in its scope. Nothing is written when it has details already (another run kept
@@ -349,6 +353,16 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
             rows.into_iter().map(episode_of).collect()
+        }
+
+        async fn episode_last_stored(&self, episode: i64) -> StoreResult<Option<MessageId>> {
+            let id: Option<i64> =
+                sqlx::query_scalar("SELECT MAX(id) FROM messages WHERE episode_id = $1")
+                    .bind(episode)
+                    .fetch_one(self.pool())
+                    .await
+                    .map_err(db_err)?;
+            Ok(id.map(MessageId))
         }
 
         async fn save_episode_details(

@@ -812,6 +812,49 @@ async fn a_forget_found_only_in_details_takes_it_out(url: Option<String>) {
     assert!(text.contains("Alice maintains billing."), "the rest stays");
 }
 
+/// An edit of a message in a finished episode reopens it (the old text leaves it), the edited
+/// text joins it again at the same size, and its next close is finished as a new run: the
+/// details are made again, from the new text.
+async fn an_episode_an_edit_reopened_is_finished_again(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    let say = |text: &str, who: &str, id: &str| {
+        let mut m =
+            engram::adapters::console::console_message(&lab, who, text, 0, h.clock.now(), false);
+        m.external_id = id.to_string();
+        m
+    };
+    h.bot
+        .handle(&say("I maintain the billing service in Go", "alice", "e1"))
+        .await
+        .unwrap();
+    h.bot
+        .handle(&say("the deploy window is on Friday", "bob", "e2"))
+        .await
+        .unwrap();
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(&h).close_episodes().await.unwrap();
+    let episode = episode_of_said(&h, "alice", "I maintain the billing service in Go").await;
+    assert_eq!(h.extractor("a").finish_episodes().await.unwrap(), 1);
+    assert!(details_of(&h, episode).await.is_some(), "finished once");
+    let mut edit = say("I maintain the billing service in Rust", "alice", "e1");
+    edit.sent_at = h.clock.now() - chrono::Duration::hours(1);
+    h.bot.message_edited(&edit).await.unwrap();
+    assert_eq!(details_of(&h, episode).await, None, "reopened by the edit");
+    index(&h).await;
+    assert_eq!(
+        episode_of_said(&h, "alice", "I maintain the billing service in Rust").await,
+        episode,
+        "the edit is in the same episode again"
+    );
+    h.clock.advance(chrono::Duration::hours(1));
+    indexer(&h).close_episodes().await.unwrap();
+    assert_eq!(h.extractor("a").finish_episodes().await.unwrap(), 1);
+    let details = details_of(&h, episode).await.expect("finished again");
+    assert!(!details.contains("in Go"), "{details}");
+}
+
 /// Alice's cello entry is gone, and with it what the cut-off close of `episode` came to.
 async fn cello_and_its_parts_gone(h: &Harness, episode: i64) {
     assert!(
@@ -1296,6 +1339,7 @@ async fn a_message_described_during_a_refresh_is_read_again(url: Option<String>)
 }
 
 on_both_harnesses!(
+    an_episode_an_edit_reopened_is_finished_again,
     a_message_described_during_a_refresh_is_read_again,
     a_message_described_after_a_refresh_is_read_again,
     a_long_burst_refreshes_before_the_count,

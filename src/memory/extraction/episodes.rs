@@ -561,8 +561,16 @@ impl Extractor {
     /// its facts applied per person, its details kept, the claim finished. A model that
     /// cannot be reached leaves it for a later try (the claim backs off).
     async fn finish_episode(&self, episode: &Episode) -> Result<bool, MemoryError> {
-        // Its size in the key: an episode a forget reopened closes again as another run.
-        let key = format!("{}:{}", episode.id, episode.messages);
+        // Its size and its last stored message in the key: an episode a forget or an edit
+        // reopened closes again as another run (an edit stored anew may leave its size as it
+        // was).
+        let last = self.store.episode_last_stored(episode.id).await?;
+        let key = format!(
+            "{}:{}:{}",
+            episode.id,
+            episode.messages,
+            last.map_or(0, |m| m.0)
+        );
         let now = self.clock.now();
         match self
             .store
