@@ -1042,8 +1042,10 @@ pub fn privacy_of(
     }
 }
 
-/// Whether @everyone may view `channel`: the role's permissions, then the channel's
-/// @everyone overwrite (deny, then allow), as Discord computes them.
+/// Whether every member may view `channel`: @everyone may (the role's permissions, then the
+/// channel's @everyone overwrite, deny then allow, as Discord computes them), and no other
+/// role's or member's overwrite denies it (a muted or unverified role, one member kept out:
+/// those members do not see it, so it is not public, whatever other roles allow them).
 fn everyone_can_view(channel: &GuildChannel, everyone: Permissions) -> bool {
     if everyone.administrator() {
         return true;
@@ -1056,7 +1058,11 @@ fn everyone_can_view(channel: &GuildChannel, everyone: Permissions) -> bool {
             perms.insert(o.allow);
         }
     }
-    perms.view_channel()
+    let someone_kept_out = channel
+        .permission_overwrites
+        .iter()
+        .any(|o| o.kind != PermissionOverwriteType::Role(role) && o.deny.view_channel());
+    perms.view_channel() && !someone_kept_out
 }
 
 /// The message as the bot sees it, in a channel of the given privacy.
@@ -1435,5 +1441,60 @@ fn classify(e: &serenity::Error) -> DiscordError {
         DiscordError::BadToken
     } else {
         DiscordError::Gateway(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A text channel of guild 1 with `overwrites`: (id, type: 0 role / 1 member, allow, deny).
+    fn channel(overwrites: &[(u64, u8, u64, u64)]) -> GuildChannel {
+        let overwrites: Vec<serde_json::Value> = overwrites
+            .iter()
+            .map(|(id, kind, allow, deny)| {
+                serde_json::json!({"id": id.to_string(), "type": kind,
+                                   "allow": allow.to_string(), "deny": deny.to_string()})
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({"id": "10", "type": 0, "guild_id": "1",
+            "name": "c", "position": 0, "permission_overwrites": overwrites, "nsfw": false}))
+        .expect("a guild channel")
+    }
+
+    #[test]
+    fn a_channel_some_members_may_not_view_is_restricted() {
+        let view = Permissions::VIEW_CHANNEL.bits();
+        let everyone = Permissions::VIEW_CHANNEL | Permissions::SEND_MESSAGES;
+        // The control: nothing denies it.
+        assert_eq!(
+            privacy_of(&channel(&[]), None, everyone),
+            Privacy::GuildPublic
+        );
+        // Another role allowed more: still public.
+        assert_eq!(
+            privacy_of(&channel(&[(7, 0, view, 0)]), None, everyone),
+            Privacy::GuildPublic
+        );
+        for kept_out in [
+            // @everyone denied.
+            (1, 0, 0, view),
+            // A "muted" role denied.
+            (7, 0, 0, view),
+            // One member denied.
+            (42, 1, 0, view),
+        ] {
+            assert_eq!(
+                privacy_of(&channel(&[kept_out]), None, everyone),
+                Privacy::ChannelRestricted,
+                "{kept_out:?}"
+            );
+        }
+        // A role's deny of something else keeps it public.
+        let send = Permissions::SEND_MESSAGES.bits();
+        assert_eq!(
+            privacy_of(&channel(&[(7, 0, 0, send)]), None, everyone),
+            Privacy::GuildPublic
+        );
     }
 }
