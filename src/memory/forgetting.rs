@@ -166,6 +166,12 @@ pub fn forget_reach(place: &Place, subject: PersonId, actor: PersonId) -> Reach 
     }
 }
 
+/// Whether `h` is a note its teller keeps in their own private chat about `subject` (someone
+/// else): hidden from the subject, and only the teller's to remove.
+pub(super) fn is_private_note(h: &Hearsay, subject: PersonId) -> bool {
+    matches!(h.scope, Scope::Dm(owner) if owner != subject)
+}
+
 /// How the bot shows a statement someone made about another person (and so how it would
 /// quote it).
 pub fn statement_line(h: &Hearsay) -> String {
@@ -400,13 +406,16 @@ impl MemoryManager {
         let asked = target.map(|t| ForgetTarget::new(t, req.subject_name));
         let matches = |text: &str| asked.as_ref().is_none_or(|t| t.matches(text));
         let mut removed = Removed::default();
-        // What others said about the subject; a teller may take back their own words.
+        // What others said about the subject; a teller may take back their own words. A note
+        // someone keeps in their own private chat is theirs alone: the subject neither sees it
+        // (`hearsay_about`) nor removes it, nor learns by trying that it is there.
         let told: Vec<Hearsay> = self
             .store
             .hearsay(req.subject, reach.scopes())
             .await?
             .into_iter()
-            .filter(|h| (owner || h.told_by == req.actor) && matches(&h.text))
+            .filter(|h| h.told_by == req.actor || (owner && !is_private_note(h, req.subject)))
+            .filter(|h| matches(&h.text))
             .collect();
         if !owner && told.is_empty() {
             return Err(MemoryError::NotTheirs {

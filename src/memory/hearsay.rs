@@ -81,7 +81,7 @@ impl MemoryManager {
             .hearsay(person, None)
             .await?
             .into_iter()
-            .filter(|h| !matches!(h.scope, crate::domain::Scope::Dm(owner) if owner != person))
+            .filter(|h| !super::forgetting::is_private_note(h, person))
             .collect())
     }
 }

@@ -116,6 +116,9 @@ async fn facts_about_others_are_kept_as_what_the_teller_said(url: Option<String>
     h.dm("alice", "remember this about @bob: he owes me ten euros")
         .await;
     assert!(!h.dm("bob", "/memory").await.contains("ten euros"));
+    // Nor his to remove, or to learn of by trying: his forget finds nothing of it.
+    let tried = h.dm("bob", "forget that I owe ten euros").await;
+    assert!(tried.starts_with("I didn't find that"), "{tried}");
     assert!(
         h.dm("alice", "what do you know about @bob")
             .await
