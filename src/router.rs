@@ -92,7 +92,12 @@ fn fact_subject(fact: &str) -> (Subject, String) {
     let lower = first.to_lowercase();
     let pronoun =
         ["i", "i'm", "i’m", "my", "me", "i've", "i'd", "i'll", "mine"].contains(&lower.as_str());
-    if pronoun || first.is_empty() {
+    // A common word written in lower case ("the meeting is on friday") is the sentence's, not
+    // a name: someone called "the" must not take every such fact (and its forget) as theirs.
+    // Written as a name ("Will plays chess"), it may be one.
+    let common = !crate::domain::language::names_something(first)
+        && !first.chars().next().is_some_and(char::is_uppercase);
+    if pronoun || common || first.is_empty() {
         return (Subject::Speaker, fact.to_string());
     }
     (
@@ -361,6 +366,21 @@ mod tests {
             Command::Remember {
                 subject: Subject::MaybeNamed("gruzilkin".into()),
                 fact: "gruzilkin is Sergey".into()
+            }
+        );
+        // A common word is the sentence's, unless written as a name.
+        assert_eq!(
+            parse_command("remember that the meeting is on friday"),
+            Command::Remember {
+                subject: Subject::Speaker,
+                fact: "the meeting is on friday".into()
+            }
+        );
+        assert_eq!(
+            parse_command("forget that Will plays chess"),
+            Command::Forget {
+                subject: Subject::MaybeNamed("Will".into()),
+                fact: "Will plays chess".into()
             }
         );
         assert_eq!(

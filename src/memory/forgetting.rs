@@ -166,6 +166,23 @@ pub fn forget_reach(place: &Place, subject: PersonId, actor: PersonId) -> Reach 
     }
 }
 
+/// Whether `text` has the words of `name` in a row, as words ("Alice's" names Alice, "Malice"
+/// does not).
+fn says_name(text: &str, name: &str) -> bool {
+    let words = |t: &str| -> Vec<String> {
+        crate::domain::composed(t)
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let name = words(name);
+    !name.is_empty()
+        && words(text)
+            .windows(name.len())
+            .any(|w| w == name.as_slice())
+}
+
 /// Whether `h` is a note its teller keeps in their own private chat about `subject` (someone
 /// else): hidden from the subject, and only the teller's to remove.
 pub(super) fn is_private_note(h: &Hearsay, subject: PersonId) -> bool {
@@ -619,10 +636,11 @@ impl MemoryManager {
         needles: &[String],
         about: &About<'_>,
     ) -> Result<Vec<MessageId>, MemoryError> {
-        let name = about.name.to_lowercase();
+        // Naming them: their name as words, a name that says something (one made of "the" or
+        // "e" would make anyone's forget reach every answer with those words, anywhere).
+        let named = crate::domain::language::names_something(about.name);
         self.quotes_of(BotMessageFilter::in_scopes(scopes), needles, |m| {
-            m.answered == Some(about.person)
-                || (!name.trim().is_empty() && m.text.to_lowercase().contains(&name))
+            m.answered == Some(about.person) || (named && says_name(&m.text, about.name))
         })
         .await
     }
@@ -900,6 +918,15 @@ impl MemoryManager {
 mod tests {
     use super::*;
     use crate::domain::SpaceId;
+
+    #[test]
+    fn a_name_is_said_as_words() {
+        assert!(says_name("Alice's birthday is in May", "Alice"));
+        assert!(says_name("ask ANNA LENA about it", "Anna Lena"));
+        assert!(!says_name("no malice meant", "Alice"));
+        assert!(!says_name("the meeting is on friday", "e"));
+        assert!(!says_name("anything", ""));
+    }
 
     /// A forget names something about a person only with a word besides their name and
     /// the function words: "olga" alone would match every line about Olga.

@@ -293,6 +293,50 @@ async fn clear_leaves_nothing(url: Option<String>) {
     assert!(h.store.hearsay(alice, None).await.unwrap().is_empty());
 }
 
+/// A member whose display name is a common word ("the") cannot make their forget reach the
+/// bot's answers to others that hold those words (only answers to them, or naming them), nor
+/// take others' facts that begin with that word as about them.
+#[tokio::test]
+async fn a_name_made_of_common_words_does_not_reach_others_answers() {
+    let h = Harness::with_llm().await;
+    let phrase = "the meeting is on friday";
+    // The fake model's answers repeat the question: the bot's answer to alice says it.
+    let answer = h.dm("alice", &format!("{phrase}?")).await;
+    assert!(answer.contains(phrase), "{answer}");
+    let bots_in_alices_chat = |rows: &[String]| {
+        rows.iter()
+            .filter(|r| {
+                r.starts_with("messages:") && r.contains(" | dm:alice | ") && r.contains("reply:")
+            })
+            .count()
+    };
+    assert_eq!(
+        bots_in_alices_chat(&rows_holding(&h, phrase).await),
+        1,
+        "the control"
+    );
+    h.dm("the", &format!("remember that {phrase}")).await;
+    h.dm("the", &format!("forget that {phrase}")).await;
+    let theirs = h.person("the").await;
+    let facts = h.store.facts(theirs, &Scope::Dm(theirs)).await.unwrap();
+    assert!(
+        !facts.text.contains(phrase),
+        "their own forget went through: {facts:?}"
+    );
+    let left = rows_holding(&h, phrase).await;
+    assert_eq!(bots_in_alices_chat(&left), 1, "{left:#?}");
+    // Facts that begin with their word are the speaker's own.
+    h.dm("bob", "remember that the bus leaves at noon").await;
+    let bob = h.person("bob").await;
+    let facts = h.store.facts(bob, &Scope::Dm(bob)).await.unwrap();
+    assert!(facts.text.contains("the bus leaves at noon"), "{facts:?}");
+    assert!(h.store.hearsay(theirs, None).await.unwrap().is_empty());
+    // The control: Alice's own forget reaches her answer.
+    h.dm("alice", &format!("forget that {phrase}")).await;
+    let left = rows_holding(&h, phrase).await;
+    assert_eq!(bots_in_alices_chat(&left), 0, "{left:#?}");
+}
+
 /// Paused: what alice says is kept but nothing is derived from it (no summary, no search, no
 /// extraction), and nobody can tell the bot about her; after resume, it all works again.
 async fn pause_is_honoured_everywhere(url: Option<String>) {
