@@ -336,6 +336,10 @@ pub struct IncomingMessage {
     pub command: Option<Command>,
 }
 
+/// The account id Engram's own messages are stored under, on every platform (its replies are
+/// stored by the bot, not read back from the platform).
+pub const SELF_ACCOUNT: &str = "engram:self";
+
 /// Someone mentioned in a message: by account id, or (Telegram's "@name") by username only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mention {

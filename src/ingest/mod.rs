@@ -791,7 +791,7 @@ impl Ingestor {
     ) -> Result<MessageId, StoreError> {
         let bot = self
             .store
-            .resolve_person(platform, "engram:self", &self.bot_name)
+            .resolve_person(platform, crate::domain::SELF_ACCOUNT, &self.bot_name)
             .await?;
         let seq = self.reply_seq.fetch_add(1, Ordering::Relaxed);
         let stored = stored_form(text);

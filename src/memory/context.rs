@@ -54,6 +54,10 @@ pub struct ContextBundle {
     /// Display names of the accounts mentioned by id in these messages ("<@123>" on
     /// Discord): the LLM sees names, the store keeps ids.
     pub names: HashMap<String, String>,
+    /// Engram's own account on this platform (None: it has not spoken there yet). Its
+    /// messages are the bot's; another bot's (a webhook, an integration, a Telegram channel
+    /// posting) are someone else's, data like anyone's.
+    pub bot: Option<PersonId>,
 }
 
 /// Display names of the accounts mentioned by id in `texts`, said in `space` (whose
@@ -286,6 +290,10 @@ impl MemoryManager {
             texts.chain(std::iter::once(query)),
         )
         .await?;
+        let bot = self
+            .store
+            .find_identity(place.platform, crate::domain::SELF_ACCOUNT)
+            .await?;
         Ok(ContextBundle {
             people: memories,
             working,
@@ -293,6 +301,7 @@ impl MemoryManager {
             retrieved,
             notes,
             names,
+            bot,
         })
     }
 }
