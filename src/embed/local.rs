@@ -256,11 +256,13 @@ impl Embedder for LocalEmbedder {
         let texts = texts.to_vec();
         // CPU-bound: off the async workers, so replies keep flowing while the indexer runs.
         tokio::task::spawn_blocking(move || {
-            let poisoned = |_| EmbedError::Model("the model panicked earlier".into());
+            // A panic in an earlier call (a bug, reported then) left the session as it was:
+            // it is used again rather than refusing every text from then on.
+            let poisoned = std::sync::PoisonError::into_inner;
             // One text is a question on the reply path: its own session, so it never waits
             // behind the indexer. More are the indexer's: a share for each core's session.
             if texts.len() == 1 {
-                let mut session = inner.reply.lock().map_err(poisoned)?;
+                let mut session = inner.reply.lock().unwrap_or_else(poisoned);
                 return Ok(vec![inner.embed_one(&mut session, &texts[0])?]);
             }
             let share = texts.len().div_ceil(inner.background.len());
@@ -271,7 +273,7 @@ impl Embedder for LocalEmbedder {
                     .map(|(chunk, session)| {
                         let inner = &inner;
                         scope.spawn(move || -> Result<Vec<Vec<f32>>, EmbedError> {
-                            let mut session = session.lock().map_err(poisoned)?;
+                            let mut session = session.lock().unwrap_or_else(poisoned);
                             chunk
                                 .iter()
                                 .map(|t| inner.embed_one(&mut session, t))

@@ -77,6 +77,9 @@ struct Shared {
     hold_from: Option<u64>,
     /// Requests are kept for `requests()` (off for long benchmarks).
     forget_requests: bool,
+    /// An embeddings request with a text holding this is refused with 400, as a model
+    /// refuses an input it cannot take (`refuse_embedding_of`).
+    refused_text: Option<String>,
 }
 
 /// A fake OpenAI-compatible `/v1/chat/completions` server on 127.0.0.1 that answers from the prompt it is given.
@@ -166,6 +169,12 @@ impl FakeLlmServer {
             .await
             .unwrap_or_else(|_| panic!("the fake model saw fewer than {n} requests"))
             .expect("fake running");
+    }
+
+    /// Embeddings requests with a text holding `text` answer 400 from now on (a model
+    /// refusing an input it cannot take).
+    pub fn refuse_embedding_of(&self, text: &str) {
+        self.shared.lock().expect("fake lock").refused_text = Some(text.to_string());
     }
 
     /// Every answer takes at least `latency` (a slow provider, for benchmarks).
@@ -437,6 +446,14 @@ async fn handle_embeddings(
     };
     if let Some(failure) = failure(&behavior).await {
         return failure;
+    }
+    let refused = shared.lock().expect("fake lock").refused_text.clone();
+    if refused.is_some_and(|r| inputs.iter().any(|t| t.contains(&r))) {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": {"message": "input too long", "type": "invalid_request_error"}})),
+        )
+            .into_response();
     }
     match behavior {
         Behavior::Status(_) | Behavior::RateLimited | Behavior::RetryAfter(_) | Behavior::Hang => {

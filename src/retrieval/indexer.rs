@@ -105,6 +105,36 @@ pub fn vector_text(message: &StoredMessage, before: Option<&StoredMessage>) -> S
     }
 }
 
+/// `texts` embedded in one call; when the model refuses the batch (not a passing outage), each
+/// text alone, and a text it refuses then gets no vector: it stays searchable by BM25 and its
+/// episode goes on, instead of holding back every message after it.
+async fn embed_each_refused_alone(
+    embedder: &dyn crate::embed::Embedder,
+    texts: &[String],
+) -> Result<Vec<Option<Vec<f32>>>, IndexError> {
+    match embedder.embed(texts).await {
+        Ok(vectors) => return Ok(vectors.into_iter().map(Some).collect()),
+        Err(e) if e.is_retryable() => return Err(e.into()),
+        Err(e) if texts.len() == 1 => {
+            warn!(error = %e, "a message the embedding model refuses: kept without a vector");
+            return Ok(vec![None]);
+        }
+        Err(_) => {}
+    }
+    let mut out = Vec::with_capacity(texts.len());
+    for text in texts {
+        match embedder.embed(std::slice::from_ref(text)).await {
+            Ok(mut v) => out.push(v.pop()),
+            Err(e) if e.is_retryable() => return Err(e.into()),
+            Err(e) => {
+                warn!(error = %e, "a message the embedding model refuses: kept without a vector");
+                out.push(None);
+            }
+        }
+    }
+    Ok(out)
+}
+
 impl Indexer {
     /// An indexer over `store` embedding `batch` messages per call, starting episodes by the
     /// time gap of `settings` and by `topics`.
@@ -276,17 +306,10 @@ impl Indexer {
             return Ok(Backfill::Done);
         };
         let n = missing.len();
-        match self.embed(missing).await {
-            Ok(items) => {
-                self.store.add_vectors(&items).await?;
-            }
-            // The model refuses these texts (not a passing outage): they stay without a vector
-            // of it, searchable by BM25, and the pass goes on past them.
-            Err(IndexError::Embed(e)) if !e.is_retryable() => {
-                warn!(error = %e, messages = n, "older messages could not be embedded by the new model; skipped");
-            }
-            Err(e) => return Err(e),
-        }
+        // A text the model refuses (not a passing outage) stays without a vector of it,
+        // searchable by BM25, and the pass goes on past it.
+        let items = self.embed(missing).await?;
+        self.store.add_vectors(&items).await?;
         *self.backfill_below.lock().expect("backfill lock") = Some(last);
         Ok(Backfill::Embedded(n))
     }
@@ -392,7 +415,7 @@ impl Indexer {
             .map(|m| vector_text(m, before.get(&m.id)))
             .collect();
         let start = std::time::Instant::now();
-        let vectors = embedder.embed(&texts).await?;
+        let vectors = embed_each_refused_alone(embedder.as_ref(), &texts).await?;
         crate::telemetry::embedded("index", texts.len(), start.elapsed());
         Ok(messages
             .into_iter()
@@ -400,7 +423,7 @@ impl Indexer {
             .map(|(message, v)| IndexedMessage {
                 context: before.get(&message.id).map(|b| b.id),
                 message,
-                embedding: Some(Embedding { space, vector: v }),
+                embedding: v.map(|vector| Embedding { space, vector }),
                 start: EpisodeStart::Continue,
             })
             .collect())

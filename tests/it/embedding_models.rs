@@ -295,6 +295,7 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
 on_both_harnesses!(
     switching_models_never_mixes_vector_spaces,
     old_vectors_kept_on_request_serve_a_switch_back,
+    a_text_the_model_refuses_holds_back_nothing,
 );
 
 /// `engram reindex` embeds the whole history with the configured model in the foreground and
@@ -354,4 +355,52 @@ async fn reindex_and_status_through_the_binary(url: Option<String>) {
 mod cli {
     on_both_harnesses!(reindex_and_status_through_the_binary);
     use super::*;
+}
+
+/// A text the embedding model refuses (a 400 for an input it cannot take) is kept without a
+/// vector, searchable by BM25, and holds back nothing: the messages around it are embedded
+/// and indexed in the same pass.
+async fn a_text_the_model_refuses_holds_back_nothing(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    h.fake().refuse_embedding_of("UNEMBEDDABLE");
+    // Said in passing in a group (no answers), the refused one last: a short message is
+    // embedded with the one before it.
+    let lab = group("lab");
+    for line in [
+        "we went hiking in the alps last summer",
+        "our cat is called Pepper",
+        "UNEMBEDDABLE the zeppelin manual runs to nine hundred pages",
+    ] {
+        assert_eq!(h.say_in(&lab, "alice", line).await, None);
+    }
+    let scope = h.space_scope("lab").await;
+    let (config, model) = with_model(&h, "model-a", 384);
+    engram::app::activate_vectors(h.store.as_ref(), Some(&model))
+        .await
+        .unwrap();
+    let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
+    let indexer = engram::app::indexer(
+        &config,
+        h.store.clone(),
+        Some(model.clone()),
+        clock,
+        &engram::domain::phrases::Phrases::built_in(),
+    );
+    let indexed = indexer.index_all(|_| {}).await.unwrap();
+    assert!(indexed >= 3, "{indexed}");
+    assert_eq!(h.store.unindexed_messages(100).await.unwrap(), vec![]);
+    let (vector_hits, all) = search(&h.store, &model, &config, &scope, "hiking in the alps").await;
+    assert!(vector_hits > 0 && all > 0, "the others have vectors");
+    let (_, all) = search(&h.store, &model, &config, &scope, "zeppelin manual").await;
+    assert!(all > 0, "the refused one is found by its words");
+    let space = h.store.vector_space(&model.identity()).await.unwrap();
+    let refused = h
+        .store
+        .vectors_missing(space, MessageId(i64::MAX), 100)
+        .await
+        .unwrap();
+    assert!(
+        refused.iter().all(|m| m.text.contains("UNEMBEDDABLE")) && !refused.is_empty(),
+        "{refused:#?}"
+    );
 }
