@@ -138,8 +138,9 @@ pub fn image_surrogate(
     if !value.is_object() {
         return Err(LlmError::BadResponse("not a JSON object".into()));
     }
-    let a: ImageAnswer = serde_json::from_value(value)
-        .map_err(|e| LlmError::BadResponse(format!("not a description: {e}")))?;
+    let a: ImageAnswer = serde_json::from_value(value).map_err(|e| {
+        LlmError::BadResponse(format!("not a description: {}", crate::llm::json_error(&e)))
+    })?;
     let short = one_line(&a.short, SHORT_CHARS);
     if short.is_empty() {
         return Err(LlmError::BadResponse("no short description".into()));

@@ -262,9 +262,24 @@ pub fn parse_json_answer<T: serde::de::DeserializeOwned>(content: &str) -> Resul
         .and_then(|s| s.strip_suffix("```"))
         .unwrap_or(trimmed);
     serde_json::from_str(body.trim()).map_err(|e| {
-        let excerpt: String = trimmed.chars().take(120).collect();
-        LlmError::BadResponse(format!("invalid JSON ({e}): {excerpt:?}"))
+        LlmError::BadResponse(format!(
+            "invalid JSON: {} ({} characters)",
+            json_error(&e),
+            trimmed.chars().count()
+        ))
     })
+}
+
+/// What is wrong with a model's JSON, without any of its text: the answer is about people
+/// (what they said, their memory), and the error goes to logs and job records, which keep
+/// nothing of theirs (serde's own message quotes the offending value).
+pub fn json_error(e: &serde_json::Error) -> String {
+    format!(
+        "{:?} error at line {} column {}",
+        e.classify(),
+        e.line(),
+        e.column()
+    )
 }
 
 #[cfg(test)]
@@ -312,5 +327,24 @@ mod tests {
             parse_json_answer::<F>("{\"fact\":1}"),
             Err(LlmError::BadResponse(_))
         ));
+    }
+
+    /// A bad answer's error (logged, kept in job records) holds none of the answer's text.
+    #[test]
+    fn a_bad_answers_error_quotes_none_of_it() {
+        #[derive(serde::Deserialize, Debug)]
+        struct F {
+            #[allow(dead_code)]
+            facts: u8,
+        }
+        for answer in [
+            "{\"facts\": \"her diagnosis is flu\"}",
+            "sure! her diagnosis is flu",
+            "{\"facts\": 1, her diagnosis is flu",
+        ] {
+            let err = parse_json_answer::<F>(answer).unwrap_err().to_string();
+            assert!(!err.contains("diagnosis"), "{err}");
+            assert!(err.contains("line 1"), "{err}");
+        }
     }
 }

@@ -115,12 +115,13 @@ pub enum AnswerError {
     /// No answer (the call failed), or one that is not the JSON asked for.
     #[error(transparent)]
     Model(#[from] LlmError),
-    /// Update `0` names a category that does not exist.
-    #[error("update {0}: unknown category {1:?}")]
-    Category(usize, String),
+    /// Update `0` names a category that does not exist (what it wrote is not said: the
+    /// error goes to logs and job records, which keep nothing a model wrote about people).
+    #[error("update {0}: unknown category")]
+    Category(usize),
     /// Update `0` has an action other than add, update or remove.
-    #[error("update {0}: unknown action {1:?}")]
-    Action(usize, String),
+    #[error("update {0}: unknown action")]
+    Action(usize),
     /// Update `0` has a confidence outside 0..1.
     #[error("update {0}: confidence {1} outside 0..1")]
     Confidence(usize, f64),
@@ -138,12 +139,11 @@ pub fn parse_answer(content: &str) -> Result<Answer, AnswerError> {
     let raw: RawAnswer = parse_json_answer(content)?;
     let mut out = Vec::new();
     for (i, u) in raw.memory_updates.into_iter().enumerate() {
-        let category = Category::parse(&u.category)
-            .ok_or_else(|| AnswerError::Category(i, u.category.clone()))?;
+        let category = Category::parse(&u.category).ok_or(AnswerError::Category(i))?;
         let action = match u.action.as_str() {
             "add" | "update" => Action::Write,
             "remove" => Action::Remove,
-            other => return Err(AnswerError::Action(i, other.to_string())),
+            _ => return Err(AnswerError::Action(i)),
         };
         if !(0.0..=1.0).contains(&u.confidence) {
             return Err(AnswerError::Confidence(i, u.confidence));
