@@ -910,7 +910,7 @@ impl Bot {
             .any(|(p, _)| *p != ingested.message.author);
         if subject != ingested.message.author
             || others
-            || fact.split_whitespace().any(|w| w.starts_with('@'))
+            || crate::domain::mention::names_an_account(fact)
         {
             return Ok(self.say(ingested).text("everywhere-only-about-oneself"));
         }
@@ -1099,7 +1099,7 @@ impl Bot {
             if self.entries.paused(person).await? {
                 return Ok(t.text("share-paused"));
             }
-            if entry.value.split_whitespace().any(|w| w.starts_with('@')) {
+            if crate::domain::mention::names_an_account(&entry.value) {
                 return Ok(t.text("share-mentions-someone"));
             }
             let learned = crate::memory::entries::origin(&entry.scope);

@@ -24,6 +24,11 @@ pub fn ids_in(text: &str) -> Vec<String> {
     out
 }
 
+/// Whether `text` names an account: an "@name" or a Discord "<@id>".
+pub fn names_an_account(text: &str) -> bool {
+    text.split_whitespace().any(|w| w.starts_with('@')) || !ids_in(text).is_empty()
+}
+
 /// `text` with each known "<@id>" / "<@!id>" shown as "@name".
 pub fn display(text: &str, names: &HashMap<String, String>) -> String {
     if names.is_empty() || !text.contains("<@") {

@@ -876,3 +876,27 @@ fn an_export_goes_only_into_the_database_it_came_from() {
     let (_, err, ok) = engram(home.path(), &["import", "--dir", "exp"], "", &[]);
     assert!(ok, "{err}");
 }
+
+/// What is known everywhere is about the speaker only: an entry or a fact naming someone by a
+/// Discord mention ("<@id>") is refused like one naming them with "@", and one naming no one
+/// is shared (the control).
+#[tokio::test]
+async fn a_discord_mention_is_someone_else_for_everywhere() {
+    let h = crate::common::Harness::offline().await;
+    h.dm("alice", "remember that I lent <@4242> my car").await;
+    h.dm("alice", "remember that I play the oboe").await;
+    let refused = h.dm("alice", "/memory share lent car").await;
+    assert!(
+        refused.starts_with("That entry mentions someone else"),
+        "{refused}"
+    );
+    let asked = h.dm("alice", "/memory share oboe").await;
+    assert!(asked.contains("yes"), "the control: {asked}");
+    let refused = h
+        .dm("alice", "remember everywhere that I owe <@4242> ten euros")
+        .await;
+    assert!(
+        refused.starts_with("Only the person a fact is about"),
+        "{refused}"
+    );
+}
