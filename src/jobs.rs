@@ -21,6 +21,9 @@ pub const DAY_SUMMARIES: &str = "day_summaries";
 pub const MAINTENANCE: &str = "maintenance";
 /// The daily extraction pass over everyone (each person's runs are claimed on their own too).
 pub const EXTRACT_ALL: &str = "extract_all";
+/// The attempt of a day's extraction at which the runs whose answers stayed unusable are
+/// given up (each attempt asks twice): the day is done without them.
+const GIVE_UP_AFTER: i64 = 3;
 /// Every scheduled job's name, as operators see them (`engram status`).
 pub const SCHEDULED: [&str; 5] = [
     DAY_SUMMARIES,
@@ -184,14 +187,34 @@ impl Scheduler {
             };
             let result = extractor.extract_all(day, false, |_, _| {}).await;
             let (ok, detail) = match &result {
-                Ok(runs) => (
-                    runs.iter().all(|r| r.error.is_none()),
-                    format!(
-                        "{} runs, {} failed",
-                        runs.len(),
-                        runs.iter().filter(|r| r.error.is_some()).count()
-                    ),
-                ),
+                Ok(runs) => {
+                    let failed = runs.iter().filter(|r| r.error.is_some()).count();
+                    // Runs the model keeps answering unusably (each asked twice per attempt)
+                    // are given up after a few attempts: they would otherwise hold back every
+                    // later day of everyone until they fall out of the catch-up window. A
+                    // model that cannot be reached is waited for.
+                    let given_up = failed > 0
+                        && attempt >= GIVE_UP_AFTER
+                        && runs
+                            .iter()
+                            .filter(|r| r.error.is_some())
+                            .all(|r| r.unusable_answer);
+                    if given_up {
+                        warn!(job = EXTRACT_ALL, %run_key, attempt, failed,
+                            "the model's answers for some people stayed unusable: their day is skipped");
+                    }
+                    (
+                        failed == 0 || given_up,
+                        if given_up {
+                            format!(
+                                "{} runs, {failed} given up after {attempt} attempts",
+                                runs.len()
+                            )
+                        } else {
+                            format!("{} runs, {failed} failed", runs.len())
+                        },
+                    )
+                }
                 Err(e) => (false, e.to_string()),
             };
             self.finish(EXTRACT_ALL, &run_key, ok, &detail, attempt)

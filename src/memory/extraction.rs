@@ -133,6 +133,14 @@ pub enum AnswerError {
     ValueLength(usize),
 }
 
+impl AnswerError {
+    /// The model answered, but not usably (not the JSON asked for, or an update that breaks
+    /// the rules), as against not answering at all.
+    pub fn is_unusable(&self) -> bool {
+        !matches!(self, AnswerError::Model(e) if !matches!(e, LlmError::BadResponse(_)))
+    }
+}
+
 /// The model's answer, validated as a whole: one bad update rejects the answer, so an answer
 /// is applied completely or not at all.
 pub fn parse_answer(content: &str) -> Result<Answer, AnswerError> {
@@ -208,6 +216,10 @@ pub struct ExtractionRun {
     pub duration_ms: u64,
     /// Why it failed, for the operator (never shown in a chat).
     pub error: Option<String>,
+    /// It failed on the model's answers (asked twice, neither usable), not on reaching the
+    /// model: asking again later is likely to get the same.
+    #[serde(skip)]
+    pub unusable_answer: bool,
     /// The day summary of this place was written by the same call.
     pub day_summary: bool,
     /// A dry run: each change the run would make, entry by entry, and the daily note.
@@ -234,6 +246,7 @@ impl ExtractionRun {
             tokens: 0,
             duration_ms: 0,
             error: None,
+            unusable_answer: false,
             day_summary: false,
             changes: Vec::new(),
             daily_note: None,
@@ -602,6 +615,7 @@ impl Extractor {
         };
         if let Err(why) = applied {
             run.status = "failed".into();
+            run.unusable_answer = why.is_unusable();
             run.error = Some(why.to_string());
         }
         run.duration_ms = started.elapsed().as_millis() as u64;

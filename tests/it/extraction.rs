@@ -430,6 +430,51 @@ async fn a_failed_run_backs_off_then_succeeds_once(url: Option<String>) {
     assert_eq!(h.fake().count("extract"), done);
 }
 
+/// A model whose answers stay unusable (asked twice at each attempt) is given up at the third
+/// attempt: the day is done without those runs, so it holds back no later day. A model that
+/// cannot be reached (the control) is waited for, however long.
+async fn unusable_answers_are_given_up_and_outages_are_not(url: Option<String>) {
+    for (behavior, given_up) in [
+        (Behavior::InvalidJson, true),
+        (Behavior::Status(500), false),
+    ] {
+        let h = harness_on(url.clone(), true).await;
+        a_day_of_chat(&h).await;
+        let s = scheduler(&h);
+        h.fake().set_behavior(behavior.clone());
+        // Attempts at 0, 5 and 15 minutes (the backoff doubles), then a tick at 35.
+        let mut outcomes = Vec::new();
+        for wait in [0, 5, 10, 20] {
+            h.clock.advance(chrono::Duration::minutes(wait));
+            outcomes.push(s.run_extraction().await.unwrap());
+        }
+        for o in &outcomes[..3] {
+            assert!(
+                matches!(o, JobOutcome::Ran { degraded: 2, .. }),
+                "{behavior:?}: {outcomes:?}"
+            );
+        }
+        let last = &outcomes[3];
+        if given_up {
+            assert!(
+                matches!(last, JobOutcome::AlreadyDone { .. }),
+                "{outcomes:?}"
+            );
+            let runs = h.store.job_runs(engram::jobs::EXTRACT_ALL).await.unwrap();
+            assert!(
+                runs.iter()
+                    .any(|r| r.detail.contains("2 given up after 3 attempts")),
+                "{runs:?}"
+            );
+        } else {
+            assert!(
+                matches!(last, JobOutcome::Ran { degraded: 2, .. }),
+                "{behavior:?}: {outcomes:?}"
+            );
+        }
+    }
+}
+
 /// A message longer than the prompt limit is clipped in the extraction prompt, as in summaries.
 async fn extraction_clips_each_message(url: Option<String>) {
     let h = harness_on(url, true).await;
@@ -691,6 +736,7 @@ on_both_harnesses!(
     a_dry_run_shows_each_change_and_writes_nothing,
     a_missed_day_is_extracted_later_once,
     a_failed_run_backs_off_then_succeeds_once,
+    unusable_answers_are_given_up_and_outages_are_not,
     extraction_clips_each_message,
     a_private_chats_day_summary_comes_with_its_extraction,
     extraction_writes_once_per_person_and_day,
