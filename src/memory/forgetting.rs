@@ -863,16 +863,9 @@ impl MemoryManager {
         let day = extraction::run_day(message.sent_at, self.settings.extraction_time());
         let source =
             extraction::run_source(&extraction::run_key(message.author, &message.scope, day));
-        let scopes = [message.scope.clone()];
-        let ids: Vec<i64> = self
-            .store
-            .entries(message.author, Some(&scopes))
-            .await?
-            .into_iter()
-            .filter(|e| e.source == source)
-            .map(|e| e.id)
-            .collect();
-        self.store.delete_entries(message.author, &ids).await?;
+        self.store
+            .take_back_entries(message.author, &message.scope, &source)
+            .await?;
         self.store
             .rewrite_daily_note(
                 message.author,

@@ -24,6 +24,16 @@ pub trait Entries: Send + Sync {
     /// episodes they wrote in came to: their prompts showed the entries); ids of others are
     /// left alone.
     async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64>;
+    /// Takes back what `source` (a job's run) wrote among `person`'s entries in `scope`: an
+    /// entry it made goes with its history; one it changed gets back the value it replaced
+    /// (a value the person asked for stays theirs); what it wrote that was replaced since
+    /// leaves the history. How many entries went or were given back.
+    async fn take_back_entries(
+        &self,
+        person: PersonId,
+        scope: &Scope,
+        source: &str,
+    ) -> StoreResult<u64>;
     /// Moves an entry of `person` (with its history) to `scope` (sharing it everywhere, or
     /// back); when `scope` holds an entry of the same category and key, the moved one keeps
     /// both by taking the key `key_ID`. False when `person` has no such entry.
@@ -284,6 +294,16 @@ on_both_backends! {
 
         async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
             crate::store::again_if_aborted(|| self.delete_entries_once(person, ids)).await
+        }
+
+        async fn take_back_entries(
+            &self,
+            person: PersonId,
+            scope: &Scope,
+            source: &str,
+        ) -> StoreResult<u64> {
+            crate::store::again_if_aborted(|| self.take_back_entries_once(person, scope, source))
+                .await
         }
 
         async fn move_entry(&self, person: PersonId, id: i64, scope: &Scope) -> StoreResult<bool> {
@@ -663,6 +683,78 @@ on_both_backends! {
             changed(&mut tx, &Change::Cleared { person }).await?;
             tx.commit().await.map_err(db_err)?;
             Ok(removed)
+        }
+
+        /// `take_back_entries`, tried once.
+        async fn take_back_entries_once(
+            &self,
+            person: PersonId,
+            scope: &Scope,
+            source: &str,
+        ) -> StoreResult<u64> {
+            let mut tx = self.write_tx().await?;
+            // Its entries were in the prompts of unfinished closes, as for a delete.
+            drop_closing_parts(&mut tx, person.0).await?;
+            let ids: Vec<i64> = sqlx::query_scalar(concat!(
+                "SELECT id FROM memory_entries WHERE person_id = $1 AND scope = $2 AND source = $3 ORDER BY id",
+                for_update!()
+            ))
+            .bind(person.0)
+            .bind(scope.key())
+            .bind(source)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            for id in &ids {
+                // The value it replaced first (what came after was its own).
+                let before: Option<(i64, String, f64, String)> = sqlx::query_as(
+                    "SELECT id, value, confidence, source FROM memory_entry_history \
+                     WHERE entry_id = $1 AND replaced_by = $2 ORDER BY id LIMIT 1",
+                )
+                .bind(id)
+                .bind(source)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                let gone_from = match &before {
+                    Some((version, value, confidence, was)) => {
+                        sqlx::query(
+                            "UPDATE memory_entries SET value = $1, confidence = $2, source = $3 WHERE id = $4",
+                        )
+                        .bind(value)
+                        .bind(confidence)
+                        .bind(was)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                        *version
+                    }
+                    None => i64::MIN,
+                };
+                sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1 AND id >= $2")
+                    .bind(id)
+                    .bind(gone_from)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                if before.is_none() {
+                    sqlx::query("DELETE FROM memory_entries WHERE id = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                }
+            }
+            // What it wrote that something else replaced since.
+            sqlx::query("DELETE FROM memory_entry_history WHERE person_id = $1 AND source = $2")
+                .bind(person.0)
+                .bind(source)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
+            Ok(ids.len() as u64)
         }
 
         /// `delete_entries`, tried once.

@@ -1052,6 +1052,8 @@ on_both_backends! {
                 ")"
             ),
             concat!("DELETE FROM memory_entries WHERE source ", in_list!(1)),
+            // What they wrote that something else replaced since.
+            concat!("DELETE FROM memory_entry_history WHERE source ", in_list!(1)),
             concat!("DELETE FROM daily_notes WHERE source ", in_list!(1)),
         ] {
             sqlx::query(sql)

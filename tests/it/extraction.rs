@@ -475,6 +475,140 @@ async fn unusable_answers_are_given_up_and_outages_are_not(url: Option<String>) 
     }
 }
 
+/// What a day's extraction learned is taken back when a message of that day goes, but an
+/// entry it only changed gets back the value it replaced (one the person asked for), not
+/// deleted with its history; and what the extraction wrote stays out of the history.
+async fn taking_back_a_learned_change_restores_what_was_asked(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    let say = |text: &str, id: &str| {
+        let mut m = engram::adapters::console::console_message(
+            &lab,
+            "alice",
+            text,
+            0,
+            h.clock.now(),
+            false,
+        );
+        m.external_id = id.to_string();
+        m
+    };
+    h.bot
+        .handle(&say("Engram, remember that I work at Acme", "r1"))
+        .await
+        .unwrap();
+    h.bot
+        .handle(&say("the standup moved to ten tomorrow", "c1"))
+        .await
+        .unwrap();
+    let alice = h.person("alice").await;
+    let asked = h.store.entries(alice, None).await.unwrap();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let asked = asked[0].clone();
+    assert!(asked.value.contains("Acme"), "{asked:?}");
+    // The day's extraction changes that entry.
+    h.clock.set(start_time() + chrono::Duration::hours(14));
+    let answer = serde_json::json!({"memory_updates": [{"category": asked.category.as_str(),
+        "key": asked.key, "value": "works at Globex", "action": "update", "confidence": 0.9}],
+        "daily_notes": "standup at ten"});
+    h.fake().push_once(Behavior::Content(answer.to_string()));
+    let runs = h
+        .extractor("p1")
+        .extract_person(alice, day(), false)
+        .await
+        .unwrap();
+    assert!(runs.iter().all(|r| r.status == "done"), "{runs:?}");
+    let changed = h.store.entries(alice, None).await.unwrap();
+    assert_eq!(
+        changed[0].value, "works at Globex",
+        "the control: {changed:?}"
+    );
+    // A message of that day goes: what the extraction learned goes, what she asked for stays.
+    h.bot
+        .message_deleted(
+            engram::domain::Platform::Console,
+            "lab",
+            "general",
+            &["c1".into()],
+        )
+        .await
+        .unwrap();
+    let after = h.store.entries(alice, None).await.unwrap();
+    assert_eq!(
+        after
+            .iter()
+            .map(|e| (&e.key, &e.value, &e.source))
+            .collect::<Vec<_>>(),
+        vec![(&asked.key, &asked.value, &asked.source)]
+    );
+    let text = database_text(&h).await;
+    assert!(!text.contains("Globex"), "{text}");
+
+    // Bob's learned value was replaced since by one he asked for: it leaves the history.
+    let bobs = |text: &str, id: &str| {
+        let mut m =
+            engram::adapters::console::console_message(&lab, "bob", text, 0, h.clock.now(), false);
+        m.external_id = id.to_string();
+        m
+    };
+    h.clock.set(start_time() + chrono::Duration::hours(1));
+    h.bot
+        .handle(&bobs("Engram, remember that I work at Umbrella", "b-r1"))
+        .await
+        .unwrap();
+    h.bot
+        .handle(&bobs("lunch is at noon", "b-c1"))
+        .await
+        .unwrap();
+    let bob = h.person("bob").await;
+    let asked = h.store.entries(bob, None).await.unwrap()[0].clone();
+    h.clock.set(start_time() + chrono::Duration::hours(14));
+    let answer = serde_json::json!({"memory_updates": [{"category": asked.category.as_str(),
+        "key": asked.key, "value": "works at Initrode", "action": "update", "confidence": 0.9}],
+        "daily_notes": "lunch at noon"});
+    h.fake().push_once(Behavior::Content(answer.to_string()));
+    h.extractor("p1")
+        .extract_person(bob, day(), false)
+        .await
+        .unwrap();
+    h.bot
+        .handle(&bobs("Engram, remember that I work at Hooli", "b-r2"))
+        .await
+        .unwrap();
+    let now = h.store.entries(bob, None).await.unwrap();
+    assert!(now[0].value.contains("Hooli"), "{now:?}");
+    assert!(
+        database_text(&h).await.contains("Initrode"),
+        "the control: in the history"
+    );
+    h.bot
+        .message_deleted(
+            engram::domain::Platform::Console,
+            "lab",
+            "general",
+            &["b-c1".into()],
+        )
+        .await
+        .unwrap();
+    let text = database_text(&h).await;
+    assert!(!text.contains("Initrode"), "{text}");
+    assert_eq!(h.store.entries(bob, None).await.unwrap(), now);
+    // The message that asked for his first value goes: the value leaves the history too.
+    assert!(text.contains("Umbrella"), "the control");
+    h.bot
+        .message_deleted(
+            engram::domain::Platform::Console,
+            "lab",
+            "general",
+            &["b-r1".into()],
+        )
+        .await
+        .unwrap();
+    let text = database_text(&h).await;
+    assert!(!text.contains("Umbrella"), "{text}");
+    assert_eq!(h.store.entries(bob, None).await.unwrap(), now);
+}
+
 /// A message longer than the prompt limit is clipped in the extraction prompt, as in summaries.
 async fn extraction_clips_each_message(url: Option<String>) {
     let h = harness_on(url, true).await;
@@ -737,6 +871,7 @@ on_both_harnesses!(
     a_missed_day_is_extracted_later_once,
     a_failed_run_backs_off_then_succeeds_once,
     unusable_answers_are_given_up_and_outages_are_not,
+    taking_back_a_learned_change_restores_what_was_asked,
     extraction_clips_each_message,
     a_private_chats_day_summary_comes_with_its_extraction,
     extraction_writes_once_per_person_and_day,

@@ -381,14 +381,7 @@ pub async fn unlearn(
     day: chrono::NaiveDate,
 ) -> Result<(), MemoryError> {
     let (entries, note) = learned_sources(episode);
-    let ids: Vec<i64> = store
-        .entries(person, Some(std::slice::from_ref(scope)))
-        .await?
-        .into_iter()
-        .filter(|e| e.source == entries)
-        .map(|e| e.id)
-        .collect();
-    store.delete_entries(person, &ids).await?;
+    store.take_back_entries(person, scope, &entries).await?;
     store.rewrite_daily_note(person, day, &note, None).await?;
     Ok(())
 }
