@@ -432,47 +432,63 @@ async fn a_failed_run_backs_off_then_succeeds_once(url: Option<String>) {
 
 /// A model whose answers stay unusable (asked twice at each attempt) is given up at the third
 /// attempt: the day is done without those runs, so it holds back no later day. A model that
-/// cannot be reached (the control) is waited for, however long.
-async fn unusable_answers_are_given_up_and_outages_are_not(url: Option<String>) {
-    for (behavior, given_up) in [
-        (Behavior::InvalidJson, true),
-        (Behavior::Status(500), false),
-    ] {
-        let h = harness_on(url.clone(), true).await;
-        a_day_of_chat(&h).await;
-        let s = scheduler(&h);
-        h.fake().set_behavior(behavior.clone());
-        // Attempts at 0, 5 and 15 minutes (the backoff doubles), then a tick at 35.
-        let mut outcomes = Vec::new();
-        for wait in [0, 5, 10, 20] {
-            h.clock.advance(chrono::Duration::minutes(wait));
-            outcomes.push(s.run_extraction().await.unwrap());
-        }
-        for o in &outcomes[..3] {
-            assert!(
-                matches!(o, JobOutcome::Ran { degraded: 2, .. }),
-                "{behavior:?}: {outcomes:?}"
-            );
-        }
-        let last = &outcomes[3];
-        if given_up {
-            assert!(
-                matches!(last, JobOutcome::AlreadyDone { .. }),
-                "{outcomes:?}"
-            );
-            let runs = h.store.job_runs(engram::jobs::EXTRACT_ALL).await.unwrap();
-            assert!(
-                runs.iter()
-                    .any(|r| r.detail.contains("2 given up after 3 attempts")),
-                "{runs:?}"
-            );
-        } else {
-            assert!(
-                matches!(last, JobOutcome::Ran { degraded: 2, .. }),
-                "{behavior:?}: {outcomes:?}"
-            );
-        }
+/// cannot be reached (the control, `an_outage_is_never_given_up`) is waited for.
+async fn unusable_answers_are_given_up(url: Option<String>) {
+    let outcomes = four_ticks_failing(url, Behavior::InvalidJson).await;
+    assert!(
+        matches!(outcomes.1, JobOutcome::AlreadyDone { .. }),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes
+            .2
+            .iter()
+            .any(|d| d.contains("2 given up after 3 attempts")),
+        "{outcomes:?}"
+    );
+}
+
+async fn an_outage_is_never_given_up(url: Option<String>) {
+    let outcomes = four_ticks_failing(url, Behavior::Status(500)).await;
+    assert!(
+        matches!(outcomes.1, JobOutcome::Ran { degraded: 2, .. }),
+        "{outcomes:?}"
+    );
+}
+
+/// A day of chat whose extraction meets `behavior` at every call: three attempts (at 0, 5 and
+/// 15 minutes: the backoff doubles), each with both runs failed, then what a tick at 35
+/// minutes did and the job records' details.
+async fn four_ticks_failing(
+    url: Option<String>,
+    behavior: Behavior,
+) -> (Vec<JobOutcome>, JobOutcome, Vec<String>) {
+    let h = harness_on(url, true).await;
+    a_day_of_chat(&h).await;
+    let s = scheduler(&h);
+    h.fake().set_behavior(behavior);
+    let mut outcomes = Vec::new();
+    for wait in [0, 5, 10] {
+        h.clock.advance(chrono::Duration::minutes(wait));
+        outcomes.push(s.run_extraction().await.unwrap());
     }
+    for o in &outcomes {
+        assert!(
+            matches!(o, JobOutcome::Ran { degraded: 2, .. }),
+            "{outcomes:?}"
+        );
+    }
+    h.clock.advance(chrono::Duration::minutes(20));
+    let last = s.run_extraction().await.unwrap();
+    let details = h
+        .store
+        .job_runs(engram::jobs::EXTRACT_ALL)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.detail)
+        .collect();
+    (outcomes, last, details)
 }
 
 /// What a day's extraction learned is taken back when a message of that day goes, but an
@@ -870,7 +886,8 @@ on_both_harnesses!(
     a_dry_run_shows_each_change_and_writes_nothing,
     a_missed_day_is_extracted_later_once,
     a_failed_run_backs_off_then_succeeds_once,
-    unusable_answers_are_given_up_and_outages_are_not,
+    unusable_answers_are_given_up,
+    an_outage_is_never_given_up,
     taking_back_a_learned_change_restores_what_was_asked,
     extraction_clips_each_message,
     a_private_chats_day_summary_comes_with_its_extraction,
