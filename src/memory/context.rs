@@ -290,10 +290,7 @@ impl MemoryManager {
             texts.chain(std::iter::once(query)),
         )
         .await?;
-        let bot = self
-            .store
-            .find_identity(place.platform, crate::domain::SELF_ACCOUNT)
-            .await?;
+        let bot = self.own_account(place.platform).await?;
         Ok(ContextBundle {
             people: memories,
             working,

@@ -157,6 +157,10 @@ pub struct MemoryManager {
     changes_applied: tokio::sync::watch::Sender<u64>,
     prompts: Arc<crate::llm::prompts::Prompts>,
     episodes: crate::config::EpisodesConfig,
+    /// Engram's own account per platform, once it has one (it never changes then).
+    own_accounts: std::sync::Mutex<
+        std::collections::HashMap<crate::domain::Platform, crate::domain::PersonId>,
+    >,
 }
 
 /// What the memory tier is built from. The composition root (`app::build_memory`, given the
@@ -209,7 +213,35 @@ impl MemoryManager {
             changes_applied: tokio::sync::watch::channel(0).0,
             prompts,
             episodes,
+            own_accounts: Default::default(),
         }
+    }
+
+    /// Engram's own account on `platform` (None until it has spoken there).
+    async fn own_account(
+        &self,
+        platform: crate::domain::Platform,
+    ) -> Result<Option<crate::domain::PersonId>, StoreError> {
+        let known = self
+            .own_accounts
+            .lock()
+            .expect("accounts lock")
+            .get(&platform)
+            .copied();
+        if known.is_some() {
+            return Ok(known);
+        }
+        let found = self
+            .store
+            .find_identity(platform, crate::domain::SELF_ACCOUNT)
+            .await?;
+        if let Some(id) = found {
+            self.own_accounts
+                .lock()
+                .expect("accounts lock")
+                .insert(platform, id);
+        }
+        Ok(found)
     }
 
     /// Adds a line to the audit log: `by` did `action` to `subject`'s memory.
