@@ -22,8 +22,10 @@ pub const MAINTENANCE: &str = "maintenance";
 /// The daily extraction pass over everyone (each person's runs are claimed on their own too).
 pub const EXTRACT_ALL: &str = "extract_all";
 /// The attempt of a day's extraction at which the runs whose answers stayed unusable are
-/// given up (each attempt asks twice): the day is done without them.
-const GIVE_UP_AFTER: i64 = 3;
+/// given up (each attempt asks twice): the day is done without them. With the default backoff
+/// that is after more than an hour (0, 5, 15, 35 and 75 minutes): a provider answering
+/// garbage for a short while is waited out.
+const GIVE_UP_AFTER: i64 = 5;
 /// Every scheduled job's name, as operators see them (`engram status`).
 pub const SCHEDULED: [&str; 5] = [
     DAY_SUMMARIES,

@@ -45,6 +45,18 @@ pub enum EmbedError {
 }
 
 impl EmbedError {
+    /// The model refuses this input (HTTP 400, 413 or 422, or the local model failing on it):
+    /// another input may go through, this one will not.
+    pub fn refuses_input(&self) -> bool {
+        matches!(
+            self,
+            EmbedError::Http {
+                status: 400 | 413 | 422,
+                ..
+            } | EmbedError::Model(_)
+        )
+    }
+
     /// Worth trying again later (the background embedder keeps the texts pending).
     pub fn is_retryable(&self) -> bool {
         match self {

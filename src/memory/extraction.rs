@@ -134,10 +134,18 @@ pub enum AnswerError {
 }
 
 impl AnswerError {
-    /// The model answered, but not usably (not the JSON asked for, or an update that breaks
-    /// the rules), as against not answering at all.
+    /// The model answered, but not usably (not the JSON asked for, an update that breaks the
+    /// rules, or a refusal of this very request: HTTP 400, 413, 422, as a content filter or
+    /// an over-long prompt gets), as against not answering at all.
     pub fn is_unusable(&self) -> bool {
-        !matches!(self, AnswerError::Model(e) if !matches!(e, LlmError::BadResponse(_)))
+        match self {
+            AnswerError::Model(LlmError::BadResponse(_)) => true,
+            AnswerError::Model(LlmError::Http { status, .. }) => {
+                matches!(status, 400 | 413 | 422)
+            }
+            AnswerError::Model(_) => false,
+            _ => true,
+        }
     }
 }
 

@@ -166,21 +166,40 @@ pub fn forget_reach(place: &Place, subject: PersonId, actor: PersonId) -> Reach 
     }
 }
 
+/// `text` as lower-case words, apostrophes and other marks between them ("Alice's" is
+/// "alice", "s").
+fn name_words(text: &str) -> Vec<String> {
+    crate::domain::composed(text)
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
 /// Whether `text` has the words of `name` in a row, as words ("Alice's" names Alice, "Malice"
 /// does not).
 fn says_name(text: &str, name: &str) -> bool {
-    let words = |t: &str| -> Vec<String> {
-        crate::domain::composed(t)
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let name = words(name);
+    let name = name_words(name);
     !name.is_empty()
-        && words(text)
+        && name_words(text)
             .windows(name.len())
             .any(|w| w == name.as_slice())
+}
+
+/// `text`'s words with every run of `quote`'s words taken out (the rest joined by spaces).
+fn without_words(text: &str, quote: &str) -> String {
+    let (words, quote) = (name_words(text), name_words(quote));
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        if !quote.is_empty() && words[i..].starts_with(&quote) {
+            i += quote.len();
+        } else {
+            out.push(words[i].as_str());
+            i += 1;
+        }
+    }
+    out.join(" ")
 }
 
 /// Whether `h` is a note its teller keeps in their own private chat about `subject` (someone
@@ -332,12 +351,17 @@ impl MemoryManager {
             .map(|e| e.id)
             .filter(|id| !ids.contains(id))
             .collect();
+        // Earlier values that say what went, as asked or as the facts said it.
+        let said = ForgetTarget::all(&removed.needles, req.subject_name);
         let old: BTreeSet<i64> = self
             .store
             .entry_history(req.subject)
             .await?
             .into_iter()
-            .filter(|v| kept.contains(&v.entry_id) && asked.matches(&v.value))
+            .filter(|v| {
+                kept.contains(&v.entry_id)
+                    && (asked.matches(&v.value) || said.iter().any(|t| t.matches(&v.value)))
+            })
             .map(|v| v.entry_id)
             .collect();
         let old: Vec<i64> = old.into_iter().collect();
@@ -461,8 +485,12 @@ impl MemoryManager {
                 self.own_messages_saying(req, reach, target, &mut removed)
                     .await?,
             );
+            // Answers naming them count only when something of theirs was found: a name
+            // that is also a word of the target ("Friday") must not reach others' answers
+            // that merely say it.
+            let by_name = removed.items > 0;
             messages.extend(
-                self.bot_quotes(reach.scopes(), &removed.needles, &about)
+                self.bot_quotes(reach.scopes(), &removed.needles, &about, by_name)
                     .await?,
             );
         }
@@ -489,7 +517,7 @@ impl MemoryManager {
         let mut messages: Vec<MessageId> = told.iter().filter_map(|h| h.source_message).collect();
         let lines: Vec<String> = told.iter().map(statement_line).collect();
         let bots = BotMessageFilter::in_scopes(reach.scopes());
-        messages.extend(self.quotes_of(bots, &lines, |_| true).await?);
+        messages.extend(self.quotes_of(bots, &lines, |_, _| true).await?);
         Ok(messages)
     }
 
@@ -629,18 +657,22 @@ impl MemoryManager {
     }
 
     /// The bot's messages in `scopes` (all when `None`) that quote any of `needles` and are
-    /// about `about`: they name them, or answer one of their messages.
+    /// about `about`: they answer one of their messages, or (`by_name`) name them besides
+    /// the quote.
     async fn bot_quotes(
         &self,
         scopes: Option<&[Scope]>,
         needles: &[String],
         about: &About<'_>,
+        by_name: bool,
     ) -> Result<Vec<MessageId>, MemoryError> {
         // Naming them: their name as words, a name that says something (one made of "the" or
-        // "e" would make anyone's forget reach every answer with those words, anywhere).
-        let named = crate::domain::language::names_something(about.name);
-        self.quotes_of(BotMessageFilter::in_scopes(scopes), needles, |m| {
-            m.answered == Some(about.person) || (named && says_name(&m.text, about.name))
+        // "e" would make anyone's forget reach every answer with those words, anywhere), and
+        // outside the quote itself (a name that is a word of it, "Friday", names no one there).
+        let named = by_name && crate::domain::language::names_something(about.name);
+        self.quotes_of(BotMessageFilter::in_scopes(scopes), needles, |m, needle| {
+            m.answered == Some(about.person)
+                || (named && says_name(&without_words(&m.text, needle), about.name))
         })
         .await
     }
@@ -650,7 +682,7 @@ impl MemoryManager {
         &self,
         bots: BotMessageFilter<'_>,
         needles: &[String],
-        keep: impl Fn(&crate::store::BotMessage) -> bool,
+        keep: impl Fn(&crate::store::BotMessage, &str) -> bool,
     ) -> Result<Vec<MessageId>, MemoryError> {
         let mut found = BTreeSet::new();
         let unique: BTreeSet<&str> = needles
@@ -674,7 +706,7 @@ impl MemoryManager {
                     continue;
                 }
                 for m in self.store.bot_messages_with_terms(bots, &terms).await? {
-                    if contains_words(&m.text, needle) && keep(&m) {
+                    if contains_words(&m.text, needle) && keep(&m, needle) {
                         found.insert(m.id);
                     }
                 }
@@ -731,7 +763,8 @@ impl MemoryManager {
             person,
             name: &name,
         };
-        messages.extend(self.bot_quotes(None, &needles, &about).await?);
+        // Their own facts and entries: answers naming them that quote one go too.
+        messages.extend(self.bot_quotes(None, &needles, &about, true).await?);
         removed += self.delete_forgotten(&messages).await?;
         self.purge_caches();
         Ok(removed)
@@ -811,7 +844,6 @@ impl MemoryManager {
                 crate::memory::extraction::episodes::unlearn(
                     self.store.as_ref(),
                     message.author,
-                    &message.scope,
                     episode,
                     crate::domain::day_of(day),
                 )
@@ -839,7 +871,7 @@ impl MemoryManager {
         );
         for text in &texts {
             let saying = self
-                .quotes_of(bots, std::slice::from_ref(text), |_| true)
+                .quotes_of(bots, std::slice::from_ref(text), |_, _| true)
                 .await?;
             if saying.iter().all(|id| *id > message.id) {
                 ids.extend(saying);
@@ -864,7 +896,7 @@ impl MemoryManager {
         let source =
             extraction::run_source(&extraction::run_key(message.author, &message.scope, day));
         self.store
-            .take_back_entries(message.author, &message.scope, &source)
+            .take_back_entries(message.author, &source)
             .await?;
         self.store
             .rewrite_daily_note(
@@ -919,6 +951,16 @@ mod tests {
         assert!(!says_name("no malice meant", "Alice"));
         assert!(!says_name("the meeting is on friday", "e"));
         assert!(!says_name("anything", ""));
+        let answer = "Friday: the meeting is on friday";
+        assert!(says_name(
+            &without_words(answer, "the meeting is on Friday"),
+            "Friday"
+        ));
+        let answer = "so the meeting is on friday";
+        assert!(!says_name(
+            &without_words(answer, "meeting is on friday"),
+            "Friday"
+        ));
     }
 
     /// A forget names something about a person only with a word besides their name and

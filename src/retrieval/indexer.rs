@@ -105,16 +105,17 @@ pub fn vector_text(message: &StoredMessage, before: Option<&StoredMessage>) -> S
     }
 }
 
-/// `texts` embedded in one call; when the model refuses the batch (not a passing outage), each
-/// text alone, and a text it refuses then gets no vector: it stays searchable by BM25 and its
-/// episode goes on, instead of holding back every message after it.
+/// `texts` embedded in one call; when the model refuses an input of the batch (not an outage,
+/// nor a key or model it does not know: those wait), each text alone, and a text it refuses
+/// then gets no vector: it stays searchable by BM25 and its episode goes on, instead of
+/// holding back every message after it.
 async fn embed_each_refused_alone(
     embedder: &dyn crate::embed::Embedder,
     texts: &[String],
 ) -> Result<Vec<Option<Vec<f32>>>, IndexError> {
     match embedder.embed(texts).await {
         Ok(vectors) => return Ok(vectors.into_iter().map(Some).collect()),
-        Err(e) if e.is_retryable() => return Err(e.into()),
+        Err(e) if !e.refuses_input() => return Err(e.into()),
         Err(e) if texts.len() == 1 => {
             warn!(error = %e, "a message the embedding model refuses: kept without a vector");
             return Ok(vec![None]);
@@ -125,7 +126,7 @@ async fn embed_each_refused_alone(
     for text in texts {
         match embedder.embed(std::slice::from_ref(text)).await {
             Ok(mut v) => out.push(v.pop()),
-            Err(e) if e.is_retryable() => return Err(e.into()),
+            Err(e) if !e.refuses_input() => return Err(e.into()),
             Err(e) => {
                 warn!(error = %e, "a message the embedding model refuses: kept without a vector");
                 out.push(None);

@@ -24,16 +24,13 @@ pub trait Entries: Send + Sync {
     /// episodes they wrote in came to: their prompts showed the entries); ids of others are
     /// left alone.
     async fn delete_entries(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64>;
-    /// Takes back what `source` (a job's run) wrote among `person`'s entries in `scope`: an
-    /// entry it made goes with its history; one it changed gets back the value it replaced
-    /// (a value the person asked for stays theirs); what it wrote that was replaced since
-    /// leaves the history. How many entries went or were given back.
-    async fn take_back_entries(
-        &self,
-        person: PersonId,
-        scope: &Scope,
-        source: &str,
-    ) -> StoreResult<u64>;
+    /// Takes back what `source` (a job's run) wrote among `person`'s entries, wherever they
+    /// are now (shared or not since): an entry it made goes with its history; one it changed
+    /// gets back the last value before it that was not its own (a value the person asked
+    /// for stays theirs); what it wrote that was replaced since leaves the history, the
+    /// value before it then counted as replaced by what came after. How many entries went or
+    /// were given back.
+    async fn take_back_entries(&self, person: PersonId, source: &str) -> StoreResult<u64>;
     /// Moves an entry of `person` (with its history) to `scope` (sharing it everywhere, or
     /// back); when `scope` holds an entry of the same category and key, the moved one keeps
     /// both by taking the key `key_ID`. False when `person` has no such entry.
@@ -296,14 +293,8 @@ on_both_backends! {
             crate::store::again_if_aborted(|| self.delete_entries_once(person, ids)).await
         }
 
-        async fn take_back_entries(
-            &self,
-            person: PersonId,
-            scope: &Scope,
-            source: &str,
-        ) -> StoreResult<u64> {
-            crate::store::again_if_aborted(|| self.take_back_entries_once(person, scope, source))
-                .await
+        async fn take_back_entries(&self, person: PersonId, source: &str) -> StoreResult<u64> {
+            crate::store::again_if_aborted(|| self.take_back_entries_once(person, source)).await
         }
 
         async fn move_entry(&self, person: PersonId, id: i64, scope: &Scope) -> StoreResult<bool> {
@@ -686,73 +677,90 @@ on_both_backends! {
         }
 
         /// `take_back_entries`, tried once.
-        async fn take_back_entries_once(
-            &self,
-            person: PersonId,
-            scope: &Scope,
-            source: &str,
-        ) -> StoreResult<u64> {
+        async fn take_back_entries_once(&self, person: PersonId, source: &str) -> StoreResult<u64> {
             let mut tx = self.write_tx().await?;
             // Its entries were in the prompts of unfinished closes, as for a delete.
             drop_closing_parts(&mut tx, person.0).await?;
             let ids: Vec<i64> = sqlx::query_scalar(concat!(
-                "SELECT id FROM memory_entries WHERE person_id = $1 AND scope = $2 AND source = $3 ORDER BY id",
+                "SELECT id FROM memory_entries WHERE person_id = $1 AND source = $2 ORDER BY id",
                 for_update!()
             ))
             .bind(person.0)
-            .bind(scope.key())
             .bind(source)
             .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
             for id in &ids {
-                // The value it replaced first (what came after was its own).
+                // The last value before its own: what it replaced the last time it wrote.
                 let before: Option<(i64, String, f64, String)> = sqlx::query_as(
                     "SELECT id, value, confidence, source FROM memory_entry_history \
-                     WHERE entry_id = $1 AND replaced_by = $2 ORDER BY id LIMIT 1",
+                     WHERE entry_id = $1 AND replaced_by = $2 AND source <> $2 ORDER BY id DESC LIMIT 1",
                 )
                 .bind(id)
                 .bind(source)
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(db_err)?;
-                let gone_from = match &before {
-                    Some((version, value, confidence, was)) => {
-                        sqlx::query(
-                            "UPDATE memory_entries SET value = $1, confidence = $2, source = $3 WHERE id = $4",
-                        )
-                        .bind(value)
-                        .bind(confidence)
-                        .bind(was)
+                let Some((version, value, confidence, was)) = before else {
+                    // It made the entry: the entry goes.
+                    sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1")
                         .bind(id)
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;
-                        *version
-                    }
-                    None => i64::MIN,
-                };
-                sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1 AND id >= $2")
-                    .bind(id)
-                    .bind(gone_from)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
-                if before.is_none() {
                     sqlx::query("DELETE FROM memory_entries WHERE id = $1")
                         .bind(id)
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;
-                }
+                    continue;
+                };
+                sqlx::query(
+                    "UPDATE memory_entries SET value = $1, confidence = $2, source = $3 WHERE id = $4",
+                )
+                .bind(value)
+                .bind(confidence)
+                .bind(was)
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1 AND id >= $2")
+                    .bind(id)
+                    .bind(version)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
             }
-            // What it wrote that something else replaced since.
-            sqlx::query("DELETE FROM memory_entry_history WHERE person_id = $1 AND source = $2")
-                .bind(person.0)
+            // What it wrote that something else replaced since, oldest first: the value
+            // before each was replaced by what replaced it.
+            let written: Vec<(i64, i64, String)> = sqlx::query_as(
+                "SELECT id, entry_id, replaced_by FROM memory_entry_history \
+                 WHERE person_id = $1 AND source = $2 ORDER BY id",
+            )
+            .bind(person.0)
+            .bind(source)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            for (row, entry, replaced_by) in written {
+                sqlx::query(
+                    "UPDATE memory_entry_history SET replaced_by = $1 \
+                     WHERE entry_id = $2 AND id < $3 AND replaced_by = $4",
+                )
+                .bind(&replaced_by)
+                .bind(entry)
+                .bind(row)
                 .bind(source)
                 .execute(&mut *tx)
                 .await
                 .map_err(db_err)?;
+                sqlx::query("DELETE FROM memory_entry_history WHERE id = $1")
+                    .bind(row)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+            }
             tx.commit().await.map_err(db_err)?;
             Ok(ids.len() as u64)
         }

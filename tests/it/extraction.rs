@@ -430,7 +430,7 @@ async fn a_failed_run_backs_off_then_succeeds_once(url: Option<String>) {
     assert_eq!(h.fake().count("extract"), done);
 }
 
-/// A model whose answers stay unusable (asked twice at each attempt) is given up at the third
+/// A model whose answers stay unusable (asked twice at each attempt) is given up at the fifth
 /// attempt: the day is done without those runs, so it holds back no later day. A model that
 /// cannot be reached (the control, `an_outage_is_never_given_up`) is waited for.
 async fn unusable_answers_are_given_up(url: Option<String>) {
@@ -443,7 +443,7 @@ async fn unusable_answers_are_given_up(url: Option<String>) {
         outcomes
             .2
             .iter()
-            .any(|d| d.contains("2 given up after 3 attempts")),
+            .any(|d| d.contains("2 given up after 5 attempts")),
         "{outcomes:?}"
     );
 }
@@ -456,9 +456,9 @@ async fn an_outage_is_never_given_up(url: Option<String>) {
     );
 }
 
-/// A day of chat whose extraction meets `behavior` at every call: three attempts (at 0, 5 and
-/// 15 minutes: the backoff doubles), each with both runs failed, then what a tick at 35
-/// minutes did and the job records' details.
+/// A day of chat whose extraction meets `behavior` at every call: five attempts (at 0, 5, 15,
+/// 35 and 75 minutes: the backoff doubles), each with both runs failed, then what a tick at
+/// 155 minutes did and the job records' details.
 async fn four_ticks_failing(
     url: Option<String>,
     behavior: Behavior,
@@ -468,7 +468,7 @@ async fn four_ticks_failing(
     let s = scheduler(&h);
     h.fake().set_behavior(behavior);
     let mut outcomes = Vec::new();
-    for wait in [0, 5, 10] {
+    for wait in [0, 5, 10, 20, 40] {
         h.clock.advance(chrono::Duration::minutes(wait));
         outcomes.push(s.run_extraction().await.unwrap());
     }
@@ -478,7 +478,7 @@ async fn four_ticks_failing(
             "{outcomes:?}"
         );
     }
-    h.clock.advance(chrono::Duration::minutes(20));
+    h.clock.advance(chrono::Duration::minutes(80));
     let last = s.run_extraction().await.unwrap();
     let details = h
         .store

@@ -315,22 +315,36 @@ async fn a_name_made_of_common_words_does_not_reach_others_answers() {
         1,
         "the control"
     );
-    h.dm("the", &format!("remember that {phrase}")).await;
-    h.dm("the", &format!("forget that {phrase}")).await;
-    let theirs = h.person("the").await;
-    let facts = h.store.facts(theirs, &Scope::Dm(theirs)).await.unwrap();
-    assert!(
-        !facts.text.contains(phrase),
-        "their own forget went through: {facts:?}"
-    );
-    let left = rows_holding(&h, phrase).await;
-    assert_eq!(bots_in_alices_chat(&left), 1, "{left:#?}");
-    // Facts that begin with their word are the speaker's own.
+    // Named with a function word, or with a word of the phrase itself: their forget, with
+    // the phrase in their own memory first, reaches only their own.
+    for name in ["the", "Friday"] {
+        h.dm(name, &format!("remember that {phrase}")).await;
+        h.dm(name, &format!("forget that {phrase}")).await;
+        let theirs = h.person(name).await;
+        let facts = h.store.facts(theirs, &Scope::Dm(theirs)).await.unwrap();
+        assert!(
+            !facts.text.contains(phrase),
+            "{name}: their own forget went through: {facts:?}"
+        );
+        let left = rows_holding(&h, phrase).await;
+        assert_eq!(bots_in_alices_chat(&left), 1, "{name}: {left:#?}");
+    }
+    // Facts that begin with their word are the speaker's own; so is one that begins with a
+    // lower-case word someone on the platform is called, in a private chat.
+    h.say_in(&group("lab"), "tomorrow", "hello all").await;
     h.dm("bob", "remember that the bus leaves at noon").await;
+    h.dm("bob", "remember that tomorrow I fly to Rome").await;
     let bob = h.person("bob").await;
     let facts = h.store.facts(bob, &Scope::Dm(bob)).await.unwrap();
     assert!(facts.text.contains("the bus leaves at noon"), "{facts:?}");
-    assert!(h.store.hearsay(theirs, None).await.unwrap().is_empty());
+    assert!(facts.text.contains("tomorrow I fly to Rome"), "{facts:?}");
+    for name in ["the", "tomorrow"] {
+        let theirs = h.person(name).await;
+        assert!(
+            h.store.hearsay(theirs, None).await.unwrap().is_empty(),
+            "{name}"
+        );
+    }
     // The control: Alice's own forget reaches her answer.
     h.dm("alice", &format!("forget that {phrase}")).await;
     let left = rows_holding(&h, phrase).await;

@@ -1471,6 +1471,113 @@ async fn forgetting_a_context_message_remakes_the_vectors_made_with_it(s: Arc<dy
     assert_eq!(redo.iter().map(|m| m.id).collect::<Vec<_>>(), [ok]);
 }
 
+/// Taking back what a job wrote (`take_back_entries`): an entry it made goes; one it changed
+/// gets back the last value before it that was not its own, in whatever order jobs are taken
+/// back and wherever the entry is now; its values replaced since leave the history, which
+/// stays a chain.
+async fn taking_back_a_jobs_entries_keeps_what_came_before(s: Arc<dyn Store>) {
+    let a = s
+        .resolve_person(Platform::Discord, "111", "Alice")
+        .await
+        .unwrap();
+    let space = SpaceId(1);
+    let write = |key: &str, value: &str, source: &str, at: i64| {
+        let s = s.clone();
+        let (key, value, source) = (key.to_string(), value.to_string(), source.to_string());
+        async move {
+            s.write_entry(&engram::domain::NewEntry {
+                person: a,
+                scope: Scope::Space(space),
+                category: engram::domain::Category::WorkContext,
+                key,
+                value,
+                confidence: 0.8,
+                source,
+                origin: "a public channel".into(),
+                at: t(at),
+                expires_at: None,
+            })
+            .await
+            .unwrap();
+        }
+    };
+    let value_of = |key: &'static str| {
+        let s = s.clone();
+        async move {
+            s.entries(a, None)
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|e| e.key == key)
+                .map(|e| (e.value, e.source))
+        }
+    };
+    let history = || {
+        let s = s.clone();
+        async move {
+            s.entry_history(a)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|v| v.value)
+                .collect::<Vec<_>>()
+        }
+    };
+    // V0 asked for, job S changes it, job T changes it again; S then T taken back.
+    write("employer", "V0", "message:1", 1).await;
+    write("employer", "V1", "job:s", 2).await;
+    write("employer", "V2", "job:t", 3).await;
+    // A key job S made.
+    write("hobby", "H1", "job:s", 2).await;
+    assert_eq!(s.take_back_entries(a, "job:s").await.unwrap(), 1);
+    assert_eq!(
+        value_of("employer").await,
+        Some(("V2".into(), "job:t".into()))
+    );
+    assert_eq!(value_of("hobby").await, None);
+    assert_eq!(history().await, vec!["V0".to_string()]);
+    assert_eq!(s.take_back_entries(a, "job:t").await.unwrap(), 1);
+    assert_eq!(
+        value_of("employer").await,
+        Some(("V0".into(), "message:1".into()))
+    );
+    assert!(history().await.is_empty());
+
+    // S, T, then S again: taking back S leaves T's value.
+    write("team", "W0", "message:2", 4).await;
+    write("team", "W1", "job:s2", 5).await;
+    write("team", "W2", "job:t2", 6).await;
+    write("team", "W3", "job:s2", 7).await;
+    s.take_back_entries(a, "job:s2").await.unwrap();
+    assert_eq!(value_of("team").await, Some(("W2".into(), "job:t2".into())));
+    assert_eq!(history().await, vec!["W0".to_string()]);
+    s.take_back_entries(a, "job:t2").await.unwrap();
+    assert_eq!(
+        value_of("team").await,
+        Some(("W0".into(), "message:2".into()))
+    );
+
+    // Shared since (moved to global): still found, still given back.
+    write("editor", "E0", "message:3", 8).await;
+    write("editor", "E1", "job:s3", 9).await;
+    let id = s
+        .entries(a, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.key == "editor")
+        .unwrap()
+        .id;
+    assert!(s.move_entry(a, id, &Scope::Global).await.unwrap());
+    s.take_back_entries(a, "job:s3").await.unwrap();
+    let shared = s.entries(a, Some(&[Scope::Global])).await.unwrap();
+    assert_eq!(shared.len(), 1);
+    assert_eq!(
+        (shared[0].value.as_str(), shared[0].source.as_str()),
+        ("E0", "message:3")
+    );
+}
+
 on_both_backends!(
     identities_map_to_one_person,
     concurrent_first_sight_creates_one_person,
@@ -1495,6 +1602,7 @@ on_both_backends!(
     tombstones_name_one_message_and_lapse,
     channel_cursors_keep_the_newest_seen,
     forgotten_messages_are_kept_out_for_a_time,
+    taking_back_a_jobs_entries_keeps_what_came_before,
 );
 
 /// A private word kept in a channel's id beside public chatter (a private chat's space named

@@ -370,18 +370,17 @@ pub fn learned_sources(episode: i64) -> (String, String) {
     )
 }
 
-/// Takes back what closing `episode` learned about `person` in `scope` (their entries from it
-/// and their note block of its day): a message of theirs in it was forgotten, or the details
-/// could not be kept.
+/// Takes back what closing `episode` learned about `person` (their entries from it, wherever
+/// they are now, and their note block of its day): a message of theirs in it was forgotten,
+/// or the details could not be kept.
 pub async fn unlearn(
     store: &dyn Store,
     person: PersonId,
-    scope: &crate::domain::Scope,
     episode: i64,
     day: chrono::NaiveDate,
 ) -> Result<(), MemoryError> {
     let (entries, note) = learned_sources(episode);
-    store.take_back_entries(person, scope, &entries).await?;
+    store.take_back_entries(person, &entries).await?;
     store.rewrite_daily_note(person, day, &note, None).await?;
     Ok(())
 }
@@ -676,7 +675,6 @@ impl Extractor {
                 unlearn(
                     self.store.as_ref(),
                     person,
-                    &episode.scope,
                     episode.id,
                     day_of(episode.ended_at),
                 )
