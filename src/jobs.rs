@@ -194,8 +194,10 @@ impl Scheduler {
                     // Runs the model keeps answering unusably (each asked twice per attempt)
                     // are given up after a few attempts: they would otherwise hold back every
                     // later day of everyone until they fall out of the catch-up window. A
-                    // model that cannot be reached is waited for.
+                    // model that cannot be reached is waited for, and so is one that fails
+                    // every run (a setting it refuses, not one person's words).
                     let given_up = failed > 0
+                        && failed < runs.len()
                         && attempt >= GIVE_UP_AFTER
                         && runs
                             .iter()

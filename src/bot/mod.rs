@@ -1309,15 +1309,6 @@ impl Bot {
         );
         let name = match subject {
             Subject::Speaker => return Ok(speaker),
-            // A fact's first word in lower case, in a private chat (where names are looked up
-            // across the platform): the speaker's own sentence ("tomorrow I fly to Rome"), not
-            // whoever on the platform is called "tomorrow".
-            Subject::MaybeNamed(name)
-                if ingested.place.privacy == Privacy::Dm
-                    && !name.chars().next().is_some_and(char::is_uppercase) =>
-            {
-                return Ok(speaker);
-            }
             Subject::Named(name) | Subject::MaybeNamed(name) => name,
         };
         // A platform mention by account id ("<@123>" on Discord) names exactly that account.

@@ -45,8 +45,8 @@ pub enum EmbedError {
 }
 
 impl EmbedError {
-    /// The model refuses this input (HTTP 400, 413 or 422, or the local model failing on it):
-    /// another input may go through, this one will not.
+    /// The model refuses this input (HTTP 400, 413 or 422, an answer unusable for it, or the
+    /// local model failing on it): another input may go through, this one will not.
     pub fn refuses_input(&self) -> bool {
         matches!(
             self,
@@ -54,6 +54,7 @@ impl EmbedError {
                 status: 400 | 413 | 422,
                 ..
             } | EmbedError::Model(_)
+                | EmbedError::BadResponse(_)
         )
     }
 

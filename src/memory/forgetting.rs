@@ -485,12 +485,8 @@ impl MemoryManager {
                 self.own_messages_saying(req, reach, target, &mut removed)
                     .await?,
             );
-            // Answers naming them count only when something of theirs was found: a name
-            // that is also a word of the target ("Friday") must not reach others' answers
-            // that merely say it.
-            let by_name = removed.items > 0;
             messages.extend(
-                self.bot_quotes(reach.scopes(), &removed.needles, &about, by_name)
+                self.bot_quotes(reach.scopes(), &removed.needles, &about, target)
                     .await?,
             );
         }
@@ -657,22 +653,27 @@ impl MemoryManager {
     }
 
     /// The bot's messages in `scopes` (all when `None`) that quote any of `needles` and are
-    /// about `about`: they answer one of their messages, or (`by_name`) name them besides
-    /// the quote.
+    /// about `about`: they answer one of their messages, or name them.
     async fn bot_quotes(
         &self,
         scopes: Option<&[Scope]>,
         needles: &[String],
         about: &About<'_>,
-        by_name: bool,
+        typed: Option<&str>,
     ) -> Result<Vec<MessageId>, MemoryError> {
         // Naming them: their name as words, a name that says something (one made of "the" or
-        // "e" would make anyone's forget reach every answer with those words, anywhere), and
-        // outside the quote itself (a name that is a word of it, "Friday", names no one there).
-        let named = by_name && crate::domain::language::names_something(about.name);
+        // "e" would make anyone's forget reach every answer with those words, anywhere). Quoting
+        // what they typed, outside its words (a name that is a word of it, "Friday" forgetting
+        // "the meeting is on friday", names no one); quoting what memory said of them ("Alice is
+        // pregnant."), anywhere in the answer.
+        let named = crate::domain::language::names_something(about.name);
         self.quotes_of(BotMessageFilter::in_scopes(scopes), needles, |m, needle| {
-            m.answered == Some(about.person)
-                || (named && says_name(&without_words(&m.text, needle), about.name))
+            let text = if typed == Some(needle) {
+                without_words(&m.text, needle)
+            } else {
+                m.text.clone()
+            };
+            m.answered == Some(about.person) || (named && says_name(&text, about.name))
         })
         .await
     }
@@ -764,7 +765,7 @@ impl MemoryManager {
             name: &name,
         };
         // Their own facts and entries: answers naming them that quote one go too.
-        messages.extend(self.bot_quotes(None, &needles, &about, true).await?);
+        messages.extend(self.bot_quotes(None, &needles, &about, None).await?);
         removed += self.delete_forgotten(&messages).await?;
         self.purge_caches();
         Ok(removed)

@@ -691,10 +691,11 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
             for id in &ids {
-                // The last value before its own: what it replaced the last time it wrote.
+                // The last value before its own that is still kept (what it replaced the last
+                // time it wrote, or before that, if that one was forgotten since).
                 let before: Option<(i64, String, f64, String)> = sqlx::query_as(
                     "SELECT id, value, confidence, source FROM memory_entry_history \
-                     WHERE entry_id = $1 AND replaced_by = $2 AND source <> $2 ORDER BY id DESC LIMIT 1",
+                     WHERE entry_id = $1 AND source <> $2 ORDER BY id DESC LIMIT 1",
                 )
                 .bind(id)
                 .bind(source)

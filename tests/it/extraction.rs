@@ -430,53 +430,68 @@ async fn a_failed_run_backs_off_then_succeeds_once(url: Option<String>) {
     assert_eq!(h.fake().count("extract"), done);
 }
 
-/// A model whose answers stay unusable (asked twice at each attempt) is given up at the fifth
-/// attempt: the day is done without those runs, so it holds back no later day. A model that
-/// cannot be reached (the control, `an_outage_is_never_given_up`) is waited for.
+/// A model whose answers for one run stay unusable (asked twice at each attempt) while the
+/// day's other run went through is given up at the fifth attempt: the day is done without it,
+/// so it holds back no later day. A model that cannot be reached, or that answers no run
+/// usably (a setting it refuses), is waited for (`nothing_usable_is_waited_for`).
 async fn unusable_answers_are_given_up(url: Option<String>) {
-    let outcomes = four_ticks_failing(url, Behavior::InvalidJson).await;
+    let (outcomes, last, details) = five_attempts(url, None, 2).await;
+    for o in &outcomes {
+        assert!(
+            matches!(o, JobOutcome::Ran { degraded: 1, .. }),
+            "{outcomes:?}"
+        );
+    }
+    assert!(matches!(last, JobOutcome::AlreadyDone { .. }), "{last:?}");
     assert!(
-        matches!(outcomes.1, JobOutcome::AlreadyDone { .. }),
-        "{outcomes:?}"
-    );
-    assert!(
-        outcomes
-            .2
+        details
             .iter()
-            .any(|d| d.contains("2 given up after 5 attempts")),
-        "{outcomes:?}"
+            .any(|d| d.contains("1 given up after 5 attempts")),
+        "{details:?}"
     );
 }
 
-async fn an_outage_is_never_given_up(url: Option<String>) {
-    let outcomes = four_ticks_failing(url, Behavior::Status(500)).await;
-    assert!(
-        matches!(outcomes.1, JobOutcome::Ran { degraded: 2, .. }),
-        "{outcomes:?}"
-    );
+async fn nothing_usable_is_waited_for(url: Option<String>) {
+    waited_for(url, Behavior::InvalidJson).await;
 }
 
-/// A day of chat whose extraction meets `behavior` at every call: five attempts (at 0, 5, 15,
-/// 35 and 75 minutes: the backoff doubles), each with both runs failed, then what a tick at
-/// 155 minutes did and the job records' details.
-async fn four_ticks_failing(
+async fn an_outage_is_waited_for(url: Option<String>) {
+    waited_for(url, Behavior::Status(500)).await;
+}
+
+/// Every call answers with `behavior`: every attempt runs again, none gives up.
+async fn waited_for(url: Option<String>, behavior: Behavior) {
+    let (outcomes, last, _) = five_attempts(url, Some(behavior.clone()), 0).await;
+    for o in outcomes.iter().chain([&last]) {
+        assert!(
+            matches!(o, JobOutcome::Ran { degraded: 2, .. }),
+            "{behavior:?}: {outcomes:?} {last:?}"
+        );
+    }
+}
+
+/// A day of chat whose extraction fails: every call with `behavior`, else the first `bad`
+/// calls of each attempt answered with broken JSON (one run's two tries). Five attempts (at 0,
+/// 5, 15, 35 and 75 minutes: the backoff doubles), then what a tick at 155 minutes did and
+/// the job records' details.
+async fn five_attempts(
     url: Option<String>,
-    behavior: Behavior,
+    behavior: Option<Behavior>,
+    bad: usize,
 ) -> (Vec<JobOutcome>, JobOutcome, Vec<String>) {
     let h = harness_on(url, true).await;
     a_day_of_chat(&h).await;
     let s = scheduler(&h);
-    h.fake().set_behavior(behavior);
+    if let Some(b) = behavior {
+        h.fake().set_behavior(b);
+    }
     let mut outcomes = Vec::new();
     for wait in [0, 5, 10, 20, 40] {
         h.clock.advance(chrono::Duration::minutes(wait));
+        for _ in 0..bad {
+            h.fake().push_once(Behavior::InvalidJson);
+        }
         outcomes.push(s.run_extraction().await.unwrap());
-    }
-    for o in &outcomes {
-        assert!(
-            matches!(o, JobOutcome::Ran { degraded: 2, .. }),
-            "{outcomes:?}"
-        );
     }
     h.clock.advance(chrono::Duration::minutes(80));
     let last = s.run_extraction().await.unwrap();
@@ -887,7 +902,8 @@ on_both_harnesses!(
     a_missed_day_is_extracted_later_once,
     a_failed_run_backs_off_then_succeeds_once,
     unusable_answers_are_given_up,
-    an_outage_is_never_given_up,
+    nothing_usable_is_waited_for,
+    an_outage_is_waited_for,
     taking_back_a_learned_change_restores_what_was_asked,
     extraction_clips_each_message,
     a_private_chats_day_summary_comes_with_its_extraction,
