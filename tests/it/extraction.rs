@@ -512,24 +512,26 @@ async fn five_attempts(
 async fn taking_back_a_learned_change_restores_what_was_asked(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
-    let say = |text: &str, id: &str| {
-        let mut m = engram::adapters::console::console_message(
-            &lab,
-            "alice",
-            text,
-            0,
-            h.clock.now(),
-            false,
-        );
+    let say = |who: &str, text: &str, id: &str| {
+        let mut m =
+            engram::adapters::console::console_message(&lab, who, text, 0, h.clock.now(), false);
         m.external_id = id.to_string();
         m
     };
+    let bot = &h.bot;
+    let delete = |id: &str| {
+        let ids = vec![id.to_string()];
+        async move {
+            bot.message_deleted(engram::domain::Platform::Console, "lab", "general", &ids)
+                .await
+        }
+    };
     h.bot
-        .handle(&say("Engram, remember that I work at Acme", "r1"))
+        .handle(&say("alice", "Engram, remember that I work at Acme", "r1"))
         .await
         .unwrap();
     h.bot
-        .handle(&say("the standup moved to ten tomorrow", "c1"))
+        .handle(&say("alice", "the standup moved to ten tomorrow", "c1"))
         .await
         .unwrap();
     let alice = h.person("alice").await;
@@ -555,15 +557,7 @@ async fn taking_back_a_learned_change_restores_what_was_asked(url: Option<String
         "the control: {changed:?}"
     );
     // A message of that day goes: what the extraction learned goes, what she asked for stays.
-    h.bot
-        .message_deleted(
-            engram::domain::Platform::Console,
-            "lab",
-            "general",
-            &["c1".into()],
-        )
-        .await
-        .unwrap();
+    delete("c1").await.unwrap();
     let after = h.store.entries(alice, None).await.unwrap();
     assert_eq!(
         after
@@ -576,19 +570,17 @@ async fn taking_back_a_learned_change_restores_what_was_asked(url: Option<String
     assert!(!text.contains("Globex"), "{text}");
 
     // Bob's learned value was replaced since by one he asked for: it leaves the history.
-    let bobs = |text: &str, id: &str| {
-        let mut m =
-            engram::adapters::console::console_message(&lab, "bob", text, 0, h.clock.now(), false);
-        m.external_id = id.to_string();
-        m
-    };
     h.clock.set(start_time() + chrono::Duration::hours(1));
     h.bot
-        .handle(&bobs("Engram, remember that I work at Umbrella", "b-r1"))
+        .handle(&say(
+            "bob",
+            "Engram, remember that I work at Umbrella",
+            "b-r1",
+        ))
         .await
         .unwrap();
     h.bot
-        .handle(&bobs("lunch is at noon", "b-c1"))
+        .handle(&say("bob", "lunch is at noon", "b-c1"))
         .await
         .unwrap();
     let bob = h.person("bob").await;
@@ -603,7 +595,7 @@ async fn taking_back_a_learned_change_restores_what_was_asked(url: Option<String
         .await
         .unwrap();
     h.bot
-        .handle(&bobs("Engram, remember that I work at Hooli", "b-r2"))
+        .handle(&say("bob", "Engram, remember that I work at Hooli", "b-r2"))
         .await
         .unwrap();
     let now = h.store.entries(bob, None).await.unwrap();
@@ -612,29 +604,13 @@ async fn taking_back_a_learned_change_restores_what_was_asked(url: Option<String
         database_text(&h).await.contains("Initrode"),
         "the control: in the history"
     );
-    h.bot
-        .message_deleted(
-            engram::domain::Platform::Console,
-            "lab",
-            "general",
-            &["b-c1".into()],
-        )
-        .await
-        .unwrap();
+    delete("b-c1").await.unwrap();
     let text = database_text(&h).await;
     assert!(!text.contains("Initrode"), "{text}");
     assert_eq!(h.store.entries(bob, None).await.unwrap(), now);
     // The message that asked for his first value goes: the value leaves the history too.
     assert!(text.contains("Umbrella"), "the control");
-    h.bot
-        .message_deleted(
-            engram::domain::Platform::Console,
-            "lab",
-            "general",
-            &["b-r1".into()],
-        )
-        .await
-        .unwrap();
+    delete("b-r1").await.unwrap();
     let text = database_text(&h).await;
     assert!(!text.contains("Umbrella"), "{text}");
     assert_eq!(h.store.entries(bob, None).await.unwrap(), now);

@@ -673,15 +673,16 @@ async fn global_facts_only_by_the_persons_choice(url: Option<String>) {
     );
     assert!(!heard_about_alice(&h, "chess").await.contains("cake"));
     let alice = h.person("alice").await;
-    let global: Vec<String> = h
-        .store
-        .entries(alice, Some(&[engram::domain::Scope::Global]))
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.value)
-        .collect();
-    assert_eq!(global, vec!["my timezone is CET".to_string()]);
+    let global = || async {
+        h.store
+            .entries(alice, Some(&[engram::domain::Scope::Global]))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.value)
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(global().await, vec!["my timezone is CET".to_string()]);
 
     // A hostile member cannot make anything about alice global, nor share her entries.
     let reply = h
@@ -708,15 +709,7 @@ async fn global_facts_only_by_the_persons_choice(url: Option<String>) {
             .await
             .unwrap();
     }
-    let global: Vec<String> = h
-        .store
-        .entries(alice, Some(&[engram::domain::Scope::Global]))
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.value)
-        .collect();
-    assert_eq!(global, vec!["my timezone is CET".to_string()]);
+    assert_eq!(global().await, vec!["my timezone is CET".to_string()]);
     let heard = heard_about_alice(&h, "chess").await;
     assert!(
         !heard.contains("thief") && !heard.contains("cake") && !heard.contains("nuts"),
