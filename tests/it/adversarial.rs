@@ -563,8 +563,7 @@ async fn another_bots_words_are_not_the_bots_own() {
         .fake()
         .requests()
         .into_iter()
-        .filter(|r| r.task == "reply")
-        .last()
+        .rfind(|r| r.task == "reply")
         .expect("a reply prompt")
         .text();
     assert!(
