@@ -1576,6 +1576,40 @@ async fn taking_back_a_jobs_entries_keeps_what_came_before(s: Arc<dyn Store>) {
         (shared[0].value.as_str(), shared[0].source.as_str()),
         ("E0", "message:3")
     );
+
+    // A value asked for by a message, replaced by a job: the message is forgotten, its value
+    // leaves the history (and the chain is broken there); taking the job back then gives the
+    // value before it that is still kept.
+    let lab = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    let said = s
+        .insert_message(&msg(
+            lab,
+            Scope::Space(lab),
+            a,
+            "m-said",
+            "my desk is by the door",
+            t(10),
+        ))
+        .await
+        .unwrap();
+    write("desk", "D0", "message:999999", 10).await;
+    write("desk", "D1", &format!("message:{}", said.0), 11).await;
+    write("desk", "D2", "job:s4", 12).await;
+    assert!(history().await.contains(&"D1".to_string()), "the control");
+    s.delete_messages(&[said]).await.unwrap();
+    assert!(
+        !history().await.contains(&"D1".to_string()),
+        "{:?}",
+        history().await
+    );
+    s.take_back_entries(a, "job:s4").await.unwrap();
+    assert_eq!(
+        value_of("desk").await,
+        Some(("D0".into(), "message:999999".into()))
+    );
 }
 
 on_both_backends!(
