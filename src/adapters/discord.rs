@@ -1056,13 +1056,11 @@ fn everyone_can_view(channel: &GuildChannel, everyone: Permissions) -> bool {
         if o.kind == PermissionOverwriteType::Role(role) {
             perms.remove(o.deny);
             perms.insert(o.allow);
+        } else if o.deny.view_channel() {
+            return false;
         }
     }
-    let someone_kept_out = channel
-        .permission_overwrites
-        .iter()
-        .any(|o| o.kind != PermissionOverwriteType::Role(role) && o.deny.view_channel());
-    perms.view_channel() && !someone_kept_out
+    perms.view_channel()
 }
 
 /// The message as the bot sees it, in a channel of the given privacy.
@@ -1096,10 +1094,10 @@ pub fn incoming(msg: &Message, me: UserId, bot_name: &str, privacy: Privacy) -> 
     m
 }
 
-/// The bytes at an attachment's URL. Not serenity's `Attachment::download`: it takes any
-/// answer's body, so an expired link's error page would be kept as the file.
-/// The bytes at `url`, when there are at most `max` of them (`None`: more; the download
-/// stops as soon as that is known, whatever the size Discord declared).
+/// The bytes at an attachment's URL, when there are at most `max` of them (`None`: more; the
+/// download stops as soon as that is known, whatever the size Discord declared). Not
+/// serenity's `Attachment::download`: it takes any answer's body, so an expired link's error
+/// page would be kept as the file.
 async fn fetch(url: &str, max: u64) -> reqwest::Result<Option<Vec<u8>>> {
     static CLIENT: std::sync::LazyLock<reqwest::Client> =
         std::sync::LazyLock::new(reqwest::Client::new);

@@ -424,7 +424,8 @@ pub fn same_name(a: &str, b: &str) -> bool {
 /// The words of `text` in order, lowercased, nothing dropped or stemmed (for phrase rules
 /// such as "what did you recommend").
 pub fn plain_words(text: &str) -> Vec<String> {
-    text.to_lowercase()
+    composed(text)
+        .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_string)

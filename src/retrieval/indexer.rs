@@ -113,25 +113,28 @@ async fn embed_each_refused_alone(
     embedder: &dyn crate::embed::Embedder,
     texts: &[String],
 ) -> Result<Vec<Option<Vec<f32>>>, IndexError> {
+    let refused = |e: EmbedError| {
+        warn!(error = %e, "a message the embedding model refuses: kept without a vector");
+    };
     match embedder.embed(texts).await {
         Ok(vectors) => return Ok(vectors.into_iter().map(Some).collect()),
         Err(e) if !e.refuses_input() => return Err(e.into()),
         Err(e) if texts.len() == 1 => {
-            warn!(error = %e, "a message the embedding model refuses: kept without a vector");
+            refused(e);
             return Ok(vec![None]);
         }
         Err(_) => {}
     }
     let mut out = Vec::with_capacity(texts.len());
     for text in texts {
-        match embedder.embed(std::slice::from_ref(text)).await {
-            Ok(mut v) => out.push(v.pop()),
+        out.push(match embedder.embed(std::slice::from_ref(text)).await {
+            Ok(mut v) => v.pop(),
             Err(e) if !e.refuses_input() => return Err(e.into()),
             Err(e) => {
-                warn!(error = %e, "a message the embedding model refuses: kept without a vector");
-                out.push(None);
+                refused(e);
+                None
             }
-        }
+        });
     }
     Ok(out)
 }

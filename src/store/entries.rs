@@ -678,6 +678,20 @@ on_both_backends! {
 
         /// `take_back_entries`, tried once.
         async fn take_back_entries_once(&self, person: PersonId, source: &str) -> StoreResult<u64> {
+            // Most forgotten messages taught the job nothing kept: no write, and the unfinished
+            // closes' parts stay.
+            let written: i64 = sqlx::query_scalar(
+                "SELECT (SELECT COUNT(*) FROM memory_entries WHERE person_id = $1 AND source = $2) \
+                      + (SELECT COUNT(*) FROM memory_entry_history WHERE person_id = $1 AND source = $2)",
+            )
+            .bind(person.0)
+            .bind(source)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)?;
+            if written == 0 {
+                return Ok(0);
+            }
             let mut tx = self.write_tx().await?;
             // Its entries were in the prompts of unfinished closes, as for a delete.
             drop_closing_parts(&mut tx, person.0).await?;
@@ -702,36 +716,28 @@ on_both_backends! {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(db_err)?;
-                let Some((version, value, confidence, was)) = before else {
-                    // It made the entry: the entry goes.
-                    sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1")
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    sqlx::query("DELETE FROM memory_entries WHERE id = $1")
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    continue;
-                };
-                sqlx::query(
-                    "UPDATE memory_entries SET value = $1, confidence = $2, source = $3 WHERE id = $4",
-                )
-                .bind(value)
-                .bind(confidence)
-                .bind(was)
-                .bind(id)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+                // From that value on, the history goes (all of it when the job made the entry).
+                let from = before.as_ref().map_or(i64::MIN, |b| b.0);
                 sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1 AND id >= $2")
                     .bind(id)
-                    .bind(version)
+                    .bind(from)
                     .execute(&mut *tx)
                     .await
                     .map_err(db_err)?;
+                match before {
+                    Some((_, value, confidence, was)) => sqlx::query(
+                        "UPDATE memory_entries SET value = $1, confidence = $2, source = $3 WHERE id = $4",
+                    )
+                    .bind(value)
+                    .bind(confidence)
+                    .bind(was)
+                    .bind(id),
+                    // It made the entry: the entry goes.
+                    None => sqlx::query("DELETE FROM memory_entries WHERE id = $1").bind(id),
+                }
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
             }
             // What it wrote that something else replaced since, oldest first: the value
             // before each was replaced by what replaced it.

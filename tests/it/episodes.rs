@@ -818,12 +818,7 @@ async fn a_forget_found_only_in_details_takes_it_out(url: Option<String>) {
 async fn an_episode_an_edit_reopened_is_finished_again(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
-    let say = |text: &str, who: &str, id: &str| {
-        let mut m =
-            engram::adapters::console::console_message(&lab, who, text, 0, h.clock.now(), false);
-        m.external_id = id.to_string();
-        m
-    };
+    let say = |text: &str, who: &str, id: &str| said_as(&h, &lab, who, text, id);
     h.bot
         .handle(&say("I maintain the billing service in Go", "alice", "e1"))
         .await

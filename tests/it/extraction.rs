@@ -512,12 +512,7 @@ async fn five_attempts(
 async fn taking_back_a_learned_change_restores_what_was_asked(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
-    let say = |who: &str, text: &str, id: &str| {
-        let mut m =
-            engram::adapters::console::console_message(&lab, who, text, 0, h.clock.now(), false);
-        m.external_id = id.to_string();
-        m
-    };
+    let say = |who: &str, text: &str, id: &str| said_as(&h, &lab, who, text, id);
     let bot = &h.bot;
     let delete = |id: &str| {
         let ids = vec![id.to_string()];

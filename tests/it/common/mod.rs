@@ -819,3 +819,17 @@ pub async fn episodes_found(
         .map(|hit| hit.episode)
         .collect()
 }
+
+/// What `who` says in `opts` now, under the platform id `id` (so a test can edit or delete it
+/// later), not addressed to the bot.
+pub fn said_as(
+    h: &Harness,
+    opts: &ConsoleOptions,
+    who: &str,
+    text: &str,
+    id: &str,
+) -> engram::domain::IncomingMessage {
+    let mut m = console_message(opts, who, text, 0, h.clock.now(), false);
+    m.external_id = id.to_string();
+    m
+}
