@@ -392,7 +392,7 @@ impl Bot {
     /// before it looks for the message, and this looks for the tombstone after the message
     /// is stored, so one of the two always sees the other and the message never stays.
     async fn store_incoming(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
-        self.store_new(msg, false).await
+        self.store_new(msg, None).await
     }
 
     /// Whether `msg` was forgotten on request (within `FORGOTTEN_KEPT_OUT`).
@@ -419,15 +419,19 @@ impl Bot {
         Ok(crate::ingest::sent_before_clear(msg.sent_at, cleared))
     }
 
-    /// `store_incoming`; for an edit (`editing`), the new text of a message kept a moment ago,
-    /// whose old text was just forgotten with what came of it (so its own platform ids may
-    /// be among the forgotten ones).
+    /// `store_incoming`; for an edit, the new text of a message kept a moment ago, stored in
+    /// the transaction that deletes the old one's rows (`replacing`, whose other derived data
+    /// is gone already; so its own platform ids may be among the forgotten ones).
     async fn store_new(
         &self,
         msg: &IncomingMessage,
-        editing: bool,
+        replacing: Option<&[MessageId]>,
     ) -> Result<Option<Ingested>, StoreError> {
-        let Some(ingested) = self.ingestor.ingest(msg).await? else {
+        let editing = replacing.is_some();
+        let replaced = replacing.unwrap_or_default();
+        let Some(ingested) = self.ingestor.ingest_replacing(msg, replaced).await? else {
+            // Edited into nothing: the old text goes all the same.
+            self.store.delete_messages(replaced).await?;
             return Ok(None);
         };
         let why = if self.deleted_on_platform(msg).await? {
@@ -658,19 +662,23 @@ impl Bot {
         let Some(old) = self.kept(msg).await? else {
             return Ok(());
         };
-        // Unchanged (a pin, a link preview): nothing to redo. Otherwise the old message goes
-        // with everything made from it and the edit is stored as new, files and all (the
-        // platforms send the files with an edit).
+        // Unchanged (a pin, a link preview): nothing to redo. Otherwise what was made from the
+        // old message goes, then its rows go in the transaction that stores the edit as new,
+        // files and all (the platforms send the files with an edit): a failure or a stop in
+        // between leaves the old text, never neither.
         let kept = self.store.message_attachments(old.id).await?;
         let edited =
             crate::ingest::stored_form(&crate::ingest::message_text(msg, &self.config.bot.name));
         if crate::ingest::attachments::unchanged(&old.text, &kept, &edited, &msg.attachments) {
             return Ok(());
         }
-        self.forget_message(&old).await?;
+        let leaving = self.take_back_message(&old).await?;
         let mut msg = msg.clone();
         msg.sent_at = old.sent_at;
-        if let Some(mut ingested) = self.store_new(&msg, true).await? {
+        let stored = self.store_new(&msg, Some(&leaving.messages)).await?;
+        let deleted = leaving.messages.len() as u64;
+        self.memory.message_left(&old, &leaving, deleted).await;
+        if let Some(mut ingested) = stored {
             // An edit is not answered: its files count as posted in passing.
             self.describe(&msg, &mut ingested, false).await?;
         }
@@ -682,17 +690,25 @@ impl Bot {
     /// messages removed.
     async fn forget_message(&self, message: &StoredMessage) -> Result<u64, MemoryError> {
         let fact = self.remembered_in(message);
+        let fact = fact
+            .as_ref()
+            .map(|(f, everywhere)| (f.as_str(), *everywhere));
         // Taking a remembered fact back may ask the model: it counts as its author's.
         let payer = self.payer(message.author, message.space).0;
-        paid_by(
-            payer,
-            self.memory.forget_message(
-                message,
-                fact.as_ref()
-                    .map(|(f, everywhere)| (f.as_str(), *everywhere)),
-            ),
-        )
-        .await
+        paid_by(payer, self.memory.forget_message(message, fact)).await
+    }
+
+    /// `forget_message` of an edited message, but for its rows (`take_back_message`).
+    async fn take_back_message(
+        &self,
+        message: &StoredMessage,
+    ) -> Result<crate::memory::forgetting::Leaving, MemoryError> {
+        let fact = self.remembered_in(message);
+        let fact = fact
+            .as_ref()
+            .map(|(f, everywhere)| (f.as_str(), *everywhere));
+        let payer = self.payer(message.author, message.space).0;
+        paid_by(payer, self.memory.take_back_message(message, fact)).await
     }
 
     /// Whose work this is and whether it may spend on the model now (counted once towards

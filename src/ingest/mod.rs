@@ -433,6 +433,16 @@ impl Ingestor {
 
     /// Stores the message and resolves who and where. `None` for a message with no text.
     pub async fn ingest(&self, msg: &IncomingMessage) -> Result<Option<Ingested>, StoreError> {
+        self.ingest_replacing(msg, &[]).await
+    }
+
+    /// `ingest`, with the messages `replaced` deleted in the transaction that stores it (an
+    /// edit: never neither version). `None`, and nothing deleted, for a message with no text.
+    pub async fn ingest_replacing(
+        &self,
+        msg: &IncomingMessage,
+        replaced: &[MessageId],
+    ) -> Result<Option<Ingested>, StoreError> {
         let text = message_text(msg, &self.bot_name);
         if text.is_empty() && msg.attachments.is_empty() {
             return Ok(None);
@@ -477,12 +487,15 @@ impl Ingestor {
                 language: written_in,
                 ..new
             };
-            self.store
-                .insert_message(&new)
-                .await
-                .map(|id| (id, stored_text, written_in))
+            let stored = if replaced.is_empty() {
+                self.store.insert_message(&new).await
+            } else {
+                self.store.replace_messages(replaced, &new).await
+            };
+            stored.map(|id| (id, stored_text, written_in))
         } else {
-            self.insert_with_attachments(msg, new, &place).await
+            self.insert_with_attachments(msg, new, &place, replaced)
+                .await
         };
         let (id, stored_text, written_in) = match inserted {
             // Another's message under this id: this is not it, and it stays theirs.
@@ -551,6 +564,7 @@ impl Ingestor {
         msg: &IncomingMessage,
         new: NewMessage,
         place: &Place,
+        replaced: &[MessageId],
     ) -> Result<(MessageId, String, Option<Language>), StoreError> {
         let (chars, max) = self.chunking;
         let mut reads = Vec::with_capacity(msg.attachments.len());
@@ -667,7 +681,10 @@ impl Ingestor {
                 parts,
             )
         };
-        let id = self.store.insert_with_attachments(&kept, &compose).await?;
+        let id = self
+            .store
+            .insert_with_attachments(&kept, &compose, replaced)
+            .await?;
         let text = text.into_inner().expect("text lock");
         Ok((id, text, language))
     }

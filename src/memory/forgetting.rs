@@ -35,6 +35,16 @@ use tracing::{info, warn};
 /// days), longer than Telegram keeps an update.
 pub const FORGOTTEN_KEPT_OUT: chrono::TimeDelta = chrono::TimeDelta::days(30);
 
+/// A message on its way out (`take_back_message`): what was made from it is gone, its rows
+/// are still to delete.
+#[derive(Debug)]
+pub struct Leaving {
+    /// The message and the bot's messages quoting it.
+    pub messages: Vec<MessageId>,
+    /// The messages its "remember that …" took with it already.
+    removed: u64,
+}
+
 /// Where a forget acts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {
@@ -764,16 +774,31 @@ impl MemoryManager {
         Ok(self.store.delete_messages(messages).await?)
     }
 
-    /// A platform message was deleted: it leaves the history with everything derived from it
-    /// (the store's part: postings, vectors, episodes, summaries, what was written from it),
-    /// the bot's messages quoting it where it could be seen, what the daily extraction took
-    /// from that day in that place, and a "remember that …" it carried (`fact`) is forgotten
-    /// where it was said. Returns the messages deleted.
+    /// A platform message was deleted: `take_back_message`, its rows deleted, then
+    /// `message_left`. Returns the messages deleted.
     pub async fn forget_message(
         &self,
         message: &StoredMessage,
         fact: Option<(&str, bool)>,
     ) -> Result<u64, MemoryError> {
+        let leaving = self.take_back_message(message, fact).await?;
+        let deleted = self.store.delete_messages(&leaving.messages).await?;
+        Ok(self.message_left(message, &leaving, deleted).await)
+    }
+
+    /// A platform message was deleted or edited: it leaves the history with everything derived from it
+    /// (the store's part: postings, vectors, episodes, summaries, what was written from it),
+    /// the bot's messages quoting it where it could be seen, what the daily extraction took
+    /// from that day in that place, and a "remember that …" it carried (`fact`) is forgotten
+    /// where it was said. The message rows are left: the messages still to delete are
+    /// returned (it, and the bot's messages quoting it), for `Store::delete_messages` or, for
+    /// an edit, the transaction that stores its new text (`Store::replace_messages`). Then
+    /// `message_left`.
+    pub async fn take_back_message(
+        &self,
+        message: &StoredMessage,
+        fact: Option<(&str, bool)>,
+    ) -> Result<Leaving, MemoryError> {
         // Counted first: an answer made meanwhile may show it.
         self.caches.forgetting();
         let mut removed = 0;
@@ -860,15 +885,29 @@ impl MemoryManager {
                 ids.extend(saying);
             }
         }
-        removed += self.store.delete_messages(&ids).await?;
+        Ok(Leaving {
+            messages: ids,
+            removed,
+        })
+    }
+
+    /// The message rows of `take_back_message` are gone (`deleted` of them): caches are
+    /// dropped and the forget is audited. Returns all the messages removed.
+    pub async fn message_left(
+        &self,
+        message: &StoredMessage,
+        leaving: &Leaving,
+        deleted: u64,
+    ) -> u64 {
         self.purge_caches();
+        let removed = leaving.removed + deleted;
         let by = By {
             scope: Some(message.scope.clone()),
             ..By::platform("message_deleted")
         };
         let n = usize::try_from(removed).unwrap_or(usize::MAX);
         self.audit(&by, Action::Forget, message.author, n).await;
-        Ok(removed)
+        removed
     }
 
     /// What the daily extraction of the message's day and place wrote for its author: it read

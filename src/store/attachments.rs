@@ -58,11 +58,13 @@ pub type Rewrite<'a> =
 pub trait Attachments: Send + Sync {
     /// In one transaction: keeps each attachment once by its hash (an id), then stores the
     /// message and the pieces `compose` makes with those ids, the pieces pointing at it. A
-    /// redelivered message keeps its id and nothing is added twice.
+    /// redelivered message keeps its id and nothing is added twice. The messages `replaced`
+    /// go first, in the same transaction (`Messages::replace_messages`).
     async fn insert_with_attachments(
         &self,
         attachments: &[NewAttachment],
         compose: Compose<'_>,
+        replaced: &[MessageId],
     ) -> StoreResult<MessageId>;
     /// The attachments a message carried, by id.
     async fn message_attachments(&self, message: MessageId) -> StoreResult<Vec<AttachmentRecord>>;
@@ -91,8 +93,10 @@ on_both_backends! {
             &self,
             attachments: &[NewAttachment],
             compose: Compose<'_>,
+            replaced: &[MessageId],
         ) -> StoreResult<MessageId> {
             let mut tx = self.write_tx().await?;
+            delete_in(&mut tx, replaced).await?;
             let mut ids = Vec::with_capacity(attachments.len());
             for a in attachments {
                 // A no-op update on a known hash, so its id is returned too.

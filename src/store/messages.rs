@@ -15,6 +15,14 @@ use std::collections::{BTreeMap, BTreeSet};
 pub trait Messages: Send + Sync {
     /// Stores a message; storing the same (space, channel, external id) twice returns the first id.
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId>;
+    /// In one transaction, the messages `replaced` go as `delete_messages` removes them and
+    /// `msg` is stored: an edit is never lost between the old text going and the new one
+    /// coming, and a failure keeps the old one.
+    async fn replace_messages(
+        &self,
+        replaced: &[MessageId],
+        msg: &NewMessage,
+    ) -> StoreResult<MessageId>;
     /// Stores many messages in one transaction (bulk import, benchmarks).
     async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>>;
     /// The latest `limit` messages of a channel, oldest first; with `scope`, only those kept
@@ -338,6 +346,21 @@ on_both_backends! {
             // The message and its postings commit together, so it is searchable once stored.
             crate::telemetry::timed("insert_message", async {
                 let mut tx = self.write_tx().await?;
+                let id = insert_chunk(&mut tx, std::slice::from_ref(msg)).await?[0];
+                tx.commit().await.map_err(db_err)?;
+                Ok(id)
+            })
+            .await
+        }
+
+        async fn replace_messages(
+            &self,
+            replaced: &[MessageId],
+            msg: &NewMessage,
+        ) -> StoreResult<MessageId> {
+            crate::store::again_if_aborted(|| async {
+                let mut tx = self.write_tx().await?;
+                delete_in(&mut tx, replaced).await?;
                 let id = insert_chunk(&mut tx, std::slice::from_ref(msg)).await?[0];
                 tx.commit().await.map_err(db_err)?;
                 Ok(id)
@@ -1204,6 +1227,59 @@ on_both_backends! {
         Ok(Some(text))
     }
 
+    /// `delete_messages` inside a write transaction (`replace_messages` stores in the same
+    /// one).
+    pub(in crate::store) async fn delete_in(conn: &mut Conn, ids: &[MessageId]) -> StoreResult<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
+        // The asked messages locked first: a write that adds to them (the pieces of an
+        // attachment's description) commits before the read below, which then sees it
+        // (PostgreSQL reads each statement's own snapshot; SQLite writes one at a time).
+        sqlx::query(concat!("SELECT id FROM messages WHERE id ", in_list!(1), for_update!()))
+            .bind(list(&asked))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
+        // The bot's replies to these messages and the text of their attachments go with them.
+        let rows: Vec<MessageRow> = sqlx::query_as(concat!(
+            "SELECT id, scope, sent_at, episode_id, text, withheld, language FROM messages WHERE id ",
+            in_list!(1),
+            " OR (is_bot AND reply_to ",
+            in_list!(2),
+            ") OR attachment_of ",
+            in_list!(3),
+            for_update!()
+        ))
+        .bind(list(&asked))
+        .bind(list(&as_text))
+        .bind(list(&asked))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        // What was written from an asked message goes even when the message itself is gone
+        // already (a write that raced a forget).
+        let mut all: Vec<i64> = rows.iter().map(|r| r.0).chain(asked.iter().copied()).collect();
+        all.sort_unstable();
+        all.dedup();
+        let plan = forget_plan(&rows)?;
+        unpost(&mut *conn, &plan).await?;
+        shrink_episodes(&mut *conn, &plan).await?;
+        drop_summaries(&mut *conn, &plan, true).await?;
+        drop_derived(&mut *conn, &all).await?;
+        let deleted = sqlx::query(concat!("DELETE FROM messages WHERE id ", in_list!(1)))
+            .bind(list(&all))
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+        // Other processes drop whatever they cached from these messages, at commit.
+        changed(&mut *conn, &Change::Forgotten).await?;
+        Ok(deleted)
+    }
+
     impl Backend {
         /// `delete_messages`, tried once.
         async fn delete_messages_once(&self, ids: &[MessageId]) -> StoreResult<u64> {
@@ -1211,50 +1287,7 @@ on_both_backends! {
                 return Ok(0);
             }
             let mut tx = self.write_tx().await?;
-            let asked: Vec<i64> = ids.iter().map(|m| m.0).collect();
-            // The asked messages locked first: a write that adds to them (the pieces of an
-            // attachment's description) commits before the read below, which then sees it
-            // (PostgreSQL reads each statement's own snapshot; SQLite writes one at a time).
-            sqlx::query(concat!("SELECT id FROM messages WHERE id ", in_list!(1), for_update!()))
-                .bind(list(&asked))
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
-            // The bot's replies to these messages and the text of their attachments go with them.
-            let rows: Vec<MessageRow> = sqlx::query_as(concat!(
-                "SELECT id, scope, sent_at, episode_id, text, withheld, language FROM messages WHERE id ",
-                in_list!(1),
-                " OR (is_bot AND reply_to ",
-                in_list!(2),
-                ") OR attachment_of ",
-                in_list!(3),
-                for_update!()
-            ))
-            .bind(list(&asked))
-            .bind(list(&as_text))
-            .bind(list(&asked))
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(db_err)?;
-            // What was written from an asked message goes even when the message itself is gone
-            // already (a write that raced a forget).
-            let mut all: Vec<i64> = rows.iter().map(|r| r.0).chain(asked.iter().copied()).collect();
-            all.sort_unstable();
-            all.dedup();
-            let plan = forget_plan(&rows)?;
-            unpost(&mut tx, &plan).await?;
-            shrink_episodes(&mut tx, &plan).await?;
-            drop_summaries(&mut tx, &plan, true).await?;
-            drop_derived(&mut tx, &all).await?;
-            let deleted = sqlx::query(concat!("DELETE FROM messages WHERE id ", in_list!(1)))
-                .bind(list(&all))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?
-                .rows_affected();
-            // Other processes drop whatever they cached from these messages, at commit.
-            changed(&mut tx, &Change::Forgotten).await?;
+            let deleted = delete_in(&mut tx, ids).await?;
             tx.commit().await.map_err(db_err)?;
             Ok(deleted)
         }

@@ -853,7 +853,46 @@ async fn a_message_deleted_while_answered_leaves_no_reply(url: Option<String>) {
     );
 }
 
+/// An edit the database fails to store (a trigger refuses its text here, as a full disk or
+/// a lost connection would) leaves the old text where it was, never neither; the edit sent
+/// again replaces it.
+async fn an_edit_that_cannot_be_stored_keeps_the_old_text(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    let lab = group("lab");
+    let say = |text: &str| said_as(&h, &lab, "alice", text, "m1");
+    h.bot.handle(&say("the launch is on Monday")).await.unwrap();
+    let alice = h.person("alice").await;
+    let place = h.place(&lab, "alice").await;
+    let launch = || search_texts(&h, &place, alice, "launch");
+    assert_eq!(launch().await, ["the launch is on Monday"]);
+    let db = &h.config.store.url;
+    let (refuse, allow) = if db.starts_with("postgres") {
+        (
+            "CREATE FUNCTION refuse_friday() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.text LIKE '%Friday%' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$; \
+             CREATE TRIGGER refuse_friday BEFORE INSERT ON messages FOR EACH ROW \
+             EXECUTE FUNCTION refuse_friday();",
+            "DROP TRIGGER refuse_friday ON messages; DROP FUNCTION refuse_friday();",
+        )
+    } else {
+        (
+            "CREATE TRIGGER refuse_friday BEFORE INSERT ON messages WHEN NEW.text LIKE '%Friday%' \
+             BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+            "DROP TRIGGER refuse_friday;",
+        )
+    };
+    exec(db, refuse).await;
+    let edit = say("the launch moved to Friday");
+    assert!(h.bot.message_edited(&edit).await.is_err(), "refused");
+    assert_eq!(launch().await, ["the launch is on Monday"]);
+    exec(db, allow).await;
+    h.bot.message_edited(&edit).await.unwrap();
+    assert_eq!(launch().await, ["the launch moved to Friday"]);
+    assert!(rows_holding(&h, "monday").await.is_empty());
+}
+
 on_both_harnesses!(
+    an_edit_that_cannot_be_stored_keeps_the_old_text,
     a_never_mind_forgets_nothing,
     a_message_deleted_while_answered_leaves_no_reply,
     a_statement_taken_back_in_one_group_stays_in_another,

@@ -1925,7 +1925,10 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
             Vec::new(),
         )
     };
-    let id = s.insert_with_attachments(&[file], &compose).await.unwrap();
+    let id = s
+        .insert_with_attachments(&[file], &compose, &[])
+        .await
+        .unwrap();
     let att = s.message_attachments(id).await.unwrap()[0].id;
     assert_eq!(s.message_attachments(id).await.unwrap()[0].surrogate, None);
     let space = s.vector_space(&model(384)).await.unwrap();
@@ -2041,7 +2044,10 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
         at: t(3),
     };
     assert_eq!(rows(s.clone()).await, 0);
-    let id = s.insert_with_attachments(&[file], &compose).await.unwrap();
+    let id = s
+        .insert_with_attachments(&[file], &compose, &[])
+        .await
+        .unwrap();
     let att = s.message_attachments(id).await.unwrap()[0].id;
     let read = s.unindexed_messages(10).await.unwrap();
     assert_eq!(read.iter().map(|m| m.id).collect::<Vec<_>>(), [id]);
