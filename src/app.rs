@@ -455,7 +455,9 @@ pub async fn start_service(
         programs,
     );
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let listening = crate::service::serve(&config.server.listen, routes, metrics, stopped).await?;
+    let bounds = crate::service::Bounds::of(&config.server);
+    let listening =
+        crate::service::serve(&config.server.listen, routes, metrics, bounds, stopped).await?;
     Ok(Some((listening, stop)))
 }
 

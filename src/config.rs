@@ -70,6 +70,14 @@ pub struct Config {
 pub struct ServerConfig {
     /// Address to listen on, e.g. "127.0.0.1:9464"; empty: no listener (the default).
     pub listen: String,
+    /// A connection whose request headers have not all come within this many seconds is
+    /// closed (an idle one between requests too).
+    pub header_timeout_secs: f64,
+    /// A request not answered within this many seconds gets 408 (its body still coming, or
+    /// its work: an export, an answer through the API).
+    pub request_timeout_secs: f64,
+    /// Connections open at once; more are closed as they come.
+    pub max_connections: usize,
     /// The keys of the memory API and MCP server, each bound to the people and spaces it may
     /// act for; none: no API.
     #[serde(default)]
@@ -753,6 +761,19 @@ impl Config {
             "server.listen",
             "must be empty (off) or an address with a port, e.g. \"127.0.0.1:9464\"",
         );
+        bad.range(
+            "server.header_timeout_secs",
+            s.header_timeout_secs,
+            0.1,
+            3600.0,
+        );
+        bad.range(
+            "server.request_timeout_secs",
+            s.request_timeout_secs,
+            0.1,
+            86400.0,
+        );
+        bad.range("server.max_connections", s.max_connections, 1, 1_000_000);
         let mut names = std::collections::HashSet::new();
         for key in &s.api_keys {
             bad.check(

@@ -150,12 +150,51 @@ pub struct Listening {
     pub task: tokio::task::JoinHandle<()>,
 }
 
-/// Binds `listen` and serves `routes` until `shutdown` turns true; the metrics recorder's
-/// upkeep runs beside it.
+/// How long and how many: what keeps a client that is slow on purpose (a request sent a byte
+/// at a time, connections opened and left) from holding the listener, and with it the
+/// process's files and sockets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bounds {
+    /// A connection whose request headers have not all come by then is closed (an idle one
+    /// too, between requests).
+    pub header_timeout: Duration,
+    /// A request not answered by then (its body still coming, or its work) gets 408.
+    pub request_timeout: Duration,
+    /// Connections open at once; another one is closed as it comes.
+    pub max_connections: usize,
+}
+
+impl Bounds {
+    /// The bounds of `[server]`.
+    pub fn of(server: &crate::config::ServerConfig) -> Bounds {
+        Bounds {
+            header_timeout: Duration::from_secs_f64(server.header_timeout_secs),
+            request_timeout: Duration::from_secs_f64(server.request_timeout_secs),
+            max_connections: server.max_connections,
+        }
+    }
+}
+
+/// `request` answered within `limit`, or 408.
+async fn in_time(
+    State(limit): State<Duration>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => (StatusCode::REQUEST_TIMEOUT, "too slow\n").into_response(),
+    }
+}
+
+/// Binds `listen` and serves `routes` within `bounds` until `shutdown` turns true (open
+/// requests finish first, each within its timeout); the metrics recorder's upkeep runs
+/// beside it.
 pub async fn serve(
     listen: &str,
     routes: Router,
     metrics: PrometheusHandle,
+    bounds: Bounds,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<Listening, ServiceError> {
     let listener = tokio::net::TcpListener::bind(listen)
@@ -169,26 +208,69 @@ pub async fn serve(
         cause,
     })?;
     info!(%addr, "listening: /healthz /readyz /metrics");
+    let routes = routes.layer(axum::middleware::from_fn_with_state(
+        bounds.request_timeout,
+        in_time,
+    ));
     let task = tokio::spawn(async move {
+        let places = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
+        let (closing, _) = watch::channel(false);
         let mut upkeep = tokio::time::interval(Duration::from_secs(5));
-        let stop = async move {
-            loop {
-                tokio::select! {
-                    _ = upkeep.tick() => metrics.run_upkeep(),
-                    changed = shutdown.changed() => {
-                        if changed.is_err() || *shutdown.borrow() {
-                            return;
-                        }
+        loop {
+            tokio::select! {
+                _ = upkeep.tick() => metrics.run_upkeep(),
+                changed = shutdown.changed() => {
+                    if changed.is_err() || *shutdown.borrow() {
+                        break;
                     }
                 }
+                accepted = listener.accept() => {
+                    let stream = match accepted {
+                        Ok((stream, _)) => stream,
+                        Err(e) => {
+                            // Out of files, most often: the next try may find one.
+                            warn!(error = %e, "a connection could not be accepted");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let Ok(place) = places.clone().try_acquire_owned() else {
+                        warn!(max = bounds.max_connections, "too many connections: one closed");
+                        continue;
+                    };
+                    let service = hyper_util::service::TowerToHyperService::new(routes.clone());
+                    let closing = closing.subscribe();
+                    tokio::spawn(connection(stream, service, bounds.header_timeout, closing, place));
+                }
             }
-        };
-        if let Err(e) = axum::serve(listener, routes)
-            .with_graceful_shutdown(stop)
-            .await
-        {
-            warn!(error = %e, "the HTTP listener stopped");
         }
+        // Open requests finish (within their timeout); idle connections close now.
+        let _ = closing.send(true);
+        let all = u32::try_from(bounds.max_connections).unwrap_or(u32::MAX);
+        let _ = places.acquire_many(all).await;
     });
     Ok(Listening { addr, task })
+}
+
+/// One client's connection, until it closes, stays quiet past `header_timeout`, or `closing`
+/// turns true (then its open request is finished first).
+async fn connection(
+    stream: tokio::net::TcpStream,
+    service: hyper_util::service::TowerToHyperService<Router>,
+    header_timeout: Duration,
+    mut closing: watch::Receiver<bool>,
+    _place: tokio::sync::OwnedSemaphorePermit,
+) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let conn = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = closing.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
 }
