@@ -308,7 +308,7 @@ impl CachedEmbedder {
         if let Ok(bytes) = std::fs::read(&path) {
             for rec in bytes.chunks_exact(32 + dims * 4) {
                 let key: [u8; 32] = rec[..32].try_into().expect("32 bytes");
-                cache.insert(key, crate::embed::from_bytes(&rec[32..]));
+                cache.insert(key, crate::domain::vector::from_bytes(&rec[32..]));
             }
         }
         CachedEmbedder {
@@ -360,7 +360,7 @@ impl Embedder for CachedEmbedder {
             let mut cache = self.cache.lock().expect("cache lock");
             for (&i, v) in missing.iter().zip(vectors) {
                 let mut rec = keys[i].to_vec();
-                rec.extend(crate::embed::to_bytes(&v));
+                rec.extend(crate::domain::vector::to_bytes(&v));
                 file.write_all(&rec)
                     .map_err(|e| EmbedError::Model(e.to_string()))?;
                 cache.insert(keys[i], v);

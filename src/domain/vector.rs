@@ -1,5 +1,5 @@
 //! Vector spaces: which model made a vector. Vectors of different models are never compared;
-//! a vector always travels with the space it lives in.
+//! a vector always travels with the space it lives in. And a vector's bytes.
 
 use serde::Serialize;
 use std::fmt;
@@ -43,4 +43,27 @@ pub struct Embedding {
     pub space: VectorSpaceId,
     /// The vector.
     pub vector: Vec<f32>,
+}
+
+/// Little-endian f32 bytes: the BLOB form SQLite and sqlite-vec use.
+pub fn to_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A vector from its stored bytes (little-endian f32s).
+pub fn from_bytes(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_forms_round_trip() {
+        let v = vec![0.25f32, -1.5, 3.0e-7, 0.0];
+        assert_eq!(from_bytes(&to_bytes(&v)), v);
+    }
 }

@@ -105,18 +105,6 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-/// Little-endian f32 bytes: the BLOB form SQLite and sqlite-vec use.
-pub fn to_bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-/// A vector from its stored bytes (little-endian f32s).
-pub fn from_bytes(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
 /// Mean of unit vectors, normalised: the centroid an episode is compared by.
 pub fn centroid<'a>(vectors: impl IntoIterator<Item = &'a [f32]>) -> Option<Vec<f32>> {
     let mut sum: Option<Vec<f32>> = None;
@@ -134,12 +122,6 @@ pub fn centroid<'a>(vectors: impl IntoIterator<Item = &'a [f32]>) -> Option<Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn vector_forms_round_trip() {
-        let v = vec![0.25f32, -1.5, 3.0e-7, 0.0];
-        assert_eq!(from_bytes(&to_bytes(&v)), v);
-    }
 
     #[test]
     fn centroid_is_unit_and_between() {

@@ -30,6 +30,10 @@ pub const WORKING_MEMORY: &str = include_str!("../../prompts/working_memory.md")
 /// The built-in `episode_summary.md`.
 pub const EPISODE_SUMMARY: &str = include_str!("../../prompts/episode_summary.md");
 
+/// The memory tools offered to the model and the note of a staged call (built in only: the
+/// executor's code answers to these names and parameters).
+pub const MEMORY_TOOLS: &str = include_str!("../../prompts/memory_tools.json");
+
 /// The built-in `describe_image.md`.
 pub const DESCRIBE_IMAGE: &str = include_str!("../../prompts/describe_image.md");
 

@@ -15,74 +15,28 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-const CATEGORIES: [&str; 4] = [
-    "preference",
-    "work_context",
-    "personal_context",
-    "reading_history",
-];
+/// The tools as offered to the model, and what a staged call's result tells it: the
+/// `prompts/memory_tools.json` of this build (model-facing text lives in `prompts/`).
+struct ToolTexts {
+    tools: Vec<Value>,
+    awaiting_confirmation: String,
+}
+
+static TOOL_TEXTS: std::sync::LazyLock<ToolTexts> = std::sync::LazyLock::new(|| {
+    let file: Value = serde_json::from_str(crate::llm::prompts::MEMORY_TOOLS)
+        .expect("prompts/memory_tools.json is JSON (checked by a test)");
+    ToolTexts {
+        tools: file["tools"].as_array().cloned().unwrap_or_default(),
+        awaiting_confirmation: file["awaiting_confirmation"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    }
+});
 
 /// The six tools as OpenAI `tools` entries.
 pub fn tool_schemas() -> Vec<Value> {
-    let function = |name: &str, description: &str, parameters: Value| {
-        json!({"type": "function", "function": {
-            "name": name, "description": description, "parameters": parameters}})
-    };
-    vec![
-        function(
-            "write_memory",
-            "Write or update a memory entry about the user. Durable entries go to MEMORY.md, daily ones to today's notes.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "key": {"type": "string", "description": "Short identifier, e.g. 'role'"},
-                "value": {"type": "string", "description": "The memory, in natural language, no code"},
-                "category": {"type": "string", "enum": CATEGORIES},
-                "durability": {"type": "string", "enum": ["durable", "daily"]},
-                "source": {"type": "string"},
-                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                "expires_at": {"type": "string", "description": "When it stops being true (YYYY-MM-DD or RFC 3339), e.g. for 'presenting next week'; omit for lasting facts"}},
-                "required": ["key", "value", "category", "durability"]}),
-        ),
-        function(
-            "read_memory",
-            "Read the memory entries of one category.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "category": {"type": "string", "enum": CATEGORIES},
-                "limit": {"type": "integer", "default": 20}},
-                "required": ["category"]}),
-        ),
-        function(
-            "search_memory",
-            "Search the user's memory with BM25.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "query": {"type": "string"},
-                "limit": {"type": "integer", "default": 5},
-                "category": {"type": "string", "enum": ["preference", "work_context", "personal_context", "reading_history", "all"], "default": "all"}},
-                "required": ["query"]}),
-        ),
-        function(
-            "update_memory",
-            "Update an existing memory entry.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "key": {"type": "string"},
-                "value": {"type": "string"},
-                "category": {"type": "string", "enum": CATEGORIES}},
-                "required": ["key", "value"]}),
-        ),
-        function(
-            "delete_memory",
-            "Delete a memory entry.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "key": {"type": "string"}}, "required": ["key"]}),
-        ),
-        function(
-            "get_memory_context",
-            "Get the user's memory as text for a prompt, the entries about a topic first.",
-            json!({"type": "object", "additionalProperties": false, "properties": {
-                "topic": {"type": "string"},
-                "max_tokens": {"type": "integer", "default": 1500}},
-                "required": ["topic"]}),
-        ),
-    ]
+    TOOL_TEXTS.tools.clone()
 }
 
 #[derive(Deserialize)]
@@ -312,7 +266,7 @@ impl ToolExecutor {
         staged.lock().expect("staged changes").push(change);
         Some(
             json!({"ok": false, "status": "awaiting the user's confirmation",
-            "note": format!("Not done yet: the user will be asked to confirm ({what}). Do not say it is done.")}),
+            "note": TOOL_TEXTS.awaiting_confirmation.replace("{change}", &what)}),
         )
     }
 
@@ -695,4 +649,49 @@ pub async fn run_with_tools(
     Err(LlmError::BadResponse(format!(
         "the model kept calling tools after {max_rounds} rounds"
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tool_file_offers_the_six_tools_with_this_builds_categories() {
+        let names: Vec<&str> = TOOL_TEXTS
+            .tools
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "write_memory",
+                "read_memory",
+                "search_memory",
+                "update_memory",
+                "delete_memory",
+                "get_memory_context"
+            ]
+        );
+        let categories: Vec<&str> = crate::domain::Category::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        let mut enums = 0;
+        for tool in &TOOL_TEXTS.tools {
+            let category = &tool["function"]["parameters"]["properties"]["category"]["enum"];
+            if let Some(listed) = category.as_array() {
+                let listed: Vec<&str> = listed.iter().filter_map(Value::as_str).collect();
+                let expected: Vec<&str> = if tool["function"]["name"] == "search_memory" {
+                    categories.iter().copied().chain(["all"]).collect()
+                } else {
+                    categories.clone()
+                };
+                assert_eq!(listed, expected, "{tool}");
+                enums += 1;
+            }
+        }
+        assert_eq!(enums, 4);
+        assert!(TOOL_TEXTS.awaiting_confirmation.contains("{change}"));
+    }
 }

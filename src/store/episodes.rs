@@ -139,10 +139,19 @@ fn loops_json(loops: &[String]) -> String {
     serde_json::Value::from_iter(loops.iter().map(|l| serde_json::json!(l))).to_string()
 }
 
-/// The open loops as stored (a JSON array of strings); a damaged value reads as none.
+/// The open loops as stored (a JSON array of strings). A damaged value reads as none, said
+/// in the log: the loops are made again at the next refresh, which reads these first (an
+/// error here would stop every refresh, and every answer, in that channel).
 fn loops_of(json: Option<&str>) -> Vec<String> {
-    json.and_then(|j| serde_json::from_str(j).ok())
-        .unwrap_or_default()
+    let Some(json) = json else {
+        return Vec::new();
+    };
+    serde_json::from_str(json).unwrap_or_else(|e| {
+        // Where, not what: the value may quote what people said.
+        tracing::warn!(kind = ?e.classify(), line = e.line(), column = e.column(),
+            "stored open loops are damaged: read as none");
+        Vec::new()
+    })
 }
 
 on_both_backends! {

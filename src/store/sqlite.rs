@@ -4,8 +4,8 @@
 use super::rows::{from_ms, ms, parse_scope};
 use super::*;
 use crate::domain::language::Language;
+use crate::domain::vector;
 use crate::domain::{Embedding, VectorSpaceId};
-use crate::embed;
 use crate::store::messages::{Indexable, QueuedRow};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
@@ -201,7 +201,7 @@ pub(super) mod shared {
 
     /// A vector as bound: little-endian f32 bytes.
     pub(in crate::store) fn vector_param(v: &[f32]) -> Vec<u8> {
-        crate::embed::to_bytes(v)
+        crate::domain::vector::to_bytes(v)
     }
 }
 
@@ -562,7 +562,7 @@ pub(super) async fn nearest_messages(
         message_columns!(),
     );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(embed::to_bytes(&vector.vector))
+        .bind(vector::to_bytes(&vector.vector))
         .bind(vector.space.0);
     for key in keys {
         query = query.bind(key);
@@ -595,7 +595,7 @@ pub(super) async fn message_vectors(
     .map_err(db_err)?;
     Ok(rows
         .into_iter()
-        .map(|(id, blob)| (MessageId(id), embed::from_bytes(&blob)))
+        .map(|(id, blob)| (MessageId(id), vector::from_bytes(&blob)))
         .collect())
 }
 
