@@ -14,6 +14,15 @@ pub enum SecretKind {
     CardNumber,
 }
 
+/// Whether `secret` (an admin token, an API key) is too easy to guess to guard anything: fewer
+/// than 16 characters, or fewer than 8 different ones ("aaaaaaaaaaaaaaaa", "1212…"). Outer
+/// spaces do not count.
+pub fn guessable(secret: &str) -> bool {
+    let secret = secret.trim();
+    let distinct: std::collections::HashSet<char> = secret.chars().collect();
+    secret.chars().count() < 16 || distinct.len() < 8
+}
+
 /// What a secret is replaced with in stored text.
 pub const REDACTED: &str = "[secret removed]";
 
@@ -386,6 +395,17 @@ fn luhn(digits: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn guessable_secrets() {
+        assert!(guessable("aaaaaaaaaaaaaaaaaaaaaaaa"));
+        assert!(guessable("12121212121212121212"));
+        assert!(guessable(" short-token-1 "));
+        assert!(!guessable("admin-token-0123456789abcdef"));
+        assert!(!guessable("9f86d081884c7d659a2feaa0c55ad015"));
+        // Outer spaces do not count.
+        assert!(guessable("   abcdefg        "));
+    }
 
     fn secrets(text: &str) -> Vec<&str> {
         secret_spans(text)

@@ -182,7 +182,9 @@ pub enum KeyError {
         env: String,
     },
     /// A key too short to be a secret.
-    #[error("server.api_keys: {env} (key {name:?}) is shorter than 16 characters")]
+    #[error(
+        "server.api_keys: {env} (key {name:?}) is too easy to guess: use 16 characters or more, 8 of them different (e.g. `openssl rand -hex 24`)"
+    )]
     Weak {
         /// The key.
         name: String,
@@ -210,7 +212,7 @@ impl ApiKeys {
                     name: config.name.clone(),
                     env: config.env.clone(),
                 })?;
-            if secret.trim().chars().count() < 16 {
+            if crate::domain::secret::guessable(&secret) {
                 return Err(KeyError::Weak {
                     name: config.name.clone(),
                     env: config.env.clone(),
@@ -989,6 +991,10 @@ mod tests {
         ));
         assert!(matches!(
             ApiKeys::load(&configs, |_| Some("short".into())),
+            Err(KeyError::Weak { .. })
+        ));
+        assert!(matches!(
+            ApiKeys::load(&configs, |_| Some("ab".repeat(12))),
             Err(KeyError::Weak { .. })
         ));
         // A stdio binding has no secret anything could match.

@@ -11,12 +11,14 @@ use std::fmt;
 pub const COOKIE: &str = "engram_admin";
 /// How long a login lasts.
 pub const SESSION_HOURS: i64 = 12;
-/// The fewest characters an admin token may have.
+/// The fewest characters an admin token may have (`domain::secret::guessable`).
 pub const MIN_TOKEN_CHARS: usize = 16;
 
 /// Why the admin token was refused at start.
 #[derive(Debug, thiserror::Error)]
-#[error("ENGRAM_ADMIN_TOKEN is shorter than {MIN_TOKEN_CHARS} characters")]
+#[error(
+    "ENGRAM_ADMIN_TOKEN is too easy to guess: use {MIN_TOKEN_CHARS} characters or more, 8 of them different (e.g. `openssl rand -hex 24`)"
+)]
 pub struct WeakToken;
 
 /// The admin token, kept to check logins and sign sessions.
@@ -53,7 +55,7 @@ impl AdminAuth {
     /// The admin page's login with `token`.
     pub fn new(token: &str) -> Result<AdminAuth, WeakToken> {
         let token = token.trim();
-        if token.chars().count() < MIN_TOKEN_CHARS {
+        if crate::domain::secret::guessable(token) {
             return Err(WeakToken);
         }
         Ok(AdminAuth {
@@ -138,6 +140,7 @@ mod tests {
     fn tokens_and_names() {
         assert!(AdminAuth::new("short").is_err());
         assert!(AdminAuth::new("   fifteen chars  ").is_err());
+        assert!(AdminAuth::new(&"x".repeat(40)).is_err());
         let auth = AdminAuth::new("sixteen chars ok").unwrap();
         assert!(auth.token_matches("sixteen chars ok"));
         assert!(auth.token_matches(" sixteen chars ok\n"));
