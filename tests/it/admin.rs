@@ -182,9 +182,24 @@ async fn admin_urls_need_the_token(url: Option<String>) {
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(
-        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
-        "{set}"
+        set.contains("HttpOnly") && set.contains("SameSite=Strict") && !set.contains("Secure"),
+        "over plain HTTP a Secure cookie would never come back: {set}"
     );
+    // Behind a TLS proxy that says so, the session never travels over plain HTTP.
+    for (name, value) in [
+        ("x-forwarded-proto", "https"),
+        ("forwarded", "for=192.0.2.60;proto=https;by=203.0.113.43"),
+    ] {
+        let proxied = client()
+            .post(format!("{base}/admin/login"))
+            .header(name, value)
+            .form(&[("name", "ops"), ("token", TOKEN)])
+            .send()
+            .await
+            .unwrap();
+        let set = proxied.headers()["set-cookie"].to_str().unwrap();
+        assert!(set.ends_with("; Secure"), "{name}: {set}");
+    }
     let session = set
         .split(';')
         .next()

@@ -173,7 +173,32 @@ async fn login_form() -> Response {
     pages::login(None).into_response()
 }
 
-async fn login(State(admin): State<Arc<Admin>>, Form(form): Form<LoginForm>) -> Response {
+/// "; Secure" when the page was reached over HTTPS, as a TLS proxy in front says
+/// (`X-Forwarded-Proto`, `Forwarded: proto=https`): the browser then never sends the session
+/// over plain HTTP. Reached over plain HTTP (127.0.0.1, a compose network), a Secure cookie
+/// would never come back.
+fn secure_attribute(headers: &header::HeaderMap) -> &'static str {
+    let said = |name: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split([',', ';']))
+            .map(|v| v.trim().to_ascii_lowercase())
+            .collect::<Vec<_>>()
+    };
+    let https = said("x-forwarded-proto")
+        .first()
+        .is_some_and(|p| p == "https")
+        || said("forwarded").iter().any(|p| p == "proto=https");
+    if https { "; Secure" } else { "" }
+}
+
+async fn login(
+    State(admin): State<Arc<Admin>>,
+    headers: header::HeaderMap,
+    Form(form): Form<LoginForm>,
+) -> Response {
     let name = form.name.trim();
     if !auth::valid_name(name) {
         return unauthorized(Some("A name is 1 to 32 letters, digits, '-', '_' or '.'."));
@@ -185,17 +210,21 @@ async fn login(State(admin): State<Arc<Admin>>, Form(form): Form<LoginForm>) -> 
     info!(operator = name, "admin signed in");
     let value = admin.parts.auth.session(name, admin.parts.clock.now());
     let cookie = format!(
-        "{COOKIE}={value}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age={}",
-        SESSION_HOURS * 3600
+        "{COOKIE}={value}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        SESSION_HOURS * 3600,
+        secure_attribute(&headers)
     );
     ([(header::SET_COOKIE, cookie)], Redirect::to("/admin")).into_response()
 }
 
-async fn logout() -> Response {
+async fn logout(headers: header::HeaderMap) -> Response {
     (
         [(
             header::SET_COOKIE,
-            format!("{COOKIE}=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0"),
+            format!(
+                "{COOKIE}=; Path=/admin; HttpOnly; SameSite=Strict; Max-Age=0{}",
+                secure_attribute(&headers)
+            ),
         )],
         Redirect::to("/admin/login"),
     )
