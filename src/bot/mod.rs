@@ -675,10 +675,15 @@ impl Bot {
         let leaving = self.take_back_message(&old).await?;
         let mut msg = msg.clone();
         msg.sent_at = old.sent_at;
-        let stored = self.store_new(&msg, Some(&leaving.messages)).await?;
-        let deleted = leaving.messages.len() as u64;
-        self.memory.message_left(&old, &leaving, deleted).await;
-        if let Some(mut ingested) = stored {
+        let stored = self.store_new(&msg, Some(&leaving.messages)).await;
+        // What was made from the old text is gone either way: caches and the audit follow,
+        // even when the new text could not be stored.
+        let deleted = match &stored {
+            Ok(_) => leaving.messages.len() as u64,
+            Err(_) => 0,
+        };
+        self.memory.message_left(&old, &leaving, deleted).await?;
+        if let Some(mut ingested) = stored? {
             // An edit is not answered: its files count as posted in passing.
             self.describe(&msg, &mut ingested, false).await?;
         }

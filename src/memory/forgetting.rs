@@ -783,7 +783,7 @@ impl MemoryManager {
     ) -> Result<u64, MemoryError> {
         let leaving = self.take_back_message(message, fact).await?;
         let deleted = self.store.delete_messages(&leaving.messages).await?;
-        Ok(self.message_left(message, &leaving, deleted).await)
+        self.message_left(message, &leaving, deleted).await
     }
 
     /// A platform message was deleted or edited: it leaves the history with everything derived from it
@@ -891,14 +891,18 @@ impl MemoryManager {
         })
     }
 
-    /// The message rows of `take_back_message` are gone (`deleted` of them): caches are
-    /// dropped and the forget is audited. Returns all the messages removed.
+    /// The message rows of `take_back_message` are gone (`deleted` of them): a job that read
+    /// the message between the two keeps nothing it made (counted as a forget again), caches
+    /// are dropped and the forget is audited. Returns all the messages removed.
     pub async fn message_left(
         &self,
         message: &StoredMessage,
         leaving: &Leaving,
         deleted: u64,
-    ) -> u64 {
+    ) -> Result<u64, MemoryError> {
+        if !message.is_bot {
+            self.begin_forgetting(message.author).await?;
+        }
         self.purge_caches();
         let removed = leaving.removed + deleted;
         let by = By {
@@ -907,7 +911,7 @@ impl MemoryManager {
         };
         let n = usize::try_from(removed).unwrap_or(usize::MAX);
         self.audit(&by, Action::Forget, message.author, n).await;
-        removed
+        Ok(removed)
     }
 
     /// What the daily extraction of the message's day and place wrote for its author: it read

@@ -156,7 +156,8 @@ pub struct Listening {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bounds {
     /// A connection whose request headers have not all come by then is closed (an idle one
-    /// too, between requests).
+    /// too, between requests), and so is one whose client reads nothing of an answer for
+    /// that long.
     pub header_timeout: Duration,
     /// A request not answered by then (its body still coming, or its work) gets 408.
     pub request_timeout: Duration,
@@ -175,15 +176,24 @@ impl Bounds {
     }
 }
 
-/// `request` answered within `limit`, or 408.
+/// `request` answered within `limit`, or 408. The work runs on a task of its own and is not
+/// cut off: a clear or a forget past the limit goes on to its end (only its answer is
+/// lost), and a body that never ends stops its task when the connection closes.
 async fn in_time(
     State(limit): State<Duration>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    match tokio::time::timeout(limit, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => (StatusCode::REQUEST_TIMEOUT, "too slow\n").into_response(),
+    let work = tokio::spawn(next.run(request));
+    match tokio::time::timeout(limit, work).await {
+        Ok(Ok(response)) => response,
+        // A handler's panic goes on as that panic, as it would have in place.
+        Ok(Err(e)) => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            "not answered in time; work already started goes on\n",
+        )
+            .into_response(),
     }
 }
 
@@ -244,16 +254,24 @@ pub async fn serve(
                 }
             }
         }
-        // Open requests finish (within their timeout); idle connections close now.
+        // Open requests finish (within their timeout); idle connections close now. A
+        // connection still open after both timeouts is left to the runtime's end.
         let _ = closing.send(true);
         let all = u32::try_from(bounds.max_connections).unwrap_or(u32::MAX);
-        let _ = places.acquire_many(all).await;
+        let grace = bounds.request_timeout + bounds.header_timeout;
+        if tokio::time::timeout(grace, places.acquire_many(all))
+            .await
+            .is_err()
+        {
+            warn!("connections still open at the listener's stop: left behind");
+        }
     });
     Ok(Listening { addr, task })
 }
 
-/// One client's connection, until it closes, stays quiet past `header_timeout`, or `closing`
-/// turns true (then its open request is finished first).
+/// One client's connection, until it closes, stays quiet past `header_timeout` (sending, or
+/// reading what it is sent), or `closing` turns true (then its open request is finished
+/// first).
 async fn connection(
     stream: tokio::net::TcpStream,
     service: hyper_util::service::TowerToHyperService<Router>,
@@ -264,7 +282,11 @@ async fn connection(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(header_timeout);
-    let conn = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    // hyper has no write timeout: a client that stops reading would hold its place forever.
+    let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+    stream.set_write_timeout(Some(header_timeout));
+    let stream = hyper_util::rt::TokioIo::new(Box::pin(stream));
+    let conn = http.serve_connection(stream, service);
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}

@@ -95,41 +95,12 @@ on_both_backends! {
             compose: Compose<'_>,
             replaced: &[MessageId],
         ) -> StoreResult<MessageId> {
-            let mut tx = self.write_tx().await?;
-            delete_in(&mut tx, replaced).await?;
-            let mut ids = Vec::with_capacity(attachments.len());
-            for a in attachments {
-                // A no-op update on a known hash, so its id is returned too.
-                let id: i64 = sqlx::query_scalar(
-                    "INSERT INTO attachments (sha256, kind, name, mime, size, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
-                     ON CONFLICT (sha256) DO UPDATE SET sha256 = excluded.sha256 RETURNING id",
-                )
-                .bind(&a.sha256)
-                .bind(&a.kind)
-                .bind(&a.name)
-                .bind(&a.mime)
-                .bind(a.size)
-                .bind(a.at.timestamp_millis())
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                ids.push(id);
-            }
-            let (message, parts) = compose(&ids);
-            let id = insert_chunk(&mut tx, std::slice::from_ref(&message)).await?[0];
-            insert_parts(&mut tx, id, &parts).await?;
-            for a in &ids {
-                sqlx::query(
-                    "INSERT INTO message_attachments (message_id, attachment_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                )
-                .bind(id.0)
-                .bind(a)
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-            }
-            tx.commit().await.map_err(db_err)?;
-            Ok(id)
+            // Deleting takes the locks an episode close takes too: a PostgreSQL deadlock
+            // is run again (all of it rolled back; `compose` may be called again).
+            crate::store::again_if_aborted(|| {
+                self.insert_with_attachments_once(attachments, compose, replaced)
+            })
+            .await
         }
 
         async fn describe_attachment(
@@ -191,6 +162,52 @@ on_both_backends! {
                     surrogate,
                 })
                 .collect())
+        }
+    }
+
+    impl Backend {
+        /// `insert_with_attachments`, tried once.
+        async fn insert_with_attachments_once(
+            &self,
+            attachments: &[NewAttachment],
+            compose: Compose<'_>,
+            replaced: &[MessageId],
+        ) -> StoreResult<MessageId> {
+            let mut tx = self.write_tx().await?;
+            delete_in(&mut tx, replaced).await?;
+            let mut ids = Vec::with_capacity(attachments.len());
+            for a in attachments {
+                // A no-op update on a known hash, so its id is returned too.
+                let id: i64 = sqlx::query_scalar(
+                    "INSERT INTO attachments (sha256, kind, name, mime, size, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
+                     ON CONFLICT (sha256) DO UPDATE SET sha256 = excluded.sha256 RETURNING id",
+                )
+                .bind(&a.sha256)
+                .bind(&a.kind)
+                .bind(&a.name)
+                .bind(&a.mime)
+                .bind(a.size)
+                .bind(a.at.timestamp_millis())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                ids.push(id);
+            }
+            let (message, parts) = compose(&ids);
+            let id = insert_chunk(&mut tx, std::slice::from_ref(&message)).await?[0];
+            insert_parts(&mut tx, id, &parts).await?;
+            for a in &ids {
+                sqlx::query(
+                    "INSERT INTO message_attachments (message_id, attachment_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                )
+                .bind(id.0)
+                .bind(a)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            }
+            tx.commit().await.map_err(db_err)?;
+            Ok(id)
         }
     }
 

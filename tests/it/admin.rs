@@ -662,7 +662,7 @@ async fn connections_past_the_limit_are_closed() {
     let (base, stop) = serve_admin(&h).await;
     let addr = base.trim_start_matches("http://");
     let connect = || tokio::net::TcpStream::connect(addr);
-    let _idle = connect().await.unwrap();
+    let idle = connect().await.unwrap();
     let mut open = connect().await.unwrap();
     let ask = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
     open.write_all(ask).await.unwrap();
@@ -676,5 +676,51 @@ async fn connections_past_the_limit_are_closed() {
     open.write_all(ask).await.unwrap();
     let again = heard(&mut open, Some("ok\n")).await;
     assert!(again.starts_with("HTTP/1.1 200"), "{again}");
+    // A closed connection frees its place: a new one is served once the server has seen
+    // it close (each try before that is closed unanswered).
+    drop(idle);
+    let freed = async {
+        loop {
+            let mut next = connect().await.unwrap();
+            if next.write_all(ask).await.is_ok() {
+                let said = heard(&mut next, Some("ok\n")).await;
+                if said.starts_with("HTTP/1.1 200") {
+                    return;
+                }
+                assert_eq!(said, "", "closed unanswered, or served");
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), freed)
+        .await
+        .expect("the closed connection's place is free again");
+    let _ = stop.send(true);
+}
+
+/// A client that sends requests and reads nothing of the answers holds its place only until
+/// a write to it has stalled for `server.header_timeout_secs`.
+#[tokio::test]
+async fn a_client_that_never_reads_is_cut_off() {
+    use tokio::io::AsyncWriteExt;
+    let h = Harness::build(false, |c| c.server.header_timeout_secs = 0.5).await;
+    let (base, stop) = serve_admin(&h).await;
+    let addr = base.trim_start_matches("http://");
+    let mut greedy = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // Far more answers than the socket buffers hold; the writes themselves fail once the
+    // server gives up, which ends the loop early.
+    let ask: Vec<u8> = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".repeat(2_000);
+    let sent = async {
+        for _ in 0..200 {
+            if greedy.write_all(&ask).await.is_err() {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), sent)
+        .await
+        .expect("the server closes the connection, so writing to it stops");
+    // The answers that were buffered come, then the end: the connection is closed.
+    heard(&mut greedy, None).await;
     let _ = stop.send(true);
 }

@@ -1003,3 +1003,30 @@ fn engram_mcp_answers_on_stdio() {
     assert!(!ok);
     assert!(err.contains("no key named \"nope\""), "{err}");
 }
+
+/// A request not answered within `server.request_timeout_secs` gets 408, and the work it
+/// started is not cut off half-way: here the answer the model was still writing is stored
+/// once the model answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_past_the_request_timeout_goes_on() {
+    let h = Harness::build(true, |c| c.server.request_timeout_secs = 0.5).await;
+    let (base, stop) = serve_api(&h).await;
+    h.fake().hold();
+    let asked = at(
+        "acme",
+        json!({"id": "t-1", "text": "Engram, what should I cook tonight?", "respond": true}),
+    );
+    let (code, _) = call(&base, Some(ACME), "add_message", asked).await;
+    assert_eq!(code, 408);
+    assert_eq!(h.message_count().await, 1, "the question is stored first");
+    h.fake().release();
+    let answered = async {
+        while h.message_count().await < 2 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), answered)
+        .await
+        .expect("the answer is stored after the 408");
+    let _ = stop.send(true);
+}

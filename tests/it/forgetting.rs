@@ -881,14 +881,22 @@ async fn an_edit_that_cannot_be_stored_keeps_the_old_text(url: Option<String>) {
             "DROP TRIGGER refuse_friday;",
         )
     };
+    let forgets = || async {
+        let lines = h.store.audit_log(Some(alice), 10).await.unwrap();
+        lines.iter().filter(|l| l.change.action == "forget").count()
+    };
+    assert_eq!(forgets().await, 0);
     exec(db, refuse).await;
     let edit = say("the launch moved to Friday");
     assert!(h.bot.message_edited(&edit).await.is_err(), "refused");
     assert_eq!(launch().await, ["the launch is on Monday"]);
+    // What was made from the old text went all the same: that is audited.
+    assert_eq!(forgets().await, 1);
     exec(db, allow).await;
     h.bot.message_edited(&edit).await.unwrap();
     assert_eq!(launch().await, ["the launch moved to Friday"]);
     assert!(rows_holding(&h, "monday").await.is_empty());
+    assert_eq!(forgets().await, 2);
 }
 
 on_both_harnesses!(
