@@ -1113,7 +1113,11 @@ async fn find_person(
         if let Some(id) = store.find_identity(platform, user).await? {
             return Ok(id);
         }
-        match store.find_people(platform, user, None).await?.as_slice() {
+        match store
+            .find_people(platform, user, engram::store::Among::Everyone)
+            .await?
+            .as_slice()
+        {
             [] => {}
             [one] => return Ok(one.person),
             many => anyhow::bail!(

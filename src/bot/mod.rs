@@ -22,7 +22,7 @@ use crate::memory::tools::StagedChange;
 use crate::memory::{CaptureOutcome, FactRequest, MemoryError, MemoryManager};
 use crate::responder::{Answer, Responder};
 use crate::router::{Command, MemoryCommand, Subject, parse_command_with};
-use crate::store::{LinkRedeem, Store, StoreError, document_terms_in, query_terms_in};
+use crate::store::{Among, LinkRedeem, Store, StoreError, document_terms_in, query_terms_in};
 use std::sync::Arc;
 use tracing::{error, info};
 
@@ -1352,11 +1352,26 @@ impl Bot {
             return Ok((*id, shown.clone()));
         }
         // Account ids are unambiguous; names and usernames only count among the people of
-        // this space (anywhere on the platform from a private chat).
+        // this space. From a private chat, ids, names and usernames count only among the
+        // people who share a space with the speaker: a stranger is not named there, nor is a
+        // list of who goes by a name across the platform given.
         let place = &ingested.place;
-        let space = (place.privacy != Privacy::Dm).then_some(place.space);
+        let speaker_id = ingested.message.author;
+        let among = if place.privacy == Privacy::Dm {
+            Among::SpacesOf(speaker_id)
+        } else {
+            Among::Space(place.space)
+        };
         let mut found: Vec<(PersonId, String, Option<String>)> = Vec::new();
-        if let Some(id) = self.store.find_identity(msg.platform, name).await? {
+        let by_id = match self.store.find_identity(msg.platform, name).await? {
+            Some(id) if place.privacy == Privacy::Dm => self
+                .store
+                .shares_a_space(speaker_id, id)
+                .await?
+                .then_some(id),
+            found => found,
+        };
+        if let Some(id) = by_id {
             let shown = self
                 .store
                 .person(id)
@@ -1365,7 +1380,7 @@ impl Bot {
                 .unwrap_or_else(|| name.clone());
             found.push((id, shown, None));
         }
-        for m in self.store.find_people(msg.platform, name, space).await? {
+        for m in self.store.find_people(msg.platform, name, among).await? {
             if !found.iter().any(|(id, _, _)| *id == m.person) {
                 found.push((m.person, m.display_name, m.username));
             }

@@ -49,13 +49,16 @@ pub trait Identities: Send + Sync {
     ) -> StoreResult<Option<PersonId>>;
     /// People whose account on `platform` has this display name or username
     /// (case-insensitive in every script: "@ольга" is "Ольга" on both backends), one row per
-    /// person; with `space`, only people who wrote there.
+    /// person, among `among`.
     async fn find_people(
         &self,
         platform: Platform,
         name: &str,
-        space: Option<SpaceId>,
+        among: Among,
     ) -> StoreResult<Vec<PersonMatch>>;
+    /// Whether `other` wrote in a space where `person` wrote (a private chat is a space only
+    /// its owner and the bot write in).
+    async fn shares_a_space(&self, person: PersonId, other: PersonId) -> StoreResult<bool>;
     /// The platform accounts of a person.
     async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>>;
     /// A person by id, with their current display name.
@@ -169,6 +172,40 @@ impl Account {
     pub fn linked(&self) -> bool {
         self.own_person.is_some()
     }
+}
+
+/// Whom a name is looked for among (`Identities::find_people`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Among {
+    /// Everyone on the platform (an operator's command).
+    Everyone,
+    /// People who wrote in this space.
+    Space(SpaceId),
+    /// People who wrote in a space where this person wrote: whom they may know (a private
+    /// chat never names a stranger, nor says who goes by a name across the platform).
+    SpacesOf(PersonId),
+}
+
+impl Among {
+    /// The (space, person) parameters of `among!`.
+    fn binds(self) -> (Option<i64>, Option<i64>) {
+        match self {
+            Among::Everyone => (None, None),
+            Among::Space(s) => (Some(s.0), None),
+            Among::SpacesOf(p) => (None, Some(p.0)),
+        }
+    }
+}
+
+/// The condition of `Among` on identity `i`, with the space as parameter `$3` and the person
+/// as `$4`.
+macro_rules! among {
+    () => {
+        "(CAST($3 AS BIGINT) IS NULL \
+         OR EXISTS (SELECT 1 FROM messages m WHERE m.author_id = i.person_id AND m.space_id = $3)) \
+         AND (CAST($4 AS BIGINT) IS NULL OR EXISTS (SELECT 1 FROM messages m WHERE m.author_id = i.person_id \
+         AND m.space_id IN (SELECT o.space_id FROM messages o WHERE o.author_id = $4)))"
+    };
 }
 
 /// A person whose account name or username matches a name someone used.
@@ -362,12 +399,13 @@ on_both_backends! {
             &self,
             platform: Platform,
             name: &str,
-            space: Option<SpaceId>,
+            among: Among,
         ) -> StoreResult<Vec<PersonMatch>> {
             let name = name.trim_start_matches('@');
             if !name.is_ascii() {
-                return self.find_people_by_letters(platform, name, space).await;
+                return self.find_people_by_letters(platform, name, among).await;
             }
+            let (space, person) = among.binds();
             let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(
                 concat!(
                     "SELECT i.person_id, MIN(i.display_name), MIN(i.username) FROM identities i \
@@ -375,14 +413,15 @@ on_both_backends! {
                     same_name!("i.display_name", 2),
                     " OR ",
                     same_name!("i.username", 2),
-                    ") AND (CAST($3 AS BIGINT) IS NULL \
-                     OR EXISTS (SELECT 1 FROM messages m WHERE m.author_id = i.person_id AND m.space_id = $3)) \
-                     GROUP BY i.person_id ORDER BY i.person_id",
+                    ") AND ",
+                    among!(),
+                    " GROUP BY i.person_id ORDER BY i.person_id",
                 ),
             )
             .bind(platform.as_str())
             .bind(name)
-            .bind(space.map(|s| s.0))
+            .bind(space)
+            .bind(person)
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
@@ -394,6 +433,18 @@ on_both_backends! {
                     username,
                 })
                 .collect())
+        }
+
+        async fn shares_a_space(&self, person: PersonId, other: PersonId) -> StoreResult<bool> {
+            sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM messages m WHERE m.author_id = $2 \
+                 AND m.space_id IN (SELECT o.space_id FROM messages o WHERE o.author_id = $1))",
+            )
+            .bind(person.0)
+            .bind(other.0)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)
         }
 
         async fn accounts(&self, person: PersonId) -> StoreResult<Vec<Account>> {
@@ -710,17 +761,19 @@ on_both_backends! {
             &self,
             platform: Platform,
             name: &str,
-            space: Option<SpaceId>,
+            among: Among,
         ) -> StoreResult<Vec<PersonMatch>> {
-            let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+            let (space, person) = among.binds();
+            let rows: Vec<(i64, String, Option<String>)> = sqlx::query_as(concat!(
                 "SELECT i.person_id, i.display_name, i.username FROM identities i \
-                 WHERE i.platform = $1 AND length(i.display_name) = $2 AND (CAST($3 AS BIGINT) IS NULL \
-                 OR EXISTS (SELECT 1 FROM messages m WHERE m.author_id = i.person_id AND m.space_id = $3)) \
-                 ORDER BY i.person_id, i.display_name",
-            )
+                 WHERE i.platform = $1 AND length(i.display_name) = $2 AND ",
+                among!(),
+                " ORDER BY i.person_id, i.display_name",
+            ))
             .bind(platform.as_str())
             .bind(name.chars().count() as i64)
-            .bind(space.map(|s| s.0))
+            .bind(space)
+            .bind(person)
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;

@@ -1,6 +1,7 @@
 //! Privacy boundaries: each test tries a way for memory to surface where it must not.
 
 use crate::common::*;
+use engram::adapters::console::console_message;
 
 #[tokio::test]
 async fn dm_facts_never_surface_in_a_group() {
@@ -249,4 +250,58 @@ async fn replies_recall_old_messages_only_where_they_may_surface() {
     );
     h.dm("bob", "where is my kayak?").await;
     assert!(recalled(&h).contains("Elm Street"));
+}
+
+/// From a private chat a name counts only among people who share a space with the speaker:
+/// a stranger's name is unknown there (no note about them, no list of who goes by it across
+/// the platform), while someone the speaker meets in a group is found.
+#[tokio::test]
+async fn a_private_chat_names_only_people_the_speaker_shares_a_space_with() {
+    let h = Harness::offline().await;
+    let (lab, other) = (group("lab"), group("other"));
+    h.say_in(&lab, "zed", "morning all").await;
+    h.say_in(&lab, "alice", "morning zed").await;
+    h.say_in(&other, "mallory", "anyone here?").await;
+    // A second Zed in a third group: a list of both would tell who is where.
+    let mut far = console_message(&group("far"), "zed2", "hi", 0, h.clock.now(), false);
+    far.author_display_name = "Zed".into();
+    h.bot.handle(&far).await.unwrap();
+    let zed = h.person("zed").await;
+
+    // The answer about a stranger is the answer about a name nobody has: nothing to learn.
+    let probed = h.dm("mallory", "remember that Zed is a liar").await;
+    let nobody = h.dm("mallory", "remember that Quux is a liar").await;
+    assert_eq!(probed.replace("Zed", "Quux"), nobody);
+    // An account id of a stranger is no way round it.
+    let by_id = h.dm("mallory", "remember that zed2 is a liar").await;
+    let no_id = h.dm("mallory", "remember that quux2 is a liar").await;
+    assert_eq!(by_id.replace("zed2", "quux2"), no_id);
+    let told = h.dm("alice", "remember that Zed is a great cook").await;
+    let about_zed: Vec<String> = h
+        .store
+        .hearsay(zed, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.text)
+        .collect();
+    assert!(
+        about_zed.iter().any(|t| t.contains("great cook")),
+        "positive control: {told} / {about_zed:?}"
+    );
+    assert!(
+        !about_zed.iter().any(|t| t.contains("liar")),
+        "{about_zed:?}"
+    );
+    let zed2 = h.person("zed2").await;
+    assert!(h.store.hearsay(zed2, None).await.unwrap().is_empty());
+    // Someone who shares the far group with the second Zed finds that one.
+    h.say_in(&group("far"), "carol", "hello").await;
+    let found = h.dm("carol", "remember that Zed is my neighbour").await;
+    assert!(!found.contains("don't know"), "{found}");
+    let about_zed2 = h.store.hearsay(zed2, None).await.unwrap();
+    assert!(
+        about_zed2.iter().any(|s| s.text.contains("neighbour")),
+        "{found}"
+    );
 }

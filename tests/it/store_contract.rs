@@ -9,7 +9,7 @@ use engram::domain::{
 };
 use engram::store::copy::{copy_all, summarize};
 use engram::store::{
-    Bm25, DaySummaryRecord, DetailsSaved, FactChange, Finish, JobClaim, NewMessage, Store,
+    Among, Bm25, DaySummaryRecord, DetailsSaved, FactChange, Finish, JobClaim, NewMessage, Store,
     StoreError, query_terms,
 };
 use std::collections::BTreeMap;
@@ -82,7 +82,7 @@ async fn identities_map_to_one_person(s: Arc<dyn Store>) {
         .unwrap();
     assert_ne!(other, a, "identities are per platform");
     let found = s
-        .find_people(Platform::Discord, "ALICIA", None)
+        .find_people(Platform::Discord, "ALICIA", Among::Everyone)
         .await
         .unwrap();
     assert_eq!(found.len(), 1);
@@ -104,7 +104,7 @@ async fn identities_map_to_one_person(s: Arc<dyn Store>) {
         ("оля", None),
     ] {
         let found: Vec<_> = s
-            .find_people(Platform::Discord, name, None)
+            .find_people(Platform::Discord, name, Among::Everyone)
             .await
             .unwrap()
             .iter()
@@ -125,7 +125,7 @@ async fn identities_map_to_one_person(s: Arc<dyn Store>) {
         Some(dana)
     );
     assert_eq!(
-        s.find_people(Platform::Telegram, "dana_k", None)
+        s.find_people(Platform::Telegram, "dana_k", Among::Everyone)
             .await
             .unwrap()
             .iter()
