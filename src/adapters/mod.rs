@@ -20,7 +20,7 @@ use std::pin::Pin;
 use crate::bot::{Bot, Reply};
 use crate::domain::{IncomingMessage, Platform};
 use crate::memory::MemoryError;
-use crate::store::{ChannelCursor, StoreError};
+use crate::store::StoreError;
 
 /// Where replies go: a platform channel, or the console.
 #[async_trait]
@@ -88,16 +88,8 @@ pub trait MessageHandler: Send + Sync + 'static {
     ) -> Result<CatchUp, StoreError>;
 }
 
-/// What `MessageHandler::to_catch_up` gives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CatchUp {
-    /// The start of the window: nothing said before it is read.
-    pub since: chrono::DateTime<chrono::Utc>,
-    /// Channels to read after the newest message seen in each.
-    pub channels: Vec<ChannelCursor>,
-    /// Messages to read again, newest first: their files are still to be described.
-    pub undescribed: Vec<ChannelCursor>,
-}
+/// What `MessageHandler::to_catch_up` gives (the bot reads it from the store).
+pub use crate::bot::CatchUp;
 
 #[async_trait]
 impl MessageHandler for Bot {

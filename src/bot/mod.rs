@@ -78,6 +78,17 @@ enum Pending {
     },
 }
 
+/// The messages to read again after a restart (`Bot::to_catch_up`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatchUp {
+    /// The start of the window: nothing said before it is read.
+    pub since: chrono::DateTime<chrono::Utc>,
+    /// Channels to read after the newest message seen in each.
+    pub channels: Vec<crate::store::ChannelCursor>,
+    /// Messages to read again, newest first: their files are still to be described.
+    pub undescribed: Vec<crate::store::ChannelCursor>,
+}
+
 /// What a bot is built from (by `app::build_bot`, once).
 pub struct BotParts {
     /// The settings.
@@ -597,7 +608,7 @@ impl Bot {
         &self,
         platform: Platform,
         within: std::time::Duration,
-    ) -> Result<crate::adapters::CatchUp, StoreError> {
+    ) -> Result<CatchUp, StoreError> {
         let since = self.clock.now()
             - chrono::Duration::from_std(within).unwrap_or(chrono::Duration::days(365));
         // Stale rows only cost reads: a failure to drop them stops nothing.
@@ -620,7 +631,7 @@ impl Bot {
                 }
             }
         }
-        Ok(crate::adapters::CatchUp {
+        Ok(CatchUp {
             since,
             channels: self.store.channels_seen_since(platform, since).await?,
             undescribed,
