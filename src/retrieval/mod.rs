@@ -253,11 +253,18 @@ impl Retriever {
                 .copied()
                 .collect()
         });
+        let about_bot = asks_what_the_bot_said(&text);
+        let own: HashSet<PersonId> = if about_bot {
+            self.store.own_accounts().await?.into_iter().collect()
+        } else {
+            HashSet::new()
+        };
         let asked = Asked {
             text: &text,
             language,
             asker,
-            about_bot: asks_what_the_bot_said(&text),
+            about_bot,
+            own: &own,
             named: &found.named,
             of_window: &of_window,
             when: self.settings.when_weight > 0.0 && time::asks_when(&text),
@@ -357,6 +364,9 @@ struct Asked<'a> {
     asker: Option<PersonId>,
     /// Whether it asks what the bot said.
     about_bot: bool,
+    /// Engram's own accounts, when it asks what the bot said (another bot in the channel
+    /// is not "you").
+    own: &'a HashSet<PersonId>,
     /// The people it names.
     named: &'a HashSet<PersonId>,
     /// The scored messages from the time it names or telling about it (`Window::is_about`).
@@ -367,7 +377,7 @@ struct Asked<'a> {
 
 impl Retriever {
     /// Adds to each fused score what the rest of the query says about the message: said by
-    /// the asker (or by the bot, when the question asks what it said), said by someone the
+    /// the asker (or by Engram, when the question asks what it said), said by someone the
     /// question names, word pairs of the query (BM25's best hits only), its episode's rank,
     /// the time the query names, and naming a time when the query asks when.
     fn add_bonuses(
@@ -391,7 +401,7 @@ impl Retriever {
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
             let favoured = if asked.about_bot {
-                m.is_bot
+                asked.own.contains(&m.author)
             } else {
                 asked.asker == Some(m.author)
             };
@@ -437,7 +447,7 @@ impl Retriever {
         }
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
-            if asked.asker == Some(m.author) || (asked.about_bot && m.is_bot) {
+            if asked.asker == Some(m.author) || (asked.about_bot && asked.own.contains(&m.author)) {
                 continue;
             }
             *score *= 1.0 - d * asking_past_half(&m.text);
@@ -731,10 +741,26 @@ pub fn asks_what_the_bot_said(text: &str) -> bool {
                     "response",
                 ]
                 .contains(&w[1].as_str()))
-    }) || words
-        .windows(3)
-        .any(|w| w[0] == "you" && w[1] == "previously")
+    }) || words.windows(3).any(|w| {
+        (w[0] == "you" && w[1] == "previously")
+            // "what did you recommend?": the past through "did".
+            || (w[0] == "did" && w[1] == "you" && ASKED_BASE.contains(&w[2].as_str()))
+    })
 }
+
+/// The verbs of `asks_what_the_bot_said` as "did you …" asks them.
+const ASKED_BASE: [&str; 10] = [
+    "say",
+    "tell",
+    "recommend",
+    "suggest",
+    "mention",
+    "give",
+    "list",
+    "provide",
+    "write",
+    "share",
+];
 
 #[cfg(test)]
 mod tests {
@@ -775,6 +801,10 @@ mod tests {
             "What book did I say I was reading?"
         ));
         assert!(!asks_what_the_bot_said("Can you recommend a hotel?"));
+        assert!(asks_what_the_bot_said("What did you recommend for dinner?"));
+        assert!(asks_what_the_bot_said("which book did you suggest"));
+        assert!(!asks_what_the_bot_said("Did you sleep well?"));
+        assert!(!asks_what_the_bot_said("What did I recommend to Bob?"));
         assert!(!asks_what_the_bot_said(""));
     }
 }

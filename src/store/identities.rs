@@ -56,6 +56,9 @@ pub trait Identities: Send + Sync {
         name: &str,
         among: Among,
     ) -> StoreResult<Vec<PersonMatch>>;
+    /// Engram's own person on each platform it has spoken on (`domain::SELF_ACCOUNT`), not
+    /// another bot's.
+    async fn own_accounts(&self) -> StoreResult<Vec<PersonId>>;
     /// Whether `other` wrote in a space where `person` wrote (a private chat is a space only
     /// its owner and the bot write in).
     async fn shares_a_space(&self, person: PersonId, other: PersonId) -> StoreResult<bool>;
@@ -433,6 +436,17 @@ on_both_backends! {
                     username,
                 })
                 .collect())
+        }
+
+        async fn own_accounts(&self) -> StoreResult<Vec<PersonId>> {
+            let ids: Vec<i64> = sqlx::query_scalar(
+                "SELECT DISTINCT person_id FROM identities WHERE external_id = $1 ORDER BY person_id",
+            )
+            .bind(crate::domain::SELF_ACCOUNT)
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(ids.into_iter().map(PersonId).collect())
         }
 
         async fn shares_a_space(&self, person: PersonId, other: PersonId) -> StoreResult<bool> {

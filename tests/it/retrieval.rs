@@ -146,6 +146,18 @@ impl World {
     }
 
     async fn say(&self, place: &Place, who: PersonId, ext: &str, text: &str, at: DateTime<Utc>) {
+        self.said(place, who, false, ext, text, at).await;
+    }
+
+    async fn said(
+        &self,
+        place: &Place,
+        who: PersonId,
+        is_bot: bool,
+        ext: &str,
+        text: &str,
+        at: DateTime<Utc>,
+    ) {
         self.store
             .insert_message(&NewMessage {
                 space: place.space,
@@ -153,7 +165,7 @@ impl World {
                 scope: place.home_scope(),
                 privacy: place.privacy,
                 author: who,
-                is_bot: false,
+                is_bot,
                 is_command: false,
                 external_id: ext.into(),
                 reply_to: None,
@@ -716,6 +728,37 @@ async fn others_questions_yield_to_their_answers(s: Arc<dyn Store>) {
     );
 }
 
+/// "What did you recommend?" favours what Engram itself said, not another bot's words in the
+/// same channel (a guild's music or moderation bot is a bot too, and not "you").
+async fn what_you_said_is_engrams_not_another_bots(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let account = |id: &'static str, name: &'static str| {
+        let store = w.store.clone();
+        async move {
+            store
+                .resolve_person(Platform::Discord, id, name)
+                .await
+                .unwrap()
+        }
+    };
+    let engram = account(engram::domain::SELF_ACCOUNT, "Engram").await;
+    let other = account("mee6", "MEE6").await;
+    let ours = "I recommended the sushi place on Main Street";
+    let theirs = "I recommended the ramen place on Main Street";
+    w.said(&public, engram, true, "e", ours, t(1)).await;
+    w.said(&public, other, true, "o", theirs, t(1)).await;
+    let top = |speaker_weight: f64| {
+        let mut settings = w.settings();
+        settings.speaker_weight = speaker_weight;
+        let question = "Which place did you recommend?";
+        w.top_without_vectors(settings, &public, question, Some(w.alice))
+    };
+    assert_eq!(top(w.settings().speaker_weight).await, ours);
+    // Positive control: without the bonus the newer one wins the tie.
+    assert_eq!(top(0.0).await, theirs);
+}
+
 async fn words_side_by_side_are_favoured(s: Arc<dyn Store>) {
     let w = World::new(s).await;
     let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
@@ -959,4 +1002,5 @@ on_both_backends!(
     a_named_time_is_favoured,
     a_time_told_about_later_counts_as_that_time,
     others_questions_yield_to_their_answers,
+    what_you_said_is_engrams_not_another_bots,
 );
