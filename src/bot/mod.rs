@@ -705,16 +705,13 @@ impl Bot {
     /// everything derived from it, and a fact it asked to remember is taken back. Returns the
     /// messages removed.
     async fn forget_message(&self, message: &StoredMessage) -> Result<u64, MemoryError> {
-        let fact = self.remembered_in(message);
-        let fact = fact
-            .as_ref()
-            .map(|(f, everywhere)| (f.as_str(), *everywhere));
-        // Taking a remembered fact back may ask the model: it counts as its author's.
-        let payer = self.payer(message.author, message.space).0;
-        paid_by(payer, self.memory.forget_message(message, fact)).await
+        let leaving = self.take_back_message(message).await?;
+        let deleted = self.store.delete_messages(&leaving.messages).await?;
+        self.memory.message_left(message, &leaving, deleted).await
     }
 
-    /// `forget_message` of an edited message, but for its rows (`take_back_message`).
+    /// `forget_message` but for the message's rows, which an edit deletes in the transaction
+    /// that stores its new text (`MemoryManager::take_back_message`).
     async fn take_back_message(
         &self,
         message: &StoredMessage,
@@ -723,6 +720,7 @@ impl Bot {
         let fact = fact
             .as_ref()
             .map(|(f, everywhere)| (f.as_str(), *everywhere));
+        // Taking a remembered fact back may ask the model: it counts as its author's.
         let payer = self.payer(message.author, message.space).0;
         paid_by(payer, self.memory.take_back_message(message, fact)).await
     }
