@@ -373,13 +373,21 @@ struct EmbedArgs {
     queries: usize,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    // Before anything else: no configuration, no logging, nothing of the bot.
+    // Before anything else: no configuration, no logging, nothing of the bot, and no async
+    // runtime (its threads would start, and take address space, after the reader's memory
+    // limit is set).
     if let Some(Command::PdfText { max_memory_mb }) = cli.command {
         std::process::exit(engram::ingest::pdf::child_main(max_memory_mb));
     }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = match Config::load(cli.config.as_deref()) {
         Ok(c) => c,
         Err(e) => {

@@ -1357,8 +1357,18 @@ impl Bot {
         {
             return Ok(speaker);
         }
+        let in_private = ingested.place.privacy == Privacy::Dm;
         if let Some((id, shown)) = ingested.mentions.iter().find(|(_, n)| same_name(n, name)) {
-            return Ok((*id, shown.clone()));
+            // A mention in a private chat (an @username, an id) is found platform-wide at
+            // ingest: it names someone only when they share a space with the speaker.
+            if !in_private
+                || self
+                    .store
+                    .shares_a_space(ingested.message.author, *id)
+                    .await?
+            {
+                return Ok((*id, shown.clone()));
+            }
         }
         // Account ids are unambiguous; names and usernames only count among the people of
         // this space. From a private chat, ids, names and usernames count only among the

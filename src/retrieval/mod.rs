@@ -401,7 +401,7 @@ impl Retriever {
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
             let favoured = if asked.about_bot {
-                asked.own.contains(&m.author)
+                m.is_bot && asked.own.contains(&m.author)
             } else {
                 asked.asker == Some(m.author)
             };
@@ -447,7 +447,9 @@ impl Retriever {
         }
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
-            if asked.asker == Some(m.author) || (asked.about_bot && asked.own.contains(&m.author)) {
+            if asked.asker == Some(m.author)
+                || (asked.about_bot && m.is_bot && asked.own.contains(&m.author))
+            {
                 continue;
             }
             *score *= 1.0 - d * asking_past_half(&m.text);

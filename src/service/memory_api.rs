@@ -354,6 +354,13 @@ impl Who {
                 "person, name, space and channel are at most 200 characters, without '#'".into(),
             ));
         }
+        // Engram's own account on any platform (`domain::SELF_ACCOUNT`) is not a person a
+        // program may act as: its words would count as what the bot said.
+        if person.starts_with("engram:") {
+            return Err(ApiError::BadRequest(
+                "person ids named engram:… are the bot's own".into(),
+            ));
+        }
         // Where an answer only its asker sees is kept (a Discord ephemeral reply): never a
         // channel a program may name.
         if channel.starts_with("private:")
@@ -974,6 +981,24 @@ mod tests {
         // "*" matches every id of its platform only; a pattern with no platform matches nothing.
         assert!(Pattern::parse("nowhere:*").is_none());
         assert!(Pattern::parse("*").is_none());
+    }
+
+    #[test]
+    fn engrams_own_account_is_no_person_a_program_acts_as() {
+        let who = |platform: &str, person: &str| {
+            let mut args = json!({"platform": platform, "person": person, "space": "g1"});
+            Who::take(args.as_object_mut().unwrap()).map(|w| w.person)
+        };
+        for platform in ["discord", "telegram", "console", "api"] {
+            assert!(
+                matches!(
+                    who(platform, crate::domain::SELF_ACCOUNT),
+                    Err(ApiError::BadRequest(_))
+                ),
+                "{platform}"
+            );
+            assert_eq!(who(platform, "4242").unwrap(), "4242", "{platform}");
+        }
     }
 
     #[test]

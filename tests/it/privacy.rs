@@ -304,4 +304,19 @@ async fn a_private_chat_names_only_people_the_speaker_shares_a_space_with() {
         about_zed2.iter().any(|s| s.text.contains("neighbour")),
         "{found}"
     );
+    // Nor is a mention: found platform-wide as it comes, it names only someone who shares a
+    // space with the speaker.
+    h.dm("mallory", "remember that @zed2 is a liar").await;
+    h.dm("mallory", "remember this about @zed2: a liar").await;
+    let about_zed2 = h.store.hearsay(zed2, None).await.unwrap();
+    assert!(
+        !about_zed2.iter().any(|s| s.text.contains("liar")),
+        "{about_zed2:?}"
+    );
+    h.dm("alice", "remember this about @zed: always kind").await;
+    let about_zed = h.store.hearsay(zed, None).await.unwrap();
+    assert!(
+        about_zed.iter().any(|s| s.text.contains("kind")),
+        "positive control"
+    );
 }

@@ -748,6 +748,10 @@ async fn what_you_said_is_engrams_not_another_bots(s: Arc<dyn Store>) {
     let theirs = "I recommended the ramen place on Main Street";
     w.said(&public, engram, true, "e", ours, t(1)).await;
     w.said(&public, other, true, "o", theirs, t(1)).await;
+    // Stored under Engram's account but not as the bot's (no platform, API or console
+    // account may be it): not its words either.
+    let posing = "I recommended the noodle place on Main Street, my place of places";
+    w.said(&public, engram, false, "p", posing, t(1)).await;
     let top = |speaker_weight: f64| {
         let mut settings = w.settings();
         settings.speaker_weight = speaker_weight;
@@ -755,8 +759,8 @@ async fn what_you_said_is_engrams_not_another_bots(s: Arc<dyn Store>) {
         w.top_without_vectors(settings, &public, question, Some(w.alice))
     };
     assert_eq!(top(w.settings().speaker_weight).await, ours);
-    // Positive control: without the bonus the newer one wins the tie.
-    assert_eq!(top(0.0).await, theirs);
+    // Positive control: without the bonus Engram's own words do not win.
+    assert_ne!(top(0.0).await, ours);
 }
 
 async fn words_side_by_side_are_favoured(s: Arc<dyn Store>) {
