@@ -219,11 +219,7 @@ on_both_backends! {
                 .fetch_one(&mut *conn)
                 .await
                 .map_err(db_err)?;
-        sqlx::query("DELETE FROM episode_terms WHERE episode_id = $1")
-            .bind(episode)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
+        drop_episode_keys(&mut *conn, episode).await?;
         let terms = document_terms(keys);
         for (term, tf) in &terms.terms {
             sqlx::query(
@@ -245,12 +241,7 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
         // Keys count in the scope's total length too, for BM25's average episode length.
-        sqlx::query("UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2")
-            .bind(len - was.unwrap_or(0))
-            .bind(&scope)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
+        add_episode_length(&mut *conn, &scope, len - was.unwrap_or(0)).await?;
         Ok(())
     }
 

@@ -992,19 +992,8 @@ on_both_backends! {
             .await
             .map_err(db_err)?;
             let Some((scope, left)) = left else { continue };
-            sqlx::query("DELETE FROM episode_terms WHERE episode_id = $1")
-                .bind(episode)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_err)?;
-            sqlx::query(
-                "UPDATE scope_episode_stats SET total_len = total_len - $1 WHERE scope = $2",
-            )
-            .bind(out_of_scope)
-            .bind(&scope)
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
+            drop_episode_keys(&mut *conn, *episode).await?;
+            add_episode_length(&mut *conn, &scope, -out_of_scope).await?;
             if left <= 0 {
                 drop_episode(&mut *conn, *episode, &scope).await?;
             }
@@ -1205,12 +1194,7 @@ on_both_backends! {
             .execute(&mut *conn)
             .await
             .map_err(db_err)?;
-            sqlx::query("UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2")
-                .bind(delta)
-                .bind(&scope)
-                .execute(&mut *conn)
-                .await
-                .map_err(db_err)?;
+            add_episode_length(&mut *conn, &scope, delta).await?;
         }
         drop_summaries(&mut *conn, &plan, false).await?;
         // Embedded already (the indexer took it): made again from the new text.

@@ -1045,14 +1045,33 @@ on_both_backends! {
             .execute(&mut *conn)
             .await
             .map_err(db_err)?;
-        sqlx::query(
-            "UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2",
-        )
-        .bind(len)
-        .bind(m.scope.key())
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
+        add_episode_length(&mut *conn, &m.scope.key(), len).await?;
+        Ok(())
+    }
+
+    /// Adds `delta` (may be negative) to the total length of the episodes of `scope`, for
+    /// BM25's average episode length.
+    pub(in crate::store) async fn add_episode_length(
+        conn: &mut Conn,
+        scope: &str,
+        delta: i64,
+    ) -> StoreResult<()> {
+        sqlx::query("UPDATE scope_episode_stats SET total_len = total_len + $1 WHERE scope = $2")
+            .bind(delta)
+            .bind(scope)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    /// Deletes an episode's search keys' postings (its details' words).
+    pub(in crate::store) async fn drop_episode_keys(conn: &mut Conn, episode: i64) -> StoreResult<()> {
+        sqlx::query("DELETE FROM episode_terms WHERE episode_id = $1")
+            .bind(episode)
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
         Ok(())
     }
 

@@ -66,7 +66,9 @@ pub(super) mod shared {
         delete_in, insert_chunk, rewrite_text, set_languages,
     };
     pub(in crate::store) use crate::store::messages::queued_postings;
-    pub(in crate::store) use crate::store::search::on_sqlite::drop_episode;
+    pub(in crate::store) use crate::store::search::on_sqlite::{
+        add_episode_length, drop_episode, drop_episode_keys,
+    };
     pub(in crate::store) use crate::store::vectors::on_sqlite::{
         forget_context_vectors, forget_vectors, keep_vector,
     };
