@@ -782,15 +782,7 @@ on_both_backends! {
             // entries in the prompt: it goes (first: episode rows before entry rows, as a
             // forget locks them), and those parts are asked again.
             drop_closing_parts(&mut tx, person.0).await?;
-            sqlx::query(concat!(
-                "DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id ",
-                in_list!(2)
-            ))
-            .bind(person.0)
-            .bind(list(ids))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
+            drop_entry_history(&mut tx, person, ids).await?;
             let removed =
                 sqlx::query(concat!("DELETE FROM memory_entries WHERE person_id = $1 AND id ", in_list!(2)))
                     .bind(person.0)

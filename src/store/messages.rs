@@ -857,15 +857,7 @@ on_both_backends! {
             fact_scopes: &[Scope],
         ) -> StoreResult<u64> {
             let mut tx = self.write_tx().await?;
-            let mut removed = sqlx::query(
-                concat!("DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id ", in_list!(2)),
-            )
-            .bind(person.0)
-            .bind(list(entry_ids))
-            .execute(&mut *tx)
-            .await
-            .map_err(db_err)?
-            .rows_affected();
+            let mut removed = drop_entry_history(&mut tx, person, entry_ids).await?;
             let keys: Vec<String> = fact_scopes.iter().map(Scope::key).collect();
             removed += sqlx::query(
                 concat!(
@@ -1209,6 +1201,24 @@ on_both_backends! {
         forget_vectors(&mut *conn, &[id.0]).await?;
         forget_context_vectors(&mut *conn, &[id.0]).await?;
         Ok(Some(text))
+    }
+
+    /// Deletes the history of `person`'s entries `ids`; the rows deleted.
+    pub(in crate::store) async fn drop_entry_history(
+        conn: &mut Conn,
+        person: PersonId,
+        ids: &[i64],
+    ) -> StoreResult<u64> {
+        Ok(sqlx::query(concat!(
+            "DELETE FROM memory_entry_history WHERE person_id = $1 AND entry_id ",
+            in_list!(2)
+        ))
+        .bind(person.0)
+        .bind(list(ids))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?
+        .rows_affected())
     }
 
     /// `delete_messages` inside a write transaction (`replace_messages` stores in the same

@@ -60,7 +60,7 @@ pub(super) mod shared {
         drop_closing_parts, still_as_read,
     };
     pub(in crate::store) use crate::store::messages::on_postgres::{
-        delete_in, insert_chunk, rewrite_text, set_languages,
+        delete_in, drop_entry_history, insert_chunk, rewrite_text, set_languages,
     };
     pub(in crate::store) use crate::store::messages::queued_postings;
     pub(in crate::store) use crate::store::search::on_postgres::{

@@ -763,6 +763,38 @@ async fn what_you_said_is_engrams_not_another_bots(s: Arc<dyn Store>) {
     assert_ne!(top(0.0).await, ours);
 }
 
+/// Asked what the bot said, Engram's own questions keep their score (what it asked is what
+/// it said), while another bot's question is discounted like anyone's.
+async fn engrams_own_questions_are_what_it_said(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let engram = w
+        .store
+        .resolve_person(Platform::Discord, engram::domain::SELF_ACCOUNT, "Engram")
+        .await
+        .unwrap();
+    let other = w
+        .store
+        .resolve_person(Platform::Discord, "mee6", "MEE6")
+        .await
+        .unwrap();
+    let ours = "Did you try the sushi place on Main Street that I recommended?";
+    let theirs = "Did you try the ramen place on Main Street that I recommended?";
+    w.said(&public, engram, true, "e", ours, t(1)).await;
+    w.said(&public, other, true, "o", theirs, t(1)).await;
+    let top = |discount: f64| {
+        let mut settings = w.settings();
+        settings.question_discount = discount;
+        // No bonus for who said it: only the discount tells them apart.
+        settings.speaker_weight = 0.0;
+        let question = "Which place did you recommend?";
+        w.top_without_vectors(settings, &public, question, Some(w.alice))
+    };
+    assert_eq!(top(w.settings().question_discount).await, ours);
+    // Positive control: without the discount the newer one wins the tie.
+    assert_eq!(top(0.0).await, theirs);
+}
+
 async fn words_side_by_side_are_favoured(s: Arc<dyn Store>) {
     let w = World::new(s).await;
     let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
@@ -1007,4 +1039,5 @@ on_both_backends!(
     a_time_told_about_later_counts_as_that_time,
     others_questions_yield_to_their_answers,
     what_you_said_is_engrams_not_another_bots,
+    engrams_own_questions_are_what_it_said,
 );
