@@ -1357,38 +1357,29 @@ impl Bot {
         {
             return Ok(speaker);
         }
-        let in_private = ingested.place.privacy == Privacy::Dm;
-        if let Some((id, shown)) = ingested.mentions.iter().find(|(_, n)| same_name(n, name)) {
-            // A mention in a private chat (an @username, an id) is found platform-wide at
-            // ingest: it names someone only when they share a space with the speaker.
-            if !in_private
-                || self
-                    .store
-                    .shares_a_space(ingested.message.author, *id)
-                    .await?
-            {
-                return Ok((*id, shown.clone()));
-            }
-        }
-        // Account ids are unambiguous; names and usernames only count among the people of
-        // this space. From a private chat, ids, names and usernames count only among the
-        // people who share a space with the speaker: a stranger is not named there, nor is a
-        // list of who goes by a name across the platform given.
-        let place = &ingested.place;
+        // Mentions and account ids are unambiguous, and found platform-wide; names and
+        // usernames count only among the people of this space. From a private chat, each
+        // counts only among the people who share a space with the speaker: a stranger is not
+        // named there, nor is a list of who goes by a name across the platform given.
         let speaker_id = ingested.message.author;
-        let among = if place.privacy == Privacy::Dm {
+        let in_private = ingested.place.privacy == Privacy::Dm;
+        let may_name = |id: PersonId| async move {
+            Ok::<_, StoreError>(!in_private || self.store.shares_a_space(speaker_id, id).await?)
+        };
+        if let Some((id, shown)) = ingested.mentions.iter().find(|(_, n)| same_name(n, name))
+            && may_name(*id).await?
+        {
+            return Ok((*id, shown.clone()));
+        }
+        let among = if in_private {
             Among::SpacesOf(speaker_id)
         } else {
-            Among::Space(place.space)
+            Among::Space(ingested.place.space)
         };
         let mut found: Vec<(PersonId, String, Option<String>)> = Vec::new();
         let by_id = match self.store.find_identity(msg.platform, name).await? {
-            Some(id) if place.privacy == Privacy::Dm => self
-                .store
-                .shares_a_space(speaker_id, id)
-                .await?
-                .then_some(id),
-            found => found,
+            Some(id) if may_name(id).await? => Some(id),
+            _ => None,
         };
         if let Some(id) = by_id {
             let shown = self

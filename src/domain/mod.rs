@@ -63,6 +63,14 @@ pub enum Platform {
 }
 
 impl Platform {
+    /// Every platform.
+    pub const ALL: [Platform; 4] = [
+        Platform::Console,
+        Platform::Discord,
+        Platform::Telegram,
+        Platform::Api,
+    ];
+
     /// The stored name: "console", "discord" or "telegram".
     pub fn as_str(self) -> &'static str {
         match self {

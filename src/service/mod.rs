@@ -224,7 +224,6 @@ pub async fn serve(
     ));
     let task = tokio::spawn(async move {
         let places = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
-        let (closing, _) = watch::channel(false);
         let mut upkeep = tokio::time::interval(Duration::from_secs(5));
         loop {
             tokio::select! {
@@ -249,14 +248,14 @@ pub async fn serve(
                         continue;
                     };
                     let service = hyper_util::service::TowerToHyperService::new(routes.clone());
-                    let closing = closing.subscribe();
-                    tokio::spawn(connection(stream, service, bounds.header_timeout, closing, place));
+                    let stop = shutdown.clone();
+                    tokio::spawn(connection(stream, service, bounds.header_timeout, stop, place));
                 }
             }
         }
-        // Open requests finish (within their timeout); idle connections close now. A
-        // connection still open after both timeouts is left to the runtime's end.
-        let _ = closing.send(true);
+        // Open requests finish (within their timeout); idle connections close now (each saw
+        // the stop too). A connection still open after both timeouts is left to the
+        // runtime's end.
         let all = u32::try_from(bounds.max_connections).unwrap_or(u32::MAX);
         let grace = bounds.request_timeout + bounds.header_timeout;
         if tokio::time::timeout(grace, places.acquire_many(all))
@@ -270,13 +269,13 @@ pub async fn serve(
 }
 
 /// One client's connection, until it closes, stays quiet past `header_timeout` (sending, or
-/// reading what it is sent), or `closing` turns true (then its open request is finished
-/// first).
+/// reading what it is sent), or the listener stops (`stop` changes; then its open request is
+/// finished first).
 async fn connection(
     stream: tokio::net::TcpStream,
     service: hyper_util::service::TowerToHyperService<Router>,
     header_timeout: Duration,
-    mut closing: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
     _place: tokio::sync::OwnedSemaphorePermit,
 ) {
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -290,7 +289,7 @@ async fn connection(
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}
-        _ = closing.changed() => {
+        _ = stop.changed() => {
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
         }

@@ -439,10 +439,15 @@ on_both_backends! {
         }
 
         async fn own_accounts(&self) -> StoreResult<Vec<PersonId>> {
-            let ids: Vec<i64> = sqlx::query_scalar(
-                "SELECT DISTINCT person_id FROM identities WHERE external_id = $1 ORDER BY person_id",
-            )
+            // By every platform: the key (platform, external_id) finds each without a scan.
+            let platforms: Vec<&str> = Platform::ALL.iter().map(|p| p.as_str()).collect();
+            let ids: Vec<i64> = sqlx::query_scalar(concat!(
+                "SELECT DISTINCT person_id FROM identities WHERE external_id = $1 AND platform ",
+                in_list!(2),
+                " ORDER BY person_id"
+            ))
             .bind(crate::domain::SELF_ACCOUNT)
+            .bind(list(&platforms))
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
