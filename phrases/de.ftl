@@ -117,6 +117,7 @@ unshared-not-found = Nicht mehr geteilt: Der Eintrag „{ $value }“ ist jetzt 
 unshared-failed = Nicht mehr geteilt: Der Eintrag „{ $value }“ ist jetzt nur noch in unserem privaten Chat bekannt, aber ich konnte nicht aktualisieren, was ich überall über dich weiß; versuch „/memory unshare“ später noch einmal.
 code-posted-here = Einen hier geposteten Code verwende ich nicht: Jeder könnte ihn gesehen haben, deshalb gilt er nicht mehr. Erstell einen neuen mit „/memory link“ in einem privaten Chat.
 link-in-private = Frag mich in einem privaten Chat nach einem Verknüpfungscode: Jeder, der einen Code sieht, kann ihn benutzen.
+links-in-private = Frag mich in einem privaten Chat: Verknüpfte Konten zeige und trenne ich nur dort, wo niemand sonst sie sieht.
 link-code = Dein Verknüpfungscode ist { $code }. Schick mir innerhalb von { $minutes } Minuten „/memory link { $code }“ in einem privaten Chat auf deiner anderen Plattform (Discord oder Telegram). Er funktioniert einmal; danach teilt das andere Konto dein Gedächtnis von hier: was du mir privat erzählt hast und was ich überall über dich weiß. Poste ihn nirgendwo sonst.
 too-many-tries = Zu viele falsche Codes. Warte { $minutes } Minuten und erstell dann einen neuen Code auf der anderen Plattform.
 code-unknown = Dieser Code ist unbekannt oder abgelaufen. Erstell einen neuen mit „/memory link“ auf der anderen Plattform.

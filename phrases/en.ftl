@@ -112,6 +112,7 @@ unshared-failed = Unshared: the entry "{ $value }" is known only in our private 
 lapsed = I asked that more than { $minutes } minutes ago, so it has lapsed and nothing was changed; ask me again if you still want it.
 code-posted-here = I won't use a code posted here: anyone could have seen it, so it no longer works. Make a new one with "/memory link" in a private chat.
 link-in-private = Ask me for a link code in a private chat: anyone who sees a code can use it.
+links-in-private = Ask me in a private chat: linked accounts are listed and unlinked only there, where nobody else sees them.
 link-code = Your link code is { $code }. Within { $minutes } minutes, send "/memory link { $code }" to me in a private chat on your other platform (Discord or Telegram). It works once; that account then shares your memory from here: what you told me in private and what I know about you everywhere. Never post it anywhere else.
 too-many-tries = Too many wrong codes. Wait { $minutes } minutes, then make a new code on the other platform.
 code-unknown = That code is unknown or has expired. Make a new one with "/memory link" on the other platform.

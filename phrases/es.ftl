@@ -117,6 +117,7 @@ unshared-not-found = Ya no se comparte: la entrada «{ $value }» ahora solo se 
 unshared-failed = Ya no se comparte: la entrada «{ $value }» ahora solo se conoce en nuestro chat privado, pero no pude actualizar lo que sé de ti en todas partes; vuelve a probar «/memory unshare» más tarde.
 code-posted-here = No usaré un código publicado aquí: cualquiera pudo verlo, así que ya no sirve. Crea uno nuevo con «/memory link» en un chat privado.
 link-in-private = Pídeme un código de vinculación en un chat privado: cualquiera que vea un código puede usarlo.
+links-in-private = Pregúntame en un chat privado: las cuentas vinculadas solo las muestro y desvinculo allí, donde nadie más las ve.
 link-code = Tu código de vinculación es { $code }. En los próximos { $minutes } minutos, envíame «/memory link { $code }» en un chat privado en tu otra plataforma (Discord o Telegram). Funciona una sola vez; después esa cuenta comparte tu memoria de aquí: lo que me contaste en privado y lo que sé de ti en todas partes. Nunca lo publiques en ningún otro sitio.
 too-many-tries = Demasiados códigos incorrectos. Espera { $minutes } minutos y luego crea un código nuevo en la otra plataforma.
 code-unknown = Ese código es desconocido o ha caducado. Crea uno nuevo con «/memory link» en la otra plataforma.

@@ -117,6 +117,7 @@ unshared-not-found = Plus partagé : l'entrée « { $value } » n'est plus connu
 unshared-failed = Plus partagé : l'entrée « { $value } » n'est plus connue que dans notre conversation privée, mais je n'ai pas pu mettre à jour ce que je sais de toi partout ; réessaie « /memory unshare » plus tard.
 code-posted-here = Je n'utiliserai pas un code publié ici : n'importe qui a pu le voir, donc il ne fonctionne plus. Crées-en un nouveau avec « /memory link » dans une conversation privée.
 link-in-private = Demande-moi un code de liaison dans une conversation privée : quiconque voit un code peut l'utiliser.
+links-in-private = Demande-le-moi dans une conversation privée : je n'affiche et ne délie les comptes liés que là, où personne d'autre ne les voit.
 link-code = Ton code de liaison est { $code }. Dans les { $minutes } minutes, envoie-moi « /memory link { $code } » dans une conversation privée sur ton autre plateforme (Discord ou Telegram). Il ne fonctionne qu'une fois ; ce compte partagera ensuite ta mémoire d'ici : ce que tu m'as dit en privé et ce que je sais de toi partout. Ne le publie jamais ailleurs.
 too-many-tries = Trop de codes erronés. Attends { $minutes } minutes, puis crée un nouveau code sur l'autre plateforme.
 code-unknown = Ce code est inconnu ou a expiré. Crées-en un nouveau avec « /memory link » sur l'autre plateforme.

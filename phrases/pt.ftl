@@ -117,6 +117,7 @@ unshared-not-found = Compartilhamento desfeito: a entrada "{ $value }" agora só
 unshared-failed = Compartilhamento desfeito: a entrada "{ $value }" agora só é conhecida na nossa conversa privada, mas não consegui atualizar o que eu sei sobre você em todo lugar; tente "/memory unshare" de novo mais tarde.
 code-posted-here = Não vou usar um código postado aqui: qualquer um pode ter visto, então ele não funciona mais. Crie um novo com "/memory link" numa conversa privada.
 link-in-private = Me peça um código de vinculação numa conversa privada: qualquer um que veja um código pode usá-lo.
+links-in-private = Me peça numa conversa privada: só mostro e desvinculo as contas vinculadas lá, onde ninguém mais as vê.
 link-code = Seu código de vinculação é { $code }. Em até { $minutes } minutos, me envie "/memory link { $code }" numa conversa privada na sua outra plataforma (Discord ou Telegram). Ele funciona uma vez; depois essa conta passa a compartilhar sua memória daqui: o que você me contou no privado e o que eu sei sobre você em todo lugar. Nunca o poste em nenhum outro lugar.
 too-many-tries = Códigos errados demais. Espere { $minutes } minutos e depois crie um novo código na outra plataforma.
 code-unknown = Esse código é desconhecido ou expirou. Crie um novo com "/memory link" na outra plataforma.

@@ -1024,6 +1024,11 @@ impl Bot {
             }
             MemoryCommand::Export => entries.memory_md(person, place).await?,
             MemoryCommand::Link(code) => self.link(ingested, &code).await?,
+            // Linked accounts are listed and cut only in a private chat: in a group the
+            // answer would show the other platform's account to everyone there.
+            MemoryCommand::Links | MemoryCommand::Unlink(_) if !private => {
+                t.text("links-in-private")
+            }
             MemoryCommand::Links => self.links(t, person).await?,
             MemoryCommand::Unlink(which) => self.unlink(ingested, &which).await?,
             MemoryCommand::Share(words) => self.share(ingested, &words, true).await?,

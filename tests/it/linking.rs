@@ -130,6 +130,15 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
             "{list}"
         );
     }
+    // In a group the accounts are neither listed nor cut: the other platform's account would
+    // be shown to everyone there, and kept in the group's searchable history.
+    for text in ["@Engram /memory links", "@Engram /memory unlink", "@Engram /memory unlink telegram"] {
+        let public = say(&h, Discord, "d-alice", text, true).await;
+        assert!(public.contains("private chat"), "{text}: {public}");
+        assert!(!public.contains("t-alice"), "{text}: {public}");
+    }
+    let kept = say(&h, Discord, "d-alice", "/memory links", false).await;
+    assert!(kept.contains("t-alice (id t-alice) on telegram"), "{kept}");
 
     // Used up: nobody else can take it; a new code expires after 10 minutes.
     assert!(link(&h, Telegram, "t-bob", &code).await.contains("unknown"));
