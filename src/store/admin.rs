@@ -43,6 +43,20 @@ pub trait Admin: Send + Sync {
 
     /// Messages waiting for the indexer: not indexed yet, or their vector to make again.
     async fn index_backlog(&self) -> StoreResult<i64>;
+
+    /// Opens an admin session: `key` (a hash of its cookie) is `operator`'s until `until`
+    /// (Unix seconds). Sessions ended before `now` are removed.
+    async fn open_admin_session(
+        &self,
+        key: &str,
+        operator: &str,
+        until: i64,
+        now: i64,
+    ) -> StoreResult<()>;
+    /// The operator of the open session `key` at `now`, if it is open.
+    async fn admin_session(&self, key: &str, now: i64) -> StoreResult<Option<String>>;
+    /// Ends session `key` (signing out): every copy of its cookie stops working.
+    async fn close_admin_session(&self, key: &str) -> StoreResult<()>;
 }
 
 /// The database's schema against this build's migrations.
@@ -262,6 +276,47 @@ on_both_backends! {
                 pending: known.iter().filter(|v| !applied.contains(v)).copied().collect(),
                 unknown: applied.iter().filter(|v| !known.contains(v)).copied().collect(),
             })
+        }
+
+        async fn open_admin_session(
+            &self,
+            key: &str,
+            operator: &str,
+            until: i64,
+            now: i64,
+        ) -> StoreResult<()> {
+            let mut tx = self.pool().begin().await.map_err(db_err)?;
+            sqlx::query("DELETE FROM admin_sessions WHERE until <= $1")
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            sqlx::query("INSERT INTO admin_sessions (key, operator, until) VALUES ($1, $2, $3) ON CONFLICT (key) DO UPDATE SET operator = excluded.operator, until = excluded.until")
+                .bind(key)
+                .bind(operator)
+                .bind(until)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)
+        }
+
+        async fn admin_session(&self, key: &str, now: i64) -> StoreResult<Option<String>> {
+            sqlx::query_scalar("SELECT operator FROM admin_sessions WHERE key = $1 AND until > $2")
+                .bind(key)
+                .bind(now)
+                .fetch_optional(self.pool())
+                .await
+                .map_err(db_err)
+        }
+
+        async fn close_admin_session(&self, key: &str) -> StoreResult<()> {
+            sqlx::query("DELETE FROM admin_sessions WHERE key = $1")
+                .bind(key)
+                .execute(self.pool())
+                .await
+                .map_err(db_err)?;
+            Ok(())
         }
 
         async fn index_backlog(&self) -> StoreResult<i64> {

@@ -1,5 +1,5 @@
 //! The admin page: every admin URL refuses a request without the token (none, a wrong one, a
-//! forged, expired or foreign session) with a 401 that shows nothing kept, beside the same
+//! forged, expired, foreign, never opened or signed-out session) with a 401 that shows nothing kept, beside the same
 //! request with it; a form posted from another site is refused; forgetting an item and
 //! clearing a person have the chat commands' effects and leave an audit line naming the
 //! operator, and the audit log keeps no forgotten text. A real headless Chromium drives the
@@ -84,6 +84,9 @@ async fn admin_urls_need_the_token(url: Option<String>) {
     let ours = AdminAuth::new(TOKEN).unwrap();
     let expired = ours.session("admin", now - chrono::TimeDelta::hours(13));
     let forged = format!("admin.{}.{}", now.timestamp() + 3600, "ab".repeat(32));
+    // Signed with the token but never opened by a sign-in: a session counts only while the
+    // store has it open.
+    let never_opened = ours.session("admin", now);
     let person = format!("/admin/people/{}", alice.0);
     let gets = [
         "/admin".to_string(),
@@ -111,6 +114,7 @@ async fn admin_urls_need_the_token(url: Option<String>) {
         Cred::Cookie(&foreign),
         Cred::Cookie(&expired),
         Cred::Cookie(&forged),
+        Cred::Cookie(&never_opened),
         Cred::Cookie(""),
     ];
     for cred in refused {
@@ -248,6 +252,36 @@ async fn admin_urls_need_the_token(url: Option<String>) {
     .await;
     assert_eq!(code, StatusCode::SEE_OTHER);
     assert!(!h.store.memory_paused(alice).await.unwrap());
+
+    // Signing out ends the session for every copy of its cookie, not only the browser's; a
+    // second sign-in's session is its own and goes on.
+    let copied = session.clone();
+    let other = client()
+        .post(format!("{base}/admin/login"))
+        .form(&[("name", "ops2"), ("token", TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    let other = other.headers()["set-cookie"].to_str().unwrap();
+    let other = other
+        .split(';')
+        .next()
+        .unwrap()
+        .strip_prefix("engram_admin=")
+        .unwrap()
+        .to_string();
+    let (code, _) = send(&base, "GET", "/admin", Cred::Cookie(&copied), &[]).await;
+    assert_eq!(code, StatusCode::OK, "the copy works while the session is open");
+    let (code, _) = send(&base, "POST", "/admin/logout", Cred::Cookie(&session), &[]).await;
+    assert_eq!(code, StatusCode::SEE_OTHER);
+    for path in ["/admin", "/admin/audit"] {
+        let (code, body) = send(&base, "GET", path, Cred::Cookie(&copied), &[]).await;
+        assert_eq!(code, StatusCode::UNAUTHORIZED, "{path} after signing out");
+        assert!(!body.contains("alice"), "{body}");
+    }
+    let (code, body) = send(&base, "GET", "/admin", Cred::Cookie(&other), &[]).await;
+    assert_eq!(code, StatusCode::OK, "another session goes on");
+    assert!(body.contains("signed in as ops2"));
     let _ = stop.send(true);
 
     // Without a token there is no admin page at all.

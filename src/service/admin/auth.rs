@@ -1,7 +1,8 @@
 //! Who may use the admin page: whoever shows the admin token (`ENGRAM_ADMIN_TOKEN`), as an
 //! `Authorization: Bearer` header (scripts) or through the login form, which gives a session
-//! cookie: the operator's name, when it ends, and a SHA-256 over both and the token. Nothing
-//! is kept on the server; changing the token ends every session.
+//! cookie: the operator's name, when it ends, and a SHA-256 over both and the token. The store
+//! keeps a hash of each open session's cookie (`Store::open_admin_session`): signing out ends
+//! that session for every copy of the cookie, and changing the token ends every session.
 
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
@@ -82,8 +83,21 @@ impl AdminAuth {
 
     /// A session cookie's value for `name`, from `now` for `SESSION_HOURS`.
     pub fn session(&self, name: &str, now: DateTime<Utc>) -> String {
-        let until = (now + chrono::TimeDelta::hours(SESSION_HOURS)).timestamp();
+        let until = Self::until(now);
         format!("{name}.{until}.{}", self.signature(name, until))
+    }
+
+    /// What the store keeps of a session cookie's value: a SHA-256 of it, hex.
+    pub fn key(value: &str) -> String {
+        digest(&["engram-admin-session-key", value])
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// When a session made at `now` ends (Unix seconds).
+    pub fn until(now: DateTime<Utc>) -> i64 {
+        (now + chrono::TimeDelta::hours(SESSION_HOURS)).timestamp()
     }
 
     /// The operator of a session cookie's value, while it lasts and is signed by this token.

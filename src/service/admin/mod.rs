@@ -129,11 +129,23 @@ async fn require_admin(State(admin): State<Arc<Admin>>, mut req: Request, next: 
     let operator = if let Some(token) = super::api::bearer(req.headers()) {
         auth.token_matches(token).then(|| "bearer".to_string())
     } else {
-        req.headers()
-            .get(header::COOKIE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|c| auth::cookie(c, COOKIE))
-            .and_then(|v| auth.operator(v, now))
+        match session_cookie(req.headers()).and_then(|v| Some((auth.operator(v, now)?, v))) {
+            // Signed and not over: it counts while the store has it open (not signed out).
+            Some((name, value)) => {
+                match admin
+                    .parts
+                    .store
+                    .admin_session(&AdminAuth::key(value), now.timestamp())
+                    .await
+                {
+                    Ok(open) => open.filter(|op| *op == name),
+                    Err(e) => {
+                        return Failed(e.into(), name).into_response();
+                    }
+                }
+            }
+            None => None,
+        }
     };
     let Some(operator) = operator else {
         return unauthorized(None);
@@ -147,6 +159,14 @@ async fn require_admin(State(admin): State<Arc<Admin>>, mut req: Request, next: 
     }
     req.extensions_mut().insert(Operator(operator));
     next.run(req).await
+}
+
+/// The session cookie's value, if the request has one.
+fn session_cookie(headers: &header::HeaderMap) -> Option<&str> {
+    headers
+        .get(header::COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| auth::cookie(c, COOKIE))
 }
 
 /// A browser's form post names its page's origin: it must be this host. (Scripts send
@@ -207,8 +227,22 @@ async fn login(
         info!(operator = name, "admin sign-in refused");
         return unauthorized(Some("That is not the admin token."));
     }
+    let now = admin.parts.clock.now();
+    let value = admin.parts.auth.session(name, now);
+    if let Err(e) = admin
+        .parts
+        .store
+        .open_admin_session(
+            &AdminAuth::key(&value),
+            name,
+            AdminAuth::until(now),
+            now.timestamp(),
+        )
+        .await
+    {
+        return Failed(e.into(), name.to_string()).into_response();
+    }
     info!(operator = name, "admin signed in");
-    let value = admin.parts.auth.session(name, admin.parts.clock.now());
     let cookie = format!(
         "{COOKIE}={value}; Path=/admin; HttpOnly; SameSite=Strict; Max-Age={}{}",
         SESSION_HOURS * 3600,
@@ -217,7 +251,23 @@ async fn login(
     ([(header::SET_COOKIE, cookie)], Redirect::to("/admin")).into_response()
 }
 
-async fn logout(headers: header::HeaderMap) -> Response {
+/// Ends the session for every copy of its cookie, then drops the browser's.
+async fn logout(
+    State(admin): State<Arc<Admin>>,
+    axum::Extension(op): axum::Extension<Operator>,
+    headers: header::HeaderMap,
+) -> Response {
+    if let Some(value) = session_cookie(&headers) {
+        if let Err(e) = admin
+            .parts
+            .store
+            .close_admin_session(&AdminAuth::key(value))
+            .await
+        {
+            return Failed(e.into(), op.0).into_response();
+        }
+        info!(operator = op.0, "admin signed out");
+    }
     (
         [(
             header::SET_COOKIE,
