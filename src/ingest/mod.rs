@@ -613,6 +613,7 @@ impl Ingestor {
                 Ok(bytes) => {
                     slot.push(Some(kept.len()));
                     kept.push(crate::store::NewAttachment {
+                        scope: new.scope.clone(),
                         sha256: attachments::sha256_hex(bytes),
                         kind: a.kind.as_str().to_string(),
                         name: name.clone(),

@@ -1,4 +1,4 @@
-//! Attachments: each file kept once by the SHA-256 of its bytes (metadata, not bytes), the
+//! Attachments: each file kept once per scope by the SHA-256 of its bytes (metadata, not bytes), the
 //! message that carried it stored with the pieces of its text in one transaction, and which
 //! attachments a message carried.
 
@@ -10,6 +10,10 @@ use async_trait::async_trait;
 /// An attachment to keep.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewAttachment {
+    /// The scope of the message that carries it. A file is kept once per scope: the same
+    /// bytes in another scope are another attachment (another id, described again), so
+    /// nothing shows one scope that the file was sent in another.
+    pub scope: crate::domain::Scope,
     /// SHA-256 of its bytes, hex.
     pub sha256: String,
     /// "image", "file", "voice" or "audio".
@@ -179,9 +183,10 @@ on_both_backends! {
             for a in attachments {
                 // A no-op update on a known hash, so its id is returned too.
                 let id: i64 = sqlx::query_scalar(
-                    "INSERT INTO attachments (sha256, kind, name, mime, size, created_at) VALUES ($1, $2, $3, $4, $5, $6) \
-                     ON CONFLICT (sha256) DO UPDATE SET sha256 = excluded.sha256 RETURNING id",
+                    "INSERT INTO attachments (scope, sha256, kind, name, mime, size, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                     ON CONFLICT (scope, sha256) DO UPDATE SET sha256 = excluded.sha256 RETURNING id",
                 )
+                .bind(a.scope.key())
                 .bind(&a.sha256)
                 .bind(&a.kind)
                 .bind(&a.name)

@@ -346,6 +346,7 @@ impl Table {
                 name: "attachments",
                 columns: &[
                     ("id", Int),
+                    ("scope", Text),
                     ("sha256", Text),
                     ("kind", Text),
                     ("name", Text),

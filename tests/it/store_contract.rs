@@ -1911,6 +1911,7 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
         }
     };
     let file = engram::store::NewAttachment {
+        scope: Scope::Space(lab),
         sha256: "ab".repeat(32),
         kind: "image".into(),
         name: "shot.png".into(),
@@ -2036,6 +2037,7 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
         )
     };
     let file = engram::store::NewAttachment {
+        scope: Scope::Space(lab),
         sha256: "cd".repeat(32),
         kind: "image".into(),
         name: "other.png".into(),

@@ -1103,19 +1103,37 @@ async fn attachments_are_kept_as_text_in_their_place() {
         "in her private chat's scope: {pieces:#?}"
     );
 
-    // The same file again, in a group: kept once, carried twice.
-    fake.push_file(
-        &group,
-        BOB,
-        TgFile::Document("notes.md", "text/markdown", notes.as_bytes()),
-        "",
-        None,
-    );
+    // The same file in a group is the group's own: a new id, so its line says nothing of
+    // the private chat's copy (an old id would tell the group someone sent it before).
+    // Twice in the group, it is kept once there.
+    for _ in 0..2 {
+        fake.push_file(
+            &group,
+            BOB,
+            TgFile::Document("notes.md", "text/markdown", notes.as_bytes()),
+            "",
+            None,
+        );
+    }
     fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello"), false);
     fake.wait_sent(8, WITHIN).await;
-    assert_eq!(rows_of(&h, "attachments", "notes.md").await.len(), 1);
-    // Six kept in private (not the one too large to fetch), and the same file again.
-    assert_eq!(rows_of(&h, "message_attachments", "").await.len(), 7);
+    let kept = rows_of(&h, "attachments", "notes.md").await;
+    assert_eq!(kept.len(), 2, "once in private, once in the group: {kept:#?}");
+    let in_group: Vec<String> = rows_of(&h, "messages", "[file#7 notes.md] # Setup")
+        .await
+        .into_iter()
+        .filter(|r| r.contains(" | space:"))
+        .collect();
+    assert_eq!(in_group.len(), 2, "both group messages carry #7: {in_group:#?}");
+    assert!(
+        rows_of(&h, "messages", "[file#1 notes.md]")
+            .await
+            .iter()
+            .all(|r| r.contains(" | dm:")),
+        "the private chat's id never shows in the group"
+    );
+    // Six kept in private (not the one too large to fetch), and the group's two.
+    assert_eq!(rows_of(&h, "message_attachments", "").await.len(), 8);
 
     // Asked about it in private, the answer recalls the piece; in another group it never does.
     recalled_in_private_only(
@@ -1145,7 +1163,7 @@ async fn attachments_are_kept_as_text_in_their_place() {
     assert_eq!(
         rows_of(&h, "attachments", "notes.md").await.len(),
         1,
-        "the group still carries it"
+        "the group's own copy stays"
     );
 }
 
@@ -1246,7 +1264,9 @@ async fn images_and_voice_notes_are_described_in_their_place() {
         "{answers:?}"
     );
 
-    // The same photo in a group: described from what was kept, no second call.
+    // The same photo in a group is described again, under an id of the group's: neither
+    // the id nor an answer without a model call tells the group that someone sent it
+    // before. The same photo again in the group is described from what was kept there.
     let group = Chat::Group {
         id: -500,
         title: "Lab".into(),
@@ -1255,20 +1275,31 @@ async fn images_and_voice_notes_are_described_in_their_place() {
     let group_photo = fake.push_file(&group, BOB, TgFile::Photo(shot), "", None);
     fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello"), false);
     fake.wait_sent(5, WITHIN).await;
-    assert_eq!(llm.count("describe_image"), 1);
-    let in_group: Vec<String> = rows_of(&h, "messages", "[image#1 photo.jpg] a picture saying")
+    assert_eq!(llm.count("describe_image"), 2, "described again in the group");
+    let again = fake.push_file(&group, BOB, TgFile::Photo(shot), "", None);
+    fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello again"), false);
+    fake.wait_sent(6, WITHIN).await;
+    assert_eq!(llm.count("describe_image"), 2, "kept in the group: no third call");
+    let in_group: Vec<String> = rows_of(&h, "messages", "[image#5 photo.jpg] a picture saying")
         .await
         .into_iter()
         .filter(|r| r.contains(" | space:"))
         .collect();
-    assert_eq!(in_group.len(), 1, "{in_group:#?}");
+    assert_eq!(in_group.len(), 2, "{in_group:#?}");
+    assert!(
+        rows_of(&h, "messages", "[image#1 photo.jpg")
+            .await
+            .iter()
+            .all(|r| r.contains(" | dm:")),
+        "the private chat's id never shows in the group"
+    );
 
     // A garbled answer: the message and its bare line stay, nothing else is kept.
     llm.push_once(Behavior::InvalidJson);
     let other_shot = b"\x89PNG\r\n\x1a\n\0a chart of quarterly sales\0";
     fake.push_file(&dm, ALICE, TgFile::Photo(other_shot), "sales", None);
-    fake.wait_sent(6, WITHIN).await;
-    assert_eq!(llm.count("describe_image"), 2);
+    fake.wait_sent(7, WITHIN).await;
+    assert_eq!(llm.count("describe_image"), 3);
     let stored = database_text(&h).await;
     let at = stored
         .find("sales\n[image#")
@@ -1282,7 +1313,7 @@ async fn images_and_voice_notes_are_described_in_their_place() {
         &fake,
         "what did the ImportError screenshot say?",
         "no module named frobnitz",
-        6,
+        7,
     )
     .await;
     running.stop().await.unwrap();
@@ -1307,7 +1338,7 @@ async fn images_and_voice_notes_are_described_in_their_place() {
             Platform::Telegram,
             "-500",
             "main",
-            &[format!("-500:{group_photo}")],
+            &[format!("-500:{group_photo}"), format!("-500:{again}")],
         )
         .await
         .unwrap();
