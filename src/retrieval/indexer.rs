@@ -194,6 +194,14 @@ impl Indexer {
         let mut topics: HashMap<ChannelKey, (Topic, Option<DateTime<Utc>>)> = HashMap::new();
         for i in order {
             let m = &items[i].message;
+            // The text of an attachment is no turn of the conversation: it joins the episode
+            // of the message that carried it and has no say in the topic. (The topic rebuilt
+            // from an open episode leaves it out too, so the boundaries are the same however
+            // the batches fall.)
+            if m.attachment_of.is_some() {
+                items[i].start = EpisodeStart::Continue;
+                continue;
+            }
             let key = (m.space, m.channel.clone(), m.scope.key());
             if !topics.contains_key(&key) {
                 let open = self.open_topic(m).await?;
@@ -211,8 +219,7 @@ impl Indexer {
                     id: m.id,
                     text: &m.text,
                     vector: items[i].embedding.as_ref().map(|e| e.vector.as_slice()),
-                    // The text of an attachment is no turn of the conversation.
-                    is_bot: m.is_bot || m.attachment_of.is_some(),
+                    is_bot: m.is_bot,
                 },
             );
             items[i].start = match verdict {

@@ -271,7 +271,11 @@ async fn admin_urls_need_the_token(url: Option<String>) {
         .unwrap()
         .to_string();
     let (code, _) = send(&base, "GET", "/admin", Cred::Cookie(&copied), &[]).await;
-    assert_eq!(code, StatusCode::OK, "the copy works while the session is open");
+    assert_eq!(
+        code,
+        StatusCode::OK,
+        "the copy works while the session is open"
+    );
     let (code, _) = send(&base, "POST", "/admin/logout", Cred::Cookie(&session), &[]).await;
     assert_eq!(code, StatusCode::SEE_OTHER);
     for path in ["/admin", "/admin/audit"] {

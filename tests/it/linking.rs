@@ -132,7 +132,11 @@ async fn linking_joins_private_memory_across_platforms(url: Option<String>) {
     }
     // In a group the accounts are neither listed nor cut: the other platform's account would
     // be shown to everyone there, and kept in the group's searchable history.
-    for text in ["@Engram /memory links", "@Engram /memory unlink", "@Engram /memory unlink telegram"] {
+    for text in [
+        "@Engram /memory links",
+        "@Engram /memory unlink",
+        "@Engram /memory unlink telegram",
+    ] {
         let public = say(&h, Discord, "d-alice", text, true).await;
         assert!(public.contains("private chat"), "{text}: {public}");
         assert!(!public.contains("t-alice"), "{text}: {public}");

@@ -922,6 +922,114 @@ async fn episodes_begin_at_topic_shifts_and_markers(s: Arc<dyn Store>) {
     assert_eq!(closed, vec![true, true, false, false]);
 }
 
+/// A file's text is no turn of the conversation: the pieces of a long file on another topic
+/// never start an episode, and the boundaries are the same however the indexer's batches fall
+/// (before, pieces indexed in the same batch filled the topic's window, while a batch that
+/// began after them rebuilt the topic without them).
+async fn a_files_text_never_moves_an_episode_boundary(s: Arc<dyn Store>) {
+    for batch in [64, 4] {
+        let w = World::new(s.clone()).await;
+        let public = w.channel(w.guild_a, &format!("files{batch}"), Privacy::GuildPublic);
+        let garden = [
+            "the garden tomatoes need more water this summer",
+            "water the tomatoes in the garden every morning",
+            "garden tomatoes grow faster with morning water",
+        ];
+        for (i, text) in garden.iter().enumerate() {
+            w.say(
+                &public,
+                w.alice,
+                &format!("g{batch}.{i}"),
+                text,
+                t(0) + Duration::minutes(i as i64),
+            )
+            .await;
+        }
+        // A file on football, in twelve pieces, carried by a message on the garden.
+        let at = t(0) + Duration::minutes(3);
+        let message = |ext: String, text: String| NewMessage {
+            space: public.space,
+            channel: public.channel.clone(),
+            scope: public.home_scope(),
+            privacy: public.privacy,
+            author: w.bob,
+            is_bot: false,
+            is_command: false,
+            external_id: ext,
+            reply_to: None,
+            language: engram::domain::language::detect(&text),
+            text,
+            sent_at: at,
+            withheld: false,
+        };
+        let file = engram::store::NewAttachment {
+            scope: public.home_scope(),
+            sha256: format!("{batch:064}"),
+            kind: "file".into(),
+            name: "league.txt".into(),
+            mime: "text/plain".into(),
+            size: 100,
+            at,
+        };
+        let compose = |ids: &[i64]| {
+            let carrier = message(
+                format!("f{batch}"),
+                format!("tomatoes for the garden, see\n[file#{} league.txt]", ids[0]),
+            );
+            let pieces = (0..12)
+                .map(|n| {
+                    let mut piece = message(
+                        format!("f{batch}#a{}.{n}", ids[0]),
+                        format!("[file#{} league.txt, part {}/12] football match tickets league goals striker referee stadium {n}", ids[0], n + 1),
+                    );
+                    piece.is_command = true;
+                    piece
+                })
+                .collect();
+            (carrier, pieces)
+        };
+        w.store
+            .insert_with_attachments(&[file], &compose, &[])
+            .await
+            .unwrap();
+        for (i, text) in [
+            "tomatoes in the garden love morning water",
+            "morning water keeps the garden tomatoes green",
+            "the garden needs water for the tomatoes",
+        ]
+        .iter()
+        .enumerate()
+        {
+            w.say(
+                &public,
+                w.alice,
+                &format!("h{batch}.{i}"),
+                text,
+                at + Duration::minutes(1 + i as i64),
+            )
+            .await;
+        }
+        let indexer = Indexer::new(
+            w.store.clone(),
+            None,
+            w.clock.clone(),
+            w.settings(),
+            Config::defaults().episodes.topic_rules(),
+            batch,
+        );
+        indexer.index_all(|_| {}).await.unwrap();
+        let episodes: std::collections::BTreeSet<i64> = w
+            .store
+            .recent_messages(w.guild_a, &public.channel, None, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| m.episode.expect("indexed"))
+            .collect();
+        assert_eq!(episodes.len(), 1, "batches of {batch}: {episodes:?}");
+    }
+}
+
 /// A question that names someone in the space is embedded once, already in that person's
 /// first person ("What did I adopt?"), while BM25 runs, once the people who wrote in the asked
 /// scopes are known (read beside the first question's search, which costs the second
@@ -1029,6 +1137,7 @@ async fn a_question_is_embedded_once_in_the_named_persons_first_person(s: Arc<dy
 on_both_backends!(
     a_question_is_embedded_once_in_the_named_persons_first_person,
     episodes_begin_at_topic_shifts_and_markers,
+    a_files_text_never_moves_an_episode_boundary,
     words_side_by_side_are_favoured,
     privacy_filter_holds_for_every_way_to_leak,
     hostile_queries_give_results_or_nothing,

@@ -1118,13 +1118,21 @@ async fn attachments_are_kept_as_text_in_their_place() {
     fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello"), false);
     fake.wait_sent(8, WITHIN).await;
     let kept = rows_of(&h, "attachments", "notes.md").await;
-    assert_eq!(kept.len(), 2, "once in private, once in the group: {kept:#?}");
+    assert_eq!(
+        kept.len(),
+        2,
+        "once in private, once in the group: {kept:#?}"
+    );
     let in_group: Vec<String> = rows_of(&h, "messages", "[file#7 notes.md] # Setup")
         .await
         .into_iter()
         .filter(|r| r.contains(" | space:"))
         .collect();
-    assert_eq!(in_group.len(), 2, "both group messages carry #7: {in_group:#?}");
+    assert_eq!(
+        in_group.len(),
+        2,
+        "both group messages carry #7: {in_group:#?}"
+    );
     assert!(
         rows_of(&h, "messages", "[file#1 notes.md]")
             .await
@@ -1275,11 +1283,19 @@ async fn images_and_voice_notes_are_described_in_their_place() {
     let group_photo = fake.push_file(&group, BOB, TgFile::Photo(shot), "", None);
     fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello"), false);
     fake.wait_sent(5, WITHIN).await;
-    assert_eq!(llm.count("describe_image"), 2, "described again in the group");
+    assert_eq!(
+        llm.count("describe_image"),
+        2,
+        "described again in the group"
+    );
     let again = fake.push_file(&group, BOB, TgFile::Photo(shot), "", None);
     fake.push_text(&group, BOB, &format!("@{BOT_USERNAME} hello again"), false);
     fake.wait_sent(6, WITHIN).await;
-    assert_eq!(llm.count("describe_image"), 2, "kept in the group: no third call");
+    assert_eq!(
+        llm.count("describe_image"),
+        2,
+        "kept in the group: no third call"
+    );
     let in_group: Vec<String> = rows_of(&h, "messages", "[image#5 photo.jpg] a picture saying")
         .await
         .into_iter()
