@@ -3,6 +3,7 @@
 //! and calls the chat model; without one, it says so and shows the memory it would have used.
 
 use crate::config::Config;
+use crate::domain::StoredMessage;
 use crate::domain::texts::{Say, Texts};
 use crate::ingest::Ingested;
 use crate::llm::prompts::{Prompts, fill};
@@ -168,13 +169,13 @@ impl Responder {
                 &crate::ingest::stored_form(&msg.command_text),
             )
             .await?;
-        let prompt = render_prompt(
-            &self.system,
-            &bundle,
-            &msg.message,
-            self.budget,
-            &self.tokens,
-        );
+        // The message answered carries the language to answer in: its own, or for one too
+        // short to tell ("ok"), the speaker's last words that told.
+        let current = StoredMessage {
+            language: msg.language,
+            ..msg.message.clone()
+        };
+        let prompt = render_prompt(&self.system, &bundle, &current, self.budget, &self.tokens);
         let Some(llm) = &self.llm else {
             return Ok(Answer::showing_memory(say.with(
                 "no-model",

@@ -150,15 +150,17 @@ fn message_element(
     bot: Option<PersonId>,
     text: &str,
 ) -> String {
-    element(
-        "message",
-        &[
-            ("author", &m.author_name),
-            ("from", from_attr(m, current, bot)),
-            ("time", &time_attr(m.sent_at)),
-        ],
-        text,
-    )
+    let mut attrs = vec![
+        ("author", m.author_name.as_str()),
+        ("from", from_attr(m, current, bot)),
+    ];
+    let time = time_attr(m.sent_at);
+    attrs.push(("time", &time));
+    // The message answered names the language to answer in (ISO 639-1), when known.
+    if let Some(language) = current.language.filter(|_| m.id == current.id) {
+        attrs.push(("language", language.code()));
+    }
+    element("message", &attrs, text)
 }
 
 /// The user part of the prompt: `<memory>` (people, then what was recalled) and

@@ -161,6 +161,22 @@ async fn the_model_is_asked_to_answer_in_the_speakers_language(url: Option<Strin
         let asked = said.trim_start_matches("Engram, ");
         assert!(prompt.contains(asked), "{asked} not in {prompt}");
     }
+    // The message answered names its language, even one too short to tell by ("ok"): the
+    // speaker's last words that told. Another's message in the prompt names none.
+    for (who, code) in [("olga", "ru"), ("klaus", "de")] {
+        assert!(h.say_in(&lab, who, "Engram, ok").await.is_some());
+        let prompt = h.fake().prompts("reply").last().cloned().unwrap();
+        let named: Vec<&str> = prompt
+            .lines()
+            .filter(|l| l.contains("language=\""))
+            .collect();
+        assert_eq!(named.len(), 1, "{prompt}");
+        assert!(
+            named[0].contains("from=\"speaker\"")
+                && named[0].contains(&format!("language=\"{code}\"")),
+            "{who}: {prompt}"
+        );
+    }
 }
 
 /// A phrases file in `phrases.dir` adds a language the build does not have.
