@@ -8,6 +8,8 @@ help =
     /memory pause, /memory resume, /memory clear, /memory export
     Alles andere ist Unterhaltung.
 store-failed = Bei mir ist etwas schiefgegangen; deine Nachricht ist gespeichert, aber ich konnte nichts damit tun. Bitte versuch es noch einmal.
+slash-nothing = Nichts zu tun.
+not-stored = Bei mir ist etwas schiefgegangen, und ich konnte deine Anfrage nicht speichern; bitte versuch es noch einmal.
 already-knew = Das wusste ich schon.
 paused = Gedächtnis pausiert: Nichts Neues über dich wird gesammelt oder geschrieben, weder von mir noch von jemandem, der mir von dir erzählt. Was ich schon weiß, bleibt, bis du es entfernst. Sag „/memory resume“, um es wieder einzuschalten.
 resumed = Das Gedächtnis ist wieder an.

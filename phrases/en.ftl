@@ -18,6 +18,8 @@ help =
     /memory link (join your Discord and Telegram memory), /memory links, /memory unlink
     Anything else is conversation.
 store-failed = Something went wrong on my side; your message is saved, but I couldn't act on it. Please try again.
+slash-nothing = Nothing to do.
+not-stored = Something went wrong on my side and I could not keep your request; please try again.
 already-knew = I already knew that.
 everywhere-only-about-oneself = Only the person a fact is about can have it known everywhere, and it may be about no one else, so I kept nothing. Without "everywhere" I keep it where you said it.
 paused = Memory paused: nothing new about you is collected, summarized, extracted or written, by me or by anyone telling me about you. What I already know stays until you remove it. Say "/memory resume" to turn it back on.

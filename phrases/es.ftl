@@ -8,6 +8,8 @@ help =
     /memory pause, /memory resume, /memory clear, /memory export
     Todo lo demás es conversación.
 store-failed = Algo salió mal de mi lado; tu mensaje está guardado, pero no pude hacer lo que pediste. Inténtalo de nuevo, por favor.
+slash-nothing = Nada que hacer.
+not-stored = Algo falló de mi lado y no pude guardar tu petición; por favor, inténtalo de nuevo.
 already-knew = Eso ya lo sabía.
 paused = Memoria en pausa: no se recoge ni se escribe nada nuevo sobre ti, ni por mí ni por nadie que me hable de ti. Lo que ya sé se queda hasta que lo borres. Di «/memory resume» para volver a activarla.
 resumed = La memoria vuelve a estar activa.

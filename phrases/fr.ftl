@@ -8,6 +8,8 @@ help =
     /memory pause, /memory resume, /memory clear, /memory export
     Tout le reste, c'est de la conversation.
 store-failed = Quelque chose s'est mal passé de mon côté ; ton message est enregistré, mais je n'ai pas pu donner suite. Réessaie, s'il te plaît.
+slash-nothing = Rien à faire.
+not-stored = Quelque chose s'est mal passé de mon côté et je n'ai pas pu garder ta demande ; réessaie, s'il te plaît.
 already-knew = Je le savais déjà.
 paused = Mémoire en pause : rien de nouveau sur toi n'est collecté ni écrit, ni par moi ni par quelqu'un qui me parle de toi. Ce que je sais déjà reste jusqu'à ce que tu le supprimes. Dis « /memory resume » pour la réactiver.
 resumed = La mémoire est de nouveau active.

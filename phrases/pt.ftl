@@ -8,6 +8,8 @@ help =
     /memory pause, /memory resume, /memory clear, /memory export
     Todo o resto é conversa.
 store-failed = Algo deu errado do meu lado; sua mensagem está salva, mas não consegui fazer o que você pediu. Tente de novo, por favor.
+slash-nothing = Nada a fazer.
+not-stored = Algo deu errado do meu lado e não consegui guardar o seu pedido; por favor, tente de novo.
 already-knew = Eu já sabia disso.
 paused = Memória pausada: nada de novo sobre você é coletado ou escrito, nem por mim nem por quem me conta sobre você. O que eu já sei fica até você apagar. Diga "/memory resume" para ligar de novo.
 resumed = A memória está ligada de novo.

@@ -14,6 +14,7 @@ use crate::adapters::split::{chars, split_message};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
 use crate::domain::attachment::{AttachmentKind, DownloadLimits, IncomingAttachment};
+use crate::domain::language::Language;
 use crate::domain::status::PlatformStatus;
 use crate::domain::{IncomingMessage, Mention, Platform, Privacy, SpaceKind, mention};
 use crate::router::memory_request;
@@ -708,10 +709,11 @@ impl Handler {
             .await
         {
             Ok(Some(reply)) => reply.text,
-            Ok(None) => "Nothing to do.".to_string(),
+            // What the adapter says itself is in the language of the asker's Discord client.
+            Ok(None) => self.bot.text(locale_language(&cmd.locale), "slash-nothing"),
             Err(e) => {
                 error!(platform = "discord", error = %e, "slash command could not be stored");
-                "Something went wrong on my side; please try again.".to_string()
+                self.bot.text(locale_language(&cmd.locale), "not-stored")
             }
         };
         for (i, part) in split_message(&text, MAX_MESSAGE, chars)
@@ -1440,6 +1442,11 @@ fn classify(e: &serenity::Error) -> DiscordError {
     } else {
         DiscordError::Gateway(text)
     }
+}
+
+/// The language of a Discord client's locale ("de", "pt-BR", "es-ES"), if the bot has it.
+fn locale_language(locale: &str) -> Option<Language> {
+    Language::from_code(&locale.split('-').next().unwrap_or_default().to_lowercase())
 }
 
 #[cfg(test)]

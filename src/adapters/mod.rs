@@ -18,6 +18,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::bot::{Bot, Reply};
+use crate::domain::language::Language;
 use crate::domain::{IncomingMessage, Platform};
 use crate::memory::MemoryError;
 use crate::store::StoreError;
@@ -86,6 +87,9 @@ pub trait MessageHandler: Send + Sync + 'static {
         platform: Platform,
         within: std::time::Duration,
     ) -> Result<CatchUp, StoreError>;
+    /// The bot's own text `id` (a message catalogue's) in `language`, English when it has
+    /// none: for what an adapter says itself.
+    fn text(&self, language: Option<Language>, id: &str) -> String;
 }
 
 /// What `MessageHandler::to_catch_up` gives (the bot reads it from the store).
@@ -93,6 +97,10 @@ pub use crate::bot::CatchUp;
 
 #[async_trait]
 impl MessageHandler for Bot {
+    fn text(&self, language: Option<Language>, id: &str) -> String {
+        crate::domain::texts::Say::new(self.texts(), language).text(id)
+    }
+
     async fn message(
         &self,
         msg: &IncomingMessage,

@@ -437,6 +437,21 @@ async fn the_memory_slash_command_answers_ephemerally(url: Option<String>) {
         .unwrap()
         .to_string();
     assert!(view.contains("Tom") && view.contains("Rust"), "{view}");
+    // The same interaction delivered again: nothing to do, said in the language of the
+    // asker's Discord client (German here, English with "en-US" as a positive control).
+    for (id, locale, said) in [
+        (4103, "de", "Nichts zu tun."),
+        (4104, "en-US", "Nothing to do."),
+    ] {
+        let mut payload = memory_command(id, DM, None, ALICE, "search rust");
+        payload["locale"] = json!(locale);
+        let cmd: serenity::all::CommandInteraction = serde_json::from_value(payload).unwrap();
+        handler.on_memory_command(&cmd).await;
+        handler.on_memory_command(&cmd).await;
+        let answers = fake.interactions();
+        let again = answers.last().unwrap()["data"]["content"].as_str().unwrap();
+        assert_eq!(again, said, "{locale}");
+    }
     assert_eq!(
         fake.sent().len(),
         2,

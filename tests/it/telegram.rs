@@ -92,6 +92,10 @@ struct PanicsOn {
 
 #[async_trait::async_trait]
 impl MessageHandler for PanicsOn {
+    fn text(&self, language: Option<engram::domain::language::Language>, id: &str) -> String {
+        self.bot.text(language, id)
+    }
+
     async fn message(
         &self,
         msg: &IncomingMessage,
