@@ -440,25 +440,31 @@ impl Indexer {
             .collect())
     }
 
+    /// One round of indexing: a batch of new messages, a batch of vectors to make again and
+    /// a batch of a model change's backlog; returns how many (0: nothing pending).
+    pub async fn round(&self) -> Result<usize, IndexError> {
+        // Each round all three: vectors to make again never wait behind steady new traffic,
+        // and new messages go first, one batch of a model change's backlog after them; a
+        // backlog batch that fails (the API down) is tried again next time and never holds up
+        // the rest.
+        let n = self.index_batch().await? + self.redo_batch().await?;
+        let older = match self.backfill_batch().await {
+            Ok(Backfill::Embedded(n)) => n,
+            Ok(Backfill::Done) => 0,
+            Err(e) => {
+                warn!(error = %e, "embedding older messages paused; tried again later");
+                0
+            }
+        };
+        Ok(n + older)
+    }
+
     /// Indexes until nothing is pending (new messages, then vectors to make again);
     /// `progress` hears the running total.
     pub async fn index_all(&self, mut progress: impl FnMut(usize)) -> Result<usize, IndexError> {
         let mut total = 0;
         loop {
-            // Each round all three: vectors to make again never wait behind steady new
-            // traffic, and new messages go first, one batch of a model change's backlog after
-            // them; a backlog batch that fails (the API down) is tried again next time and never
-            // holds up the rest.
-            let n = self.index_batch().await? + self.redo_batch().await?;
-            let older = match self.backfill_batch().await {
-                Ok(Backfill::Embedded(n)) => n,
-                Ok(Backfill::Done) => 0,
-                Err(e) => {
-                    warn!(error = %e, "embedding older messages paused; tried again later");
-                    0
-                }
-            };
-            let n = n + older;
+            let n = self.round().await?;
             if n == 0 {
                 return Ok(total);
             }
@@ -538,7 +544,10 @@ impl Indexer {
         Ok(())
     }
 
-    /// Runs until `stop` turns true: index what is pending, close quiet episodes, wait.
+    /// Runs until `stop` turns true: index a round of what is pending, close quiet episodes,
+    /// and again at once while there was work, else after `idle`. The stop is heard after
+    /// each round, and episodes close between rounds: a model change's backlog (hours with an
+    /// API model) holds up neither a shutdown nor episodic memory.
     pub async fn run_until(
         self: Arc<Self>,
         idle: Duration,
@@ -546,19 +555,24 @@ impl Indexer {
     ) {
         loop {
             let work = async {
-                let backlog = self.store.index_backlog().await?;
-                crate::telemetry::index_backlog(backlog);
-                // Counted down as batches land; what arrives meanwhile is counted next wake.
-                let indexed = self
-                    .index_all(|done| {
-                        crate::telemetry::index_backlog((backlog - done as i64).max(0))
-                    })
-                    .await?;
+                crate::telemetry::index_backlog(self.store.index_backlog().await?);
+                let indexed = self.round().await?;
                 let closed = self.close_episodes().await?;
-                Ok::<_, IndexError>((indexed, closed))
+                Ok::<_, IndexError>(indexed + closed)
             };
-            if let Err(e) = work.await {
-                warn!(error = %e, "indexing paused; pending messages stay searchable by BM25 and are retried");
+            let busy = match work.await {
+                Ok(done) => done > 0,
+                Err(e) => {
+                    warn!(error = %e, "indexing paused; pending messages stay searchable by BM25 and are retried");
+                    false
+                }
+            };
+            if *stop.borrow() {
+                return;
+            }
+            if busy {
+                tokio::task::yield_now().await;
+                continue;
             }
             tokio::select! {
                 _ = tokio::time::sleep(idle) => {}

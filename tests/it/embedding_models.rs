@@ -292,7 +292,94 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
     assert_eq!(messages, coverage.messages as usize);
 }
 
+/// The background indexer hears a stop after each round, and closes quiet episodes between
+/// rounds: a model change's backlog (hours with an API model) holds up neither a shutdown nor
+/// episodic memory. Stopped before it starts, it does one round: the new conversation is
+/// indexed and closed, and most of the backlog waits for the next start.
+async fn a_model_changes_backlog_holds_up_neither_a_stop_nor_episodes(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    for line in [
+        "we went hiking in the alps last summer",
+        "my sister plays the cello in an orchestra",
+        "the garden needs new tomato plants",
+        "I am reading a book about volcanoes",
+        "our cat is called Pepper",
+    ] {
+        h.dm("alice", line).await;
+    }
+    let (config_a, model_a) = with_model(&h, "model-a", 384);
+    engram::app::activate_vectors(h.store.as_ref(), Some(&model_a))
+        .await
+        .unwrap();
+    let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
+    let indexer_a = engram::app::indexer(
+        &config_a,
+        h.store.clone(),
+        Some(model_a.clone()),
+        clock.clone(),
+        &engram::domain::phrases::Phrases::built_in(),
+    );
+    indexer_a.index_all(|_| {}).await.unwrap();
+    let (config_b, model_b) = with_model(&h, "model-b", 256);
+    let missing = engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
+        .await
+        .unwrap();
+    assert!(missing >= 10, "{missing}");
+    // A new conversation, quiet since: due to close once it is indexed.
+    h.clock.advance(chrono::Duration::hours(3));
+    h.dm("alice", "the train to Porto leaves at nine").await;
+    h.clock.advance(chrono::Duration::hours(2));
+    let indexer_b = Arc::new(Indexer::new(
+        h.store.clone(),
+        Some(model_b.clone()),
+        clock.clone(),
+        config_b.retrieval.clone(),
+        config_b.episodes.topic_rules(),
+        2,
+    ));
+    let (stop, stopped) = tokio::sync::watch::channel(true);
+    // A guard, not a wait: a run that does not hear the stop never returns.
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        indexer_b
+            .clone()
+            .run_until(std::time::Duration::from_secs(3600), stopped),
+    )
+    .await
+    .expect("the stop is heard after a round");
+    drop(stop);
+    let coverage = h.store.vector_coverage().await.unwrap();
+    let b = coverage
+        .spaces
+        .iter()
+        .find(|s| s.model.model == "model-b")
+        .expect("model B's space");
+    let share = coverage.share(b.id);
+    assert!(
+        share > 0.0 && share < 0.5,
+        "one round of the backlog, not all of it: {share}"
+    );
+    let place = h.place(&ConsoleOptions::private("alice"), "alice").await;
+    let newest = h
+        .store
+        .recent_messages(place.space, &place.channel, None, 50)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| m.text.contains("train to Porto"))
+        .expect("the new message");
+    let episode = newest.episode.expect("indexed in the first round");
+    let closed = h.store.episodes(&[episode]).await.unwrap();
+    assert!(closed[0].closed, "closed between rounds: {closed:?}");
+    // Positive control: run on, it embeds the rest.
+    assert!(indexer_b.index_all(|_| {}).await.unwrap() > 0);
+    let coverage = h.store.vector_coverage().await.unwrap();
+    assert_eq!(coverage.spaces.len(), 1, "{coverage:?}");
+    assert_eq!(coverage.share(coverage.spaces[0].id), 1.0);
+}
+
 on_both_harnesses!(
+    a_model_changes_backlog_holds_up_neither_a_stop_nor_episodes,
     switching_models_never_mixes_vector_spaces,
     old_vectors_kept_on_request_serve_a_switch_back,
     a_text_the_model_refuses_holds_back_nothing,
