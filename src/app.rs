@@ -88,16 +88,42 @@ pub async fn open_existing_store_url(
     open_db(db, settings).await
 }
 
+/// Opens the configured database as it is, without migrating or writing anything (refusing
+/// a SQLite file that does not exist): for reports on a database other processes use.
+pub async fn open_store_as_is(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+    let settings = &config.store;
+    let db = DbUrl::parse(&config.store.url)?;
+    if let Some(path) = db.sqlite_file().filter(|p| !p.exists()) {
+        return Err(StoreError::Missing(path.display().to_string()));
+    }
+    match db {
+        DbUrl::Postgres(url) => Ok(Arc::new(
+            PostgresStore::open_as_is(&url, &pg_settings(settings)).await?,
+        )),
+        DbUrl::Sqlite { url, .. } => Ok(Arc::new(
+            SqliteStore::open_as_is(
+                &url,
+                settings.max_connections,
+                Duration::from_millis(settings.busy_timeout_ms),
+            )
+            .await?,
+        )),
+    }
+}
+
+fn pg_settings(settings: &StoreConfig) -> PgSettings {
+    PgSettings {
+        max_connections: settings.max_connections,
+        acquire_timeout: Duration::from_millis(settings.acquire_timeout_ms),
+        statement_timeout: Duration::from_millis(settings.statement_timeout_ms),
+    }
+}
+
 async fn open_db(db: DbUrl, settings: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {
     match db {
-        DbUrl::Postgres(url) => {
-            let pg = PgSettings {
-                max_connections: settings.max_connections,
-                acquire_timeout: Duration::from_millis(settings.acquire_timeout_ms),
-                statement_timeout: Duration::from_millis(settings.statement_timeout_ms),
-            };
-            Ok(Arc::new(PostgresStore::open(&url, &pg).await?))
-        }
+        DbUrl::Postgres(url) => Ok(Arc::new(
+            PostgresStore::open(&url, &pg_settings(settings)).await?,
+        )),
         DbUrl::Sqlite { url, .. } => Ok(Arc::new(
             SqliteStore::open(
                 &url,

@@ -538,12 +538,37 @@ async fn status(config: &Config, ready_only: bool) -> anyhow::Result<()> {
         anyhow::ensure!(code == 200, "not ready (HTTP {code})");
         return Ok(());
     }
-    let store = app::open_existing_store(config).await?;
-    let readiness = store.readiness().await?;
+    // The running process first: it answers even when the database does not.
     let running = match probe_ready(config).await {
         Ok((_, body)) => body,
         Err(e) => serde_json::json!({ "not_answering": e.to_string() }),
     };
+    let database = engram::config::redact_url(&config.store.url);
+    // As it is: a report never migrates a database that older processes may still use.
+    let store = match app::open_store_as_is(config).await {
+        Ok(store) => store,
+        Err(e) => {
+            let report = serde_json::json!({
+                "database": database,
+                "store": "unreachable",
+                "running_process": running,
+            });
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            return Err(e).context("the database could not be opened");
+        }
+    };
+    let readiness = store.readiness().await?;
+    if !readiness.current() {
+        // Another build's schema: its tables are not read with this build's queries.
+        let report = serde_json::json!({
+            "database": database,
+            "migrations": readiness,
+            "migrations_current": false,
+            "running_process": running,
+        });
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
     let mut jobs = serde_json::Map::new();
     for job in engram::jobs::SCHEDULED {
         let runs = store.job_summary(job).await?;
@@ -566,7 +591,7 @@ async fn status(config: &Config, ready_only: bool) -> anyhow::Result<()> {
         .map(|t| (t.table.to_string(), t.rows.into()))
         .collect();
     let report = serde_json::json!({
-        "database": engram::config::redact_url(&config.store.url),
+        "database": database,
         "migrations": readiness,
         "migrations_current": readiness.current(),
         "running_process": running,

@@ -250,6 +250,28 @@ impl PostgresStore {
     /// Connects, checks that pgvector is available, and applies pending migrations (under
     /// sqlx's advisory lock, so several processes may start at once).
     pub async fn open(url: &str, settings: &PgSettings) -> StoreResult<PostgresStore> {
+        let store = Self::connect(url, settings, true).await?;
+        MIGRATOR
+            .run(&store.pool)
+            .await
+            .map_err(super::migrate_error)?;
+        store.drain_terms_backlog().await?;
+        Ok(store)
+    }
+
+    /// Opens the database as it is: no migration, no extension enabled, nothing written
+    /// (`engram status` reports a schema older or newer than this build's instead of
+    /// changing it).
+    pub async fn open_as_is(url: &str, settings: &PgSettings) -> StoreResult<PostgresStore> {
+        Self::connect(url, settings, false).await
+    }
+
+    /// Connects; with `prepare`, checks pgvector and enables it in the database.
+    async fn connect(
+        url: &str,
+        settings: &PgSettings,
+        prepare: bool,
+    ) -> StoreResult<PostgresStore> {
         let open_err = |cause: Cause| StoreError::Open {
             url: crate::config::redact_url(url),
             cause,
@@ -278,6 +300,9 @@ impl PostgresStore {
             .connect_with(options)
             .await
             .map_err(|e| open_err(e.into()))?;
+        if !prepare {
+            return Ok(PostgresStore { pool });
+        }
         let has_vector: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')",
         )
@@ -311,10 +336,7 @@ impl PostgresStore {
                 format!("cannot enable pgvector: {e}").into()
             }));
         }
-        MIGRATOR.run(&pool).await.map_err(super::migrate_error)?;
-        let store = PostgresStore { pool };
-        store.drain_terms_backlog().await?;
-        Ok(store)
+        Ok(PostgresStore { pool })
     }
 
     /// A write transaction (PostgreSQL's row locks need nothing more at BEGIN).

@@ -218,6 +218,22 @@ impl SqliteStore {
         max_connections: u32,
         busy_timeout: Duration,
     ) -> StoreResult<SqliteStore> {
+        let store = Self::open_as_is(url, max_connections, busy_timeout).await?;
+        MIGRATOR
+            .run(&store.pool)
+            .await
+            .map_err(super::migrate_error)?;
+        store.drain_terms_backlog().await?;
+        Ok(store)
+    }
+
+    /// Opens the database as it is: no migration, nothing written (`engram status` reports
+    /// a schema older or newer than this build's instead of changing it).
+    pub async fn open_as_is(
+        url: &str,
+        max_connections: u32,
+        busy_timeout: Duration,
+    ) -> StoreResult<SqliteStore> {
         let open_err = |cause: Cause| StoreError::Open {
             url: crate::config::redact_url(url),
             cause,
@@ -259,10 +275,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(|e| open_err(e.into()))?;
-        MIGRATOR.run(&pool).await.map_err(super::migrate_error)?;
-        let store = SqliteStore { pool, origin };
-        store.drain_terms_backlog().await?;
-        Ok(store)
+        Ok(SqliteStore { pool, origin })
     }
 
     /// Writes the postings of messages queued in `message_terms_backlog` (stored before the

@@ -252,4 +252,32 @@ fn engram_run_serves_health_and_metrics_on_the_console() {
     let (status, serr, ok) = engram(dir.path(), &["status"], "", &[]);
     assert!(ok, "{serr}");
     assert!(status.contains("not_answering"), "{status}");
+
+    // A schema older than the build (its newest migration not applied) is reported as it is:
+    // `engram status` never migrates a database that older processes may still use.
+    let db = format!("sqlite://{}/data/engram.db", dir.path().display());
+    rt.block_on(exec(
+        &db,
+        "DELETE FROM _sqlx_migrations WHERE version = (SELECT MAX(version) FROM _sqlx_migrations)",
+    ));
+    for _ in 0..2 {
+        let (status, serr, ok) = engram(dir.path(), &["status"], "", &[]);
+        assert!(ok, "{serr}");
+        let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+        assert_eq!(status["migrations_current"], false, "{status}");
+        assert_eq!(
+            status["migrations"]["pending"].as_array().map(Vec::len),
+            Some(1),
+            "still pending the second time: {status}"
+        );
+    }
+    // A database that cannot be opened: the report says so, and the command fails.
+    let (status, _, ok) = engram(
+        dir.path(),
+        &["status"],
+        "",
+        &[("ENGRAM__STORE__URL", "sqlite://nowhere/engram.db")],
+    );
+    assert!(!ok);
+    assert!(status.contains("\"unreachable\""), "{status}");
 }
