@@ -620,6 +620,7 @@ fn vector_report(coverage: &engram::store::VectorCoverage) -> serde_json::Value 
             "model": s.model,
             "active": s.active,
             "vectors": s.vectors,
+            "refused": s.refused,
             "share": coverage.share(s.id),
         })).collect::<Vec<_>>(),
     })

@@ -183,7 +183,23 @@ impl Indexer {
         let mut items = self.embed(pending).await?;
         self.mark_boundaries(&mut items).await?;
         self.store.index_messages(&items, self.gap()).await?;
+        self.note_refused(&items).await?;
         Ok(items.len())
+    }
+
+    /// Records the messages of `items` the model refused (no vector although there is an
+    /// embedder): they count as done for its pass, so they never hold the old model's vectors.
+    async fn note_refused(&self, items: &[IndexedMessage]) -> Result<(), IndexError> {
+        let Some(space) = self.space().await? else {
+            return Ok(());
+        };
+        let refused: Vec<MessageId> = items
+            .iter()
+            .filter(|i| i.embedding.is_none())
+            .map(|i| i.message.id)
+            .collect();
+        self.store.refuse_vectors(space, &refused).await?;
+        Ok(())
     }
 
     /// Judges each message against the topic of its channel's open episode, in the order
@@ -283,6 +299,7 @@ impl Indexer {
         let n = waiting.len();
         let items = self.embed(waiting).await?;
         self.store.redo_vectors(&items).await?;
+        self.note_refused(&items).await?;
         Ok(n)
     }
 
@@ -321,6 +338,7 @@ impl Indexer {
         // searchable by BM25, and the pass goes on past it.
         let items = self.embed(missing).await?;
         self.store.add_vectors(&items).await?;
+        self.note_refused(&items).await?;
         *self.backfill_below.lock().expect("backfill lock") = Some(last);
         Ok(Backfill::Embedded(n))
     }

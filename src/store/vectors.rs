@@ -22,7 +22,8 @@ pub trait Vectors: Send + Sync {
         model: &ModelIdentity,
     ) -> StoreResult<(VectorSpaceId, Option<ModelIdentity>)>;
     /// Indexed messages with ids below `below` that have no vector in `space` (withheld ones
-    /// never have one), newest first: what a new model still has to embed.
+    /// never have one) and that its model did not refuse, newest first: what a new model
+    /// still has to embed.
     async fn vectors_missing(
         &self,
         space: VectorSpaceId,
@@ -32,6 +33,9 @@ pub trait Vectors: Send + Sync {
     /// Stores vectors made for `vectors_missing`'s messages (a message deleted or withheld
     /// meanwhile gets none, nor one whose context went). Returns how many were stored.
     async fn add_vectors(&self, items: &[IndexedMessage]) -> StoreResult<usize>;
+    /// Records that `space`'s model refused to embed these messages (those still there):
+    /// they count as done for its pass and its coverage, and stay BM25-only.
+    async fn refuse_vectors(&self, space: VectorSpaceId, ids: &[MessageId]) -> StoreResult<()>;
     /// Closed episodes whose vector is not of `space` (or that have none yet), oldest first.
     async fn episodes_outside(
         &self,
@@ -47,7 +51,8 @@ pub trait Vectors: Send + Sync {
         vector: Option<&Embedding>,
     ) -> StoreResult<()>;
     /// Deletes the vectors of every space but `keep` and the one in use, and those spaces, once
-    /// `keep` covers every message (else nothing). Returns how many message vectors went.
+    /// `keep` covers every message (a vector, or its model's refusal; else nothing). Returns
+    /// how many message vectors went.
     async fn drop_other_vector_spaces(&self, keep: VectorSpaceId) -> StoreResult<u64>;
     /// Each space with how many messages have a vector in it, and how many should.
     async fn vector_coverage(&self) -> StoreResult<VectorCoverage>;
@@ -73,16 +78,19 @@ pub struct SpaceCoverage {
     pub active: bool,
     /// Messages with a vector in it.
     pub vectors: i64,
+    /// Messages its model refused to embed (BM25 only).
+    pub refused: i64,
 }
 
 impl VectorCoverage {
-    /// The share of messages with a vector in `space` (1 when there are none to embed).
+    /// The share of messages done in `space`: with a vector in it, or refused by its model
+    /// (1 when there are none to embed).
     pub fn share(&self, space: VectorSpaceId) -> f64 {
         let vectors = self
             .spaces
             .iter()
             .find(|s| s.id == space)
-            .map_or(0, |s| s.vectors);
+            .map_or(0, |s| s.vectors + s.refused);
         if self.messages == 0 {
             1.0
         } else {
@@ -180,6 +188,7 @@ on_both_backends! {
                 " FROM messages m JOIN people p ON p.id = m.author_id \
                  WHERE m.id < $2 AND m.indexed AND NOT m.withheld \
                  AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.space_id = $1) \
+                 AND NOT EXISTS (SELECT 1 FROM vector_refusals r WHERE r.message_id = m.id AND r.space_id = $1) \
                  ORDER BY m.id DESC LIMIT $3"
             ))
             .bind(space.0)
@@ -202,6 +211,25 @@ on_both_backends! {
             }
             tx.commit().await.map_err(db_err)?;
             Ok(done)
+        }
+
+        async fn refuse_vectors(&self, space: VectorSpaceId, ids: &[MessageId]) -> StoreResult<()> {
+            if ids.is_empty() {
+                return Ok(());
+            }
+            let ids: Vec<i64> = ids.iter().map(|m| m.0).collect();
+            // Only messages still there: a forget deletes the rows of what it takes.
+            sqlx::query(concat!(
+                "INSERT INTO vector_refusals (space_id, message_id) SELECT $1, id FROM messages WHERE id ",
+                in_list!(2),
+                " ON CONFLICT DO NOTHING"
+            ))
+            .bind(space.0)
+            .bind(list(&ids))
+            .execute(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(())
         }
 
         async fn episodes_outside(
@@ -258,7 +286,8 @@ on_both_backends! {
             // one in use since.
             let uncovered: Option<i64> = sqlx::query_scalar(
                 "SELECT m.id FROM messages m WHERE m.indexed AND NOT m.withheld \
-                 AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.space_id = $1) LIMIT 1",
+                 AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.space_id = $1) \
+                 AND NOT EXISTS (SELECT 1 FROM vector_refusals r WHERE r.message_id = m.id AND r.space_id = $1) LIMIT 1",
             )
             .bind(keep.0)
             .fetch_optional(&mut *tx)
@@ -283,6 +312,11 @@ on_both_backends! {
                     .await
                     .map_err(db_err)?
                     .rows_affected();
+                sqlx::query("DELETE FROM vector_refusals WHERE space_id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
                 sqlx::query(
                     "UPDATE episodes SET embedding = NULL, embedding_space = NULL WHERE embedding_space = $1",
                 )
@@ -318,18 +352,20 @@ on_both_backends! {
             .fetch_one(self.pool())
             .await
             .map_err(db_err)?;
-            let rows: Vec<(i64, String, String, i64, String, bool, i64)> = sqlx::query_as(
+            #[allow(clippy::type_complexity)]
+            let rows: Vec<(i64, String, String, i64, String, bool, i64, i64)> = sqlx::query_as(
                 "SELECT s.id, s.provider, s.model, CAST(s.dimensions AS BIGINT), s.revision, s.active, \
-                 (SELECT COUNT(*) FROM message_vectors v WHERE v.space_id = s.id) FROM vector_spaces s ORDER BY s.id",
+                 (SELECT COUNT(*) FROM message_vectors v WHERE v.space_id = s.id), \
+                 (SELECT COUNT(*) FROM vector_refusals r WHERE r.space_id = s.id) FROM vector_spaces s ORDER BY s.id",
             )
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
             let spaces = rows
                 .into_iter()
-                .map(|(id, provider, model, dims, revision, active, vectors)| {
+                .map(|(id, provider, model, dims, revision, active, vectors, refused)| {
                     let (id, model, active) = space_of((id, provider, model, dims, revision, active));
-                    SpaceCoverage { id, model, active, vectors }
+                    SpaceCoverage { id, model, active, vectors, refused }
                 })
                 .collect();
             Ok(VectorCoverage { messages, spaces })
@@ -429,13 +465,18 @@ on_both_backends! {
         Ok(alive.is_some())
     }
 
-    /// A deleted message's vectors (in every space) go with it.
+    /// A deleted message's vectors (in every space) go with it, and any model's refusal of it.
     pub(in crate::store) async fn forget_vectors(conn: &mut Conn, ids: &[i64]) -> StoreResult<()> {
-        sqlx::query(concat!("DELETE FROM message_vectors WHERE message_id ", in_list!(1)))
-            .bind(list(ids))
-            .execute(&mut *conn)
-            .await
-            .map_err(db_err)?;
+        for sql in [
+            concat!("DELETE FROM message_vectors WHERE message_id ", in_list!(1)),
+            concat!("DELETE FROM vector_refusals WHERE message_id ", in_list!(1)),
+        ] {
+            sqlx::query(sql)
+                .bind(list(ids))
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
+        }
         Ok(())
     }
 

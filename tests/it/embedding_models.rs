@@ -480,14 +480,52 @@ async fn a_text_the_model_refuses_holds_back_nothing(url: Option<String>) {
     assert!(vector_hits > 0 && all > 0, "the others have vectors");
     let (_, all) = search(&h.store, &model, &config, &scope, "zeppelin manual").await;
     assert!(all > 0, "the refused one is found by its words");
+    // The refusal is kept: nothing is left for the model to embed, and it counts as done.
     let space = h.store.vector_space(&model.identity()).await.unwrap();
-    let refused = h
+    let left = h
         .store
         .vectors_missing(space, MessageId(i64::MAX), 100)
         .await
         .unwrap();
-    assert!(
-        refused.iter().all(|m| m.text.contains("UNEMBEDDABLE")) && !refused.is_empty(),
-        "{refused:#?}"
+    assert_eq!(left, vec![], "a refused text is not asked again");
+    let coverage = h.store.vector_coverage().await.unwrap();
+    assert_eq!(coverage.spaces[0].refused, 1, "{coverage:?}");
+    assert_eq!(coverage.share(space), 1.0);
+
+    // A new model that refuses it too still covers everything: the old model's vectors go
+    // (one refused message used to keep them for good).
+    let (config_b, model_b) = with_model(&h, "model-b", 256);
+    engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
+        .await
+        .unwrap();
+    let indexer_b = engram::app::indexer(
+        &config_b,
+        h.store.clone(),
+        Some(model_b.clone()),
+        h.clock.clone(),
+        &engram::domain::phrases::Phrases::built_in(),
     );
+    assert!(indexer_b.index_all(|_| {}).await.unwrap() > 0);
+    let coverage = h.store.vector_coverage().await.unwrap();
+    assert_eq!(
+        coverage.spaces.len(),
+        1,
+        "model A's vectors went: {coverage:?}"
+    );
+    assert_eq!(coverage.spaces[0].model.model, "model-b");
+    assert_eq!(coverage.spaces[0].refused, 1, "{coverage:?}");
+    assert_eq!(coverage.share(coverage.spaces[0].id), 1.0);
+    // Forgetting the refused message takes its refusal too.
+    let zeppelin = h
+        .store
+        .recent_messages(h.place(&lab, "alice").await.space, &lab.channel, None, 50)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| m.text.contains("UNEMBEDDABLE"))
+        .unwrap();
+    h.store.delete_messages(&[zeppelin.id]).await.unwrap();
+    let coverage = h.store.vector_coverage().await.unwrap();
+    assert_eq!(coverage.spaces[0].refused, 0, "{coverage:?}");
+    assert!(rows_of(&h, "vector_refusals", "").await.is_empty());
 }
