@@ -118,8 +118,9 @@ pub trait SearchIndex: Send + Sync {
         space: VectorSpaceId,
         ids: &[MessageId],
     ) -> StoreResult<Vec<(MessageId, Vec<f32>)>>;
-    /// Closed episodes of `scope` nearest to `vector` (in its space) with similarity at least
-    /// `min`.
+    /// Closed episodes of `scope` not finished yet (no final details) nearest to `vector` (in
+    /// its space) with similarity at least `min`: an episode merges only into one whose final
+    /// details will be made with its messages.
     async fn similar_episode(
         &self,
         scope: &Scope,
@@ -761,7 +762,7 @@ on_both_backends! {
                     similarity!("embedding", 1),
                     " AS sim FROM episodes WHERE scope = $2 AND ",
                     is_true!("closed"),
-                    " AND id <> $3 AND embedding_space = $4 AND embedding IS NOT NULL ORDER BY ",
+                    " AND id <> $3 AND embedding_space = $4 AND embedding IS NOT NULL AND details IS NULL ORDER BY ",
                     nearest_first!("embedding", 1),
                     ", id LIMIT 1"
                 ),
@@ -823,13 +824,21 @@ on_both_backends! {
                     summary,
                     embedding,
                 } => {
-                    let target_scope: Option<String> = sqlx::query_scalar(
-                        concat!("SELECT scope FROM episodes WHERE id = $1 AND closed", for_update!()),
-                    )
+                    let target: Option<(String, bool)> = sqlx::query_as(concat!(
+                        "SELECT scope, details IS NOT NULL FROM episodes WHERE id = $1 AND closed",
+                        for_update!()
+                    ))
                     .bind(into)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(db_err)?;
+                    // Finished meanwhile (its final details made from its own messages): the
+                    // messages moved in would never be in them. Nothing is written; the next
+                    // pass closes this episode on its own.
+                    if target.as_ref().is_some_and(|(_, finished)| *finished) {
+                        return Ok(());
+                    }
+                    let target_scope = target.map(|(scope, _)| scope);
                     // Only within one scope, and so one privacy level.
                     if target_scope.as_deref() != Some(scope.as_str()) {
                         return Err(StoreError::Conflict {

@@ -587,6 +587,50 @@ async fn episodes_split_on_pauses_and_merge_only_within_a_scope(s: Arc<dyn Store
         // The second talk is the same topic (similarity ≥ 0.85): MERGE, one episodic memory.
         assert_eq!(episodes.len(), 1, "{episodes:?}");
         assert_eq!(stored[0].messages, 4);
+        // Once it is finished (its final details made), the same talk again is an episode of
+        // its own, finished with its own messages: merged in, they would never be in any
+        // episode's details.
+        while engram::memory::extraction::episodes::finish_offline(w.store.as_ref())
+            .await
+            .unwrap()
+            > 0
+        {}
+        for (i, text) in topic.iter().enumerate() {
+            w.say(
+                &public,
+                w.bob,
+                &format!("r{i}"),
+                text,
+                t(10) + Duration::minutes(i as i64),
+            )
+            .await;
+        }
+        w.indexer().index_all(|_| {}).await.unwrap();
+        w.clock.set(t(14));
+        assert_eq!(w.indexer().close_episodes().await.unwrap(), 1);
+        let after: std::collections::BTreeSet<i64> = w
+            .store
+            .search_messages(
+                &public.visible_scopes(w.alice),
+                &query_terms("alps hiking", 8),
+                Bm25::default(),
+                10,
+            )
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|h| h.message.episode)
+            .collect();
+        assert_eq!(
+            after.len(),
+            2,
+            "not merged into a finished episode: {after:?}"
+        );
+        assert_eq!(
+            w.store.episodes_to_finish(10).await.unwrap().len(),
+            1,
+            "the new one waits for its own details"
+        );
     } else {
         assert_eq!(episodes.len(), 2, "without vectors every episode is ADDed");
     }
