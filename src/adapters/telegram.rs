@@ -295,14 +295,25 @@ async fn keep_lease(
             _ = shutdown.changed() => break,
             _ = tokio::time::sleep(tick) => {}
         }
-        match lease.hold().await {
-            Ok(true) => held = tokio::time::Instant::now(),
-            Ok(false) => break,
-            Err(e) => {
+        // The lease runs from the moment it was asked for. A renewal that does not come back
+        // (a database cut off: no error, no answer) stops the polling at two thirds of the
+        // lease all the same, before another process may take it.
+        let asked = tokio::time::Instant::now();
+        match tokio::time::timeout_at(held + tick * 2, lease.hold()).await {
+            Ok(Ok(true)) => held = asked,
+            Ok(Ok(false)) => break,
+            Ok(Err(e)) => {
                 warn!(platform = "telegram", error = %e, "the poller lease could not be renewed");
                 if held.elapsed() >= tick * 2 {
                     break;
                 }
+            }
+            Err(_) => {
+                warn!(
+                    platform = "telegram",
+                    "the poller lease renewal did not answer in time: polling stops"
+                );
+                break;
             }
         }
     }
@@ -936,6 +947,68 @@ impl tokio::io::AsyncWrite for Capped {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lease whose first hold is granted and whose renewals never answer (a database cut
+    /// off), or answer at once when `answers`.
+    struct Unanswered {
+        holds: AtomicUsize,
+        answers: bool,
+    }
+
+    #[async_trait::async_trait]
+    impl Lease for Unanswered {
+        async fn hold(&self) -> Result<bool, crate::store::StoreError> {
+            if self.holds.fetch_add(1, Ordering::SeqCst) > 0 && !self.answers {
+                std::future::pending::<()>().await;
+            }
+            Ok(true)
+        }
+        async fn release(&self) -> Result<(), crate::store::StoreError> {
+            Ok(())
+        }
+        fn ttl(&self) -> Duration {
+            Duration::from_millis(300)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_renewal_that_never_answers_stops_polling_before_the_lease_ends() {
+        let lease = Arc::new(Unanswered {
+            holds: AtomicUsize::new(0),
+            answers: false,
+        });
+        assert!(lease.hold().await.unwrap(), "held when polling starts");
+        let (stop, mut stopped) = watch::channel(false);
+        let (_shutdown, running) = watch::channel(false);
+        let started = tokio::time::Instant::now();
+        // A guard, not a wait: without the deadline the keeper never returns.
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            keep_lease(lease.clone(), running, stop),
+        )
+        .await
+        .expect("the keeper gives up");
+        assert!(*stopped.borrow_and_update(), "polling told to stop");
+        assert!(
+            started.elapsed() < lease.ttl(),
+            "stopped before the lease ends: {:?}",
+            started.elapsed()
+        );
+        // Positive control: renewals that answer keep polling until the shutdown.
+        let lease = Arc::new(Unanswered {
+            holds: AtomicUsize::new(0),
+            answers: true,
+        });
+        let (stop, stopped) = watch::channel(false);
+        let (shutdown, running) = watch::channel(false);
+        let keeper = tokio::spawn(keep_lease(lease.clone(), running, stop));
+        while lease.holds.load(Ordering::SeqCst) < 4 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!*stopped.borrow(), "renewed: still polling");
+        shutdown.send(true).unwrap();
+        keeper.await.unwrap();
+    }
 
     #[test]
     fn commands_for_this_bot_are_commands() {
