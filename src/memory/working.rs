@@ -145,8 +145,17 @@ impl MemoryManager {
         } else {
             match self.working_memory_llm(&before, &new).await {
                 Ok(m) => m,
+                // No model: the extractive version is the design.
+                Err(LlmError::NotConfigured) => extractive(&messages, chars, loops),
                 Err(e) => {
                     self.note_fallback("working_memory", &e);
+                    // The model failed: the summary kept stays as it is and the refresh
+                    // stays due, so the messages since are shown to the model once it
+                    // answers again (an extractive one saved now would replace its work and
+                    // pass them by for good). Without one yet, the extractive one stands in.
+                    if !before.is_empty() {
+                        return Ok(false);
+                    }
                     extractive(&messages, chars, loops)
                 }
             }

@@ -30,6 +30,73 @@ async fn refresh(h: &Harness) -> usize {
     h.memory.manager.refresh_working_memory().await.unwrap()
 }
 
+/// A refresh the model fails keeps the model's summary as it was and stays due: once the
+/// model answers again, it is shown the messages that came during the outage (before, an
+/// extractive summary replaced its work and moved past them for good).
+async fn an_outage_passes_no_message_by_the_working_memory(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    for (who, text) in [
+        ("alice", "Where should we hold the team offsite in March?"),
+        ("bob", "Lisbon looks good to me, flights are cheap"),
+        ("carol", "I'll check the hotel prices near the river"),
+        ("alice", "Lisbon it is then, pending the hotel prices"),
+    ] {
+        h.say_in(&lab, who, text).await;
+    }
+    index(&h).await;
+    assert_eq!(refresh(&h).await, 1);
+    let episode = h
+        .store
+        .recent_messages(h.place(&lab, "alice").await.space, &lab.channel, None, 10)
+        .await
+        .unwrap()[0]
+        .episode
+        .unwrap();
+    let made = h.store.episode_working_memory(episode).await.unwrap();
+    assert!(made.summary.starts_with("Then:"), "the model's: {made:?}");
+    for (who, text) in [
+        (
+            "bob",
+            "the Lisbon offsite hotel near the river has the museum of tiles close by",
+        ),
+        (
+            "carol",
+            "hotel prices in Lisbon for the offsite are fine in March",
+        ),
+        (
+            "alice",
+            "Lisbon offsite dinner at the hotel on the second night",
+        ),
+        (
+            "bob",
+            "for the Lisbon offsite we need a vegetarian option for Dana",
+        ),
+    ] {
+        h.say_in(&lab, who, text).await;
+    }
+    index(&h).await;
+    h.fake().set_behavior(Behavior::Status(400));
+    assert_eq!(refresh(&h).await, 0, "nothing kept while the model fails");
+    assert_eq!(
+        h.store.episode_working_memory(episode).await.unwrap(),
+        made,
+        "the model's summary stays"
+    );
+    h.fake().set_behavior(Behavior::Smart);
+    assert_eq!(refresh(&h).await, 1, "still due");
+    let asked = h
+        .fake()
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.task == "working_memory")
+        .unwrap();
+    for said in ["museum of tiles", "vegetarian option for Dana"] {
+        assert!(asked.text().contains(said), "{said}: {}", asked.text());
+    }
+}
+
 async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
     let h = harness_on(url, true).await;
     let every = h.config.episodes.refresh_messages as usize;
@@ -1334,6 +1401,7 @@ async fn a_message_described_during_a_refresh_is_read_again(url: Option<String>)
 }
 
 on_both_harnesses!(
+    an_outage_passes_no_message_by_the_working_memory,
     an_episode_an_edit_reopened_is_finished_again,
     a_message_described_during_a_refresh_is_read_again,
     a_message_described_after_a_refresh_is_read_again,
