@@ -124,34 +124,6 @@ fn about_clause(rest: &str) -> Option<(Subject, String)> {
     Some((subject_word(who), fact.trim().to_string()))
 }
 
-/// Besides "remember …", the seed's phrases that ask the bot to keep what follows.
-const CAPTURE_PHRASES: [&str; 10] = [
-    "note that",
-    "keep in mind",
-    "don't forget",
-    "don’t forget",
-    "dont forget",
-    "do not forget",
-    "save this",
-    "for future reference",
-    "important:",
-    "fyi",
-];
-
-/// Courtesies before a request ("please remember …", "can you note that …"): the request is
-/// the same without them.
-const COURTESIES: [&str; 9] = [
-    "please",
-    "pls",
-    "plz",
-    "kindly",
-    "can you",
-    "could you",
-    "would you",
-    "will you",
-    "can u",
-];
-
 /// Words that open anything ("hey, remember me?"), gone before a request is read like
 /// courtesies, though they ask nothing.
 const OPENERS: [&str; 5] = ["hey", "ok", "okay", "also", "and"];
@@ -167,19 +139,23 @@ const QUESTION_WORDS: [&str; 10] = [
 // phrases, remember/forget/recall forms, yes/no) and the order is the meaning; split up, the
 // precedence would hide in the calls.
 pub fn parse_command(text: &str) -> Command {
+    // The lists are the built-in `phrases/en.toml`'s: courtesies, capture phrases, answers.
+    let english = crate::domain::phrases::english();
     let mut text = text.trim().trim_start_matches(OPENING_MARKS);
     let (mut asked, mut requested) = (false, false);
-    while let Some((c, rest)) = COURTESIES
+    while let Some((courtesy, rest)) = english
+        .courtesies
         .iter()
-        .chain(&OPENERS)
-        .find_map(|c| after(text, c).map(|rest| (*c, rest)))
+        .map(|c| (true, c.as_str()))
+        .chain(OPENERS.iter().map(|o| (false, *o)))
+        .find_map(|(courtesy, c)| after(text, c).map(|rest| (courtesy, rest)))
     {
         if rest.is_empty() {
             break;
         }
         text = rest.trim_start_matches(OPENING_MARKS);
         asked = true;
-        requested |= COURTESIES.contains(&c);
+        requested |= courtesy;
     }
     let text_was_question = text.trim_end().ends_with('?');
     if asked {
@@ -200,20 +176,10 @@ pub fn parse_command(text: &str) -> Command {
     // Answers first: "/memory confirm" typed as text is one.
     let lower = text.to_lowercase();
     let lower = lower.trim_end_matches(['.', '!']);
-    if [
-        "yes",
-        "y",
-        "confirm",
-        "/memory confirm",
-        "/memory yes",
-        "yes please",
-        "do it",
-    ]
-    .contains(&lower)
-    {
+    if english.yes.iter().any(|y| y == lower) {
         return Command::Confirm(true);
     }
-    if ["no", "n", "cancel", "/memory cancel", "/memory no", "stop"].contains(&lower) {
+    if english.no.iter().any(|n| n == lower) {
         return Command::Confirm(false);
     }
     for prefix in ["/memory", "memory"] {
@@ -223,8 +189,9 @@ pub fn parse_command(text: &str) -> Command {
             return Command::Memory(memory_command(rest));
         }
     }
-    // The other explicit-capture phrases of the seed: always about the speaker.
-    for phrase in CAPTURE_PHRASES {
+    // The other explicit-capture phrases (the seed's, and the file's): always about the
+    // speaker.
+    for phrase in &english.remember {
         if let Some(rest) = after(text, phrase) {
             return Command::Remember {
                 subject: Subject::Speaker,
@@ -496,6 +463,29 @@ mod tests {
             parse_command("For future reference, the wifi is slow"),
             speaker("the wifi is slow")
         );
+        // Every list of the English file is read where the grammar reads it.
+        let english = crate::domain::phrases::english();
+        assert!(english.remember.len() >= 10 && english.courtesies.len() >= 9);
+        for phrase in &english.remember {
+            assert_eq!(
+                parse_command(&format!("{phrase} my timezone is CET")),
+                speaker("my timezone is CET"),
+                "{phrase}"
+            );
+        }
+        for courtesy in &english.courtesies {
+            assert_eq!(
+                parse_command(&format!("{courtesy} remember that my timezone is CET")),
+                speaker("my timezone is CET"),
+                "{courtesy}"
+            );
+        }
+        for yes in &english.yes {
+            assert_eq!(parse_command(yes), Command::Confirm(true), "{yes}");
+        }
+        for no in &english.no {
+            assert_eq!(parse_command(no), Command::Confirm(false), "{no}");
+        }
         assert_eq!(parse_command("remembering is hard"), Command::Chat);
         assert_eq!(parse_command("notes from today"), Command::Chat);
         assert_eq!(parse_command("what do you remember"), Command::Chat);

@@ -108,6 +108,18 @@ pub const BUILT_IN: [(&str, &str); 6] = [
     ("pt.toml", include_str!("../../phrases/pt.toml")),
 ];
 
+/// The built-in English file's lists (lowercase, longest first), which the English grammar
+/// reads at its own places (`router::parse_command`).
+pub fn english() -> &'static LanguagePhrases {
+    static ENGLISH: std::sync::LazyLock<LanguagePhrases> = std::sync::LazyLock::new(|| {
+        let mut one = Phrases::default();
+        one.add("en.toml", BUILT_IN[0].1)
+            .expect("the built-in English file is valid");
+        one.languages.remove(0)
+    });
+    &ENGLISH
+}
+
 impl Phrases {
     /// The built-in phrases.
     pub fn built_in() -> Phrases {
