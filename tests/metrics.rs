@@ -171,7 +171,29 @@ async fn counters_move_by_exactly_what_happened() {
         config.episodes.topic_rules(),
         config.embed.index_batch(),
     );
-    let indexed = indexer.index_all(|_| {}).await.unwrap();
+    // The backlog it found, as the background loop reports it (one round, then it stops).
+    let waiting = store.index_backlog().await.unwrap();
+    assert!(waiting as f64 >= incoming, "{waiting}");
+    let indexer = Arc::new(indexer);
+    let (_stop, stopped) = tokio::sync::watch::channel(true);
+    indexer
+        .clone()
+        .run_until(std::time::Duration::from_secs(3600), stopped)
+        .await;
+    let backlog = samples(
+        &reqwest::get(format!("{url}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        backlog.get("engram_index_backlog").copied(),
+        Some(waiting as f64),
+        "the backlog gauge"
+    );
+    let indexed = waiting as usize + indexer.index_all(|_| {}).await.unwrap();
     let scheduler = engram::jobs::Scheduler::new(
         built.memory.manager.clone(),
         store.clone(),

@@ -105,6 +105,8 @@ async fn admin_urls_need_the_token(url: Option<String>) {
         (format!("{person}/clear"), vec![("confirm", "yes")]),
         (format!("{person}/entries/{tea}/forget"), vec![]),
         (format!("{person}/pause"), vec![]),
+        (format!("{person}/resume"), vec![]),
+        (format!("{person}/statements/1/forget"), vec![]),
         ("/admin/logout".to_string(), vec![]),
     ];
     let refused = [
@@ -363,6 +365,40 @@ async fn forgetting_and_clearing_are_audited_and_leave_no_text(url: Option<Strin
     );
     let left = rows_holding(&h, "green tea").await;
     assert!(left.is_empty(), "forgotten from every table: {left:?}");
+
+    // Forget one statement someone made about her: gone from the store and her view, with
+    // the other statement kept (a positive control).
+    let told = "@Engram remember this about @alice: she collects vinyl records";
+    h.say_in(&group("acme"), "bob", told).await.expect("told");
+    let kept = "@Engram remember this about @alice: she rides a red bicycle";
+    h.say_in(&group("acme"), "bob", kept).await.expect("told");
+    let statements = h.store.hearsay(alice, None).await.unwrap();
+    let vinyl = statements
+        .iter()
+        .find(|s| s.text.contains("vinyl"))
+        .expect("the statement")
+        .id;
+    let path = format!("/admin/people/{}/statements/{vinyl}/forget", alice.0);
+    let (code, _) = send(&base, "POST", &path, bearer, &[]).await;
+    assert_eq!(code, StatusCode::SEE_OTHER);
+    let statements = h.store.hearsay(alice, None).await.unwrap();
+    assert!(
+        !statements.iter().any(|s| s.text.contains("vinyl"))
+            && statements.iter().any(|s| s.text.contains("red bicycle")),
+        "{statements:?}"
+    );
+    let (_, page) = send(
+        &base,
+        "GET",
+        &format!("/admin/people/{}", alice.0),
+        bearer,
+        &[],
+    )
+    .await;
+    assert!(
+        !page.contains("vinyl") && page.contains("red bicycle"),
+        "{page}"
+    );
 
     // Clearing without the confirmation's "yes" does nothing; with it, everything goes and
     // the log says who did it.

@@ -279,6 +279,44 @@ async fn keys_act_only_for_their_spaces_and_people(url: Option<String>) {
         .0,
         401
     );
+    // The list of operations, with their schemas: for a key only.
+    let listed = |key: Option<&'static str>| {
+        let url = format!("{base}/api/v1/operations");
+        async move {
+            let mut req = reqwest::Client::new().get(url);
+            if let Some(k) = key {
+                req = req.bearer_auth(k);
+            }
+            let res = req.send().await.unwrap();
+            (res.status().as_u16(), res.text().await.unwrap())
+        }
+    };
+    let (code, body) = listed(None).await;
+    assert_eq!(code, 401, "{body}");
+    assert!(!body.contains("input_schema"), "{body}");
+    let (code, body) = listed(Some(ACME)).await;
+    assert_eq!(code, 200, "{body}");
+    let ops: Value = serde_json::from_str(&body).unwrap();
+    let names: Vec<&str> = ops["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "add_message",
+        "get_context",
+        "search",
+        "remember",
+        "forget",
+        "export",
+    ] {
+        assert!(names.contains(&name), "{name}: {names:?}");
+    }
+    assert!(
+        ops["operations"][0]["input_schema"]["properties"].is_object(),
+        "{ops}"
+    );
     let (code, body) = call(
         &base,
         Some(ACME),
