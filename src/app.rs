@@ -561,10 +561,49 @@ pub fn telegram_lease(
 /// The name of the Telegram poller's lease for `token` (a hash of it: the token itself is
 /// never stored).
 pub fn telegram_lease_name(token: &str) -> String {
+    format!("telegram-poller:{}", token_id(token))
+}
+
+/// A short hash of a platform token, to name its leases (the token itself is never stored).
+fn token_id(token: &str) -> String {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(token.as_bytes());
-    let id: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("telegram-poller:{id}")
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The leases of the Discord shards this process runs (`discord-shard:<token hash>:N/TOTAL`
+/// each, held together), so that of processes whose ranges overlap one runs a shard and the
+/// others stand by; none when `discord.shard_lease_secs` is 0 or there is no token.
+pub fn discord_lease(
+    config: &Config,
+    secrets: &Secrets,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> Option<Arc<dyn crate::adapters::lease::Lease>> {
+    let token = secrets.discord_token.as_deref()?;
+    if config.discord.shard_lease_secs == 0 {
+        return None;
+    }
+    let range = crate::config::ShardRange::parse(&config.discord.shards)
+        .unwrap_or(None)
+        .unwrap_or(crate::config::ShardRange {
+            first: 0,
+            last: 0,
+            total: 1,
+        });
+    let id = token_id(token);
+    let leases = (range.first..=range.last)
+        .map(|shard| {
+            Arc::new(crate::adapters::lease::StoreLease::new(
+                store.clone(),
+                clock.clone(),
+                format!("discord-shard:{id}:{shard}/{}", range.total),
+                crate::store::process_holder(),
+                Duration::from_secs(config.discord.shard_lease_secs),
+            )) as Arc<dyn crate::adapters::lease::Lease>
+        })
+        .collect();
+    Some(Arc::new(crate::adapters::lease::AllOf(leases)))
 }
 
 /// How one platform adapter ended.
@@ -585,6 +624,7 @@ pub async fn run_platforms(
     bot: Arc<crate::bot::Bot>,
     status: PlatformStatus,
     telegram_lease: Option<Arc<dyn crate::adapters::lease::Lease>>,
+    discord_lease: Option<Arc<dyn crate::adapters::lease::Lease>>,
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> Vec<PlatformExit> {
     use crate::domain::Platform;
@@ -624,8 +664,15 @@ pub async fn run_platforms(
             catch_up: Duration::from_secs_f64(config.discord.catch_up_hours * 3600.0),
         };
         let (bot, shutdown) = (bot.clone(), shutdown.clone());
+        let lease = discord_lease.clone();
         tasks.spawn(async move {
-            let result = crate::adapters::discord::run(bot, &token, settings, shutdown).await;
+            let result = match lease {
+                Some(lease) => {
+                    crate::adapters::discord::run_elected(bot, &token, settings, lease, shutdown)
+                        .await
+                }
+                None => crate::adapters::discord::run(bot, &token, settings, shutdown).await,
+            };
             (Platform::Discord, result.map_err(|e| e.to_string()))
         });
     }

@@ -144,6 +144,9 @@ pub struct DiscordConfig {
     /// shard), or "FIRST-LAST/TOTAL" ("0-1/4": shards 0 and 1 of 4; "2/4": shard 2), so that
     /// several processes share a bot, each with its own range.
     pub shards: String,
+    /// Each shard is held through a lease in the database renewed every third of this many
+    /// seconds, so that processes whose ranges overlap never run a shard twice; 0: none.
+    pub shard_lease_secs: u64,
     /// After a (re)connection, what was said in the last this many hours while the bot was
     /// away is read and handled (Discord does not deliver it again); 0: not at all.
     pub catch_up_hours: f64,
@@ -737,6 +740,14 @@ impl Config {
             bad.range(
                 "telegram.poller_lease_secs",
                 self.telegram.poller_lease_secs,
+                3,
+                3600,
+            );
+        }
+        if self.discord.shard_lease_secs != 0 {
+            bad.range(
+                "discord.shard_lease_secs",
+                self.discord.shard_lease_secs,
                 3,
                 3600,
             );

@@ -1045,12 +1045,14 @@ async fn serve(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
         let _ = stop.send(true);
     });
     let lease = app::telegram_lease(config, secrets, running.store.clone(), clock.clone());
+    let shards = app::discord_lease(config, secrets, running.store.clone(), clock.clone());
     let exits = app::run_platforms(
         config,
         secrets,
         running.bot.clone(),
         running.platforms.clone(),
         lease,
+        shards,
         shutdown,
     )
     .await;

@@ -1366,6 +1366,23 @@ impl EventHandler for Events {
     }
 }
 
+/// `run` in one process of several whose shard ranges overlap, the one holding `lease` (its
+/// shards' leases, `lease::AllOf`): `lease::run_elected`. Discord sends a shard's events to
+/// every connection that runs it, so each would be handled twice.
+pub async fn run_elected(
+    bot: Arc<dyn MessageHandler>,
+    token: &str,
+    settings: DiscordSettings,
+    lease: Arc<dyn crate::adapters::lease::Lease>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), DiscordError> {
+    let status = settings.status.clone();
+    crate::adapters::lease::run_elected(Platform::Discord, status, lease, shutdown, |stopped| {
+        run(bot.clone(), token, settings.clone(), stopped)
+    })
+    .await
+}
+
 /// Connects to the gateway and runs until `shutdown` turns true. A refused token ends it with
 /// an error; serenity reconnects by itself after network trouble.
 pub async fn run(

@@ -13,7 +13,7 @@ use crate::adapters::split::{split_message, utf16};
 use crate::adapters::{MessageHandler, edit_of_kept, isolated};
 use crate::bot::Reply;
 use crate::domain::attachment::{AttachmentKind, DownloadLimits, IncomingAttachment};
-use crate::domain::status::{Connection, PlatformStatus};
+use crate::domain::status::PlatformStatus;
 use crate::domain::{Command, IncomingMessage, Mention, Platform, Privacy, SpaceKind};
 use crate::router::memory_request;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -234,90 +234,19 @@ pub async fn run(
 }
 
 /// `run` in one process of several at a time, the one holding `lease` (Telegram answers a
-/// second `getUpdates` consumer of a token with 409 Conflict). The others stand by, trying
-/// for the lease every third of its time; the poller renews it as often and stops polling
-/// when another process holds it or it could not renew for two thirds of its time (before
-/// another may take it). At shutdown the lease is given up, so another process takes over at
-/// once; a killed poller's lease expires (or is taken at once by a process of its machine).
+/// second `getUpdates` consumer of a token with 409 Conflict): `lease::run_elected`.
 pub async fn run_elected(
     handler: Arc<dyn MessageHandler>,
     token: &str,
     settings: TelegramSettings,
     lease: Arc<dyn Lease>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) -> Result<(), TelegramError> {
     let status = settings.status.clone();
-    let tick = lease.ttl() / 3;
-    loop {
-        status.set(Platform::Telegram, Connection::Standby);
-        loop {
-            match lease.hold().await {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(e) => {
-                    warn!(platform = "telegram", error = %e, "the poller lease could not be read")
-                }
-            }
-            tokio::select! {
-                _ = shutdown.changed() => return Ok(()),
-                _ = tokio::time::sleep(tick) => {}
-            }
-        }
-        info!(platform = "telegram", "this process polls Telegram now");
-        let (stop, stopped) = watch::channel(false);
-        let keeper = tokio::spawn(keep_lease(lease.clone(), shutdown.clone(), stop));
-        let result = run(handler.clone(), token, settings.clone(), stopped).await;
-        keeper.abort();
-        if *shutdown.borrow() || result.is_err() {
-            if let Err(e) = lease.release().await {
-                warn!(platform = "telegram", error = %e, "the poller lease was not given up: it expires");
-            }
-            return result;
-        }
-        warn!(
-            platform = "telegram",
-            "another process polls Telegram now; standing by"
-        );
-    }
-}
-
-/// Renews the poller's lease every third of its time; turns `stop` true at shutdown, when
-/// another process holds the lease, or when no renewal worked for two thirds of its time.
-async fn keep_lease(
-    lease: Arc<dyn Lease>,
-    mut shutdown: watch::Receiver<bool>,
-    stop: watch::Sender<bool>,
-) {
-    let tick = lease.ttl() / 3;
-    let mut held = tokio::time::Instant::now();
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => break,
-            _ = tokio::time::sleep(tick) => {}
-        }
-        // The lease runs from the moment it was asked for. A renewal that does not come back
-        // (a database cut off: no error, no answer) stops the polling at two thirds of the
-        // lease all the same, before another process may take it.
-        let asked = tokio::time::Instant::now();
-        match tokio::time::timeout_at(held + tick * 2, lease.hold()).await {
-            Ok(Ok(true)) => held = asked,
-            Ok(Ok(false)) => break,
-            Ok(Err(e)) => {
-                warn!(platform = "telegram", error = %e, "the poller lease could not be renewed");
-                if held.elapsed() >= tick * 2 {
-                    break;
-                }
-            }
-            Err(_) => {
-                warn!(
-                    platform = "telegram",
-                    "the poller lease renewal did not answer in time: polling stops"
-                );
-                break;
-            }
-        }
-    }
-    let _ = stop.send(true);
+    crate::adapters::lease::run_elected(Platform::Telegram, status, lease, shutdown, |stopped| {
+        run(handler.clone(), token, settings.clone(), stopped)
+    })
+    .await
 }
 
 /// Too much unfinished work: fetches nothing more until some of it is done. False when
@@ -947,68 +876,6 @@ impl tokio::io::AsyncWrite for Capped {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A lease whose first hold is granted and whose renewals never answer (a database cut
-    /// off), or answer at once when `answers`.
-    struct Unanswered {
-        holds: AtomicUsize,
-        answers: bool,
-    }
-
-    #[async_trait::async_trait]
-    impl Lease for Unanswered {
-        async fn hold(&self) -> Result<bool, crate::store::StoreError> {
-            if self.holds.fetch_add(1, Ordering::SeqCst) > 0 && !self.answers {
-                std::future::pending::<()>().await;
-            }
-            Ok(true)
-        }
-        async fn release(&self) -> Result<(), crate::store::StoreError> {
-            Ok(())
-        }
-        fn ttl(&self) -> Duration {
-            Duration::from_millis(300)
-        }
-    }
-
-    #[tokio::test]
-    async fn a_renewal_that_never_answers_stops_polling_before_the_lease_ends() {
-        let lease = Arc::new(Unanswered {
-            holds: AtomicUsize::new(0),
-            answers: false,
-        });
-        assert!(lease.hold().await.unwrap(), "held when polling starts");
-        let (stop, mut stopped) = watch::channel(false);
-        let (_shutdown, running) = watch::channel(false);
-        let started = tokio::time::Instant::now();
-        // A guard, not a wait: without the deadline the keeper never returns.
-        tokio::time::timeout(
-            Duration::from_secs(30),
-            keep_lease(lease.clone(), running, stop),
-        )
-        .await
-        .expect("the keeper gives up");
-        assert!(*stopped.borrow_and_update(), "polling told to stop");
-        assert!(
-            started.elapsed() < lease.ttl(),
-            "stopped before the lease ends: {:?}",
-            started.elapsed()
-        );
-        // Positive control: renewals that answer keep polling until the shutdown.
-        let lease = Arc::new(Unanswered {
-            holds: AtomicUsize::new(0),
-            answers: true,
-        });
-        let (stop, stopped) = watch::channel(false);
-        let (shutdown, running) = watch::channel(false);
-        let keeper = tokio::spawn(keep_lease(lease.clone(), running, stop));
-        while lease.holds.load(Ordering::SeqCst) < 4 {
-            tokio::task::yield_now().await;
-        }
-        assert!(!*stopped.borrow(), "renewed: still polling");
-        shutdown.send(true).unwrap();
-        keeper.await.unwrap();
-    }
 
     #[test]
     fn commands_for_this_bot_are_commands() {

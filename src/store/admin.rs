@@ -285,7 +285,7 @@ on_both_backends! {
             until: i64,
             now: i64,
         ) -> StoreResult<()> {
-            let mut tx = self.pool().begin().await.map_err(db_err)?;
+            let mut tx = self.write_tx().await?;
             sqlx::query("DELETE FROM admin_sessions WHERE until <= $1")
                 .bind(now)
                 .execute(&mut *tx)

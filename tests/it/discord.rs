@@ -321,7 +321,16 @@ async fn one_platform_failing_leaves_the_other_running() {
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     let (config, bot) = (h.config.clone(), h.bot.clone());
     let running = tokio::spawn(async move {
-        engram::app::run_platforms(&config, &secrets, bot, Default::default(), None, shutdown).await
+        engram::app::run_platforms(
+            &config,
+            &secrets,
+            bot,
+            Default::default(),
+            None,
+            None,
+            shutdown,
+        )
+        .await
     });
     let dm = Chat::Private {
         id: 1001,
@@ -2187,5 +2196,85 @@ postgres_test! {
         let stored = store.table_counts().await.unwrap();
         let messages = stored.iter().find(|t| t.table == "messages").unwrap().rows;
         assert_eq!(messages, 8, "4 messages and 4 replies, each stored once");
+    }
+}
+
+postgres_test! {
+    /// `engram run` twice with the same Discord settings on one PostgreSQL (as `docker compose
+    /// --scale` starts them: both would run the one shard): one process holds the shard's
+    /// lease and connects it, the other stands by, so each message is answered once; killed,
+    /// the runner's shard moves to the other within the lease time.
+    async fn processes_with_the_same_shards_run_each_shard_once() {
+        let url = fresh_postgres_url().await;
+        let fake = FakeDiscord::start(TOKEN).await.unwrap();
+        let guild = 9u64;
+        fake.add_text_channel(guild, 100, "general", false);
+        let lease_secs = 3;
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let ports = two_free_ports();
+        let (api, lease) = (fake.url(), lease_secs.to_string());
+        let run = |dir: &std::path::Path, port: u16| {
+            let listen = format!("127.0.0.1:{port}");
+            engram_serving(
+                dir,
+                &[
+                    ("DISCORD_TOKEN", TOKEN),
+                    ("ENGRAM__STORE__URL", &url),
+                    ("ENGRAM__DISCORD__API_URL", &api),
+                    ("ENGRAM__DISCORD__SHARD_LEASE_SECS", &lease),
+                    ("ENGRAM__EMBED__PROVIDER", "none"),
+                    ("ENGRAM__SERVER__LISTEN", &listen),
+                ],
+            )
+        };
+        let mut procs = [run(dirs[0].path(), ports[0]), run(dirs[1].path(), ports[1])];
+        fake.wait_shards(1, Duration::from_secs(60)).await;
+        for port in ports {
+            wait_ready(port).await;
+        }
+        // Which one runs the shard: the other stands by.
+        let mut states = Vec::new();
+        for port in ports {
+            let ready: Value = reqwest::get(format!("http://127.0.0.1:{port}/readyz"))
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            states.push(ready["platforms"]["discord"].to_string());
+        }
+        let runner = states
+            .iter()
+            .position(|s| !s.contains("standby"))
+            .unwrap_or_else(|| panic!("one runs the shard: {states:?}"));
+        assert!(states[1 - runner].contains("standby"), "{states:?}");
+        let at_bot = format!("<@{BOT_ID}>");
+        let say = |n: u64| {
+            let event = payload(
+                5000 + n,
+                100,
+                Some(guild),
+                ALICE,
+                &format!("{at_bot} remember that tea number {n} is green"),
+            );
+            fake.dispatch_message(&event)
+        };
+        assert_eq!(say(1), 1, "one connection runs the shard");
+        fake.wait_sent(1, WITHIN).await;
+
+        // Killed (no goodbye): the other connects the shard within the lease time.
+        procs[runner].start_kill().unwrap();
+        procs[runner].wait().await.unwrap();
+        let killed = std::time::Instant::now();
+        fake.wait_shards(2, Duration::from_secs(60)).await;
+        let took = killed.elapsed();
+        assert!(
+            took < Duration::from_secs(lease_secs + 10),
+            "the shard moved within the lease time: {took:?}"
+        );
+        assert_eq!(say(2), 1, "the other runs it now, once");
+        fake.wait_sent(2, WITHIN).await;
+        assert_eq!(fake.sent().len(), 2, "each message answered once");
+        drop(procs);
     }
 }
