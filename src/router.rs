@@ -189,14 +189,17 @@ pub fn parse_command(text: &str) -> Command {
             return Command::Memory(memory_command(rest));
         }
     }
-    // The other explicit-capture phrases (the seed's, and the file's): always about the
-    // speaker.
+    // The other explicit-capture phrases (the seed's, and the file's), read as "remember
+    // that …" is: a fact that opens with @bob is what the speaker tells about Bob.
     for phrase in &english.remember {
         if let Some(rest) = after(text, phrase) {
-            return Command::Remember {
-                subject: Subject::Speaker,
-                fact: after(rest, "that").unwrap_or(rest).trim().to_string(),
+            let fact = if phrase.ends_with(" that") {
+                rest
+            } else {
+                after(rest, "that").unwrap_or(rest)
             };
+            let (subject, fact) = fact_subject(fact.trim());
+            return Command::Remember { subject, fact };
         }
     }
     if let Some(rest) = after(text, "remember") {
@@ -462,6 +465,18 @@ mod tests {
         assert_eq!(
             parse_command("For future reference, the wifi is slow"),
             speaker("the wifi is slow")
+        );
+        // A capture phrase reads its subject as "remember that" does.
+        assert_eq!(
+            parse_command("remind yourself that @bob likes tea"),
+            Command::Remember {
+                subject: Subject::Named("bob".into()),
+                fact: "bob likes tea".into()
+            }
+        );
+        assert_eq!(
+            parse_command("note that that movie was long"),
+            speaker("that movie was long")
         );
         // Every list of the English file is read where the grammar reads it.
         let english = crate::domain::phrases::english();

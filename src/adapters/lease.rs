@@ -94,15 +94,20 @@ pub struct AllOf(pub Vec<Arc<dyn Lease>>);
 #[async_trait]
 impl Lease for AllOf {
     async fn hold(&self) -> Result<bool, StoreError> {
-        for (n, lease) in self.0.iter().enumerate() {
-            let held = lease.hold().await;
-            if !matches!(held, Ok(true)) {
-                for taken in &self.0[..n] {
-                    if let Err(e) = taken.release().await {
-                        warn!(error = %e, "a lease was not given up: it expires");
+        for lease in &self.0 {
+            match lease.hold().await {
+                Ok(true) => {}
+                // Another process holds one: every one of ours is given up (a release only
+                // removes this process's own), so it never keeps shards it does not run.
+                Ok(false) => {
+                    if let Err(e) = self.release().await {
+                        warn!(error = %e, "leases were not given up: they expire");
                     }
+                    return Ok(false);
                 }
-                return held;
+                // A store error says nothing about who holds what: nothing is given up (a
+                // renewal keeps what it renewed), and the keeper's deadline decides.
+                Err(e) => return Err(e),
             }
         }
         Ok(true)
@@ -170,10 +175,12 @@ where
         let keeper = tokio::spawn(keep(lease.clone(), shutdown.clone(), stop));
         let result = work(stopped).await;
         keeper.abort();
+        // Whatever ended the work, what this process still holds is given up (a release only
+        // removes its own): another process takes over at once.
+        if let Err(e) = lease.release().await {
+            warn!(platform = platform.as_str(), error = %e, "the lease was not given up: it expires");
+        }
         if *shutdown.borrow() || result.is_err() {
-            if let Err(e) = lease.release().await {
-                warn!(platform = platform.as_str(), error = %e, "the lease was not given up: it expires");
-            }
             return result;
         }
         warn!(
@@ -223,6 +230,64 @@ pub async fn keep(
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A lease that answers each hold as told (then true), counting releases.
+    struct Scripted {
+        answers: std::sync::Mutex<Vec<Result<bool, ()>>>,
+        released: AtomicUsize,
+    }
+
+    impl Scripted {
+        fn new(answers: Vec<Result<bool, ()>>) -> Arc<Scripted> {
+            Arc::new(Scripted {
+                answers: std::sync::Mutex::new(answers),
+                released: AtomicUsize::new(0),
+            })
+        }
+    }
+
+    #[async_trait]
+    impl Lease for Scripted {
+        async fn hold(&self) -> Result<bool, StoreError> {
+            let mut answers = self.answers.lock().unwrap();
+            match if answers.is_empty() {
+                Ok(true)
+            } else {
+                answers.remove(0)
+            } {
+                Ok(held) => Ok(held),
+                Err(()) => Err(StoreError::Conflict {
+                    what: "the database did not answer".into(),
+                }),
+            }
+        }
+        async fn release(&self) -> Result<(), StoreError> {
+            self.released.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        fn ttl(&self) -> Duration {
+            Duration::from_secs(30)
+        }
+    }
+
+    #[tokio::test]
+    async fn shards_are_held_all_or_none_and_an_error_gives_nothing_up() {
+        // Another process holds the second shard: the first is given up again.
+        let (a, b) = (Scripted::new(vec![]), Scripted::new(vec![Ok(false)]));
+        let all = AllOf(vec![a.clone(), b.clone()]);
+        assert!(!all.hold().await.unwrap());
+        assert_eq!(a.released.load(Ordering::SeqCst), 1, "none kept");
+        // Positive control: both free, both held, nothing given up.
+        let (a, b) = (Scripted::new(vec![]), Scripted::new(vec![]));
+        let all = AllOf(vec![a.clone(), b.clone()]);
+        assert!(all.hold().await.unwrap());
+        assert_eq!(a.released.load(Ordering::SeqCst), 0);
+        // A store error on a renewal gives nothing up (what was renewed stays renewed).
+        let (a, b) = (Scripted::new(vec![]), Scripted::new(vec![Err(())]));
+        let all = AllOf(vec![a.clone(), b.clone()]);
+        assert!(all.hold().await.is_err());
+        assert_eq!(a.released.load(Ordering::SeqCst), 0);
+    }
 
     /// A lease whose first hold is granted and whose renewals never answer (a database cut
     /// off), or answer at once when `answers`.

@@ -62,8 +62,10 @@ impl PlatformStatus {
     pub fn set(&self, platform: Platform, connection: Connection) {
         let mut t = self.inner.lock().expect("status lock");
         // Failed or stopped: none of its shards is connected any more.
-        if matches!(connection, Connection::Failed { .. } | Connection::Stopped)
-            && let Some(s) = t.shards.get_mut(platform.as_str())
+        if matches!(
+            connection,
+            Connection::Failed { .. } | Connection::Stopped | Connection::Standby
+        ) && let Some(s) = t.shards.get_mut(platform.as_str())
         {
             s.connected.clear();
         }

@@ -193,6 +193,12 @@ impl Indexer {
         let Some(space) = self.space().await? else {
             return Ok(());
         };
+        // When no text of the call got a vector, that says more about the model or its
+        // settings (a wrong size, an answer that is not JSON) than about the texts: nothing
+        // is kept as refused, and they are tried again at the next start.
+        if items.iter().all(|i| i.embedding.is_none()) {
+            return Ok(());
+        }
         let refused: Vec<MessageId> = items
             .iter()
             .filter(|i| i.embedding.is_none())

@@ -94,7 +94,7 @@ impl VectorCoverage {
         if self.messages == 0 {
             1.0
         } else {
-            vectors as f64 / self.messages as f64
+            (vectors as f64 / self.messages as f64).min(1.0)
         }
     }
 }

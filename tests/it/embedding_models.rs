@@ -528,4 +528,32 @@ async fn a_text_the_model_refuses_holds_back_nothing(url: Option<String>) {
     let coverage = h.store.vector_coverage().await.unwrap();
     assert_eq!(coverage.spaces[0].refused, 0, "{coverage:?}");
     assert!(rows_of(&h, "vector_refusals", "").await.is_empty());
+
+    // A model that refuses every text (a wrong setting, not the texts): nothing is kept as
+    // refused, and model B's vectors stay.
+    h.fake().refuse_embedding_of("");
+    let (config_c, model_c) = with_model(&h, "model-c", 128);
+    engram::app::activate_vectors(h.store.as_ref(), Some(&model_c))
+        .await
+        .unwrap();
+    let indexer_c = engram::app::indexer(
+        &config_c,
+        h.store.clone(),
+        Some(model_c.clone()),
+        h.clock.clone(),
+        &engram::domain::phrases::Phrases::built_in(),
+    );
+    indexer_c.index_all(|_| {}).await.unwrap();
+    let coverage = h.store.vector_coverage().await.unwrap();
+    assert!(
+        rows_of(&h, "vector_refusals", "").await.is_empty(),
+        "{coverage:?}"
+    );
+    assert!(
+        coverage
+            .spaces
+            .iter()
+            .any(|s| s.model.model == "model-b" && s.vectors > 0),
+        "model B's vectors are kept: {coverage:?}"
+    );
 }

@@ -30,9 +30,10 @@ async fn refresh(h: &Harness) -> usize {
     h.memory.manager.refresh_working_memory().await.unwrap()
 }
 
-/// A refresh the model fails keeps the model's summary as it was and stays due: once the
-/// model answers again, it is shown the messages that came during the outage (before, an
-/// extractive summary replaced its work and moved past them for good).
+/// A refresh the model fails while it is out (5xx) keeps the model's summary as it was and
+/// stays due: once the model answers again, it is shown the messages that came during the
+/// outage (before, an extractive summary replaced its work and moved past them for good). An
+/// error that will not pass (400) is not retried: the extractive summary stands in.
 async fn an_outage_passes_no_message_by_the_working_memory(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
@@ -76,7 +77,7 @@ async fn an_outage_passes_no_message_by_the_working_memory(url: Option<String>) 
         h.say_in(&lab, who, text).await;
     }
     index(&h).await;
-    h.fake().set_behavior(Behavior::Status(400));
+    h.fake().set_behavior(Behavior::Status(503));
     assert_eq!(refresh(&h).await, 0, "nothing kept while the model fails");
     assert_eq!(
         h.store.episode_working_memory(episode).await.unwrap(),
@@ -95,6 +96,28 @@ async fn an_outage_passes_no_message_by_the_working_memory(url: Option<String>) 
     for said in ["museum of tiles", "vegetarian option for Dana"] {
         assert!(asked.text().contains(said), "{said}: {}", asked.text());
     }
+    // An error that will not pass (the request refused): not asked again and again, the
+    // extractive summary stands in and the refresh is done.
+    for (who, text) in [
+        (
+            "carol",
+            "the Lisbon offsite hotel has a meeting room for the team",
+        ),
+        (
+            "alice",
+            "the Lisbon offsite agenda goes out on Friday with the hotel details",
+        ),
+        ("bob", "Lisbon offsite: the hotel breakfast starts at seven"),
+        ("carol", "the Lisbon offsite hotel checkout is at noon"),
+    ] {
+        h.say_in(&lab, who, text).await;
+    }
+    index(&h).await;
+    h.fake().set_behavior(Behavior::Status(400));
+    assert_eq!(refresh(&h).await, 1, "the extractive one is kept");
+    assert_eq!(refresh(&h).await, 0, "and nothing is due any more");
+    let now = h.store.episode_working_memory(episode).await.unwrap();
+    assert!(!now.summary.starts_with("Then:"), "extractive: {now:?}");
 }
 
 async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
