@@ -57,6 +57,17 @@ async fn send(
     (res.status(), res.text().await.unwrap())
 }
 
+/// The session cookie's value in a `Set-Cookie` header.
+fn session_in(set_cookie: &str) -> String {
+    set_cookie
+        .split(';')
+        .next()
+        .unwrap()
+        .strip_prefix("engram_admin=")
+        .unwrap()
+        .to_string()
+}
+
 async fn entry_id(h: &Harness, person: engram::domain::PersonId, words: &str) -> i64 {
     h.store
         .entries(person, None)
@@ -206,13 +217,7 @@ async fn admin_urls_need_the_token(url: Option<String>) {
         let set = proxied.headers()["set-cookie"].to_str().unwrap();
         assert!(set.ends_with("; Secure"), "{name}: {set}");
     }
-    let session = set
-        .split(';')
-        .next()
-        .unwrap()
-        .strip_prefix("engram_admin=")
-        .unwrap()
-        .to_string();
+    let session = session_in(&set);
     let (code, body) = send(&base, "GET", "/admin", Cred::Cookie(&session), &[]).await;
     assert_eq!(code, StatusCode::OK);
     assert!(body.contains("signed in as ops"));
@@ -264,14 +269,7 @@ async fn admin_urls_need_the_token(url: Option<String>) {
         .send()
         .await
         .unwrap();
-    let other = other.headers()["set-cookie"].to_str().unwrap();
-    let other = other
-        .split(';')
-        .next()
-        .unwrap()
-        .strip_prefix("engram_admin=")
-        .unwrap()
-        .to_string();
+    let other = session_in(other.headers()["set-cookie"].to_str().unwrap());
     let (code, _) = send(&base, "GET", "/admin", Cred::Cookie(&copied), &[]).await;
     assert_eq!(
         code,

@@ -26,6 +26,30 @@ fn with_model(h: &Harness, model: &str, dims: usize) -> (Config, SharedEmbedder)
     (config, embedder)
 }
 
+/// The bot's background indexer with `config`'s settings and `model`.
+fn indexer_with(h: &Harness, config: &Config, model: &SharedEmbedder) -> Indexer {
+    engram::app::indexer(
+        config,
+        h.store.clone(),
+        Some(model.clone()),
+        h.clock.clone(),
+        &engram::domain::phrases::Phrases::built_in(),
+    )
+}
+
+/// Five things Alice tells the bot in her private chat (each answered).
+async fn alice_tells_five_things(h: &Harness) {
+    for line in [
+        "we went hiking in the alps last summer",
+        "my sister plays the cello in an orchestra",
+        "the garden needs new tomato plants",
+        "I am reading a book about volcanoes",
+        "our cat is called Pepper",
+    ] {
+        h.dm("alice", line).await;
+    }
+}
+
 /// How many texts the fake server embedded for `model`.
 fn embedded_by(h: &Harness, model: &str) -> usize {
     h.fake()
@@ -67,15 +91,7 @@ async fn search(
 
 async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
     let h = harness_on(url, true).await;
-    for line in [
-        "we went hiking in the alps last summer",
-        "my sister plays the cello in an orchestra",
-        "the garden needs new tomato plants",
-        "I am reading a book about volcanoes",
-        "our cat is called Pepper",
-    ] {
-        h.dm("alice", line).await;
-    }
+    alice_tells_five_things(&h).await;
     let alice = h.person("alice").await;
     let scope = Scope::Dm(alice);
 
@@ -85,13 +101,7 @@ async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
         .await
         .unwrap();
     let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
-    let indexer_a = engram::app::indexer(
-        &config_a,
-        h.store.clone(),
-        Some(model_a.clone()),
-        clock.clone(),
-        &engram::domain::phrases::Phrases::built_in(),
-    );
+    let indexer_a = indexer_with(&h, &config_a, &model_a);
     let indexed = indexer_a.index_all(|_| {}).await.unwrap();
     // The conversation closes as an episodic memory with model A's vector.
     h.clock.advance(chrono::Duration::hours(2));
@@ -176,13 +186,7 @@ async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
     assert!(newest.windows(2).all(|w| w[0] > w[1]));
 
     // ...goes on in the next process where it stopped: nothing is embedded twice.
-    let again = engram::app::indexer(
-        &config_b,
-        h.store.clone(),
-        Some(model_b.clone()),
-        clock.clone(),
-        &engram::domain::phrases::Phrases::built_in(),
-    );
+    let again = indexer_with(&h, &config_b, &model_b);
     assert_eq!(again.index_all(|_| {}).await.unwrap(), messages - 3);
     assert_eq!(embedded_by(&h, "model-b"), messages + 2);
     assert_eq!(again.backfill_batch().await.unwrap(), Backfill::Done);
@@ -237,7 +241,6 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
     for line in ["the boat is blue", "we sail on sundays", "lunch was fish"] {
         h.dm("bob", line).await;
     }
-    let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
     let (mut config_a, model_a) = with_model(&h, "model-a", 384);
     config_a.embed.keep_old_vectors = true;
     let (mut config_b, model_b) = with_model(&h, "model-b", 256);
@@ -245,30 +248,18 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
     engram::app::activate_vectors(h.store.as_ref(), Some(&model_a))
         .await
         .unwrap();
-    engram::app::indexer(
-        &config_a,
-        h.store.clone(),
-        Some(model_a.clone()),
-        clock.clone(),
-        &engram::domain::phrases::Phrases::built_in(),
-    )
-    .index_all(|_| {})
-    .await
-    .unwrap();
+    indexer_with(&h, &config_a, &model_a)
+        .index_all(|_| {})
+        .await
+        .unwrap();
     let messages = h.store.vector_coverage().await.unwrap().messages as usize;
     engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
         .await
         .unwrap();
-    engram::app::indexer(
-        &config_b,
-        h.store.clone(),
-        Some(model_b.clone()),
-        clock.clone(),
-        &engram::domain::phrases::Phrases::built_in(),
-    )
-    .index_all(|_| {})
-    .await
-    .unwrap();
+    indexer_with(&h, &config_b, &model_b)
+        .index_all(|_| {})
+        .await
+        .unwrap();
     let coverage = h.store.vector_coverage().await.unwrap();
     assert_eq!(coverage.spaces.len(), 2, "both kept: {coverage:?}");
     assert!(coverage.spaces.iter().all(|s| coverage.share(s.id) == 1.0));
@@ -277,16 +268,10 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
         .await
         .unwrap();
     assert_eq!(missing, 0);
-    let again = engram::app::indexer(
-        &config_a,
-        h.store.clone(),
-        Some(model_a.clone()),
-        clock,
-        &engram::domain::phrases::Phrases::built_in(),
-    )
-    .index_all(|_| {})
-    .await
-    .unwrap();
+    let again = indexer_with(&h, &config_a, &model_a)
+        .index_all(|_| {})
+        .await
+        .unwrap();
     assert_eq!(again, 0);
     assert_eq!(embedded_by(&h, "model-a"), before, "nothing embedded again");
     assert_eq!(messages, coverage.messages as usize);
@@ -298,27 +283,13 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
 /// indexed and closed, and most of the backlog waits for the next start.
 async fn a_model_changes_backlog_holds_up_neither_a_stop_nor_episodes(url: Option<String>) {
     let h = harness_on(url, true).await;
-    for line in [
-        "we went hiking in the alps last summer",
-        "my sister plays the cello in an orchestra",
-        "the garden needs new tomato plants",
-        "I am reading a book about volcanoes",
-        "our cat is called Pepper",
-    ] {
-        h.dm("alice", line).await;
-    }
+    alice_tells_five_things(&h).await;
     let (config_a, model_a) = with_model(&h, "model-a", 384);
     engram::app::activate_vectors(h.store.as_ref(), Some(&model_a))
         .await
         .unwrap();
     let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
-    let indexer_a = engram::app::indexer(
-        &config_a,
-        h.store.clone(),
-        Some(model_a.clone()),
-        clock.clone(),
-        &engram::domain::phrases::Phrases::built_in(),
-    );
+    let indexer_a = indexer_with(&h, &config_a, &model_a);
     indexer_a.index_all(|_| {}).await.unwrap();
     let (config_b, model_b) = with_model(&h, "model-b", 256);
     let missing = engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
@@ -465,14 +436,7 @@ async fn a_text_the_model_refuses_holds_back_nothing(url: Option<String>) {
     engram::app::activate_vectors(h.store.as_ref(), Some(&model))
         .await
         .unwrap();
-    let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
-    let indexer = engram::app::indexer(
-        &config,
-        h.store.clone(),
-        Some(model.clone()),
-        clock,
-        &engram::domain::phrases::Phrases::built_in(),
-    );
+    let indexer = indexer_with(&h, &config, &model);
     let indexed = indexer.index_all(|_| {}).await.unwrap();
     assert!(indexed >= 3, "{indexed}");
     assert_eq!(h.store.unindexed_messages(100).await.unwrap(), vec![]);
@@ -498,13 +462,7 @@ async fn a_text_the_model_refuses_holds_back_nothing(url: Option<String>) {
     engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
         .await
         .unwrap();
-    let indexer_b = engram::app::indexer(
-        &config_b,
-        h.store.clone(),
-        Some(model_b.clone()),
-        h.clock.clone(),
-        &engram::domain::phrases::Phrases::built_in(),
-    );
+    let indexer_b = indexer_with(&h, &config_b, &model_b);
     assert!(indexer_b.index_all(|_| {}).await.unwrap() > 0);
     let coverage = h.store.vector_coverage().await.unwrap();
     assert_eq!(
@@ -536,13 +494,7 @@ async fn a_text_the_model_refuses_holds_back_nothing(url: Option<String>) {
     engram::app::activate_vectors(h.store.as_ref(), Some(&model_c))
         .await
         .unwrap();
-    let indexer_c = engram::app::indexer(
-        &config_c,
-        h.store.clone(),
-        Some(model_c.clone()),
-        h.clock.clone(),
-        &engram::domain::phrases::Phrases::built_in(),
-    );
+    let indexer_c = indexer_with(&h, &config_c, &model_c);
     indexer_c.index_all(|_| {}).await.unwrap();
     let coverage = h.store.vector_coverage().await.unwrap();
     assert!(
