@@ -73,7 +73,7 @@ pub async fn open_store_url(
     url: &str,
     settings: &StoreConfig,
 ) -> Result<Arc<dyn Store>, StoreError> {
-    open_db(DbUrl::parse(url)?, settings).await
+    open_db(DbUrl::parse(url)?, settings, true).await
 }
 
 /// Opens `url` like `open_store_url`, but refuses a SQLite file that does not exist.
@@ -81,57 +81,54 @@ pub async fn open_existing_store_url(
     url: &str,
     settings: &StoreConfig,
 ) -> Result<Arc<dyn Store>, StoreError> {
-    let db = DbUrl::parse(url)?;
-    if let Some(path) = db.sqlite_file().filter(|p| !p.exists()) {
-        return Err(StoreError::Missing(path.display().to_string()));
-    }
-    open_db(db, settings).await
+    open_db(existing(url)?, settings, true).await
 }
 
 /// Opens the configured database as it is, without migrating or writing anything (refusing
 /// a SQLite file that does not exist): for reports on a database other processes use.
 pub async fn open_store_as_is(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
-    let settings = &config.store;
-    let db = DbUrl::parse(&config.store.url)?;
+    open_db(existing(&config.store.url)?, &config.store, false).await
+}
+
+/// `url` read, refusing a SQLite file that does not exist.
+fn existing(url: &str) -> Result<DbUrl, StoreError> {
+    let db = DbUrl::parse(url)?;
     if let Some(path) = db.sqlite_file().filter(|p| !p.exists()) {
         return Err(StoreError::Missing(path.display().to_string()));
     }
-    match db {
-        DbUrl::Postgres(url) => Ok(Arc::new(
-            PostgresStore::open_as_is(&url, &pg_settings(settings)).await?,
-        )),
-        DbUrl::Sqlite { url, .. } => Ok(Arc::new(
-            SqliteStore::open_as_is(
-                &url,
-                settings.max_connections,
-                Duration::from_millis(settings.busy_timeout_ms),
-            )
-            .await?,
-        )),
-    }
+    Ok(db)
 }
 
-fn pg_settings(settings: &StoreConfig) -> PgSettings {
-    PgSettings {
-        max_connections: settings.max_connections,
-        acquire_timeout: Duration::from_millis(settings.acquire_timeout_ms),
-        statement_timeout: Duration::from_millis(settings.statement_timeout_ms),
-    }
-}
-
-async fn open_db(db: DbUrl, settings: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {
+/// Opens `db`; with `migrate`, brings its schema to this build's (else as it is).
+async fn open_db(
+    db: DbUrl,
+    settings: &StoreConfig,
+    migrate: bool,
+) -> Result<Arc<dyn Store>, StoreError> {
     match db {
-        DbUrl::Postgres(url) => Ok(Arc::new(
-            PostgresStore::open(&url, &pg_settings(settings)).await?,
-        )),
-        DbUrl::Sqlite { url, .. } => Ok(Arc::new(
-            SqliteStore::open(
-                &url,
+        DbUrl::Postgres(url) => {
+            let pg = PgSettings {
+                max_connections: settings.max_connections,
+                acquire_timeout: Duration::from_millis(settings.acquire_timeout_ms),
+                statement_timeout: Duration::from_millis(settings.statement_timeout_ms),
+            };
+            Ok(Arc::new(if migrate {
+                PostgresStore::open(&url, &pg).await?
+            } else {
+                PostgresStore::open_as_is(&url, &pg).await?
+            }))
+        }
+        DbUrl::Sqlite { url, .. } => {
+            let (max, busy) = (
                 settings.max_connections,
                 Duration::from_millis(settings.busy_timeout_ms),
-            )
-            .await?,
-        )),
+            );
+            Ok(Arc::new(if migrate {
+                SqliteStore::open(&url, max, busy).await?
+            } else {
+                SqliteStore::open_as_is(&url, max, busy).await?
+            }))
+        }
     }
 }
 

@@ -710,10 +710,13 @@ impl Handler {
         {
             Ok(Some(reply)) => reply.text,
             // What the adapter says itself is in the language of the asker's Discord client.
-            Ok(None) => self.bot.text(locale_language(&cmd.locale), "slash-nothing"),
+            Ok(None) => self
+                .bot
+                .text(Language::from_code(&cmd.locale), "slash-nothing"),
             Err(e) => {
                 error!(platform = "discord", error = %e, "slash command could not be stored");
-                self.bot.text(locale_language(&cmd.locale), "not-stored")
+                self.bot
+                    .text(Language::from_code(&cmd.locale), "not-stored")
             }
         };
         for (i, part) in split_message(&text, MAX_MESSAGE, chars)
@@ -1459,11 +1462,6 @@ fn classify(e: &serenity::Error) -> DiscordError {
     } else {
         DiscordError::Gateway(text)
     }
-}
-
-/// The language of a Discord client's locale ("de", "pt-BR", "es-ES"), if the bot has it.
-fn locale_language(locale: &str) -> Option<Language> {
-    Language::from_code(&locale.split('-').next().unwrap_or_default().to_lowercase())
 }
 
 #[cfg(test)]

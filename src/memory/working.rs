@@ -149,12 +149,11 @@ impl MemoryManager {
                 Err(LlmError::NotConfigured) => extractive(&messages, chars, loops),
                 Err(e) => {
                     self.note_fallback("working_memory", &e);
-                    // The model is out (unreachable, 5xx, 429): the summary kept stays as it
-                    // is and the refresh stays due, so the messages since are shown to the model once it
-                    // answers again (an extractive one saved now would replace its work and
-                    // pass them by for good). Without one yet, the extractive one stands in.
-                    // An error that will not pass (a refused request, an answer of the wrong
-                    // shape) is not asked again and again: the extractive one stands in then.
+                    // The model is out (unreachable, 5xx, 429): the summary kept stays and the
+                    // refresh stays due, so the messages since reach the model once it answers
+                    // again (an extractive one saved now would pass them by for good). With no
+                    // summary yet, or an error that will not pass (a refused request, an answer
+                    // of the wrong shape), the extractive one stands in.
                     if e.is_retryable() && !before.is_empty() {
                         return Ok(false);
                     }

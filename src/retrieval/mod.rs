@@ -375,6 +375,13 @@ struct Asked<'a> {
     when: bool,
 }
 
+impl Asked<'_> {
+    /// Said by Engram itself: a bot message of one of its own accounts.
+    fn by_engram(&self, m: &StoredMessage) -> bool {
+        m.is_bot && self.own.contains(&m.author)
+    }
+}
+
 impl Retriever {
     /// Adds to each fused score what the rest of the query says about the message: said by
     /// the asker (or by Engram, when the question asks what it said), said by someone the
@@ -401,7 +408,7 @@ impl Retriever {
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
             let favoured = if asked.about_bot {
-                m.is_bot && asked.own.contains(&m.author)
+                asked.by_engram(m)
             } else {
                 asked.asker == Some(m.author)
             };
@@ -447,9 +454,7 @@ impl Retriever {
         }
         for (id, score) in scores.iter_mut() {
             let m = &messages[id];
-            if asked.asker == Some(m.author)
-                || (asked.about_bot && m.is_bot && asked.own.contains(&m.author))
-            {
+            if asked.asker == Some(m.author) || (asked.about_bot && asked.by_engram(m)) {
                 continue;
             }
             *score *= 1.0 - d * asking_past_half(&m.text);

@@ -26,6 +26,16 @@ fn with_model(h: &Harness, model: &str, dims: usize) -> (Config, SharedEmbedder)
     (config, embedder)
 }
 
+/// The harness's config moved to `model` of `dims` (the fake server's), made the model in use:
+/// with its embedder and how many messages it still lacks.
+async fn switched_to(h: &Harness, model: &str, dims: usize) -> (Config, SharedEmbedder, i64) {
+    let (config, embedder) = with_model(h, model, dims);
+    let missing = engram::app::activate_vectors(h.store.as_ref(), Some(&embedder))
+        .await
+        .unwrap();
+    (config, embedder, missing)
+}
+
 /// The bot's background indexer with `config`'s settings and `model`.
 fn indexer_with(h: &Harness, config: &Config, model: &SharedEmbedder) -> Indexer {
     engram::app::indexer(
@@ -96,10 +106,7 @@ async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
     let scope = Scope::Dm(alice);
 
     // Model A (384 dimensions) indexes everything.
-    let (config_a, model_a) = with_model(&h, "model-a", 384);
-    engram::app::activate_vectors(h.store.as_ref(), Some(&model_a))
-        .await
-        .unwrap();
+    let (config_a, model_a, _) = switched_to(&h, "model-a", 384).await;
     let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
     let indexer_a = indexer_with(&h, &config_a, &model_a);
     let indexed = indexer_a.index_all(|_| {}).await.unwrap();
@@ -138,10 +145,7 @@ async fn switching_models_never_mixes_vector_spaces(url: Option<String>) {
 
     // The configuration moves to model B (256 dimensions): said at start, and the whole
     // history is B's backlog.
-    let (config_b, model_b) = with_model(&h, "model-b", 256);
-    let missing = engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
-        .await
-        .unwrap();
+    let (config_b, model_b, missing) = switched_to(&h, "model-b", 256).await;
     assert_eq!(missing as usize, messages);
     // B's question is never compared with A's vectors: BM25 alone answers meanwhile.
     let (vector_hits, hits) =
@@ -284,17 +288,11 @@ async fn old_vectors_kept_on_request_serve_a_switch_back(url: Option<String>) {
 async fn a_model_changes_backlog_holds_up_neither_a_stop_nor_episodes(url: Option<String>) {
     let h = harness_on(url, true).await;
     alice_tells_five_things(&h).await;
-    let (config_a, model_a) = with_model(&h, "model-a", 384);
-    engram::app::activate_vectors(h.store.as_ref(), Some(&model_a))
-        .await
-        .unwrap();
+    let (config_a, model_a, _) = switched_to(&h, "model-a", 384).await;
     let clock: Arc<dyn engram::domain::Clock> = h.clock.clone();
     let indexer_a = indexer_with(&h, &config_a, &model_a);
     indexer_a.index_all(|_| {}).await.unwrap();
-    let (config_b, model_b) = with_model(&h, "model-b", 256);
-    let missing = engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
-        .await
-        .unwrap();
+    let (config_b, model_b, missing) = switched_to(&h, "model-b", 256).await;
     assert!(missing >= 10, "{missing}");
     // A new conversation, quiet since: due to close once it is indexed.
     h.clock.advance(chrono::Duration::hours(3));
@@ -432,10 +430,7 @@ async fn a_text_the_model_refuses_holds_back_nothing(url: Option<String>) {
         assert_eq!(h.say_in(&lab, "alice", line).await, None);
     }
     let scope = h.space_scope("lab").await;
-    let (config, model) = with_model(&h, "model-a", 384);
-    engram::app::activate_vectors(h.store.as_ref(), Some(&model))
-        .await
-        .unwrap();
+    let (config, model, _) = switched_to(&h, "model-a", 384).await;
     let indexer = indexer_with(&h, &config, &model);
     let indexed = indexer.index_all(|_| {}).await.unwrap();
     assert!(indexed >= 3, "{indexed}");
@@ -458,10 +453,7 @@ async fn a_text_the_model_refuses_holds_back_nothing(url: Option<String>) {
 
     // A new model that refuses it too still covers everything: the old model's vectors go
     // (one refused message used to keep them for good).
-    let (config_b, model_b) = with_model(&h, "model-b", 256);
-    engram::app::activate_vectors(h.store.as_ref(), Some(&model_b))
-        .await
-        .unwrap();
+    let (config_b, model_b, _) = switched_to(&h, "model-b", 256).await;
     let indexer_b = indexer_with(&h, &config_b, &model_b);
     assert!(indexer_b.index_all(|_| {}).await.unwrap() > 0);
     let coverage = h.store.vector_coverage().await.unwrap();
@@ -490,10 +482,7 @@ async fn a_text_the_model_refuses_holds_back_nothing(url: Option<String>) {
     // A model that refuses every text (a wrong setting, not the texts): nothing is kept as
     // refused, and model B's vectors stay.
     h.fake().refuse_embedding_of("");
-    let (config_c, model_c) = with_model(&h, "model-c", 128);
-    engram::app::activate_vectors(h.store.as_ref(), Some(&model_c))
-        .await
-        .unwrap();
+    let (config_c, model_c, _) = switched_to(&h, "model-c", 128).await;
     let indexer_c = indexer_with(&h, &config_c, &model_c);
     indexer_c.index_all(|_| {}).await.unwrap();
     let coverage = h.store.vector_coverage().await.unwrap();

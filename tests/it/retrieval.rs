@@ -149,6 +149,20 @@ impl World {
         self.said(place, who, false, ext, text, at).await;
     }
 
+    /// Engram's own Discord account, and another bot's (a guild's music bot).
+    async fn engram_and_another_bot(&self) -> (PersonId, PersonId) {
+        let store = &self.store;
+        let engram = store
+            .resolve_person(Platform::Discord, engram::domain::SELF_ACCOUNT, "Engram")
+            .await
+            .unwrap();
+        let other = store
+            .resolve_person(Platform::Discord, "mee6", "MEE6")
+            .await
+            .unwrap();
+        (engram, other)
+    }
+
     async fn said(
         &self,
         place: &Place,
@@ -777,17 +791,7 @@ async fn others_questions_yield_to_their_answers(s: Arc<dyn Store>) {
 async fn what_you_said_is_engrams_not_another_bots(s: Arc<dyn Store>) {
     let w = World::new(s).await;
     let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
-    let account = |id: &'static str, name: &'static str| {
-        let store = w.store.clone();
-        async move {
-            store
-                .resolve_person(Platform::Discord, id, name)
-                .await
-                .unwrap()
-        }
-    };
-    let engram = account(engram::domain::SELF_ACCOUNT, "Engram").await;
-    let other = account("mee6", "MEE6").await;
+    let (engram, other) = w.engram_and_another_bot().await;
     let ours = "I recommended the sushi place on Main Street";
     let theirs = "I recommended the ramen place on Main Street";
     w.said(&public, engram, true, "e", ours, t(1)).await;
@@ -812,16 +816,7 @@ async fn what_you_said_is_engrams_not_another_bots(s: Arc<dyn Store>) {
 async fn engrams_own_questions_are_what_it_said(s: Arc<dyn Store>) {
     let w = World::new(s).await;
     let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
-    let engram = w
-        .store
-        .resolve_person(Platform::Discord, engram::domain::SELF_ACCOUNT, "Engram")
-        .await
-        .unwrap();
-    let other = w
-        .store
-        .resolve_person(Platform::Discord, "mee6", "MEE6")
-        .await
-        .unwrap();
+    let (engram, other) = w.engram_and_another_bot().await;
     let ours = "Did you try the sushi place on Main Street that I recommended?";
     let theirs = "Did you try the ramen place on Main Street that I recommended?";
     w.said(&public, engram, true, "e", ours, t(1)).await;
