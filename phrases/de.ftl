@@ -142,3 +142,10 @@ not-theirs = Nur { $subject } (oder ein Moderator) kann mich Dinge über { $subj
 subject-paused = { $subject } hat das eigene Gedächtnis pausiert, also behalte ich nichts Neues über diese Person. Nichts wurde geändert.
 unknown-person = Ich kenne hier noch niemanden namens { $name }. Nichts wurde geändert.
 ambiguous-person = Hier heißt mehr als eine Person { $name }: { $candidates }. Erwähne die gemeinte Person mit @ (oder antworte auf ihre Nachricht). Nichts wurde geändert.
+
+menu-help = Was ich kann
+menu-memory = Dein Gedächtnis: /memory, search, forget, pause, resume, clear, export, share, unshare
+menu-link = Dein Discord- und Telegram-Gedächtnis verbinden: /link oder /link CODE
+menu-unlink = Das Gedächtnis dieses Telegram-Kontos wieder trennen
+slash-memory = Was ich über dich weiß (nur du siehst die Antwort)
+slash-memory-request = leer zum Ansehen; oder: search, forget, pause, resume, clear, export, share, unshare, link

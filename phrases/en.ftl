@@ -154,3 +154,12 @@ model-unreachable =
     I couldn't reach my language model, so here is what I remember instead:
 
     { $memory }
+
+# Command menus (Telegram's menu, Discord's slash command), one per language the client uses.
+# Discord allows 100 characters in each.
+menu-help = What I can do
+menu-memory = Your memory: /memory, search, forget, pause, resume, clear, export, share, unshare
+menu-link = Join your Discord and Telegram memory: /link or /link CODE
+menu-unlink = Separate this Telegram account's memory again
+slash-memory = What I remember about you (only you see the answer)
+slash-memory-request = empty to view; or: search, forget, pause, resume, clear, export, share, unshare, link, unlink

@@ -142,3 +142,10 @@ not-theirs = Solo { $subject } (o un moderador) puede hacer que olvide cosas sob
 subject-paused = { $subject } ha pausado su memoria, así que no guardo nada nuevo sobre esa persona. No cambié nada.
 unknown-person = Todavía no conozco a nadie llamado { $name } aquí. No cambié nada.
 ambiguous-person = Aquí hay más de una persona que se llama { $name }: { $candidates }. Menciona con @ a la que te refieres (o responde a su mensaje). No cambié nada.
+
+menu-help = Lo que sé hacer
+menu-memory = Tu memoria: /memory, search, forget, pause, resume, clear, export, share, unshare
+menu-link = Unir tu memoria de Discord y Telegram: /link o /link CÓDIGO
+menu-unlink = Separar de nuevo la memoria de esta cuenta de Telegram
+slash-memory = Lo que recuerdo de ti (solo tú ves la respuesta)
+slash-memory-request = vacío para ver; o: search, forget, pause, resume, clear, export, share, unshare, link, unlink

@@ -142,3 +142,10 @@ not-theirs = Il n'y a que { $subject } (ou un modérateur) qui puisse me faire o
 subject-paused = { $subject } a mis sa mémoire en pause, donc je ne garde rien de nouveau sur cette personne. Rien n'a changé.
 unknown-person = Je ne connais encore personne ici qui s'appelle { $name }. Rien n'a changé.
 ambiguous-person = Plusieurs personnes ici s'appellent { $name } : { $candidates }. Mentionne celle que tu veux dire avec @ (ou réponds à son message). Rien n'a changé.
+
+menu-help = Ce que je sais faire
+menu-memory = Ta mémoire : /memory, search, forget, pause, resume, clear, export, share, unshare
+menu-link = Réunir ta mémoire Discord et Telegram : /link ou /link CODE
+menu-unlink = Séparer à nouveau la mémoire de ce compte Telegram
+slash-memory = Ce dont je me souviens sur toi (toi seul vois la réponse)
+slash-memory-request = vide pour voir ; ou : search, forget, pause, resume, clear, export, share, unshare, link

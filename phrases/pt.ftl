@@ -142,3 +142,10 @@ not-theirs = Só { $subject } (ou um moderador) pode me fazer esquecer coisas so
 subject-paused = { $subject } pausou a própria memória, então não estou guardando nada de novo sobre essa pessoa. Nada foi alterado.
 unknown-person = Ainda não conheço ninguém chamado { $name } aqui. Nada foi alterado.
 ambiguous-person = Mais de uma pessoa aqui se chama { $name }: { $candidates }. Mencione a pessoa certa com @ (ou responda à mensagem dela). Nada foi alterado.
+
+menu-help = O que eu sei fazer
+menu-memory = Sua memória: /memory, search, forget, pause, resume, clear, export, share, unshare
+menu-link = Unir sua memória do Discord e do Telegram: /link ou /link CÓDIGO
+menu-unlink = Separar de novo a memória desta conta do Telegram
+slash-memory = O que eu lembro sobre você (só você vê a resposta)
+slash-memory-request = vazio para ver; ou: search, forget, pause, resume, clear, export, share, unshare, link, unlink

@@ -136,3 +136,10 @@ not-theirs = Заставить меня забыть что-то о { $subject 
 subject-paused = { $subject }: память на паузе, поэтому ничего нового об этом человеке я не сохраняю. Ничего не изменилось.
 unknown-person = Я пока не знаю здесь никого по имени { $name }. Ничего не изменилось.
 ambiguous-person = Здесь несколько человек с именем { $name }: { $candidates }. Упомяните нужного через @ (или ответьте на его сообщение). Ничего не изменилось.
+
+menu-help = Что я умею
+menu-memory = Ваша память: /memory, search, forget, pause, resume, clear, export, share, unshare
+menu-link = Объединить память Discord и Telegram: /link или /link КОД
+menu-unlink = Снова отделить память этого аккаунта Telegram
+slash-memory = Что я помню о вас (ответ видите только вы)
+slash-memory-request = пусто — посмотреть; или: search, forget, pause, resume, clear, export, share, unshare, link

@@ -78,6 +78,12 @@ pub struct ServerConfig {
     pub request_timeout_secs: f64,
     /// Connections open at once; more are closed as they come.
     pub max_connections: usize,
+    /// Wrong admin tokens or API keys one client address may show within
+    /// `wrong_secrets_window_secs` of its first; then its requests that show a secret get 429
+    /// until the window ends (0: no limit).
+    pub wrong_secrets: usize,
+    /// The window of `wrong_secrets`, in seconds.
+    pub wrong_secrets_window_secs: f64,
     /// The keys of the memory API and MCP server, each bound to the people and spaces it may
     /// act for; none: no API.
     #[serde(default)]
@@ -785,6 +791,13 @@ impl Config {
             86400.0,
         );
         bad.range("server.max_connections", s.max_connections, 1, 1_000_000);
+        bad.range("server.wrong_secrets", s.wrong_secrets, 0, 1_000_000);
+        bad.range(
+            "server.wrong_secrets_window_secs",
+            s.wrong_secrets_window_secs,
+            1.0,
+            86400.0 * 7.0,
+        );
         let mut names = std::collections::HashSet::new();
         for key in &s.api_keys {
             bad.check(

@@ -10,7 +10,7 @@
 //! Messages or Administrator in that guild. Edits and deletes reach the memory; replies never
 //! ping anyone; `/memory` answers, which only the asker sees, are kept in their private scope.
 
-use crate::adapters::split::{chars, split_message};
+use crate::adapters::split::{chars, shortened, split_message};
 use crate::adapters::{MessageHandler, isolated};
 use crate::bot::Reply;
 use crate::domain::attachment::{AttachmentKind, DownloadLimits, IncomingAttachment};
@@ -1229,20 +1229,62 @@ pub fn own_mentions(text: &str, me: UserId, bot_name: &str) -> Vec<Mention> {
         .collect()
 }
 
-/// The slash commands registered at start.
-pub fn slash_commands() -> Vec<CreateCommand> {
-    vec![
-        CreateCommand::new("memory")
-            .description("What I remember about you (only you see the answer)")
-            .add_option(
-                CreateCommandOption::new(
-                    CommandOptionType::String,
-                    "request",
-                    "empty to view; or: search, forget, pause, resume, clear, export, share, unshare, link, unlink",
-                )
-                .required(false),
-            ),
-    ]
+/// Discord's locales for a language (the languages its client comes in).
+fn discord_locales(language: Language) -> Vec<&'static str> {
+    match language.code() {
+        "es" => vec!["es-ES", "es-419"],
+        "pt" => vec!["pt-BR"],
+        "sv" => vec!["sv-SE"],
+        // English is the description itself; Discord has no Arabic or Tamil client.
+        "en" | "ar" | "ta" => vec![],
+        code => vec![code],
+    }
+}
+
+/// The most characters Discord takes in a command's or an option's description.
+const DESCRIPTION_CHARS: usize = 100;
+
+/// Catalogue text `id`: English as the description, and each catalogue language's for the
+/// Discord clients in it.
+fn described(handler: &dyn MessageHandler, id: &str) -> (String, Vec<(&'static str, String)>) {
+    let english = shortened(&handler.text(None, id), DESCRIPTION_CHARS);
+    let localized = handler
+        .text_in_each(id)
+        .into_iter()
+        .flat_map(|(l, text)| {
+            let text = shortened(&text, DESCRIPTION_CHARS);
+            discord_locales(l)
+                .into_iter()
+                .map(move |loc| (loc, text.clone()))
+        })
+        .collect();
+    (english, localized)
+}
+
+/// The slash commands registered at start, described in each catalogue language.
+pub fn slash_commands(handler: &dyn MessageHandler) -> Vec<CreateCommand> {
+    let (about, about_in) = described(handler, "slash-memory");
+    let (request, request_in) = described(handler, "slash-memory-request");
+    let mut option =
+        CreateCommandOption::new(CommandOptionType::String, "request", request).required(false);
+    for (locale, text) in request_in {
+        option = option.description_localized(locale, text);
+    }
+    let mut command = CreateCommand::new("memory").description(about);
+    for (locale, text) in about_in {
+        command = command.description_localized(locale, text);
+    }
+    vec![command.add_option(option)]
+}
+
+/// Registers the slash commands (`slash_commands`) as the bot's global commands.
+pub async fn register_commands(
+    http: &Http,
+    handler: &dyn MessageHandler,
+) -> Result<(), serenity::Error> {
+    Command::set_global_commands(http, slash_commands(handler))
+        .await
+        .map(drop)
 }
 
 /// Relays serenity's events to the handler.
@@ -1259,7 +1301,7 @@ impl EventHandler for Events {
         info!(platform = "discord", user = %ready.user.name, guilds = ready.guilds.len(), shard, "connected");
         self.1.shard_connected(Platform::Discord, shard);
         self.0.set_me(ready.user.id);
-        if let Err(e) = Command::set_global_commands(&ctx.http, slash_commands()).await {
+        if let Err(e) = register_commands(&ctx.http, self.0.bot.as_ref()).await {
             warn!(platform = "discord", error = %e, "could not register the slash commands");
         }
         // What was said while the bot was away (or cut off by a stop), in its own task.

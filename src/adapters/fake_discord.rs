@@ -42,6 +42,8 @@ struct Shared {
     typing: Vec<u64>,
     /// Interaction responses and follow-ups, in order.
     interactions: Vec<Value>,
+    /// The global commands last registered (PUT /applications/{app}/commands).
+    commands: Vec<Value>,
     next_id: u64,
     /// Attachment files served at /attachments/{name}.
     files: std::collections::HashMap<String, Vec<u8>>,
@@ -214,6 +216,11 @@ impl FakeDiscord {
     /// Attachment downloads served so far.
     pub fn downloads(&self) -> usize {
         self.shared.lock().expect("fake lock").downloads
+    }
+
+    /// The global commands the bot registered last.
+    pub fn commands(&self) -> Vec<Value> {
+        self.shared.lock().expect("fake lock").commands.clone()
     }
 
     /// The proxy URL for `discord.api_url`.
@@ -580,10 +587,54 @@ async fn attachment(State(state): State<AppState>, Path(name): Path<String>) -> 
     }
 }
 
-async fn set_commands(State(state): State<AppState>, headers: HeaderMap) -> Response {
+/// Discord's client languages, the keys a localization may have.
+const LOCALES: [&str; 32] = [
+    "id", "da", "de", "en-GB", "en-US", "es-ES", "es-419", "fr", "hr", "it", "lt", "hu", "nl",
+    "no", "pl", "pt-BR", "ro", "fi", "sv-SE", "vi", "tr", "cs", "el", "bg", "ru", "uk", "hi",
+    "th", "zh-CN", "ja", "zh-TW", "ko",
+];
+
+/// Whether a command or option's descriptions are as Discord takes them: 1 to 100 characters,
+/// localized only for its locales.
+fn described_as_discord_takes(item: &Value) -> bool {
+    let fits = |v: &Value| {
+        v.as_str()
+            .is_some_and(|d| (1..=100).contains(&d.chars().count()))
+    };
+    let localized = match &item["description_localizations"] {
+        Value::Null => true,
+        Value::Object(m) => m
+            .iter()
+            .all(|(locale, d)| LOCALES.contains(&locale.as_str()) && fits(d)),
+        _ => false,
+    };
+    fits(&item["description"]) && localized
+}
+
+/// Registers the global commands, refusing (400, all of them) what Discord would.
+async fn set_commands(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
     if let Some(r) = refused(&state, &headers) {
         return r;
     }
+    let commands = body.as_array().cloned().unwrap_or_default();
+    let valid = commands.iter().all(|c| {
+        described_as_discord_takes(c)
+            && c["options"]
+                .as_array()
+                .is_none_or(|o| o.iter().all(described_as_discord_takes))
+    });
+    if !valid {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"message": "Invalid Form Body", "code": 50035})),
+        )
+            .into_response();
+    }
+    state.shared.lock().expect("fake lock").commands = commands;
     Json(json!([])).into_response()
 }
 

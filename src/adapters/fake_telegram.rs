@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -72,7 +73,8 @@ struct Shared {
     next_message: i64,
     sent: Vec<Value>,
     actions: Vec<Value>,
-    commands: Vec<Value>,
+    /// The command menus, by `language_code` ("" for every client).
+    commands: HashMap<String, Vec<Value>>,
     calls: Vec<String>,
     chats: std::collections::HashMap<i64, Value>,
     /// Administrators per chat: (user id, name).
@@ -456,9 +458,16 @@ impl FakeTelegram {
         }
     }
 
-    /// The command lists the bot registered (setMyCommands).
+    /// The command list the bot registered for every client (setMyCommands).
     pub fn commands(&self) -> Vec<Value> {
-        self.shared.lock().expect("fake lock").commands.clone()
+        self.commands_in("")
+    }
+
+    /// The command list the bot registered for clients in `language_code` ("" for every
+    /// client; empty when none was).
+    pub fn commands_in(&self, language_code: &str) -> Vec<Value> {
+        let s = self.shared.lock().expect("fake lock");
+        s.commands.get(language_code).cloned().unwrap_or_default()
     }
 
     /// The chat actions ("typing") the bot sent.
@@ -553,7 +562,22 @@ async fn handle(
         })),
         "setmycommands" => {
             let mut s = state.shared.lock().expect("fake lock");
-            s.commands = body["commands"].as_array().cloned().unwrap_or_default();
+            let language = body["language_code"].as_str().unwrap_or("").to_string();
+            let commands = body["commands"].as_array().cloned().unwrap_or_default();
+            // As Telegram checks: a two-letter code, 1 to 256 characters per description.
+            let fits = commands.iter().all(|c| {
+                let d = c["description"].as_str().unwrap_or("").chars().count();
+                (1..=256).contains(&d)
+            });
+            if !(fits && (language.is_empty() || language.len() == 2)) {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    Json(json!({"ok": false, "error_code": 400,
+                                "description": "Bad Request: invalid commands"})),
+                )
+                    .into_response();
+            }
+            s.commands.insert(language, commands);
             ok(json!(true))
         }
         "deletewebhook" => ok(json!(true)),

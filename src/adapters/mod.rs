@@ -90,6 +90,9 @@ pub trait MessageHandler: Send + Sync + 'static {
     /// The bot's own text `id` (a message catalogue's) in `language`, English when it has
     /// none: for what an adapter says itself.
     fn text(&self, language: Option<Language>, id: &str) -> String;
+    /// The bot's own text `id` in each language whose catalogue has it, English first: for
+    /// what a platform shows per client language (command menus).
+    fn text_in_each(&self, id: &str) -> Vec<(Language, String)>;
 }
 
 /// What `MessageHandler::to_catch_up` gives (the bot reads it from the store).
@@ -99,6 +102,10 @@ pub use crate::bot::CatchUp;
 impl MessageHandler for Bot {
     fn text(&self, language: Option<Language>, id: &str) -> String {
         crate::domain::texts::Say::new(self.texts(), language).text(id)
+    }
+
+    fn text_in_each(&self, id: &str) -> Vec<(Language, String)> {
+        self.texts().in_each_language(id)
     }
 
     async fn message(

@@ -16,6 +16,16 @@ pub fn utf16(text: &str) -> usize {
     text.encode_utf16().count()
 }
 
+/// `text` cut to at most `max` characters, an ellipsis marking a cut (for a short
+/// description a platform takes only so long: a command menu's).
+pub fn shortened(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{}…", cut.trim_end())
+}
+
 const FENCE: &str = "```";
 const CLOSE: &str = "\n```";
 
@@ -173,6 +183,16 @@ mod tests {
         let parts = split_message(&text, 2000, chars);
         assert_eq!(parts.len(), 3);
         assert!(parts.iter().all(|p| p.matches('a').count() == 600));
+    }
+
+    #[test]
+    fn shortened_texts_fit_and_say_so() {
+        assert_eq!(shortened("short", 10), "short");
+        assert_eq!(shortened("exactly10!", 10), "exactly10!");
+        assert_eq!(shortened("one two three", 8), "one two…");
+        let cyrillic = shortened(&"ё".repeat(300), 256);
+        assert_eq!(cyrillic.chars().count(), 256);
+        assert!(cyrillic.ends_with('…'));
     }
 
     #[test]

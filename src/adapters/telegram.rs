@@ -9,10 +9,11 @@
 //! minutes) are its moderators; usernames are kept so "@name" mentions resolve.
 
 use crate::adapters::lease::Lease;
-use crate::adapters::split::{split_message, utf16};
+use crate::adapters::split::{shortened, split_message, utf16};
 use crate::adapters::{MessageHandler, edit_of_kept, isolated};
 use crate::bot::Reply;
 use crate::domain::attachment::{AttachmentKind, DownloadLimits, IncomingAttachment};
+use crate::domain::language::Language;
 use crate::domain::status::PlatformStatus;
 use crate::domain::{Command, IncomingMessage, Mention, Platform, Privacy, SpaceKind};
 use crate::router::memory_request;
@@ -66,23 +67,42 @@ pub struct TelegramSettings {
     pub downloads: DownloadLimits,
 }
 
-/// The commands shown in Telegram's menu (registered at start).
-pub fn commands() -> Vec<BotCommand> {
-    [
-        ("help", "What I can do"),
-        (
-            "memory",
-            "Your memory: /memory, search, forget, pause, resume, clear, export, share, unshare",
-        ),
-        (
-            "link",
-            "Join your Discord and Telegram memory: /link or /link CODE",
-        ),
-        ("unlink", "Separate this Telegram account's memory again"),
-    ]
-    .into_iter()
-    .map(|(c, d)| BotCommand::new(c, d))
-    .collect()
+/// Telegram's command menu: each command and the catalogue text describing it.
+const MENU: [(&str, &str); 4] = [
+    ("help", "menu-help"),
+    ("memory", "menu-memory"),
+    ("link", "menu-link"),
+    ("unlink", "menu-unlink"),
+];
+
+/// The most characters Telegram takes in a command's description.
+const DESCRIPTION_CHARS: usize = 256;
+
+/// The commands shown in Telegram's menu in `language` (English where its catalogue has no
+/// text; a community's text longer than Telegram takes is cut).
+pub fn commands(handler: &dyn MessageHandler, language: Option<Language>) -> Vec<BotCommand> {
+    MENU.into_iter()
+        .map(|(c, id)| {
+            BotCommand::new(c, shortened(&handler.text(language, id), DESCRIPTION_CHARS))
+        })
+        .collect()
+}
+
+/// The menus registered at start: English for every client, and each language that has a
+/// catalogue with menu texts for the clients set to it.
+pub fn menus(handler: &dyn MessageHandler) -> Vec<(Option<Language>, Vec<BotCommand>)> {
+    let mut languages: Vec<Language> = MENU
+        .iter()
+        .flat_map(|(_, id)| handler.text_in_each(id))
+        .map(|(l, _)| l)
+        .filter(|l| *l != Language::English)
+        .collect();
+    languages.sort_by_key(|l| l.code());
+    languages.dedup();
+    std::iter::once(None)
+        .chain(languages.into_iter().map(Some))
+        .map(|l| (l, commands(handler, l)))
+        .collect()
 }
 
 /// Chats whose updates are being handled at the same time, at most.
@@ -154,7 +174,7 @@ pub async fn run(
         .map_err(|_| TelegramError::BadUrl(settings.api_url.clone()))?;
     let api = teloxide::Bot::new(token).set_api_url(url);
     let status = settings.status.clone();
-    let Some(me) = connect(&api, token, &status, &mut shutdown).await? else {
+    let Some(me) = connect(&api, handler.as_ref(), token, &status, &mut shutdown).await? else {
         return Ok(());
     };
     let ctx = Arc::new(Ctx {
@@ -268,6 +288,7 @@ async fn room_for_more(ctx: &Ctx, shutdown: &mut watch::Receiver<bool>) -> bool 
 /// growing pause), then registers the bot's commands. None when `shutdown` came first.
 async fn connect(
     api: &teloxide::Bot,
+    handler: &dyn MessageHandler,
     token: &str,
     status: &PlatformStatus,
     shutdown: &mut watch::Receiver<bool>,
@@ -302,8 +323,14 @@ async fn connect(
             "privacy mode is on: in groups only commands, mentions and replies to the bot arrive (turn it off in BotFather to collect all group chatter)"
         );
     }
-    if let Err(e) = api.set_my_commands(commands()).await {
-        warn!(platform = "telegram", error = %redact(&e, token), "could not register the bot commands");
+    for (language, menu) in menus(handler) {
+        let mut request = api.set_my_commands(menu);
+        if let Some(l) = language {
+            request = request.language_code(l.code());
+        }
+        if let Err(e) = request.await {
+            warn!(platform = "telegram", language = language.map(Language::code), error = %redact(&e, token), "could not register the bot commands");
+        }
     }
     Ok(Some(me))
 }
@@ -876,6 +903,14 @@ impl tokio::io::AsyncWrite for Capped {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_menu_text_is_in_the_english_catalogue() {
+        let texts = crate::domain::texts::Texts::built_in();
+        for (_, id) in MENU {
+            assert!(texts.has("en", id), "{id}");
+        }
+    }
 
     #[test]
     fn commands_for_this_bot_are_commands() {

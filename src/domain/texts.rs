@@ -120,6 +120,15 @@ impl Texts {
             .is_some_and(|b| b.has_message(id))
     }
 
+    /// Message `id` (without variables) in each language whose own catalogue has it, English
+    /// first: for what a platform shows per language itself (command menus).
+    pub fn in_each_language(&self, id: &str) -> Vec<(Language, String)> {
+        Language::all()
+            .filter(|l| self.has(l.code(), id))
+            .map(|l| (l, self.say(Some(l), id, &[])))
+            .collect()
+    }
+
     /// Message `id` in `language` (English when that catalogue lacks it or the language is
     /// not known), with `args` filled in. An id no catalogue has comes back as itself (a
     /// unit test keeps every id the bot uses in the English file).

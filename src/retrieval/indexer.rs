@@ -31,6 +31,32 @@ pub enum IndexError {
     Embed(#[from] EmbedError),
 }
 
+impl IndexError {
+    /// How long the embedding API asked to wait (Retry-After), if it did.
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            IndexError::Embed(EmbedError::Http { retry_after, .. }) => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// The longest pause between rounds that fail, and the longest wait a Retry-After is taken
+/// for (a provider asking for a day is asked again sooner).
+const MAX_PAUSE: Duration = Duration::from_secs(300);
+const MAX_ASKED: Duration = Duration::from_secs(900);
+
+/// The pause after the `failures`-th round in a row that failed: `idle` doubling with each
+/// (at most `MAX_PAUSE`), and at least what the API asked for (at most `MAX_ASKED`), so an
+/// embedding API that is down or rate-limits is not asked again at the indexer's pace.
+pub fn pause_after(failures: u32, idle: Duration, asked: Option<Duration>) -> Duration {
+    let doubled = idle
+        .saturating_mul(1u32 << failures.saturating_sub(1).min(16))
+        .min(MAX_PAUSE)
+        .max(idle);
+    asked.map_or(doubled, |a| doubled.max(a.min(MAX_ASKED)))
+}
+
 /// Embeds new messages in batches and groups them into episodes, off the reply path.
 pub struct Indexer {
     store: Arc<dyn Store>,
@@ -577,6 +603,7 @@ impl Indexer {
         idle: Duration,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {
+        let mut failures = 0u32;
         loop {
             let work = async {
                 crate::telemetry::index_backlog(self.store.index_backlog().await?);
@@ -584,27 +611,62 @@ impl Indexer {
                 let closed = self.close_episodes().await?;
                 Ok::<_, IndexError>(indexed + closed)
             };
-            let busy = match work.await {
-                Ok(done) => done > 0,
+            let pause = match work.await {
+                Ok(done) => {
+                    failures = 0;
+                    (done == 0).then_some(idle)
+                }
                 Err(e) => {
-                    warn!(error = %e, "indexing paused; pending messages stay searchable by BM25 and are retried");
-                    false
+                    failures = failures.saturating_add(1);
+                    let pause = pause_after(failures, idle, e.retry_after());
+                    warn!(error = %e, failures, retry_in_s = pause.as_secs_f64(), "indexing paused; pending messages stay searchable by BM25 and are retried");
+                    Some(pause)
                 }
             };
             if *stop.borrow() {
                 return;
             }
-            if busy {
+            let Some(pause) = pause else {
                 tokio::task::yield_now().await;
                 continue;
-            }
+            };
             tokio::select! {
-                _ = tokio::time::sleep(idle) => {}
+                _ = tokio::time::sleep(pause) => {}
                 _ = stop.changed() => {}
             }
             if *stop.borrow() {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failing_rounds_wait_longer_and_as_long_as_asked() {
+        let idle = Duration::from_secs(2);
+        let secs = |f, asked: Option<u64>| {
+            pause_after(f, idle, asked.map(Duration::from_secs)).as_secs()
+        };
+        assert_eq!([1, 2, 3, 4].map(|f| secs(f, None)), [2, 4, 8, 16]);
+        assert_eq!(secs(30, None), 300, "at most five minutes");
+        assert_eq!(secs(u32::MAX, None), 300);
+        assert_eq!(secs(1, Some(60)), 60, "Retry-After: 60");
+        assert_eq!(secs(7, Some(1)), 128, "a short Retry-After never shortens the pause");
+        assert_eq!(secs(1, Some(86_400)), 900, "a day asked: fifteen minutes");
+        assert_eq!(pause_after(1, Duration::ZERO, None), Duration::ZERO);
+        let limited = IndexError::Embed(EmbedError::Http {
+            status: 429,
+            detail: "Too Many Requests".into(),
+            retry_after: Some(Duration::from_secs(7)),
+        });
+        assert_eq!(limited.retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(
+            IndexError::Embed(EmbedError::Connect("down".into())).retry_after(),
+            None
+        );
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod guesses;
 pub mod mcp;
 pub mod memory_api;
 
@@ -163,6 +164,10 @@ pub struct Bounds {
     pub request_timeout: Duration,
     /// Connections open at once; another one is closed as it comes.
     pub max_connections: usize,
+    /// Wrong secrets one address may show within `wrong_secrets_window` (0: no limit).
+    pub wrong_secrets: usize,
+    /// The window of `wrong_secrets`.
+    pub wrong_secrets_window: Duration,
 }
 
 impl Bounds {
@@ -172,6 +177,8 @@ impl Bounds {
             header_timeout: Duration::from_secs_f64(server.header_timeout_secs),
             request_timeout: Duration::from_secs_f64(server.request_timeout_secs),
             max_connections: server.max_connections,
+            wrong_secrets: server.wrong_secrets,
+            wrong_secrets_window: Duration::from_secs_f64(server.wrong_secrets_window_secs),
         }
     }
 }
@@ -218,10 +225,13 @@ pub async fn serve(
         cause,
     })?;
     info!(%addr, "listening: /healthz /readyz /metrics");
-    let routes = routes.layer(axum::middleware::from_fn_with_state(
-        bounds.request_timeout,
-        in_time,
-    ));
+    let guesses = guesses::Guesses::new(bounds.wrong_secrets, bounds.wrong_secrets_window);
+    let routes = routes
+        .layer(axum::middleware::from_fn_with_state(
+            bounds.request_timeout,
+            in_time,
+        ))
+        .layer(axum::middleware::from_fn_with_state(guesses, guesses::limit));
     let task = tokio::spawn(async move {
         let places = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
         let mut upkeep = tokio::time::interval(Duration::from_secs(5));
@@ -234,8 +244,8 @@ pub async fn serve(
                     }
                 }
                 accepted = listener.accept() => {
-                    let stream = match accepted {
-                        Ok((stream, _)) => stream,
+                    let (stream, peer) = match accepted {
+                        Ok(accepted) => accepted,
                         Err(e) => {
                             // Out of files, most often: the next try may find one.
                             warn!(error = %e, "a connection could not be accepted");
@@ -247,7 +257,9 @@ pub async fn serve(
                         warn!(max = bounds.max_connections, "too many connections: one closed");
                         continue;
                     };
-                    let service = hyper_util::service::TowerToHyperService::new(routes.clone());
+                    // Each request knows its client's address (`guesses` counts per address).
+                    let routes = routes.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer)));
+                    let service = hyper_util::service::TowerToHyperService::new(routes);
                     let stop = shutdown.clone();
                     tokio::spawn(connection(stream, service, bounds.header_timeout, stop, place));
                 }

@@ -264,12 +264,25 @@ on_both_backends! {
         }
 
         async fn readiness(&self) -> StoreResult<Readiness> {
-            let applied: Vec<i64> = sqlx::query_scalar(
-                "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
-            )
-            .fetch_all(self.pool())
+            // A database never migrated (empty, or made by something else) has no ledger:
+            // every migration is pending.
+            let ledger: bool = sqlx::query_scalar(per_dialect!(
+                sqlite: "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations')",
+                postgres: "SELECT to_regclass('_sqlx_migrations') IS NOT NULL",
+            ))
+            .fetch_one(self.pool())
             .await
             .map_err(db_err)?;
+            let applied: Vec<i64> = if ledger {
+                sqlx::query_scalar(
+                    "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
+                )
+                .fetch_all(self.pool())
+                .await
+                .map_err(db_err)?
+            } else {
+                Vec::new()
+            };
             let known: Vec<i64> = MIGRATOR.iter().map(|m| m.version).collect();
             Ok(Readiness {
                 applied: applied.last().copied().unwrap_or(0),

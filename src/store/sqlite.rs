@@ -218,7 +218,7 @@ impl SqliteStore {
         max_connections: u32,
         busy_timeout: Duration,
     ) -> StoreResult<SqliteStore> {
-        let store = Self::open_as_is(url, max_connections, busy_timeout).await?;
+        let store = Self::connect(url, max_connections, busy_timeout, true).await?;
         MIGRATOR
             .run(&store.pool)
             .await
@@ -234,23 +234,41 @@ impl SqliteStore {
         max_connections: u32,
         busy_timeout: Duration,
     ) -> StoreResult<SqliteStore> {
+        Self::connect(url, max_connections, busy_timeout, false).await
+    }
+
+    /// Connects to the database at `url`; `to_write` creates it if missing and turns on
+    /// write-ahead logging (written into the file), else the file is read as it is.
+    async fn connect(
+        url: &str,
+        max_connections: u32,
+        busy_timeout: Duration,
+        to_write: bool,
+    ) -> StoreResult<SqliteStore> {
         let open_err = |cause: Cause| StoreError::Open {
             url: crate::config::redact_url(url),
             cause,
         };
         let options = SqliteConnectOptions::from_str(url)
             .map_err(|e| open_err(e.into()))?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
+            .create_if_missing(to_write)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(busy_timeout)
             .foreign_keys(true)
             // 64 MB of page cache per connection: the postings B-tree takes inserts at random
             // terms, and the default 2 MB cache turns that into constant page misses.
             .pragma("cache_size", "-65536");
+        let options = if to_write {
+            options.journal_mode(SqliteJournalMode::Wal)
+        } else {
+            options
+        };
         register_sqlite_vec();
         let path = options.get_filename().to_path_buf();
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(dir) = path
+            .parent()
+            .filter(|d| to_write && !d.as_os_str().is_empty())
+        {
             std::fs::create_dir_all(dir)
                 .map_err(|e| open_err(format!("cannot create {}: {e}", dir.display()).into()))?;
         }

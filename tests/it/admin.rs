@@ -725,6 +725,58 @@ async fn slow_clients_are_cut_off() {
     let _ = stop.send(true);
 }
 
+/// An address that shows `server.wrong_secrets` wrong secrets (bearer tokens, the login
+/// form) is refused with 429 for every request that shows one, the right token included;
+/// before that the right token works and costs no try, a request without a secret (the login
+/// page, health) is still answered, and another address with the right token is let in.
+#[tokio::test]
+async fn an_address_that_guesses_is_refused_for_a_while() {
+    let h = Harness::build(false, |c| c.server.wrong_secrets = 3).await;
+    let (base, stop) = serve_admin(&h).await;
+    let wrong = "admin-token-0123456789abcdeX";
+    let login = |token: &'static str| {
+        let base = base.clone();
+        async move {
+            client()
+                .post(format!("{base}/admin/login"))
+                .form(&[("name", "ops"), ("token", token)])
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    for _ in 0..3 {
+        let (code, _) = send(&base, "GET", "/admin", Cred::Bearer(TOKEN), &[]).await;
+        assert_eq!(code, StatusCode::OK, "the right token costs no try");
+    }
+    for _ in 0..2 {
+        let (code, _) = send(&base, "GET", "/admin", Cred::Bearer(wrong), &[]).await;
+        assert_eq!(code, StatusCode::UNAUTHORIZED);
+    }
+    assert_eq!(login(wrong).await, StatusCode::UNAUTHORIZED, "the third");
+    let (code, body) = send(&base, "GET", "/admin", Cred::Bearer(TOKEN), &[]).await;
+    assert_eq!(code, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    assert!(!body.to_lowercase().contains("admin-token"), "{body}");
+    assert_eq!(login(TOKEN).await, StatusCode::TOO_MANY_REQUESTS);
+    for path in ["/admin/login", "/healthz"] {
+        let (code, _) = send(&base, "GET", path, Cred::None, &[]).await;
+        assert_eq!(code, StatusCode::OK, "{path} shows no secret");
+    }
+    let elsewhere = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let res = elsewhere
+        .get(format!("{base}/admin"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK, "another address");
+    let _ = stop.send(true);
+}
+
 /// Past `server.max_connections`, a connection is closed as it comes, unanswered; the ones
 /// open are served.
 #[tokio::test]

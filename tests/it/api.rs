@@ -119,6 +119,32 @@ async fn call(base: &str, key: Option<&str>, op: &str, body: Value) -> (u16, Val
     (code, response.json().await.unwrap_or(Value::Null))
 }
 
+/// Wrong keys are limited per address (`server.wrong_secrets`): right keys at once, more of
+/// them than the limit, all pass and cost nothing; after the wrong ones the right key is
+/// refused with 429 too, while a request without a key still gets its 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_keys_are_limited_per_address() {
+    let h = Harness::build(false, |c| c.server.wrong_secrets = 2).await;
+    let (base, stop) = serve_api(&h).await;
+    let mut at_once = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let base = base.clone();
+        at_once.spawn(async move { call(&base, Some(ACME), "export", at("acme", json!({}))).await.0 });
+    }
+    while let Some(code) = at_once.join_next().await {
+        assert_eq!(code.unwrap(), 200);
+    }
+    for _ in 0..2 {
+        let (code, _) = call(&base, Some("acme-key-0123456789abcdeX"), "export", at("acme", json!({}))).await;
+        assert_eq!(code, 401);
+    }
+    let (code, _) = call(&base, Some(ACME), "export", at("acme", json!({}))).await;
+    assert_eq!(code, 429, "the right key too, from this address");
+    let (code, _) = call(&base, None, "export", at("acme", json!({}))).await;
+    assert_eq!(code, 401, "no key shown: not refused as a guess");
+    let _ = stop.send(true);
+}
+
 fn at(space: &str, body: Value) -> Value {
     let mut body = body;
     body["person"] = json!("alice");

@@ -90,8 +90,12 @@ fn handler_for(h: &Harness, fake: &FakeDiscord) -> Handler {
     handler_with(h, fake, catch_up)
 }
 
-/// `handler_for` catching up `catch_up` back.
-fn handler_with(h: &Harness, fake: &FakeDiscord, catch_up: Duration) -> Handler {
+/// The adapter's settings for `h` on `fake`, and serenity's HTTP client with them.
+fn client_of(
+    h: &Harness,
+    fake: &FakeDiscord,
+    catch_up: Duration,
+) -> (DiscordSettings, serenity::http::Http) {
     let settings = DiscordSettings {
         shards: None,
         api_url: fake.url(),
@@ -102,6 +106,12 @@ fn handler_with(h: &Harness, fake: &FakeDiscord, catch_up: Duration) -> Handler 
     };
     let http = discord::http(TOKEN, &settings);
     http.set_application_id(serenity::all::ApplicationId::new(APP_ID));
+    (settings, http)
+}
+
+/// `handler_for` catching up `catch_up` back.
+fn handler_with(h: &Harness, fake: &FakeDiscord, catch_up: Duration) -> Handler {
+    let (settings, http) = client_of(h, fake, catch_up);
     let handler = Handler::new(
         h.bot.clone(),
         Arc::new(http),
@@ -1447,6 +1457,128 @@ async fn attachments_download_from_the_links_discord_gives() {
             .all(|l| l.contains(" | space:")),
         "in the channel's scope"
     );
+}
+
+/// Files sent in a Discord DM stay in it: a PDF's text is kept as a piece in the DM's scope,
+/// a broken PDF and a file that is not text are kept by name with why; asked in the DM, the
+/// bot recalls the PDF's text (the control), asked in the guild it never does, to her or to
+/// anyone else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dms_files_never_surface_in_the_guild() {
+    let (h, fake, handler) = setup(true).await;
+    let report =
+        engram::ingest::attachments::pdf_with("Quarterly report: the widgets shipped late");
+    let files: [(&str, &str, Vec<u8>, &str); 3] = [
+        ("9201", "report.pdf", report, "application/pdf"),
+        (
+            "9202",
+            "broken.pdf",
+            b"%PDF-1.4 not really".to_vec(),
+            "application/pdf",
+        ),
+        (
+            "9203",
+            "data.json",
+            b"\xFF\xFE\x00broken".to_vec(),
+            "application/json",
+        ),
+    ];
+    let list: Vec<Value> = files
+        .iter()
+        .map(|(id, name, bytes, mime)| {
+            let url = fake.add_file(name, bytes);
+            json!({"id": id, "filename": name, "size": bytes.len(), "url": url,
+                   "proxy_url": url, "content_type": mime})
+        })
+        .collect();
+    let mut p = payload(7201, DM, None, ALICE, "the files for Monday");
+    p["attachments"] = json!(list);
+    handler.on_message(&message(p)).await;
+    assert_eq!(fake.downloads(), 3);
+    let stored = database_text(&h).await;
+    let line = "the files for Monday\n[file#1 report.pdf] Quarterly report: the widgets shipped late\n[file#2 broken.pdf] not read: not a readable PDF\n[file#3 data.json] not read: not text";
+    assert!(stored.contains(line), "{stored}");
+    let pieces = rows_of(&h, "messages", "report.pdf, part").await;
+    assert!(!pieces.is_empty(), "{stored}");
+    assert!(
+        pieces.iter().all(|r| r.contains(" | dm:")),
+        "in the DM's scope: {pieces:#?}"
+    );
+
+    let question = "what did the quarterly report say about the widgets?";
+    let answers = fake.sent().len();
+    handler
+        .on_message(&message(payload(7202, DM, None, ALICE, question)))
+        .await;
+    fake.wait_sent(answers + 1, WITHIN).await;
+    let mine = last_answer(&fake);
+    assert!(mine.contains("shipped late"), "positive control: {mine}");
+    for (i, who) in [BOB, ALICE].into_iter().enumerate() {
+        let asked = format!("<@{BOT_ID}> {question}");
+        handler
+            .on_message(&message(payload(
+                7203 + i as u64,
+                GENERAL,
+                Some(GUILD),
+                who,
+                &asked,
+            )))
+            .await;
+        fake.wait_sent(answers + 2 + i, WITHIN).await;
+        let theirs = last_answer(&fake);
+        assert!(!theirs.contains("shipped late"), "{}: {theirs}", who.1);
+    }
+}
+
+/// The slash command is described in each catalogue language for the Discord clients in it
+/// (Spanish for both of Discord's Spanish locales, Portuguese as pt-BR), English for the rest;
+/// a community's text longer than Discord takes is cut, so the registration, which Discord
+/// refuses whole for one bad description (as the fake does: the control), still goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_slash_command_is_described_in_each_language() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "Quello che ricordo di te ".repeat(8);
+    std::fs::write(dir.path().join("it.ftl"), format!("slash-memory = {long}\n")).unwrap();
+    let phrases = dir.path().display().to_string();
+    let h = Harness::build(false, |c| c.phrases.dir = phrases).await;
+    let fake = FakeDiscord::start(TOKEN).await.unwrap();
+    let (_, http) = client_of(&h, &fake, Duration::ZERO);
+    discord::register_commands(&http, h.bot.as_ref())
+        .await
+        .expect("Discord takes every description");
+    let commands = fake.commands();
+    let memory = &commands[0];
+    assert_eq!(
+        memory["description"],
+        "What I remember about you (only you see the answer)"
+    );
+    let shown = &memory["description_localizations"];
+    assert_eq!(shown["ru"], "Что я помню о вас (ответ видите только вы)");
+    assert_eq!(shown["es-ES"], "Lo que recuerdo de ti (solo tú ves la respuesta)");
+    assert_eq!(shown["es-419"], shown["es-ES"]);
+    assert_eq!(shown["pt-BR"], "O que eu lembro sobre você (só você vê a resposta)");
+    let italian = shown["it"].as_str().unwrap();
+    assert!(
+        italian.starts_with("Quello che ricordo") && italian.chars().count() == 100,
+        "{italian}"
+    );
+    assert!(shown.get("en-US").is_none() && shown.get("ar").is_none(), "{shown}");
+    let request = &memory["options"][0];
+    assert!(
+        request["description_localizations"]["de"]
+            .as_str()
+            .unwrap()
+            .starts_with("leer zum Ansehen"),
+        "{request}"
+    );
+    // The control: a description Discord does not take is refused, and nothing changes.
+    let too_long = serenity::all::CreateCommand::new("memory").description("x".repeat(101));
+    assert!(
+        serenity::all::Command::set_global_commands(&http, vec![too_long])
+            .await
+            .is_err()
+    );
+    assert_eq!(fake.commands(), commands);
 }
 
 /// An image and an audio file of a Discord message, with a vision and a speech-to-text model:

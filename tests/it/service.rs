@@ -271,6 +271,32 @@ fn engram_run_serves_health_and_metrics_on_the_console() {
             "still pending the second time: {status}"
         );
     }
+    // A database never migrated (an empty file): every migration of the build is pending,
+    // and the file stays as it was.
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let empty_url = format!("sqlite://{}", empty.display());
+    let (status, serr, ok) = engram(
+        dir.path(),
+        &["status"],
+        "",
+        &[("ENGRAM__STORE__URL", empty_url.as_str())],
+    );
+    assert!(ok, "{serr}");
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let build = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        (
+            status["migrations_current"].clone(),
+            status["migrations"]["applied"].clone(),
+            status["migrations"]["pending"].as_array().map(Vec::len)
+        ),
+        (serde_json::json!(false), serde_json::json!(0), Some(build)),
+        "{status}"
+    );
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0, "not migrated");
     // A database that cannot be opened: the report says so, and the command fails.
     let (status, _, ok) = engram(
         dir.path(),

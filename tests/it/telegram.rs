@@ -96,6 +96,10 @@ impl MessageHandler for PanicsOn {
         self.bot.text(language, id)
     }
 
+    fn text_in_each(&self, id: &str) -> Vec<(engram::domain::language::Language, String)> {
+        self.bot.text_in_each(id)
+    }
+
     async fn message(
         &self,
         msg: &IncomingMessage,
@@ -212,6 +216,20 @@ async fn private_chat_remembers_and_recalls_with_commands_registered() {
             .iter()
             .all(|c| !c["description"].as_str().unwrap().is_empty())
     );
+    // Each catalogue language's menu for the clients set to it, English for every other.
+    let help_in = |code: &str| {
+        fake.commands_in(code)
+            .iter()
+            .find(|c| c["command"] == "help")
+            .map(|c| c["description"].as_str().unwrap().to_string())
+    };
+    assert_eq!(help_in("").as_deref(), Some("What I can do"));
+    assert_eq!(help_in("ru").as_deref(), Some("Что я умею"));
+    assert_eq!(help_in("pt").as_deref(), Some("O que eu sei fazer"));
+    for code in ["de", "es", "fr"] {
+        assert_eq!(fake.commands_in(code).len(), commands.len(), "{code}");
+    }
+    assert_eq!(help_in("it"), None, "no Italian catalogue: English");
     fake.push_text(&alice_dm(), ALICE, "/start", false);
     fake.push_text(&alice_dm(), ALICE, "/memory", false);
     fake.wait_sent(4, WITHIN).await;

@@ -67,7 +67,7 @@ enum AdminError {
 }
 
 /// An answer and its operator, for the error page's header.
-struct Failed(AdminError, String);
+struct Failed(AdminError, Option<String>);
 
 impl IntoResponse for Failed {
     fn into_response(self) -> Response {
@@ -82,7 +82,7 @@ impl IntoResponse for Failed {
                 )
             }
         };
-        (status, pages::problem("Problem", what, Some(&op))).into_response()
+        (status, pages::problem("Problem", what, op.as_deref())).into_response()
     }
 }
 
@@ -94,7 +94,7 @@ trait OrFail<T> {
 
 impl<T, E: Into<AdminError>> OrFail<T> for Result<T, E> {
     fn or_fail(self, op: &Operator) -> Result<T, Failed> {
-        self.map_err(|e| Failed(e.into(), op.0.clone()))
+        self.map_err(|e| Failed(e.into(), Some(op.0.clone())))
     }
 }
 
@@ -129,18 +129,21 @@ async fn require_admin(State(admin): State<Arc<Admin>>, mut req: Request, next: 
     let operator = if let Some(token) = super::api::bearer(req.headers()) {
         auth.token_matches(token).then(|| "bearer".to_string())
     } else {
-        match session_cookie(req.headers()).and_then(|v| Some((auth.operator(v, now)?, v))) {
-            // Signed and not over: it counts while the store has it open (not signed out).
-            Some((name, value)) => {
+        match session_cookie(req.headers()) {
+            // Signed and not over, it counts while the store has it open (not signed out).
+            // The store is asked for every cookie, signed right or not: how long a refusal
+            // takes says nothing of the token a forged cookie was signed with.
+            Some(value) => {
+                let signed = auth.operator(value, now);
                 match admin
                     .parts
                     .store
                     .admin_session(&AdminAuth::key(value), now.timestamp())
                     .await
                 {
-                    Ok(open) => open.filter(|op| *op == name),
+                    Ok(open) => signed.filter(|name| open.as_ref() == Some(name)),
                     Err(e) => {
-                        return Failed(e.into(), name).into_response();
+                        return Failed(e.into(), None).into_response();
                     }
                 }
             }
@@ -240,7 +243,7 @@ async fn login(
         )
         .await
     {
-        return Failed(e.into(), name.to_string()).into_response();
+        return Failed(e.into(), Some(name.to_string())).into_response();
     }
     info!(operator = name, "admin signed in");
     let cookie = format!(
@@ -264,7 +267,7 @@ async fn logout(
             .close_admin_session(&AdminAuth::key(value))
             .await
         {
-            return Failed(e.into(), op.0).into_response();
+            return Failed(e.into(), Some(op.0)).into_response();
         }
         info!(operator = op.0, "admin signed out");
     }
@@ -282,7 +285,7 @@ async fn logout(
 }
 
 async fn not_found(axum::Extension(op): axum::Extension<Operator>) -> Page {
-    Err(Failed(AdminError::NotFound, op.0))
+    Err(Failed(AdminError::NotFound, Some(op.0)))
 }
 
 /// The titles of the spaces and the names of the people a page shows: those of `scopes`,
@@ -444,7 +447,7 @@ async fn space(
         .await
         .or_fail(&op)?;
     if !titles.spaces.contains_key(&id) {
-        return Err(Failed(AdminError::NotFound, op.0));
+        return Err(Failed(AdminError::NotFound, Some(op.0)));
     }
     let people = store.space_people(SpaceId(id), 500).await.or_fail(&op)?;
     Ok(pages::space(&op.0, &titles.space_name(id), &people).into_response())
@@ -473,7 +476,7 @@ async fn person(
     let store = &*admin.parts.store;
     let who = PersonId(id);
     let Some(p) = store.person(who).await.or_fail(&op)? else {
-        return Err(Failed(AdminError::NotFound, op.0));
+        return Err(Failed(AdminError::NotFound, Some(op.0)));
     };
     let mut facts = Vec::new();
     for scope in store.fact_scopes(who).await.or_fail(&op)? {
@@ -548,7 +551,7 @@ async fn forget_item(
     let store = &*admin.parts.store;
     let who = PersonId(id);
     let Some(p) = store.person(who).await.or_fail(op)? else {
-        return Err(Failed(AdminError::NotFound, op.0.clone()));
+        return Err(Failed(AdminError::NotFound, Some(op.0.clone())));
     };
     let entries: Vec<(i64, String)> = match entry {
         Some(e) => store
@@ -616,7 +619,7 @@ async fn forget_statement(
 async fn set_paused(admin: &Admin, op: &Operator, id: i64, paused: bool) -> Page {
     let who = PersonId(id);
     if admin.parts.store.person(who).await.or_fail(op)?.is_none() {
-        return Err(Failed(AdminError::NotFound, op.0.clone()));
+        return Err(Failed(AdminError::NotFound, Some(op.0.clone())));
     }
     let by = By::operator(&op.0);
     admin
@@ -651,7 +654,7 @@ async fn clear_form(
     Path(id): Path<i64>,
 ) -> Page {
     let Some(p) = admin.parts.store.person(PersonId(id)).await.or_fail(&op)? else {
-        return Err(Failed(AdminError::NotFound, op.0));
+        return Err(Failed(AdminError::NotFound, Some(op.0)));
     };
     Ok(pages::confirm_clear(&op.0, id, &p.display_name).into_response())
 }
@@ -670,7 +673,7 @@ async fn clear(
 ) -> Page {
     let who = PersonId(id);
     if admin.parts.store.person(who).await.or_fail(&op)?.is_none() {
-        return Err(Failed(AdminError::NotFound, op.0));
+        return Err(Failed(AdminError::NotFound, Some(op.0)));
     }
     // Without the confirmation's "yes" nothing happens: back to the question.
     if form.confirm != "yes" {

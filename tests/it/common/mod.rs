@@ -46,6 +46,8 @@ pub fn test_config(dir: &std::path::Path, llm_url: Option<String>) -> Config {
     config.limits.answers_per_person_per_minute = 0;
     config.limits.answers_per_space_per_minute = 0;
     config.limits.space_daily_llm_budget = 0;
+    // Tests show many wrong secrets from one address on purpose: the limit is tested alone.
+    config.server.wrong_secrets = 0;
     // Working memory is refreshed only when a test asks (no scheduler runs): soon enough that
     // a short script sees it.
     config.episodes.refresh_messages = 4;
