@@ -590,8 +590,8 @@ async fn attachment(State(state): State<AppState>, Path(name): Path<String>) -> 
 /// Discord's client languages, the keys a localization may have.
 const LOCALES: [&str; 32] = [
     "id", "da", "de", "en-GB", "en-US", "es-ES", "es-419", "fr", "hr", "it", "lt", "hu", "nl",
-    "no", "pl", "pt-BR", "ro", "fi", "sv-SE", "vi", "tr", "cs", "el", "bg", "ru", "uk", "hi",
-    "th", "zh-CN", "ja", "zh-TW", "ko",
+    "no", "pl", "pt-BR", "ro", "fi", "sv-SE", "vi", "tr", "cs", "el", "bg", "ru", "uk", "hi", "th",
+    "zh-CN", "ja", "zh-TW", "ko",
 ];
 
 /// Whether a command or option's descriptions are as Discord takes them: 1 to 100 characters,

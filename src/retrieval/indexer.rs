@@ -648,14 +648,17 @@ mod tests {
     #[test]
     fn failing_rounds_wait_longer_and_as_long_as_asked() {
         let idle = Duration::from_secs(2);
-        let secs = |f, asked: Option<u64>| {
-            pause_after(f, idle, asked.map(Duration::from_secs)).as_secs()
-        };
+        let secs =
+            |f, asked: Option<u64>| pause_after(f, idle, asked.map(Duration::from_secs)).as_secs();
         assert_eq!([1, 2, 3, 4].map(|f| secs(f, None)), [2, 4, 8, 16]);
         assert_eq!(secs(30, None), 300, "at most five minutes");
         assert_eq!(secs(u32::MAX, None), 300);
         assert_eq!(secs(1, Some(60)), 60, "Retry-After: 60");
-        assert_eq!(secs(7, Some(1)), 128, "a short Retry-After never shortens the pause");
+        assert_eq!(
+            secs(7, Some(1)),
+            128,
+            "a short Retry-After never shortens the pause"
+        );
         assert_eq!(secs(1, Some(86_400)), 900, "a day asked: fifteen minutes");
         assert_eq!(pause_after(1, Duration::ZERO, None), Duration::ZERO);
         let limited = IndexError::Embed(EmbedError::Http {

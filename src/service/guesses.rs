@@ -138,6 +138,9 @@ mod tests {
         g.count("2001:db8:1:2::1".parse().unwrap());
         g.count("2001:db8:1:2:ffff::9".parse().unwrap());
         assert!(g.refused("2001:db8:1:2::77".parse().unwrap()));
-        assert!(!g.refused("2001:db8:1:3::1".parse().unwrap()), "the next /64");
+        assert!(
+            !g.refused("2001:db8:1:3::1".parse().unwrap()),
+            "the next /64"
+        );
     }
 }

@@ -231,7 +231,10 @@ pub async fn serve(
             bounds.request_timeout,
             in_time,
         ))
-        .layer(axum::middleware::from_fn_with_state(guesses, guesses::limit));
+        .layer(axum::middleware::from_fn_with_state(
+            guesses,
+            guesses::limit,
+        ));
     let task = tokio::spawn(async move {
         let places = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
         let mut upkeep = tokio::time::interval(Duration::from_secs(5));

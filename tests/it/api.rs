@@ -129,13 +129,23 @@ async fn wrong_keys_are_limited_per_address() {
     let mut at_once = tokio::task::JoinSet::new();
     for _ in 0..8 {
         let base = base.clone();
-        at_once.spawn(async move { call(&base, Some(ACME), "export", at("acme", json!({}))).await.0 });
+        at_once.spawn(async move {
+            call(&base, Some(ACME), "export", at("acme", json!({})))
+                .await
+                .0
+        });
     }
     while let Some(code) = at_once.join_next().await {
         assert_eq!(code.unwrap(), 200);
     }
     for _ in 0..2 {
-        let (code, _) = call(&base, Some("acme-key-0123456789abcdeX"), "export", at("acme", json!({}))).await;
+        let (code, _) = call(
+            &base,
+            Some("acme-key-0123456789abcdeX"),
+            "export",
+            at("acme", json!({})),
+        )
+        .await;
         assert_eq!(code, 401);
     }
     let (code, _) = call(&base, Some(ACME), "export", at("acme", json!({}))).await;

@@ -1538,7 +1538,11 @@ async fn a_dms_files_never_surface_in_the_guild() {
 async fn the_slash_command_is_described_in_each_language() {
     let dir = tempfile::tempdir().unwrap();
     let long = "Quello che ricordo di te ".repeat(8);
-    std::fs::write(dir.path().join("it.ftl"), format!("slash-memory = {long}\n")).unwrap();
+    std::fs::write(
+        dir.path().join("it.ftl"),
+        format!("slash-memory = {long}\n"),
+    )
+    .unwrap();
     let phrases = dir.path().display().to_string();
     let h = Harness::build(false, |c| c.phrases.dir = phrases).await;
     let fake = FakeDiscord::start(TOKEN).await.unwrap();
@@ -1554,15 +1558,24 @@ async fn the_slash_command_is_described_in_each_language() {
     );
     let shown = &memory["description_localizations"];
     assert_eq!(shown["ru"], "Что я помню о вас (ответ видите только вы)");
-    assert_eq!(shown["es-ES"], "Lo que recuerdo de ti (solo tú ves la respuesta)");
+    assert_eq!(
+        shown["es-ES"],
+        "Lo que recuerdo de ti (solo tú ves la respuesta)"
+    );
     assert_eq!(shown["es-419"], shown["es-ES"]);
-    assert_eq!(shown["pt-BR"], "O que eu lembro sobre você (só você vê a resposta)");
+    assert_eq!(
+        shown["pt-BR"],
+        "O que eu lembro sobre você (só você vê a resposta)"
+    );
     let italian = shown["it"].as_str().unwrap();
     assert!(
         italian.starts_with("Quello che ricordo") && italian.chars().count() == 100,
         "{italian}"
     );
-    assert!(shown.get("en-US").is_none() && shown.get("ar").is_none(), "{shown}");
+    assert!(
+        shown.get("en-US").is_none() && shown.get("ar").is_none(),
+        "{shown}"
+    );
     let request = &memory["options"][0];
     assert!(
         request["description_localizations"]["de"]
