@@ -261,8 +261,15 @@ pub async fn serve(
                         continue;
                     };
                     // Each request knows its client's address (`guesses` counts per address).
-                    let routes = routes.clone().layer(axum::Extension(axum::extract::ConnectInfo(peer)));
-                    let service = hyper_util::service::TowerToHyperService::new(routes);
+                    let routes = routes.clone();
+                    let service = hyper::service::service_fn(
+                        move |mut request: hyper::Request<hyper::body::Incoming>| {
+                            request
+                                .extensions_mut()
+                                .insert(axum::extract::ConnectInfo(peer));
+                            tower::ServiceExt::oneshot(routes.clone(), request)
+                        },
+                    );
                     let stop = shutdown.clone();
                     tokio::spawn(connection(stream, service, bounds.header_timeout, stop, place));
                 }
@@ -288,7 +295,13 @@ pub async fn serve(
 /// finished first).
 async fn connection(
     stream: tokio::net::TcpStream,
-    service: hyper_util::service::TowerToHyperService<Router>,
+    service: impl hyper::service::Service<
+        hyper::Request<hyper::body::Incoming>,
+        Response = Response,
+        Error = std::convert::Infallible,
+        Future: Send,
+    > + Send
+    + 'static,
     header_timeout: Duration,
     mut stop: watch::Receiver<bool>,
     _place: tokio::sync::OwnedSemaphorePermit,

@@ -2273,16 +2273,14 @@ postgres_test! {
         let ports = two_free_ports();
         let api = fake.url();
         let run = |dir: &std::path::Path, port: u16, shards: &str| {
-            let listen = format!("127.0.0.1:{port}");
             engram_serving(
                 dir,
+                &url,
+                port,
                 &[
                     ("DISCORD_TOKEN", TOKEN),
-                    ("ENGRAM__STORE__URL", &url),
                     ("ENGRAM__DISCORD__API_URL", &api),
                     ("ENGRAM__DISCORD__SHARDS", shards),
-                    ("ENGRAM__EMBED__PROVIDER", "none"),
-                    ("ENGRAM__SERVER__LISTEN", &listen),
                 ],
             )
         };
@@ -2359,16 +2357,14 @@ postgres_test! {
         let ports = two_free_ports();
         let (api, lease) = (fake.url(), lease_secs.to_string());
         let run = |dir: &std::path::Path, port: u16| {
-            let listen = format!("127.0.0.1:{port}");
             engram_serving(
                 dir,
+                &url,
+                port,
                 &[
                     ("DISCORD_TOKEN", TOKEN),
-                    ("ENGRAM__STORE__URL", &url),
                     ("ENGRAM__DISCORD__API_URL", &api),
                     ("ENGRAM__DISCORD__SHARD_LEASE_SECS", &lease),
-                    ("ENGRAM__EMBED__PROVIDER", "none"),
-                    ("ENGRAM__SERVER__LISTEN", &listen),
                 ],
             )
         };

@@ -800,17 +800,15 @@ postgres_test! {
         let ports = two_free_ports();
         let (api, lease) = (fake.url(), lease_secs.to_string());
         let run = |dir: &std::path::Path, port: u16| {
-            let listen = format!("127.0.0.1:{port}");
             engram_serving(
                 dir,
+                &url,
+                port,
                 &[
                     ("TELEGRAM_TOKEN", TOKEN),
-                    ("ENGRAM__STORE__URL", &url),
                     ("ENGRAM__TELEGRAM__API_URL", &api),
                     ("ENGRAM__TELEGRAM__POLL_SECS", "1"),
                     ("ENGRAM__TELEGRAM__POLLER_LEASE_SECS", &lease),
-                    ("ENGRAM__EMBED__PROVIDER", "none"),
-                    ("ENGRAM__SERVER__LISTEN", &listen),
                 ],
             )
         };

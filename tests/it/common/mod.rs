@@ -700,9 +700,15 @@ pub fn engram(
     )
 }
 
-/// `engram run` in `dir` as a service runs it (docker-compose's `--scale`): none of the caller's
-/// ENGRAM*/token variables, only `env`; killed when dropped.
-pub fn engram_serving(dir: &std::path::Path, env: &[(&str, &str)]) -> tokio::process::Child {
+/// `engram run` in `dir` as a service runs it (docker-compose's `--scale`) on the database
+/// `store_url`, listening on `port`, without embeddings: none of the caller's ENGRAM*/token
+/// variables, only those and `env`; killed when dropped.
+pub fn engram_serving(
+    dir: &std::path::Path,
+    store_url: &str,
+    port: u16,
+    env: &[(&str, &str)],
+) -> tokio::process::Child {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_engram"));
     cmd.arg("run")
         .current_dir(dir)
@@ -714,6 +720,10 @@ pub fn engram_serving(dir: &std::path::Path, env: &[(&str, &str)]) -> tokio::pro
     {
         cmd.env_remove(k);
     }
+    let listen = format!("127.0.0.1:{port}");
+    cmd.env("ENGRAM__STORE__URL", store_url)
+        .env("ENGRAM__EMBED__PROVIDER", "none")
+        .env("ENGRAM__SERVER__LISTEN", listen);
     for (k, v) in env {
         cmd.env(k, v);
     }
