@@ -311,6 +311,13 @@ pub struct RetrievalConfig {
     pub author_weight: f64,
     /// Weight of each word pair of the question found side by side in a message ("high school").
     pub phrase_weight: f64,
+    /// People's messages next to the people's messages among this many best results take a
+    /// share of their scores (0: off; messages of the bot neither lift nor are lifted).
+    pub neighbour_top: usize,
+    /// The share a message right before or after one of the best takes.
+    pub neighbour_share_1: f64,
+    /// The share a message two places from one of the best takes.
+    pub neighbour_share_2: f64,
     /// A message that mostly asks loses up to this share of its score (0: none).
     pub question_discount: f64,
     /// Longest query, in distinct search words.
@@ -1024,6 +1031,16 @@ impl Config {
             bad.range(key, w, 0.0, 100.0);
         }
         bad.range("retrieval.question_discount", r.question_discount, 0.0, 1.0);
+        bad.range("retrieval.neighbour_top", r.neighbour_top, 0, 1000);
+        // A neighbour never takes more than the score of the message it is next to, nor the
+        // one two places on more than the one beside it.
+        bad.range("retrieval.neighbour_share_1", r.neighbour_share_1, 0.0, 1.0);
+        bad.range(
+            "retrieval.neighbour_share_2",
+            r.neighbour_share_2,
+            0.0,
+            r.neighbour_share_1,
+        );
         bad.range("retrieval.context_length", r.context_length, 0.001, 1e6);
         bad.range(
             "retrieval.context_vector_words",

@@ -1,6 +1,6 @@
 //! Pure ranking arithmetic for hybrid search (`Retriever::search` uses it): reciprocal rank
 //! fusion of ranked lists, ordering by score, de-duplication, and a message's score with its
-//! neighbours' as context.
+//! neighbours' as context, and the lift the best results give the people's messages around them.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -76,6 +76,45 @@ pub fn with_context(
         .collect()
 }
 
+/// A message and those up to two places before and after it in its channel, in order:
+/// places −2, −1, (the message), 1, 2.
+pub type Around = [Option<i64>; 5];
+
+/// What the best results lift around them: the message right before and right after one of
+/// `best` (in its `around`) take `share_1` of its score, the next ones out `share_2`; a message
+/// lifted by several takes the largest lift (two best results side by side lift each other).
+/// Only messages `person` says are people's lift or are lifted or carry a lift on: a bot's
+/// long answer next to a match says nothing about what people said to each other, so where a
+/// person's and the bot's turns alternate nothing moves.
+pub fn neighbour_lifts(
+    best: &[(i64, f64)],
+    around: &HashMap<i64, Around>,
+    person: impl Fn(i64) -> bool,
+    share_1: f64,
+    share_2: f64,
+) -> HashMap<i64, f64> {
+    let mut lifts: HashMap<i64, f64> = HashMap::new();
+    let mut lift = |id: i64, by: f64| {
+        let l = lifts.entry(id).or_insert(0.0);
+        *l = l.max(by);
+    };
+    let people = |id: Option<i64>| id.filter(|i| person(*i));
+    for &(id, score) in best.iter().filter(|(id, _)| person(*id)) {
+        let Some(row) = around.get(&id) else {
+            continue;
+        };
+        for (one, two) in [(row[1], row[0]), (row[3], row[4])] {
+            if let Some(one) = people(one) {
+                lift(one, share_1 * score);
+                if let Some(two) = people(two) {
+                    lift(two, share_2 * score);
+                }
+            }
+        }
+    }
+    lifts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +186,51 @@ mod tests {
             [(1, "hi"), (2, "yo")]
         );
         assert_eq!(dedup_by_key(items, 1, |i| i.1), [(1, "hi")]);
+    }
+    #[test]
+    fn the_best_lift_the_people_around_them() {
+        // A channel: 1 Alice (matches), 2 Bob, 3 Alice (the answer), 4 the bot, 5 Carol;
+        // elsewhere 10 (matches) with 11 after it.
+        let around: HashMap<i64, Around> = [
+            (1, [None, None, Some(1), Some(2), Some(3)]),
+            (3, [Some(1), Some(2), Some(3), Some(4), Some(5)]),
+            (10, [None, None, Some(10), Some(11), None]),
+        ]
+        .into();
+        let person = |id: i64| id != 4;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        let lifts = neighbour_lifts(&[(1, 2.0), (10, 1.0)], &around, person, 0.3, 0.2);
+        assert!(close(lifts[&2], 0.6) && close(lifts[&3], 0.4) && close(lifts[&11], 0.3));
+        // Nothing lifts itself, nothing goes three places on.
+        assert!(!lifts.contains_key(&1) && !lifts.contains_key(&4) && !lifts.contains_key(&5));
+        // From the answer: the bot's message after it is not lifted, nor does it carry the
+        // lift on to Carol; before it, Bob's and Alice's are.
+        let from_3 = neighbour_lifts(&[(3, 1.0)], &around, person, 0.3, 0.2);
+        assert!(close(from_3[&2], 0.3) && close(from_3[&1], 0.2));
+        assert!(
+            !from_3.contains_key(&4) && !from_3.contains_key(&5),
+            "{from_3:?}"
+        );
+        // Positive control: were the bot a person, both would be.
+        let all = neighbour_lifts(&[(3, 1.0)], &around, |_| true, 0.3, 0.2);
+        assert!(close(all[&4], 0.3) && close(all[&5], 0.2));
+        // A message lifted twice keeps the larger lift: 2 is next to 1 (0.3 × 2) and next
+        // to 3 (0.3 × 1).
+        let both = neighbour_lifts(&[(1, 2.0), (3, 1.0)], &around, person, 0.3, 0.2);
+        assert!(close(both[&2], 0.6) && close(both[&3], 0.4) && close(both[&1], 0.2));
+        // Two places on, a bot's message is not lifted either (12 after Carol's 11).
+        let chain = [(10, [None, None, Some(10), Some(11), Some(12)])].into();
+        let bot_12 = |id: i64| id != 12;
+        let lifted_12 = |p: &dyn Fn(i64) -> bool| {
+            neighbour_lifts(&[(10, 1.0)], &chain, p, 0.3, 0.2).contains_key(&12)
+        };
+        assert!(!lifted_12(&bot_12) && lifted_12(&|_| true));
+        // A bot's message among the best lifts nothing.
+        let bots = [(4, [None, Some(3), Some(4), Some(5), None])].into();
+        assert!(neighbour_lifts(&[(4, 9.0)], &bots, person, 0.3, 0.2).is_empty());
+        assert!(!neighbour_lifts(&[(4, 9.0)], &bots, |_| true, 0.3, 0.2).is_empty());
+        // Shares of 0: no lift.
+        let none = neighbour_lifts(&[(1, 2.0)], &around, person, 0.0, 0.0);
+        assert!(!none.is_empty() && none.values().all(|l| *l == 0.0));
     }
 }

@@ -270,6 +270,8 @@ impl Retriever {
             when: self.settings.when_weight > 0.0 && time::asks_when(&text),
         };
         self.add_bonuses(&mut scores, &messages, &asked, &lexical, &episode_rank);
+        self.lift_neighbours_of_the_best(&mut scores, &mut messages, scopes)
+            .await?;
         self.discount_questions(&mut scores, &messages, &asked);
         let position = |list: &[i64], id: i64| list.iter().position(|x| *x == id).map(|p| p + 1);
         let results: Vec<Retrieved> = fusion::ranked(&scores)
@@ -291,6 +293,72 @@ impl Retriever {
         Ok(fusion::dedup_by_key(results, limit, |r| {
             (r.message.scope.key(), r.message.text.trim().to_lowercase())
         }))
+    }
+
+    /// People's messages next to people's best results (`neighbour_top`) take a share of their
+    /// scores (`fusion::neighbour_lifts`): the answer a turn or two after the best match
+    /// ("Where did you get her?" "A year ago in Paris"). Commands and files' pieces are
+    /// skipped over, and only what is in the asked scopes counts.
+    async fn lift_neighbours_of_the_best(
+        &self,
+        scores: &mut HashMap<i64, f64>,
+        messages: &mut HashMap<i64, StoredMessage>,
+        scopes: &[Scope],
+    ) -> Result<(), StoreError> {
+        let s = &self.settings;
+        if s.neighbour_top == 0 || (s.neighbour_share_1 == 0.0 && s.neighbour_share_2 == 0.0) {
+            return Ok(());
+        }
+        // People's own words: not a bot's, not a file's pieces.
+        let person = |m: &StoredMessage| !m.is_bot && m.attachment_of.is_none();
+        let best: Vec<(i64, f64)> = fusion::ranked(scores)
+            .into_iter()
+            .take(s.neighbour_top)
+            .filter(|(id, _)| messages.get(id).is_some_and(person))
+            .collect();
+        if best.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<MessageId> = best.iter().map(|(id, _)| MessageId(*id)).collect();
+        let gap = chrono::Duration::minutes(s.episode_gap_minutes);
+        let around: HashMap<i64, fusion::Around> = self
+            .store
+            .nearby(&ids, gap)
+            .await?
+            .into_iter()
+            .map(|n| {
+                let [b2, b1, a1, a2] = n.around.map(|m| m.map(|m| m.0));
+                (n.of.0, [b2, b1, Some(n.of.0), a1, a2])
+            })
+            .collect();
+        // Read by id: only what is still in the asked scopes counts, as for the BM25 list.
+        let unread: Vec<MessageId> = around
+            .values()
+            .flatten()
+            .flatten()
+            .filter(|id| !messages.contains_key(id))
+            .map(|id| MessageId(*id))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        for m in self.store.messages_by_id(&unread).await? {
+            if scopes.contains(&m.scope) {
+                messages.insert(m.id.0, m);
+            }
+        }
+        let lifts = fusion::neighbour_lifts(
+            &best,
+            &around,
+            |id| messages.get(&id).is_some_and(person),
+            s.neighbour_share_1,
+            s.neighbour_share_2,
+        );
+        for (id, by) in lifts {
+            if messages.contains_key(&id) {
+                *scores.entry(id).or_insert(0.0) += by;
+            }
+        }
+        Ok(())
     }
 
     /// The BM25 list with context: each message's score plus a share of its better

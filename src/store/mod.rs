@@ -94,7 +94,7 @@ pub use oversight::{
 };
 pub use postgres::PostgresStore;
 pub use search::{
-    Adjacent, Episode, EpisodeClose, EpisodeEnd, EpisodeHit, EpisodeStart, IndexedMessage,
+    Adjacent, Episode, EpisodeClose, EpisodeEnd, EpisodeHit, EpisodeStart, IndexedMessage, Nearby,
     Neighbours, SearchHit, SearchIndex,
 };
 pub use sqlite::SqliteStore;

@@ -1173,7 +1173,83 @@ async fn a_question_is_embedded_once_in_the_named_persons_first_person(s: Arc<dy
     assert_eq!(inputs, ["What else did I plant?"]);
 }
 
+/// Between people the answer is often a turn or two after the best match: people's messages
+/// next to the best results take a share of their scores (`neighbour_top`), the bot's neither
+/// lift nor are lifted, and nothing comes from a scope the asker cannot see.
+async fn an_answer_near_the_best_match_is_found(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let answer = "A year ago in Paris, from a breeder near the river.";
+    let opening = "Meet my snake Seraphim! She sleeps all day.";
+    w.say(&public, w.alice, "1", opening, t(1)).await;
+    w.say(&public, w.bob, "2", "Wow, where did you get her?", t(1))
+        .await;
+    // In the same channel, of a restricted scope, between the question and the answer: never
+    // near anything public (the answer after it, public, is the positive control).
+    let staff = w.channel(w.guild_a, "general", Privacy::ChannelRestricted);
+    let hidden = "Last spring in Rome, from the staff's own breeder.";
+    w.say(&staff, w.bob, "h", hidden, t(1)).await;
+    w.say(&public, w.alice, "3", answer, t(1)).await;
+    // The same exchange with the bot answering: its answer is not lifted.
+    let (engram, _) = w.engram_and_another_bot().await;
+    let bots = w.channel(w.guild_a, "bots", Privacy::GuildPublic);
+    let bot_answer = "From a breeder in Lyon, I believe.";
+    w.say(&bots, w.alice, "4", "My snake Seraphim is shedding.", t(2))
+        .await;
+    w.said(&bots, engram, true, "5", "Where did you buy her?", t(2))
+        .await;
+    w.said(&bots, engram, true, "6", bot_answer, t(2)).await;
+    // Other matches of the question's words, each alone.
+    for (i, text) in [
+        "Where can I buy a cheap lamp?",
+        "Alice, did you buy the tickets?",
+        "buy buy",
+    ]
+    .iter()
+    .enumerate()
+    {
+        w.say(&public, w.bob, &format!("f{i}"), text, t(10 + i as i64 * 2))
+            .await;
+    }
+    let (w, public) = (&w, &public);
+    // Every result's text and score, best first, as many as a reply takes.
+    let found = |top: usize| {
+        let mut settings = w.settings();
+        settings.neighbour_top = top;
+        async move {
+            Retriever::new(w.store.clone(), None, settings)
+                .search(
+                    "Where did Alice buy her snake Seraphim?",
+                    &public.visible_scopes(w.alice),
+                    Some(w.bob),
+                    w.clock.now(),
+                    w.settings().items,
+                )
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| (r.message.text, r.score))
+                .collect::<Vec<(String, f64)>>()
+        }
+    };
+    let score = |found: &[(String, f64)], text: &str| {
+        found.iter().find(|(t, _)| t == text).map(|(_, s)| *s)
+    };
+    let lifted = found(w.settings().neighbour_top).await;
+    let plain = found(0).await;
+    // Found two turns after the best match; without the lift, not at all (positive control).
+    assert!(score(&lifted, answer).is_some(), "{lifted:?}");
+    assert_eq!(score(&plain, answer), None, "{plain:?}");
+    // The bot's answer keeps the score it has without the lift (its neighbour's words give it
+    // one: the context of the BM25 list), and the restricted channel is never read.
+    let bots_own = score(&plain, bot_answer);
+    assert!(bots_own.is_some(), "{plain:?}");
+    assert_eq!(score(&lifted, bot_answer), bots_own);
+    assert_eq!(score(&lifted, hidden), None);
+}
+
 on_both_backends!(
+    an_answer_near_the_best_match_is_found,
     a_question_is_embedded_once_in_the_named_persons_first_person,
     episodes_begin_at_topic_shifts_and_markers,
     a_files_text_never_moves_an_episode_boundary,

@@ -1273,6 +1273,55 @@ async fn conversation(s: &Arc<dyn Store>) -> (SpaceId, PersonId, Vec<MessageId>)
     (lab, a, ids)
 }
 
+/// Two places each side, with the same traps as `neighbours`: what a best match's neighbours
+/// and theirs are, read with their texts.
+async fn nearby_reads_two_places_each_side(s: Arc<dyn Store>) {
+    let (lab, a, ids) = conversation(&s).await;
+    let (first, short, withheld, other, dm, third, late) =
+        (ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]);
+    let places = |got: &[engram::store::Nearby], of: MessageId| {
+        let places = [-2, -1, 1, 2];
+        let n = got.iter().find(|n| n.of == of);
+        n.map(|n| {
+            let at = places.iter().zip(n.around);
+            at.filter_map(|(p, m)| Some((*p, m?))).collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+    };
+    let got = s
+        .nearby(&[third, short, MessageId(999_999)], Duration::minutes(30))
+        .await
+        .unwrap();
+    // Positive controls: two before "it rained", one each side of the short answer.
+    assert_eq!(places(&got, third), [(-2, first), (-1, short)]);
+    assert_eq!(places(&got, short), [(-1, first), (1, third)]);
+    for trap in [withheld, other, dm, late] {
+        let near = |n: &engram::store::Nearby| n.around.contains(&Some(trap));
+        assert!(!got.iter().any(near), "{trap:?} came: {got:?}");
+    }
+    assert!(places(&got, MessageId(999_999)).is_empty());
+    // With a wider window the late message is two places after the short answer.
+    let wide = s.nearby(&[short], Duration::hours(4)).await.unwrap();
+    assert_eq!(places(&wide, short), [(-1, first), (1, third), (2, late)]);
+    assert!(s.nearby(&[], Duration::hours(4)).await.unwrap().is_empty());
+    // A command (a file's pieces are stored as one) is skipped over, though it is the next
+    // message (the positive control: `neighbours` has it there).
+    let mut command = msg(
+        lab,
+        Scope::Space(lab),
+        a,
+        "c",
+        "/memory",
+        t(1) + Duration::minutes(4),
+    );
+    command.is_command = true;
+    let command = s.insert_message(&command).await.unwrap();
+    let next = s.neighbours(&[third], Duration::hours(4)).await.unwrap();
+    assert_eq!(next[0].after.map(|n| n.id), Some(command));
+    let wide = s.nearby(&[third], Duration::hours(4)).await.unwrap();
+    assert_eq!(places(&wide, third), [(-2, first), (-1, short), (1, late)]);
+}
+
 async fn neighbours_stay_in_channel_scope_and_time(s: Arc<dyn Store>) {
     let (_, _, ids) = conversation(&s).await;
     let (first, short, withheld, other, dm, third, late) =
@@ -1625,6 +1674,7 @@ on_both_backends!(
     dumps_copy_into_an_empty_store_with_equal_checksums,
     search_ranks_by_bm25,
     neighbours_stay_in_channel_scope_and_time,
+    nearby_reads_two_places_each_side,
     messages_by_time_and_id_leave_withheld_and_other_scopes_out,
     forgetting_a_context_message_remakes_the_vectors_made_with_it,
     vector_spaces_never_mix,
