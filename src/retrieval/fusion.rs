@@ -76,9 +76,9 @@ pub fn with_context(
         .collect()
 }
 
-/// A message and those up to two places before and after it in its channel, in order:
-/// places −2, −1, (the message), 1, 2.
-pub type Around = [Option<i64>; 5];
+/// The messages up to two places before and after one in its channel, in order: places −2,
+/// −1, 1, 2.
+pub type Around = [Option<i64>; 4];
 
 /// What the best results lift around them: the message right before and right after one of
 /// `best` (in its `around`) take `share_1` of its score, the next ones out `share_2`; a message
@@ -103,7 +103,7 @@ pub fn neighbour_lifts(
         let Some(row) = around.get(&id) else {
             continue;
         };
-        for (one, two) in [(row[1], row[0]), (row[3], row[4])] {
+        for (one, two) in [(row[1], row[0]), (row[2], row[3])] {
             if let Some(one) = people(one) {
                 lift(one, share_1 * score);
                 if let Some(two) = people(two) {
@@ -192,9 +192,9 @@ mod tests {
         // A channel: 1 Alice (matches), 2 Bob, 3 Alice (the answer), 4 the bot, 5 Carol;
         // elsewhere 10 (matches) with 11 after it.
         let around: HashMap<i64, Around> = [
-            (1, [None, None, Some(1), Some(2), Some(3)]),
-            (3, [Some(1), Some(2), Some(3), Some(4), Some(5)]),
-            (10, [None, None, Some(10), Some(11), None]),
+            (1, [None, None, Some(2), Some(3)]),
+            (3, [Some(1), Some(2), Some(4), Some(5)]),
+            (10, [None, None, Some(11), None]),
         ]
         .into();
         let person = |id: i64| id != 4;
@@ -219,14 +219,14 @@ mod tests {
         let both = neighbour_lifts(&[(1, 2.0), (3, 1.0)], &around, person, 0.3, 0.2);
         assert!(close(both[&2], 0.6) && close(both[&3], 0.4) && close(both[&1], 0.2));
         // Two places on, a bot's message is not lifted either (12 after Carol's 11).
-        let chain = [(10, [None, None, Some(10), Some(11), Some(12)])].into();
+        let chain = [(10, [None, None, Some(11), Some(12)])].into();
         let bot_12 = |id: i64| id != 12;
         let lifted_12 = |p: &dyn Fn(i64) -> bool| {
             neighbour_lifts(&[(10, 1.0)], &chain, p, 0.3, 0.2).contains_key(&12)
         };
         assert!(!lifted_12(&bot_12) && lifted_12(&|_| true));
         // A bot's message among the best lifts nothing.
-        let bots = [(4, [None, Some(3), Some(4), Some(5), None])].into();
+        let bots = [(4, [None, Some(3), Some(5), None])].into();
         assert!(neighbour_lifts(&[(4, 9.0)], &bots, person, 0.3, 0.2).is_empty());
         assert!(!neighbour_lifts(&[(4, 9.0)], &bots, |_| true, 0.3, 0.2).is_empty());
         // Shares of 0: no lift.

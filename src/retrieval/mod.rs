@@ -326,10 +326,7 @@ impl Retriever {
             .nearby(&ids, gap)
             .await?
             .into_iter()
-            .map(|n| {
-                let [b2, b1, a1, a2] = n.around.map(|m| m.map(|m| m.0));
-                (n.of.0, [b2, b1, Some(n.of.0), a1, a2])
-            })
+            .map(|n| (n.of.0, n.around.map(|m| m.map(|m| m.0))))
             .collect();
         // Read by id: only what is still in the asked scopes counts, as for the BM25 list.
         let unread: Vec<MessageId> = around
