@@ -248,10 +248,19 @@ impl MemoryManager {
     /// subject or a moderator removes it from everything; anyone else only takes back what
     /// they themselves said about the subject.
     pub async fn forget(&self, req: &FactRequest<'_>) -> Result<ForgetOutcome, MemoryError> {
+        self.forget_as(req, &By::request(req)).await
+    }
+
+    /// `forget`, with the audit line naming `by` (an operator on the admin page acts in the
+    /// subject's stead).
+    pub async fn forget_as(
+        &self,
+        req: &FactRequest<'_>,
+        by: &By,
+    ) -> Result<ForgetOutcome, MemoryError> {
         let (outcome, items) = self.forget_unaudited(req).await?;
         if items > 0 {
-            self.audit(&By::request(req), Action::Forget, req.subject, items)
-                .await;
+            self.audit(by, Action::Forget, req.subject, items).await;
         }
         Ok(outcome)
     }
@@ -472,7 +481,8 @@ impl MemoryManager {
                 .await?;
             self.forget_entries(req, reach, asked.as_ref(), &history_scopes, &mut removed)
                 .await?;
-            self.forget_in_notes(req.subject, reach, &removed.needles)
+            removed.items += self
+                .forget_in_notes(req.subject, reach, &removed.needles)
                 .await?;
             // Even when nothing else said it: a model's summary of an episode may.
             self.forget_in_episodes(req.subject, reach, &removed.needles, req.subject_name)
@@ -611,16 +621,17 @@ impl MemoryManager {
     }
 
     /// Removes the daily-note lines that hold any of `needles` (a block left with nothing
-    /// but headings goes whole).
+    /// but headings goes whole); how many notes changed.
     async fn forget_in_notes(
         &self,
         person: PersonId,
         reach: &Reach,
         needles: &[String],
-    ) -> Result<(), MemoryError> {
+    ) -> Result<usize, MemoryError> {
         if needles.is_empty() {
-            return Ok(());
+            return Ok(0);
         }
+        let mut rewritten = 0;
         for note in self.store.daily_notes(person, reach.scopes()).await? {
             let kept: Vec<&str> = note
                 .text
@@ -644,8 +655,9 @@ impl MemoryManager {
                     left.then_some(text.as_str()),
                 )
                 .await?;
+            rewritten += 1;
         }
-        Ok(())
+        Ok(rewritten)
     }
 
     /// The bot's messages in `scopes` (all when `None`) that quote any of `needles` and are

@@ -118,6 +118,10 @@ async fn admin_urls_need_the_token(url: Option<String>) {
         (format!("{person}/pause"), vec![]),
         (format!("{person}/resume"), vec![]),
         (format!("{person}/statements/1/forget"), vec![]),
+        (
+            format!("{person}/forget"),
+            vec![("text", "I love green tea")],
+        ),
         ("/admin/logout".to_string(), vec![]),
     ];
     let refused = [
@@ -426,9 +430,122 @@ async fn forgetting_and_clearing_are_audited_and_leave_no_text(url: Option<Strin
     let _ = stop.send(true);
 }
 
+/// The line of `person`'s facts that holds `words`.
+async fn fact_line(h: &Harness, person: engram::domain::PersonId, words: &str) -> String {
+    for scope in h.store.fact_scopes(person).await.unwrap() {
+        let record = h.store.facts(person, &scope).await.unwrap();
+        if let Some(line) = record.text.lines().find(|l| l.contains(words)) {
+            return line.trim().to_string();
+        }
+    }
+    panic!("a fact line with {words:?}")
+}
+
+/// The text of `person`'s facts and daily notes, all scopes.
+async fn facts_and_notes(h: &Harness, person: engram::domain::PersonId) -> String {
+    let mut all = String::new();
+    for scope in h.store.fact_scopes(person).await.unwrap() {
+        all += &h.store.facts(person, &scope).await.unwrap().text;
+    }
+    for n in h.store.daily_notes(person, None).await.unwrap() {
+        all += &n.text;
+    }
+    all
+}
+
+// Over 80 lines: one story (a fact line, a note line, a name alone), each with its control.
+/// A line of the facts or of a daily note is forgotten from the admin page as "forget that …"
+/// in the person's own chat would: gone from every table and from the chat, the other lines
+/// kept, and an audit line naming the operator. A line of nothing but their name forgets
+/// nothing.
+async fn a_line_of_facts_or_notes_is_forgotten_from_the_page(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    h.dm("alice", "remember that I love green tea").await;
+    h.dm("alice", "remember that I live in Lisbon").await;
+    let alice = h.person("alice").await;
+    let note = engram::domain::DailyNote {
+        day: h.clock.now().date_naive(),
+        scope: engram::domain::Scope::Dm(alice),
+        text: "# Notes\n- alice restores old pianos\n- alice asked about the weather".into(),
+        source: "test:note".into(),
+        added_at: h.clock.now(),
+    };
+    h.store.append_daily_note(alice, &note).await.unwrap();
+    let (base, stop) = serve_admin(&h).await;
+    let bearer = Cred::Bearer(TOKEN);
+    let person = format!("/admin/people/{}", alice.0);
+    let forget = format!("{person}/forget");
+
+    // Each line has its button; the heading has none.
+    let tea = fact_line(&h, alice, "green tea").await;
+    let (_, page) = send(&base, "GET", &person, bearer, &[]).await;
+    assert!(page.contains(&format!("action=\"{forget}\"")), "{page}");
+    assert!(
+        page.contains("value=\"- alice restores old pianos\""),
+        "{page}"
+    );
+    assert!(!page.contains("value=\"# Notes\""), "{page}");
+
+    // A fact line: gone from the facts, the entry that said it, the chat and every table.
+    let (code, _) = send(&base, "POST", &forget, bearer, &[("text", &tea)]).await;
+    assert_eq!(code, StatusCode::SEE_OTHER);
+    let kept = facts_and_notes(&h, alice).await;
+    assert!(
+        !kept.contains("green tea") && kept.contains("Lisbon"),
+        "{kept}"
+    );
+    let view = h.dm("alice", "/memory").await;
+    assert!(
+        !view.contains("green tea") && view.contains("Lisbon"),
+        "{view}"
+    );
+    let left = rows_holding(&h, "green tea").await;
+    assert!(left.is_empty(), "forgotten from every table: {left:?}");
+    let lines = h.store.audit_log(Some(alice), 50).await.unwrap();
+    let by = lines
+        .iter()
+        .find(|l| l.change.action == "forget")
+        .expect("audited");
+    assert_eq!(by.change.actor_label, "admin:bearer");
+    assert_eq!(by.change.actor, None);
+
+    // A daily note line: gone, the other line and the heading kept.
+    let res = client()
+        .post(format!("{base}{forget}"))
+        .bearer_auth(TOKEN)
+        .form(&[("text", "- alice restores old pianos")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["location"], format!("{person}?done=forgot"));
+    let kept = facts_and_notes(&h, alice).await;
+    assert!(
+        !kept.contains("pianos") && kept.contains("weather"),
+        "{kept}"
+    );
+    assert!(rows_holding(&h, "pianos").await.is_empty());
+
+    // Her name alone names nothing of hers: nothing goes.
+    let res = client()
+        .post(format!("{base}{forget}"))
+        .bearer_auth(TOKEN)
+        .form(&[("text", "alice")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["location"], format!("{person}?done=unclear"));
+    let kept = facts_and_notes(&h, alice).await;
+    assert!(
+        kept.contains("Lisbon") && kept.contains("weather"),
+        "{kept}"
+    );
+    let _ = stop.send(true);
+}
+
 on_both_harnesses!(
     admin_urls_need_the_token,
-    forgetting_and_clearing_are_audited_and_leave_no_text
+    forgetting_and_clearing_are_audited_and_leave_no_text,
+    a_line_of_facts_or_notes_is_forgotten_from_the_page
 );
 
 /// The model's use reaches the day's totals once, whatever the number of writes.

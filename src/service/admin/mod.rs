@@ -11,7 +11,7 @@ pub mod pages;
 use crate::domain::{Clock, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind};
 use crate::memory::audit::By;
 use crate::memory::entries::EntryBook;
-use crate::memory::{FactRequest, MemoryError, MemoryManager};
+use crate::memory::{FactRequest, ForgetOutcome, MemoryError, MemoryManager};
 use crate::store::{Store, StoreError};
 use auth::{AdminAuth, COOKIE, SESSION_HOURS};
 use axum::Router;
@@ -463,6 +463,9 @@ fn notice(done: Option<&str>) -> Option<&'static str> {
         "resumed" => "Memory resumed.",
         "cleared" => "Everything about them was cleared.",
         "missing" => "That item is no longer there.",
+        "unclear" => {
+            "Nothing was forgotten: the line says nothing but their name, or is longer than a fact may be."
+        }
         _ => return None,
     })
 }
@@ -616,6 +619,49 @@ async fn forget_statement(
     forget_item(&admin, &op, id, None, Some(told)).await
 }
 
+#[derive(Deserialize)]
+struct Text {
+    #[serde(default)]
+    text: String,
+}
+
+/// Forgets a line of the person's facts or daily notes as "forget that …" in their own
+/// private chat does: the line, and what said it everywhere else it is kept (entries, notes,
+/// episode details, the messages and the bot's quotes), with an audit line naming the
+/// operator.
+async fn forget_text(
+    State(admin): State<Arc<Admin>>,
+    axum::Extension(op): axum::Extension<Operator>,
+    Path(id): Path<i64>,
+    Form(form): Form<Text>,
+) -> Page {
+    let who = PersonId(id);
+    let Some(p) = admin.parts.store.person(who).await.or_fail(&op)? else {
+        return Err(Failed(AdminError::NotFound, Some(op.0)));
+    };
+    let place = own_place(who);
+    let req = FactRequest {
+        subject: who,
+        subject_name: &p.display_name,
+        actor: who,
+        actor_name: &p.display_name,
+        actor_is_moderator: false,
+        place: &place,
+        text: form.text.trim(),
+        source: None,
+    };
+    let by = By::operator(&op.0);
+    let done = match admin.parts.memory.forget_as(&req, &by).await {
+        Ok(ForgetOutcome::Forgotten { .. }) => "forgot",
+        Ok(ForgetOutcome::NotFound { .. }) => "missing",
+        // Nothing that could be forgotten was asked (empty, only their name, too long).
+        Err(MemoryError::EmptyFact { .. } | MemoryError::FactTooLong { .. }) => "unclear",
+        Err(e) => return Err(Failed(e.into(), Some(op.0))),
+    };
+    info!(operator = %op.0, person = id, done, "admin forgot a line");
+    Ok(back(id, done))
+}
+
 async fn set_paused(admin: &Admin, op: &Operator, id: i64, paused: bool) -> Page {
     let who = PersonId(id);
     if admin.parts.store.person(who).await.or_fail(op)?.is_none() {
@@ -734,6 +780,7 @@ pub fn routes(admin: Arc<Admin>) -> Router {
             "/admin/people/{id}/statements/{told}/forget",
             post(forget_statement),
         )
+        .route("/admin/people/{id}/forget", post(forget_text))
         .route("/admin/spaces", get(spaces))
         .route("/admin/spaces/{id}", get(space))
         .route("/admin/audit", get(audit))

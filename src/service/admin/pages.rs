@@ -291,6 +291,29 @@ pub struct PersonView {
     pub places: Places,
 }
 
+/// A text of memory line by line, each line that says something with a button that forgets
+/// it (and what said it elsewhere), as "forget that …" would; headings and blank lines as
+/// they are.
+fn forgettable_lines(base: &str, text: &str) -> Markup {
+    html! {
+        table.lines {
+            @for line in text.lines() {
+                tr {
+                    td { pre { (line) } }
+                    td {
+                        @if !line.trim().is_empty() && !line.trim_start().starts_with('#') {
+                            form.inline method="post" action={ (base) "/forget" } {
+                                input type="hidden" name="text" value=(line.trim());
+                                button.danger.forget type="submit" { "Forget" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 // Over 80 lines: one section per tier of memory, in the order the reply context uses them.
 /// The person page: memory by tier, each item with where it may surface, and the actions.
 pub fn person(op: &str, v: &PersonView, notice: Option<&str>) -> Markup {
@@ -350,7 +373,7 @@ pub fn person(op: &str, v: &PersonView, notice: Option<&str>) -> Markup {
             h2 { "Facts" }
             @for (scope, record, versions) in &v.facts {
                 h3 { "May surface: " (places.surfaces(scope)) }
-                pre { (record.text) }
+                (forgettable_lines(&base, &record.text))
                 details {
                     summary { (versions.len()) " versions" }
                     table {
@@ -383,7 +406,7 @@ pub fn person(op: &str, v: &PersonView, notice: Option<&str>) -> Markup {
             table {
                 tr { th { "day" } th { "note" } th { "source" } th { "may surface" } }
                 @for n in &v.notes {
-                    tr { td { (n.day) } td { pre { (n.text) } } td { (n.source) } td { (places.surfaces(&n.scope)) } }
+                    tr { td { (n.day) } td { (forgettable_lines(&base, &n.text)) } td { (n.source) } td { (places.surfaces(&n.scope)) } }
                 }
             }
             h2 { "Day summaries mentioning them" }
