@@ -234,7 +234,8 @@ struct About<'a> {
 /// What a forget removed.
 #[derive(Debug, Default)]
 struct Removed {
-    /// Facts scopes changed, entries, statements and messages (besides the request itself).
+    /// Facts scopes changed, entries, statements, daily notes and messages (besides the
+    /// request itself).
     items: usize,
     method: Option<Method>,
     /// The texts removed from memory, to find the messages and quotes that still say them.

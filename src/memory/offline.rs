@@ -66,19 +66,27 @@ pub fn removed_sentences(before: &str, after: &str) -> Vec<String> {
         .collect()
 }
 
-/// Removes every sentence containing the target's words in order, line by line, so both
-/// verbatim bullet lines and merged prose keep their shape. Returns the remaining text and
-/// whether anything matched.
+/// Removes every sentence the target's words (in order, side by side) fall in, line by line,
+/// so both verbatim bullet lines and merged prose keep their shape. A target may span
+/// sentences of one line ("a nurse at St. Mary's", "I earn 3.5k", a whole line of two
+/// sentences): every sentence it touches goes. Returns the remaining text and whether
+/// anything matched.
 pub fn forget_matching(facts: &str, target: &str) -> (String, bool) {
-    if words(target).is_empty() {
+    let needle = words(target);
+    if needle.is_empty() {
         return (facts.to_string(), false);
     }
-    let matches = |s: &str| contains_words(s, target);
     let mut found = false;
     let mut lines = Vec::new();
     for line in facts.lines() {
         let all = sentences(line);
-        let kept: Vec<&str> = all.iter().copied().filter(|s| !matches(s)).collect();
+        let touched = sentences_touched(&all, &needle);
+        let kept: Vec<&str> = all
+            .iter()
+            .zip(&touched)
+            .filter(|(_, t)| !**t)
+            .map(|(s, _)| *s)
+            .collect();
         if kept.len() == all.len() {
             lines.push(line.to_string());
             continue;
@@ -93,6 +101,32 @@ pub fn forget_matching(facts: &str, target: &str) -> (String, bool) {
         return (facts.to_string(), false);
     }
     (lines.join("\n"), true)
+}
+
+/// For each of a line's `sentences`, whether an occurrence of `needle` (words) in the line
+/// touches it. The sentences' words, one after the other, are the line's words: a sentence
+/// ends at '.', '!' or '?', which no word holds.
+fn sentences_touched(sentences: &[&str], needle: &[String]) -> Vec<bool> {
+    let mut line: Vec<String> = Vec::new();
+    let mut owner: Vec<usize> = Vec::new();
+    for (i, s) in sentences.iter().enumerate() {
+        for w in words(s) {
+            line.push(w);
+            owner.push(i);
+        }
+    }
+    let mut touched = vec![false; sentences.len()];
+    if needle.len() > line.len() {
+        return touched;
+    }
+    for start in 0..=line.len() - needle.len() {
+        if line[start..start + needle.len()] == *needle {
+            for o in &owner[start..start + needle.len()] {
+                touched[*o] = true;
+            }
+        }
+    }
+    touched
 }
 
 const STOPWORDS: &[&str] = &[
@@ -257,6 +291,35 @@ mod tests {
         let (rest, found) = forget_matching("Alice loves Rust. Alice likes pizza.", "likes pizza");
         assert!(found);
         assert_eq!(rest, "Alice loves Rust.");
+    }
+
+    #[test]
+    fn a_target_across_sentences_takes_the_sentences_it_touches() {
+        let facts = "- alice: I am a nurse at St. Mary's\n- alice: I earn 3.5k a month. She likes tea.\n- alice: I live in Porto";
+        // "St." and "3.5k" end a sentence for the splitter: the target spans two.
+        let (rest, found) = forget_matching(facts, "I am a nurse at St. Mary's");
+        assert!(found);
+        assert_eq!(
+            rest,
+            "- alice: I earn 3.5k a month. She likes tea.\n- alice: I live in Porto"
+        );
+        let (rest, found) = forget_matching(facts, "I earn 3.5k a month");
+        assert!(found);
+        assert_eq!(
+            rest,
+            "- alice: I am a nurse at St. Mary's\nShe likes tea.\n- alice: I live in Porto"
+        );
+        // A whole line, as the admin page's button sends it.
+        let (rest, found) = forget_matching(facts, "- alice: I earn 3.5k a month. She likes tea.");
+        assert!(found);
+        assert_eq!(
+            rest,
+            "- alice: I am a nurse at St. Mary's\n- alice: I live in Porto"
+        );
+        // Words of two lines side by side are no match.
+        let (same, found) = forget_matching(facts, "likes tea alice I live");
+        assert!(!found);
+        assert_eq!(same, facts);
     }
 
     #[test]

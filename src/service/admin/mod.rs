@@ -463,6 +463,7 @@ fn notice(done: Option<&str>) -> Option<&'static str> {
         "resumed" => "Memory resumed.",
         "cleared" => "Everything about them was cleared.",
         "missing" => "That item is no longer there.",
+        "nomatch" => "Nothing matched that line: it was changed or forgotten meanwhile.",
         "unclear" => {
             "Nothing was forgotten: the line says nothing but their name, or is longer than a fact may be."
         }
@@ -653,7 +654,7 @@ async fn forget_text(
     let by = By::operator(&op.0);
     let done = match admin.parts.memory.forget_as(&req, &by).await {
         Ok(ForgetOutcome::Forgotten { .. }) => "forgot",
-        Ok(ForgetOutcome::NotFound { .. }) => "missing",
+        Ok(ForgetOutcome::NotFound { .. }) => "nomatch",
         // Nothing that could be forgotten was asked (empty, only their name, too long).
         Err(MemoryError::EmptyFact { .. } | MemoryError::FactTooLong { .. }) => "unclear",
         Err(e) => return Err(Failed(e.into(), Some(op.0))),
