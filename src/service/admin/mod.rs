@@ -543,6 +543,26 @@ fn own_place(person: PersonId) -> Place {
     }
 }
 
+/// A request the person makes themselves in `place` (their own private chat, `own_place`),
+/// as the operator acts in their stead.
+fn own_request<'a>(
+    who: PersonId,
+    name: &'a str,
+    place: &'a Place,
+    text: &'a str,
+) -> FactRequest<'a> {
+    FactRequest {
+        subject: who,
+        subject_name: name,
+        actor: who,
+        actor_name: name,
+        actor_is_moderator: false,
+        place,
+        text,
+        source: None,
+    }
+}
+
 /// Forgets one entry or one statement about the person, as `/memory forget` does once
 /// confirmed: the item, and what it said everywhere else it is kept.
 async fn forget_item(
@@ -583,16 +603,7 @@ async fn forget_item(
         return Ok(back(id, "missing"));
     }
     let place = own_place(who);
-    let req = FactRequest {
-        subject: who,
-        subject_name: &p.display_name,
-        actor: who,
-        actor_name: &p.display_name,
-        actor_is_moderator: false,
-        place: &place,
-        text: "",
-        source: None,
-    };
+    let req = own_request(who, &p.display_name, &place, "");
     let by = By::operator(&op.0);
     let n = admin
         .parts
@@ -641,16 +652,7 @@ async fn forget_text(
         return Err(Failed(AdminError::NotFound, Some(op.0)));
     };
     let place = own_place(who);
-    let req = FactRequest {
-        subject: who,
-        subject_name: &p.display_name,
-        actor: who,
-        actor_name: &p.display_name,
-        actor_is_moderator: false,
-        place: &place,
-        text: form.text.trim(),
-        source: None,
-    };
+    let req = own_request(who, &p.display_name, &place, form.text.trim());
     let by = By::operator(&op.0);
     let done = match admin.parts.memory.forget_as(&req, &by).await {
         Ok(ForgetOutcome::Forgotten { .. }) => "forgot",
