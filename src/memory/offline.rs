@@ -103,8 +103,8 @@ pub fn forget_matching(facts: &str, target: &str) -> (String, bool) {
     (lines.join("\n"), true)
 }
 
-/// For each of a line's `sentences`, whether an occurrence of `needle` (words) in the line
-/// touches it. The sentences' words, one after the other, are the line's words: a sentence
+/// For each of a line's `sentences`, whether an occurrence of `needle` (words, at least
+/// one) in the line touches it. The sentences' words, one after the other, are the line's words: a sentence
 /// ends at '.', '!' or '?', which no word holds.
 fn sentences_touched(sentences: &[&str], needle: &[String]) -> Vec<bool> {
     let mut line: Vec<String> = Vec::new();
@@ -116,11 +116,8 @@ fn sentences_touched(sentences: &[&str], needle: &[String]) -> Vec<bool> {
         }
     }
     let mut touched = vec![false; sentences.len()];
-    if needle.len() > line.len() {
-        return touched;
-    }
-    for start in 0..=line.len() - needle.len() {
-        if line[start..start + needle.len()] == *needle {
+    for (start, run) in line.windows(needle.len()).enumerate() {
+        if run == needle {
             for o in &owner[start..start + needle.len()] {
                 touched[*o] = true;
             }

@@ -8,7 +8,7 @@
 pub mod auth;
 pub mod pages;
 
-use crate::domain::{Clock, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind};
+use crate::domain::{Clock, Person, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind};
 use crate::memory::audit::By;
 use crate::memory::entries::EntryBook;
 use crate::memory::{FactRequest, ForgetOutcome, MemoryError, MemoryManager};
@@ -479,9 +479,7 @@ async fn person(
 ) -> Page {
     let store = &*admin.parts.store;
     let who = PersonId(id);
-    let Some(p) = store.person(who).await.or_fail(&op)? else {
-        return Err(Failed(AdminError::NotFound, Some(op.0)));
-    };
+    let p = person_or_404(store, who, &op).await?;
     let mut facts = Vec::new();
     for scope in store.fact_scopes(who).await.or_fail(&op)? {
         let record = store.facts(who, &scope).await.or_fail(&op)?;
@@ -543,6 +541,14 @@ fn own_place(person: PersonId) -> Place {
     }
 }
 
+/// The person with this id, or the "nothing here" page.
+async fn person_or_404(store: &dyn Store, who: PersonId, op: &Operator) -> Result<Person, Failed> {
+    match store.person(who).await.or_fail(op)? {
+        Some(p) => Ok(p),
+        None => Err(Failed(AdminError::NotFound, Some(op.0.clone()))),
+    }
+}
+
 /// A request the person makes themselves in `place` (their own private chat, `own_place`),
 /// as the operator acts in their stead.
 fn own_request<'a>(
@@ -574,9 +580,7 @@ async fn forget_item(
 ) -> Page {
     let store = &*admin.parts.store;
     let who = PersonId(id);
-    let Some(p) = store.person(who).await.or_fail(op)? else {
-        return Err(Failed(AdminError::NotFound, Some(op.0.clone())));
-    };
+    let p = person_or_404(store, who, op).await?;
     let entries: Vec<(i64, String)> = match entry {
         Some(e) => store
             .entries(who, None)
@@ -648,9 +652,7 @@ async fn forget_text(
     Form(form): Form<Text>,
 ) -> Page {
     let who = PersonId(id);
-    let Some(p) = admin.parts.store.person(who).await.or_fail(&op)? else {
-        return Err(Failed(AdminError::NotFound, Some(op.0)));
-    };
+    let p = person_or_404(&*admin.parts.store, who, &op).await?;
     let place = own_place(who);
     let req = own_request(who, &p.display_name, &place, form.text.trim());
     let by = By::operator(&op.0);
@@ -667,9 +669,7 @@ async fn forget_text(
 
 async fn set_paused(admin: &Admin, op: &Operator, id: i64, paused: bool) -> Page {
     let who = PersonId(id);
-    if admin.parts.store.person(who).await.or_fail(op)?.is_none() {
-        return Err(Failed(AdminError::NotFound, Some(op.0.clone())));
-    }
+    person_or_404(&*admin.parts.store, who, op).await?;
     let by = By::operator(&op.0);
     admin
         .parts
@@ -702,9 +702,7 @@ async fn clear_form(
     axum::Extension(op): axum::Extension<Operator>,
     Path(id): Path<i64>,
 ) -> Page {
-    let Some(p) = admin.parts.store.person(PersonId(id)).await.or_fail(&op)? else {
-        return Err(Failed(AdminError::NotFound, Some(op.0)));
-    };
+    let p = person_or_404(&*admin.parts.store, PersonId(id), &op).await?;
     Ok(pages::confirm_clear(&op.0, id, &p.display_name).into_response())
 }
 
@@ -721,9 +719,7 @@ async fn clear(
     Form(form): Form<Confirm>,
 ) -> Page {
     let who = PersonId(id);
-    if admin.parts.store.person(who).await.or_fail(&op)?.is_none() {
-        return Err(Failed(AdminError::NotFound, Some(op.0)));
-    }
+    person_or_404(&*admin.parts.store, who, &op).await?;
     // Without the confirmation's "yes" nothing happens: back to the question.
     if form.confirm != "yes" {
         return Ok(Redirect::to(&format!("/admin/people/{id}/clear")).into_response());
