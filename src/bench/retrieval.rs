@@ -260,6 +260,9 @@ pub struct QuestionResult {
     pub session_r_at_5: f64,
     /// Where each evidence turn landed (null: not among the candidates at all).
     pub evidence: Vec<Option<HitTrace>>,
+    /// Each evidence session's rank among the sessions (1 = first; null: none of its turns
+    /// was among the candidates).
+    pub evidence_session_ranks: Vec<Option<usize>>,
     /// The top 10 as the retriever scored them, kept only when evidence is missing from it,
     /// to see what pushed it out.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -672,6 +675,11 @@ fn question_result(
         turn_r_at_10,
         session_r_at_5: recall_at(sessions, &q.evidence_session_ids, 5),
         evidence,
+        evidence_session_ranks: q
+            .evidence_session_ids
+            .iter()
+            .map(|e| sessions.iter().position(|s| s == e).map(|p| p + 1))
+            .collect(),
         top,
     }
 }

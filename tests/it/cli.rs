@@ -372,6 +372,11 @@ fn bench_retrieval_reads_group_chats_as_people() {
     assert_eq!(reports[0]["turns"], 16, "both speakers' turns are stored");
     let q = &reports[0]["per_question"][0];
     assert_eq!(q["turn_r_at_10"], 1.0, "John's words among Maria's: {q}");
+    assert_eq!(
+        q["evidence_session_ranks"],
+        serde_json::json!([1]),
+        "each evidence session's place among the sessions: {q}"
+    );
     assert_eq!(reports[1]["turns"], 2);
     assert_eq!(reports[1]["per_question"][0]["turn_r_at_10"], 1.0);
     assert!(
