@@ -161,6 +161,21 @@ async fn counters_move_by_exactly_what_happened() {
         .is_some() as usize;
     assert_eq!(replies, 4);
     let incoming = 6.0;
+    // Delivered again (a platform retrying after a restart): kept once, answered once, and
+    // counted once.
+    assert!(
+        say(room.clone(), "bob", "I agree completely", 5)
+            .await
+            .is_none(),
+        "chatter again"
+    );
+    assert!(
+        say(dm.clone(), "alice", "what do you know about my roof?", 2)
+            .await
+            .is_none(),
+        "answered already"
+    );
+    let redelivered = 2.0;
 
     // Background work: the indexer embeds what was stored, a scheduled job runs.
     let indexer = engram::retrieval::Indexer::new(
@@ -230,10 +245,10 @@ async fn counters_move_by_exactly_what_happened() {
         m(r#"engram_reply_seconds_count{platform="console"}"#),
         replies as f64
     );
-    // Every stored message went through one timed insert.
+    // Every delivery went through one timed insert.
     assert_eq!(
         m(r#"engram_store_query_seconds_count{op="insert_message"}"#),
-        incoming + replies as f64
+        incoming + redelivered + replies as f64
     );
 
     // The model: calls per task as the fake server saw them, its prompt tokens, one error.
@@ -331,6 +346,11 @@ async fn counters_move_by_exactly_what_happened() {
         m(r#"engram_store_query_seconds_count{op="nearest_messages"}"#),
         searches
     );
+    // Each search asks who wrote in its scopes once (read from the store on a miss).
+    let authors = m(r#"engram_cache_hits_total{cache="scope_authors"}"#)
+        + m(r#"engram_cache_misses_total{cache="scope_authors"}"#);
+    assert_eq!(authors, searches, "the scope_authors cache");
+    assert!(m(r#"engram_cache_misses_total{cache="scope_authors"}"#) >= 1.0);
 
     // Jobs of their own kind: each person's extraction run, one of them failing (the model
     // refuses its first call), and the episodes closing.

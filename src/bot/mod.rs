@@ -455,6 +455,10 @@ impl Bot {
             // stored, so a clear running meanwhile either sees it or is seen here.
             "sent before its author's memory was cleared: not kept"
         } else {
+            // Counted once it is kept, and once only: a redelivery was counted when it came.
+            if ingested.new {
+                crate::telemetry::message_stored(msg.platform.as_str(), msg.author_is_bot);
+            }
             return Ok(Some(ingested));
         };
         // Stored a moment ago and never answered: nothing was made from it yet but what the

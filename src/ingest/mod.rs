@@ -17,7 +17,7 @@ use crate::domain::{
 };
 use crate::domain::{link, secret};
 use crate::router::{Command, Phrases, parse_command_with};
-use crate::store::{NewMessage, Resolved, Store, StoreError};
+use crate::store::{NewMessage, Resolved, Store, StoreError, Stored};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,6 +54,9 @@ pub struct Ingested {
     /// The language to answer in: the message's own, or for a slash command (a few words
     /// of English whoever types them) the last language its author wrote in.
     pub language: Option<crate::domain::language::Language>,
+    /// Stored now; false when the platform delivered it again (it keeps its id, and was
+    /// counted when it came first).
+    pub new: bool,
 }
 
 /// Stores every incoming message (resolving people, spaces and mentions) before anything else can fail.
@@ -497,7 +500,7 @@ impl Ingestor {
             self.insert_with_attachments(msg, new, &place, replaced)
                 .await
         };
-        let (id, stored_text, written_in) = match inserted {
+        let (stored, stored_text, written_in) = match inserted {
             // Another's message under this id: this is not it, and it stays theirs.
             Err(StoreError::TakenId { .. }) => {
                 warn!(platform = msg.platform.as_str(), space = %space.0,
@@ -506,7 +509,7 @@ impl Ingestor {
             }
             other => other?,
         };
-        crate::telemetry::message_stored(msg.platform.as_str(), msg.author_is_bot);
+        let id = stored.id;
         let mentions = self.mentioned(msg).await?;
         let language = match language::tells(&command_text) {
             // Chatter is not answered: no language to choose.
@@ -552,6 +555,7 @@ impl Ingestor {
             is_command,
             record,
             language,
+            new: stored.new,
         }))
     }
 
@@ -565,7 +569,7 @@ impl Ingestor {
         new: NewMessage,
         place: &Place,
         replaced: &[MessageId],
-    ) -> Result<(MessageId, String, Option<Language>), StoreError> {
+    ) -> Result<(Stored, String, Option<Language>), StoreError> {
         let (chars, max) = self.chunking;
         let mut reads = Vec::with_capacity(msg.attachments.len());
         for a in &msg.attachments {
@@ -682,12 +686,12 @@ impl Ingestor {
                 parts,
             )
         };
-        let id = self
+        let stored = self
             .store
             .insert_with_attachments(&kept, &compose, replaced)
             .await?;
         let text = text.into_inner().expect("text lock");
-        Ok((id, text, language))
+        Ok((stored, text, language))
     }
 
     /// Who wrote `msg` and where, made on first sight, without storing it.
@@ -813,7 +817,7 @@ impl Ingestor {
             .await?;
         let seq = self.reply_seq.fetch_add(1, Ordering::Relaxed);
         let stored = stored_form(text);
-        let id = self
+        let stored = self
             .store
             .insert_message(&NewMessage {
                 space: place.space,
@@ -831,8 +835,10 @@ impl Ingestor {
                 withheld,
             })
             .await?;
-        crate::telemetry::message_stored(platform.as_str(), true);
-        Ok(id)
+        if stored.new {
+            crate::telemetry::message_stored(platform.as_str(), true);
+        }
+        Ok(stored.id)
     }
 }
 

@@ -3,7 +3,7 @@
 //! attachments a message carried.
 
 use super::StoreResult;
-use super::messages::NewMessage;
+use super::messages::{NewMessage, Stored};
 use crate::domain::{MessageId, StoredMessage};
 use async_trait::async_trait;
 
@@ -69,7 +69,7 @@ pub trait Attachments: Send + Sync {
         attachments: &[NewAttachment],
         compose: Compose<'_>,
         replaced: &[MessageId],
-    ) -> StoreResult<MessageId>;
+    ) -> StoreResult<Stored>;
     /// The attachments a message carried, by id.
     async fn message_attachments(&self, message: MessageId) -> StoreResult<Vec<AttachmentRecord>>;
     /// The pieces of attachment text stored for a message, in order.
@@ -98,7 +98,7 @@ on_both_backends! {
             attachments: &[NewAttachment],
             compose: Compose<'_>,
             replaced: &[MessageId],
-        ) -> StoreResult<MessageId> {
+        ) -> StoreResult<Stored> {
             // Deleting takes the locks an episode close takes too: a PostgreSQL deadlock
             // is run again (all of it rolled back; `compose` may be called again).
             crate::store::again_if_aborted(|| {
@@ -176,7 +176,7 @@ on_both_backends! {
             attachments: &[NewAttachment],
             compose: Compose<'_>,
             replaced: &[MessageId],
-        ) -> StoreResult<MessageId> {
+        ) -> StoreResult<Stored> {
             let mut tx = self.write_tx().await?;
             delete_in(&mut tx, replaced).await?;
             let mut ids = Vec::with_capacity(attachments.len());
@@ -199,7 +199,8 @@ on_both_backends! {
                 ids.push(id);
             }
             let (message, parts) = compose(&ids);
-            let id = insert_chunk(&mut tx, std::slice::from_ref(&message)).await?[0];
+            let stored = insert_chunk(&mut tx, std::slice::from_ref(&message)).await?[0];
+            let id = stored.id;
             insert_parts(&mut tx, id, &parts).await?;
             for a in &ids {
                 sqlx::query(
@@ -212,7 +213,7 @@ on_both_backends! {
                 .map_err(db_err)?;
             }
             tx.commit().await.map_err(db_err)?;
-            Ok(id)
+            Ok(stored)
         }
     }
 
@@ -223,7 +224,7 @@ on_both_backends! {
         }
         let mut part_ids: Vec<i64> = Vec::with_capacity(parts.len());
         for chunk in parts.chunks(MESSAGE_CHUNK) {
-            part_ids.extend(insert_chunk(&mut *conn, chunk).await?.into_iter().map(|m| m.0));
+            part_ids.extend(insert_chunk(&mut *conn, chunk).await?.into_iter().map(|m| m.id.0));
         }
         sqlx::query(concat!("UPDATE messages SET attachment_of = $1 WHERE id ", in_list!(2)))
             .bind(of.0)

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 #[async_trait]
 pub trait Messages: Send + Sync {
     /// Stores a message; storing the same (space, channel, external id) twice returns the first id.
-    async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId>;
+    async fn insert_message(&self, msg: &NewMessage) -> StoreResult<Stored>;
     /// In one transaction, the messages `replaced` go as `delete_messages` removes them and
     /// `msg` is stored: an edit is never lost between the old text going and the new one
     /// coming, and a failure keeps the old one.
@@ -22,7 +22,7 @@ pub trait Messages: Send + Sync {
         &self,
         replaced: &[MessageId],
         msg: &NewMessage,
-    ) -> StoreResult<MessageId>;
+    ) -> StoreResult<Stored>;
     /// Stores many messages in one transaction (bulk import, benchmarks).
     async fn insert_messages(&self, msgs: &[NewMessage]) -> StoreResult<Vec<MessageId>>;
     /// The latest `limit` messages of a channel, oldest first; with `scope`, only those kept
@@ -231,6 +231,16 @@ pub trait Messages: Send + Sync {
     ) -> StoreResult<Vec<Scope>>;
 }
 
+/// Where a message was stored, and whether it was new: a redelivered one (the same platform
+/// id in the same channel) keeps the id it had and nothing is added again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    /// Its id.
+    pub id: MessageId,
+    /// Stored now; false for a redelivery.
+    pub new: bool,
+}
+
 /// A message to store, already resolved to internal ids by the ingestor.
 #[derive(Debug, Clone)]
 pub struct NewMessage {
@@ -342,7 +352,7 @@ pub struct BotMessage {
 on_both_backends! {
     #[async_trait]
     impl Messages for Backend {
-        async fn insert_message(&self, msg: &NewMessage) -> StoreResult<MessageId> {
+        async fn insert_message(&self, msg: &NewMessage) -> StoreResult<Stored> {
             // The message and its postings commit together, so it is searchable once stored.
             crate::telemetry::timed("insert_message", async {
                 let mut tx = self.write_tx().await?;
@@ -357,7 +367,7 @@ on_both_backends! {
             &self,
             replaced: &[MessageId],
             msg: &NewMessage,
-        ) -> StoreResult<MessageId> {
+        ) -> StoreResult<Stored> {
             crate::store::again_if_aborted(|| async {
                 let mut tx = self.write_tx().await?;
                 delete_in(&mut tx, replaced).await?;
@@ -372,7 +382,7 @@ on_both_backends! {
             let mut tx = self.write_tx().await?;
             let mut ids = Vec::with_capacity(msgs.len());
             for chunk in msgs.chunks(MESSAGE_CHUNK) {
-                ids.extend(insert_chunk(&mut tx, chunk).await?);
+                ids.extend(insert_chunk(&mut tx, chunk).await?.into_iter().map(|s| s.id));
             }
             tx.commit().await.map_err(db_err)?;
             Ok(ids)
@@ -1349,7 +1359,7 @@ on_both_backends! {
     pub(in crate::store) async fn insert_chunk(
         conn: &mut Conn,
         chunk: &[NewMessage],
-    ) -> StoreResult<Vec<MessageId>> {
+    ) -> StoreResult<Vec<Stored>> {
         let mut ids = Vec::with_capacity(chunk.len());
         let rows = insert_rows(conn, chunk).await?;
         let inserted: std::collections::HashMap<(i64, String, String), i64> = rows
@@ -1360,14 +1370,20 @@ on_both_backends! {
         for m in chunk {
             match inserted.get(&(m.space.0, m.channel.clone(), m.external_id.clone())) {
                 Some(id) => {
-                    ids.push(MessageId(*id));
+                    ids.push(Stored {
+                        id: MessageId(*id),
+                        new: true,
+                    });
                     // Nothing is derived from a withheld message: it is not searchable.
                     if !m.withheld {
                         fresh.push((*id, m.scope.key(), m.text.clone(), m.language));
                     }
                 }
                 // Already stored (a redelivered message): its existing id.
-            None => ids.push(existing_message(conn, m).await?),
+            None => ids.push(Stored {
+                    id: existing_message(conn, m).await?,
+                    new: false,
+                }),
             }
         }
         write_postings(conn, &fresh).await?;

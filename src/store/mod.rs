@@ -88,6 +88,7 @@ pub use jobs::{
 };
 pub use messages::{
     BotMessage, BotMessageFilter, ChannelCursor, MessageFile, Messages, NewMessage, RangeStats,
+    Stored,
 };
 pub use oversight::{
     AuditLine, JobRunRow, NewAudit, Oversight, PersonRow, SpaceRow, SummaryAbout, UsageDay,
