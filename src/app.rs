@@ -389,11 +389,8 @@ pub async fn activate_vectors(
     let model = embedder.identity();
     let (space, before) = store.activate_vector_space(&model).await?;
     let coverage = store.vector_coverage().await?;
-    let covered = coverage
-        .spaces
-        .iter()
-        .find(|s| s.id == space)
-        .map_or(0, |s| s.vectors);
+    // A text the model refused counts as done: it is not sent again.
+    let covered = coverage.done(space);
     let missing = (coverage.messages - covered).max(0);
     match before {
         Some(old) => warn!(

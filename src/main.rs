@@ -450,8 +450,11 @@ async fn reindex(config: &Config, secrets: &Secrets) -> anyhow::Result<()> {
         &phrases,
     );
     let progress = Progress::new(Some((missing + pending).max(0) as u64), "messages embedded");
-    let done = indexer.index_all(|n| progress.set(n as u64)).await?;
+    let done = indexer.index_all(|n| progress.set(n as u64)).await;
     progress.finish();
+    let done = done.context(
+        "embedding stopped (what was embedded is kept: `engram reindex` again goes on from there)",
+    )?;
     let coverage = store.vector_coverage().await?;
     let space = store.vector_space(&model).await?;
     println!(

@@ -46,6 +46,18 @@ impl IndexError {
 const MAX_PAUSE: Duration = Duration::from_secs(300);
 const MAX_ASKED: Duration = Duration::from_secs(900);
 
+/// The first pause after a batch of a model change's backlog failed; it doubles with each
+/// failure in a row, as the indexer's own rounds' (`pause_after`).
+const BACKLOG_PAUSE: Duration = Duration::from_secs(2);
+
+/// A model change's backlog after batches that failed: how many in a row, and when it may be
+/// tried again.
+#[derive(Debug, Default)]
+struct BacklogPause {
+    failures: u32,
+    until: Option<DateTime<Utc>>,
+}
+
 /// The pause after the `failures`-th round in a row that failed: `idle` doubling with each
 /// (at most `MAX_PAUSE`), and at least what the API asked for (at most `MAX_ASKED`), so an
 /// embedding API that is down or rate-limits is not asked again at the indexer's pace.
@@ -75,6 +87,8 @@ pub struct Indexer {
     /// process starts from the top, and what earlier passes embedded is skipped, so a pass
     /// cut short by a crash goes on where it stopped.
     backfill_below: std::sync::Mutex<Option<MessageId>>,
+    /// The backlog's own back-off: its batches fail apart from new messages' (which go on).
+    backlog_pause: std::sync::Mutex<BacklogPause>,
 }
 
 /// Where an embedder's pass over older messages stands (`Indexer::backfill_batch`).
@@ -84,6 +98,16 @@ pub enum Backfill {
     Embedded(usize),
     /// Every message has a vector of the embedder's model.
     Done,
+}
+
+impl Backfill {
+    /// How many messages this batch embedded.
+    pub fn count(self) -> usize {
+        match self {
+            Backfill::Embedded(n) => n,
+            Backfill::Done => 0,
+        }
+    }
 }
 
 /// A channel in one scope: space, channel id, scope key (where one episode is open).
@@ -186,6 +210,7 @@ impl Indexer {
             batch: batch.max(1),
             keep_old_vectors: false,
             backfill_below: std::sync::Mutex::new(Some(MessageId(i64::MAX))),
+            backlog_pause: std::sync::Mutex::new(BacklogPause::default()),
         }
     }
 
@@ -495,26 +520,48 @@ impl Indexer {
     pub async fn round(&self) -> Result<usize, IndexError> {
         // Each round all three: vectors to make again never wait behind steady new traffic,
         // and new messages go first, one batch of a model change's backlog after them; a
-        // backlog batch that fails (the API down) is tried again next time and never holds up
-        // the rest.
+        // backlog batch that fails (the API down or rate-limiting) never holds up the rest,
+        // and the backlog waits as a failed round would (`pause_after`, Retry-After heard).
         let n = self.index_batch().await? + self.redo_batch().await?;
+        let now = self.clock.now();
+        if self
+            .backlog_pause
+            .lock()
+            .expect("backlog lock")
+            .until
+            .is_some_and(|until| now < until)
+        {
+            return Ok(n);
+        }
         let older = match self.backfill_batch().await {
-            Ok(Backfill::Embedded(n)) => n,
-            Ok(Backfill::Done) => 0,
+            Ok(done) => {
+                *self.backlog_pause.lock().expect("backlog lock") = BacklogPause::default();
+                done.count()
+            }
             Err(e) => {
-                warn!(error = %e, "embedding older messages paused; tried again later");
+                let mut paused = self.backlog_pause.lock().expect("backlog lock");
+                paused.failures = paused.failures.saturating_add(1);
+                let pause = pause_after(paused.failures, BACKLOG_PAUSE, e.retry_after());
+                paused.until = chrono::Duration::from_std(pause)
+                    .ok()
+                    .and_then(|p| now.checked_add_signed(p));
+                warn!(error = %e, failures = paused.failures, retry_in_s = pause.as_secs_f64(),
+                    "embedding older messages paused; tried again later");
                 0
             }
         };
         Ok(n + older)
     }
 
-    /// Indexes until nothing is pending (new messages, then vectors to make again);
-    /// `progress` hears the running total.
+    /// Indexes until nothing is pending (new messages, vectors to make again, a model
+    /// change's backlog), in the foreground: a batch that fails ends it with the error (what
+    /// was done stays; running it again goes on from there). `progress` hears the total.
     pub async fn index_all(&self, mut progress: impl FnMut(usize)) -> Result<usize, IndexError> {
         let mut total = 0;
         loop {
-            let n = self.round().await?;
+            let n = self.index_batch().await?
+                + self.redo_batch().await?
+                + self.backfill_batch().await?.count();
             if n == 0 {
                 return Ok(total);
             }

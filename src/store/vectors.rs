@@ -86,16 +86,19 @@ impl VectorCoverage {
     /// The share of messages done in `space`: with a vector in it, or refused by its model
     /// (1 when there are none to embed).
     pub fn share(&self, space: VectorSpaceId) -> f64 {
-        let vectors = self
-            .spaces
-            .iter()
-            .find(|s| s.id == space)
-            .map_or(0, |s| s.vectors + s.refused);
         if self.messages == 0 {
             1.0
         } else {
-            (vectors as f64 / self.messages as f64).min(1.0)
+            (self.done(space) as f64 / self.messages as f64).min(1.0)
         }
+    }
+
+    /// The messages done in `space`: with a vector in it, or refused by its model.
+    pub fn done(&self, space: VectorSpaceId) -> i64 {
+        self.spaces
+            .iter()
+            .find(|s| s.id == space)
+            .map_or(0, |s| s.vectors + s.refused)
     }
 }
 

@@ -9,6 +9,7 @@ use engram::adapters::console::{ConsoleOptions, console_message};
 use engram::config::{Config, Secrets};
 use engram::domain::{MessageId, Scope};
 use engram::embed::SharedEmbedder;
+use engram::llm::fake::Behavior;
 use engram::retrieval::{Backfill, Indexer, Retriever};
 use engram::store::Store;
 use std::sync::Arc;
@@ -347,7 +348,88 @@ async fn a_model_changes_backlog_holds_up_neither_a_stop_nor_episodes(url: Optio
     assert_eq!(coverage.share(coverage.spaces[0].id), 1.0);
 }
 
+/// A model change's backlog waits when the embedding API fails or asks to wait (a 429's
+/// Retry-After), as the indexer's own failed rounds do, instead of asking again every round;
+/// new messages are indexed meanwhile. In the foreground (`index_all`, as `engram reindex`
+/// runs it) a failed batch ends the run with the error instead of a partial "done".
+async fn a_backlog_the_api_rate_limits_waits_as_asked(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    alice_tells_five_things(&h).await;
+    let (config_a, model_a, _) = switched_to(&h, "model-a", 384).await;
+    indexer_with(&h, &config_a, &model_a)
+        .index_all(|_| {})
+        .await
+        .unwrap();
+    let (config_b, model_b, missing) = switched_to(&h, "model-b", 256).await;
+    assert!(missing >= 10, "{missing}");
+    // Two messages a batch: the backlog outlasts the rounds below.
+    let indexer = Indexer::new(
+        h.store.clone(),
+        Some(model_b.clone()),
+        h.clock.clone(),
+        config_b.retrieval.clone(),
+        config_b.episodes.topic_rules(),
+        2,
+    );
+    let calls = || h.fake().total();
+
+    // Rate-limited: "come back in a minute".
+    h.fake().push_once(Behavior::RetryAfter("60".into()));
+    let before = calls();
+    assert_eq!(indexer.round().await.unwrap(), 0);
+    assert_eq!(calls(), before + 1, "asked once");
+    // Within the minute no round asks again, while a new message is indexed as usual.
+    h.clock.advance(chrono::Duration::seconds(30));
+    h.dm("alice", "the ferry to Lisbon leaves at noon").await;
+    let before = calls();
+    assert_eq!(
+        indexer.round().await.unwrap(),
+        2,
+        "the new message and the answer"
+    );
+    assert_eq!(calls(), before + 1, "their own embedding only");
+    h.clock.advance(chrono::Duration::seconds(29));
+    let before = calls();
+    assert_eq!(indexer.round().await.unwrap(), 0);
+    assert_eq!(calls(), before, "the backlog still waits");
+    // Positive control: past the minute the backlog goes on.
+    h.clock.advance(chrono::Duration::seconds(2));
+    assert!(indexer.round().await.unwrap() > 0, "the backlog again");
+
+    // Failures in a row wait longer each time (2 s, then 4 s).
+    h.fake().push_once(Behavior::Status(503));
+    assert_eq!(indexer.round().await.unwrap(), 0);
+    h.fake().push_once(Behavior::Status(503));
+    h.clock.advance(chrono::Duration::seconds(2));
+    assert_eq!(indexer.round().await.unwrap(), 0);
+    h.clock.advance(chrono::Duration::seconds(3));
+    let before = calls();
+    assert_eq!(indexer.round().await.unwrap(), 0);
+    assert_eq!(calls(), before, "the second pause is longer than the first");
+    h.clock.advance(chrono::Duration::seconds(1));
+    assert!(indexer.round().await.unwrap() > 0);
+
+    // In the foreground the failure is the answer, not a silent partial pass.
+    h.fake().push_once(Behavior::Status(503));
+    let failed = indexer.index_all(|_| {}).await;
+    assert!(
+        matches!(
+            failed,
+            Err(engram::retrieval::IndexError::Embed(
+                engram::embed::EmbedError::Http { status: 503, .. }
+            ))
+        ),
+        "{failed:?}"
+    );
+    // Run again, it goes on to the end.
+    indexer.index_all(|_| {}).await.unwrap();
+    let coverage = h.store.vector_coverage().await.unwrap();
+    assert_eq!(coverage.spaces.len(), 1, "{coverage:?}");
+    assert_eq!(coverage.share(coverage.spaces[0].id), 1.0);
+}
+
 on_both_harnesses!(
+    a_backlog_the_api_rate_limits_waits_as_asked,
     a_model_changes_backlog_holds_up_neither_a_stop_nor_episodes,
     switching_models_never_mixes_vector_spaces,
     old_vectors_kept_on_request_serve_a_switch_back,

@@ -189,7 +189,8 @@ impl World {
                 withheld: false,
             })
             .await
-            .unwrap();
+            .unwrap()
+            .id;
     }
 
     async fn found(
@@ -1030,7 +1031,8 @@ async fn a_files_text_never_moves_an_episode_boundary(s: Arc<dyn Store>) {
         w.store
             .insert_with_attachments(&[file], &compose, &[])
             .await
-            .unwrap();
+            .unwrap()
+            .id;
         for (i, text) in [
             "tomatoes in the garden love morning water",
             "morning water keeps the garden tomatoes green",

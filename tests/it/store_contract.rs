@@ -212,15 +212,21 @@ async fn messages_are_idempotent_and_chatter_excludes_bot_and_commands(s: Arc<dy
         .await
         .unwrap();
     let scope = Scope::Space(space);
-    let first = s
+    let stored = s
         .insert_message(&msg(space, scope.clone(), a, "m1", "hello", t(1)))
         .await
         .unwrap();
+    assert!(stored.new, "stored now");
+    let first = stored.id;
+    // Delivered again: the same id, and the store says it was there (nothing counts twice).
     assert_eq!(
         s.insert_message(&msg(space, scope.clone(), a, "m1", "hello again", t(1)))
             .await
             .unwrap(),
-        first
+        engram::store::Stored {
+            id: first,
+            new: false
+        }
     );
     let mut bot = msg(space, scope.clone(), a, "m2", "bot says", t(2));
     bot.is_bot = true;
@@ -284,7 +290,8 @@ async fn messages_are_idempotent_and_chatter_excludes_bot_and_commands(s: Arc<dy
     let id = s
         .insert_message(&msg(space, scope, a, "m5", odd, t(5)))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     assert!(
         s.recent_messages(space, "general", None, 1).await.unwrap()[0].text == odd
             && id.0 > first.0
@@ -1036,7 +1043,8 @@ async fn indexed_without_vector(
             t(2),
         ))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let message = s.messages_by_id(&[id]).await.unwrap().remove(0);
     let item = engram::store::IndexedMessage {
         message,
@@ -1315,7 +1323,7 @@ async fn nearby_reads_two_places_each_side(s: Arc<dyn Store>) {
         t(1) + Duration::minutes(4),
     );
     command.is_command = true;
-    let command = s.insert_message(&command).await.unwrap();
+    let command = s.insert_message(&command).await.unwrap().id;
     let next = s.neighbours(&[third], Duration::hours(4)).await.unwrap();
     assert_eq!(next[0].after.map(|n| n.id), Some(command));
     let wide = s.nearby(&[third], Duration::hours(4)).await.unwrap();
@@ -1502,7 +1510,8 @@ async fn forgetting_a_context_message_remakes_the_vectors_made_with_it(s: Arc<dy
     let ok = s
         .insert_message(&msg(lab, Scope::Space(lab), author, "5", "Ok.", t(4)))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     s.delete_messages(&[ids[6]]).await.unwrap();
     let pending = s.unindexed_messages(10).await.unwrap();
     assert_eq!(pending.iter().map(|m| m.id).collect::<Vec<_>>(), [ok]);
@@ -1643,7 +1652,8 @@ async fn taking_back_a_jobs_entries_keeps_what_came_before(s: Arc<dyn Store>) {
             t(10),
         ))
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     write("desk", "D0", "message:999999", 10).await;
     write("desk", "D1", &format!("message:{}", said.0), 11).await;
     write("desk", "D2", "job:s4", 12).await;
@@ -1979,7 +1989,8 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
     let id = s
         .insert_with_attachments(&[file], &compose, &[])
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let att = s.message_attachments(id).await.unwrap()[0].id;
     assert_eq!(s.message_attachments(id).await.unwrap()[0].surrogate, None);
     let space = s.vector_space(&model(384)).await.unwrap();
@@ -2099,7 +2110,8 @@ async fn describing_an_attachment_rewrites_its_message_and_what_came_of_it(s: Ar
     let id = s
         .insert_with_attachments(&[file], &compose, &[])
         .await
-        .unwrap();
+        .unwrap()
+        .id;
     let att = s.message_attachments(id).await.unwrap()[0].id;
     let read = s.unindexed_messages(10).await.unwrap();
     assert_eq!(read.iter().map(|m| m.id).collect::<Vec<_>>(), [id]);
@@ -2417,7 +2429,8 @@ async fn forgotten_messages_are_kept_out_for_a_time(s: Arc<dyn Store>) {
                 withheld: false,
             })
             .await
-            .unwrap();
+            .unwrap()
+            .id;
         ids.push(id);
     }
     let forgotten = |ext: &'static str, since: i64| {
