@@ -189,8 +189,22 @@ async fn working_memory_refreshes_and_stays_in_its_place(url: Option<String>) {
         .rev()
         .find(|r| r.task == "working_memory")
         .unwrap();
-    assert!(!last.text().contains("tulips"), "{}", last.text());
     assert!(last.text().contains("agenda draft 3"), "{}", last.text());
+    // The paused person's words reached no refresh: the lab's was asked (the positive
+    // control), none held theirs.
+    let refreshes: Vec<String> = asked
+        .iter()
+        .filter(|r| r.task == "working_memory")
+        .map(|r| r.text())
+        .collect();
+    assert!(
+        refreshes.iter().any(|t| t.contains("Lisbon")),
+        "{refreshes:?}"
+    );
+    assert!(
+        refreshes.iter().all(|t| !t.contains("tulips")),
+        "{refreshes:?}"
+    );
 
     // The reply in the lab takes the running summary (the fake's starts "Then:") and the
     // open loops.
@@ -1423,7 +1437,157 @@ async fn a_message_described_during_a_refresh_is_read_again(url: Option<String>)
     assert!(asked.contains(SHORTLIST_GIST), "{asked}");
 }
 
+/// How many lines of `person`'s daily notes note a fact holding `words`.
+async fn noted(h: &Harness, person: engram::domain::PersonId, words: &str) -> usize {
+    h.store
+        .daily_notes(person, None)
+        .await
+        .unwrap()
+        .iter()
+        .flat_map(|n| n.text.lines().map(str::to_string).collect::<Vec<_>>())
+        .filter(|l| l.starts_with("- ") && l.contains(words))
+        .count()
+}
+
+/// What closing an episode learns goes through the daily extraction's gate: a fact the model
+/// is unsure of (the fake gives "maybe" 0.5) is a daily note, not a MEMORY.md entry; and the
+/// day's extraction over the same messages afterwards learns nothing twice.
+async fn closing_and_the_day_learn_each_fact_once_through_one_gate(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    h.say_in(&lab, "alice", "I maintain the billing service in Go")
+        .await;
+    h.say_in(&lab, "alice", "maybe I will take harp lessons next year")
+        .await;
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    assert_eq!(indexer(&h).close_episodes().await.unwrap(), 1);
+    assert_eq!(h.extractor("a").finish_episodes().await.unwrap(), 1);
+    let holding = |entries: &[(String, String)], word: &str| {
+        entries.iter().filter(|(_, v)| v.contains(word)).count()
+    };
+    let learned = entries_of(&h, "alice").await;
+    assert_eq!(holding(&learned, "billing"), 1, "{learned:?}");
+    assert_eq!(holding(&learned, "harp"), 0, "below the gate: {learned:?}");
+    let alice = h.person("alice").await;
+    assert_eq!(
+        noted(&h, alice, "harp lessons").await,
+        1,
+        "a daily note instead"
+    );
+
+    // The day's extraction reads the same messages: the same facts, once each.
+    let day = h.clock.now().date_naive();
+    let runs = h
+        .extractor("b")
+        .extract_all(day, false, |_, _| {})
+        .await
+        .unwrap();
+    assert!(runs.iter().all(|r| r.error.is_none()), "{runs:?}");
+    assert!(!runs.is_empty(), "alice's day was extracted");
+    let after = entries_of(&h, "alice").await;
+    assert_eq!(holding(&after, "billing"), 1, "{after:?}");
+    assert_eq!(holding(&after, "harp"), 0, "{after:?}");
+    assert_eq!(noted(&h, alice, "harp lessons").await, 1, "one note");
+
+    // The other order, the next day: the day's extraction first, the episode's close after.
+    h.clock.advance(chrono::Duration::days(1));
+    let day = h.clock.now().date_naive();
+    h.say_in(&lab, "alice", "maybe I will learn to juggle")
+        .await;
+    index(&h).await;
+    h.extractor("c")
+        .extract_all(day, false, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        noted(&h, alice, "learn to juggle").await,
+        1,
+        "noted by the day's extraction"
+    );
+    h.clock.advance(chrono::Duration::hours(1));
+    assert_eq!(indexer(&h).close_episodes().await.unwrap(), 1);
+    assert_eq!(h.extractor("d").finish_episodes().await.unwrap(), 1);
+    assert_eq!(
+        noted(&h, alice, "learn to juggle").await,
+        1,
+        "not again by the close"
+    );
+}
+
+/// An episode's details (a model's summary, entities, decisions) are memory of the episode's
+/// place: their words find it from there and from nowhere else. A private chat's episode whose
+/// summary names a word none of its messages has is not found from a group its author shares
+/// with the bot, by its keys or by the bot's search there.
+async fn a_private_episodes_details_stay_in_their_chat(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    h.dm("alice", "I am planning a trip with my sister").await;
+    let lab = group("lab");
+    h.say_in(&lab, "alice", "the lab meeting moved to Friday")
+        .await;
+    index(&h).await;
+    h.clock.advance(chrono::Duration::hours(1));
+    assert!(indexer(&h).close_episodes().await.unwrap() >= 2);
+    let private = episode_of_said(&h, "alice", "I am planning a trip with my sister").await;
+    put_details(
+        &h,
+        private,
+        details_saying(
+            "Alice plans a trip to Zanzibar with her sister",
+            &["Zanzibar"],
+            &["book the Zanzibar ferry"],
+        ),
+    )
+    .await;
+    h.extractor("a").finish_episodes().await.unwrap();
+    let alice = h.person("alice").await;
+    let dm = [engram::domain::Scope::Dm(alice)];
+    let group_scopes = [h.space_scope("lab").await, engram::domain::Scope::Global];
+    assert_eq!(
+        episodes_found(h.store.as_ref(), &dm, "zanzibar ferry").await,
+        vec![private],
+        "the positive control: found in her chat"
+    );
+    assert!(
+        episodes_found(h.store.as_ref(), &group_scopes, "zanzibar ferry")
+            .await
+            .is_empty()
+    );
+    let retriever =
+        engram::retrieval::Retriever::new(h.store.clone(), None, h.config.retrieval.clone());
+    let found = retriever
+        .search(
+            "Zanzibar ferry trip sister",
+            &group_scopes,
+            Some(alice),
+            h.clock.now(),
+            20,
+        )
+        .await
+        .unwrap();
+    assert!(
+        found.iter().all(|r| !r.message.text.contains("sister")),
+        "{found:?}"
+    );
+    let mine = retriever
+        .search(
+            "Zanzibar ferry trip sister",
+            &dm,
+            Some(alice),
+            h.clock.now(),
+            20,
+        )
+        .await
+        .unwrap();
+    assert!(
+        mine.iter().any(|r| r.message.text.contains("sister")),
+        "the positive control: {mine:?}"
+    );
+}
+
 on_both_harnesses!(
+    closing_and_the_day_learn_each_fact_once_through_one_gate,
+    a_private_episodes_details_stay_in_their_chat,
     an_outage_passes_no_message_by_the_working_memory,
     an_episode_an_edit_reopened_is_finished_again,
     a_message_described_during_a_refresh_is_read_again,

@@ -914,15 +914,19 @@ impl Extractor {
                 &run_key,
                 now,
             );
+            let (day, source) = (day_of(episode.ended_at), learned_sources(episode.id).1);
+            let weak = self
+                .not_noted_yet(person, &episode.scope, day, &source, weak)
+                .await?;
             let mut text = format!("## Episode: {}\n", details.topic);
             for u in &weak {
                 text.push_str(&format!("- {} (confidence {:.2})\n", u.value, u.confidence));
             }
             let note = DailyNote {
-                day: day_of(episode.ended_at),
+                day,
                 scope: episode.scope.clone(),
                 text,
-                source: learned_sources(episode.id).1,
+                source,
                 added_at: now,
             };
             // The note marks it applied: after a crash, a person done before is not again.
