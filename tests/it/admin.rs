@@ -550,7 +550,130 @@ async fn a_line_of_facts_or_notes_is_forgotten_from_the_page(url: Option<String>
     let _ = stop.send(true);
 }
 
+/// The person page shows each tier of their memory with where it may surface: MEMORY.md
+/// entries with category, confidence, source and an earlier value; facts and their versions;
+/// daily notes; the day and history summaries that mention them; their accounts. Another
+/// person's memory is not on it.
+async fn the_person_page_shows_every_tier(url: Option<String>) {
+    let h = harness_on(url, false).await;
+    h.dm("alice", "remember that my favourite tea is green tea")
+        .await;
+    h.dm("alice", "remember that my favourite tea is jasmine tea")
+        .await;
+    h.dm("bob", "remember that I collect old stamps").await;
+    let alice = h.person("alice").await;
+    let dm = engram::domain::Scope::Dm(alice);
+    let (day, now) = (h.clock.now().date_naive(), h.clock.now());
+    h.store
+        .append_daily_note(
+            alice,
+            &engram::domain::DailyNote {
+                day,
+                scope: dm.clone(),
+                text: "- planned a trip to Porto".into(),
+                source: "job:extract:dm".into(),
+                added_at: now,
+            },
+        )
+        .await
+        .unwrap();
+    let record = engram::store::DaySummaryRecord {
+        summaries: [(
+            alice,
+            "Alice weighed two teas and a trip to Porto".to_string(),
+        )]
+        .into(),
+        through_message: i64::MAX,
+        message_count: 3,
+        is_final: true,
+        computed_at: now,
+    };
+    assert!(
+        h.store
+            .put_day_summary(&dm, day, &record, None)
+            .await
+            .unwrap()
+    );
+    h.store
+        .put_history_summary(&dm, alice, day, "Weeks of tea tasting", now, None)
+        .await
+        .unwrap();
+    let (base, stop) = serve_admin(&h).await;
+    let (code, page) = send(
+        &base,
+        "GET",
+        &format!("/admin/people/{}", alice.0),
+        Cred::Bearer(TOKEN),
+        &[],
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{page}");
+    // Each tier under its heading, with where it may surface.
+    let section = |heading: &str| {
+        let start = page
+            .find(&format!("<h2>{heading}</h2>"))
+            .unwrap_or_else(|| panic!("no {heading}: {page}"));
+        let rest = &page[start + heading.len() + 9..];
+        rest[..rest.find("<h2>").unwrap_or(rest.len())].to_string()
+    };
+    let surfaces = "only alice's private chats";
+    let accounts = section("Linked accounts");
+    assert!(
+        accounts.contains("<td>console</td><td>alice</td>"),
+        "{accounts}"
+    );
+    let entries = section("MEMORY.md entries");
+    for shown in [
+        "User Preferences",
+        "my favourite tea is jasmine tea",
+        "was: my favourite tea is green tea",
+        "<td>0.95</td>",
+        "<td>message:3</td>",
+        "<td>a private chat</td>",
+        surfaces,
+    ] {
+        assert!(entries.contains(shown), "{shown}: {entries}");
+    }
+    let facts = section("Facts");
+    for shown in [
+        "2 versions",
+        "<td>remember</td>",
+        "my favourite tea is jasmine tea",
+        surfaces,
+    ] {
+        assert!(facts.contains(shown), "{shown}: {facts}");
+    }
+    let notes = section("Daily notes");
+    for shown in ["planned a trip to Porto", "job:extract:dm", surfaces] {
+        assert!(notes.contains(shown), "{shown}: {notes}");
+    }
+    let days = section("Day summaries mentioning them");
+    assert!(
+        days.contains("Alice weighed two teas") && days.contains(surfaces),
+        "{days}"
+    );
+    let history = section("History summaries");
+    assert!(
+        history.contains("Weeks of tea tasting") && history.contains(surfaces),
+        "{history}"
+    );
+    // Bob's memory is on his page (the positive control), not on hers.
+    let bob = h.person("bob").await;
+    let (_, his) = send(
+        &base,
+        "GET",
+        &format!("/admin/people/{}", bob.0),
+        Cred::Bearer(TOKEN),
+        &[],
+    )
+    .await;
+    assert!(his.contains("old stamps"), "{his}");
+    assert!(!page.contains("stamps"), "{page}");
+    let _ = stop.send(true);
+}
+
 on_both_harnesses!(
+    the_person_page_shows_every_tier,
     admin_urls_need_the_token,
     forgetting_and_clearing_are_audited_and_leave_no_text,
     a_line_of_facts_or_notes_is_forgotten_from_the_page
