@@ -455,8 +455,9 @@ impl Bot {
             // stored, so a clear running meanwhile either sees it or is seen here.
             "sent before its author's memory was cleared: not kept"
         } else {
-            // Counted once it is kept, and once only: a redelivery was counted when it came.
-            if ingested.new {
+            // Counted once it is kept, and once only: a redelivery was counted when it came,
+            // and an edit is the same message.
+            if ingested.new && !editing {
                 crate::telemetry::message_stored(msg.platform.as_str(), msg.author_is_bot);
             }
             return Ok(Some(ingested));

@@ -728,16 +728,12 @@ impl Extractor {
         } = answer;
         let (writes, removals, weak) =
             self.plan(t.person, t.scope, &updates, &origin(t.scope), t.key, t.now);
-        let source = note_source(t.scope);
-        let weak = self
-            .not_noted_yet(t.person, t.scope, t.day, &source, weak)
-            .await?;
         run.noted = weak.len();
         let note = DailyNote {
             day: t.day,
             scope: t.scope.clone(),
             text: daily_text(&notes, &weak, t.messages),
-            source,
+            source: note_source(t.scope),
             added_at: t.now,
         };
         if dry_run {
@@ -864,33 +860,6 @@ impl Extractor {
         ))
     }
 
-    /// The weaker updates `weak` that no other note of `person`'s day `day` in `scope` holds
-    /// yet (an episode's close and the day's extraction read the same messages: a fact too
-    /// weak for MEMORY.md is noted once, by whichever came first). Notes of `source` itself
-    /// do not count: a run again after a crash writes what it wrote.
-    pub(crate) async fn not_noted_yet(
-        &self,
-        person: PersonId,
-        scope: &Scope,
-        day: NaiveDate,
-        source: &str,
-        weak: Vec<Update>,
-    ) -> Result<Vec<Update>, MemoryError> {
-        if weak.is_empty() {
-            return Ok(weak);
-        }
-        let notes = self
-            .store
-            .daily_notes(person, Some(std::slice::from_ref(scope)))
-            .await?;
-        let others: Vec<&str> = notes
-            .iter()
-            .filter(|n| n.day == day && n.source != source)
-            .map(|n| n.text.as_str())
-            .collect();
-        Ok(unnoted(weak, &others))
-    }
-
     /// Durable writes, removals, and the weaker updates that only go to the daily notes.
     #[allow(clippy::type_complexity)]
     fn plan(
@@ -954,24 +923,6 @@ fn prompt_for(
     out
 }
 
-/// The updates of `weak` whose value none of `notes` holds (case, spacing and line breaks
-/// aside).
-fn unnoted(weak: Vec<Update>, notes: &[&str]) -> Vec<Update> {
-    let plain = |t: &str| {
-        t.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase()
-    };
-    let notes: Vec<String> = notes.iter().map(|n| plain(n)).collect();
-    weak.into_iter()
-        .filter(|u| {
-            let value = plain(&u.value);
-            !notes.iter().any(|n| n.contains(&value))
-        })
-        .collect()
-}
-
 fn daily_text(notes: &str, weak: &[Update], interactions: usize) -> String {
     let mut out = format!("## Extracted Insights\n- {interactions} messages read\n");
     for u in weak {
@@ -992,30 +943,6 @@ fn daily_text(notes: &str, weak: &[Update], interactions: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_weak_fact_another_note_holds_is_not_noted_again() {
-        let weak = |value: &str| Update {
-            category: Category::PersonalContext,
-            key: "k".into(),
-            value: value.into(),
-            action: Action::Write,
-            confidence: 0.5,
-        };
-        let notes = [
-            "## Episode: plans\n- Maybe I will take HARP   lessons\nnext year (confidence 0.50)\n",
-        ];
-        let kept = unnoted(
-            vec![
-                weak("maybe I will take harp lessons next year"),
-                weak("maybe I will learn to juggle"),
-            ],
-            &notes,
-        );
-        let values: Vec<&str> = kept.iter().map(|u| u.value.as_str()).collect();
-        assert_eq!(values, ["maybe I will learn to juggle"]);
-        assert_eq!(unnoted(vec![weak("anything")], &[]).len(), 1);
-    }
 
     #[test]
     fn answers_are_validated_as_a_whole() {

@@ -542,9 +542,11 @@ impl Indexer {
                 let mut paused = self.backlog_pause.lock().expect("backlog lock");
                 paused.failures = paused.failures.saturating_add(1);
                 let pause = pause_after(paused.failures, BACKLOG_PAUSE, e.retry_after());
+                // From when the call failed (a timeout takes a while), not from before it.
+                let failed_at = self.clock.now();
                 paused.until = chrono::Duration::from_std(pause)
                     .ok()
-                    .and_then(|p| now.checked_add_signed(p));
+                    .and_then(|p| failed_at.checked_add_signed(p));
                 warn!(error = %e, failures = paused.failures, retry_in_s = pause.as_secs_f64(),
                     "embedding older messages paused; tried again later");
                 0

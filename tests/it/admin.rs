@@ -622,13 +622,19 @@ async fn the_person_page_shows_every_tier(url: Option<String>) {
         accounts.contains("<td>console</td><td>alice</td>"),
         "{accounts}"
     );
+    let said = h.store.author_messages(alice, None).await.unwrap();
+    let source = |text: &str| {
+        let (id, _) = said.iter().find(|(_, t)| t.contains(text)).expect("said");
+        format!("message:{}", id.0)
+    };
+    let (green, jasmine) = (source("is green tea"), source("is jasmine tea"));
     let entries = section("MEMORY.md entries");
     for shown in [
         "User Preferences",
         "my favourite tea is jasmine tea",
-        "was: my favourite tea is green tea",
+        &format!("was: my favourite tea is green tea ({green}"),
         "<td>0.95</td>",
-        "<td>message:3</td>",
+        &format!("<td>{jasmine}</td>"),
         "<td>a private chat</td>",
         surfaces,
     ] {

@@ -167,7 +167,8 @@ fn bench_context_prints_json() {
     let e = &report["episodes"];
     let refreshed = e["refreshed"].as_u64().unwrap();
     assert!(refreshed > 0, "{e}");
-    let per_1000 = |field: &str| e[field].as_f64().unwrap() * 300.0 / 1000.0;
+    let messages = report["messages"].as_f64().unwrap();
+    let per_1000 = |field: &str| e[field].as_f64().unwrap() * messages / 1000.0;
     assert_eq!(
         per_1000("working_memory_llm_calls_per_1000_messages").round() as u64,
         refreshed,

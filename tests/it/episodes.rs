@@ -1451,7 +1451,8 @@ async fn noted(h: &Harness, person: engram::domain::PersonId, words: &str) -> us
 
 /// What closing an episode learns goes through the daily extraction's gate: a fact the model
 /// is unsure of (the fake gives "maybe" 0.5) is a daily note, not a MEMORY.md entry; and the
-/// day's extraction over the same messages afterwards learns nothing twice.
+/// day's extraction over the same messages, before or after the close, writes no entry twice.
+/// (Each source keeps its own note, taken back on its own when its messages are forgotten.)
 async fn closing_and_the_day_learn_each_fact_once_through_one_gate(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
@@ -1488,30 +1489,31 @@ async fn closing_and_the_day_learn_each_fact_once_through_one_gate(url: Option<S
     let after = entries_of(&h, "alice").await;
     assert_eq!(holding(&after, "billing"), 1, "{after:?}");
     assert_eq!(holding(&after, "harp"), 0, "{after:?}");
-    assert_eq!(noted(&h, alice, "harp lessons").await, 1, "one note");
+    assert!(
+        noted(&h, alice, "harp lessons").await >= 1,
+        "still a note, not an entry"
+    );
 
     // The other order, the next day: the day's extraction first, the episode's close after.
     h.clock.advance(chrono::Duration::days(1));
     let day = h.clock.now().date_naive();
-    h.say_in(&lab, "alice", "maybe I will learn to juggle")
+    h.say_in(&lab, "alice", "I run the payroll service in Rust")
         .await;
     index(&h).await;
     h.extractor("c")
         .extract_all(day, false, |_, _| {})
         .await
         .unwrap();
-    assert_eq!(
-        noted(&h, alice, "learn to juggle").await,
-        1,
-        "noted by the day's extraction"
-    );
+    let learned = entries_of(&h, "alice").await;
+    assert_eq!(holding(&learned, "payroll"), 1, "{learned:?}");
     h.clock.advance(chrono::Duration::hours(1));
     assert_eq!(indexer(&h).close_episodes().await.unwrap(), 1);
     assert_eq!(h.extractor("d").finish_episodes().await.unwrap(), 1);
+    let after = entries_of(&h, "alice").await;
     assert_eq!(
-        noted(&h, alice, "learn to juggle").await,
+        holding(&after, "payroll"),
         1,
-        "not again by the close"
+        "not again by the close: {after:?}"
     );
 }
 

@@ -914,19 +914,15 @@ impl Extractor {
                 &run_key,
                 now,
             );
-            let (day, source) = (day_of(episode.ended_at), learned_sources(episode.id).1);
-            let weak = self
-                .not_noted_yet(person, &episode.scope, day, &source, weak)
-                .await?;
             let mut text = format!("## Episode: {}\n", details.topic);
             for u in &weak {
                 text.push_str(&format!("- {} (confidence {:.2})\n", u.value, u.confidence));
             }
             let note = DailyNote {
-                day,
+                day: day_of(episode.ended_at),
                 scope: episode.scope.clone(),
                 text,
-                source,
+                source: learned_sources(episode.id).1,
                 added_at: now,
             };
             // The note marks it applied: after a crash, a person done before is not again.
