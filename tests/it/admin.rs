@@ -599,14 +599,12 @@ async fn the_person_page_shows_every_tier(url: Option<String>) {
         .await
         .unwrap();
     let (base, stop) = serve_admin(&h).await;
-    let (code, page) = send(
-        &base,
-        "GET",
-        &format!("/admin/people/{}", alice.0),
-        Cred::Bearer(TOKEN),
-        &[],
-    )
-    .await;
+    let page_of = |person: engram::domain::PersonId| {
+        let path = format!("/admin/people/{}", person.0);
+        let base = base.clone();
+        async move { send(&base, "GET", &path, Cred::Bearer(TOKEN), &[]).await }
+    };
+    let (code, page) = page_of(alice).await;
     assert_eq!(code, StatusCode::OK, "{page}");
     // Each tier under its heading, with where it may surface.
     let section = |heading: &str| {
@@ -664,15 +662,7 @@ async fn the_person_page_shows_every_tier(url: Option<String>) {
         "{history}"
     );
     // Bob's memory is on his page (the positive control), not on hers.
-    let bob = h.person("bob").await;
-    let (_, his) = send(
-        &base,
-        "GET",
-        &format!("/admin/people/{}", bob.0),
-        Cred::Bearer(TOKEN),
-        &[],
-    )
-    .await;
+    let (_, his) = page_of(h.person("bob").await).await;
     assert!(his.contains("old stamps"), "{his}");
     assert!(!page.contains("stamps"), "{page}");
     let _ = stop.send(true);

@@ -1557,30 +1557,22 @@ async fn a_private_episodes_details_stay_in_their_chat(url: Option<String>) {
     );
     let retriever =
         engram::retrieval::Retriever::new(h.store.clone(), None, h.config.retrieval.clone());
-    let found = retriever
-        .search(
-            "Zanzibar ferry trip sister",
-            &group_scopes,
-            Some(alice),
-            h.clock.now(),
-            20,
-        )
-        .await
-        .unwrap();
+    let now = h.clock.now();
+    let search = |scopes: &[engram::domain::Scope]| {
+        let (retriever, scopes) = (&retriever, scopes.to_vec());
+        async move {
+            retriever
+                .search("Zanzibar ferry trip sister", &scopes, Some(alice), now, 20)
+                .await
+                .unwrap()
+        }
+    };
+    let found = search(&group_scopes).await;
     assert!(
         found.iter().all(|r| !r.message.text.contains("sister")),
         "{found:?}"
     );
-    let mine = retriever
-        .search(
-            "Zanzibar ferry trip sister",
-            &dm,
-            Some(alice),
-            h.clock.now(),
-            20,
-        )
-        .await
-        .unwrap();
+    let mine = search(&dm).await;
     assert!(
         mine.iter().any(|r| r.message.text.contains("sister")),
         "the positive control: {mine:?}"

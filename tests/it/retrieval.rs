@@ -189,8 +189,7 @@ impl World {
                 withheld: false,
             })
             .await
-            .unwrap()
-            .id;
+            .unwrap();
     }
 
     async fn found(
@@ -1031,8 +1030,7 @@ async fn a_files_text_never_moves_an_episode_boundary(s: Arc<dyn Store>) {
         w.store
             .insert_with_attachments(&[file], &compose, &[])
             .await
-            .unwrap()
-            .id;
+            .unwrap();
         for (i, text) in [
             "tomatoes in the garden love morning water",
             "morning water keeps the garden tomatoes green",
