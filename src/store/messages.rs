@@ -1380,7 +1380,7 @@ on_both_backends! {
                     }
                 }
                 // Already stored (a redelivered message): its existing id.
-            None => ids.push(Stored {
+                None => ids.push(Stored {
                     id: existing_message(conn, m).await?,
                     new: false,
                 }),

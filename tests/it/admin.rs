@@ -608,10 +608,11 @@ async fn the_person_page_shows_every_tier(url: Option<String>) {
     assert_eq!(code, StatusCode::OK, "{page}");
     // Each tier under its heading, with where it may surface.
     let section = |heading: &str| {
+        let title = format!("<h2>{heading}</h2>");
         let start = page
-            .find(&format!("<h2>{heading}</h2>"))
+            .find(&title)
             .unwrap_or_else(|| panic!("no {heading}: {page}"));
-        let rest = &page[start + heading.len() + 9..];
+        let rest = &page[start + title.len()..];
         rest[..rest.find("<h2>").unwrap_or(rest.len())].to_string()
     };
     let surfaces = "only alice's private chats";

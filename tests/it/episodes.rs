@@ -1444,9 +1444,13 @@ async fn noted(h: &Harness, person: engram::domain::PersonId, words: &str) -> us
         .await
         .unwrap()
         .iter()
-        .flat_map(|n| n.text.lines().map(str::to_string).collect::<Vec<_>>())
-        .filter(|l| l.starts_with("- ") && l.contains(words))
-        .count()
+        .map(|n| {
+            n.text
+                .lines()
+                .filter(|l| l.starts_with("- ") && l.contains(words))
+                .count()
+        })
+        .sum()
 }
 
 /// What closing an episode learns goes through the daily extraction's gate: a fact the model
