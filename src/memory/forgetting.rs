@@ -700,8 +700,8 @@ impl MemoryManager {
         // language stored reads it (a Spanish fact quoted in an English reply).
         let mut languages: Vec<Option<Language>> = vec![None];
         if !unique.is_empty() {
-            for (code, _) in self.store.message_languages().await? {
-                languages.push(code.as_deref().and_then(Language::from_code));
+            for code in self.store.languages_in_use().await? {
+                languages.push(Language::from_code(&code));
             }
         }
         for needle in unique {

@@ -17,6 +17,11 @@ pub trait Admin: Send + Sync {
     /// by, or not indexed yet), most first.
     async fn message_languages(&self) -> StoreResult<Vec<(Option<String>, i64)>>;
 
+    /// The languages searchable messages were detected in (ISO 639-1 codes), each once, in
+    /// code order: a step through an index per language, however many messages there are
+    /// (read on every edit and delete, where `message_languages`' count of each is not needed).
+    async fn languages_in_use(&self) -> StoreResult<Vec<String>>;
+
     /// Rows of `table` in primary-key order, as canonical values (copying between backends).
     async fn dump_rows(
         &self,
@@ -109,6 +114,22 @@ on_both_backends! {
             sqlx::query_as(
                 "SELECT language, COUNT(*) AS n FROM messages WHERE NOT withheld GROUP BY language ORDER BY n DESC, language",
             )
+            .fetch_all(self.pool())
+            .await
+            .map_err(db_err)
+        }
+
+        async fn languages_in_use(&self) -> StoreResult<Vec<String>> {
+            sqlx::query_scalar(concat!(
+                "WITH RECURSIVE l(code) AS (SELECT MIN(language) FROM messages",
+                indexed_by!("messages_by_language"),
+                " WHERE language IS NOT NULL AND NOT withheld \
+                 UNION ALL SELECT (SELECT MIN(m.language) FROM messages m",
+                indexed_by!("messages_by_language"),
+                " WHERE m.language IS NOT NULL AND NOT m.withheld AND m.language > l.code) \
+                 FROM l WHERE l.code IS NOT NULL) \
+                 SELECT code FROM l WHERE code IS NOT NULL"
+            ))
             .fetch_all(self.pool())
             .await
             .map_err(db_err)

@@ -820,26 +820,29 @@ on_both_backends! {
                 return Ok(Vec::new());
             }
             let keys: Option<Vec<String>> = bots.scopes.map(|s| s.iter().map(Scope::key).collect());
-            // A bot reply's reply_to is the id of the message it answers, as text.
+            // A bot reply's reply_to is the id of the message it answers, as text. The messages
+            // are read from the postings of the terms and the index of the bot's withheld ones
+            // (which have none): an OR of the two read every message of the database.
             macro_rules! bot_messages {
-                ($scope:expr, $m_scope:expr) => {
+                ($postings:expr, $withheld:expr) => {
                     concat!(
                         "SELECT m.id, m.text, r.author_id FROM messages m LEFT JOIN messages r ON r.id = ",
                         reply_to_id!("m"),
-                        " WHERE m.is_bot AND (m.id IN (SELECT message_id FROM message_terms WHERE term ",
-                        in_list!(1),
-                        " AND ",
-                        $scope,
-                        " GROUP BY message_id HAVING COUNT(DISTINCT term) = $3) OR (m.withheld AND ",
-                        $m_scope,
-                        ")) AND (CAST($4 AS BIGINT) IS NULL OR m.space_id = $4) AND m.id > $5 ORDER BY m.id"
+                        " WHERE m.id IN (SELECT t.message_id FROM message_terms t WHERE ",
+                        $postings,
+                        " GROUP BY t.message_id HAVING COUNT(DISTINCT t.term) = $3 \
+                          UNION SELECT w.id FROM messages w WHERE w.is_bot AND w.withheld AND ",
+                        $withheld,
+                        ") AND m.is_bot AND (CAST($4 AS BIGINT) IS NULL OR m.space_id = $4) AND m.id > $5 ORDER BY m.id"
                     )
                 };
             }
-            // A scope list is a plain IN, which SQLite serves from the scope indexes.
             let sql = match keys {
-                Some(_) => bot_messages!(concat!("scope ", in_list!(2)), concat!("m.scope ", in_list!(2))),
-                None => bot_messages!(in_list_or_all!("scope", 2), in_list_or_all!("m.scope", 2)),
+                Some(_) => bot_messages!(terms_in_scopes!("t", 1, 2), concat!("w.scope ", in_list!(2))),
+                None => bot_messages!(
+                    concat!("t.term ", in_list!(1), " AND ", in_list_or_all!("t.scope", 2)),
+                    in_list_or_all!("w.scope", 2)
+                ),
             };
             let rows: Vec<(i64, String, Option<i64>)> = sqlx::query_as(sql)
             .bind(list(terms))
@@ -1248,14 +1251,34 @@ on_both_backends! {
             .map_err(db_err)?;
         let as_text: Vec<String> = asked.iter().map(i64::to_string).collect();
         // The bot's replies to these messages and the text of their attachments go with them.
-        let rows: Vec<MessageRow> = sqlx::query_as(concat!(
-            "SELECT id, scope, sent_at, episode_id, text, withheld, language FROM messages WHERE id ",
-            in_list!(1),
-            " OR (is_bot AND reply_to ",
-            in_list!(2),
-            ") OR attachment_of ",
-            in_list!(3),
-            for_update!()
+        // Each of the three read through its own index: SQLite served the OR of them by reading
+        // every message of the database (20 ms at 30,000), and PostgreSQL, which combines the
+        // indexes itself, allows no FOR UPDATE on a UNION.
+        macro_rules! going {
+            ($which:literal) => {
+                concat!("SELECT id, scope, sent_at, episode_id, text, withheld, language FROM messages", $which)
+            };
+        }
+        let rows: Vec<MessageRow> = sqlx::query_as(per_dialect!(
+            sqlite: concat!(
+                going!(" WHERE id "),
+                in_list!(1),
+                " UNION ",
+                going!(" WHERE is_bot AND reply_to "),
+                in_list!(2),
+                " UNION ",
+                going!(" INDEXED BY messages_by_attachment_of WHERE attachment_of "),
+                in_list!(3)
+            ),
+            postgres: concat!(
+                going!(" WHERE id "),
+                in_list!(1),
+                " OR (is_bot AND reply_to ",
+                in_list!(2),
+                ") OR attachment_of ",
+                in_list!(3),
+                for_update!()
+            ),
         ))
         .bind(list(&asked))
         .bind(list(&as_text))

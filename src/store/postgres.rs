@@ -87,6 +87,32 @@ pub(super) mod shared {
     }
     pub(in crate::store) use in_list;
 
+    /// The list bound as parameter `$n` (made with `list`) as rows `$alias.value`.
+    macro_rules! list_rows {
+        ($n:literal, $alias:literal) => {
+            concat!("unnest($", $n, "::TEXT[]) AS ", $alias, "(value)")
+        };
+    }
+    pub(in crate::store) use list_rows;
+
+    /// Postings `$alias` of the terms in list `$t` and the scopes in list `$s` (the postings'
+    /// key on both columns).
+    macro_rules! terms_in_scopes {
+        ($alias:literal, $t:literal, $s:literal) => {
+            concat!(
+                $alias,
+                ".term = ANY($",
+                $t,
+                ") AND ",
+                $alias,
+                ".scope = ANY($",
+                $s,
+                ")"
+            )
+        };
+    }
+    pub(in crate::store) use terms_in_scopes;
+
     /// `column` equals parameter `$n` ignoring ASCII case, as the column's index is built.
     macro_rules! same_name {
         ($column:literal, $n:literal) => {

@@ -373,20 +373,17 @@ on_both_backends! {
             // An episode is its messages' words and its details' (fact-augmented keys). The
             // postings are read once, before the episodes: planned as one join, a scope the
             // statistics do not know yet (a new chat) was estimated at one posting, and the
-            // postings were read again for each of its episodes (30 ms instead of 2).
+            // postings were read again for each of its episodes (30 ms instead of 2). Postings
+            // are sought by (term, scope): by term alone, every scope's were read.
             let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
                 concat!(
                     "WITH k AS MATERIALIZED \
                      (SELECT t.term, m.episode_id, t.tf FROM message_terms t JOIN messages m ON m.id = t.message_id \
-                      WHERE t.term ",
-                    in_list!(1),
-                    " AND t.scope ",
-                    in_list!(2),
+                      WHERE ",
+                    terms_in_scopes!("t", 1, 2),
                     " AND m.episode_id IS NOT NULL \
-                      UNION ALL SELECT term, episode_id, tf FROM episode_terms WHERE term ",
-                    in_list!(1),
-                    " AND scope ",
-                    in_list!(2),
+                      UNION ALL SELECT x.term, x.episode_id, x.tf FROM episode_terms x WHERE ",
+                    terms_in_scopes!("x", 1, 2),
                     ") SELECT k.term, k.episode_id, CAST(SUM(k.tf) AS BIGINT), MAX(e.total_len + COALESCE(e.keys_len, 0)) \
                      FROM k JOIN episodes e ON e.id = k.episode_id WHERE e.scope ",
                     in_list!(2),
@@ -580,12 +577,20 @@ on_both_backends! {
                 return Ok(Vec::new());
             }
             let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+            // From each scope's first author to its next, a seek each in the index of people's
+            // own messages: as many steps as there are authors, however many messages or
+            // people the database holds. (A check of every person in the database took 29 ms
+            // with 100,000 people on SQLite, for a chat of two and 300 messages.)
             let rows: Vec<(i64, String)> = sqlx::query_as(concat!(
-                "SELECT p.id, p.display_name FROM people p WHERE EXISTS (SELECT 1 FROM messages m",
-                indexed_by!("messages_by_scope_author_time"),
-                " WHERE m.scope ",
-                in_list!(1),
-                " AND m.author_id = p.id AND NOT m.is_bot AND NOT m.withheld) ORDER BY p.id"
+                "WITH RECURSIVE a(scope, id) AS (SELECT s.value, (SELECT MIN(m.author_id) FROM messages m",
+                indexed_by!("messages_said_by_scope"),
+                " WHERE m.scope = s.value AND NOT m.is_bot AND NOT m.withheld) FROM ",
+                list_rows!(1, "s"),
+                " UNION ALL SELECT a.scope, (SELECT MIN(m.author_id) FROM messages m",
+                indexed_by!("messages_said_by_scope"),
+                " WHERE m.scope = a.scope AND NOT m.is_bot AND NOT m.withheld AND m.author_id > a.id) \
+                 FROM a WHERE a.id IS NOT NULL) \
+                 SELECT DISTINCT p.id, p.display_name FROM a CROSS JOIN people p WHERE p.id = a.id ORDER BY p.id"
             ))
             .bind(list(&keys))
             .fetch_all(self.pool())

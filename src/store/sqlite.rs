@@ -90,6 +90,34 @@ pub(super) mod shared {
     }
     pub(in crate::store) use in_list;
 
+    /// The list bound as parameter `$n` (made with `list`) as rows `$alias.value`.
+    macro_rules! list_rows {
+        ($n:literal, $alias:literal) => {
+            concat!("json_each($", $n, ") ", $alias)
+        };
+    }
+    pub(in crate::store) use list_rows;
+
+    /// Postings `$alias` of the terms in list `$t` and the scopes in list `$s`, as (term, scope)
+    /// pairs, which SQLite seeks in the postings' key. (Two `IN` lists made it seek by term
+    /// only and read the term's postings in every scope of the database.)
+    macro_rules! terms_in_scopes {
+        ($alias:literal, $t:literal, $s:literal) => {
+            concat!(
+                "(",
+                $alias,
+                ".term, ",
+                $alias,
+                ".scope) IN (SELECT qt.value, qs.value FROM json_each($",
+                $t,
+                ") qt, json_each($",
+                $s,
+                ") qs)"
+            )
+        };
+    }
+    pub(in crate::store) use terms_in_scopes;
+
     /// `column` equals parameter `$n` ignoring ASCII case, as the column's index is built.
     macro_rules! same_name {
         ($column:literal, $n:literal) => {

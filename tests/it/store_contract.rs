@@ -1424,6 +1424,234 @@ async fn messages_by_time_and_id_leave_withheld_and_other_scopes_out(s: Arc<dyn 
     );
 }
 
+/// Who wrote in the asked scopes (who a question may name): people with a message of their
+/// own there that is not withheld, each once, by id; never the bot, someone only withheld,
+/// someone of another scope or someone who never wrote, however many people there are.
+async fn authors_are_the_people_who_wrote_in_the_scopes(s: Arc<dyn Store>) {
+    let (lab, alice, _) = conversation(&s).await;
+    let other = s
+        .resolve_space(Platform::Console, "other", SpaceKind::Group, "other")
+        .await
+        .unwrap();
+    let person = |name: &str| {
+        let (s, name) = (s.clone(), name.to_string());
+        async move {
+            s.resolve_person(Platform::Console, &name.to_lowercase(), &name)
+                .await
+                .unwrap()
+        }
+    };
+    // People the database knows who never wrote in the lab, between its authors' ids.
+    let mut strangers = Vec::new();
+    for i in 0..20 {
+        strangers.push(person(&format!("Stranger{i:02}")).await);
+    }
+    let (bot, hidden, dana, eve, zed) = (
+        person("Engram").await,
+        person("Carl").await,
+        person("Dana").await,
+        person("Eve").await,
+        person("Zed").await,
+    );
+    let at = |m: i64| t(5) + Duration::minutes(m);
+    let mut said_by_bot = msg(lab, Scope::Space(lab), bot, "b1", "noted", at(0));
+    said_by_bot.is_bot = true;
+    let mut only_withheld = msg(lab, Scope::Space(lab), hidden, "c1", "paused words", at(1));
+    only_withheld.withheld = true;
+    let mut in_dana_dm = msg(lab, Scope::Dm(dana), dana, "d1", "a private line", at(2));
+    in_dana_dm.privacy = in_dana_dm.scope.privacy();
+    s.insert_messages(&[
+        said_by_bot,
+        only_withheld,
+        in_dana_dm,
+        msg(other, Scope::Space(other), eve, "e1", "elsewhere", at(3)),
+        // The newest person writes first and again: listed once, in id order.
+        msg(lab, Scope::Space(lab), zed, "z1", "hello lab", at(4)),
+        msg(lab, Scope::Space(lab), zed, "z2", "hello again", at(5)),
+    ])
+    .await
+    .unwrap();
+    let authors = |scopes: Vec<Scope>| {
+        let s = s.clone();
+        async move { s.authors_in(&scopes).await.unwrap() }
+    };
+    let named = |ids: &[(PersonId, &str)]| -> Vec<(PersonId, String)> {
+        ids.iter().map(|(p, n)| (*p, n.to_string())).collect()
+    };
+    // Alice wrote in the lab (her withheld line aside), Zed twice.
+    assert_eq!(
+        authors(vec![Scope::Space(lab)]).await,
+        named(&[(alice, "Alice"), (zed, "Zed")])
+    );
+    assert_eq!(
+        authors(vec![Scope::Dm(dana), Scope::Space(lab)]).await,
+        named(&[(alice, "Alice"), (dana, "Dana"), (zed, "Zed")]),
+        "each asked scope adds its authors"
+    );
+    assert_eq!(
+        authors(vec![Scope::Space(lab), Scope::Dm(alice)]).await,
+        named(&[(alice, "Alice"), (zed, "Zed")]),
+        "someone who wrote in two asked scopes is named once"
+    );
+    assert_eq!(
+        authors(vec![Scope::Space(other)]).await,
+        named(&[(eve, "Eve")])
+    );
+    // Positive control for the withheld line: Carl, once he writes in the open, is found;
+    // Alice (the lowest id) only withheld there and the bot are not.
+    let mut alice_withheld = msg(other, Scope::Space(other), alice, "a9", "paused", at(6));
+    alice_withheld.withheld = true;
+    let mut bot_line = msg(other, Scope::Space(other), bot, "b9", "noted", at(6));
+    bot_line.is_bot = true;
+    s.insert_messages(&[
+        alice_withheld,
+        bot_line,
+        msg(other, Scope::Space(other), hidden, "c2", "back", at(7)),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        authors(vec![Scope::Space(other)]).await,
+        named(&[(hidden, "Carl"), (eve, "Eve")])
+    );
+    assert!(authors(vec![]).await.is_empty());
+    assert!(authors(vec![Scope::Dm(strangers[0])]).await.is_empty());
+}
+
+/// The bot's messages holding every word of a quote (an edited or deleted message's words),
+/// in the asked scopes, space and time, with whom each answered; the bot's withheld ones
+/// (which have no postings) always, for their text to be read; never a person's message.
+async fn the_bots_quotes_are_found_by_their_words(s: Arc<dyn Store>) {
+    use engram::store::BotMessageFilter;
+    let (lab, alice, _) = conversation(&s).await;
+    let other = s
+        .resolve_space(Platform::Console, "other", SpaceKind::Group, "other")
+        .await
+        .unwrap();
+    let bot = s
+        .resolve_person(Platform::Console, "engram", "Engram")
+        .await
+        .unwrap();
+    let at = |m: i64| t(5) + Duration::minutes(m);
+    // Read as English, as the quote is below (each stored language is asked in turn).
+    let english = Some(engram::domain::language::Language::English);
+    let mut said = msg(
+        lab,
+        Scope::Space(lab),
+        alice,
+        "q1",
+        "my locker code is 4417",
+        at(0),
+    );
+    said.language = english;
+    let bot_msg = |space, ext: &str, text: &str, m: i64| {
+        let mut b = msg(space, Scope::Space(space), bot, ext, text, at(m));
+        b.is_bot = true;
+        b.language = english;
+        b
+    };
+    let mut reply = bot_msg(lab, "r1", "Noted: your locker code is 4417.", 1);
+    let mut withheld = bot_msg(lab, "r2", "a paused chat's reply", 2);
+    withheld.withheld = true;
+    let mut withheld_elsewhere = bot_msg(other, "r4", "another paused chat's reply", 4);
+    withheld_elsewhere.withheld = true;
+    let ids = s
+        .insert_messages(&[
+            said,
+            bot_msg(lab, "r0", "a locker is a box", 0),
+            withheld,
+            bot_msg(other, "r3", "Elsewhere: locker code 4417.", 3),
+            withheld_elsewhere,
+        ])
+        .await
+        .unwrap();
+    let (said, partial, withheld, elsewhere, withheld_elsewhere) =
+        (ids[0], ids[1], ids[2], ids[3], ids[4]);
+    reply.reply_to = Some(said.0.to_string());
+    let reply = s.insert_message(&reply).await.unwrap().id;
+    let terms = engram::store::query_terms_in("locker code 4417", 16, english);
+    let found = async |filter: BotMessageFilter<'_>| -> Vec<(MessageId, Option<PersonId>)> {
+        let got = s.bot_messages_with_terms(filter, &terms).await.unwrap();
+        got.into_iter().map(|m| (m.id, m.answered)).collect()
+    };
+    let lab_only = [Scope::Space(lab)];
+    assert_eq!(
+        found(BotMessageFilter::in_scopes(Some(&lab_only))).await,
+        [(withheld, None), (reply, Some(alice))],
+        "in the lab: the reply with every word (not {partial:?}, which has one, nor Alice's \
+         own line {said:?}), and the withheld one"
+    );
+    assert_eq!(
+        found(BotMessageFilter::in_scopes(None)).await,
+        [
+            (withheld, None),
+            (elsewhere, None),
+            (withheld_elsewhere, None),
+            (reply, Some(alice))
+        ],
+        "everywhere: the other space's quote and withheld reply too"
+    );
+    let later = BotMessageFilter {
+        after: Some(elsewhere),
+        ..BotMessageFilter::in_scopes(None)
+    };
+    assert_eq!(
+        found(later).await,
+        [(withheld_elsewhere, None), (reply, Some(alice))]
+    );
+    let in_other = BotMessageFilter {
+        space: Some(other),
+        ..BotMessageFilter::in_scopes(None)
+    };
+    assert_eq!(
+        found(in_other).await,
+        [(elsewhere, None), (withheld_elsewhere, None)]
+    );
+}
+
+/// The languages of searchable messages, each once in code order; a language only withheld
+/// messages are in is none of them until someone writes it in the open.
+async fn languages_in_use_are_each_listed_once(s: Arc<dyn Store>) {
+    use engram::domain::language::Language;
+    let (lab, alice, _) = conversation(&s).await;
+    let at = |m: i64| t(5) + Duration::minutes(m);
+    let in_language = |ext: &str, language: Language, withheld: bool| {
+        let mut m = msg(lab, Scope::Space(lab), alice, ext, "words", at(0));
+        m.language = Some(language);
+        m.withheld = withheld;
+        m
+    };
+    s.insert_messages(&[
+        in_language("l1", Language::Russian, false),
+        in_language("l2", Language::German, false),
+        in_language("l3", Language::Russian, false),
+        in_language("l4", Language::French, true),
+    ])
+    .await
+    .unwrap();
+    let mut expected: Vec<String> = s
+        .message_languages()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|(code, _)| code)
+        .collect();
+    expected.sort();
+    let got = s.languages_in_use().await.unwrap();
+    assert!(got.contains(&"ru".to_string()) && got.contains(&"de".to_string()));
+    assert!(!got.contains(&"fr".to_string()), "only withheld: {got:?}");
+    assert_eq!(got, expected, "the same languages as the counts give");
+    s.insert_message(&in_language("l5", Language::French, false))
+        .await
+        .unwrap();
+    assert!(
+        s.languages_in_use()
+            .await
+            .unwrap()
+            .contains(&"fr".to_string())
+    );
+}
+
 /// A short message's vector made with the one before as context: forgetting the context
 /// drops the vector and queues the message to be embedded again without it.
 async fn forgetting_a_context_message_remakes_the_vectors_made_with_it(s: Arc<dyn Store>) {
@@ -1686,6 +1914,9 @@ on_both_backends!(
     neighbours_stay_in_channel_scope_and_time,
     nearby_reads_two_places_each_side,
     messages_by_time_and_id_leave_withheld_and_other_scopes_out,
+    authors_are_the_people_who_wrote_in_the_scopes,
+    the_bots_quotes_are_found_by_their_words,
+    languages_in_use_are_each_listed_once,
     forgetting_a_context_message_remakes_the_vectors_made_with_it,
     vector_spaces_never_mix,
     a_vector_written_while_its_message_is_forgotten_goes_too,
