@@ -263,6 +263,8 @@ pub struct QuestionResult {
     /// Each evidence session's rank among the sessions (1 = first; null: none of its turns
     /// was among the candidates).
     pub evidence_session_ranks: Vec<Option<usize>>,
+    /// How long its search took, in microseconds (the tail of `query_latency` by question).
+    pub latency_us: f64,
     /// The top 10 as the retriever scored them, kept only when evidence is missing from it,
     /// to see what pushed it out.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -635,6 +637,7 @@ fn question_result(
     turn_of: &HashMap<MessageId, (&str, &str)>,
     turns: &[String],
     sessions: &[String],
+    latency_us: f64,
 ) -> QuestionResult {
     let turn_r_at_10 = recall_at(turns, &q.evidence_turn_ids, 10);
     let trace = |rank: usize, h: &Retrieved| {
@@ -681,6 +684,7 @@ fn question_result(
             .map(|e| sessions.iter().position(|s| s == e).map(|p| p + 1))
             .collect(),
         top,
+        latency_us: (latency_us * 10.0).round() / 10.0,
     }
 }
 
@@ -747,7 +751,8 @@ pub async fn run(
             let hits = retriever
                 .search(&q.question, &ingested.scopes, ingested.asker, asked, 200)
                 .await?;
-            latencies.push(started.elapsed().as_secs_f64() * 1e6);
+            let latency_us = started.elapsed().as_secs_f64() * 1e6;
+            latencies.push(latency_us);
             let (turns, sessions) = ranked_ids(&hits, &ingested.turn_of);
             turn_tally.add(&q.category, &turns, &q.evidence_turn_ids);
             session_tally.add(&q.category, &sessions, &q.evidence_session_ids);
@@ -757,6 +762,7 @@ pub async fn run(
                 &ingested.turn_of,
                 &turns,
                 &sessions,
+                latency_us,
             ));
         }
         progress(&format!(

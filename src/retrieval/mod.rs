@@ -55,12 +55,13 @@ pub struct Retriever {
     /// Query vectors by text: the same question asked again costs no model call.
     query_vectors: moka::sync::Cache<String, Arc<Embedding>>,
     /// Who wrote in a set of scopes (by their keys), for a while: who a question may name,
-    /// known before its search, so that it is embedded once, already in the first person.
+    /// known before its search, so that it is embedded once, already in the first person
+    /// (the first question in a set of scopes reads them beside its embedding).
     authors: moka::sync::Cache<Vec<String>, Arc<Vec<(PersonId, String)>>>,
 }
 
 /// How long the authors of a set of scopes are kept: a newcomer's name met only in the hits
-/// meanwhile costs a second embedding.
+/// meanwhile costs a second embedding and vector search, after the other searches.
 const AUTHORS_TTL: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The store's id of the embedder's vector space, looked up (and registered) on first use, so
@@ -176,7 +177,6 @@ impl Retriever {
         let text: String = text.chars().take(4000).collect();
         let window = time::window(&text, now);
         let found = self.candidates(&text, scopes, window).await?;
-        let language = found.language;
         let c = self.settings.candidates;
 
         let mut messages: HashMap<i64, StoredMessage> = HashMap::new();
@@ -184,12 +184,6 @@ impl Retriever {
             .bm25_hits
             .iter()
             .map(|h| (h.message.id.0, h.score))
-            .collect();
-        let lexical: HashSet<i64> = found
-            .bm25_hits
-            .iter()
-            .take(PHRASE_CHECKS)
-            .map(|h| h.message.id.0)
             .collect();
         let vector_ids: Vec<i64> = found.vector_hits.iter().map(|h| h.message.id.0).collect();
         // Lengths in search words, for each message's share of its neighbours' scores.
@@ -260,8 +254,6 @@ impl Retriever {
             HashSet::new()
         };
         let asked = Asked {
-            text: &text,
-            language,
             asker,
             about_bot,
             own: &own,
@@ -269,7 +261,13 @@ impl Retriever {
             of_window: &of_window,
             when: self.settings.when_weight > 0.0 && time::asks_when(&text),
         };
-        self.add_bonuses(&mut scores, &messages, &asked, &lexical, &episode_rank);
+        self.add_bonuses(
+            &mut scores,
+            &messages,
+            &asked,
+            &found.phrases,
+            &episode_rank,
+        );
         self.lift_neighbours_of_the_best(&mut scores, &mut messages, scopes)
             .await?;
         self.discount_questions(&mut scores, &messages, &asked);
@@ -421,10 +419,6 @@ fn context_length(chars: i64) -> f64 {
 
 /// A query as the bonuses read it.
 struct Asked<'a> {
-    /// What was asked.
-    text: &'a str,
-    /// The language it was asked in.
-    language: Option<crate::domain::language::Language>,
     /// Who asked.
     asker: Option<PersonId>,
     /// Whether it asks what the bot said.
@@ -457,7 +451,7 @@ impl Retriever {
         scores: &mut HashMap<i64, f64>,
         messages: &HashMap<i64, StoredMessage>,
         asked: &Asked<'_>,
-        lexical: &HashSet<i64>,
+        phrases: &HashMap<i64, usize>,
         episode_rank: &HashMap<i64, usize>,
     ) {
         let k = self.settings.rrf_k;
@@ -467,7 +461,6 @@ impl Retriever {
         } else {
             self.settings.episode_rrf_k_bm25_only
         };
-        let pairs = WordPairs::of_in(asked.text, asked.language);
         let phrase_bonus = self.settings.phrase_weight / (k + 1.0);
         let author_bonus = self.settings.author_weight / (k + 1.0);
         for (id, score) in scores.iter_mut() {
@@ -483,10 +476,8 @@ impl Retriever {
             if asked.named.contains(&m.author) {
                 *score += author_bonus;
             }
-            // A pair needs both its words, so only BM25's hits can hold one; its best half
-            // is where a pair can still change the top of the ranking.
-            if phrase_bonus > 0.0 && lexical.contains(id) {
-                *score += phrase_bonus * pairs.shared_with(&m.text, m.language) as f64;
+            if let Some(shared) = phrases.get(id) {
+                *score += phrase_bonus * *shared as f64;
             }
             if let Some(rank) = m.episode.and_then(|ep| episode_rank.get(&ep)) {
                 *score += self.settings.episode_weight / (episode_k + *rank as f64);
@@ -581,12 +572,12 @@ fn asking_share(text: &str) -> f64 {
 
 /// What the store found for one query, before fusion.
 struct Candidates {
-    /// The language the question was read in.
-    language: Option<crate::domain::language::Language>,
     /// BM25 over messages, best first (more than `candidates`: context spreads their scores).
     bm25_hits: Vec<SearchHit>,
     /// The neighbours of the BM25 hits in their channels.
     neighbours: Vec<Neighbours>,
+    /// How many of the question's word pairs each of the best BM25 hits has side by side.
+    phrases: HashMap<i64, usize>,
     /// BM25 over whole episodes, best first.
     episode_hits: Vec<EpisodeHit>,
     /// Nearest messages by vector, best first (none without an embedder).
@@ -605,10 +596,12 @@ struct Candidates {
 const CONTEXT_FETCH: usize = 2;
 
 impl Retriever {
-    /// The candidate lists for `text` in `scopes`: BM25 over messages and episodes and the
-    /// messages of `window` first; then the people the question names among their authors, and
-    /// with those, the vector side (the question in the named person's first person) beside
-    /// the BM25 hits' neighbours.
+    /// The candidate lists for `text` in `scopes`, as three lines of work that wait for no
+    /// other: BM25 over messages, then their neighbours and the question's word pairs in the
+    /// best of them, beside BM25 over episodes; the messages of `window`; and the vector side:
+    /// the question embedded as the people it names among the scopes' authors would ask it,
+    /// then its nearest messages and episodes. (A name only the hits show is asked again
+    /// after them.)
     async fn candidates(
         &self,
         text: &str,
@@ -633,42 +626,9 @@ impl Retriever {
                 _ => Ok(Vec::new()),
             }
         };
-        // The question's vector is made while BM25 runs, in the first person of whoever it
-        // names among the scopes' authors ("What did James adopt?" as James would ask it:
-        // "What did I adopt?"), when they are known from an earlier question; the author
-        // bonus names only people among the hits' authors, as before. A name the hits show
-        // and the known authors did not (a newcomer since, or the authors not read yet: they
-        // are read beside BM25 then) costs a second embedding below.
-        let authors_key = self.embedder.as_ref().map(|_| scopes_key(scopes));
-        let known = authors_key.as_ref().and_then(|k| {
-            let cached = self.authors.get(k);
-            crate::telemetry::cache_lookup("scope_authors", cached.is_some());
-            cached
-        });
-        let known_words: BTreeSet<String> = known.as_ref().map_or_else(BTreeSet::new, |authors| {
-            names::named(text, authors.iter().map(|(p, n)| (*p, n.as_str())))
-                .into_values()
-                .flatten()
-                .collect()
-        });
-        let early_text = names::in_first_person(text, &known_words);
-        let read_authors = async {
-            if let (Some(key), None) = (&authors_key, &known) {
-                let authors = self.store.authors_in(scopes).await?;
-                self.authors.insert(key.clone(), Arc::new(authors));
-            }
-            Ok::<_, StoreError>(())
-        };
-        let asked_vector = async {
-            if text.trim().is_empty() {
-                Ok(None)
-            } else {
-                self.query_vector(&early_text).await
-            }
-        };
-        // The question's language (its words are read in it: BM25's terms, word pairs) is
-        // found on a thread of its own beside the embedding, or here when there is none.
         let lexical = async {
+            // The question's language (its words are read in it: BM25's terms, word pairs)
+            // is found on a thread of its own beside the embedding, or here when there is none.
             let language = if self.embedder.is_some() {
                 let owned = text.to_string();
                 // As a call in place would: a panic in detection goes on as that panic.
@@ -679,62 +639,201 @@ impl Retriever {
                 crate::domain::language::detect(text)
             };
             let terms = query_terms_in(text, self.settings.max_query_terms, language);
-            let (messages, episodes) = tokio::try_join!(
-                self.store
-                    .search_messages(scopes, &terms, bm25, c * CONTEXT_FETCH),
+            let messages = async {
+                let hits = self
+                    .store
+                    .search_messages(scopes, &terms, bm25, c * CONTEXT_FETCH)
+                    .await?;
+                let (neighbours, phrases) = tokio::try_join!(
+                    self.neighbours_of(&hits),
+                    self.phrases_in(text, language, &hits)
+                )?;
+                Ok::<_, StoreError>((hits, neighbours, phrases))
+            };
+            let ((hits, neighbours, phrases), episodes) = tokio::try_join!(
+                messages,
                 self.store.search_episodes(scopes, &terms, bm25, e),
             )?;
-            Ok::<_, StoreError>((messages, episodes, language))
+            Ok::<_, StoreError>(Lexical {
+                hits,
+                neighbours,
+                phrases,
+                episodes,
+            })
         };
-        let ((bm25_hits, episode_hits, language), in_window, asked_vector, ()) =
-            tokio::try_join!(lexical, in_window, asked_vector, read_authors)?;
+        // The vector side asks as the people the question names among the scopes' authors
+        // ("What did James adopt?" as James would ask it: "What did I adopt?"). The authors
+        // are kept a while; when they are not known yet they are read beside the embedding
+        // of the question as written, which is made again only if it names one of them.
+        let authors_key = self.embedder.as_ref().map(|_| scopes_key(scopes));
+        let known = authors_key.as_ref().and_then(|k| {
+            let cached = self.authors.get(k);
+            crate::telemetry::cache_lookup("scope_authors", cached.is_some());
+            cached
+        });
+        let vector_side = async {
+            let mut asked = AskedAs::as_named(text, known.as_deref().map(Vec::as_slice));
+            if text.trim().is_empty() {
+                return Ok::<_, StoreError>((asked, Vec::new(), Vec::new()));
+            }
+            let read_authors = async {
+                match (&authors_key, &known) {
+                    (Some(key), None) => {
+                        let authors = Arc::new(self.store.authors_in(scopes).await?);
+                        self.authors.insert(key.clone(), authors.clone());
+                        Ok(Some(authors))
+                    }
+                    _ => Ok(None),
+                }
+            };
+            let (mut vector, authors) =
+                tokio::try_join!(self.query_vector(&asked.text), read_authors)?;
+            if let Some(authors) = authors
+                && asked.also_naming(&names::named(text, names::of(&authors)))
+            {
+                vector = self.query_vector(&asked.text).await?;
+            }
+            let (near, near_episodes) = self.nearest(scopes, vector.as_deref(), c, e).await?;
+            Ok((asked, near, near_episodes))
+        };
+        let (found, in_window, (mut asked, mut vector_hits, mut near_episodes)) =
+            tokio::try_join!(lexical, in_window, vector_side)?;
         let named = names::named(
             text,
-            bm25_hits
+            found
+                .hits
                 .iter()
                 .map(|h| &h.message)
                 .chain(in_window.iter())
                 .filter(|m| !m.is_bot)
                 .map(|m| (m.author, m.author_name.as_str())),
         );
-        // The vector side asks as the people named among the hits' authors or the known ones.
-        let mut name_words: BTreeSet<String> = named.values().flatten().cloned().collect();
-        name_words.extend(known_words);
-        let vector_side = async {
-            let first_person = names::in_first_person(text, &name_words);
-            let vector = if first_person == early_text {
-                asked_vector
-            } else {
-                self.query_vector(&first_person).await?
-            };
-            match vector {
-                Some(v) => tokio::try_join!(
-                    self.store.nearest_messages(scopes, &v, c),
-                    self.store.nearest_episodes(scopes, &v, e),
-                ),
-                None => Ok((Vec::new(), Vec::new())),
-            }
-        };
-        let hit_ids: Vec<MessageId> = bm25_hits.iter().map(|h| h.message.id).collect();
-        let gap = chrono::Duration::minutes(self.settings.episode_gap_minutes);
-        let around = async {
-            if self.settings.context_weight > 0.0 {
-                self.store.neighbours(&hit_ids, gap).await
-            } else {
-                Ok(Vec::new())
-            }
-        };
-        let ((vector_hits, near_episodes), neighbours) = tokio::try_join!(vector_side, around)?;
+        // A name the hits show and the authors did not (a newcomer since they were read)
+        // costs a second embedding and vector search.
+        if self.embedder.is_some() && asked.also_naming(&named) {
+            let vector = self.query_vector(&asked.text).await?;
+            (vector_hits, near_episodes) = self.nearest(scopes, vector.as_deref(), c, e).await?;
+        }
         Ok(Candidates {
-            language,
-            bm25_hits,
-            neighbours,
-            episode_hits,
+            bm25_hits: found.hits,
+            neighbours: found.neighbours,
+            phrases: found.phrases,
+            episode_hits: found.episodes,
             vector_hits,
             near_episodes,
             in_window,
             named: named.into_keys().collect(),
         })
+    }
+
+    /// The neighbours of the BM25 hits in their channels (none when context weighs nothing).
+    async fn neighbours_of(&self, hits: &[SearchHit]) -> Result<Vec<Neighbours>, StoreError> {
+        if self.settings.context_weight <= 0.0 {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<MessageId> = hits.iter().map(|h| h.message.id).collect();
+        let gap = chrono::Duration::minutes(self.settings.episode_gap_minutes);
+        self.store.neighbours(&ids, gap).await
+    }
+
+    /// How many of the question's word pairs each of the best `PHRASE_CHECKS` BM25 hits has
+    /// side by side (a pair needs both its words, so only BM25's hits can hold one; its best
+    /// half is where a pair can still change the top of the ranking), worked out on a thread
+    /// of its own while the other searches run.
+    async fn phrases_in(
+        &self,
+        text: &str,
+        language: Option<crate::domain::language::Language>,
+        hits: &[SearchHit],
+    ) -> Result<HashMap<i64, usize>, StoreError> {
+        if self.settings.phrase_weight <= 0.0 {
+            return Ok(HashMap::new());
+        }
+        let text = text.to_string();
+        let best: Vec<(i64, String, Option<crate::domain::language::Language>)> = hits
+            .iter()
+            .take(PHRASE_CHECKS)
+            .map(|h| (h.message.id.0, h.message.text.clone(), h.message.language))
+            .collect();
+        let count = move || {
+            let pairs = WordPairs::of_in(&text, language);
+            best.into_iter()
+                .map(|(id, text, language)| (id, pairs.shared_with(&text, language)))
+                .collect()
+        };
+        Ok(tokio::task::spawn_blocking(count)
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())))
+    }
+
+    /// The nearest messages and closed episodes to `vector` in `scopes` (none without one).
+    async fn nearest(
+        &self,
+        scopes: &[Scope],
+        vector: Option<&Embedding>,
+        messages: usize,
+        episodes: usize,
+    ) -> Result<(Vec<SearchHit>, Vec<EpisodeHit>), StoreError> {
+        match vector {
+            Some(v) => tokio::try_join!(
+                self.store.nearest_messages(scopes, v, messages),
+                self.store.nearest_episodes(scopes, v, episodes),
+            ),
+            None => Ok((Vec::new(), Vec::new())),
+        }
+    }
+}
+
+/// What BM25 found for a question (`Retriever::candidates`).
+struct Lexical {
+    /// BM25 over messages, best first.
+    hits: Vec<SearchHit>,
+    /// The hits' neighbours in their channels.
+    neighbours: Vec<Neighbours>,
+    /// The question's word pairs side by side in the best hits (`Retriever::phrases_in`).
+    phrases: HashMap<i64, usize>,
+    /// BM25 over episodes, best first.
+    episodes: Vec<EpisodeHit>,
+}
+
+/// The question the vector side asks: in the first person of the people it names.
+struct AskedAs {
+    /// The question as written.
+    question: String,
+    /// The name words it was put in the first person for.
+    words: BTreeSet<String>,
+    /// The question so put.
+    text: String,
+}
+
+impl AskedAs {
+    /// `question` in the first person of the `authors` it names (as written without them).
+    fn as_named(question: &str, authors: Option<&[(PersonId, String)]>) -> AskedAs {
+        let words: BTreeSet<String> = authors.map_or_else(BTreeSet::new, |authors| {
+            names::named(question, names::of(authors))
+                .into_values()
+                .flatten()
+                .collect()
+        });
+        AskedAs {
+            question: question.to_string(),
+            text: names::in_first_person(question, &words),
+            words,
+        }
+    }
+
+    /// Adds the words of `named` and puts the question in the first person again: whether
+    /// its text changed (it must be embedded again).
+    fn also_naming(&mut self, named: &HashMap<PersonId, BTreeSet<String>>) -> bool {
+        let before = self.words.len();
+        self.words.extend(named.values().flatten().cloned());
+        if self.words.len() == before {
+            return false;
+        }
+        let text = names::in_first_person(&self.question, &self.words);
+        let changed = text != self.text;
+        self.text = text;
+        changed
     }
 }
 
@@ -836,7 +935,35 @@ const ASKED_BASE: [&str; 10] = [
 
 #[cfg(test)]
 mod tests {
-    use super::{asking_past_half, asking_share, asks_what_the_bot_said};
+    use super::{AskedAs, asking_past_half, asking_share, asks_what_the_bot_said, names};
+    use crate::domain::PersonId;
+
+    #[test]
+    fn the_vector_side_asks_again_only_when_its_text_changes() {
+        let authors = vec![
+            (PersonId(1), "James".to_string()),
+            (PersonId(2), "Maria".into()),
+        ];
+        let question = "What did James adopt after Maria moved?";
+        // Nothing known: as written.
+        let mut asked = AskedAs::as_named(question, None);
+        assert_eq!(asked.text, question);
+        // The authors read meanwhile name James: asked again, in his first person.
+        let only_james = &authors[..1];
+        assert!(asked.also_naming(&names::named(question, names::of(only_james))));
+        assert_eq!(asked.text, "What did I adopt after Maria moved?");
+        // The same names again: nothing to ask again.
+        assert!(!asked.also_naming(&names::named(question, names::of(only_james))));
+        assert!(!asked.also_naming(&Default::default()));
+        assert_eq!(asked.text, "What did I adopt after Maria moved?");
+        // A name met later (in the hits) changes it once more.
+        assert!(asked.also_naming(&names::named(question, names::of(&authors))));
+        assert_eq!(asked.text, "What did I adopt after I moved?");
+        // Known from the start: already in the first person, and nothing more to ask.
+        let mut known = AskedAs::as_named(question, Some(&authors));
+        assert_eq!(known.text, asked.text);
+        assert!(!known.also_naming(&names::named(question, names::of(&authors))));
+    }
 
     #[test]
     fn how_much_a_message_asks() {

@@ -44,6 +44,11 @@ pub fn named<'a>(
     out
 }
 
+/// Authors as `named` takes them, from (id, display name) pairs.
+pub fn of(authors: &[(PersonId, String)]) -> impl Iterator<Item = (PersonId, &str)> {
+    authors.iter().map(|(p, n)| (*p, n.as_str()))
+}
+
 /// `question` with each run of the `names` words said in the first person: "James's" and
 /// "James'" become "my", "James" and "John Smith" become "I". Everything else is kept as it
 /// was written.
