@@ -644,11 +644,11 @@ impl Retriever {
                     .store
                     .search_messages(scopes, &terms, bm25, c * CONTEXT_FETCH)
                     .await?;
-                let (neighbours, phrases) = tokio::try_join!(
+                let (neighbours, phrases) = tokio::join!(
                     self.neighbours_of(&hits),
                     self.phrases_in(text, language, &hits)
-                )?;
-                Ok::<_, StoreError>((hits, neighbours, phrases))
+                );
+                Ok::<_, StoreError>((hits, neighbours?, phrases))
             };
             let ((hits, neighbours, phrases), episodes) = tokio::try_join!(
                 messages,
@@ -672,7 +672,10 @@ impl Retriever {
             cached
         });
         let vector_side = async {
-            let mut asked = AskedAs::as_named(text, known.as_deref().map(Vec::as_slice));
+            let mut asked = AskedAs::new(text);
+            if let Some(authors) = &known {
+                asked.also_naming(&names::named(text, names::of(authors)));
+            }
             if text.trim().is_empty() {
                 return Ok::<_, StoreError>((asked, Vec::new(), Vec::new()));
             }
@@ -745,9 +748,9 @@ impl Retriever {
         text: &str,
         language: Option<crate::domain::language::Language>,
         hits: &[SearchHit],
-    ) -> Result<HashMap<i64, usize>, StoreError> {
-        if self.settings.phrase_weight <= 0.0 {
-            return Ok(HashMap::new());
+    ) -> HashMap<i64, usize> {
+        if self.settings.phrase_weight <= 0.0 || hits.is_empty() {
+            return HashMap::new();
         }
         let text = text.to_string();
         let best: Vec<(i64, String, Option<crate::domain::language::Language>)> = hits
@@ -761,9 +764,9 @@ impl Retriever {
                 .map(|(id, text, language)| (id, pairs.shared_with(&text, language)))
                 .collect()
         };
-        Ok(tokio::task::spawn_blocking(count)
+        tokio::task::spawn_blocking(count)
             .await
-            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())))
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
     }
 
     /// The nearest messages and closed episodes to `vector` in `scopes` (none without one).
@@ -807,18 +810,12 @@ struct AskedAs {
 }
 
 impl AskedAs {
-    /// `question` in the first person of the `authors` it names (as written without them).
-    fn as_named(question: &str, authors: Option<&[(PersonId, String)]>) -> AskedAs {
-        let words: BTreeSet<String> = authors.map_or_else(BTreeSet::new, |authors| {
-            names::named(question, names::of(authors))
-                .into_values()
-                .flatten()
-                .collect()
-        });
+    /// `question` as written, naming no one yet.
+    fn new(question: &str) -> AskedAs {
         AskedAs {
             question: question.to_string(),
-            text: names::in_first_person(question, &words),
-            words,
+            words: BTreeSet::new(),
+            text: question.to_string(),
         }
     }
 
@@ -946,7 +943,7 @@ mod tests {
         ];
         let question = "What did James adopt after Maria moved?";
         // Nothing known: as written.
-        let mut asked = AskedAs::as_named(question, None);
+        let mut asked = AskedAs::new(question);
         assert_eq!(asked.text, question);
         // The authors read meanwhile name James: asked again, in his first person.
         let only_james = &authors[..1];
@@ -960,7 +957,8 @@ mod tests {
         assert!(asked.also_naming(&names::named(question, names::of(&authors))));
         assert_eq!(asked.text, "What did I adopt after I moved?");
         // Known from the start: already in the first person, and nothing more to ask.
-        let mut known = AskedAs::as_named(question, Some(&authors));
+        let mut known = AskedAs::new(question);
+        known.also_naming(&names::named(question, names::of(&authors)));
         assert_eq!(known.text, asked.text);
         assert!(!known.also_naming(&names::named(question, names::of(&authors))));
     }
