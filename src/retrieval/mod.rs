@@ -540,6 +540,10 @@ fn is_question_mark(c: char) -> bool {
 /// the end ends a sentence, a question if the run holds a question mark; one inside a word
 /// ("watch?v=", "3.5") does not.
 fn asking_share(text: &str) -> f64 {
+    // Most messages ask nothing: one look for a question mark, not a walk through sentences.
+    if !text.contains(is_question_mark) {
+        return 0.0;
+    }
     let text = text.trim();
     let (mut asking, mut total) = (0usize, 0usize);
     let (mut sentence, mut asks) = (0usize, false);

@@ -285,7 +285,13 @@ impl SqliteStore {
             .foreign_keys(true)
             // 64 MB of page cache per connection: the postings B-tree takes inserts at random
             // terms, and the default 2 MB cache turns that into constant page misses.
-            .pragma("cache_size", "-65536");
+            .pragma("cache_size", "-65536")
+            // The file read through a memory map (up to 1 GB of it) in each connection: its
+            // pages are the kernel's page cache, so a page another connection read costs a
+            // page fault at most, not a read() and a copy into this connection's cache. (Pages
+            // still in the WAL are read as before. dev60, each part of a question's search
+            // alone, p50: BM25 over episodes 2.7 → 2.1 ms, nearest messages 2.4 → 2.0 ms.)
+            .pragma("mmap_size", "1073741824");
         let options = if to_write {
             options.journal_mode(SqliteJournalMode::Wal)
         } else {
