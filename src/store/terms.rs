@@ -311,28 +311,20 @@ impl WordPairs {
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
         {
-            // With no pair open, an English word whose first three letters start none of the
-            // question's stems leaves none open, stop word or not (the step below): passed over
-            // on those three letters, the rest of it never lowercased.
-            if previous.is_none() && self.in_no_pair(raw, text_language) {
+            // Most words of a message are in no pair: passed over on their first letters,
+            // never stemmed. One closes the pair open before it, unless it is a stop word,
+            // which pairs skip.
+            if self.in_no_pair(raw, text_language) {
+                if previous.is_some() {
+                    lowercase_into(&mut lower, raw);
+                    if !is_stop_word(&lower) {
+                        previous = None;
+                    }
+                }
                 continue;
             }
-            lower.clear();
-            lower.extend(
-                raw.chars()
-                    .flat_map(char::to_lowercase)
-                    .take(MAX_WORD_CHARS),
-            );
+            lowercase_into(&mut lower, raw);
             let word_language = language::of_word(text_language, &lower);
-            // English stems keep a word's first three letters (other languages' may fold
-            // accents, as German's umlauts): most words are never stemmed.
-            if word_language == Some(Language::English)
-                && !is_stop_word(&lower)
-                && !self.prefixes.contains(&prefix3(&lower))
-            {
-                previous = None;
-                continue;
-            }
             let Some(stem) = analyse_as(word_language, &lower) else {
                 continue;
             };
@@ -347,20 +339,37 @@ impl WordPairs {
         found.len()
     }
 
-    /// Whether `raw`, a word of a text in `text_language`, is English (`language::of_word` of
-    /// its lowercase) and its lowercase's first three characters are none of the stems'
-    /// (`prefixes`): `shared_with` passes such a word over without opening a pair.
+    /// Whether `raw`, a word of a text in `text_language`, is in none of the pairs: its
+    /// lowercase starts with none of the stems' first three characters (`prefixes`) and it is
+    /// English (`language::of_word`), whose stems keep them. (Other languages' stems may
+    /// fold accents, as German's umlauts.)
     fn in_no_pair(&self, raw: &str, text_language: Option<Language>) -> bool {
-        let mut head = raw.chars().flat_map(char::to_lowercase);
-        let first = head.next().unwrap_or(' ');
-        // The word's script is its first letter's: known here when that is the first character.
-        if !first.is_alphabetic() {
+        let lower = || {
+            raw.chars()
+                .flat_map(char::to_lowercase)
+                .take(MAX_WORD_CHARS)
+        };
+        let mut head = lower();
+        let prefix = (head.next().unwrap_or(' '), head.next(), head.next());
+        if self.prefixes.contains(&prefix) {
             return false;
         }
-        let english = language::of_word(text_language, first.encode_utf8(&mut [0; 4]))
-            == Some(Language::English);
-        english && !self.prefixes.contains(&(first, head.next(), head.next()))
+        // A word's script is its first letter's.
+        lower().find(|c| c.is_alphabetic()).is_some_and(|letter| {
+            language::of_word(text_language, letter.encode_utf8(&mut [0; 4]))
+                == Some(Language::English)
+        })
     }
+}
+
+/// `raw` lowercased into `buffer`, cut at `MAX_WORD_CHARS`.
+fn lowercase_into(buffer: &mut String, raw: &str) {
+    buffer.clear();
+    buffer.extend(
+        raw.chars()
+            .flat_map(char::to_lowercase)
+            .take(MAX_WORD_CHARS),
+    );
 }
 
 /// A message as BM25 sees it: each distinct term with its frequency, and the document length
