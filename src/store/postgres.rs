@@ -53,7 +53,7 @@ pub(super) mod shared {
     pub(in crate::store) use super::{
         MIGRATOR, PostgresStore as Backend, db_err, drop_space_index, insert_rows, lock_indexer,
         maintain, message_from_row, message_vectors, move_sequences, nearest_messages,
-        notify as changed, place_message, search_messages, space_index, watch_changes,
+        notify as changed, place_message, search_messages, settle_log, space_index, watch_changes,
         write_postings,
     };
     pub(in crate::store) use crate::store::episodes::on_postgres::{
@@ -419,6 +419,9 @@ pub(super) async fn watch_changes(
     });
     Ok(Some(rx))
 }
+
+/// Nothing to move after the indexer's batch: the server writes its own log back.
+pub(super) async fn settle_log(_: &PostgresStore) {}
 
 /// Fresh statistics and visibility maps for the busiest tables.
 pub(super) async fn maintain(store: &PostgresStore) -> StoreResult<()> {

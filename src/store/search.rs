@@ -717,6 +717,7 @@ on_both_backends! {
                 done += 1;
             }
             tx.commit().await.map_err(db_err)?;
+            settle_log(self).await;
             Ok(done)
         }
 

@@ -56,7 +56,7 @@ pub(super) mod shared {
     pub(in crate::store) use super::{
         MIGRATOR, SqliteStore as Backend, changed, db_err, drop_space_index, insert_rows,
         lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
-        nearest_messages, place_message, search_messages, space_index, watch_changes,
+        nearest_messages, place_message, search_messages, settle_log, space_index, watch_changes,
         write_postings,
     };
     pub(in crate::store) use crate::store::episodes::on_sqlite::{
@@ -430,6 +430,26 @@ pub(super) async fn watch_changes(
         }
     });
     Ok(Some(rx))
+}
+
+/// Moves what the write-ahead log holds into the database file, after the indexer's batch:
+/// a passive checkpoint, which waits for no reader or writer. A chat's pages still in the log
+/// are read with a `read()` and a copy into each connection's cache, and every page a search
+/// reads is looked up in the log's index first; in the file, they are read through the memory
+/// map. The log is otherwise moved only every 1,000 pages, so a chat's first question right
+/// after its history was indexed read most of it from the log. dev60, local model, release
+/// builds in turn, four runs each: the slowest of 60 questions 22.6–24.7 ms before, 19.6–23.5
+/// ms after; the median and 90th percentile the same within the machine's noise, and so is
+/// the indexing time.
+/// A checkpoint that fails costs only that speed (the batch is committed): it is logged, and
+/// the next one, or SQLite's own, moves the log.
+pub(super) async fn settle_log(store: &SqliteStore) {
+    if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+        .execute(&store.pool)
+        .await
+    {
+        tracing::warn!(error = %db_err(e), "write-ahead log not checkpointed after indexing");
+    }
 }
 
 /// Planner statistics for the tables whose shape changed; the change feed's rows of more

@@ -495,6 +495,45 @@ async fn pending_messages_are_found_by_bm25_and_indexed_ones_by_meaning(s: Arc<d
     }
 }
 
+/// What an indexing batch wrote is in the SQLite file itself, not only in its write-ahead log
+/// (SQLite moves the log every 1,000 pages on its own): a chat's first question after its
+/// history was indexed reads it through the memory map. A copy of the file alone, taken while
+/// the store is open, holds the indexed message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_indexed_batch_is_moved_from_the_log_into_the_file() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let url = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
+    let w = World::new(open_url(&url("t.db")).await).await;
+    let dm = w.dm(w.alice);
+    w.say(&dm, w.alice, "1", "I adopted a puppy named Biscuit", t(1))
+        .await;
+    // Indexed messages, as the open store sees them and as a copy of the file alone holds.
+    let indexed = |copy: &'static str| {
+        let dir = dir.path().to_path_buf();
+        async move {
+            let db = match copy {
+                "" => dir.join("t.db"),
+                name => {
+                    std::fs::copy(dir.join("t.db"), dir.join(name)).unwrap();
+                    dir.join(name)
+                }
+            };
+            let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
+                .await
+                .unwrap();
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages WHERE indexed")
+                .fetch_one(&mut c)
+                .await
+                .map_err(|e| e.to_string())
+        }
+    };
+    assert_eq!(indexed("").await, Ok(0));
+    assert_eq!(w.indexer().index_all(|_| {}).await.unwrap(), 1);
+    assert_eq!(indexed("").await, Ok(1), "the open store sees it indexed");
+    assert_eq!(indexed("after.db").await, Ok(1), "the file alone holds it");
+}
+
 async fn episodes_split_on_pauses_and_merge_only_within_a_scope(s: Arc<dyn Store>) {
     let w = World::new(s).await;
     let public = w.channel(w.guild_a, "general", Privacy::GuildPublic);
