@@ -503,35 +503,31 @@ async fn pending_messages_are_found_by_bm25_and_indexed_ones_by_meaning(s: Arc<d
 async fn an_indexed_batch_is_moved_from_the_log_into_the_file() {
     use sqlx::Connection;
     let dir = tempfile::tempdir().unwrap();
-    let url = |name: &str| format!("sqlite://{}", dir.path().join(name).display());
-    let w = World::new(open_url(&url("t.db")).await).await;
+    let live = dir.path().join("t.db");
+    let w = World::new(open_url(&format!("sqlite://{}", live.display())).await).await;
     let dm = w.dm(w.alice);
     w.say(&dm, w.alice, "1", "I adopted a puppy named Biscuit", t(1))
         .await;
-    // Indexed messages, as the open store sees them and as a copy of the file alone holds.
-    let indexed = |copy: &'static str| {
-        let dir = dir.path().to_path_buf();
-        async move {
-            let db = match copy {
-                "" => dir.join("t.db"),
-                name => {
-                    std::fs::copy(dir.join("t.db"), dir.join(name)).unwrap();
-                    dir.join(name)
-                }
-            };
-            let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
-                .await
-                .unwrap();
-            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages WHERE indexed")
-                .fetch_one(&mut c)
-                .await
-                .map_err(|e| e.to_string())
-        }
+    // The indexed messages of the database file at `db` (and of its log, when it has one).
+    let indexed = |db: std::path::PathBuf| async move {
+        let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
+            .await
+            .unwrap();
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM messages WHERE indexed")
+            .fetch_one(&mut c)
+            .await
+            .map_err(|e| e.to_string())
     };
-    assert_eq!(indexed("").await, Ok(0));
+    assert_eq!(indexed(live.clone()).await, Ok(0));
     assert_eq!(w.indexer().index_all(|_| {}).await.unwrap(), 1);
-    assert_eq!(indexed("").await, Ok(1), "the open store sees it indexed");
-    assert_eq!(indexed("after.db").await, Ok(1), "the file alone holds it");
+    assert_eq!(
+        indexed(live.clone()).await,
+        Ok(1),
+        "the open store sees it indexed"
+    );
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&live, &copy).unwrap();
+    assert_eq!(indexed(copy).await, Ok(1), "the file alone holds it");
 }
 
 async fn episodes_split_on_pauses_and_merge_only_within_a_scope(s: Arc<dyn Store>) {
