@@ -17,6 +17,9 @@ const CHANGES_CHANNEL: &str = "engram_changes";
 /// The PostgreSQL + pgvector store.
 pub struct PostgresStore {
     pool: PgPool,
+    /// Whether a set of scopes (by their keys) is small enough for an exact vector scan, for
+    /// a while (`nearest_messages`).
+    exact_scan: moka::sync::Cache<Vec<String>, bool>,
 }
 
 /// Pool and timeout settings of the PostgreSQL backend.
@@ -241,6 +244,17 @@ pub(super) static MIGRATOR: std::sync::LazyLock<sqlx::migrate::Migrator> =
     std::sync::LazyLock::new(|| super::migrator(super::embedded::POSTGRES));
 
 impl PostgresStore {
+    /// The store over `pool`.
+    fn with_pool(pool: PgPool) -> PostgresStore {
+        PostgresStore {
+            pool,
+            exact_scan: moka::sync::Cache::builder()
+                .max_capacity(1024)
+                .time_to_live(SCAN_CHOICE_TTL)
+                .build(),
+        }
+    }
+
     /// Writes the postings of messages queued in `message_terms_backlog` (stored before the
     /// retrieval migration, or copied in by `engram migrate`). Processes opening at once
     /// share the work: each takes rows the others have not locked.
@@ -327,7 +341,7 @@ impl PostgresStore {
             .await
             .map_err(|e| open_err(e.into()))?;
         if !prepare {
-            return Ok(PostgresStore { pool });
+            return Ok(PostgresStore::with_pool(pool));
         }
         let has_vector: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')",
@@ -362,7 +376,7 @@ impl PostgresStore {
                 format!("cannot enable pgvector: {e}").into()
             }));
         }
-        Ok(PostgresStore { pool })
+        Ok(PostgresStore::with_pool(pool))
     }
 
     /// A write transaction (PostgreSQL's row locks need nothing more at BEGIN).
@@ -511,9 +525,12 @@ pub(super) async fn drop_space_index(
     Ok(())
 }
 
-/// BM25 over the postings of scopes `scopes`: the term weights as two arrays (`UNNEST`), which
-/// the planner joins by index (measured: one JSON parameter made `bench search` at 10k ten
-/// times slower).
+/// BM25 over the postings of scopes `scopes`, in one statement: N and the average length of
+/// the scopes the asker may see (idf follows the searched scopes, not the whole database),
+/// each term's document frequency there, and the scores, from the terms' postings read once
+/// (one index scan with both lists as arrays). Each statement is a round trip that waits for
+/// a core while the question is being embedded (dev60, 2 cores: three statements took 1-5 ms
+/// each before the scoring started).
 pub(super) async fn search_messages(
     store: &PostgresStore,
     scopes: &[Scope],
@@ -525,41 +542,30 @@ pub(super) async fn search_messages(
         return Ok(Vec::new());
     }
     let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-    // N and average length of the scopes the asker may see, then each term's document
-    // frequency there: idf follows the searched scopes, not the whole database.
-    let (n, total_len) = messages_totals(store, &keys).await?;
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    let dfs: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT term, COUNT(*) FROM message_terms WHERE term = ANY($1) AND scope = ANY($2) GROUP BY term",
-    )
+    // `terms::idfs` and `Bm25::term_score` in SQL; with no document in the scopes there is no
+    // posting either, so N is at least 1 wherever it divides.
+    let rows = sqlx::query(concat!(
+        "WITH tot AS (SELECT GREATEST(CAST(COALESCE(SUM(docs), 0) AS FLOAT8), 1.0) AS n, \
+                             CAST(COALESCE(SUM(total_len), 0) AS FLOAT8) AS len \
+                      FROM scope_term_stats WHERE scope = ANY($2)), \
+         posting AS MATERIALIZED (SELECT term, message_id, tf, doc_len FROM message_terms \
+                            WHERE term = ANY($1) AND scope = ANY($2)), \
+         q AS (SELECT term, LN(1.0 + (n - df + 0.5) / (df + 0.5)) AS idf FROM \
+               (SELECT o.term, tot.n, CAST(COUNT(*) AS FLOAT8) AS df FROM posting o CROSS JOIN tot \
+                GROUP BY o.term, tot.n) d), \
+         scored AS (SELECT o.message_id AS id, \
+                      SUM(q.idf * o.tf * ($3 + 1.0) / (o.tf + $3 * (1.0 - $4 + $4 * o.doc_len / GREATEST(tot.len / tot.n, 1e-9)))) AS score \
+            FROM posting o JOIN q ON q.term = o.term CROSS JOIN tot \
+            GROUP BY o.message_id ORDER BY score DESC, o.message_id DESC LIMIT $5) \
+         SELECT ",
+        message_columns!(),
+        ", scored.score FROM scored JOIN messages m ON m.id = scored.id \
+         JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC"
+    ))
     .bind(terms)
-    .bind(&keys)
-    .fetch_all(&store.pool)
-    .await
-    .map_err(db_err)?;
-    if dfs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let idfs = terms::idfs(n, &dfs);
-    let avg_len = total_len as f64 / n as f64;
-    // The scope filter sits in the postings scan (index condition), before ORDER BY/LIMIT.
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "WITH q AS (SELECT * FROM UNNEST($1::TEXT[], $2::FLOAT8[]) AS q(term, idf)), \
-         scored AS (SELECT t.message_id AS id, SUM(q.idf * t.tf * ($4 + 1.0) / (t.tf + $4 * (1.0 - $5 + $5 * t.doc_len / $6))) AS score \
-            FROM q JOIN message_terms t ON t.term = q.term WHERE t.scope = ANY($3) \
-            GROUP BY t.message_id ORDER BY score DESC, t.message_id DESC LIMIT $7) \
-         SELECT {}, scored.score FROM scored JOIN messages m ON m.id = scored.id \
-         JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC",
-        message_columns!()
-    )))
-    .bind(idfs.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>())
-    .bind(idfs.iter().map(|(_, i)| *i).collect::<Vec<_>>())
     .bind(&keys)
     .bind(bm25.k1)
     .bind(bm25.b)
-    .bind(avg_len)
     .bind(limit as i64)
     .fetch_all(&store.pool)
     .await
@@ -569,10 +575,16 @@ pub(super) async fn search_messages(
         .collect()
 }
 
-/// Documents and their total length over `keys`, for BM25's N and average length.
-async fn messages_totals(store: &PostgresStore, keys: &[String]) -> StoreResult<(i64, i64)> {
-    sqlx::query_as(
-        "SELECT COALESCE(SUM(docs), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM scope_term_stats WHERE scope = ANY($1)",
+/// Scopes holding at most this many messages (as BM25 counts them: those with a word) are
+/// searched exactly: every vector of the scope, read through the scope index. Measured on the dev sets' scopes (hundreds to a few thousand
+/// messages): an exact scan takes about 1 ms where the filtered HNSW walk took 3-50 ms for
+/// 100 rows, depending on how many of the graph's nodes the filter turned away.
+const EXACT_SCAN_MESSAGES: i64 = 20_000;
+
+/// Documents over `keys`, for the choice of an exact vector scan.
+async fn messages_in(store: &PostgresStore, keys: &[String]) -> StoreResult<i64> {
+    sqlx::query_scalar(
+        "SELECT COALESCE(SUM(docs), 0)::BIGINT FROM scope_term_stats WHERE scope = ANY($1)",
     )
     .bind(keys)
     .fetch_one(&store.pool)
@@ -580,26 +592,34 @@ async fn messages_totals(store: &PostgresStore, keys: &[String]) -> StoreResult<
     .map_err(db_err)
 }
 
-/// Scopes holding at most this many messages (as BM25 counts them: those with a word) are
-/// searched exactly: every vector of the scope, read through the scope index. Measured on the dev sets' scopes (hundreds to a few thousand
-/// messages): an exact scan takes about 1 ms where the filtered HNSW walk took 3-50 ms for
-/// 100 rows, depending on how many of the graph's nodes the filter turned away.
-const EXACT_SCAN_MESSAGES: i64 = 20_000;
+/// How long a set of scopes stays known as small or large for vector search: the choice only
+/// picks a plan, and a scope grows past `EXACT_SCAN_MESSAGES` over days.
+const SCAN_CHOICE_TTL: Duration = Duration::from_secs(60);
 
 /// The messages of scopes `keys` nearest to `vector`, best first, among the vectors of its
 /// space. Small scopes are scanned exactly (`EXACT_SCAN_MESSAGES`); larger ones through the
 /// space's HNSW index (the sized expression and the space id are written into the statement, so
 /// the planner matches the partial index) with the scope filter in the same query, and every
-/// connection runs iterative scans (see `open`), so the filter never starves the top k.
+/// connection runs iterative scans (see `open`), so the filter never starves the top k. Which
+/// one a set of scopes takes is kept a while (`SCAN_CHOICE_TTL`): one statement a question, not
+/// two in a row (a second round trip waits for a core again while the question is embedded;
+/// choosing in the statement itself made PostgreSQL plan both ways every time, 2 ms).
 pub(super) async fn nearest_messages(
     store: &PostgresStore,
     keys: &[String],
     vector: &Embedding,
     limit: usize,
 ) -> StoreResult<Vec<SearchHit>> {
-    let (messages, _) = messages_totals(store, keys).await?;
+    let exact = match store.exact_scan.get(keys) {
+        Some(exact) => exact,
+        None => {
+            let exact = messages_in(store, keys).await? <= EXACT_SCAN_MESSAGES;
+            store.exact_scan.insert(keys.to_vec(), exact);
+            exact
+        }
+    };
     let dims = vector.vector.len();
-    let order = if messages <= EXACT_SCAN_MESSAGES {
+    let order = if exact {
         // "+ 0": an order the index cannot serve, so the planner reads the scope's rows.
         "(embedding <=> $1::vector) + 0".to_string()
     } else {

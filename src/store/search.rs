@@ -366,16 +366,14 @@ on_both_backends! {
                 return Ok(Vec::new());
             }
             let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-            let (n, total_len) = self.episode_totals(&keys).await?;
-            if n == 0 {
-                return Ok(Vec::new());
-            }
             // An episode is its messages' words and its details' (fact-augmented keys). The
             // postings are read once, before the episodes: planned as one join, a scope the
             // statistics do not know yet (a new chat) was estimated at one posting, and the
             // postings were read again for each of its episodes (30 ms instead of 2). Postings
-            // are sought by (term, scope): by term alone, every scope's were read.
-            let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+            // are sought by (term, scope): by term alone, every scope's were read. The scopes'
+            // episode count and length (BM25's N and average length) come on every row: one
+            // statement, one round trip.
+            let rows: Vec<EpisodePosting> = sqlx::query_as(
                 concat!(
                     "WITH k AS MATERIALIZED \
                      (SELECT t.term, m.episode_id, t.tf FROM message_terms t JOIN messages m ON m.id = t.message_id \
@@ -384,8 +382,13 @@ on_both_backends! {
                     " AND m.episode_id IS NOT NULL \
                       UNION ALL SELECT x.term, x.episode_id, x.tf FROM episode_terms x WHERE ",
                     terms_in_scopes!("x", 1, 2),
-                    ") SELECT k.term, k.episode_id, CAST(SUM(k.tf) AS BIGINT), MAX(e.total_len + COALESCE(e.keys_len, 0)) \
-                     FROM k JOIN episodes e ON e.id = k.episode_id WHERE e.scope ",
+                    "), tot AS MATERIALIZED (SELECT CAST(COALESCE(SUM(episodes), 0) AS BIGINT) AS n, \
+                                       CAST(COALESCE(SUM(total_len), 0) AS BIGINT) AS len \
+                                FROM scope_episode_stats WHERE scope ",
+                    in_list!(2),
+                    ") SELECT k.term, k.episode_id, CAST(SUM(k.tf) AS BIGINT), MAX(e.total_len + COALESCE(e.keys_len, 0)), \
+                              MAX(tot.n), MAX(tot.len) \
+                     FROM k JOIN episodes e ON e.id = k.episode_id CROSS JOIN tot WHERE e.scope ",
                     in_list!(2),
                     " GROUP BY k.term, k.episode_id"
                 ),
@@ -395,7 +398,7 @@ on_both_backends! {
             .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
-            Ok(rank_episode_postings(bm25, rows, n, total_len, limit))
+            Ok(rank_episode_postings(bm25, rows, limit))
         }
 
         async fn nearest_messages(
@@ -1190,21 +1193,6 @@ on_both_backends! {
         .map_err(db_err)?;
         Ok(())
     }
-
-    impl Backend {
-        /// Episodes and their total length over `keys`, for BM25's N and average length.
-        async fn episode_totals(&self, keys: &[String]) -> StoreResult<(i64, i64)> {
-            sqlx::query_as(concat!(
-                "SELECT CAST(COALESCE(SUM(episodes), 0) AS BIGINT), CAST(COALESCE(SUM(total_len), 0) AS BIGINT) \
-                 FROM scope_episode_stats WHERE scope ",
-                in_list!(1)
-            ))
-            .bind(list(keys))
-            .fetch_one(self.pool())
-            .await
-            .map_err(db_err)
-        }
-    }
 }
 
 /// The open episode of a channel while the indexer walks new messages (times in Unix ms).
@@ -1229,14 +1217,15 @@ fn sorted_for_episodes(items: &[IndexedMessage]) -> Vec<&IndexedMessage> {
     sorted
 }
 
-/// Episode-level BM25 from (term, episode, tf, episode length) rows of the searched scopes.
-fn rank_episode_postings(
-    bm25: Bm25,
-    rows: Vec<(String, i64, i64, i64)>,
-    episodes: i64,
-    total_len: i64,
-    limit: usize,
-) -> Vec<EpisodeHit> {
+/// One row of an episode search: term, episode, tf, the episode's length, and the searched
+/// scopes' episode count and total length.
+type EpisodePosting = (String, i64, i64, i64, i64, i64);
+
+/// Episode-level BM25 from the rows of the searched scopes (`EpisodePosting`).
+fn rank_episode_postings(bm25: Bm25, rows: Vec<EpisodePosting>, limit: usize) -> Vec<EpisodeHit> {
+    let Some(&(_, _, _, _, episodes, total_len)) = rows.first() else {
+        return Vec::new();
+    };
     let lens: HashMap<i64, f64> = rows.iter().map(|r| (r.1, r.3 as f64)).collect();
     let postings: Vec<(String, i64, i64)> = rows.into_iter().map(|r| (r.0, r.1, r.2)).collect();
     let n = episodes.max(1) as f64;

@@ -10,7 +10,7 @@ use engram::domain::{
 use engram::store::copy::{copy_all, summarize};
 use engram::store::{
     Among, Bm25, DaySummaryRecord, DetailsSaved, FactChange, Finish, JobClaim, NewMessage, Store,
-    StoreError, query_terms,
+    StoreError, query_terms, query_terms_in,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -982,6 +982,80 @@ async fn search_ranks_by_bm25(s: Arc<dyn Store>) {
     assert_eq!(hits.len(), 5);
 }
 
+/// BM25's scores are the formula's (`Bm25::idf`, `Bm25::term_score`) with N, the average
+/// length and each term's document frequency of the searched scopes alone: another scope full
+/// of the same words changes no score, and none of its messages is found.
+async fn bm25_scores_are_the_formulas_over_the_searched_scopes(s: Arc<dyn Store>) {
+    use engram::domain::language::Language;
+    let lab = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    let den = s
+        .resolve_space(Platform::Console, "den", SpaceKind::Group, "den")
+        .await
+        .unwrap();
+    let a = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let (here, there) = (Scope::Space(lab), Scope::Space(den));
+    // English words, none a stop word: a message's length is its number of words.
+    let english = |space, scope: &Scope, ext: &str, text: &str, h| NewMessage {
+        language: Some(Language::English),
+        ..msg(space, scope.clone(), a, ext, text, t(h))
+    };
+    let mut batch = vec![
+        english(lab, &here, "h1", "coffee kubernetes", 1),
+        english(lab, &here, "h2", "coffee coffee tea milk", 2),
+        english(lab, &here, "h3", "walrus", 3),
+    ];
+    batch.extend((0..6).map(|i| {
+        let text = format!("kubernetes coffee walrus harbour{i} lighthouse{i} anchor{i}");
+        english(den, &there, &format!("d{i}"), &text, 4 + i)
+    }));
+    s.insert_messages(&batch).await.unwrap();
+    let bm25 = Bm25 { k1: 1.5, b: 0.6 };
+    let terms = query_terms_in("coffee kubernetes", 16, Some(Language::English));
+    let hits = s
+        .search_messages(std::slice::from_ref(&here), &terms, bm25, 10)
+        .await
+        .unwrap();
+    let found: Vec<(&str, f64)> = hits
+        .iter()
+        .map(|h| (h.message.text.as_str(), h.score))
+        .collect();
+    // Three documents of 2, 4 and 1 words here: N = 3, average length 7/3; "coffee" in 2
+    // (twice in one), "kubernetes" in 1.
+    let (coffee, kubernetes) = (Bm25::idf(3.0, 2.0), Bm25::idf(3.0, 1.0));
+    let avg = 7.0 / 3.0;
+    let expected = [
+        (
+            "coffee kubernetes",
+            bm25.term_score(coffee, 1.0, 2.0, avg) + bm25.term_score(kubernetes, 1.0, 2.0, avg),
+        ),
+        (
+            "coffee coffee tea milk",
+            bm25.term_score(coffee, 2.0, 4.0, avg),
+        ),
+    ];
+    assert_eq!(found.len(), expected.len(), "{found:?}");
+    for ((text, score), (want_text, want)) in found.iter().zip(expected) {
+        assert_eq!(*text, want_text, "{found:?}");
+        assert!(
+            (score - want).abs() < 1e-9,
+            "{text}: {score} against {want}"
+        );
+    }
+    // The control: the other scope's messages are found where they are.
+    let theirs = s
+        .search_messages(std::slice::from_ref(&there), &terms, bm25, 10)
+        .await
+        .unwrap();
+    assert_eq!(theirs.len(), 6);
+    assert!(theirs.iter().all(|h| h.message.scope == there));
+}
+
 /// A unit vector of 384 numbers pointing mostly along axis `i`.
 fn axis(i: usize) -> Vec<f32> {
     axis_of(384, i)
@@ -1911,6 +1985,7 @@ on_both_backends!(
     search_stays_in_scope_and_survives_hostile_queries,
     dumps_copy_into_an_empty_store_with_equal_checksums,
     search_ranks_by_bm25,
+    bm25_scores_are_the_formulas_over_the_searched_scopes,
     neighbours_stay_in_channel_scope_and_time,
     nearby_reads_two_places_each_side,
     messages_by_time_and_id_leave_withheld_and_other_scopes_out,
