@@ -610,11 +610,14 @@ pub(super) async fn nearest_messages(
     vector: &Embedding,
     limit: usize,
 ) -> StoreResult<Vec<SearchHit>> {
-    let exact = match store.exact_scan.get(keys) {
+    // The same scopes in any order are one entry.
+    let mut set = keys.to_vec();
+    set.sort_unstable();
+    let exact = match store.exact_scan.get(&set) {
         Some(exact) => exact,
         None => {
             let exact = messages_in(store, keys).await? <= EXACT_SCAN_MESSAGES;
-            store.exact_scan.insert(keys.to_vec(), exact);
+            store.exact_scan.insert(set, exact);
             exact
         }
     };
