@@ -542,7 +542,7 @@ pub(super) async fn search_messages(
         return Ok(Vec::new());
     }
     let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-    // `terms::idfs` and `Bm25::term_score` in SQL; with no document in the scopes there is no
+    // `Bm25::idf` and `Bm25::term_score` in SQL; with no document in the scopes there is no
     // posting either, so N is at least 1 wherever it divides.
     let rows = sqlx::query(concat!(
         "WITH tot AS (SELECT GREATEST(CAST(COALESCE(SUM(docs), 0) AS FLOAT8), 1.0) AS n, \
