@@ -309,8 +309,6 @@ impl WordPairs {
         }
         let mut found: Vec<(&str, &str)> = Vec::new();
         let mut previous: Option<String> = None;
-        // What `language::of_word` makes of a word in ASCII letters here: the same for all.
-        let ascii_english = language::of_word(text_language, "a") == Some(Language::English);
         // One buffer for every word: a long message is mostly words that match nothing.
         let mut lower = String::new();
         for raw in text
@@ -320,7 +318,7 @@ impl WordPairs {
             // Most words of a message are in no pair: passed over on their first letters,
             // never stemmed. One closes the pair open before it, unless it is a stop word,
             // which pairs skip.
-            if self.in_no_pair(raw, text_language, ascii_english) {
+            if self.in_no_pair(raw, text_language) {
                 if previous.is_some() {
                     lowercase_into(&mut lower, raw);
                     if !is_stop_word(&lower) {
@@ -348,9 +346,8 @@ impl WordPairs {
     /// Whether `raw`, a word of a text in `text_language`, is in none of the pairs: its
     /// lowercase starts with none of the stems' first three characters (`prefixes`) and it is
     /// English (`language::of_word`), whose stems keep them. (Other languages' stems may
-    /// fold accents, as German's umlauts.) `ascii_english`: whether a word in ASCII letters
-    /// is English in this text.
-    fn in_no_pair(&self, raw: &str, text_language: Option<Language>, ascii_english: bool) -> bool {
+    /// fold accents, as German's umlauts.)
+    fn in_no_pair(&self, raw: &str, text_language: Option<Language>) -> bool {
         // Most words are ASCII: lowercase and script read from the bytes (dev60: the search's
         // word pairs took a ninth of a question's CPU, most of it here).
         if raw.is_ascii() {
@@ -362,7 +359,8 @@ impl WordPairs {
             {
                 return false;
             }
-            return ascii_english
+            // Any ASCII letter has the script of "a".
+            return language::of_word(text_language, "a") == Some(Language::English)
                 && bytes
                     .iter()
                     .take(MAX_WORD_CHARS)
@@ -622,9 +620,8 @@ mod tests {
             ),
         ) {
             let pairs = WordPairs::of_in(&question.join(" "), language);
-            let ascii_english = language::of_word(language, "a") == Some(Language::English);
             proptest::prop_assert_eq!(
-                pairs.in_no_pair(&word, language, ascii_english),
+                pairs.in_no_pair(&word, language),
                 pairs.in_no_pair_by_chars(&word, language)
             );
         }
