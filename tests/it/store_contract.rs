@@ -982,11 +982,8 @@ async fn search_ranks_by_bm25(s: Arc<dyn Store>) {
     assert_eq!(hits.len(), 5);
 }
 
-/// BM25's scores are the formula's (`Bm25::idf`, `Bm25::term_score`) with N, the average
-/// length and each term's document frequency of the searched scopes alone: another scope full
-/// of the same words changes no score, and none of its messages is found.
-async fn bm25_scores_are_the_formulas_over_the_searched_scopes(s: Arc<dyn Store>) {
-    use engram::domain::language::Language;
+/// Two group spaces, "lab" and "den", and a person, alice.
+async fn lab_den_and_alice(s: &Arc<dyn Store>) -> (SpaceId, SpaceId, PersonId) {
     let lab = s
         .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
         .await
@@ -999,6 +996,32 @@ async fn bm25_scores_are_the_formulas_over_the_searched_scopes(s: Arc<dyn Store>
         .resolve_person(Platform::Console, "alice", "alice")
         .await
         .unwrap();
+    (lab, den, a)
+}
+
+/// What a search found is what was expected: the same things in the same order, each score
+/// the formula's to 1e-9.
+fn assert_scores<K: PartialEq + std::fmt::Debug>(found: &[(K, f64)], expected: &[(K, f64)]) {
+    assert_eq!(
+        found.len(),
+        expected.len(),
+        "{found:?} against {expected:?}"
+    );
+    for ((key, score), (want_key, want)) in found.iter().zip(expected) {
+        assert_eq!(key, want_key, "{found:?} against {expected:?}");
+        assert!(
+            (score - want).abs() < 1e-9,
+            "{key:?}: {score} against {want}"
+        );
+    }
+}
+
+/// BM25's scores are the formula's (`Bm25::idf`, `Bm25::term_score`) with N, the average
+/// length and each term's document frequency of the searched scopes alone: another scope full
+/// of the same words changes no score, and none of its messages is found.
+async fn bm25_scores_are_the_formulas_over_the_searched_scopes(s: Arc<dyn Store>) {
+    use engram::domain::language::Language;
+    let (lab, den, a) = lab_den_and_alice(&s).await;
     let (here, there) = (Scope::Space(lab), Scope::Space(den));
     // English words, none a stop word: a message's length is its number of words.
     let english = |space, scope: &Scope, ext: &str, text: &str, h| NewMessage {
@@ -1039,14 +1062,7 @@ async fn bm25_scores_are_the_formulas_over_the_searched_scopes(s: Arc<dyn Store>
             bm25.term_score(coffee, 2.0, 4.0, avg),
         ),
     ];
-    assert_eq!(found.len(), expected.len(), "{found:?}");
-    for ((text, score), (want_text, want)) in found.iter().zip(expected) {
-        assert_eq!(*text, want_text, "{found:?}");
-        assert!(
-            (score - want).abs() < 1e-9,
-            "{text}: {score} against {want}"
-        );
-    }
+    assert_scores(&found, &expected);
     // The control: the other scope's messages are found where they are.
     let theirs = s
         .search_messages(std::slice::from_ref(&there), &terms, bm25, 10)
@@ -1054,6 +1070,82 @@ async fn bm25_scores_are_the_formulas_over_the_searched_scopes(s: Arc<dyn Store>
         .unwrap();
     assert_eq!(theirs.len(), 6);
     assert!(theirs.iter().all(|h| h.message.scope == there));
+}
+
+/// Episode BM25's scores are the formula's too: an episode is its messages' words and its
+/// details' search keys, with N and the average length of the searched scopes' episodes
+/// alone. Another scope full of the same words changes no score, and none of its episodes is
+/// found (the control finds them in their own scope).
+async fn episode_bm25_scores_are_the_formulas_over_the_searched_scopes(s: Arc<dyn Store>) {
+    use engram::domain::language::Language;
+    let (lab, den, a) = lab_den_and_alice(&s).await;
+    let (here, there) = (Scope::Space(lab), Scope::Space(den));
+    // English words, none a stop word: a message's length is its number of words. Hours
+    // apart, messages are episodes of their own (`index_pending` cuts after 30 minutes).
+    let english = |space, scope: &Scope, ext: &str, text: &str, at| NewMessage {
+        language: Some(Language::English),
+        ..msg(space, scope.clone(), a, ext, text, at)
+    };
+    let mut batch = vec![
+        english(lab, &here, "h1", "coffee kubernetes", t(1)),
+        english(lab, &here, "h2", "walrus", t(1) + Duration::minutes(1)),
+        english(lab, &here, "h3", "coffee coffee tea milk", t(3)),
+        english(lab, &here, "h4", "lighthouse", t(5)),
+    ];
+    batch.extend((0..6).map(|i| {
+        let text = format!("kubernetes coffee walrus harbour{i} anchor{i}");
+        english(den, &there, &format!("d{i}"), &text, t(7 + 2 * i))
+    }));
+    let ids = s.insert_messages(&batch).await.unwrap();
+    index_pending(&s, |_| None).await;
+    let episode_of = |m: &StoredMessage| m.episode.expect("indexed into an episode");
+    let read = s.messages_by_id(&ids[..4]).await.unwrap();
+    let (first, second) = (episode_of(&read[0]), episode_of(&read[2]));
+    assert_eq!(first, episode_of(&read[1]), "a minute apart: one episode");
+    // The third has search keys of 2 words, one of them a searched term.
+    let (third, said) = closed_episode(&s, ids[3]).await;
+    assert_eq!(
+        s.save_episode_details(third, &said, "{}", "kubernetes harbour")
+            .await
+            .unwrap(),
+        DetailsSaved::Kept
+    );
+    let bm25 = Bm25 { k1: 1.5, b: 0.6 };
+    let terms = query_terms_in("coffee kubernetes", 16, Some(Language::English));
+    let hits = s
+        .search_episodes(std::slice::from_ref(&here), &terms, bm25, 10)
+        .await
+        .unwrap();
+    // Three episodes of 3, 4 and 1 + 2 words here: N = 3, average length 10/3; "coffee" in
+    // the first two (twice in the second), "kubernetes" in the first and the third's keys.
+    let idf = Bm25::idf(3.0, 2.0);
+    let avg = 10.0 / 3.0;
+    let mut expected = [
+        (
+            first,
+            bm25.term_score(idf, 1.0, 3.0, avg) + bm25.term_score(idf, 1.0, 3.0, avg),
+        ),
+        (second, bm25.term_score(idf, 2.0, 4.0, avg)),
+        (third, bm25.term_score(idf, 1.0, 3.0, avg)),
+    ];
+    expected.sort_by(|x, y| y.1.total_cmp(&x.1));
+    let found: Vec<(i64, f64)> = hits.iter().map(|h| (h.episode, h.score)).collect();
+    assert_scores(&found, &expected);
+    // At most `limit`, the best first.
+    let best = s
+        .search_episodes(std::slice::from_ref(&here), &terms, bm25, 1)
+        .await
+        .unwrap();
+    assert_eq!(best.len(), 1);
+    assert_eq!(best[0].episode, expected[0].0);
+    // The control: the other scope's episodes are found where they are.
+    let theirs = s
+        .search_episodes(std::slice::from_ref(&there), &terms, bm25, 10)
+        .await
+        .unwrap();
+    let mine: Vec<i64> = [first, second, third].into();
+    assert_eq!(theirs.len(), 6, "{theirs:?}");
+    assert!(theirs.iter().all(|h| !mine.contains(&h.episode)));
 }
 
 /// A unit vector of 384 numbers pointing mostly along axis `i`.
@@ -1986,6 +2078,7 @@ on_both_backends!(
     dumps_copy_into_an_empty_store_with_equal_checksums,
     search_ranks_by_bm25,
     bm25_scores_are_the_formulas_over_the_searched_scopes,
+    episode_bm25_scores_are_the_formulas_over_the_searched_scopes,
     neighbours_stay_in_channel_scope_and_time,
     nearby_reads_two_places_each_side,
     messages_by_time_and_id_leave_withheld_and_other_scopes_out,
