@@ -999,6 +999,21 @@ async fn lab_den_and_alice(s: &Arc<dyn Store>) -> (SpaceId, SpaceId, PersonId) {
     (lab, den, a)
 }
 
+/// `msg`, its language English (not detected from a few words).
+fn english_msg(
+    space: SpaceId,
+    scope: &Scope,
+    author: PersonId,
+    ext: &str,
+    text: &str,
+    at: chrono::DateTime<Utc>,
+) -> NewMessage {
+    NewMessage {
+        language: Some(engram::domain::language::Language::English),
+        ..msg(space, scope.clone(), author, ext, text, at)
+    }
+}
+
 /// What a search found is what was expected: the same things in the same order, each score
 /// the formula's to 1e-9.
 fn assert_scores<K: PartialEq + std::fmt::Debug>(found: &[(K, f64)], expected: &[(K, f64)]) {
@@ -1024,9 +1039,8 @@ async fn bm25_scores_are_the_formulas_over_the_searched_scopes(s: Arc<dyn Store>
     let (lab, den, a) = lab_den_and_alice(&s).await;
     let (here, there) = (Scope::Space(lab), Scope::Space(den));
     // English words, none a stop word: a message's length is its number of words.
-    let english = |space, scope: &Scope, ext: &str, text: &str, h| NewMessage {
-        language: Some(Language::English),
-        ..msg(space, scope.clone(), a, ext, text, t(h))
+    let english = |space, scope: &Scope, ext: &str, text: &str, h| {
+        english_msg(space, scope, a, ext, text, t(h))
     };
     let mut batch = vec![
         english(lab, &here, "h1", "coffee kubernetes", 1),
@@ -1082,9 +1096,8 @@ async fn episode_bm25_scores_are_the_formulas_over_the_searched_scopes(s: Arc<dy
     let (here, there) = (Scope::Space(lab), Scope::Space(den));
     // English words, none a stop word: a message's length is its number of words. Hours
     // apart, messages are episodes of their own (`index_pending` cuts after 30 minutes).
-    let english = |space, scope: &Scope, ext: &str, text: &str, at| NewMessage {
-        language: Some(Language::English),
-        ..msg(space, scope.clone(), a, ext, text, at)
+    let english = |space, scope: &Scope, ext: &str, text: &str, at| {
+        english_msg(space, scope, a, ext, text, at)
     };
     let mut batch = vec![
         english(lab, &here, "h1", "coffee kubernetes", t(1)),
