@@ -299,6 +299,9 @@ pub struct RetrievalConfig {
     pub context_length: f64,
     /// A message of fewer words is embedded with the message before it.
     pub context_vector_words: usize,
+    /// Between two people's messages (neither the bot's), a message of fewer words is
+    /// embedded with the one before it.
+    pub context_vector_words_people: usize,
     /// Weight of the list of messages from the time the question names, ordered by BM25.
     pub window_weight: f64,
     /// Weight of being from the time the question names ("last week", "in May").
@@ -1045,6 +1048,12 @@ impl Config {
         bad.range(
             "retrieval.context_vector_words",
             r.context_vector_words,
+            0,
+            1000,
+        );
+        bad.range(
+            "retrieval.context_vector_words_people",
+            r.context_vector_words_people,
             0,
             1000,
         );

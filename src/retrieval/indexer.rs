@@ -146,6 +146,27 @@ pub fn needs_context(text: &str, words: usize) -> bool {
     text.split_whitespace().count() < words
 }
 
+/// A person's own words: not the bot's, not a file's pieces.
+fn by_a_person(m: &StoredMessage) -> bool {
+    !m.is_bot && m.attachment_of.is_none()
+}
+
+/// Whether `message`'s vector is made with `before` (the message before it in its channel):
+/// when it has fewer than `settings.context_vector_words` words, or, between two people's
+/// messages, fewer than `settings.context_vector_words_people` (people's turns are pieces of
+/// one conversation; a bot's reply is long and about many things, and would outweigh a short
+/// message's own words).
+pub fn takes_context(
+    message: &StoredMessage,
+    before: &StoredMessage,
+    settings: &RetrievalConfig,
+) -> bool {
+    needs_context(&message.text, settings.context_vector_words)
+        || (by_a_person(message)
+            && by_a_person(before)
+            && needs_context(&message.text, settings.context_vector_words_people))
+}
+
 /// The text a message's vector is made of: its own, then the message before it (when it has
 /// one as context). Its own words come first, so a cut at the model's length keeps them.
 pub fn vector_text(message: &StoredMessage, before: Option<&StoredMessage>) -> String {
@@ -449,9 +470,9 @@ impl Indexer {
             .map(|vector| Embedding { space, vector }))
     }
 
-    /// The vectors of `messages` (none without an embedder): a message of fewer than
-    /// `retrieval.context_vector_words` words is embedded with the message before it in its
-    /// channel (same scope, within the episode gap), whose id the vector keeps.
+    /// The vectors of `messages` (none without an embedder): a short message (`takes_context`)
+    /// is embedded with the message before it in its channel (same scope, within the episode
+    /// gap), whose id the vector keeps.
     async fn embed(&self, messages: Vec<StoredMessage>) -> Result<Vec<IndexedMessage>, IndexError> {
         let (Some(embedder), Some(space)) = (&self.embedder, self.space().await?) else {
             return Ok(messages
@@ -464,9 +485,17 @@ impl Indexer {
                 })
                 .collect());
         };
+        let words = |m: &StoredMessage| {
+            let people = if by_a_person(m) {
+                self.settings.context_vector_words_people
+            } else {
+                0
+            };
+            self.settings.context_vector_words.max(people)
+        };
         let short: Vec<MessageId> = messages
             .iter()
-            .filter(|m| needs_context(&m.text, self.settings.context_vector_words))
+            .filter(|m| needs_context(&m.text, words(m)))
             .map(|m| m.id)
             .collect();
         let before_of: HashMap<MessageId, MessageId> = self
@@ -492,8 +521,11 @@ impl Indexer {
             .into_iter()
             .filter_map(|(id, b)| {
                 let (m, b) = (place.get(&id)?, texts.get(&b)?);
-                (b.scope == m.scope && b.channel == m.channel && b.space == m.space)
-                    .then(|| (id, b.clone()))
+                (b.scope == m.scope
+                    && b.channel == m.channel
+                    && b.space == m.space
+                    && takes_context(m, b, &self.settings))
+                .then(|| (id, b.clone()))
             })
             .collect();
         let texts: Vec<String> = messages

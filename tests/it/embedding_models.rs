@@ -61,14 +61,23 @@ async fn alice_tells_five_things(h: &Harness) {
     }
 }
 
-/// How many texts the fake server embedded for `model`.
-fn embedded_by(h: &Harness, model: &str) -> usize {
+/// The texts the fake server was asked to embed for `model`, in order.
+fn inputs_of(h: &Harness, model: &str) -> Vec<String> {
     h.fake()
         .requests()
         .iter()
         .filter(|r| r.task == "embeddings" && r.body["model"] == model)
-        .map(|r| r.body["input"].as_array().map_or(1, Vec::len))
-        .sum()
+        .flat_map(|r| match &r.body["input"] {
+            serde_json::Value::Array(texts) => texts.clone(),
+            one => vec![one.clone()],
+        })
+        .filter_map(|t| t.as_str().map(str::to_string))
+        .collect()
+}
+
+/// How many texts the fake server embedded for `model`.
+fn embedded_by(h: &Harness, model: &str) -> usize {
+    inputs_of(h, model).len()
 }
 
 /// (vector hits, all hits) of a search for `text` in `scope`.
@@ -428,7 +437,60 @@ async fn a_backlog_the_api_rate_limits_waits_as_asked(url: Option<String>) {
     assert_eq!(coverage.share(coverage.spaces[0].id), 1.0);
 }
 
+/// Between people, a turn of fewer than `context_vector_words_people` (50) words is embedded
+/// with the turn before it (its own words first): in a group, "That is wonderful news…" is
+/// about the puppy only with Alice's line. After the bot's reply only a message shorter than
+/// `context_vector_words` (15) takes it: a long reply about many things would outweigh the
+/// person's words. Set to 0, the people's limit is off and the same turn is embedded alone.
+async fn a_chat_turn_is_embedded_with_the_turn_before_it(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    let adopted = "we adopted a puppy from the shelter in Stamford last week";
+    let answer = "That is wonderful news, what did you name him and how is he settling in \
+                  with the rest of your family so far?";
+    assert!((15..50).contains(&answer.split_whitespace().count()));
+    assert_eq!(h.say_in(&lab, "alice", adopted).await, None);
+    assert_eq!(h.say_in(&lab, "bob", answer).await, None);
+    // In her private chat, each of Alice's lines comes after the bot's reply.
+    h.dm("alice", "our cat is called Pepper and she sleeps all day")
+        .await;
+    let medium = "I also wanted to tell you that my sister moved to Lisbon in the spring \
+                  and she loves the food there";
+    assert!((15..50).contains(&medium.split_whitespace().count()));
+    h.dm("alice", medium).await;
+    let short = "and she plays the cello";
+    h.dm("alice", short).await;
+
+    let (config, model, _) = switched_to(&h, "model-a", 384).await;
+    indexer_with(&h, &config, &model)
+        .index_all(|_| {})
+        .await
+        .unwrap();
+    let texts = inputs_of(&h, "model-a");
+    assert!(
+        texts.contains(&format!("{answer}\n{adopted}")),
+        "with the turn before it: {texts:#?}"
+    );
+    assert!(texts.contains(&medium.to_string()), "alone: {texts:#?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with(&format!("{short}\n")) && t.len() > short.len() + 1),
+        "a short message takes the bot's reply before it: {texts:#?}"
+    );
+
+    let (mut config, model, _) = switched_to(&h, "model-b", 256).await;
+    config.retrieval.context_vector_words_people = 0;
+    indexer_with(&h, &config, &model)
+        .index_all(|_| {})
+        .await
+        .unwrap();
+    let texts = inputs_of(&h, "model-b");
+    assert!(texts.contains(&answer.to_string()), "alone: {texts:#?}");
+}
+
 on_both_harnesses!(
+    a_chat_turn_is_embedded_with_the_turn_before_it,
     a_backlog_the_api_rate_limits_waits_as_asked,
     a_model_changes_backlog_holds_up_neither_a_stop_nor_episodes,
     switching_models_never_mixes_vector_spaces,
