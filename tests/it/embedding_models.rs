@@ -440,8 +440,9 @@ async fn a_backlog_the_api_rate_limits_waits_as_asked(url: Option<String>) {
 /// Between people, a turn of fewer than `context_vector_words_people` (50) words is embedded
 /// with the turn before it (its own words first): in a group, "That is wonderful news…" is
 /// about the puppy only with Alice's line. After the bot's reply only a message shorter than
-/// `context_vector_words` (15) takes it: a long reply about many things would outweigh the
-/// person's words. Set to 0, the people's limit is off and the same turn is embedded alone.
+/// `context_vector_words` (15) takes it (a long reply about many things would outweigh the
+/// person's words), and the bot's reply takes the person's message before it on the same
+/// terms. Set to 0, the people's limit is off and the same turn is embedded alone.
 async fn a_chat_turn_is_embedded_with_the_turn_before_it(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
@@ -451,7 +452,12 @@ async fn a_chat_turn_is_embedded_with_the_turn_before_it(url: Option<String>) {
     assert!((15..50).contains(&answer.split_whitespace().count()));
     assert_eq!(h.say_in(&lab, "alice", adopted).await, None);
     assert_eq!(h.say_in(&lab, "bob", answer).await, None);
-    // In her private chat, each of Alice's lines comes after the bot's reply.
+    // In her private chat, each of Alice's lines comes after the bot's reply, and each reply
+    // (a turn of 15 to 49 words too) after one of hers.
+    let reply = "Thank you for telling me, I will keep that in mind the next time we talk \
+                 about your family and your home";
+    assert!((15..50).contains(&reply.split_whitespace().count()));
+    h.fake().set_behavior(Behavior::Content(reply.into()));
     h.dm("alice", "our cat is called Pepper and she sleeps all day")
         .await;
     let medium = "I also wanted to tell you that my sister moved to Lisbon in the spring \
@@ -473,9 +479,15 @@ async fn a_chat_turn_is_embedded_with_the_turn_before_it(url: Option<String>) {
     );
     assert!(texts.contains(&medium.to_string()), "alone: {texts:#?}");
     assert!(
-        texts
-            .iter()
-            .any(|t| t.starts_with(&format!("{short}\n")) && t.len() > short.len() + 1),
+        texts.contains(&reply.to_string()),
+        "the bot's reply: {texts:#?}"
+    );
+    assert!(
+        !texts.iter().any(|t| t.starts_with(&format!("{reply}\n"))),
+        "the bot's reply takes no person's turn: {texts:#?}"
+    );
+    assert!(
+        texts.contains(&format!("{short}\n{reply}")),
         "a short message takes the bot's reply before it: {texts:#?}"
     );
 
