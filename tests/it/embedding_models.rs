@@ -442,7 +442,8 @@ async fn a_backlog_the_api_rate_limits_waits_as_asked(url: Option<String>) {
 /// about the puppy only with Alice's line. After the bot's reply only a message shorter than
 /// `context_vector_words` (15) takes it (a long reply about many things would outweigh the
 /// person's words), and the bot's reply takes the person's message before it on the same
-/// terms. Set to 0, the people's limit is off and the same turn is embedded alone.
+/// terms. Forgetting the turn before makes the vector again without it. Set to 0, the
+/// people's limit is off and the same turn is embedded alone.
 async fn a_chat_turn_is_embedded_with_the_turn_before_it(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
@@ -466,6 +467,7 @@ async fn a_chat_turn_is_embedded_with_the_turn_before_it(url: Option<String>) {
     h.dm("alice", medium).await;
     let short = "and she plays the cello";
     h.dm("alice", short).await;
+    h.fake().set_behavior(Behavior::Smart);
 
     let (config, model, _) = switched_to(&h, "model-a", 384).await;
     indexer_with(&h, &config, &model)
@@ -490,6 +492,23 @@ async fn a_chat_turn_is_embedded_with_the_turn_before_it(url: Option<String>) {
         texts.contains(&format!("{short}\n{reply}")),
         "a short message takes the bot's reply before it: {texts:#?}"
     );
+
+    // Alice's line forgotten: Bob's turn is embedded again, alone.
+    assert!(!texts.contains(&answer.to_string()), "{texts:#?}");
+    let place = h.place(&lab, "alice").await;
+    let said = h
+        .store
+        .recent_messages(place.space, &lab.channel, None, 50)
+        .await
+        .unwrap();
+    let alices = said.iter().find(|m| m.text == adopted).unwrap();
+    h.store.delete_messages(&[alices.id]).await.unwrap();
+    indexer_with(&h, &config, &model)
+        .index_all(|_| {})
+        .await
+        .unwrap();
+    let texts = inputs_of(&h, "model-a");
+    assert!(texts.contains(&answer.to_string()), "alone: {texts:#?}");
 
     let (mut config, model, _) = switched_to(&h, "model-b", 256).await;
     config.retrieval.context_vector_words_people = 0;
