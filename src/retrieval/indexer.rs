@@ -167,6 +167,17 @@ pub fn takes_context(
             && needs_context(&message.text, settings.context_vector_words_people))
 }
 
+/// Whether `message` is short enough that some message before it could be its context
+/// (`takes_context`, whoever wrote that one): only such messages' neighbours are read.
+fn may_take_context(message: &StoredMessage, settings: &RetrievalConfig) -> bool {
+    let people = if by_a_person(message) {
+        settings.context_vector_words_people
+    } else {
+        0
+    };
+    needs_context(&message.text, settings.context_vector_words.max(people))
+}
+
 /// The text a message's vector is made of: its own, then the message before it (when it has
 /// one as context). Its own words come first, so a cut at the model's length keeps them.
 pub fn vector_text(message: &StoredMessage, before: Option<&StoredMessage>) -> String {
@@ -485,17 +496,9 @@ impl Indexer {
                 })
                 .collect());
         };
-        let words = |m: &StoredMessage| {
-            let people = if by_a_person(m) {
-                self.settings.context_vector_words_people
-            } else {
-                0
-            };
-            self.settings.context_vector_words.max(people)
-        };
         let short: Vec<MessageId> = messages
             .iter()
-            .filter(|m| needs_context(&m.text, words(m)))
+            .filter(|m| may_take_context(m, &self.settings))
             .map(|m| m.id)
             .collect();
         let before_of: HashMap<MessageId, MessageId> = self

@@ -75,6 +75,21 @@ fn inputs_of(h: &Harness, model: &str) -> Vec<String> {
         .collect()
 }
 
+/// Indexes everything with `config`'s settings and `model` (the fake server's `name`), then
+/// gives every text the server was asked to embed for it so far.
+async fn indexed_texts(
+    h: &Harness,
+    config: &Config,
+    model: &SharedEmbedder,
+    name: &str,
+) -> Vec<String> {
+    indexer_with(h, config, model)
+        .index_all(|_| {})
+        .await
+        .unwrap();
+    inputs_of(h, name)
+}
+
 /// How many texts the fake server embedded for `model`.
 fn embedded_by(h: &Harness, model: &str) -> usize {
     inputs_of(h, model).len()
@@ -470,11 +485,7 @@ async fn a_chat_turn_is_embedded_with_the_turn_before_it(url: Option<String>) {
     h.fake().set_behavior(Behavior::Smart);
 
     let (config, model, _) = switched_to(&h, "model-a", 384).await;
-    indexer_with(&h, &config, &model)
-        .index_all(|_| {})
-        .await
-        .unwrap();
-    let texts = inputs_of(&h, "model-a");
+    let texts = indexed_texts(&h, &config, &model, "model-a").await;
     assert!(
         texts.contains(&format!("{answer}\n{adopted}")),
         "with the turn before it: {texts:#?}"
@@ -503,20 +514,12 @@ async fn a_chat_turn_is_embedded_with_the_turn_before_it(url: Option<String>) {
         .unwrap();
     let alices = said.iter().find(|m| m.text == adopted).unwrap();
     h.store.delete_messages(&[alices.id]).await.unwrap();
-    indexer_with(&h, &config, &model)
-        .index_all(|_| {})
-        .await
-        .unwrap();
-    let texts = inputs_of(&h, "model-a");
+    let texts = indexed_texts(&h, &config, &model, "model-a").await;
     assert!(texts.contains(&answer.to_string()), "alone: {texts:#?}");
 
     let (mut config, model, _) = switched_to(&h, "model-b", 256).await;
     config.retrieval.context_vector_words_people = 0;
-    indexer_with(&h, &config, &model)
-        .index_all(|_| {})
-        .await
-        .unwrap();
-    let texts = inputs_of(&h, "model-b");
+    let texts = indexed_texts(&h, &config, &model, "model-b").await;
     assert!(texts.contains(&answer.to_string()), "alone: {texts:#?}");
 }
 
