@@ -297,6 +297,10 @@ pub struct RetrievalConfig {
     pub context_weight: f64,
     /// The length (search words) at which a message takes half of `context_weight`.
     pub context_length: f64,
+    /// The best this many BM25 hits are read with their neighbours for context (each costs
+    /// two seeks in its channel); a hit below them takes a share only from one of them beside
+    /// it (reading all of them ranked both dev sets the same).
+    pub context_hits: usize,
     /// A message of fewer words is embedded with the message before it.
     pub context_vector_words: usize,
     /// Between two people's messages (neither the bot's), a message of fewer words is
@@ -1035,6 +1039,7 @@ impl Config {
         }
         bad.range("retrieval.question_discount", r.question_discount, 0.0, 1.0);
         bad.range("retrieval.neighbour_top", r.neighbour_top, 0, 1000);
+        bad.range("retrieval.context_hits", r.context_hits, 1, 10_000);
         // A neighbour never takes more than the score of the message it is next to, nor the
         // one two places on more than the one beside it.
         bad.range("retrieval.neighbour_share_1", r.neighbour_share_1, 0.0, 1.0);

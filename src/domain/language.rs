@@ -233,6 +233,34 @@ impl Script {
 /// The language of `text` (its accents composed, `domain::composed`), or `None` when it has
 /// no letters to tell by.
 pub fn detect(text: &str) -> Option<Language> {
+    match detect_quickly(text) {
+        Quickly::Told(language) => language,
+        Quickly::ByNgrams(start) => start.detect(),
+    }
+}
+
+/// What [`detect_quickly`] found.
+pub enum Quickly {
+    /// The script or the function words told (`None`: no letters to tell by).
+    Told(Option<Language>),
+    /// Only lingua's n-grams can tell (a millisecond or more).
+    ByNgrams(NgramsToRead),
+}
+
+/// The start of a text that lingua's n-grams must read to tell its language
+/// ([`Quickly::ByNgrams`]).
+pub struct NgramsToRead(String);
+
+impl NgramsToRead {
+    /// lingua's choice, English when it comes close (`ENGLISH_SHARE`).
+    pub fn detect(&self) -> Option<Language> {
+        by_ngrams(&self.0)
+    }
+}
+
+/// [`detect`] as far as the script and the function words go, in microseconds: most chat
+/// lines and questions end here, and only the rest need the n-grams.
+pub fn detect_quickly(text: &str) -> Quickly {
     let text = super::composed(text);
     let text = text.as_ref();
     let mut end = text.len().min(DETECT_BYTES);
@@ -257,14 +285,19 @@ pub fn detect(text: &str) -> Option<Language> {
     if let Some(&(script, n)) = other.iter().max_by_key(|(_, n)| *n)
         && n >= latin
     {
-        return script.fallback();
+        return Quickly::Told(script.fallback());
     }
     if latin == 0 {
-        return None;
+        return Quickly::Told(None);
     }
-    if let Some(language) = by_function_words(start) {
-        return Some(language);
+    match by_function_words(start) {
+        Some(language) => Quickly::Told(Some(language)),
+        None => Quickly::ByNgrams(NgramsToRead(start.to_string())),
     }
+}
+
+/// lingua's choice for `start`, English when it comes close (`ENGLISH_SHARE`).
+fn by_ngrams(start: &str) -> Option<Language> {
     let confidences = DETECTOR.compute_language_confidence_values(start);
     let &(best, top) = confidences.first()?;
     if top <= 0.0 {

@@ -11,6 +11,7 @@ pub mod time;
 pub mod topics;
 
 use crate::config::RetrievalConfig;
+use crate::domain::language::{self, Quickly};
 use crate::domain::{Embedding, MessageId, PersonId, Scope, StoredMessage, VectorSpaceId};
 use crate::embed::SharedEmbedder;
 use crate::store::{
@@ -186,35 +187,15 @@ impl Retriever {
             .map(|h| (h.message.id.0, h.score))
             .collect();
         let vector_ids: Vec<i64> = found.vector_hits.iter().map(|h| h.message.id.0).collect();
-        // Lengths in search words, for each message's share of its neighbours' scores.
-        let mut lengths: HashMap<i64, f64> = HashMap::new();
-        for n in &found.neighbours {
-            for a in n.before.iter().chain(n.after.iter()) {
-                lengths.insert(a.id.0, context_length(a.chars));
-            }
-        }
-        for h in found.bm25_hits.into_iter().chain(found.vector_hits) {
-            let chars = h.message.text.chars().count() as i64;
-            lengths.insert(h.message.id.0, context_length(chars));
-            messages.entry(h.message.id.0).or_insert(h.message);
+        let hits = found.bm25_hits.into_iter().chain(found.vector_hits);
+        for m in hits.map(|h| h.message).chain(found.context_read) {
+            messages.entry(m.id.0).or_insert(m);
         }
         for m in found.in_window.iter() {
             messages.entry(m.id.0).or_insert_with(|| m.clone());
         }
-        let mut bm25_ids = self.bm25_in_context(&own, &found.neighbours, &lengths);
-        // Neighbours that made the list and were no hit: read now (one gone meanwhile drops).
-        let unread: Vec<MessageId> = bm25_ids
-            .iter()
-            .filter(|id| !messages.contains_key(id))
-            .map(|id| MessageId(*id))
-            .collect();
-        // Read by id in a second statement: only what is still in the asked scopes counts
-        // (an id freed by a forget can be another scope's message by now).
-        for m in self.store.messages_by_id(&unread).await? {
-            if scopes.contains(&m.scope) {
-                messages.insert(m.id.0, m);
-            }
-        }
+        let mut bm25_ids = found.bm25_in_context;
+        // A neighbour on the list that was gone when read drops.
         bm25_ids.retain(|id| messages.contains_key(id));
         // The time the question names, its messages best BM25 first.
         let mut window_ids: Vec<i64> = found.in_window.iter().map(|m| m.id.0).collect();
@@ -578,8 +559,10 @@ fn asking_share(text: &str) -> f64 {
 struct Candidates {
     /// BM25 over messages, best first (more than `candidates`: context spreads their scores).
     bm25_hits: Vec<SearchHit>,
-    /// The neighbours of the BM25 hits in their channels.
-    neighbours: Vec<Neighbours>,
+    /// The BM25 list read in context (`Retriever::bm25_in_context`), best first.
+    bm25_in_context: Vec<i64>,
+    /// The messages on that list that were no hit (neighbours), read by id.
+    context_read: Vec<StoredMessage>,
     /// How many of the question's word pairs each of the best BM25 hits has side by side.
     phrases: HashMap<i64, usize>,
     /// BM25 over whole episodes, best first.
@@ -595,14 +578,16 @@ struct Candidates {
     named: HashSet<PersonId>,
 }
 
-/// BM25 hits fetched per candidate kept: the scores of the ones below the cut still lift
-/// their neighbours. (3 gave the same recall on both dev sets and cost 2-5 ms more a query.)
+/// BM25 hits fetched per candidate kept: one below the cut still makes the list when a hit
+/// beside it among the best `context_hits` shares its score with it. (3 gave the same recall
+/// on both dev sets and cost 2-5 ms more a query.)
 const CONTEXT_FETCH: usize = 2;
 
 impl Retriever {
     /// The candidate lists for `text` in `scopes`, as three lines of work that wait for no
-    /// other: BM25 over messages, then their neighbours and the question's word pairs in the
-    /// best of them, beside BM25 over episodes; the messages of `window`; and the vector side:
+    /// other: BM25 over messages, then their neighbours (and the list in context with the
+    /// neighbours on it read) and the question's word pairs in the best of them, beside BM25
+    /// over episodes; the messages of `window`; and the vector side:
     /// the question embedded as the people it names among the scopes' authors would ask it,
     /// then its nearest messages and episodes. (A name only the hits show is asked again
     /// after them.)
@@ -631,16 +616,20 @@ impl Retriever {
             }
         };
         let lexical = async {
-            // The question's language (its words are read in it: BM25's terms, word pairs)
-            // is found on a thread of its own beside the embedding, or here when there is none.
-            let language = if self.embedder.is_some() {
-                let owned = text.to_string();
-                // As a call in place would: a panic in detection goes on as that panic.
-                tokio::task::spawn_blocking(move || crate::domain::language::detect(&owned))
-                    .await
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
-            } else {
-                crate::domain::language::detect(text)
+            // The question's language (its words are read in it: BM25's terms, word pairs).
+            // Its script or function words tell it here at once; the n-grams, when needed,
+            // run on a thread of their own beside the embedding, or here when there is none.
+            // (On a thread every time, the searches waited up to 4 ms for a core behind the
+            // embedding on 2 cores.)
+            let language = match (language::detect_quickly(text), &self.embedder) {
+                (Quickly::Told(language), _) => language,
+                (Quickly::ByNgrams(start), Some(_)) => {
+                    // As a call in place would: a panic in detection goes on as that panic.
+                    tokio::task::spawn_blocking(move || start.detect())
+                        .await
+                        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+                }
+                (Quickly::ByNgrams(start), None) => start.detect(),
             };
             let terms = query_terms_in(text, self.settings.max_query_terms, language);
             let messages = async {
@@ -648,19 +637,23 @@ impl Retriever {
                     .store
                     .search_messages(scopes, &terms, bm25, c * CONTEXT_FETCH)
                     .await?;
-                let (neighbours, phrases) = tokio::join!(
-                    self.neighbours_of(&hits),
-                    self.phrases_in(text, language, &hits)
-                );
-                Ok::<_, StoreError>((hits, neighbours?, phrases))
+                let in_context = async {
+                    let neighbours = self.neighbours_of(&hits).await?;
+                    self.read_in_context(&hits, &neighbours, scopes).await
+                };
+                let (in_context, phrases) =
+                    tokio::join!(in_context, self.phrases_in(text, language, &hits));
+                let (in_context, read) = in_context?;
+                Ok::<_, StoreError>((hits, in_context, read, phrases))
             };
-            let ((hits, neighbours, phrases), episodes) = tokio::try_join!(
+            let ((hits, in_context, read, phrases), episodes) = tokio::try_join!(
                 messages,
                 self.store.search_episodes(scopes, &terms, bm25, e),
             )?;
             Ok::<_, StoreError>(Lexical {
                 hits,
-                neighbours,
+                in_context,
+                read,
                 phrases,
                 episodes,
             })
@@ -693,8 +686,19 @@ impl Retriever {
                     _ => Ok(None),
                 }
             };
-            let (mut vector, authors) =
-                tokio::try_join!(self.query_vector(&asked.text), read_authors)?;
+            // What the vector search must know of the scopes is read meanwhile too. Only a
+            // cache is warmed: a failure there is the search's to meet (or not, when the
+            // question's vector fails too and BM25 answers alone).
+            let ready = async {
+                if self.embedder.is_some()
+                    && let Err(e) = self.store.ready_nearest(scopes).await
+                {
+                    warn!(error = %e, "reading ahead for the vector search failed");
+                }
+                Ok(())
+            };
+            let (mut vector, authors, ()) =
+                tokio::try_join!(self.query_vector(&asked.text), read_authors, ready)?;
             if let Some(authors) = authors
                 && asked.also_naming(&names::named(text, names::of(&authors)))
             {
@@ -723,7 +727,8 @@ impl Retriever {
         }
         Ok(Candidates {
             bm25_hits: found.hits,
-            neighbours: found.neighbours,
+            bm25_in_context: found.in_context,
+            context_read: found.read,
             phrases: found.phrases,
             episode_hits: found.episodes,
             vector_hits,
@@ -733,14 +738,53 @@ impl Retriever {
         })
     }
 
-    /// The neighbours of the BM25 hits in their channels (none when context weighs nothing).
+    /// The neighbours of the best `context_hits` BM25 hits in their channels (none when
+    /// context weighs nothing). A hit further down takes a share only from one of those
+    /// beside it (found from that one's side); two such hits side by side share nothing.
     async fn neighbours_of(&self, hits: &[SearchHit]) -> Result<Vec<Neighbours>, StoreError> {
         if self.settings.context_weight <= 0.0 {
             return Ok(Vec::new());
         }
-        let ids: Vec<MessageId> = hits.iter().map(|h| h.message.id).collect();
+        let ids: Vec<MessageId> = hits
+            .iter()
+            .take(self.settings.context_hits)
+            .map(|h| h.message.id)
+            .collect();
         let gap = chrono::Duration::minutes(self.settings.episode_gap_minutes);
         self.store.neighbours(&ids, gap).await
+    }
+
+    /// The BM25 list read in context (`bm25_in_context`) from `hits` and their `neighbours`,
+    /// and the messages on it that were no hit, read by id: on the BM25 side of the search,
+    /// while the question may still be being embedded. Only what is still in the asked scopes
+    /// counts (an id freed by a forget can be another scope's message by now).
+    async fn read_in_context(
+        &self,
+        hits: &[SearchHit],
+        neighbours: &[Neighbours],
+        scopes: &[Scope],
+    ) -> Result<(Vec<i64>, Vec<StoredMessage>), StoreError> {
+        let own: HashMap<i64, f64> = hits.iter().map(|h| (h.message.id.0, h.score)).collect();
+        // Lengths in search words, for each message's share of its neighbours' scores.
+        let mut lengths: HashMap<i64, f64> = HashMap::new();
+        for n in neighbours {
+            for a in n.before.iter().chain(n.after.iter()) {
+                lengths.insert(a.id.0, context_length(a.chars));
+            }
+        }
+        for h in hits {
+            let chars = h.message.text.chars().count() as i64;
+            lengths.insert(h.message.id.0, context_length(chars));
+        }
+        let listed = self.bm25_in_context(&own, neighbours, &lengths);
+        let unread: Vec<MessageId> = listed
+            .iter()
+            .filter(|id| !own.contains_key(id))
+            .map(|id| MessageId(*id))
+            .collect();
+        let mut read = self.store.messages_by_id(&unread).await?;
+        read.retain(|m| scopes.contains(&m.scope));
+        Ok((listed, read))
     }
 
     /// How many of the question's word pairs each of the best `PHRASE_CHECKS` BM25 hits has
@@ -795,8 +839,10 @@ impl Retriever {
 struct Lexical {
     /// BM25 over messages, best first.
     hits: Vec<SearchHit>,
-    /// The hits' neighbours in their channels.
-    neighbours: Vec<Neighbours>,
+    /// The hits read in context (`Candidates::bm25_in_context`).
+    in_context: Vec<i64>,
+    /// The messages on that list that were no hit.
+    read: Vec<StoredMessage>,
     /// The question's word pairs side by side in the best hits (`Retriever::phrases_in`).
     phrases: HashMap<i64, usize>,
     /// BM25 over episodes, best first.

@@ -56,8 +56,8 @@ pub(super) mod shared {
     pub(in crate::store) use super::{
         MIGRATOR, PostgresStore as Backend, db_err, drop_space_index, insert_rows, lock_indexer,
         maintain, message_from_row, message_vectors, move_sequences, nearest_messages,
-        notify as changed, place_message, search_messages, settle_log, space_index, watch_changes,
-        write_postings,
+        notify as changed, place_message, ready_nearest, search_messages, settle_log, space_index,
+        watch_changes, write_postings,
     };
     pub(in crate::store) use crate::store::episodes::on_postgres::{
         drop_closing_parts, still_as_read,
@@ -596,6 +596,25 @@ async fn messages_in(store: &PostgresStore, keys: &[String]) -> StoreResult<i64>
 /// picks a plan, and a scope grows past `EXACT_SCAN_MESSAGES` over days.
 const SCAN_CHOICE_TTL: Duration = Duration::from_secs(60);
 
+/// Whether scopes `keys` are small enough for an exact vector scan, as last read within
+/// `SCAN_CHOICE_TTL` (the same scopes in any order are one entry).
+async fn scans_exactly(store: &PostgresStore, keys: &[String]) -> StoreResult<bool> {
+    let mut set = keys.to_vec();
+    set.sort_unstable();
+    if let Some(exact) = store.exact_scan.get(&set) {
+        return Ok(exact);
+    }
+    let exact = messages_in(store, keys).await? <= EXACT_SCAN_MESSAGES;
+    store.exact_scan.insert(set, exact);
+    Ok(exact)
+}
+
+/// Reads how scopes `keys` will be searched by vector (`scans_exactly`) ahead of the search,
+/// while the question is being embedded.
+pub(super) async fn ready_nearest(store: &PostgresStore, keys: &[String]) -> StoreResult<()> {
+    scans_exactly(store, keys).await.map(|_| ())
+}
+
 /// The messages of scopes `keys` nearest to `vector`, best first, among the vectors of its
 /// space. Small scopes are scanned exactly (`EXACT_SCAN_MESSAGES`); larger ones through the
 /// space's HNSW index (the sized expression and the space id are written into the statement, so
@@ -610,17 +629,7 @@ pub(super) async fn nearest_messages(
     vector: &Embedding,
     limit: usize,
 ) -> StoreResult<Vec<SearchHit>> {
-    // The same scopes in any order are one entry.
-    let mut set = keys.to_vec();
-    set.sort_unstable();
-    let exact = match store.exact_scan.get(&set) {
-        Some(exact) => exact,
-        None => {
-            let exact = messages_in(store, keys).await? <= EXACT_SCAN_MESSAGES;
-            store.exact_scan.insert(set, exact);
-            exact
-        }
-    };
+    let exact = scans_exactly(store, keys).await?;
     let dims = vector.vector.len();
     let order = if exact {
         // "+ 0": an order the index cannot serve, so the planner reads the scope's rows.

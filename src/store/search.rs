@@ -40,6 +40,9 @@ pub trait SearchIndex: Send + Sync {
         vector: &Embedding,
         limit: usize,
     ) -> StoreResult<Vec<SearchHit>>;
+    /// Reads ahead what `nearest_messages` must know of the scopes (how large they are, where
+    /// that picks the way to search), so it is read while the question is being embedded.
+    async fn ready_nearest(&self, scopes: &[Scope]) -> StoreResult<()>;
     /// Closed episodes of the given scopes nearest to `vector` (in its space), best first.
     async fn nearest_episodes(
         &self,
@@ -371,19 +374,22 @@ on_both_backends! {
             // statistics do not know yet (a new chat) was estimated at one posting, and the
             // postings were read again for each of its episodes (30 ms instead of 2). Postings
             // are sought by (term, scope): by term alone, every scope's were read. Their
-            // messages are joined by id only: sought by scope as well, a chat the statistics
-            // do not know yet was estimated at one message, and the scope's messages were read
-            // again for each posting (dev60 on PostgreSQL: p50 14 -> 41 ms). The scopes'
-            // episode count and length (BM25's N and average length) come on every row: one
-            // statement, one round trip.
+            // messages' episodes are read by id only: sought by scope as well, a chat the
+            // statistics do not know yet was estimated at one message, and the scope's messages
+            // were read again for each posting (dev60 on PostgreSQL: p50 14 -> 41 ms). And as a
+            // subquery, one primary-key probe per posting: as a join, PostgreSQL's custom plans
+            // hashed the whole messages table instead (a sequential scan of every chat's
+            // messages for each question: 14 ms against 3 at 30,000 messages, growing with the
+            // database). A posting of a message in no episode has no episode to join below.
+            // The scopes' episode count and length (BM25's N and average length) come on every
+            // row: one statement, one round trip.
             let rows: Vec<EpisodePosting> = sqlx::query_as(
                 concat!(
                     "WITH k AS MATERIALIZED \
-                     (SELECT t.term, m.episode_id, t.tf FROM message_terms t JOIN messages m ON m.id = t.message_id \
-                      WHERE ",
+                     (SELECT t.term, (SELECT m.episode_id FROM messages m WHERE m.id = t.message_id) AS episode_id, \
+                             t.tf FROM message_terms t WHERE ",
                     terms_in_scopes!("t", 1, 2),
-                    " AND m.episode_id IS NOT NULL \
-                      UNION ALL SELECT x.term, x.episode_id, x.tf FROM episode_terms x WHERE ",
+                    " UNION ALL SELECT x.term, x.episode_id, x.tf FROM episode_terms x WHERE ",
                     terms_in_scopes!("x", 1, 2),
                     "), tot AS MATERIALIZED (SELECT CAST(COALESCE(SUM(episodes), 0) AS BIGINT) AS n, \
                                        CAST(COALESCE(SUM(total_len), 0) AS BIGINT) AS len \
@@ -416,6 +422,14 @@ on_both_backends! {
             let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
             crate::telemetry::timed("nearest_messages", nearest_messages(self, &keys, vector, limit))
                 .await
+        }
+
+        async fn ready_nearest(&self, scopes: &[Scope]) -> StoreResult<()> {
+            if scopes.is_empty() {
+                return Ok(());
+            }
+            let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+            ready_nearest(self, &keys).await
         }
 
         async fn nearest_episodes(

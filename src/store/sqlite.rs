@@ -56,8 +56,8 @@ pub(super) mod shared {
     pub(in crate::store) use super::{
         MIGRATOR, SqliteStore as Backend, changed, db_err, drop_space_index, insert_rows,
         lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
-        nearest_messages, place_message, search_messages, settle_log, space_index, watch_changes,
-        write_postings,
+        nearest_messages, place_message, ready_nearest, search_messages, settle_log, space_index,
+        watch_changes, write_postings,
     };
     pub(in crate::store) use crate::store::episodes::on_sqlite::{
         drop_closing_parts, still_as_read,
@@ -635,6 +635,11 @@ fn numbered(first: usize, n: usize) -> String {
         .map(|i| format!("?{i}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Nothing to read ahead of a vector search: every scope is scanned exactly.
+pub(super) async fn ready_nearest(_store: &SqliteStore, _keys: &[String]) -> StoreResult<()> {
+    Ok(())
 }
 
 /// The messages of scopes `keys` nearest to `vector`, best first: an exact scan of the scopes'

@@ -130,19 +130,32 @@ impl World {
         question: &str,
         asker: Option<PersonId>,
     ) -> String {
+        let found = self.scored_without_vectors(settings, place, question, asker);
+        found.await.into_iter().next().expect("a result").0
+    }
+
+    /// Every result's text and score for `question` asked by `asker` in `place` (as Alice
+    /// sees it), best first, as many as a reply takes, BM25 only, with `settings`.
+    async fn scored_without_vectors(
+        &self,
+        settings: engram::config::RetrievalConfig,
+        place: &Place,
+        question: &str,
+        asker: Option<PersonId>,
+    ) -> Vec<(String, f64)> {
         Retriever::new(self.store.clone(), None, settings)
             .search(
                 question,
                 &place.visible_scopes(self.alice),
                 asker,
                 self.clock.now(),
-                2,
+                self.settings().items,
             )
             .await
-            .unwrap()[0]
-            .message
-            .text
-            .clone()
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.message.text, r.score))
+            .collect()
     }
 
     async fn say(&self, place: &Place, who: PersonId, ext: &str, text: &str, at: DateTime<Utc>) {
@@ -1251,21 +1264,8 @@ async fn an_answer_near_the_best_match_is_found(s: Arc<dyn Store>) {
     let found = |top: usize| {
         let mut settings = w.settings();
         settings.neighbour_top = top;
-        async move {
-            Retriever::new(w.store.clone(), None, settings)
-                .search(
-                    "Where did Alice buy her snake Seraphim?",
-                    &public.visible_scopes(w.alice),
-                    Some(w.bob),
-                    w.clock.now(),
-                    w.settings().items,
-                )
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|r| (r.message.text, r.score))
-                .collect::<Vec<(String, f64)>>()
-        }
+        let question = "Where did Alice buy her snake Seraphim?";
+        w.scored_without_vectors(settings, public, question, Some(w.bob))
     };
     let score = |found: &[(String, f64)], text: &str| {
         found.iter().find(|(t, _)| t == text).map(|(_, s)| *s)
@@ -1283,8 +1283,67 @@ async fn an_answer_near_the_best_match_is_found(s: Arc<dyn Store>) {
     assert_eq!(score(&lifted, hidden), None);
 }
 
+/// A short turn takes a share of the score of the hit before it in its channel ("Yes! Last
+/// Friday." after the hiking it answers), when that hit is among the best `context_hits`
+/// BM25 hits, whose neighbours are read (the lift of `neighbour_top` off).
+async fn a_short_turn_is_found_by_the_words_it_answers(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let general = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let random = w.channel(w.guild_a, "random", Privacy::GuildPublic);
+    let short = "Yes! Last Friday.";
+    w.say(
+        &general,
+        w.alice,
+        "1",
+        "We went hiking in the Dolomites",
+        t(1),
+    )
+    .await;
+    w.say(&general, w.bob, "2", short, t(1)).await;
+    // A better match alone, elsewhere: the hiking turn is BM25's second.
+    w.say(
+        &random,
+        w.bob,
+        "3",
+        "hiking hiking Dolomites Dolomites",
+        t(5),
+    )
+    .await;
+    let (w, general) = (&w, &general);
+    let found = |hits: usize, weight: f64| {
+        let mut settings = w.settings();
+        settings.context_hits = hits;
+        settings.context_weight = weight;
+        // Not lifted as the answer after a best match either: context alone.
+        settings.neighbour_top = 0;
+        let question = "Did we go hiking in the Dolomites?";
+        async move {
+            let found = w.scored_without_vectors(settings, general, question, Some(w.bob));
+            found
+                .await
+                .into_iter()
+                .map(|(text, _)| text)
+                .collect::<Vec<_>>()
+        }
+    };
+    let weight = w.settings().context_weight;
+    let read = found(w.settings().context_hits, weight).await;
+    assert!(read.contains(&short.to_string()), "{read:?}");
+    assert!(found(2, weight).await.contains(&short.to_string()));
+    // Only the best hit's neighbours read, or no context at all: the short turn has no words
+    // of the question.
+    let best_only = found(1, weight).await;
+    assert!(!best_only.contains(&short.to_string()), "{best_only:?}");
+    assert!(!found(2, 0.0).await.contains(&short.to_string()));
+    assert!(
+        best_only.len() >= 2,
+        "the hits themselves stay: {best_only:?}"
+    );
+}
+
 on_both_backends!(
     an_answer_near_the_best_match_is_found,
+    a_short_turn_is_found_by_the_words_it_answers,
     a_question_is_embedded_once_in_the_named_persons_first_person,
     episodes_begin_at_topic_shifts_and_markers,
     a_files_text_never_moves_an_episode_boundary,
