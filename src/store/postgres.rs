@@ -148,6 +148,15 @@ pub(super) mod shared {
     }
     pub(in crate::store) use for_update;
 
+    /// Locks the rows a SELECT read until the transaction ends, as an UPDATE of columns no
+    /// foreign key names does (others may still insert rows that refer to them).
+    macro_rules! for_no_key_update {
+        () => {
+            " FOR NO KEY UPDATE"
+        };
+    }
+    pub(in crate::store) use for_no_key_update;
+
     /// Messages per INSERT statement (one array parameter per column).
     pub(in crate::store) const MESSAGE_CHUNK: usize = 2000;
 
@@ -182,10 +191,16 @@ pub(super) mod shared {
     }
     pub(in crate::store) use vector;
 
-    /// Cosine similarity of `column` and the vector parameter `$n`.
+    /// Cosine similarity of `column` and the vector parameter `$n` (cast once, `vector_param`).
     macro_rules! similarity {
         ($column:literal, $n:literal) => {
-            concat!("1.0 - (", $column, " <=> CAST($", $n, " AS vector))")
+            concat!(
+                "1.0 - (",
+                $column,
+                " <=> (SELECT CAST($",
+                $n,
+                " AS vector)))"
+            )
         };
     }
     pub(in crate::store) use similarity;
@@ -193,7 +208,7 @@ pub(super) mod shared {
     /// ORDER BY nearest to the vector parameter `$n` first, as the HNSW index serves it.
     macro_rules! nearest_first {
         ($column:literal, $n:literal) => {
-            concat!($column, " <=> CAST($", $n, " AS vector)")
+            concat!($column, " <=> (SELECT CAST($", $n, " AS vector))")
         };
     }
     pub(in crate::store) use nearest_first;
@@ -231,11 +246,14 @@ pub(super) mod shared {
     }
     pub(in crate::store) use is_true;
 
-    /// A vector as bound: pgvector's own type in the binary protocol. (Bound as text, the
-    /// `CAST($n AS vector)` of the statements was parsed again for every row it was compared
-    /// with once PostgreSQL switched to its generic plan: 30-55 ms for 700 rows.)
-    pub(in crate::store) fn vector_param(v: &[f32]) -> pgvector::Vector {
-        pgvector::Vector::from(v.to_vec())
+    /// A vector as bound: `real[]` in the binary protocol, cast to `vector` by the statement
+    /// (pgvector's cast). Bound as pgvector's own type, each new connection first looked the
+    /// type up in `pg_type` (a round trip of 1-5 ms on the first question it served). Bound as
+    /// text, the cast was parsed again for every row it was compared with once PostgreSQL
+    /// switched to its generic plan (30-55 ms for 700 rows): the searches cast in a subquery
+    /// (`similarity!`, `nearest_first!`), an init plan run once whatever the plan.
+    pub(in crate::store) fn vector_param(v: &[f32]) -> Vec<f32> {
+        v.to_vec()
     }
 }
 
@@ -472,13 +490,13 @@ pub(super) async fn lock_indexer(conn: &mut sqlx::PgConnection) -> StoreResult<(
     Ok(())
 }
 
-/// Puts an indexed message in its episode.
+/// Puts a message in its episode, and marks it indexed.
 pub(super) async fn place_message(
     conn: &mut sqlx::PgConnection,
     m: &StoredMessage,
     episode: i64,
 ) -> StoreResult<()> {
-    sqlx::query("UPDATE messages SET episode_id = $2 WHERE id = $1")
+    sqlx::query("UPDATE messages SET indexed = true, episode_id = $2 WHERE id = $1")
         .bind(m.id.0)
         .bind(episode)
         .execute(&mut *conn)
@@ -633,13 +651,13 @@ pub(super) async fn nearest_messages(
     let dims = vector.vector.len();
     let order = if exact {
         // "+ 0": an order the index cannot serve, so the planner reads the scope's rows.
-        "(embedding <=> $1::vector) + 0".to_string()
+        "(embedding <=> (SELECT CAST($1 AS vector))) + 0".to_string()
     } else {
-        format!("embedding::vector({dims}) <=> $1::vector({dims})")
+        format!("embedding::vector({dims}) <=> (SELECT CAST($1 AS vector({dims})))")
     };
     // The space id and the size are integers, not text from outside.
     let sql = format!(
-        "WITH near AS (SELECT message_id AS id, 1.0 - (embedding <=> $1::vector) AS sim FROM message_vectors \
+        "WITH near AS (SELECT message_id AS id, 1.0 - (embedding <=> (SELECT CAST($1 AS vector))) AS sim FROM message_vectors \
             WHERE space_id = {space} AND scope = ANY($2) ORDER BY {order} LIMIT $3) SELECT {columns}, \
          near.sim FROM near JOIN messages m ON m.id = near.id \
          JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC",
@@ -658,7 +676,8 @@ pub(super) async fn nearest_messages(
         .collect()
 }
 
-/// The vectors of these messages (those that have one), by id.
+/// The vectors of these messages (those that have one), by id. (Read as pgvector's type, whose
+/// id a connection looks up once: the indexer's work, not a question's.)
 pub(super) async fn message_vectors(
     store: &PostgresStore,
     space: VectorSpaceId,

@@ -703,11 +703,15 @@ on_both_backends! {
             let mut open: HashMap<(i64, String, String), OpenEpisode> = HashMap::new();
             for item in sorted_for_episodes(items) {
                 let m = &item.message;
-                // Claimed before any episode is touched: a message another process indexed
-                // meanwhile must not open an empty episode.
-                let claimed: Option<(String, Option<String>)> = sqlx::query_as(
-                    "UPDATE messages SET indexed = true WHERE id = $1 AND NOT indexed RETURNING text, language",
-                )
+                // Read (and locked) before any episode is touched: a message another process
+                // indexed meanwhile must not open an empty episode. It is marked indexed as it
+                // is put in its episode, in one write (`place_message`): a second UPDATE of
+                // the row left one more dead version of it, and of its entries in every index
+                // of messages, for the searches to step over until a vacuum.
+                let claimed: Option<(String, Option<String>)> = sqlx::query_as(concat!(
+                    "SELECT text, language FROM messages WHERE id = $1 AND NOT indexed",
+                    for_no_key_update!()
+                ))
                 .bind(m.id.0)
                 .fetch_optional(&mut *tx)
                 .await

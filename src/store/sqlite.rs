@@ -151,6 +151,14 @@ pub(super) mod shared {
     }
     pub(in crate::store) use for_update;
 
+    /// `for_update!`: nothing here either.
+    macro_rules! for_no_key_update {
+        () => {
+            ""
+        };
+    }
+    pub(in crate::store) use for_no_key_update;
+
     /// Messages per INSERT statement (12 parameters each; SQLite allows 32,766).
     pub(in crate::store) const MESSAGE_CHUNK: usize = 500;
 
@@ -541,13 +549,13 @@ pub(super) async fn lock_indexer(_: &mut sqlx::SqliteConnection) -> StoreResult<
     Ok(())
 }
 
-/// Puts an indexed message in its episode.
+/// Puts a message in its episode, and marks it indexed.
 pub(super) async fn place_message(
     conn: &mut sqlx::SqliteConnection,
     m: &StoredMessage,
     episode: i64,
 ) -> StoreResult<()> {
-    sqlx::query("UPDATE messages SET episode_id = $1 WHERE id = $2")
+    sqlx::query("UPDATE messages SET indexed = true, episode_id = $1 WHERE id = $2")
         .bind(episode)
         .bind(m.id.0)
         .execute(&mut *conn)

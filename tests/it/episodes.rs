@@ -1816,6 +1816,45 @@ async fn the_episode_search_never_reads_every_chats_messages() {
 }
 }
 
+postgres_test! {
+/// Indexing writes each message's row once: it is marked indexed as it is put in its episode.
+/// Every UPDATE leaves a dead version of the row, and of its entries in each index of
+/// messages, which the searches of a chat's newest messages step over until a vacuum.
+async fn indexing_writes_each_message_once() {
+    use sqlx::Connection;
+    let url = crate::common::fresh_postgres_url().await;
+    let h = harness_on(Some(url.clone()), false).await;
+    let lab = group("lab");
+    for n in 0..3 {
+        h.say_in(&lab, "alice", &format!("printer {n} is out of paper"))
+            .await;
+    }
+    exec(&url, "CREATE EXTENSION IF NOT EXISTS pageinspect").await;
+    let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+    // Every version of every row in the table's pages, live or dead (nothing is pruned in a
+    // page this empty).
+    let versions = "SELECT COUNT(*) FROM generate_series(0, \
+                    pg_relation_size('messages') / current_setting('block_size')::int - 1) b, \
+                    heap_page_items(get_raw_page('messages', b::int)) WHERE lp_flags = 1";
+    let messages = count(&mut c, "SELECT COUNT(*) FROM messages").await;
+    assert!(messages >= 3);
+    assert_eq!(count(&mut c, versions).await, messages, "one version each, as stored");
+    index(&h).await;
+    let indexed = count(&mut c, "SELECT COUNT(*) FROM messages WHERE indexed").await;
+    assert_eq!(indexed, messages, "every message is indexed");
+    assert_eq!(
+        count(&mut c, versions).await,
+        2 * messages,
+        "indexing writes a new version of each row, once"
+    );
+}
+}
+
+/// The one number `sql` selects.
+async fn count(c: &mut sqlx::PgConnection, sql: &'static str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(c).await.unwrap()
+}
+
 /// PostgreSQL's plan for `statement` with `values` (its parameters as SQL literals), planned
 /// as `mode` says (`plan_cache_mode`).
 async fn plan_of(c: &mut sqlx::PgConnection, statement: &str, mode: &str, values: &str) -> String {
