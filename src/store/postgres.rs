@@ -6,6 +6,7 @@ use super::*;
 use crate::domain::language::Language;
 use crate::domain::{Embedding, VectorSpaceId};
 use crate::store::messages::{Indexable, QueuedRow};
+use shared::{nearest_first, similarity};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgRow};
 use sqlx::{PgPool, Row};
 use std::str::FromStr;
@@ -56,8 +57,8 @@ pub(super) mod shared {
     pub(in crate::store) use super::{
         MIGRATOR, PostgresStore as Backend, db_err, drop_space_index, insert_rows, lock_indexer,
         maintain, message_from_row, message_vectors, move_sequences, nearest_messages,
-        notify as changed, place_message, ready_nearest, search_messages, settle_log, space_index,
-        watch_changes, write_postings,
+        notify as changed, ready_nearest, search_messages, settle_log, space_index, watch_changes,
+        write_postings,
     };
     pub(in crate::store) use crate::store::episodes::on_postgres::{
         drop_closing_parts, still_as_read,
@@ -490,21 +491,6 @@ pub(super) async fn lock_indexer(conn: &mut sqlx::PgConnection) -> StoreResult<(
     Ok(())
 }
 
-/// Puts a message in its episode, and marks it indexed.
-pub(super) async fn place_message(
-    conn: &mut sqlx::PgConnection,
-    m: &StoredMessage,
-    episode: i64,
-) -> StoreResult<()> {
-    sqlx::query("UPDATE messages SET indexed = true, episode_id = $2 WHERE id = $1")
-        .bind(m.id.0)
-        .bind(episode)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
-    Ok(())
-}
-
 /// The HNSW index of vector space `space` (vectors of `dimensions`): a partial index on the
 /// sized expression, which searches of that space name. Larger vectors than HNSW takes are
 /// searched exactly.
@@ -651,17 +637,22 @@ pub(super) async fn nearest_messages(
     let dims = vector.vector.len();
     let order = if exact {
         // "+ 0": an order the index cannot serve, so the planner reads the scope's rows.
-        "(embedding <=> (SELECT CAST($1 AS vector))) + 0".to_string()
+        concat!("(", nearest_first!("embedding", 1), ") + 0").to_string()
     } else {
         format!("embedding::vector({dims}) <=> (SELECT CAST($1 AS vector({dims})))")
     };
     // The space id and the size are integers, not text from outside.
     let sql = format!(
-        "WITH near AS (SELECT message_id AS id, 1.0 - (embedding <=> (SELECT CAST($1 AS vector))) AS sim FROM message_vectors \
-            WHERE space_id = {space} AND scope = ANY($2) ORDER BY {order} LIMIT $3) SELECT {columns}, \
-         near.sim FROM near JOIN messages m ON m.id = near.id \
-         JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC",
+        concat!(
+            "WITH near AS (SELECT message_id AS id, ",
+            similarity!("embedding", 1),
+            " AS sim FROM message_vectors \
+               WHERE space_id = {space} AND scope = ANY($2) ORDER BY {order} LIMIT $3) SELECT {columns}, \
+             near.sim FROM near JOIN messages m ON m.id = near.id \
+             JOIN people p ON p.id = m.author_id ORDER BY near.sim DESC, m.id DESC"
+        ),
         space = vector.space.0,
+        order = order,
         columns = message_columns!(),
     );
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))

@@ -705,7 +705,7 @@ on_both_backends! {
                 let m = &item.message;
                 // Read (and locked) before any episode is touched: a message another process
                 // indexed meanwhile must not open an empty episode. It is marked indexed as it
-                // is put in its episode, in one write (`place_message`): a second UPDATE of
+                // is put in its episode, in one write (below): a second UPDATE of
                 // the row left one more dead version of it, and of its entries in every index
                 // of messages, for the searches to step over until a vacuum.
                 let claimed: Option<(String, Option<String>)> = sqlx::query_as(concat!(
@@ -733,7 +733,12 @@ on_both_backends! {
                 };
                 let at = ms(m.sent_at);
                 let episode = episode_for(&mut tx, &mut open, m, at, gap, item.start).await?;
-                place_message(&mut tx, m, episode).await?;
+                sqlx::query("UPDATE messages SET indexed = true, episode_id = $1 WHERE id = $2")
+                    .bind(episode)
+                    .bind(m.id.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
                 if let Some(v) = &item.embedding {
                     keep_vector(&mut tx, m, v, item.context).await?;
                 }

@@ -56,8 +56,8 @@ pub(super) mod shared {
     pub(in crate::store) use super::{
         MIGRATOR, SqliteStore as Backend, changed, db_err, drop_space_index, insert_rows,
         lock_indexer, maintain, message_from_row, message_vectors, move_sequences,
-        nearest_messages, place_message, ready_nearest, search_messages, settle_log, space_index,
-        watch_changes, write_postings,
+        nearest_messages, ready_nearest, search_messages, settle_log, space_index, watch_changes,
+        write_postings,
     };
     pub(in crate::store) use crate::store::episodes::on_sqlite::{
         drop_closing_parts, still_as_read,
@@ -546,21 +546,6 @@ unsafe extern "C" fn ln(
 
 /// One indexer writes at a time: a SQLite write transaction holds the whole database already.
 pub(super) async fn lock_indexer(_: &mut sqlx::SqliteConnection) -> StoreResult<()> {
-    Ok(())
-}
-
-/// Puts a message in its episode, and marks it indexed.
-pub(super) async fn place_message(
-    conn: &mut sqlx::SqliteConnection,
-    m: &StoredMessage,
-    episode: i64,
-) -> StoreResult<()> {
-    sqlx::query("UPDATE messages SET indexed = true, episode_id = $1 WHERE id = $2")
-        .bind(episode)
-        .bind(m.id.0)
-        .execute(&mut *conn)
-        .await
-        .map_err(db_err)?;
     Ok(())
 }
 
