@@ -108,7 +108,7 @@ async fn open_db(
     match db {
         DbUrl::Postgres(url) => {
             let pg = PgSettings {
-                max_connections: settings.max_connections,
+                max_connections: settings.connections(),
                 acquire_timeout: Duration::from_millis(settings.acquire_timeout_ms),
                 statement_timeout: Duration::from_millis(settings.statement_timeout_ms),
             };
@@ -120,7 +120,7 @@ async fn open_db(
         }
         DbUrl::Sqlite { url, .. } => {
             let (max, busy) = (
-                settings.max_connections,
+                settings.connections(),
                 Duration::from_millis(settings.busy_timeout_ms),
             );
             Ok(Arc::new(if migrate {

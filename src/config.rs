@@ -467,7 +467,7 @@ pub struct StoreConfig {
     /// postgres://USER@HOST:PORT/DB for PostgreSQL with pgvector, shared by several bot processes.
     /// A password belongs in the environment: ENGRAM__STORE__URL=postgres://engram:...@db/engram.
     pub url: String,
-    /// Connections in the pool.
+    /// Connections in the pool; 0: twice the cores of this machine (`StoreConfig::connections`).
     pub max_connections: u32,
     /// SQLite: how long a writer waits for a locked database before failing (milliseconds).
     pub busy_timeout_ms: u64,
@@ -475,6 +475,21 @@ pub struct StoreConfig {
     pub acquire_timeout_ms: u64,
     /// PostgreSQL: the longest a statement may run (milliseconds).
     pub statement_timeout_ms: u64,
+}
+
+impl StoreConfig {
+    /// Connections in the pool: `max_connections`, or twice the cores of this machine when it
+    /// is 0. A question runs up to six statements at once beside its embedding; where the
+    /// database shares the cores, more of them at once only took turns slower (default.toml).
+    pub fn connections(&self) -> u32 {
+        match self.max_connections {
+            0 => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                u32::try_from(2 * cores).unwrap_or(u32::MAX).min(1000)
+            }
+            n => n,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -854,7 +869,7 @@ impl Config {
         if let Err(e) = crate::store::DbUrl::parse(&st.url) {
             bad.push("store.url", e.to_string());
         }
-        bad.range("store.max_connections", st.max_connections, 1, 1000);
+        bad.range("store.max_connections", st.max_connections, 0, 1000);
         bad.range("store.busy_timeout_ms", st.busy_timeout_ms, 1, 3_600_000);
         bad.range(
             "store.acquire_timeout_ms",
@@ -1376,6 +1391,24 @@ mod tests {
         assert_eq!(c.bot.name, "Engram");
         assert_eq!(c.memory.context_budget_tokens, 1500);
         assert_eq!(c.store.url, "sqlite://data/engram.db");
+    }
+
+    #[test]
+    fn the_pool_is_twice_the_cores_unless_set() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut store = Config::defaults().store;
+        assert_eq!(store.max_connections, 0);
+        assert_eq!(store.connections() as usize, 2 * cores);
+        store.max_connections = 3;
+        assert_eq!(store.connections(), 3);
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("ENGRAM__STORE__MAX_CONNECTIONS", "1001");
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("store.max_connections"), "{err}");
+            jail.set_env("ENGRAM__STORE__MAX_CONNECTIONS", "12");
+            assert_eq!(Config::load(None).unwrap().store.connections(), 12);
+            Ok(())
+        });
     }
 
     #[test]

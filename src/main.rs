@@ -656,7 +656,7 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
                 "--texts: the file has no turns"
             );
             let mut reports = Vec::new();
-            for db in bench_dbs(postgres.as_deref()).await? {
+            for db in bench_dbs(postgres.as_deref(), &config.store).await? {
                 eprintln!("ingest: {}", db.backend);
                 reports.push(
                     bench_store::ingest(&db, single, batched, batch_size, turns.as_deref()).await?,
@@ -676,7 +676,7 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
                 "--sizes must be ascending"
             );
             let mut reports = Vec::new();
-            for db in bench_dbs(postgres.as_deref()).await? {
+            for db in bench_dbs(postgres.as_deref(), &config.store).await? {
                 reports.push(
                     bench_store::search(&db, &sizes, queries, |line| eprintln!("{line}")).await?,
                 );
@@ -715,7 +715,7 @@ async fn bench(command: BenchCommand, config: &Config, secrets: &Secrets) -> any
                 llm_latency_ms,
                 llm_fault_rate,
             };
-            bench_load(&opts, postgres.as_deref()).await
+            bench_load(&opts, postgres.as_deref(), &config.store).await
         }
         BenchCommand::Context {
             people,
@@ -772,8 +772,8 @@ async fn bench_retrieval(
         };
         for data in &args.data {
             let db = match &args.postgres {
-                Some(url) => bench_store::BenchDb::postgres(url).await?,
-                None => bench_store::BenchDb::sqlite().await?,
+                Some(url) => bench_store::BenchDb::postgres(url, &config.store).await?,
+                None => bench_store::BenchDb::sqlite(&config.store).await?,
             };
             let report = engram::bench::retrieval::run(
                 engram::bench::retrieval::RetrievalBenchOptions {
@@ -871,9 +871,13 @@ async fn bench_embed(args: EmbedArgs, config: &Config, secrets: &Secrets) -> any
 
 /// `engram bench load`, on SQLite and on PostgreSQL when a URL is given.
 #[cfg(feature = "test-util")]
-async fn bench_load(opts: &LoadOptions, postgres: Option<&str>) -> anyhow::Result<()> {
+async fn bench_load(
+    opts: &LoadOptions,
+    postgres: Option<&str>,
+    store: &engram::config::StoreConfig,
+) -> anyhow::Result<()> {
     let mut reports = Vec::new();
-    for db in bench_dbs(postgres).await? {
+    for db in bench_dbs(postgres, store).await? {
         let report = engram::bench::load::run(opts, &db).await;
         db.drop_db().await;
         let report = report?;
@@ -895,7 +899,11 @@ async fn bench_context(opts: &ContextBenchOptions) -> anyhow::Result<()> {
 /// Without the fake model server (a release build), the two benchmarks that need it say how to
 /// get it.
 #[cfg(not(feature = "test-util"))]
-async fn bench_load(_: &LoadOptions, _: Option<&str>) -> anyhow::Result<()> {
+async fn bench_load(
+    _: &LoadOptions,
+    _: Option<&str>,
+    _: &engram::config::StoreConfig,
+) -> anyhow::Result<()> {
     Err(needs_test_util("load"))
 }
 
@@ -912,12 +920,15 @@ fn needs_test_util(bench: &str) -> anyhow::Error {
     )
 }
 
-/// SQLite always; PostgreSQL when a server URL is given.
-async fn bench_dbs(postgres: Option<&str>) -> anyhow::Result<Vec<bench_store::BenchDb>> {
-    let mut dbs = vec![bench_store::BenchDb::sqlite().await?];
+/// SQLite always; PostgreSQL when a server URL is given; both with the `[store]` settings.
+async fn bench_dbs(
+    postgres: Option<&str>,
+    settings: &engram::config::StoreConfig,
+) -> anyhow::Result<Vec<bench_store::BenchDb>> {
+    let mut dbs = vec![bench_store::BenchDb::sqlite(settings).await?];
     match postgres {
         Some(url) => dbs.push(
-            bench_store::BenchDb::postgres(url)
+            bench_store::BenchDb::postgres(url, settings)
                 .await
                 .context("creating the PostgreSQL bench database")?,
         ),

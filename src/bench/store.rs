@@ -4,7 +4,7 @@
 //! vocabulary, so term frequencies look like chat rather than like a 36-word toy.
 
 use super::{Latency, latency};
-use crate::config::Config;
+use crate::config::StoreConfig;
 use crate::domain::language;
 use crate::domain::{PersonId, Platform, Privacy, Scope, SpaceId, SpaceKind};
 use crate::store::{Bm25, NewMessage, Store, query_terms};
@@ -92,8 +92,8 @@ enum Cleanup {
 }
 
 impl BenchDb {
-    /// A new SQLite file in a temporary directory.
-    pub async fn sqlite() -> anyhow::Result<BenchDb> {
+    /// A new SQLite file in a temporary directory, opened with `settings` (its URL aside).
+    pub async fn sqlite(settings: &StoreConfig) -> anyhow::Result<BenchDb> {
         let dir = std::env::temp_dir().join(format!(
             "engram-bench-{}-{}",
             std::process::id(),
@@ -101,7 +101,7 @@ impl BenchDb {
         ));
         std::fs::create_dir_all(&dir)?;
         let url = format!("sqlite://{}", dir.join("bench.db").display());
-        let store = crate::app::open_store_url(&url, &Config::defaults().store).await?;
+        let store = crate::app::open_store_url(&url, settings).await?;
         Ok(BenchDb {
             backend: "sqlite",
             store,
@@ -109,8 +109,9 @@ impl BenchDb {
         })
     }
 
-    /// A new database on the server of `admin_url` (which must allow CREATE DATABASE).
-    pub async fn postgres(admin_url: &str) -> anyhow::Result<BenchDb> {
+    /// A new database on the server of `admin_url` (which must allow CREATE DATABASE), opened
+    /// with `settings` (its URL aside).
+    pub async fn postgres(admin_url: &str, settings: &StoreConfig) -> anyhow::Result<BenchDb> {
         use sqlx::Connection;
         let name = format!(
             "engram_bench_{}_{}",
@@ -124,9 +125,7 @@ impl BenchDb {
         let (prefix, _) = admin_url
             .rsplit_once('/')
             .ok_or_else(|| anyhow::anyhow!("the PostgreSQL URL needs a database name"))?;
-        let store =
-            crate::app::open_store_url(&format!("{prefix}/{name}"), &Config::defaults().store)
-                .await?;
+        let store = crate::app::open_store_url(&format!("{prefix}/{name}"), settings).await?;
         Ok(BenchDb {
             backend: "postgres",
             store,
