@@ -467,7 +467,8 @@ pub struct StoreConfig {
     /// postgres://USER@HOST:PORT/DB for PostgreSQL with pgvector, shared by several bot processes.
     /// A password belongs in the environment: ENGRAM__STORE__URL=postgres://engram:...@db/engram.
     pub url: String,
-    /// Connections in the pool; 0: twice the cores of this machine (`StoreConfig::connections`).
+    /// Connections in the pool; 0: twice the cores of this machine, at least 4
+    /// (`StoreConfig::connections`).
     pub max_connections: u32,
     /// SQLite: how long a writer waits for a locked database before failing (milliseconds).
     pub busy_timeout_ms: u64,
@@ -478,14 +479,16 @@ pub struct StoreConfig {
 }
 
 impl StoreConfig {
-    /// Connections in the pool: `max_connections`, or twice the cores of this machine when it
-    /// is 0. A question runs up to six statements at once beside its embedding; where the
-    /// database shares the cores, more of them at once only took turns slower (default.toml).
+    /// Connections in the pool: `max_connections`, or when it is 0 twice the cores of this
+    /// machine, at least 4. A question runs up to six statements at once beside its
+    /// embedding; where the database shares the cores, more of them at once only took turns
+    /// slower (default.toml). At least 4: PostgreSQL's change listener keeps one for good, and
+    /// the indexer's lock wait (another process indexing) one more.
     pub fn connections(&self) -> u32 {
         match self.max_connections {
             0 => {
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                u32::try_from(2 * cores).unwrap_or(u32::MAX).min(1000)
+                u32::try_from(2 * cores).unwrap_or(u32::MAX).clamp(4, 1000)
             }
             n => n,
         }
@@ -1394,11 +1397,11 @@ mod tests {
     }
 
     #[test]
-    fn the_pool_is_twice_the_cores_unless_set() {
+    fn the_pool_is_twice_the_cores_at_least_4_unless_set() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut store = Config::defaults().store;
         assert_eq!(store.max_connections, 0);
-        assert_eq!(store.connections() as usize, 2 * cores);
+        assert_eq!(store.connections() as usize, (2 * cores).max(4));
         store.max_connections = 3;
         assert_eq!(store.connections(), 3);
         figment::Jail::expect_with(|jail| {
