@@ -12,7 +12,7 @@ use crate::llm::prompts::Prompts;
 use crate::llm::{ChatModel, OpenAiClient};
 use crate::memory::MemoryManager;
 use crate::retrieval::Retriever;
-use crate::store::{FactChange, NewMessage, SqliteStore, Store};
+use crate::store::{FactChange, NewMessage, Store};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -330,8 +330,7 @@ impl Live<'_> {
 // live), each timed where it runs.
 async fn run_in(opts: &ContextBenchOptions, url: &str) -> anyhow::Result<ContextBenchReport> {
     let config = Config::defaults();
-    let store: Arc<dyn Store> =
-        Arc::new(SqliteStore::open(url, 8, std::time::Duration::from_secs(5)).await?);
+    let store: Arc<dyn Store> = app::open_store_url(url, &config.store).await?;
     let now = Utc
         .with_ymd_and_hms(2026, 11, 22, 15, 30, 0)
         .single()
