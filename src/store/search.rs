@@ -404,7 +404,7 @@ on_both_backends! {
             )
             .bind(list(terms))
             .bind(list(&keys))
-            .fetch_all(self.pool())
+            .fetch_all(self.searches())
             .await
             .map_err(db_err)?;
             Ok(rank_episode_postings(bm25, rows, limit))

@@ -385,6 +385,12 @@ impl SqliteStore {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
+
+    /// The lexical searches' pool: the one pool (SQLite plans each statement once per
+    /// connection already).
+    pub(super) fn searches(&self) -> &SqlitePool {
+        &self.pool
+    }
 }
 
 /// SQLite hands out max(rowid) + 1: there is no sequence to move after a load.

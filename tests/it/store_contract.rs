@@ -2249,10 +2249,9 @@ async fn postgres_start_up_errors_are_clear() {
 }
 }
 
-postgres_test! {
-async fn postgres_deleted_messages_are_never_found() {
-    let url = fresh_postgres_url().await;
-    let s = open_url(&url).await;
+/// A group space "lab" with alice's "secret plans here" (external id "1") and "public plans"
+/// ("2"): its scope.
+async fn lab_with_plans<S: Store + ?Sized>(s: &S) -> Scope {
     let lab = s
         .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
         .await
@@ -2268,6 +2267,14 @@ async fn postgres_deleted_messages_are_never_found() {
     ])
     .await
     .unwrap();
+    scope
+}
+
+postgres_test! {
+async fn postgres_deleted_messages_are_never_found() {
+    let url = fresh_postgres_url().await;
+    let s = open_url(&url).await;
+    let scope = lab_with_plans(s.as_ref()).await;
     use sqlx::Connection;
     let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
     // Postings come from Engram's tokenizer: stop words dropped ("here"), stems kept.
@@ -2298,6 +2305,59 @@ async fn postgres_deleted_messages_are_never_found() {
             .unwrap()
             .is_empty()
     );
+}
+}
+
+postgres_test! {
+/// BM25 over messages and over episodes runs on connections that plan each statement once
+/// (a generic plan), not once for each question's terms and scopes.
+async fn postgres_lexical_searches_are_planned_once() {
+    use engram::store::postgres::{PgSettings, PostgresStore};
+    use engram::store::SearchIndex;
+    let url = fresh_postgres_url().await;
+    let settings = PgSettings {
+        max_connections: 4,
+        acquire_timeout: std::time::Duration::from_secs(10),
+        statement_timeout: std::time::Duration::from_secs(30),
+    };
+    let s = PostgresStore::open(&url, &settings).await.unwrap();
+    let scope = lab_with_plans(&s).await;
+    let scopes = std::slice::from_ref(&scope);
+    for word in ["secret", "plans", "public"] {
+        let terms = query_terms(word, 4);
+        assert_eq!(
+            s.search_messages(scopes, &terms, Bm25::default(), 5).await.unwrap().len(),
+            if word == "plans" { 2 } else { 1 }
+        );
+        s.search_episodes(scopes, &terms, Bm25::default(), 5).await.unwrap();
+    }
+    // Every connection the searches may have used (the pool holds at most 2), at once.
+    let (mut one, mut two) = (
+        s.searches().acquire().await.unwrap(),
+        s.searches().acquire().await.unwrap(),
+    );
+    let mut prepared: Vec<(String, i64, i64)> = Vec::new();
+    for c in [&mut *one, &mut *two] {
+        prepared.extend(
+            sqlx::query_as(
+                "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements",
+            )
+            .fetch_all(c)
+            .await
+            .unwrap(),
+        );
+    }
+    // Each search's statement ran three times, with a plan made once (on each connection).
+    for (search, marker) in [("messages", "scope_term_stats"), ("episodes", "episode_terms")] {
+        let runs: Vec<(i64, i64)> = prepared
+            .iter()
+            .filter(|(q, _, _)| q.contains(marker))
+            .map(|(_, generic, custom)| (*generic, *custom))
+            .collect();
+        let generic: i64 = runs.iter().map(|r| r.0).sum();
+        let custom: i64 = runs.iter().map(|r| r.1).sum();
+        assert_eq!((generic, custom), (3, 0), "BM25 over {search}: {prepared:?}");
+    }
 }
 }
 
