@@ -19,7 +19,7 @@ const CHANGES_CHANNEL: &str = "engram_changes";
 pub struct PostgresStore {
     pool: PgPool,
     /// The lexical searches' connections (`searches`): the same server and settings, with
-    /// every statement planned once per connection.
+    /// each statement's plan made once per connection (and again after ANALYZE).
     searches: PgPool,
     /// Whether a set of scopes (by their keys) is small enough for an exact vector scan, for
     /// a while (`nearest_messages`).
@@ -570,7 +570,12 @@ pub(super) async fn search_messages(
     let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
     // `Bm25::idf` and `Bm25::term_score` in SQL; with no document in the scopes there is no
     // posting either, so N is at least 1 wherever it divides.
-    let rows = sqlx::query(concat!(
+    // The limit is written into the statement (one statement per limit the settings give):
+    // the plan is made once for every question (`searches`), and an unknown limit was guessed
+    // as a tenth of the postings' groups, which at millions of postings in one scope could
+    // read the messages by hashing the whole table instead of by id.
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "{}{limit}{}",
         "WITH tot AS (SELECT GREATEST(CAST(COALESCE(SUM(docs), 0) AS FLOAT8), 1.0) AS n, \
                              CAST(COALESCE(SUM(total_len), 0) AS FLOAT8) AS len \
                       FROM scope_term_stats WHERE scope = ANY($2)), \
@@ -582,17 +587,18 @@ pub(super) async fn search_messages(
          scored AS (SELECT o.message_id AS id, \
                       SUM(q.idf * o.tf * ($3 + 1.0) / (o.tf + $3 * (1.0 - $4 + $4 * o.doc_len / GREATEST(tot.len / tot.n, 1e-9)))) AS score \
             FROM posting o JOIN q ON q.term = o.term CROSS JOIN tot \
-            GROUP BY o.message_id ORDER BY score DESC, o.message_id DESC LIMIT $5) \
-         SELECT ",
-        message_columns!(),
-        ", scored.score FROM scored JOIN messages m ON m.id = scored.id \
-         JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC"
-    ))
+            GROUP BY o.message_id ORDER BY score DESC, o.message_id DESC LIMIT ",
+        concat!(
+            ") SELECT ",
+            message_columns!(),
+            ", scored.score FROM scored JOIN messages m ON m.id = scored.id \
+             JOIN people p ON p.id = m.author_id ORDER BY scored.score DESC, m.id DESC"
+        )
+    )))
     .bind(terms)
     .bind(&keys)
     .bind(bm25.k1)
     .bind(bm25.b)
-    .bind(limit as i64)
     .fetch_all(store.searches())
     .await
     .map_err(db_err)?;

@@ -380,7 +380,11 @@ on_both_backends! {
             // subquery, one primary-key probe per posting: as a join, PostgreSQL's custom plans
             // hashed the whole messages table instead (a sequential scan of every chat's
             // messages for each question: 14 ms against 3 at 30,000 messages, growing with the
-            // database). A posting of a message in no episode has no episode to join below.
+            // database). The episodes' lengths too, by id (and scope) for each term's episode:
+            // joined, PostgreSQL's plans (made once for every question: see `searches`) could
+            // hash every episode of the table when the postings' estimate is large (materialized, so
+            // the probe is not made again for the filter below). A posting
+            // of a message in no episode, or of another scope's, has no length and drops.
             // The scopes' episode count and length (BM25's N and average length) come on every
             // row: one statement, one round trip.
             let rows: Vec<EpisodePosting> = sqlx::query_as(
@@ -395,11 +399,12 @@ on_both_backends! {
                                        CAST(COALESCE(SUM(total_len), 0) AS BIGINT) AS len \
                                 FROM scope_episode_stats WHERE scope ",
                     in_list!(2),
-                    ") SELECT k.term, k.episode_id, CAST(SUM(k.tf) AS BIGINT), MAX(e.total_len + COALESCE(e.keys_len, 0)), \
-                              MAX(tot.n), MAX(tot.len) \
-                     FROM k JOIN episodes e ON e.id = k.episode_id CROSS JOIN tot WHERE e.scope ",
+                    "), g AS MATERIALIZED (SELECT k.term, k.episode_id, CAST(SUM(k.tf) AS BIGINT) AS tf, \
+                             (SELECT CAST(e.total_len + COALESCE(e.keys_len, 0) AS BIGINT) FROM episodes e \
+                              WHERE e.id = k.episode_id AND e.scope ",
                     in_list!(2),
-                    " GROUP BY k.term, k.episode_id"
+                    ") AS len FROM k GROUP BY k.term, k.episode_id) \
+                     SELECT g.term, g.episode_id, g.tf, g.len, tot.n, tot.len FROM g CROSS JOIN tot WHERE g.len IS NOT NULL"
                 ),
             )
             .bind(list(terms))

@@ -2347,7 +2347,8 @@ async fn postgres_lexical_searches_are_planned_once() {
             .unwrap(),
         );
     }
-    // Each search's statement ran three times, with a plan made once (on each connection).
+    // Each search's statement ran three times, each time on its generic plan (a plan for its
+    // values would count as custom).
     for (search, marker) in [("messages", "scope_term_stats"), ("episodes", "episode_terms")] {
         let runs: Vec<(i64, i64)> = prepared
             .iter()
@@ -2358,6 +2359,13 @@ async fn postgres_lexical_searches_are_planned_once() {
         let custom: i64 = runs.iter().map(|r| r.1).sum();
         assert_eq!((generic, custom), (3, 0), "BM25 over {search}: {prepared:?}");
     }
+    // Every other statement keeps plans for its values (the vector searches' generic plans
+    // read the wrong index).
+    let mode: String = sqlx::query_scalar("SELECT current_setting('plan_cache_mode')")
+        .fetch_one(s.pool())
+        .await
+        .unwrap();
+    assert_eq!(mode, "auto");
 }
 }
 
