@@ -570,8 +570,9 @@ pub(super) async fn search_messages(
     let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
     // `Bm25::idf` and `Bm25::term_score` in SQL; with no document in the scopes there is no
     // posting either, so N is at least 1 wherever it divides.
+    //
     // The limit is written into the statement (one statement per limit the settings give):
-    // the plan is made once for every question (`searches`), and an unknown limit was guessed
+    // the plan is made once for every question (`searches`), and an unknown limit is guessed
     // as a tenth of the postings' groups, which at millions of postings in one scope could
     // read the messages by hashing the whole table instead of by id.
     let rows = sqlx::query(sqlx::AssertSqlSafe(format!(

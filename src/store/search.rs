@@ -380,11 +380,11 @@ on_both_backends! {
             // subquery, one primary-key probe per posting: as a join, PostgreSQL's custom plans
             // hashed the whole messages table instead (a sequential scan of every chat's
             // messages for each question: 14 ms against 3 at 30,000 messages, growing with the
-            // database). The episodes' lengths too, by id (and scope) for each term's episode:
-            // joined, PostgreSQL's plans (made once for every question: see `searches`) could
-            // hash every episode of the table when the postings' estimate is large (materialized, so
-            // the probe is not made again for the filter below). A posting
-            // of a message in no episode, or of another scope's, has no length and drops.
+            // database). The episodes' lengths are read by id (and scope) too, once for each
+            // term's episode: joined, PostgreSQL's plan (made once for every question, see
+            // `searches`) could hash every episode of the table when the postings' estimate is
+            // large. Materialized, so the probe is not made again for the filter below. A
+            // posting of a message in no episode, or of another scope's, has no length and drops.
             // The scopes' episode count and length (BM25's N and average length) come on every
             // row: one statement, one round trip.
             let rows: Vec<EpisodePosting> = sqlx::query_as(
