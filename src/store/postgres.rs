@@ -357,8 +357,7 @@ impl PostgresStore {
                 .map_err(|e| open_err(e.into()))?;
             let _ = conn.close().await;
         }
-        let pool = PgPoolOptions::new()
-            .max_connections(settings.max_connections)
+        let pool = super::kept_open(PgPoolOptions::new(), settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
             .connect_with(options.clone())
             .await
@@ -370,11 +369,13 @@ impl PostgresStore {
         // plan only cost time (0.5 ms of planning each, beside the question's embedding on
         // the same cores). Not every statement: the vector searches' generic plans scan the
         // wrong index (dev60: 1.2 -> 5.8 ms). Half the pool's size (at least 2, the two
-        // searches of one question), opened as needed.
-        let searches = PgPoolOptions::new()
-            .max_connections((settings.max_connections / 2).max(2))
-            .acquire_timeout(settings.acquire_timeout)
-            .connect_lazy_with(options.options([("plan_cache_mode", "force_generic_plan")]));
+        // searches of one question).
+        let searches =
+            super::kept_open(PgPoolOptions::new(), (settings.max_connections / 2).max(2))
+                .acquire_timeout(settings.acquire_timeout)
+                .connect_with(options.options([("plan_cache_mode", "force_generic_plan")]))
+                .await
+                .map_err(|e| open_err(e.into()))?;
         if !prepare {
             return Ok(PostgresStore::with_pool(pool, searches));
         }

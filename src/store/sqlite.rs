@@ -316,8 +316,7 @@ impl SqliteStore {
         }
         let origin = format!("{:016x}", rand::random::<u64>());
         let mine = origin.clone();
-        let pool = SqlitePoolOptions::new()
-            .max_connections(max_connections)
+        let pool = super::kept_open(SqlitePoolOptions::new(), max_connections)
             // Each connection knows its store's id, for the change feed (`changed`).
             .after_connect(move |conn, _| {
                 let mine = mine.clone();
@@ -815,6 +814,18 @@ pub(super) async fn write_postings(
 
 #[cfg(test)]
 mod tests {
+    /// Every connection is open once the store is (`kept_open`): none is opened on a
+    /// question's path.
+    #[tokio::test]
+    async fn every_connection_is_open_from_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("engram.db").display());
+        let s = super::SqliteStore::open(&url, 3, std::time::Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(s.pool().size(), 3);
+    }
+
     /// A transaction begun anywhere but `write_tx` would be deferred (or forget IMMEDIATE) and
     /// could fail with "database is locked" under concurrent writers: there is one.
     #[test]

@@ -2312,15 +2312,9 @@ postgres_test! {
 /// BM25 over messages and over episodes runs on connections that plan each statement once
 /// (a generic plan), not once for each question's terms and scopes.
 async fn postgres_lexical_searches_are_planned_once() {
-    use engram::store::postgres::{PgSettings, PostgresStore};
     use engram::store::SearchIndex;
     let url = fresh_postgres_url().await;
-    let settings = PgSettings {
-        max_connections: 4,
-        acquire_timeout: std::time::Duration::from_secs(10),
-        statement_timeout: std::time::Duration::from_secs(30),
-    };
-    let s = PostgresStore::open(&url, &settings).await.unwrap();
+    let s = postgres_store_of_4(&url).await;
     let scope = lab_with_plans(&s).await;
     let scopes = std::slice::from_ref(&scope);
     for word in ["secret", "plans", "public"] {
@@ -2366,6 +2360,54 @@ async fn postgres_lexical_searches_are_planned_once() {
         .await
         .unwrap();
     assert_eq!(mode, "auto");
+}
+}
+
+/// A PostgreSQL store on `url` whose pool holds 4 connections (its searches' pool: 2).
+async fn postgres_store_of_4(url: &str) -> engram::store::postgres::PostgresStore {
+    let settings = engram::store::postgres::PgSettings {
+        max_connections: 4,
+        acquire_timeout: std::time::Duration::from_secs(10),
+        statement_timeout: std::time::Duration::from_secs(30),
+    };
+    engram::store::postgres::PostgresStore::open(url, &settings)
+        .await
+        .unwrap()
+}
+
+postgres_test! {
+/// Every connection is open before the first question (none is opened, and no statement
+/// prepared afresh, on a question's path), and one the server ended while it sat idle (a
+/// restart, an idle-session timeout) is replaced when next asked for, not handed to a query.
+async fn postgres_connections_are_open_from_the_start_and_replaced_when_ended() {
+    use engram::store::SearchIndex;
+    use sqlx::Connection;
+    let url = fresh_postgres_url().await;
+    let s = postgres_store_of_4(&url).await;
+    assert_eq!((s.pool().size(), s.searches().size()), (4, 2));
+    let scope = lab_with_plans(&s).await;
+    let scopes = std::slice::from_ref(&scope);
+    let asked = || async {
+        let found = s
+            .search_messages(scopes, &query_terms("plans", 4), Bm25::default(), 5)
+            .await?;
+        let authors = s.authors_in(scopes).await?;
+        Ok::<_, StoreError>((found.len(), authors.len()))
+    };
+    assert_eq!(asked().await.unwrap(), (2, 1));
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(ended, vec![true; 6], "both pools' connections, all kept open, are ended");
+    // The case itself is time passing: connections idle for longer than a release check is
+    // trusted (no work is awaited here).
+    tokio::time::sleep(engram::store::TRUSTED_IDLE + std::time::Duration::from_millis(200)).await;
+    assert_eq!(asked().await.unwrap(), (2, 1));
 }
 }
 
