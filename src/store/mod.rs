@@ -231,39 +231,23 @@ where
     }
 }
 
-/// How long a pooled connection may sit idle and still be used without asking first whether it
-/// is alive (`kept_open`).
-pub const TRUSTED_IDLE: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// A pool of `size` connections, all opened at once and kept open through quiet spells, each
-/// checked before use only after it sat idle (both stores' pools).
+/// A pool of at most `size` connections that opens `open` of them at once and keeps that many
+/// open from then on (both stores' pools).
 ///
-/// - sqlx's defaults open connections when asked and close those idle for 10 minutes: the
-///   first question after a quiet spell (or after start-up) waited for new connections and
-///   prepared every statement on them again (PostgreSQL dev60: the first question took 16 to
-///   27 ms, the median one 11).
-/// - sqlx pings a connection when it takes it back, and by default again before handing it
-///   out: a round trip before every statement, on the question's path, while the question is
-///   being embedded on the same cores. A connection idle for up to `TRUSTED_IDLE` was alive at
-///   that release check and is used as it is; one idle longer (a server restart or an idle
-///   session timeout can have ended it) is pinged first and replaced if dead.
+/// sqlx's defaults open connections only when asked for: the first question after start-up
+/// waited for the searches' new connections (PostgreSQL dev60: the first question took 16 to
+/// 27 ms, the median one 11). sqlx still closes a connection idle for 10 minutes or older
+/// than 30 (a NAT or proxy may drop a quiet one unseen), but a closed one is replaced at once,
+/// off any question's path; and each is still pinged before use, so one the server ended is
+/// replaced rather than failing a statement.
 pub(crate) fn kept_open<DB: sqlx::Database>(
     options: sqlx::pool::PoolOptions<DB>,
     size: u32,
+    open: u32,
 ) -> sqlx::pool::PoolOptions<DB> {
     options
         .max_connections(size)
-        .min_connections(size)
-        .idle_timeout(None)
-        .test_before_acquire(false)
-        .before_acquire(|conn, meta| {
-            Box::pin(async move {
-                if meta.idle_for > TRUSTED_IDLE {
-                    sqlx::Connection::ping(conn).await?;
-                }
-                Ok(true)
-            })
-        })
+        .min_connections(open.min(size))
 }
 
 /// The SQLSTATEs of a transaction PostgreSQL aborted to break a serialization conflict

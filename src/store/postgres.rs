@@ -357,7 +357,9 @@ impl PostgresStore {
                 .map_err(|e| open_err(e.into()))?;
             let _ = conn.close().await;
         }
-        let pool = super::kept_open(PgPoolOptions::new(), settings.max_connections)
+        // Open: the statements one question runs at once on this pool (beside the change
+        // listener's connection).
+        let pool = super::kept_open(PgPoolOptions::new(), settings.max_connections, 4)
             .acquire_timeout(settings.acquire_timeout)
             .connect_with(options.clone())
             .await
@@ -370,12 +372,15 @@ impl PostgresStore {
         // the same cores). Not every statement: the vector searches' generic plans scan the
         // wrong index (dev60: 1.2 -> 5.8 ms). Half the pool's size (at least 2, the two
         // searches of one question).
-        let searches =
-            super::kept_open(PgPoolOptions::new(), (settings.max_connections / 2).max(2))
-                .acquire_timeout(settings.acquire_timeout)
-                .connect_with(options.options([("plan_cache_mode", "force_generic_plan")]))
-                .await
-                .map_err(|e| open_err(e.into()))?;
+        let searches = super::kept_open(
+            PgPoolOptions::new(),
+            (settings.max_connections / 2).max(2),
+            2,
+        )
+        .acquire_timeout(settings.acquire_timeout)
+        .connect_with(options.options([("plan_cache_mode", "force_generic_plan")]))
+        .await
+        .map_err(|e| open_err(e.into()))?;
         if !prepare {
             return Ok(PostgresStore::with_pool(pool, searches));
         }

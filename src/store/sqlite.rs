@@ -316,7 +316,7 @@ impl SqliteStore {
         }
         let origin = format!("{:016x}", rand::random::<u64>());
         let mine = origin.clone();
-        let pool = super::kept_open(SqlitePoolOptions::new(), max_connections)
+        let pool = super::kept_open(SqlitePoolOptions::new(), max_connections, 4)
             // Each connection knows its store's id, for the change feed (`changed`).
             .after_connect(move |conn, _| {
                 let mine = mine.clone();
@@ -814,8 +814,8 @@ pub(super) async fn write_postings(
 
 #[cfg(test)]
 mod tests {
-    /// Every connection is open once the store is (`kept_open`): none is opened on a
-    /// question's path.
+    /// The connections a question uses at once are open once the store is (`kept_open`):
+    /// none is opened on a question's path.
     #[tokio::test]
     async fn every_connection_is_open_from_the_start() {
         let dir = tempfile::tempdir().unwrap();
