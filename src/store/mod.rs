@@ -231,6 +231,10 @@ where
     }
 }
 
+/// The connections of a store's pool that one question's statements use at once (beside
+/// PostgreSQL's change listener), opened at start-up (`kept_open`).
+pub(crate) const OPEN_FOR_A_QUESTION: u32 = 4;
+
 /// A pool of at most `size` connections that opens `open` of them at once and keeps that many
 /// open from then on (both stores' pools).
 ///

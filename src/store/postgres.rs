@@ -357,13 +357,15 @@ impl PostgresStore {
                 .map_err(|e| open_err(e.into()))?;
             let _ = conn.close().await;
         }
-        // Open: the statements one question runs at once on this pool (beside the change
-        // listener's connection).
-        let pool = super::kept_open(PgPoolOptions::new(), settings.max_connections, 4)
-            .acquire_timeout(settings.acquire_timeout)
-            .connect_with(options.clone())
-            .await
-            .map_err(|e| open_err(e.into()))?;
+        let pool = super::kept_open(
+            PgPoolOptions::new(),
+            settings.max_connections,
+            super::OPEN_FOR_A_QUESTION,
+        )
+        .acquire_timeout(settings.acquire_timeout)
+        .connect_with(options.clone())
+        .await
+        .map_err(|e| open_err(e.into()))?;
         // BM25 over messages and over episodes, on connections of their own whose statements
         // are planned once (a generic plan, kept until ANALYZE changes the statistics) instead
         // of for each question's terms and scopes: their shape is fixed by the statements

@@ -316,24 +316,28 @@ impl SqliteStore {
         }
         let origin = format!("{:016x}", rand::random::<u64>());
         let mine = origin.clone();
-        let pool = super::kept_open(SqlitePoolOptions::new(), max_connections, 4)
-            // Each connection knows its store's id, for the change feed (`changed`).
-            .after_connect(move |conn, _| {
-                let mine = mine.clone();
-                Box::pin(async move {
-                    sqlx::query("CREATE TEMP TABLE engram_origin (id TEXT NOT NULL)")
-                        .execute(&mut *conn)
-                        .await?;
-                    sqlx::query("INSERT INTO temp.engram_origin (id) VALUES ($1)")
-                        .bind(mine)
-                        .execute(&mut *conn)
-                        .await?;
-                    Ok(())
-                })
+        let pool = super::kept_open(
+            SqlitePoolOptions::new(),
+            max_connections,
+            super::OPEN_FOR_A_QUESTION,
+        )
+        // Each connection knows its store's id, for the change feed (`changed`).
+        .after_connect(move |conn, _| {
+            let mine = mine.clone();
+            Box::pin(async move {
+                sqlx::query("CREATE TEMP TABLE engram_origin (id TEXT NOT NULL)")
+                    .execute(&mut *conn)
+                    .await?;
+                sqlx::query("INSERT INTO temp.engram_origin (id) VALUES ($1)")
+                    .bind(mine)
+                    .execute(&mut *conn)
+                    .await?;
+                Ok(())
             })
-            .connect_with(options)
-            .await
-            .map_err(|e| open_err(e.into()))?;
+        })
+        .connect_with(options)
+        .await
+        .map_err(|e| open_err(e.into()))?;
         Ok(SqliteStore { pool, origin })
     }
 
