@@ -111,6 +111,7 @@ async fn open_db(
                 max_connections: settings.connections(),
                 acquire_timeout: Duration::from_millis(settings.acquire_timeout_ms),
                 statement_timeout: Duration::from_millis(settings.statement_timeout_ms),
+                ping_after_idle: Duration::from_millis(settings.ping_after_idle_ms),
             };
             Ok(Arc::new(if migrate {
                 PostgresStore::open(&url, &pg).await?

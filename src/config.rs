@@ -476,6 +476,9 @@ pub struct StoreConfig {
     pub acquire_timeout_ms: u64,
     /// PostgreSQL: the longest a statement may run (milliseconds).
     pub statement_timeout_ms: u64,
+    /// PostgreSQL: a pooled connection idle this long is pinged before use (milliseconds);
+    /// 0 pings every one (`postgres::needs_ping`).
+    pub ping_after_idle_ms: u64,
 }
 
 impl StoreConfig {
@@ -885,6 +888,12 @@ impl Config {
             st.statement_timeout_ms,
             1,
             86_400_000,
+        );
+        bad.range(
+            "store.ping_after_idle_ms",
+            st.ping_after_idle_ms,
+            0,
+            600_000,
         );
     }
 

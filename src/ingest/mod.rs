@@ -23,6 +23,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tracing::warn;
 
+/// The link codes (their hashes) the tries at storing one message revoked.
+type Revoked = std::sync::Mutex<Vec<String>>;
+
 /// A stored incoming message with everything the router needs.
 #[derive(Debug, Clone)]
 pub struct Ingested {
@@ -408,10 +411,11 @@ impl Ingestor {
         s: describe::Surrogate,
         place: &Place,
     ) -> Result<describe::Surrogate, StoreError> {
-        let gist = self.without_link_codes(&s.gist, place).await?;
+        let none = Revoked::default();
+        let gist = self.without_link_codes(&s.gist, place, &none).await?;
         let mut pieces = Vec::with_capacity(s.pieces.len());
         for (label, text) in s.pieces {
-            pieces.push((label, self.without_link_codes(&text, place).await?));
+            pieces.push((label, self.without_link_codes(&text, place, &none).await?));
         }
         Ok(describe::Surrogate { gist, pieces })
     }
@@ -441,10 +445,25 @@ impl Ingestor {
 
     /// `ingest`, with the messages `replaced` deleted in the transaction that stores it (an
     /// edit: never neither version). `None`, and nothing deleted, for a message with no text.
+    ///
+    /// Run again when a statement met a connection the database had ended (it ran nothing
+    /// there): the message is stored once under its platform id, as when a platform delivers
+    /// it again, instead of being lost.
     pub async fn ingest_replacing(
         &self,
         msg: &IncomingMessage,
         replaced: &[MessageId],
+    ) -> Result<Option<Ingested>, StoreError> {
+        let revoked = Revoked::default();
+        crate::store::again_if_lost(|| self.ingest_once(msg, replaced, &revoked)).await
+    }
+
+    /// `ingest_replacing`, once; `revoked` holds the link codes earlier tries revoked.
+    async fn ingest_once(
+        &self,
+        msg: &IncomingMessage,
+        replaced: &[MessageId],
+        revoked: &Revoked,
     ) -> Result<Option<Ingested>, StoreError> {
         let text = message_text(msg, &self.bot_name);
         if text.is_empty() && msg.attachments.is_empty() {
@@ -466,7 +485,7 @@ impl Ingestor {
             &self.phrases,
         );
         let is_command = !matches!(command, Command::Chat);
-        let stored_text = self.without_link_codes(&text, &place).await?;
+        let stored_text = self.without_link_codes(&text, &place, revoked).await?;
         let record = kept_at(msg, &place, author);
         let new = NewMessage {
             space,
@@ -497,7 +516,7 @@ impl Ingestor {
             };
             stored.map(|id| (id, stored_text, written_in))
         } else {
-            self.insert_with_attachments(msg, new, &place, replaced)
+            self.insert_with_attachments(msg, new, &place, replaced, revoked)
                 .await
         };
         let (stored, stored_text, written_in) = match inserted {
@@ -562,13 +581,14 @@ impl Ingestor {
     /// Stores `new` (the message as it would be stored without attachments) with a line per
     /// attachment at the end of its text and the pieces of their text as messages of their
     /// own; the id and the text stored. An attachment that could not be read is kept by name,
-    /// and the log says why.
+    /// and the log says why. `revoked` as for `without_link_codes`.
     async fn insert_with_attachments(
         &self,
         msg: &IncomingMessage,
         new: NewMessage,
         place: &Place,
         replaced: &[MessageId],
+        revoked: &Revoked,
     ) -> Result<(Stored, String, Option<Language>), StoreError> {
         let (chars, max) = self.chunking;
         let mut reads = Vec::with_capacity(msg.attachments.len());
@@ -593,9 +613,9 @@ impl Ingestor {
                     chunks: Vec::new(),
                 });
             // A file's text is kept like a message's: secrets and link codes out.
-            r.gist = self.without_link_codes(&r.gist, place).await?;
+            r.gist = self.without_link_codes(&r.gist, place, revoked).await?;
             for chunk in &mut r.chunks {
-                *chunk = self.without_link_codes(chunk, place).await?;
+                *chunk = self.without_link_codes(chunk, place, revoked).await?;
             }
             // Each part's language, as kept, on a blocking thread: a long file has many parts.
             let chunks = r.chunks.clone();
@@ -728,14 +748,28 @@ impl Ingestor {
 
     /// `text` as stored: secrets redacted and link codes taken out, however they are spelled
     /// out. A code seen outside a private chat is dead at once, as anyone there could use it.
-    async fn without_link_codes(&self, text: &str, place: &Place) -> Result<String, StoreError> {
+    /// `revoked`: the codes earlier tries at this message revoked (one that then met a lost
+    /// connection): found no more, they are taken out all the same.
+    async fn without_link_codes(
+        &self,
+        text: &str,
+        place: &Place,
+        revoked: &Revoked,
+    ) -> Result<String, StoreError> {
         let spans = link::code_spans(text);
         if spans.is_empty() {
             return Ok(stored_form(text));
         }
         let private = place.privacy == Privacy::Dm;
         let hashes: Vec<String> = spans.iter().map(|(c, _)| link::code_hash(c)).collect();
-        let codes = self.store.seen_link_codes(&hashes, !private).await?;
+        let mut codes = self.store.seen_link_codes(&hashes, !private).await?;
+        {
+            let mut earlier = revoked
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            codes.extend(earlier.iter().filter(|h| hashes.contains(h)).cloned());
+            earlier.extend(codes.iter().cloned());
+        }
         if codes.is_empty() {
             return Ok(stored_form(text));
         }
@@ -860,6 +894,67 @@ pub fn stored_form(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A link code posted in a group is revoked by the first try at storing the message; a
+    /// try after a lost connection finds no code any more, and still takes it out.
+    #[tokio::test]
+    async fn a_second_try_still_takes_out_a_code_the_first_revoked() {
+        let store: Arc<dyn Store> = Arc::new(
+            crate::store::sqlite::SqliteStore::in_memory()
+                .await
+                .unwrap(),
+        );
+        let ana = store
+            .resolve_person(Platform::Console, "ana", "ana")
+            .await
+            .unwrap();
+        let lab = store
+            .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+            .await
+            .unwrap();
+        let code = link::new_code();
+        let now = Utc::now();
+        store
+            .create_link_code(
+                &link::code_hash(&code),
+                ana,
+                Platform::Console,
+                now,
+                now + chrono::Duration::hours(1),
+            )
+            .await
+            .unwrap();
+        let ingestor = Ingestor::new(store, "Engram", 10);
+        let place = Place {
+            platform: Platform::Console,
+            space: lab,
+            space_kind: SpaceKind::Group,
+            channel: "general".into(),
+            privacy: Privacy::GuildPublic,
+            dm_owner: None,
+        };
+        // Spelled otherwise than the bot writes codes (which the stored form takes out anyway).
+        let spelled = code.to_lowercase().replace('-', " ");
+        let text = format!("my code is {spelled}");
+        let tries = Revoked::default();
+        let first = ingestor
+            .without_link_codes(&text, &place, &tries)
+            .await
+            .unwrap();
+        assert!(!first.contains(&spelled), "{first}");
+        // Revoked by the first: the same text is no longer taken for a code...
+        let plain = ingestor
+            .without_link_codes(&text, &place, &Revoked::default())
+            .await
+            .unwrap();
+        assert!(plain.contains(&spelled), "{plain}");
+        // ...but a second try at one message takes it out all the same.
+        let again = ingestor
+            .without_link_codes(&text, &place, &tries)
+            .await
+            .unwrap();
+        assert_eq!(again, first);
+    }
 
     #[test]
     fn what_was_sent_before_a_clear() {

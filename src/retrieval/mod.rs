@@ -163,7 +163,21 @@ impl Retriever {
     /// is favoured (memory about a person comes from their own words), unless the question
     /// asks what the bot said. Hostile text (query syntax, SQL, huge or emoji-only input)
     /// gives results or an empty list, never an error.
+    /// It only reads: a statement that met a connection the database had ended runs the
+    /// search again.
     pub async fn search(
+        &self,
+        text: &str,
+        scopes: &[Scope],
+        asker: Option<PersonId>,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Retrieved>, StoreError> {
+        crate::store::again_if_lost(|| self.search_once(text, scopes, asker, now, limit)).await
+    }
+
+    /// `search`, once.
+    async fn search_once(
         &self,
         text: &str,
         scopes: &[Scope],

@@ -214,7 +214,25 @@ pub(crate) fn migrate_error(e: sqlx::migrate::MigrateError) -> StoreError {
 /// it to break a deadlock or a serialization conflict with another writer (forgets, clears
 /// and closes of one person's episodes can meet their rows in different orders): rolled back,
 /// it is safe to repeat, and one of the two has gone through meanwhile.
-pub(crate) async fn again_if_aborted<T, F, Fut>(mut attempt: F) -> StoreResult<T>
+pub(crate) async fn again_if_aborted<T, F, Fut>(attempt: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = StoreResult<T>>,
+{
+    again_while(
+        StoreError::aborted_by_conflict,
+        "transaction aborted by a conflict: run again",
+        attempt,
+    )
+    .await
+}
+
+/// Runs `attempt` up to three times in all while its error is one `again` says to retry.
+async fn again_while<T, F, Fut>(
+    again: fn(&StoreError) -> bool,
+    what: &'static str,
+    mut attempt: F,
+) -> StoreResult<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = StoreResult<T>>,
@@ -222,8 +240,8 @@ where
     let mut tries = 1;
     loop {
         match attempt().await {
-            Err(e) if e.aborted_by_conflict() && tries < 3 => {
-                tracing::info!(error = %e, tries, "transaction aborted by a conflict: run again");
+            Err(e) if again(&e) && tries < 3 => {
+                tracing::info!(error = %e, tries, "{what}");
                 tries += 1;
             }
             done => return done,
@@ -242,8 +260,8 @@ pub(crate) const OPEN_FOR_A_QUESTION: u32 = 4;
 /// waited for the searches' new connections (PostgreSQL dev60: the first question took 16 to
 /// 27 ms, the median one 11). sqlx still closes a connection idle for 10 minutes or older
 /// than 30 (a NAT or proxy may drop a quiet one unseen), but a closed one is replaced at once,
-/// off any question's path; and each is still pinged before use, so one the server ended is
-/// replaced rather than failing a statement.
+/// off any question's path. sqlx pings each connection it takes back; whether it pings one
+/// again before handing it out is each backend's choice (`test_before_acquire`).
 pub(crate) fn kept_open<DB: sqlx::Database>(
     options: sqlx::pool::PoolOptions<DB>,
     size: u32,
@@ -252,6 +270,42 @@ pub(crate) fn kept_open<DB: sqlx::Database>(
     options
         .max_connections(size)
         .min_connections(open.min(size))
+}
+
+/// Runs `attempt` again, up to three times in all, while it fails on a lost connection
+/// (`StoreError::connection_lost`): most often the server had ended the connection it was
+/// given before it ran anything there, and the next try takes another (PostgreSQL pings,
+/// before use, every connection back before that loss was seen: `postgres::needs_ping`).
+/// Only for work that may run twice: reads, and writes that are the same when repeated
+/// (storing a message under its platform id).
+pub(crate) async fn again_if_lost<T, F, Fut>(attempt: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = StoreResult<T>>,
+{
+    again_while(
+        StoreError::connection_lost,
+        "connection lost: run again",
+        attempt,
+    )
+    .await
+}
+
+/// The SQLSTATEs of a connection PostgreSQL ended (admin_shutdown, crash_shutdown,
+/// cannot_connect_now, idle_session_timeout, idle_in_transaction_session_timeout); class 08
+/// (connection exceptions) counts too, but for 08P01 (protocol_violation), which another try
+/// would meet again.
+pub(crate) const CONNECTION_ENDED: [&str; 5] = ["57P01", "57P02", "57P03", "57P05", "25P03"];
+
+/// Whether `e` says the connection was lost or could not be made.
+pub(crate) fn lost_connection(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(d) => d.code().is_some_and(|c| {
+            CONNECTION_ENDED.contains(&c.as_ref()) || (c.starts_with("08") && c != "08P01")
+        }),
+        _ => false,
+    }
 }
 
 /// The SQLSTATEs of a transaction PostgreSQL aborted to break a serialization conflict
@@ -266,6 +320,14 @@ impl StoreError {
             StoreError::Unavailable(sqlx::Error::Database(d))
                 if d.code().is_some_and(|c| ABORTED_BY_CONFLICT.contains(&c.as_ref()))
         )
+    }
+
+    /// The connection the call ran on was lost, or none could be opened: the server ended it
+    /// (a restart, an administrator, a proxy), cannot be reached, or (SQLite) the file could
+    /// not be read. A statement that met an already ended connection ran nothing; one whose
+    /// connection was lost while it ran may have committed.
+    pub fn connection_lost(&self) -> bool {
+        matches!(self, StoreError::Unavailable(e) if lost_connection(e))
     }
 
     /// Whether repeating the same operation may succeed.

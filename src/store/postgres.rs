@@ -35,24 +35,114 @@ pub struct PgSettings {
     pub acquire_timeout: Duration,
     /// The longest a statement may run.
     pub statement_timeout: Duration,
+    /// A connection idle this long is pinged before use (`needs_ping`); zero pings every one.
+    pub ping_after_idle: Duration,
 }
 
 pub(super) fn db_err(e: sqlx::Error) -> StoreError {
+    if super::lost_connection(&e) {
+        loss_seen();
+        return StoreError::Unavailable(e);
+    }
     match &e {
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
-            StoreError::Unavailable(e)
-        }
-        // serialization_failure and deadlock_detected, too_many_connections, admin shutdown
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => StoreError::Unavailable(e),
+        // serialization_failure and deadlock_detected, too_many_connections
         sqlx::Error::Database(d)
             if d.code().is_some_and(|c| {
-                super::ABORTED_BY_CONFLICT.contains(&c.as_ref())
-                    || matches!(c.as_ref(), "53300" | "57P01")
+                super::ABORTED_BY_CONFLICT.contains(&c.as_ref()) || c.as_ref() == "53300"
             }) =>
         {
             StoreError::Unavailable(e)
         }
         _ => StoreError::Query(e),
     }
+}
+
+/// Moments of this process for atomics: milliseconds since its first, rounded up (so never
+/// before the event by the rounding; 0 stands for never).
+mod moments {
+    use std::sync::LazyLock;
+    use std::time::{Duration, Instant};
+
+    static START: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+    /// Now.
+    pub(super) fn now() -> u64 {
+        u64::try_from(START.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
+    }
+
+    /// How long ago `at` (a `now()`) was, at most; None for 0.
+    pub(super) fn since(at: u64) -> Option<Duration> {
+        (at > 0).then(|| START.elapsed().saturating_sub(Duration::from_millis(at)))
+    }
+}
+
+/// When this process last saw PostgreSQL end one of its connections (`db_err`, the change
+/// feed, a failed ping). The server ends them together (a restart, an administrator), so a
+/// connection released before then may be gone too and is pinged before use (`needs_ping`).
+/// One for the process: its stores share the server, and one's loss only costs another a
+/// ping.
+static LAST_LOSS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A lost connection was seen now.
+fn loss_seen() {
+    LAST_LOSS.fetch_max(moments::now(), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How long ago the last lost connection was seen (None: never).
+fn since_last_loss() -> Option<Duration> {
+    moments::since(LAST_LOSS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Whether a connection idle for `idle_for` is pinged before use. Not when it came back from
+/// a use less than `after_idle` ago, while its pool is in use (one of its connections came
+/// back `pool_used` ago, under `after_idle`), and after the last lost connection was seen
+/// (`since_loss` ago): sqlx pinged it as it came back, so it is known alive, and pinging it
+/// again cost a round trip per statement, up to ten a question (groupchat_dev2 on
+/// PostgreSQL, three runs in turn: a median question 5.7-7.9 ms with, 5.4-6.9 without). The pool's use is asked
+/// too because sqlx's upkeep (every 10 minutes) puts idle connections back as if just used.
+/// A connection the server ends within `after_idle` of its use fails the statement given it,
+/// which ran nothing: storing a message and searching run again (`again_if_lost`), and every
+/// connection of that time is pinged from then on.
+pub(crate) fn needs_ping(
+    idle_for: Duration,
+    after_idle: Duration,
+    pool_used: Option<Duration>,
+    since_loss: Option<Duration>,
+) -> bool {
+    idle_for >= after_idle
+        || pool_used.is_none_or(|since| since >= after_idle)
+        || since_loss.is_some_and(|since| idle_for >= since)
+}
+
+/// `options` pinging a connection before use only when `needs_ping` says so. A failed ping
+/// counts as a lost connection; the connection is closed and another given.
+fn ping_when_unsure(options: PgPoolOptions, after_idle: Duration) -> PgPoolOptions {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // When a connection of this pool last came back from a use (not from sqlx's upkeep).
+    let used = Arc::new(AtomicU64::new(0));
+    let back = used.clone();
+    options
+        .test_before_acquire(false)
+        .after_release(move |_, _| {
+            back.fetch_max(moments::now(), Ordering::Relaxed);
+            Box::pin(std::future::ready(Ok(true)))
+        })
+        .before_acquire(move |conn, meta| {
+            let pool_used = moments::since(used.load(Ordering::Relaxed));
+            Box::pin(async move {
+                if needs_ping(meta.idle_for, after_idle, pool_used, since_last_loss()) {
+                    use sqlx::Connection;
+                    if let Err(e) = conn.ping().await {
+                        loss_seen();
+                        tracing::info!(error = %e, "a pooled connection was gone: replaced");
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            })
+        })
 }
 
 /// What the statements shared by both backends (`on_both_backends!`) need of this one.
@@ -358,7 +448,7 @@ impl PostgresStore {
             let _ = conn.close().await;
         }
         let pool = super::kept_open(
-            PgPoolOptions::new(),
+            ping_when_unsure(PgPoolOptions::new(), settings.ping_after_idle),
             settings.max_connections,
             super::OPEN_FOR_A_QUESTION,
         )
@@ -375,7 +465,7 @@ impl PostgresStore {
         // wrong index (dev60: 1.2 -> 5.8 ms). Half the pool's size (at least 2, the two
         // searches of one question).
         let searches = super::kept_open(
-            PgPoolOptions::new(),
+            ping_when_unsure(PgPoolOptions::new(), settings.ping_after_idle),
             (settings.max_connections / 2).max(2),
             2,
         )
@@ -467,9 +557,16 @@ pub(super) async fn watch_changes(
         loop {
             let change = match listener.try_recv().await {
                 Ok(Some(note)) => Change::parse(note.payload()),
-                // Reconnecting: notifications sent meanwhile are lost.
-                Ok(None) => Change::Unknown,
+                // Reconnecting: notifications sent meanwhile are lost. Always reading, the
+                // feed is often first to see the server end its connections.
+                Ok(None) => {
+                    loss_seen();
+                    Change::Unknown
+                }
                 Err(e) => {
+                    if super::lost_connection(&e) {
+                        loss_seen();
+                    }
                     tracing::warn!(error = %e, "change feed interrupted; retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     Change::Unknown
@@ -864,4 +961,52 @@ pub(super) async fn notify(conn: &mut sqlx::PgConnection, change: &Change) -> St
         .await
         .map_err(db_err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needs_ping;
+    use std::time::Duration;
+
+    /// Pinged when idle long, when its pool was not in use (sqlx's upkeep makes a long idle
+    /// connection look just used), or when it came back before the last lost connection was
+    /// seen; not when it came back a moment ago from a use, in a pool in use, with no loss
+    /// since.
+    #[test]
+    fn a_connection_is_pinged_unless_known_alive() {
+        let ms = Duration::from_millis;
+        let after = ms(1000);
+        let used = Some(ms(2));
+        assert!(!needs_ping(ms(5), after, used, None), "used a moment ago");
+        assert!(needs_ping(ms(1000), after, used, None), "idle that long");
+        assert!(
+            needs_ping(ms(5), Duration::ZERO, used, None),
+            "0: every one"
+        );
+        assert!(needs_ping(ms(5), after, None, None), "its pool never used");
+        assert!(
+            needs_ping(ms(5), after, Some(ms(1000)), None),
+            "its pool quiet"
+        );
+        assert!(
+            needs_ping(ms(5), after, used, Some(ms(3))),
+            "back before the loss"
+        );
+        assert!(needs_ping(ms(5), after, used, Some(ms(5))), "back with it");
+        assert!(
+            !needs_ping(ms(5), after, used, Some(ms(8))),
+            "back after it"
+        );
+    }
+
+    /// A moment is never dated before the event, so a connection back just before a loss
+    /// counts as back before it.
+    #[test]
+    fn a_moment_is_dated_no_earlier_than_it_happened() {
+        let before = std::time::Instant::now();
+        let at = super::moments::now();
+        let since = super::moments::since(at).expect("a moment");
+        assert!(since <= before.elapsed(), "{since:?}");
+        assert_eq!(super::moments::since(0), None);
+    }
 }

@@ -433,6 +433,7 @@ async fn postgres_a_lost_change_feed_drops_the_cache() {
 
     let mut applied = b.memory.manager.changes_applied();
     let before = *applied.borrow_and_update();
+    let _alone = ENDING_CONNECTIONS.lock().await;
     let cut: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE datname = current_database() AND query ILIKE 'LISTEN %'",

@@ -133,6 +133,8 @@ on_both_harnesses!(readyz_follows_the_schema_and_the_platforms);
 postgres_test! {
     /// A database that went away: not ready, and the answer names no host, user or database.
     async fn readyz_says_unreachable_without_details() {
+        // Its bot sees its connections ended until the end.
+        let _alone = ENDING_CONNECTIONS.lock().await;
         let url = fresh_postgres_url().await;
         let h = harness_on(Some(url.clone()), false).await;
         let platforms = PlatformStatus::default();

@@ -2363,12 +2363,22 @@ async fn postgres_lexical_searches_are_planned_once() {
 }
 }
 
-/// A PostgreSQL store on `url` whose pool holds 4 connections (its searches' pool: 2).
+/// A PostgreSQL store on `url` whose pool holds 4 connections (its searches' pool: 2), each
+/// pinged before every use.
 async fn postgres_store_of_4(url: &str) -> engram::store::postgres::PostgresStore {
+    postgres_store_of_4_pinging_after(url, std::time::Duration::ZERO).await
+}
+
+/// `postgres_store_of_4`, pinging a connection only after it sat idle `after`.
+async fn postgres_store_of_4_pinging_after(
+    url: &str,
+    after: std::time::Duration,
+) -> engram::store::postgres::PostgresStore {
     let settings = engram::store::postgres::PgSettings {
         max_connections: 4,
         acquire_timeout: std::time::Duration::from_secs(10),
         statement_timeout: std::time::Duration::from_secs(30),
+        ping_after_idle: after,
     };
     engram::store::postgres::PostgresStore::open(url, &settings)
         .await
@@ -2377,35 +2387,126 @@ async fn postgres_store_of_4(url: &str) -> engram::store::postgres::PostgresStor
 
 postgres_test! {
 /// The connections a question uses at once are open before the first question (none is
-/// opened on a question's path), and one the server ended while it sat idle (a restart, an
-/// idle-session timeout) is replaced when next asked for, not handed to a query.
+/// opened on a question's path), and, pinged before every use (`store.ping_after_idle_ms =
+/// 0`), one the server ended while it sat idle (a restart, an idle-session timeout) is
+/// replaced when next asked for, not handed to a query.
 async fn postgres_connections_are_open_from_the_start_and_replaced_when_ended() {
-    use engram::store::SearchIndex;
-    use sqlx::Connection;
+    let _alone = ENDING_CONNECTIONS.lock().await;
     let url = fresh_postgres_url().await;
     let s = postgres_store_of_4(&url).await;
     assert_eq!((s.pool().size(), s.searches().size()), (4, 2));
     let scope = lab_with_plans(&s).await;
-    let scopes = std::slice::from_ref(&scope);
-    let asked = || async {
-        let found = s
-            .search_messages(scopes, &query_terms("plans", 4), Bm25::default(), 5)
-            .await?;
-        let authors = s.authors_in(scopes).await?;
-        Ok::<_, StoreError>((found.len(), authors.len()))
-    };
+    let asked = || asked_about_plans(&s, &scope);
     assert_eq!(asked().await.unwrap(), (2, 1));
-    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    assert_eq!(
+        end_every_connection(&url).await,
+        6,
+        "both pools' connections, all open, are ended"
+    );
+    assert_eq!(asked().await.unwrap(), (2, 1));
+}
+}
+
+/// What the connection tests ask of `lab_with_plans`'s scope: BM25 over it (on the searches'
+/// pool) and its authors (on the main pool).
+async fn asked_about_plans(
+    s: &engram::store::postgres::PostgresStore,
+    scope: &Scope,
+) -> Result<(usize, usize), StoreError> {
+    use engram::store::SearchIndex;
+    let scopes = std::slice::from_ref(scope);
+    let found = s
+        .search_messages(scopes, &query_terms("plans", 4), Bm25::default(), 5)
+        .await?;
+    let authors = s.authors_in(scopes).await?;
+    Ok((found.len(), authors.len()))
+}
+
+/// Ends every client connection to `url`'s database but the caller's, each gone when this
+/// returns: how many it ended. (A test that calls it holds `ENDING_CONNECTIONS`.)
+async fn end_every_connection(url: &str) -> usize {
+    use sqlx::Connection;
+    let mut admin = sqlx::PgConnection::connect(url).await.unwrap();
     let ended: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity \
          WHERE datname = current_database() AND pid <> pg_backend_pid() \
          AND backend_type = 'client backend'",
     )
     .fetch_all(&mut admin)
     .await
     .unwrap();
-    assert_eq!(ended, vec![true; 6], "both pools' connections, all open, are ended");
+    assert!(ended.iter().all(|e| *e), "{ended:?}");
+    ended.len()
+}
+
+postgres_test! {
+/// Not pinged when used a moment ago, a connection the server ended fails the one statement
+/// given it, as lost and with nothing run; every other connection released before that loss
+/// is pinged before use, so the next call goes through.
+async fn postgres_after_a_lost_connection_the_others_are_pinged() {
+    let _alone = ENDING_CONNECTIONS.lock().await;
+    let url = fresh_postgres_url().await;
+    let s = postgres_store_of_4_pinging_after(&url, std::time::Duration::from_secs(600)).await;
+    let scope = lab_with_plans(&s).await;
+    let asked = || asked_about_plans(&s, &scope);
     assert_eq!(asked().await.unwrap(), (2, 1));
+    assert_eq!(end_every_connection(&url).await, 6);
+    let first = asked()
+        .await
+        .expect_err("used a moment ago, the search's connection is given unpinged");
+    assert!(first.connection_lost(), "{first}");
+    assert_eq!(asked().await.unwrap(), (2, 1));
+}
+}
+
+postgres_test! {
+/// A search that meets a connection the server ended runs again (it only reads) and finds
+/// what it found before.
+async fn postgres_a_search_outlives_its_lost_connection() {
+    let _alone = ENDING_CONNECTIONS.lock().await;
+    let url = fresh_postgres_url().await;
+    let store = postgres_store_of_4_pinging_after(&url, std::time::Duration::from_secs(600)).await;
+    let s: Arc<dyn Store> = Arc::new(store);
+    let scope = lab_with_plans(s.as_ref()).await;
+    let retriever = engram::retrieval::Retriever::new(
+        s.clone(),
+        None,
+        engram::config::Config::defaults().retrieval,
+    );
+    let found = || async {
+        let hits = retriever
+            .search("plans", std::slice::from_ref(&scope), None, t(3), 5)
+            .await
+            .unwrap();
+        hits.len()
+    };
+    assert_eq!(found().await, 2);
+    assert_eq!(end_every_connection(&url).await, 6);
+    assert_eq!(found().await, 2);
+}
+}
+
+postgres_test! {
+/// With the default settings a connection used a moment ago is not pinged again before use:
+/// when the server ends every connection of a bot in full swing, the next message still is
+/// stored and answered from memory (storing it and searching run again; every connection
+/// released before that is pinged), and nothing is stored twice.
+async fn postgres_a_bot_whose_connections_are_all_ended_loses_no_message() {
+    let _alone = ENDING_CONNECTIONS.lock().await;
+    let url = fresh_postgres_url().await;
+    let h = Harness::build(false, |c| {
+        c.store.url = url.clone();
+        // None pinged for the test's whole run, however slow the machine.
+        c.store.ping_after_idle_ms = 600_000;
+    })
+    .await;
+    assert!(h.dm("ana", "remember that my desk is by the window").await.contains("remember"));
+    let kept = h.message_count().await;
+    assert!(end_every_connection(&url).await >= 4);
+    let reply = h.dm("ana", "what do you know about me?").await;
+    assert!(reply.contains("desk is by the window"), "{reply}");
+    // The question and its answer, each once.
+    assert_eq!(h.message_count().await, kept + 2);
 }
 }
 

@@ -287,6 +287,13 @@ pub async fn fresh_postgres_url() -> String {
     format!("{prefix}/{name}")
 }
 
+/// Held by each test that ends PostgreSQL connections from the server side: this process's
+/// record of the last lost connection (`postgres::needs_ping`) is shared by every store in
+/// it, so one such test would change what another's connections do.
+#[allow(dead_code)]
+pub static ENDING_CONNECTIONS: std::sync::LazyLock<tokio::sync::Mutex<()>> =
+    std::sync::LazyLock::new(|| tokio::sync::Mutex::new(()));
+
 /// Opens a store on `url` with the default pool settings.
 pub async fn open_url(url: &str) -> Arc<dyn Store> {
     app::open_store_url(url, &Config::defaults().store)
