@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tracing::warn;
 
 /// The link codes (their hashes) the tries at storing one message revoked.
-type Revoked = std::sync::Mutex<Vec<String>>;
+type Revoked = std::sync::Mutex<std::collections::HashSet<String>>;
 
 /// A stored incoming message with everything the router needs.
 #[derive(Debug, Clone)]

@@ -99,8 +99,9 @@ fn since_last_loss() -> Option<Duration> {
 /// back `pool_used` ago, under `after_idle`), and after the last lost connection was seen
 /// (`since_loss` ago): sqlx pinged it as it came back, so it is known alive, and pinging it
 /// again cost a round trip per statement, up to ten a question (groupchat_dev2 on
-/// PostgreSQL, three runs in turn: a median question 5.7-7.9 ms with, 5.4-6.9 without). The pool's use is asked
-/// too because sqlx's upkeep (every 10 minutes) puts idle connections back as if just used.
+/// PostgreSQL, three runs in turn: a median question 5.7-7.9 ms with, 5.4-6.9 without).
+/// The pool's use is asked too because sqlx's upkeep (every 10 minutes) puts idle
+/// connections back as if just used.
 /// A connection the server ends within `after_idle` of its use fails the statement given it,
 /// which ran nothing: storing a message and searching run again (`again_if_lost`), and every
 /// connection of that time is pinged from then on.
@@ -447,13 +448,21 @@ impl PostgresStore {
                 .map_err(|e| open_err(e.into()))?;
             let _ = conn.close().await;
         }
-        let pool = super::kept_open(
-            ping_when_unsure(PgPoolOptions::new(), settings.ping_after_idle),
+        // Both pools: `size` connections, `open` of them kept open, pinged when unsure.
+        let pool_of = |size: u32, open: u32, options: PgConnectOptions| {
+            super::kept_open(
+                ping_when_unsure(PgPoolOptions::new(), settings.ping_after_idle),
+                size,
+                open,
+            )
+            .acquire_timeout(settings.acquire_timeout)
+            .connect_with(options)
+        };
+        let pool = pool_of(
             settings.max_connections,
             super::OPEN_FOR_A_QUESTION,
+            options.clone(),
         )
-        .acquire_timeout(settings.acquire_timeout)
-        .connect_with(options.clone())
         .await
         .map_err(|e| open_err(e.into()))?;
         // BM25 over messages and over episodes, on connections of their own whose statements
@@ -464,13 +473,11 @@ impl PostgresStore {
         // the same cores). Not every statement: the vector searches' generic plans scan the
         // wrong index (dev60: 1.2 -> 5.8 ms). Half the pool's size (at least 2, the two
         // searches of one question).
-        let searches = super::kept_open(
-            ping_when_unsure(PgPoolOptions::new(), settings.ping_after_idle),
+        let searches = pool_of(
             (settings.max_connections / 2).max(2),
             2,
+            options.options([("plan_cache_mode", "force_generic_plan")]),
         )
-        .acquire_timeout(settings.acquire_timeout)
-        .connect_with(options.options([("plan_cache_mode", "force_generic_plan")]))
         .await
         .map_err(|e| open_err(e.into()))?;
         if !prepare {

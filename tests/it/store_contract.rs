@@ -2487,10 +2487,10 @@ async fn postgres_a_search_outlives_its_lost_connection() {
 }
 
 postgres_test! {
-/// With the default settings a connection used a moment ago is not pinged again before use:
-/// when the server ends every connection of a bot in full swing, the next message still is
-/// stored and answered from memory (storing it and searching run again; every connection
-/// released before that is pinged), and nothing is stored twice.
+/// A connection used a moment ago is not pinged again before use (as by default; here for the
+/// test's whole run): when the server ends every connection of a bot in full swing, the next
+/// message still is stored and answered from memory (storing it and searching run again;
+/// every connection released before that is pinged), and nothing is stored twice.
 async fn postgres_a_bot_whose_connections_are_all_ended_loses_no_message() {
     let _alone = ENDING_CONNECTIONS.lock().await;
     let url = fresh_postgres_url().await;
