@@ -12,6 +12,9 @@ use sqlx::{PgPool, Row};
 use std::str::FromStr;
 use std::time::Duration;
 
+/// The scope the lexical searches are planned with (`warm_searches`): no message has it.
+const WARMING_SCOPE: &str = "engram:warming";
+
 /// NOTIFY channel on which writers announce changes that other processes' caches hold.
 const CHANGES_CHANNEL: &str = "engram_changes";
 
@@ -24,6 +27,43 @@ pub struct PostgresStore {
     /// Whether a set of scopes (by their keys) is small enough for an exact vector scan, for
     /// a while (`nearest_messages`).
     exact_scan: moka::sync::Cache<Vec<String>, bool>,
+    /// The limits BM25 over messages was asked with (`warm_searches`).
+    searched_limits: SearchedLimits,
+}
+
+/// The limits BM25 over messages was asked with, the first few (the settings give one): each
+/// is a statement of its own, planned on every search connection as it opens and again after
+/// ANALYZE (`warm_searches_on`).
+type SearchedLimits = std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<usize>>>;
+
+/// How many limits `SearchedLimits` keeps.
+const LIMITS_KEPT: usize = 8;
+
+/// The limits to plan BM25 over messages at: those asked so far, or, before any question, 1
+/// (its statement reads the same catalogs as the one a question will run).
+fn limits_to_plan(limits: &SearchedLimits) -> Vec<usize> {
+    let asked = limits
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if asked.is_empty() {
+        vec![1]
+    } else {
+        asked.iter().copied().collect()
+    }
+}
+
+/// Runs the lexical searches (BM25 over messages at each of `limits`, over episodes) on
+/// `conn`, with a scope no message is in, so that a question does not wait while a connection
+/// reads the catalogs and plans them: on a new connection, and after ANALYZE made the plans
+/// stale (groupchat_dev2 on PostgreSQL: a question's BM25 statements took 1.4-5.2 ms to parse
+/// and 0.8-1.4 ms to plan on a new connection, about 0.1 and 0.05 ms after).
+async fn warm_searches_on(conn: &mut sqlx::PgConnection, limits: &[usize]) -> StoreResult<()> {
+    let (terms, keys) = (vec!["engram".to_string()], vec![WARMING_SCOPE.to_string()]);
+    for &limit in limits {
+        messages_bm25(conn, &terms, &keys, Bm25::default(), limit).await?;
+    }
+    crate::store::search::on_postgres::episode_postings(conn, &terms, &keys).await?;
+    Ok(())
 }
 
 /// Pool and timeout settings of the PostgreSQL backend.
@@ -358,7 +398,7 @@ pub(super) static MIGRATOR: std::sync::LazyLock<sqlx::migrate::Migrator> =
 
 impl PostgresStore {
     /// The store over `pool`.
-    fn with_pool(pool: PgPool, searches: PgPool) -> PostgresStore {
+    fn with_pool(pool: PgPool, searches: PgPool, searched_limits: SearchedLimits) -> PostgresStore {
         PostgresStore {
             pool,
             searches,
@@ -366,6 +406,27 @@ impl PostgresStore {
                 .max_capacity(1024)
                 .time_to_live(SCAN_CHOICE_TTL)
                 .build(),
+            searched_limits,
+        }
+    }
+
+    /// Plans the lexical searches on every idle connection of `searches`
+    /// (`warm_searches_on`): after ANALYZE made their plans stale, and at start-up on a new
+    /// database (its connections opened before its tables). Best effort: a connection that
+    /// fails it is closed, and sqlx opens another in its place (planned as it opens).
+    pub(super) async fn warm_searches(&self) {
+        let limits = limits_to_plan(&self.searched_limits);
+        // All taken before any is used, so that each is a different connection; each goes
+        // back as soon as it is planned.
+        let mut idle = Vec::new();
+        while let Some(conn) = self.searches.try_acquire() {
+            idle.push(conn);
+        }
+        for mut conn in idle {
+            if let Err(e) = warm_searches_on(&mut conn, &limits).await {
+                tracing::warn!(error = %e, "planning the searches on a connection failed: closed");
+                conn.close_on_drop();
+            }
         }
     }
 
@@ -410,6 +471,7 @@ impl PostgresStore {
             .await
             .map_err(super::migrate_error)?;
         store.drain_terms_backlog().await?;
+        store.warm_searches().await;
         Ok(store)
     }
 
@@ -449,16 +511,13 @@ impl PostgresStore {
             let _ = conn.close().await;
         }
         // Both pools: `size` connections, `open` of them kept open, pinged when unsure.
-        let pool_of = |size: u32, open: u32, options: PgConnectOptions| {
-            super::kept_open(
-                ping_when_unsure(PgPoolOptions::new(), settings.ping_after_idle),
-                size,
-                open,
-            )
-            .acquire_timeout(settings.acquire_timeout)
-            .connect_with(options)
+        let pool_of = |base: PgPoolOptions, size: u32, open: u32, options: PgConnectOptions| {
+            super::kept_open(ping_when_unsure(base, settings.ping_after_idle), size, open)
+                .acquire_timeout(settings.acquire_timeout)
+                .connect_with(options)
         };
         let pool = pool_of(
+            PgPoolOptions::new(),
             settings.max_connections,
             super::OPEN_FOR_A_QUESTION,
             options.clone(),
@@ -472,8 +531,23 @@ impl PostgresStore {
         // plan only cost time (0.5 ms of planning each, beside the question's embedding on
         // the same cores). Not every statement: the vector searches' generic plans scan the
         // wrong index (dev60: 1.2 -> 5.8 ms). Half the pool's size (at least 2, the two
-        // searches of one question).
+        // searches of one question). Each is planned as it opens (`warm_searches_on`).
+        let searched_limits = SearchedLimits::default();
+        let asked = searched_limits.clone();
+        let planned_as_opened = PgPoolOptions::new().after_connect(move |conn, _| {
+            let limits = limits_to_plan(&asked);
+            Box::pin(async move {
+                // Best effort: on a new database the tables come after the connections
+                // (`open` plans them then), and a connection lost here is replaced when next
+                // handed out (the loss is recorded: `needs_ping`).
+                if let Err(e) = warm_searches_on(conn, &limits).await {
+                    tracing::debug!(error = %e, "a new search connection was not planned");
+                }
+                Ok(())
+            })
+        });
         let searches = pool_of(
+            planned_as_opened,
             (settings.max_connections / 2).max(2),
             2,
             options.options([("plan_cache_mode", "force_generic_plan")]),
@@ -481,7 +555,7 @@ impl PostgresStore {
         .await
         .map_err(|e| open_err(e.into()))?;
         if !prepare {
-            return Ok(PostgresStore::with_pool(pool, searches));
+            return Ok(PostgresStore::with_pool(pool, searches, searched_limits));
         }
         let has_vector: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')",
@@ -516,7 +590,7 @@ impl PostgresStore {
                 format!("cannot enable pgvector: {e}").into()
             }));
         }
-        Ok(PostgresStore::with_pool(pool, searches))
+        Ok(PostgresStore::with_pool(pool, searches, searched_limits))
     }
 
     /// A write transaction (PostgreSQL's row locks need nothing more at BEGIN).
@@ -612,6 +686,8 @@ pub(super) async fn maintain(store: &PostgresStore) -> StoreResult<()> {
             .await
             .map_err(db_err)?;
     }
+    // The new statistics made the searches' plans stale on every connection.
+    store.warm_searches().await;
     Ok(())
 }
 
@@ -680,6 +756,32 @@ pub(super) async fn search_messages(
         return Ok(Vec::new());
     }
     let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
+    {
+        let mut asked = store
+            .searched_limits
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if asked.len() < LIMITS_KEPT {
+            asked.insert(limit);
+        }
+    }
+    let rows = {
+        let mut conn = store.searches().acquire().await.map_err(db_err)?;
+        messages_bm25(&mut conn, terms, &keys, bm25, limit).await?
+    };
+    rows.iter()
+        .map(|row| hit_from_row(row, crate::store::MESSAGE_COLUMNS))
+        .collect()
+}
+
+/// The rows of `search_messages`, read on `conn` (a connection of `searches`).
+async fn messages_bm25(
+    conn: &mut sqlx::PgConnection,
+    terms: &[String],
+    keys: &[String],
+    bm25: Bm25,
+    limit: usize,
+) -> StoreResult<Vec<PgRow>> {
     // `Bm25::idf` and `Bm25::term_score` in SQL; with no document in the scopes there is no
     // posting either, so N is at least 1 wherever it divides.
     //
@@ -687,7 +789,7 @@ pub(super) async fn search_messages(
     // the plan is made once for every question (`searches`), and an unknown limit is guessed
     // as a tenth of the postings' groups, which at millions of postings in one scope could
     // read the messages by hashing the whole table instead of by id.
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    sqlx::query(sqlx::AssertSqlSafe(format!(
         "{}{limit}{}",
         "WITH tot AS (SELECT GREATEST(CAST(COALESCE(SUM(docs), 0) AS FLOAT8), 1.0) AS n, \
                              CAST(COALESCE(SUM(total_len), 0) AS FLOAT8) AS len \
@@ -709,15 +811,12 @@ pub(super) async fn search_messages(
         )
     )))
     .bind(terms)
-    .bind(&keys)
+    .bind(keys)
     .bind(bm25.k1)
     .bind(bm25.b)
-    .fetch_all(store.searches())
+    .fetch_all(&mut *conn)
     .await
-    .map_err(db_err)?;
-    rows.iter()
-        .map(|row| hit_from_row(row, crate::store::MESSAGE_COLUMNS))
-        .collect()
+    .map_err(db_err)
 }
 
 /// Scopes holding at most this many messages (as BM25 counts them: those with a word) are

@@ -342,6 +342,59 @@ macro_rules! after_of_m {
 }
 
 on_both_backends! {
+    /// The postings of `terms` in the scopes `keys` by episode, with each episode's length and
+    /// the scopes' episode count and length on every row (`search_episodes`), read on `conn`
+    /// (a connection of `searches`: the statement's plan is made once there).
+    pub(in crate::store) async fn episode_postings(
+        conn: &mut Conn,
+        terms: &[String],
+        keys: &[String],
+    ) -> StoreResult<Vec<EpisodePosting>> {
+        // An episode is its messages' words and its details' (fact-augmented keys). The
+        // postings are read once, before the episodes: planned as one join, a scope the
+        // statistics do not know yet (a new chat) was estimated at one posting, and the
+        // postings were read again for each of its episodes (30 ms instead of 2). Postings
+        // are sought by (term, scope): by term alone, every scope's were read. Their
+        // messages' episodes are read by id only: sought by scope as well, a chat the
+        // statistics do not know yet was estimated at one message, and the scope's messages
+        // were read again for each posting (dev60 on PostgreSQL: p50 14 -> 41 ms). And as a
+        // subquery, one primary-key probe per posting: as a join, PostgreSQL's custom plans
+        // hashed the whole messages table instead (a sequential scan of every chat's
+        // messages for each question: 14 ms against 3 at 30,000 messages, growing with the
+        // database). The episodes' lengths are read by id (and scope) too, once for each
+        // term's episode: joined, PostgreSQL's plan (made once for every question, see
+        // `searches`) could hash every episode of the table when the postings' estimate is
+        // large. Materialized, so the probe is not made again for the filter below. A
+        // posting of a message in no episode, or of another scope's, has no length and drops.
+        // The scopes' episode count and length (BM25's N and average length) come on every
+        // row: one statement, one round trip.
+        sqlx::query_as(
+            concat!(
+                "WITH k AS MATERIALIZED \
+                 (SELECT t.term, (SELECT m.episode_id FROM messages m WHERE m.id = t.message_id) AS episode_id, \
+                         t.tf FROM message_terms t WHERE ",
+                terms_in_scopes!("t", 1, 2),
+                " UNION ALL SELECT x.term, x.episode_id, x.tf FROM episode_terms x WHERE ",
+                terms_in_scopes!("x", 1, 2),
+                "), tot AS MATERIALIZED (SELECT CAST(COALESCE(SUM(episodes), 0) AS BIGINT) AS n, \
+                                   CAST(COALESCE(SUM(total_len), 0) AS BIGINT) AS len \
+                            FROM scope_episode_stats WHERE scope ",
+                in_list!(2),
+                "), g AS MATERIALIZED (SELECT k.term, k.episode_id, CAST(SUM(k.tf) AS BIGINT) AS tf, \
+                         (SELECT CAST(e.total_len + COALESCE(e.keys_len, 0) AS BIGINT) FROM episodes e \
+                          WHERE e.id = k.episode_id AND e.scope ",
+                in_list!(2),
+                ") AS len FROM k GROUP BY k.term, k.episode_id) \
+                 SELECT g.term, g.episode_id, g.tf, g.len, tot.n, tot.len FROM g CROSS JOIN tot WHERE g.len IS NOT NULL"
+            ),
+        )
+        .bind(list(terms))
+        .bind(list(keys))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)
+    }
+
     #[async_trait]
     impl SearchIndex for Backend {
         async fn search_messages(
@@ -369,49 +422,10 @@ on_both_backends! {
                 return Ok(Vec::new());
             }
             let keys: Vec<String> = scopes.iter().map(Scope::key).collect();
-            // An episode is its messages' words and its details' (fact-augmented keys). The
-            // postings are read once, before the episodes: planned as one join, a scope the
-            // statistics do not know yet (a new chat) was estimated at one posting, and the
-            // postings were read again for each of its episodes (30 ms instead of 2). Postings
-            // are sought by (term, scope): by term alone, every scope's were read. Their
-            // messages' episodes are read by id only: sought by scope as well, a chat the
-            // statistics do not know yet was estimated at one message, and the scope's messages
-            // were read again for each posting (dev60 on PostgreSQL: p50 14 -> 41 ms). And as a
-            // subquery, one primary-key probe per posting: as a join, PostgreSQL's custom plans
-            // hashed the whole messages table instead (a sequential scan of every chat's
-            // messages for each question: 14 ms against 3 at 30,000 messages, growing with the
-            // database). The episodes' lengths are read by id (and scope) too, once for each
-            // term's episode: joined, PostgreSQL's plan (made once for every question, see
-            // `searches`) could hash every episode of the table when the postings' estimate is
-            // large. Materialized, so the probe is not made again for the filter below. A
-            // posting of a message in no episode, or of another scope's, has no length and drops.
-            // The scopes' episode count and length (BM25's N and average length) come on every
-            // row: one statement, one round trip.
-            let rows: Vec<EpisodePosting> = sqlx::query_as(
-                concat!(
-                    "WITH k AS MATERIALIZED \
-                     (SELECT t.term, (SELECT m.episode_id FROM messages m WHERE m.id = t.message_id) AS episode_id, \
-                             t.tf FROM message_terms t WHERE ",
-                    terms_in_scopes!("t", 1, 2),
-                    " UNION ALL SELECT x.term, x.episode_id, x.tf FROM episode_terms x WHERE ",
-                    terms_in_scopes!("x", 1, 2),
-                    "), tot AS MATERIALIZED (SELECT CAST(COALESCE(SUM(episodes), 0) AS BIGINT) AS n, \
-                                       CAST(COALESCE(SUM(total_len), 0) AS BIGINT) AS len \
-                                FROM scope_episode_stats WHERE scope ",
-                    in_list!(2),
-                    "), g AS MATERIALIZED (SELECT k.term, k.episode_id, CAST(SUM(k.tf) AS BIGINT) AS tf, \
-                             (SELECT CAST(e.total_len + COALESCE(e.keys_len, 0) AS BIGINT) FROM episodes e \
-                              WHERE e.id = k.episode_id AND e.scope ",
-                    in_list!(2),
-                    ") AS len FROM k GROUP BY k.term, k.episode_id) \
-                     SELECT g.term, g.episode_id, g.tf, g.len, tot.n, tot.len FROM g CROSS JOIN tot WHERE g.len IS NOT NULL"
-                ),
-            )
-            .bind(list(terms))
-            .bind(list(&keys))
-            .fetch_all(self.searches())
-            .await
-            .map_err(db_err)?;
+            let rows = {
+                let mut conn = self.searches().acquire().await.map_err(db_err)?;
+                episode_postings(&mut conn, terms, &keys).await?
+            };
             Ok(rank_episode_postings(bm25, rows, limit))
         }
 

@@ -2342,8 +2342,12 @@ async fn postgres_lexical_searches_are_planned_once() {
         );
     }
     // Each search's statement ran three times, each time on its generic plan (a plan for its
-    // values would count as custom).
-    for (search, marker) in [("messages", "scope_term_stats"), ("episodes", "episode_terms")] {
+    // values would count as custom); the episodes' also once on each connection as the store
+    // opened (the messages' was planned at limit 1 then: a statement of its own).
+    for (search, marker, expected) in [
+        ("messages", "o.message_id DESC LIMIT 5)", 3),
+        ("episodes", "episode_terms", 3 + 2),
+    ] {
         let runs: Vec<(i64, i64)> = prepared
             .iter()
             .filter(|(q, _, _)| q.contains(marker))
@@ -2351,7 +2355,7 @@ async fn postgres_lexical_searches_are_planned_once() {
             .collect();
         let generic: i64 = runs.iter().map(|r| r.0).sum();
         let custom: i64 = runs.iter().map(|r| r.1).sum();
-        assert_eq!((generic, custom), (3, 0), "BM25 over {search}: {prepared:?}");
+        assert_eq!((generic, custom), (expected, 0), "BM25 over {search}: {prepared:?}");
     }
     // Every other statement keeps plans for its values (the vector searches' generic plans
     // read the wrong index).
@@ -3080,4 +3084,86 @@ async fn forgotten_messages_are_kept_out_for_a_time(s: Arc<dyn Store>) {
         .unwrap();
     assert!(!forgotten("m-1", 0).await, "dropped after its keep");
     assert!(forgotten("m-3", 0).await);
+}
+
+/// What the searches' pool has planned, by connection (its backend's pid): the BM25 over
+/// messages statement's executions by its limit, and the episodes' statement's executions (each
+/// runs its generic plan: `plan_cache_mode = force_generic_plan`). The connections are
+/// held together while read, so each is read once.
+async fn planned_searches(
+    s: &engram::store::postgres::PostgresStore,
+) -> BTreeMap<i32, (BTreeMap<usize, i64>, i64)> {
+    let mut held = Vec::new();
+    for _ in 0..s.searches().size() {
+        held.push(s.searches().acquire().await.unwrap());
+    }
+    let mut planned = BTreeMap::new();
+    for conn in &mut held {
+        let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&mut **conn)
+            .await
+            .unwrap();
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT statement, generic_plans FROM pg_prepared_statements")
+                .fetch_all(&mut **conn)
+                .await
+                .unwrap();
+        let (mut messages, mut episodes) = (BTreeMap::new(), 0);
+        for (statement, plans) in rows {
+            if let Some((_, rest)) = statement.split_once("o.message_id DESC LIMIT ") {
+                let limit: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                messages.insert(limit.parse().unwrap(), plans);
+            } else if statement.contains("FROM episode_terms") {
+                episodes += plans;
+            }
+        }
+        planned.insert(pid, (messages, episodes));
+    }
+    planned
+}
+
+postgres_test! {
+/// The lexical searches are planned on every connection of their pool before a question
+/// needs them: when the store opens on a new database (before any question, at limit 1: the
+/// catalogs a question's statement reads), after the upkeep's ANALYZE made the plans stale,
+/// and on a connection opened in place of one the server ended, at each limit asked so far.
+async fn postgres_searches_are_planned_before_a_question_needs_them() {
+    use engram::store::{Admin, SearchIndex};
+    let _alone = ENDING_CONNECTIONS.lock().await;
+    let url = fresh_postgres_url().await;
+    let s = postgres_store_of_4(&url).await;
+    let opened = planned_searches(&s).await;
+    assert_eq!(opened.len(), 2, "{opened:?}");
+    for (messages, episodes) in opened.values() {
+        assert_eq!((messages, *episodes), (&BTreeMap::from([(1, 1)]), 1), "{opened:?}");
+    }
+    let scope = lab_with_plans(&s).await;
+    let found = s
+        .search_messages(&[scope], &query_terms("plans", 4), Bm25::default(), 7)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 2);
+    s.maintain().await.unwrap();
+    let maintained = planned_searches(&s).await;
+    assert_eq!(
+        maintained.keys().collect::<Vec<_>>(),
+        opened.keys().collect::<Vec<_>>()
+    );
+    for (messages, episodes) in maintained.values() {
+        // Each connection planned the episodes' statement again and the messages' at the
+        // limit asked (not again at 1, the stand-in before any was known); one of them
+        // searched at 7 as well.
+        assert_eq!((messages[&1], *episodes), (1, 2), "{maintained:?}");
+        assert!([1, 2].contains(&messages[&7]), "{maintained:?}");
+    }
+    let searched: i64 = maintained.values().map(|(m, _)| m[&7]).sum();
+    assert_eq!(searched, 3, "one search and one planning on each: {maintained:?}");
+    assert_eq!(end_every_connection(&url).await, 6);
+    let reopened = planned_searches(&s).await;
+    assert_eq!(reopened.len(), 2, "{reopened:?}");
+    for (pid, (messages, episodes)) in &reopened {
+        assert!(!maintained.contains_key(pid), "{pid} was ended: {reopened:?}");
+        assert_eq!((messages, *episodes), (&BTreeMap::from([(7, 1)]), 1), "{reopened:?}");
+    }
+}
 }
