@@ -411,8 +411,9 @@ impl PostgresStore {
     }
 
     /// Plans the lexical searches on every idle connection of `searches`
-    /// (`warm_searches_on`): after ANALYZE made their plans stale, and at start-up on a new
-    /// database (its connections opened before its tables). Best effort: a connection that
+    /// (`warm_searches_on`): after ANALYZE made their plans stale, and at start-up, after the
+    /// migrations (needed on a new database, whose connections opened before its tables; on
+    /// another it runs what `after_connect` ran, a few ms once). Best effort: a connection that
     /// fails it is closed, and sqlx opens another in its place (planned as it opens).
     pub(super) async fn warm_searches(&self) {
         let limits = limits_to_plan(&self.searched_limits);
