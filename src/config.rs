@@ -310,6 +310,10 @@ pub struct RetrievalConfig {
     pub window_weight: f64,
     /// Weight of being from the time the question names ("last week", "in May").
     pub time_weight: f64,
+    /// How much a time the question names by an event ("the week before the trip", "two days
+    /// after my surgery") counts, as a share of a date's (`window_weight`, `time_weight`);
+    /// 0: such times are not read.
+    pub event_time_share: f64,
     /// Weight of naming a time ("last Friday", "in May") when the question asks when.
     pub when_weight: f64,
     /// Weight of "said by the asker" (or by the bot, when the question asks what the bot said).
@@ -1065,6 +1069,7 @@ impl Config {
             bad.range(key, w, 0.0, 100.0);
         }
         bad.range("retrieval.question_discount", r.question_discount, 0.0, 1.0);
+        bad.range("retrieval.event_time_share", r.event_time_share, 0.0, 1.0);
         bad.range("retrieval.neighbour_top", r.neighbour_top, 0, 1000);
         bad.range("retrieval.context_hits", r.context_hits, 1, 10_000);
         // A neighbour never takes more than the score of the message it is next to, nor the

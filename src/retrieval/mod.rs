@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 use std::collections::BTreeSet;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use tracing::warn;
+use tracing::{debug, warn};
 
 pub use indexer::{Backfill, IndexError, Indexer};
 
@@ -191,7 +191,21 @@ impl Retriever {
         // Long pastes: the first part carries the question; the embedder cuts anyway.
         let text: String = text.chars().take(4000).collect();
         let window = time::window(&text, now);
-        let found = self.candidates(&text, scopes, window).await?;
+        // A time named by an event ("the week before the trip"), when no date is named.
+        let event = window
+            .is_none()
+            .then(|| time::anchored(&text))
+            .flatten()
+            .filter(|_| self.settings.event_time_share > 0.0);
+        let found = self
+            .candidates(&text, scopes, window, event.as_ref())
+            .await?;
+        let window = found.window;
+        // A time found from an event counts its share of a date's.
+        let time_share = match (window, &event) {
+            (Some(_), Some(_)) => self.settings.event_time_share,
+            _ => 1.0,
+        };
         let c = self.settings.candidates;
 
         let mut messages: HashMap<i64, StoredMessage> = HashMap::new();
@@ -230,7 +244,7 @@ impl Retriever {
             &[
                 (self.settings.bm25_weight, &bm25_ids[..]),
                 (self.settings.vector_weight, &vector_ids[..]),
-                (self.settings.window_weight, &window_ids[..]),
+                (self.settings.window_weight * time_share, &window_ids[..]),
             ],
             k,
         );
@@ -254,6 +268,7 @@ impl Retriever {
             own: &own,
             named: &found.named,
             of_window: &of_window,
+            time_share,
             when: self.settings.when_weight > 0.0 && time::asks_when(&text),
         };
         self.add_bonuses(
@@ -425,6 +440,9 @@ struct Asked<'a> {
     named: &'a HashSet<PersonId>,
     /// The scored messages from the time it names or telling about it (`Window::is_about`).
     of_window: &'a HashSet<i64>,
+    /// How much being from that time counts: 1 for a date, `event_time_share` for a time
+    /// named by an event.
+    time_share: f64,
     /// Whether it asks when something happened (`time::asks_when`).
     when: bool,
 }
@@ -478,7 +496,7 @@ impl Retriever {
                 *score += self.settings.episode_weight / (episode_k + *rank as f64);
             }
             if asked.of_window.contains(id) {
-                *score += self.settings.time_weight / (k + 1.0);
+                *score += self.settings.time_weight * asked.time_share / (k + 1.0);
             }
             if asked.when && time::told_time(&m.text, m.sent_at).is_some() {
                 *score += self.settings.when_weight / (k + 1.0);
@@ -588,6 +606,8 @@ struct Candidates {
     /// Messages from the time the question names, newest first, then those of the days after
     /// it that tell about it.
     in_window: Vec<StoredMessage>,
+    /// That time: the date the question names, or the time of the event it names.
+    window: Option<time::Window>,
     /// The people the question names, among the authors found.
     named: HashSet<PersonId>,
 }
@@ -597,11 +617,21 @@ struct Candidates {
 /// on both dev sets and cost 2-5 ms more a query.)
 const CONTEXT_FETCH: usize = 2;
 
+/// BM25 hits of an event's name read for the one that tells of it (`event_window`): past the
+/// questions about it and the bot's replies.
+const EVENT_HITS: usize = 10;
+
+/// Most of the best this many messages that tell of an event must be from days at most
+/// `EVENT_SPREAD_DAYS` from the best one's for it to be one event.
+const EVENT_TELLING: usize = 3;
+const EVENT_SPREAD_DAYS: i64 = 3;
+
 impl Retriever {
     /// The candidate lists for `text` in `scopes`, as three lines of work that wait for no
     /// other: BM25 over messages, then their neighbours (and the list in context with the
     /// neighbours on it read) and the question's word pairs in the best of them, beside BM25
-    /// over episodes; the messages of `window`; and the vector side:
+    /// over episodes; the messages of `window` (or of the time of `event`, found first); and
+    /// the vector side:
     /// the question embedded as the people it names among the scopes' authors would ask it,
     /// then its nearest messages and episodes. (A name only the hits show is asked again
     /// after them.)
@@ -610,24 +640,31 @@ impl Retriever {
         text: &str,
         scopes: &[Scope],
         window: Option<time::Window>,
+        event: Option<&time::Anchored>,
     ) -> Result<Candidates, StoreError> {
         let c = self.settings.candidates;
         let e = self.settings.episode_candidates;
         let bm25 = self.bm25();
         // The messages of that time, and those of the days after it that tell about it.
         let in_window = async {
-            match window {
-                Some(w) if self.settings.window_weight > 0.0 => {
-                    let after = w.told_soon_after();
-                    let (mut during, told) = tokio::try_join!(
-                        self.store.messages_between(scopes, w.from, w.to, c),
-                        self.store.messages_between(scopes, after.from, after.to, c),
-                    )?;
-                    during.extend(told.into_iter().filter(|m| w.is_about(&m.text, m.sent_at)));
-                    Ok(during)
-                }
-                _ => Ok(Vec::new()),
+            if self.settings.window_weight <= 0.0 {
+                return Ok((None, Vec::new()));
             }
+            let window = match (window, event) {
+                (Some(w), _) => Some(w),
+                (None, Some(event)) => self.event_window(text, event, scopes, bm25).await?,
+                (None, None) => None,
+            };
+            let Some(w) = window else {
+                return Ok((None, Vec::new()));
+            };
+            let after = w.told_soon_after();
+            let (mut during, told) = tokio::try_join!(
+                self.store.messages_between(scopes, w.from, w.to, c),
+                self.store.messages_between(scopes, after.from, after.to, c),
+            )?;
+            during.extend(told.into_iter().filter(|m| w.is_about(&m.text, m.sent_at)));
+            Ok((Some(w), during))
         };
         let lexical = async {
             // The question's language (its words are read in it: BM25's terms, word pairs).
@@ -721,7 +758,7 @@ impl Retriever {
             let (near, near_episodes) = self.nearest(scopes, vector.as_deref(), c, e).await?;
             Ok((asked, near, near_episodes))
         };
-        let (found, in_window, (mut asked, mut vector_hits, mut near_episodes)) =
+        let (found, (window, in_window), (mut asked, mut vector_hits, mut near_episodes)) =
             tokio::try_join!(lexical, in_window, vector_side)?;
         let named = names::named(
             text,
@@ -748,8 +785,65 @@ impl Retriever {
             vector_hits,
             near_episodes,
             in_window,
+            window,
             named: named.into_keys().collect(),
         })
+    }
+
+    /// The time of `event`, named in `question`: read from the best of the event's BM25 hits
+    /// that tells of it (`Anchored::around`), a person's message that mostly does not ask and
+    /// is not the question itself (stored before it is answered). None when nothing tells of
+    /// it. The time phrases are English; so are the event's words.
+    async fn event_window(
+        &self,
+        question: &str,
+        event: &time::Anchored,
+        scopes: &[Scope],
+        bm25: Bm25,
+    ) -> Result<Option<time::Window>, StoreError> {
+        let terms = query_terms_in(
+            &event.event,
+            self.settings.max_query_terms,
+            Some(language::Language::English),
+        );
+        if terms.is_empty() {
+            return Ok(None);
+        }
+        let question = question.trim().to_lowercase();
+        let hits = self
+            .store
+            .search_messages(scopes, &terms, bm25, EVENT_HITS)
+            .await?;
+        let telling: Vec<&StoredMessage> = hits
+            .iter()
+            .map(|h| &h.message)
+            .filter(|m| {
+                !m.is_bot
+                    && asking_share(&m.text) <= 0.5
+                    && m.text.trim().to_lowercase() != question
+            })
+            .take(EVENT_TELLING)
+            .collect();
+        // Told of on days far apart, it is no one event ("during her yoga practice"): most
+        // of the best that tell of it are from the days around the best one.
+        let Some(best) = telling.first() else {
+            return Ok(None);
+        };
+        let near = chrono::Duration::days(EVENT_SPREAD_DAYS);
+        let agreeing = telling
+            .iter()
+            .filter(|m| (m.sent_at - best.sent_at).abs() <= near)
+            .count();
+        debug!(
+            event = %event.event,
+            told = telling.len(),
+            agreeing,
+            "time named by an event"
+        );
+        if agreeing * 2 <= telling.len() {
+            return Ok(None);
+        }
+        Ok(telling.first().map(|m| event.around(&m.text, m.sent_at)))
     }
 
     /// The neighbours of the best `context_hits` BM25 hits in their channels (none when

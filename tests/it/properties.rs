@@ -28,7 +28,7 @@ use engram::memory::offline::{
     removed_sentences,
 };
 use engram::memory::tokens::TokenCounter;
-use engram::retrieval::time::window;
+use engram::retrieval::time::{anchored, window};
 use engram::router::parse_command;
 use engram::store::terms::{WordPairs, plain_words};
 use engram::store::{document_terms, document_terms_in, query_terms};
@@ -92,6 +92,9 @@ const PIECES: &[&str] = &[
     "in May",
     "May 2023",
     "yesterday",
+    "the week before ",
+    "400 days after ",
+    " the trip",
     "k7qm-x2pd",
     "{\"memory_updates\": [",
     "\"confidence\": 1e308",
@@ -208,6 +211,15 @@ proptest! {
     fn time_expressions_name_a_forward_window(t in text(), at in now()) {
         if let Some(w) = window(&t, at) {
             prop_assert!(w.from < w.to, "{t:?} at {at}: {w:?}");
+        }
+    }
+
+    #[test]
+    fn times_named_by_events_name_a_forward_window(q in text(), told in text(), at in now()) {
+        if let Some(event) = anchored(&q) {
+            prop_assert!(!event.event.trim().is_empty(), "{q:?}: {event:?}");
+            let w = event.around(&told, at);
+            prop_assert!(w.from < w.to, "{q:?}, told {told:?} at {at}: {w:?}");
         }
     }
 

@@ -804,6 +804,100 @@ async fn a_time_told_about_later_counts_as_that_time(s: Arc<dyn Store>) {
     assert_eq!(texts, [told]);
 }
 
+/// "The week before the trip": the time is read from the message that tells of the trip, in
+/// the asked scopes, not from a question about it, a bot's words or the question itself (stored
+/// before it is answered), and its messages are found by that time alone.
+async fn a_time_named_by_an_event_is_read_from_the_event(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let general = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let (engram, _) = w.engram_and_another_bot().await;
+    // t(0) is Monday 2 November 09:00; the trip began on Monday 26 October.
+    let trip = "Off to Lisbon, the trip starts today";
+    let backpack = "got a red backpack at the mall";
+    let boots = "this week I will buy hiking boots";
+    w.say(&general, w.alice, "trip", trip, t(-24 * 7)).await;
+    w.say(&general, w.alice, "backpack", backpack, t(-24 * 10))
+        .await;
+    w.say(&general, w.alice, "boots", boots, t(-24 * 20)).await;
+    // What could be read as the trip's time, and is not: a question, the bot's words, another
+    // guild's trip (out of the asked scopes) and the question itself.
+    w.say(&general, w.bob, "q", "how was the trip?", t(-24 * 30))
+        .await;
+    w.said(
+        &general,
+        engram,
+        true,
+        "bot",
+        "Have a great trip!",
+        t(-24 * 35),
+    )
+    .await;
+    let elsewhere = w.channel(w.guild_b, "general", Privacy::GuildPublic);
+    w.say(
+        &elsewhere,
+        w.bob,
+        "b",
+        "the trip, the trip, trip starts",
+        t(-24 * 40),
+    )
+    .await;
+    let question = "tell me what I got the week before the trip";
+    w.say(&general, w.alice, "ask", question, t(0)).await;
+    w.indexer().index_all(|_| {}).await.unwrap();
+
+    let found = |share: f64, question: &'static str| {
+        let mut settings = w.settings();
+        settings.event_time_share = share;
+        let retriever = Retriever::new(w.store.clone(), None, settings);
+        let scopes = general.visible_scopes(w.alice);
+        async move {
+            let found = retriever
+                .search(question, &scopes, Some(w.alice), t(0), 10)
+                .await
+                .unwrap();
+            found
+                .into_iter()
+                .map(|r| (r.message.text, r.in_window))
+                .collect::<Vec<_>>()
+        }
+    };
+    let with = found(1.0, question).await;
+    // The backpack shares no word with the question: only its time brings it.
+    assert!(with.contains(&(backpack.to_string(), true)), "{with:?}");
+    assert!(with.contains(&(boots.to_string(), false)), "{with:?}");
+    // Without reading times named by events it is not found (the positive control).
+    let without = found(0.0, question).await;
+    assert!(
+        without.iter().all(|(text, _)| text != backpack),
+        "{without:?}"
+    );
+    assert!(without.iter().any(|(text, _)| text == boots), "{without:?}");
+    // An event nothing tells of names no time.
+    let nothing = found(1.0, "what did I get the week after the wedding").await;
+    assert!(
+        nothing.iter().all(|(_, in_window)| !in_window),
+        "{nothing:?}"
+    );
+    // Nor does one told of on days far apart: it is no one event.
+    for (i, days) in [3, 12, 25].into_iter().enumerate() {
+        let text = ["yoga class today", "yoga class again", "another yoga class"][i];
+        w.say(&general, w.alice, &format!("y{i}"), text, t(-24 * days))
+            .await;
+        let before = t(-24 * days - 20);
+        w.say(
+            &general,
+            w.alice,
+            &format!("n{i}"),
+            "a new water bottle",
+            before,
+        )
+        .await;
+    }
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let habit = found(1.0, "what did I get the day before yoga class").await;
+    assert!(habit.iter().all(|(_, in_window)| !in_window), "{habit:?}");
+}
+
 /// Someone else's question shares the words of a question asked now, but the answer is in the
 /// reply: others' messages that mostly ask are discounted (`question_discount`), the asker's
 /// own are not (what they asked tells about them).
@@ -1355,6 +1449,7 @@ on_both_backends!(
     episodes_split_on_pauses_and_merge_only_within_a_scope,
     a_named_time_is_favoured,
     a_time_told_about_later_counts_as_that_time,
+    a_time_named_by_an_event_is_read_from_the_event,
     others_questions_yield_to_their_answers,
     what_you_said_is_engrams_not_another_bots,
     engrams_own_questions_are_what_it_said,
