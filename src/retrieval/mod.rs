@@ -198,7 +198,7 @@ impl Retriever {
             .flatten()
             .filter(|_| self.settings.event_time_share > 0.0);
         let found = self
-            .candidates(&text, scopes, window, event.as_ref())
+            .candidates(&text, scopes, window, event.as_ref(), asker)
             .await?;
         let window = found.window;
         // A time found from an event counts its share of a date's.
@@ -641,22 +641,21 @@ impl Retriever {
         scopes: &[Scope],
         window: Option<time::Window>,
         event: Option<&time::Anchored>,
+        asker: Option<PersonId>,
     ) -> Result<Candidates, StoreError> {
         let c = self.settings.candidates;
         let e = self.settings.episode_candidates;
         let bm25 = self.bm25();
         // The messages of that time, and those of the days after it that tell about it.
         let in_window = async {
-            if self.settings.window_weight <= 0.0 {
-                return Ok((None, Vec::new()));
-            }
             let window = match (window, event) {
                 (Some(w), _) => Some(w),
-                (None, Some(event)) => self.event_window(text, event, scopes, bm25).await?,
+                (None, Some(event)) => self.event_window(event, asker, scopes, bm25).await?,
                 (None, None) => None,
             };
-            let Some(w) = window else {
-                return Ok((None, Vec::new()));
+            // Being from that time still counts when its list weighs nothing.
+            let Some(w) = window.filter(|_| self.settings.window_weight > 0.0) else {
+                return Ok((window, Vec::new()));
             };
             let after = w.told_soon_after();
             let (mut during, told) = tokio::try_join!(
@@ -790,14 +789,16 @@ impl Retriever {
         })
     }
 
-    /// The time of `event`, named in `question`: read from the best of the event's BM25 hits
-    /// that tells of it (`Anchored::around`), a person's message that mostly does not ask and
-    /// is not the question itself (stored before it is answered). None when nothing tells of
-    /// it. The time phrases are English; so are the event's words.
+    /// The time of `event`, asked by `asker`: read from the best of the event's BM25 hits that
+    /// tells of it (`Anchored::around`): a person's message (the asker's, when the event is
+    /// theirs: "my trip") that mostly does not ask and names no time by that event itself (as
+    /// the question does, stored before it is answered, with or without "?" or the bot's
+    /// name). None when nothing tells of it, or when the best that do are from days far apart.
+    /// The time phrases are English; so are the event's words.
     async fn event_window(
         &self,
-        question: &str,
         event: &time::Anchored,
+        asker: Option<PersonId>,
         scopes: &[Scope],
         bm25: Bm25,
     ) -> Result<Option<time::Window>, StoreError> {
@@ -809,7 +810,11 @@ impl Retriever {
         if terms.is_empty() {
             return Ok(None);
         }
-        let question = question.trim().to_lowercase();
+        let event_terms = |text: &str| {
+            let max = self.settings.max_query_terms;
+            let english = Some(language::Language::English);
+            time::anchored(text).map(|named| query_terms_in(&named.event, max, english))
+        };
         let hits = self
             .store
             .search_messages(scopes, &terms, bm25, EVENT_HITS)
@@ -819,8 +824,9 @@ impl Retriever {
             .map(|h| &h.message)
             .filter(|m| {
                 !m.is_bot
+                    && (!event.own || asker.is_none_or(|a| a == m.author))
                     && asking_share(&m.text) <= 0.5
-                    && m.text.trim().to_lowercase() != question
+                    && event_terms(&m.text).as_ref() != Some(&terms)
             })
             .take(EVENT_TELLING)
             .collect();

@@ -413,8 +413,11 @@ fn relative(words: &[&str], now: DateTime<Utc>) -> Option<Window> {
 /// (`Anchored::around`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anchored {
-    /// The words that name the event ("the trip", "his trip to canada").
+    /// The words that name the event ("the trip", "my surgery", "i moved").
     pub event: String,
+    /// Whether it is the asker's own ("my trip", "our wedding", "after I moved"): then only
+    /// the asker's words tell of it.
+    pub own: bool,
     /// Which side of it the question asks about.
     pub side: Side,
 }
@@ -434,10 +437,34 @@ const EVENT_ENDS: [&str; 24] = [
     "have", "has", "had", "and", "or", "but", "what", "which", "who", "where", "when", "how",
 ];
 
-/// The words an event's name may start with that name no event ("the day before that").
-const NO_EVENT: [&str; 12] = [
-    "that", "then", "this", "it", "now", "which", "what", "when", "me", "him", "her", "them",
+/// The words an event's name may start with that name no event: "the day before that", "the
+/// day after tomorrow", "the week before last", "the week after next", "two days after you
+/// told me" (the conversation, not an event).
+const NO_EVENT: [&str; 20] = [
+    "that",
+    "then",
+    "this",
+    "it",
+    "now",
+    "which",
+    "what",
+    "when",
+    "me",
+    "him",
+    "her",
+    "them",
+    "tomorrow",
+    "today",
+    "tonight",
+    "yesterday",
+    "last",
+    "next",
+    "you",
+    "all",
 ];
+
+/// The words that make an event the asker's own ("my trip", "after we moved").
+const OWN: [&str; 4] = ["my", "our", "i", "we"];
 
 /// Daily times, named like events but no one event ("the day before sunset").
 const DAILY: [&str; 12] = [
@@ -516,12 +543,13 @@ pub fn anchored(query: &str) -> Option<Anchored> {
         if NO_EVENT.contains(first) || named.iter().any(|w| DAILY.contains(w)) {
             continue;
         }
+        let own = event.first().is_some_and(|w| OWN.contains(w));
         let event = event.join(" ");
         // A date or a season is a time already ("the week before 23 January").
         if window(&event, DateTime::UNIX_EPOCH).is_some() {
             continue;
         }
-        return Some(Anchored { event, side });
+        return Some(Anchored { event, own, side });
     }
     None
 }
@@ -550,8 +578,10 @@ fn span_before(words: &[(&str, bool)], unit: usize) -> Option<Duration> {
 
 impl Anchored {
     /// The window this names, the event having been told in `text` sent at `sent_at`: the
-    /// time the message names for it when it names one of at most a week ("we got back from
-    /// the trip yesterday"), else the day it was sent; then the span before or after that.
+    /// time the message names (`told_time`, its first one) when that is a past one of at most a
+    /// week, else the day it was sent; then the span before or after that. Which part of the
+    /// event the message's time is, it does not tell: "we got back from the trip yesterday"
+    /// puts the trip yesterday, at its end.
     pub fn around(&self, text: &str, sent_at: DateTime<Utc>) -> Window {
         let event = told_time(text, sent_at)
             .filter(|w| w.to - w.from <= Duration::days(7) && w.from <= sent_at)
@@ -767,6 +797,17 @@ mod tests {
             named("a couple of weeks after the move"),
             Some(("the move".into(), Side::After(days(14))))
         );
+        // A clause names an event too; "I", "we", "my" and "our" make it the asker's own.
+        assert_eq!(
+            named("what did we eat the day after we moved"),
+            Some(("we moved".into(), Side::After(days(1))))
+        );
+        let own = |q: &str| anchored(q).map(|a| a.own);
+        assert_eq!(own("the week before my trip"), Some(true));
+        assert_eq!(own("the week before our wedding"), Some(true));
+        assert_eq!(own("the day after I moved"), Some(true));
+        assert_eq!(own("the week before the trip"), Some(false));
+        assert_eq!(own("the week before her trip"), Some(false));
         // The name ends at a clause's end or where the question goes on.
         assert_eq!(
             named("the day before the race, what did I eat?"),
@@ -784,6 +825,10 @@ mod tests {
             "the week before 23 January",
             "the week before summer 2022",
             "the day before that",
+            "what are we doing the day after tomorrow",
+            "where was I the week before last",
+            "the week after next",
+            "two days after you told me",
             "what did I eat the day after lunch",
             "the week before sunset",
             // Its own time is not read (see `anchored`).

@@ -28,7 +28,7 @@ use engram::memory::offline::{
     removed_sentences,
 };
 use engram::memory::tokens::TokenCounter;
-use engram::retrieval::time::{anchored, window};
+use engram::retrieval::time::{Side, anchored, window};
 use engram::router::parse_command;
 use engram::store::terms::{WordPairs, plain_words};
 use engram::store::{document_terms, document_terms_in, query_terms};
@@ -220,6 +220,12 @@ proptest! {
             prop_assert!(!event.event.trim().is_empty(), "{q:?}: {event:?}");
             let w = event.around(&told, at);
             prop_assert!(w.from < w.to, "{q:?}, told {told:?} at {at}: {w:?}");
+            // The span asked for, ending no later than the telling for "before".
+            let (span, ends_by_then) = match event.side {
+                Side::Before(span) => (span, w.to <= at),
+                Side::After(span) => (span, true),
+            };
+            prop_assert!(w.to - w.from == span && ends_by_then, "{q:?}, told {told:?} at {at}: {w:?}");
         }
     }
 

@@ -806,7 +806,8 @@ async fn a_time_told_about_later_counts_as_that_time(s: Arc<dyn Store>) {
 
 /// "The week before the trip": the time is read from the message that tells of the trip, in
 /// the asked scopes, not from a question about it, a bot's words or the question itself (stored
-/// before it is answered), and its messages are found by that time alone.
+/// before it is answered, with the bot's name), and its messages are found by that time alone.
+/// "My trip" is told of by the asker only: another member cannot move it.
 async fn a_time_named_by_an_event_is_read_from_the_event(s: Arc<dyn Store>) {
     let w = World::new(s).await;
     let general = w.channel(w.guild_a, "general", Privacy::GuildPublic);
@@ -842,7 +843,8 @@ async fn a_time_named_by_an_event_is_read_from_the_event(s: Arc<dyn Store>) {
     )
     .await;
     let question = "tell me what I got the week before the trip";
-    w.say(&general, w.alice, "ask", question, t(0)).await;
+    let addressed = format!("@Engram {question}");
+    w.say(&general, w.alice, "ask", &addressed, t(0)).await;
     w.indexer().index_all(|_| {}).await.unwrap();
 
     let found = |share: f64, question: &'static str| {
@@ -865,6 +867,24 @@ async fn a_time_named_by_an_event_is_read_from_the_event(s: Arc<dyn Store>) {
     // The backpack shares no word with the question: only its time brings it.
     assert!(with.contains(&(backpack.to_string(), true)), "{with:?}");
     assert!(with.contains(&(boots.to_string(), false)), "{with:?}");
+    // With no weight on the list of that time's messages, being from it still counts.
+    let mut settings = w.settings();
+    settings.window_weight = 0.0;
+    let by_words = Retriever::new(w.store.clone(), None, settings)
+        .search(
+            "the red backpack I got the week before the trip",
+            &general.visible_scopes(w.alice),
+            Some(w.alice),
+            t(0),
+            10,
+        )
+        .await
+        .unwrap();
+    let marked: Vec<(&str, bool)> = by_words
+        .iter()
+        .map(|r| (r.message.text.as_str(), r.in_window))
+        .collect();
+    assert!(marked.contains(&(backpack, true)), "{marked:?}");
     // Without reading times named by events it is not found (the positive control).
     let without = found(0.0, question).await;
     assert!(
@@ -896,6 +916,19 @@ async fn a_time_named_by_an_event_is_read_from_the_event(s: Arc<dyn Store>) {
     w.indexer().index_all(|_| {}).await.unwrap();
     let habit = found(1.0, "what did I get the day before yoga class").await;
     assert!(habit.iter().all(|(_, in_window)| !in_window), "{habit:?}");
+
+    // Bob tells of his own trip, days from Alice's: the trip is no one event now ...
+    let bobs = "my trip, my trip starts today";
+    w.say(&general, w.bob, "bobs", bobs, t(-24 * 45)).await;
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let theirs = found(1.0, question).await;
+    assert!(
+        theirs.iter().all(|(text, _)| text != backpack),
+        "{theirs:?}"
+    );
+    // ... but Alice's is still hers.
+    let hers = found(1.0, "tell me what I got the week before my trip").await;
+    assert!(hers.contains(&(backpack.to_string(), true)), "{hers:?}");
 }
 
 /// Someone else's question shares the words of a question asked now, but the answer is in the
