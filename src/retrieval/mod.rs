@@ -196,7 +196,8 @@ impl Retriever {
             .is_none()
             .then(|| time::anchored(&text))
             .flatten()
-            .filter(|_| self.settings.event_time_share > 0.0);
+            .filter(|_| self.settings.event_time_share > 0.0)
+            .filter(|_| self.settings.window_weight > 0.0 || self.settings.time_weight > 0.0);
         let found = self
             .candidates(&text, scopes, window, event.as_ref(), asker)
             .await?;
@@ -620,6 +621,8 @@ const CONTEXT_FETCH: usize = 2;
 /// BM25 hits of an event's name read for the one that tells of it (`event_window`): past the
 /// questions about it and the bot's replies.
 const EVENT_HITS: usize = 10;
+/// The same for an event of the asker's own ("my trip"), of which only their words tell.
+const EVENT_HITS_OWN: usize = 40;
 
 /// Most of the best this many messages that tell of an event must be from days at most
 /// `EVENT_SPREAD_DAYS` from the best one's for it to be one event.
@@ -791,9 +794,11 @@ impl Retriever {
 
     /// The time of `event`, asked by `asker`: read from the best of the event's BM25 hits that
     /// tells of it (`Anchored::around`): a person's message (the asker's, when the event is
-    /// theirs: "my trip") that mostly does not ask and names no time by that event itself (as
-    /// the question does, stored before it is answered, with or without "?" or the bot's
-    /// name). None when nothing tells of it, or when the best that do are from days far apart.
+    /// theirs: "my trip", when the asker is known) that mostly does not ask and names no time
+    /// by an event itself (as the question does, stored before it is answered, with or
+    /// without "?" or the bot's name; "I bought it the week before the trip" tells of another
+    /// time too). None when nothing tells of it, or when the best that do are from days far
+    /// apart.
     /// The time phrases are English; so are the event's words.
     async fn event_window(
         &self,
@@ -810,14 +815,15 @@ impl Retriever {
         if terms.is_empty() {
             return Ok(None);
         }
-        let event_terms = |text: &str| {
-            let max = self.settings.max_query_terms;
-            let english = Some(language::Language::English);
-            time::anchored(text).map(|named| query_terms_in(&named.event, max, english))
+        // Others' messages about a trip of theirs may come first: more are read for one's own.
+        let limit = if event.own {
+            EVENT_HITS_OWN
+        } else {
+            EVENT_HITS
         };
         let hits = self
             .store
-            .search_messages(scopes, &terms, bm25, EVENT_HITS)
+            .search_messages(scopes, &terms, bm25, limit)
             .await?;
         let telling: Vec<&StoredMessage> = hits
             .iter()
@@ -826,7 +832,8 @@ impl Retriever {
                 !m.is_bot
                     && (!event.own || asker.is_none_or(|a| a == m.author))
                     && asking_share(&m.text) <= 0.5
-                    && event_terms(&m.text).as_ref() != Some(&terms)
+                    // Naming a time by an event, it tells of another time than the event's.
+                    && time::anchored(&m.text).is_none()
             })
             .take(EVENT_TELLING)
             .collect();

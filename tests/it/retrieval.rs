@@ -917,6 +917,13 @@ async fn a_time_named_by_an_event_is_read_from_the_event(s: Arc<dyn Store>) {
     let habit = found(1.0, "what did I get the day before yoga class").await;
     assert!(habit.iter().all(|(_, in_window)| !in_window), "{habit:?}");
 
+    // Nor does a question stored that names a time by another event ("the Lisbon trip").
+    let reordered = "@Engram tell me what I got the week before the Lisbon trip";
+    w.say(&general, w.alice, "ask2", reordered, t(0)).await;
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let lisbon = found(1.0, "tell me what I got the week before the trip to Lisbon").await;
+    assert!(lisbon.contains(&(backpack.to_string(), true)), "{lisbon:?}");
+
     // Bob tells of his own trip, days from Alice's: the trip is no one event now ...
     let bobs = "my trip, my trip starts today";
     w.say(&general, w.bob, "bobs", bobs, t(-24 * 45)).await;
