@@ -282,6 +282,10 @@ pub struct RetrievalConfig {
     pub bm25_weight: f64,
     /// Weight of the vector list in reciprocal rank fusion.
     pub vector_weight: f64,
+    /// The share of a question's words the embedder must know whole (`Embedder::known_share`)
+    /// for its lists (messages, episodes) to weigh fully; below, they weigh in proportion, and
+    /// a question it knows none of is not embedded (0: always full).
+    pub vector_known_share: f64,
     /// The ranking of whole conversations (episodes) adds episode_weight / (episode_rrf_k + rank)
     /// to each of their messages: a small k lets the best conversations lead, messages inside them
     /// ordered by their own ranks.
@@ -1070,6 +1074,12 @@ impl Config {
         }
         bad.range("retrieval.question_discount", r.question_discount, 0.0, 1.0);
         bad.range("retrieval.event_time_share", r.event_time_share, 0.0, 1.0);
+        bad.range(
+            "retrieval.vector_known_share",
+            r.vector_known_share,
+            0.0,
+            1.0,
+        );
         bad.range("retrieval.neighbour_top", r.neighbour_top, 0, 1000);
         bad.range("retrieval.context_hits", r.context_hits, 1, 10_000);
         // A neighbour never takes more than the score of the message it is next to, nor the

@@ -346,6 +346,9 @@ impl Embedder for CachedEmbedder {
     fn identity(&self) -> crate::domain::ModelIdentity {
         self.inner.identity()
     }
+    fn known_share(&self, text: &str) -> f64 {
+        self.inner.known_share(text)
+    }
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let keys: Vec<[u8; 32]> = texts.iter().map(|t| self.key(t)).collect();
         let missing: Vec<usize> = {

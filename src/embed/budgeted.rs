@@ -33,6 +33,10 @@ impl Embedder for Budgeted {
         self.inner.identity()
     }
 
+    fn known_share(&self, text: &str) -> f64 {
+        self.inner.known_share(text)
+    }
+
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if current_payer().is_some_and(|p| !p.may_spend) {
             return Err(EmbedError::Limited);

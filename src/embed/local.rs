@@ -200,6 +200,65 @@ fn weights_hash(model: &Path) -> Result<String, EmbedError> {
         .collect())
 }
 
+/// The share of the words of `text` that `encoding` (of `text`) holds as one known word piece
+/// (`share_known`).
+fn known_share(text: &str, encoding: &tokenizers::Encoding) -> f64 {
+    // Each word's byte span and pieces, in order (special tokens belong to no word).
+    let mut words: Vec<(u32, usize, usize, Vec<&str>)> = Vec::new();
+    let pieces = encoding
+        .get_word_ids()
+        .iter()
+        .zip(encoding.get_tokens())
+        .zip(encoding.get_offsets());
+    for ((word, token), &(from, to)) in pieces {
+        let Some(word) = *word else { continue };
+        match words.last_mut() {
+            Some(last) if last.0 == word => {
+                last.2 = to;
+                last.3.push(token);
+            }
+            _ => words.push((word, from, to, vec![token])),
+        }
+    }
+    share_known(
+        words
+            .iter()
+            .map(|(_, from, to, pieces)| (text.get(*from..*to).unwrap_or(""), &pieces[..])),
+    )
+}
+
+/// Fewer words with a letter than this say too little of a text's language to judge it.
+const FEWEST_WORDS: usize = 3;
+
+/// The share of `words` (each its text and its word pieces) that the model knows: one piece
+/// with a letter ("iphone ##15" is known), none unknown. Words without a letter (numbers,
+/// punctuation, emoji) say nothing of a language and are left out; a single letter outside
+/// ASCII (each Chinese or Japanese character is a word of its own, as is the Russian "в")
+/// is a piece the vocabulary holds but the model barely learned, so it counts as unknown.
+/// 1 when fewer than `FEWEST_WORDS` words hold a letter.
+fn share_known<'a>(words: impl IntoIterator<Item = (&'a str, &'a [&'a str])>) -> f64 {
+    let has_letter = |t: &str| t.chars().any(char::is_alphabetic);
+    let (mut known, mut all) = (0usize, 0usize);
+    for (text, pieces) in words {
+        let letters = text.chars().filter(|c| c.is_alphabetic()).count();
+        if letters == 0 {
+            continue;
+        }
+        all += 1;
+        let unknown = pieces.contains(&"[UNK]");
+        let lettered = pieces.iter().filter(|p| has_letter(p)).count();
+        let lone_letter = letters == 1 && !text.is_ascii();
+        if !unknown && lettered == 1 && !lone_letter {
+            known += 1;
+        }
+    }
+    if all < FEWEST_WORDS {
+        1.0
+    } else {
+        known as f64 / all as f64
+    }
+}
+
 impl Inner {
     /// The unit vector of `text`, run alone on `session`.
     fn embed_one(&self, session: &mut Session, text: &str) -> Result<Vec<f32>, EmbedError> {
@@ -254,6 +313,14 @@ impl Embedder for LocalEmbedder {
         }
     }
 
+    fn known_share(&self, text: &str) -> f64 {
+        // A text the tokenizer fails on is read by none of the model's words.
+        self.inner
+            .tokenizer
+            .encode(text, true)
+            .map_or(0.0, |encoding| known_share(text, &encoding))
+    }
+
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
@@ -299,5 +366,60 @@ impl Embedder for LocalEmbedder {
         })
         .await
         .map_err(|e| EmbedError::Model(e.to_string()))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share_known;
+
+    fn share(words: &[(&str, &[&str])]) -> f64 {
+        share_known(words.iter().map(|(t, p)| (*t, *p)))
+    }
+
+    #[test]
+    fn the_share_counts_words_the_vocabulary_holds_whole() {
+        let english: &[(&str, &[&str])] = &[
+            ("What", &["what"]),
+            ("did", &["did"]),
+            ("I", &["i"]),
+            ("buy", &["buy"]),
+            ("?", &["?"]),
+        ];
+        assert_eq!(share(english), 1.0);
+        // Split in pieces, or unknown: not read.
+        let german: &[(&str, &[&str])] = &[
+            ("Wann", &["wan", "##n"]),
+            ("hat", &["hat"]),
+            ("Jonas", &["jonas"]),
+            ("Führerscheinprüfung", &["fu", "##hrer", "##sche", "##in"]),
+            ("bestanden", &["[UNK]"]),
+        ];
+        assert_eq!(share(german), 0.4);
+        // A number after a known word is still the word; a number alone is no word.
+        let digits: &[(&str, &[&str])] = &[
+            ("iPhone15", &["iphone", "##15"]),
+            ("2023", &["2023"]),
+            ("my", &["my"]),
+            ("new", &["new"]),
+        ];
+        assert_eq!(share(digits), 1.0);
+        // A lone letter outside ASCII: a character of its own, barely learned.
+        let japanese: &[(&str, &[&str])] = &[("私", &["私"]), ("の", &["の"]), ("犬", &["犬"])];
+        assert_eq!(share(japanese), 0.0);
+        let russian: &[(&str, &[&str])] = &[
+            ("В", &["в"]),
+            ("какие", &["как", "##ие"]),
+            ("дни", &["д", "##ни"]),
+            ("у", &["у"]),
+        ];
+        assert_eq!(share(russian), 0.0);
+        // Too few words to judge, or none: read whole.
+        assert_eq!(share(&[("Tamagotchi", &["tam", "##ago", "##tchi"])]), 1.0);
+        assert_eq!(
+            share(&[("12:30", &["12", ":", "30"]), ("🦀", &["[UNK]"])]),
+            1.0
+        );
+        assert_eq!(share(&[]), 1.0);
     }
 }

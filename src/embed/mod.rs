@@ -85,6 +85,13 @@ pub trait Embedder: Send + Sync {
             revision: String::new(),
         }
     }
+    /// How much of `text` the model reads as words it knows, 0 to 1: the share of its words
+    /// (those with a letter) its vocabulary holds whole. A model that splits most words into
+    /// pieces (an English model on Russian) places the text by those pieces, and retrieval
+    /// trusts its vector less. An embedder that cannot tell says 1.
+    fn known_share(&self, _text: &str) -> f64 {
+        1.0
+    }
     /// One vector per text, in order, each of length `dimensions()` and L2-normalised.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }

@@ -215,6 +215,11 @@ impl Retriever {
             .iter()
             .map(|h| (h.message.id.0, h.score))
             .collect();
+        // Vectors not trusted at all found nothing: the question was not embedded.
+        let trust = found.vector_trust;
+        if trust < 1.0 {
+            debug!(trust, "the embedder knows few of the question's words");
+        }
         let vector_ids: Vec<i64> = found.vector_hits.iter().map(|h| h.message.id.0).collect();
         let hits = found.bm25_hits.into_iter().chain(found.vector_hits);
         for m in hits.map(|h| h.message).chain(found.context_read) {
@@ -239,12 +244,13 @@ impl Retriever {
             &found.episode_hits,
             &found.near_episodes,
             &episodes_in_order(&vector_ids, &messages),
+            trust,
             k,
         );
         let mut scores = fusion::rrf(
             &[
                 (self.settings.bm25_weight, &bm25_ids[..]),
-                (self.settings.vector_weight, &vector_ids[..]),
+                (self.settings.vector_weight * trust, &vector_ids[..]),
                 (self.settings.window_weight * time_share, &window_ids[..]),
             ],
             k,
@@ -302,6 +308,19 @@ impl Retriever {
         Ok(fusion::dedup_by_key(results, limit, |r| {
             (r.message.scope.key(), r.message.text.trim().to_lowercase())
         }))
+    }
+
+    /// How much the vector lists count for `text`, 0 to 1: less when the embedder knows fewer
+    /// than `vector_known_share` of its words (an English model asked in Russian places the
+    /// question by word pieces, and its lists are mostly noise there).
+    fn vector_trust(&self, text: &str) -> f64 {
+        let s = &self.settings;
+        match self.embedder.as_ref() {
+            Some(embedder) if s.vector_known_share > 0.0 => {
+                (embedder.known_share(text) / s.vector_known_share).min(1.0)
+            }
+            _ => 1.0,
+        }
     }
 
     /// People's messages next to people's best results (`neighbour_top`) take a share of their
@@ -611,6 +630,9 @@ struct Candidates {
     window: Option<time::Window>,
     /// The people the question names, among the authors found.
     named: HashSet<PersonId>,
+    /// How much the vector lists count (`Retriever::vector_trust` of the question); at 0 the
+    /// question was not embedded.
+    vector_trust: f64,
 }
 
 /// BM25 hits fetched per candidate kept: one below the cut still makes the list when a hit
@@ -715,6 +737,9 @@ impl Retriever {
         // ("What did James adopt?" as James would ask it: "What did I adopt?"). The authors
         // are kept a while; when they are not known yet they are read beside the embedding
         // of the question as written, which is made again only if it names one of them.
+        // Read in the question as asked: the first person the vector side may put in for a
+        // name is English whatever the question's language.
+        let vector_trust = self.vector_trust(text);
         let authors_key = self.embedder.as_ref().map(|_| scopes_key(scopes));
         let known = authors_key.as_ref().and_then(|k| {
             let cached = self.authors.get(k);
@@ -726,7 +751,9 @@ impl Retriever {
             if let Some(authors) = &known {
                 asked.also_naming(&names::named(text, names::of(authors)));
             }
-            if text.trim().is_empty() {
+            // A question the embedder reads none of is not embedded: its vectors would count
+            // for nothing.
+            if text.trim().is_empty() || vector_trust <= 0.0 {
                 return Ok::<_, StoreError>((asked, Vec::new(), Vec::new()));
             }
             let read_authors = async {
@@ -774,7 +801,7 @@ impl Retriever {
         );
         // A name the hits show and the authors did not (a newcomer since they were read)
         // costs a second embedding and vector search.
-        if self.embedder.is_some() && asked.also_naming(&named) {
+        if self.embedder.is_some() && vector_trust > 0.0 && asked.also_naming(&named) {
             let vector = self.query_vector(&asked.text).await?;
             (vector_hits, near_episodes) = self.nearest(scopes, vector.as_deref(), c, e).await?;
         }
@@ -789,6 +816,7 @@ impl Retriever {
             in_window,
             window,
             named: named.into_keys().collect(),
+            vector_trust,
         })
     }
 
@@ -1020,18 +1048,21 @@ fn episode_ranks(
     bm25: &[EpisodeHit],
     vector: &[EpisodeHit],
     by_message_vector: &[i64],
+    trust: f64,
     k: f64,
 ) -> HashMap<i64, usize> {
     let ep_bm25: Vec<i64> = bm25.iter().map(|h| h.episode).collect();
     let ep_vec: Vec<i64> = vector.iter().map(|h| h.episode).collect();
-    let episode_scores = fusion::rrf(
-        &[
-            (1.0, &ep_bm25[..]),
-            (1.0, &ep_vec[..]),
-            (1.0, by_message_vector),
-        ],
-        k,
-    );
+    // A list not trusted at all ranks nothing, not even last.
+    let lists: Vec<(f64, &[i64])> = [
+        (1.0, &ep_bm25[..]),
+        (trust, &ep_vec[..]),
+        (trust, by_message_vector),
+    ]
+    .into_iter()
+    .filter(|(weight, _)| *weight > 0.0)
+    .collect();
+    let episode_scores = fusion::rrf(&lists, k);
     fusion::ranked(&episode_scores)
         .into_iter()
         .enumerate()
@@ -1103,8 +1134,33 @@ const ASKED_BASE: [&str; 10] = [
 
 #[cfg(test)]
 mod tests {
-    use super::{AskedAs, asking_past_half, asking_share, asks_what_the_bot_said, names};
+    use super::{
+        AskedAs, asking_past_half, asking_share, asks_what_the_bot_said, episode_ranks, names,
+    };
     use crate::domain::PersonId;
+    use crate::store::EpisodeHit;
+
+    #[test]
+    fn episodes_found_by_vectors_count_as_much_as_the_vectors_are_trusted() {
+        let hits = |eps: &[i64]| -> Vec<EpisodeHit> {
+            eps.iter()
+                .map(|&episode| EpisodeHit {
+                    episode,
+                    score: 1.0,
+                })
+                .collect()
+        };
+        // BM25 puts episode 1 first; both vector lists put episode 2 first.
+        let (bm25, vector) = (hits(&[1, 2]), hits(&[2, 1]));
+        let by_message_vector = [2, 1];
+        let first = |trust: f64| {
+            let ranks = episode_ranks(&bm25, &vector, &by_message_vector, trust, 10.0);
+            *ranks.iter().find(|(_, rank)| **rank == 1).unwrap().0
+        };
+        assert_eq!(first(1.0), 2);
+        assert_eq!(first(0.4), 1);
+        assert_eq!(first(0.0), 1);
+    }
 
     #[test]
     fn the_vector_side_asks_again_only_when_its_text_changes() {

@@ -117,6 +117,40 @@ async fn local_minilm_embeds_meaning() {
     );
 }
 
+/// The local model says how much of a text it reads as words it knows: all of an English
+/// question, little of a Russian one. An OpenAI-compatible API cannot tell: its lists always
+/// weigh fully.
+#[tokio::test]
+#[cfg_attr(
+    not(engram_model_tests),
+    ignore = "needs the local model: eval \"$(scripts/fetch-model.sh)\", then cargo test"
+)]
+async fn local_minilm_says_how_much_of_a_text_it_knows() {
+    let e = LocalEmbedder::load(&model_dir(), Precision::Int8, None, 128).unwrap();
+    let english = e.known_share("What did John say about his new job at the bakery?");
+    assert_eq!(english, 1.0);
+    let russian = e.known_share("В какие дни недели у Анны занятия испанским языком?");
+    assert!(russian < 0.3, "{russian}");
+    let german = e.known_share("Wann hat Jonas seine Führerscheinprüfung bestanden?");
+    assert!(german > russian && german < 0.7, "{german}");
+    // Each Japanese character is a word of its own, barely learned; a number after a word
+    // leaves the word known.
+    assert_eq!(e.known_share("私の犬の名前は何ですか？"), 0.0);
+    assert_eq!(e.known_share("What did I buy for my new iPhone15?"), 1.0);
+    // Numbers, punctuation and emoji say nothing of a language; nor does nothing.
+    for text in ["2023 ?! 🦀 12:30", "", "   "] {
+        assert_eq!(e.known_share(text), 1.0, "{text:?}");
+    }
+    // Words past the model's length count as what it reads: the start.
+    let long = format!("{} {}", "the cat sat ".repeat(100), "Анна ".repeat(200));
+    assert_eq!(e.known_share(&long), 1.0);
+    let fake = FakeLlmServer::start().await.unwrap();
+    let mut config = Config::defaults().embed;
+    config.base_url = fake.base_url();
+    let api = OpenAiEmbedder::new(&config, None).unwrap();
+    assert_eq!(api.known_share("В какие дни недели у Анны?"), 1.0);
+}
+
 /// Both models give the vectors of the published weights: reference vectors from a plain numpy
 /// forward pass of `model.safetensors` (`scripts/build-onnx-model.py --reference`), checked
 /// here against what the Rust side computes, so a package that changed under its name fails.

@@ -1475,7 +1475,122 @@ async fn a_short_turn_is_found_by_the_words_it_answers(s: Arc<dyn Store>) {
     );
 }
 
+/// An embedder that counts the texts it embeds, as `inner` embeds them.
+struct Counting {
+    inner: SharedEmbedder,
+    texts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl engram::embed::Embedder for Counting {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+    fn identity(&self) -> engram::domain::ModelIdentity {
+        self.inner.identity()
+    }
+    fn known_share(&self, text: &str) -> f64 {
+        self.inner.known_share(text)
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, engram::embed::EmbedError> {
+        let counted = std::sync::atomic::Ordering::SeqCst;
+        self.texts.fetch_add(texts.len(), counted);
+        self.inner.embed(texts).await
+    }
+}
+
+/// A question in words the embedder hardly knows weighs its vectors less: German to the
+/// English MiniLM (half its words known) with the list trusted in proportion, each message the
+/// vectors alone found scores lower than with the list at full weight; Russian (none known)
+/// is not embedded at all, and only BM25's finds remain. An English question's scores are
+/// the same either way.
+async fn vectors_weigh_less_on_words_the_model_does_not_know(s: Arc<dyn Store>) {
+    let w = World::new(s).await;
+    let Some(local) = w.embedder.clone() else {
+        return;
+    };
+    let counting = Arc::new(Counting {
+        inner: local,
+        texts: Default::default(),
+    });
+    let embedder: SharedEmbedder = counting.clone();
+    let embedded = || counting.texts.load(std::sync::atomic::Ordering::SeqCst);
+    let dm = w.dm(w.alice);
+    for (i, text) in [
+        "Анна ходит на занятия испанским по средам и пятницам",
+        "Игорь купил новый велосипед",
+        "Jonas hat seine Führerscheinprüfung im Mai bestanden",
+        "Wir fahren am Wochenende an die Ostsee",
+        "I adopted a golden retriever puppy named Biscuit",
+        "the quarterly tax forms are due soon",
+    ]
+    .iter()
+    .enumerate()
+    {
+        w.say(&dm, w.alice, &i.to_string(), text, t(1)).await;
+    }
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let w = &w;
+    // Each result's text, score, and whether the vectors found it, and BM25.
+    let scored = |known: f64, question: &'static str| {
+        let mut settings = w.settings();
+        settings.vector_known_share = known;
+        let retriever = Retriever::new(w.store.clone(), Some(embedder.clone()), settings);
+        let scopes = w.dm(w.alice).visible_scopes(w.alice);
+        async move {
+            let found = retriever
+                .search(question, &scopes, Some(w.alice), w.clock.now(), 10)
+                .await
+                .unwrap();
+            found
+                .into_iter()
+                .map(|r| {
+                    let score = (r.score * 1e9).round() as i64;
+                    let lists = (r.vector_rank.is_some(), r.bm25_rank.is_some());
+                    (r.message.text, (score, lists))
+                })
+                .collect::<std::collections::BTreeMap<_, _>>()
+        }
+    };
+    type Found = std::collections::BTreeMap<String, (i64, (bool, bool))>;
+    let by_vectors = |found: &Found| -> Vec<String> {
+        let found = found
+            .iter()
+            .filter(|(_, (_, lists))| *lists == (true, false));
+        found.map(|(t, _)| t.clone()).collect()
+    };
+    // Half the words known, trusted in proportion to a whole: each score lower.
+    let german = "Wann hat Jonas seine Führerscheinprüfung bestanden?";
+    let full = scored(0.0, german).await;
+    let half = scored(1.0, german).await;
+    assert!(!by_vectors(&full).is_empty(), "{full:?}");
+    for text in by_vectors(&full) {
+        assert!(half[&text].0 < full[&text].0, "{text}: {half:?} {full:?}");
+    }
+    // None known: the vectors find nothing; BM25's finds stay.
+    let russian = "В какие дни недели у Анны занятия испанским языком?";
+    let full = scored(0.0, russian).await;
+    let before = embedded();
+    let none = scored(0.5, russian).await;
+    assert_eq!(embedded(), before, "not embedded");
+    assert!(full.values().any(|(_, (vector, _))| *vector), "{full:?}");
+    assert!(none.values().all(|(_, (vector, _))| !vector), "{none:?}");
+    let lexical = "Анна ходит на занятия испанским по средам и пятницам";
+    assert!(none[lexical].1.1, "{none:?}");
+    // All known: the same.
+    let english = "what kind of dog do I have?";
+    let full = scored(0.0, english).await;
+    assert!(!by_vectors(&full).is_empty(), "{full:?}");
+    let before = embedded();
+    assert_eq!(scored(1.0, english).await, full);
+    assert_eq!(embedded(), before + 1, "embedded");
+}
+
 on_both_backends!(
+    vectors_weigh_less_on_words_the_model_does_not_know,
     an_answer_near_the_best_match_is_found,
     a_short_turn_is_found_by_the_words_it_answers,
     a_question_is_embedded_once_in_the_named_persons_first_person,
