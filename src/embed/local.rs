@@ -232,10 +232,11 @@ const FEWEST_WORDS: usize = 3;
 
 /// The share of `words` (each its text and its word pieces) that the model knows: one piece
 /// with a letter ("iphone ##15" is known), none unknown. Words without a letter (numbers,
-/// punctuation, emoji) say nothing of a language and are left out; a single letter outside
-/// ASCII (each Chinese or Japanese character is a word of its own, as is the Russian "в")
-/// is a piece the vocabulary holds but the model barely learned, so it counts as unknown.
-/// 1 when fewer than `FEWEST_WORDS` words hold a letter.
+/// punctuation, emoji) say nothing of a language and are left out; a word of one piece of one
+/// letter outside ASCII (each Chinese character, kanji too, is a word of its own, as is the
+/// Russian "в") is a piece the vocabulary holds but the model barely learned, so it counts as
+/// unknown, while the French "à" is read as "a". 1 when fewer than `FEWEST_WORDS` words hold
+/// a letter.
 fn share_known<'a>(words: impl IntoIterator<Item = (&'a str, &'a [&'a str])>) -> f64 {
     let has_letter = |t: &str| t.chars().any(char::is_alphabetic);
     let (mut known, mut all) = (0usize, 0usize);
@@ -247,7 +248,7 @@ fn share_known<'a>(words: impl IntoIterator<Item = (&'a str, &'a [&'a str])>) ->
         all += 1;
         let unknown = pieces.contains(&"[UNK]");
         let lettered = pieces.iter().filter(|p| has_letter(p)).count();
-        let lone_letter = letters == 1 && !text.is_ascii();
+        let lone_letter = letters == 1 && pieces.iter().any(|p| !p.is_ascii());
         if !unknown && lettered == 1 && !lone_letter {
             known += 1;
         }
@@ -405,8 +406,16 @@ mod tests {
         ];
         assert_eq!(share(digits), 1.0);
         // A lone letter outside ASCII: a character of its own, barely learned.
-        let japanese: &[(&str, &[&str])] = &[("私", &["私"]), ("の", &["の"]), ("犬", &["犬"])];
-        assert_eq!(share(japanese), 0.0);
+        let chinese: &[(&str, &[&str])] = &[("我", &["我"]), ("的", &["的"]), ("狗", &["狗"])];
+        assert_eq!(share(chinese), 0.0);
+        // The French "à" is the "a" the model knows.
+        let french: &[(&str, &[&str])] = &[
+            ("Il", &["il"]),
+            ("va", &["va"]),
+            ("à", &["a"]),
+            ("Lyon", &["lyon"]),
+        ];
+        assert_eq!(share(french), 1.0);
         let russian: &[(&str, &[&str])] = &[
             ("В", &["в"]),
             ("какие", &["как", "##ие"]),

@@ -1041,7 +1041,8 @@ fn scopes_key(scopes: &[Scope]) -> Vec<String> {
 }
 
 /// Each episode's rank (1 = best) from BM25 over whole conversations, their closed-memory
-/// vectors, and the best message similarity inside each (`by_message_vector`), fused. (The
+/// vectors, and the best message similarity inside each (`by_message_vector`), fused, the two
+/// vector lists weighing `trust` (`Retriever::vector_trust`). (The
 /// best BM25 message per episode was tried as a fourth list: no gain with vectors, a loss
 /// without.)
 fn episode_ranks(
@@ -1053,16 +1054,14 @@ fn episode_ranks(
 ) -> HashMap<i64, usize> {
     let ep_bm25: Vec<i64> = bm25.iter().map(|h| h.episode).collect();
     let ep_vec: Vec<i64> = vector.iter().map(|h| h.episode).collect();
-    // A list not trusted at all ranks nothing, not even last.
-    let lists: Vec<(f64, &[i64])> = [
-        (1.0, &ep_bm25[..]),
-        (trust, &ep_vec[..]),
-        (trust, by_message_vector),
-    ]
-    .into_iter()
-    .filter(|(weight, _)| *weight > 0.0)
-    .collect();
-    let episode_scores = fusion::rrf(&lists, k);
+    let episode_scores = fusion::rrf(
+        &[
+            (1.0, &ep_bm25[..]),
+            (trust, &ep_vec[..]),
+            (trust, by_message_vector),
+        ],
+        k,
+    );
     fusion::ranked(&episode_scores)
         .into_iter()
         .enumerate()
@@ -1159,7 +1158,6 @@ mod tests {
         };
         assert_eq!(first(1.0), 2);
         assert_eq!(first(0.4), 1);
-        assert_eq!(first(0.0), 1);
     }
 
     #[test]

@@ -1580,6 +1580,34 @@ async fn vectors_weigh_less_on_words_the_model_does_not_know(s: Arc<dyn Store>) 
     assert!(none.values().all(|(_, (vector, _))| !vector), "{none:?}");
     let lexical = "Анна ходит на занятия испанским по средам и пятницам";
     assert!(none[lexical].1.1, "{none:?}");
+    // A name among the hits asks again as that person would: not when none of the question
+    // is known (a search beside it, in a channel where Анна wrote). With the list trusted
+    // fully, the same question is embedded.
+    let anna = w.store.resolve_person(Platform::Discord, "anna", "Анна");
+    let anna = anna.await.unwrap();
+    let general = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    let yoga = "Я хожу на йогу по вторникам";
+    w.say(&general, anna, "g1", yoga, t(2)).await;
+    let in_general = |known: f64| {
+        let mut settings = w.settings();
+        settings.vector_known_share = known;
+        let retriever = Retriever::new(w.store.clone(), Some(embedder.clone()), settings);
+        let scopes = general.visible_scopes(w.alice);
+        async move {
+            let question = "Что Анна говорила про йогу и вторники?";
+            let found = retriever.search(question, &scopes, Some(w.alice), w.clock.now(), 10);
+            let found = found.await.unwrap();
+            found
+                .into_iter()
+                .map(|r| r.message.text)
+                .collect::<Vec<_>>()
+        }
+    };
+    let before = embedded();
+    assert_eq!(in_general(0.5).await, [yoga]);
+    assert_eq!(embedded(), before, "not embedded");
+    assert_eq!(in_general(0.0).await, [yoga]);
+    assert!(embedded() > before, "embedded");
     // All known: the same.
     let english = "what kind of dog do I have?";
     let full = scored(0.0, english).await;
