@@ -733,13 +733,13 @@ impl Retriever {
                 episodes,
             })
         };
+        // How much the vectors count, read in the question as asked (the first person the
+        // vector side may put in for a name is English whatever the question's language).
+        let vector_trust = self.vector_trust(text);
         // The vector side asks as the people the question names among the scopes' authors
         // ("What did James adopt?" as James would ask it: "What did I adopt?"). The authors
         // are kept a while; when they are not known yet they are read beside the embedding
         // of the question as written, which is made again only if it names one of them.
-        // Read in the question as asked: the first person the vector side may put in for a
-        // name is English whatever the question's language.
-        let vector_trust = self.vector_trust(text);
         let authors_key = self.embedder.as_ref().map(|_| scopes_key(scopes));
         let known = authors_key.as_ref().and_then(|k| {
             let cached = self.authors.get(k);
