@@ -338,46 +338,50 @@ fn season_or_year(words: &[&str], today: NaiveDate) -> Option<Window> {
 }
 
 /// A time relative to `now`: "today", "yesterday", "last week", "this month", "last Friday",
-/// "two weeks ago".
+/// "two weeks ago", and one more back: "the day before yesterday", "the night (week, weekend,
+/// month, year) before last".
 fn relative(words: &[&str], now: DateTime<Utc>) -> Option<Window> {
     let today = now.date_naive();
     let week_start = today - Duration::days(today.weekday().num_days_from_monday() as i64);
+    let weekend = |back: i64| days(week_start - Duration::days(7 * back - 5), 2);
+    let year = |y: i32| {
+        Some(Window {
+            from: day_start(NaiveDate::from_ymd_opt(y, 1, 1)?),
+            to: day_start(NaiveDate::from_ymd_opt(y + 1, 1, 1)?),
+        })
+    };
     for (i, w) in words.iter().enumerate() {
         let next = words.get(i + 1).copied().unwrap_or("");
         let prev = if i > 0 { words[i - 1] } else { "" };
+        // "The <unit> before yesterday/last": one unit further back than the word alone.
+        let before = (prev == "before" && i >= 2).then(|| words[i - 2]);
         match *w {
             "today" | "tonight" => return Some(days(today, 1)),
-            "yesterday" => return Some(days(today - Duration::days(1), 1)),
+            "yesterday" => {
+                let back = if before == Some("day") { 2 } else { 1 };
+                return Some(days(today - Duration::days(back), 1));
+            }
+            // "Last" ends the phrase ("the week before last", not "before last Friday").
+            "last" if !(UNITS.contains(&next) || weekday(next).is_some()) => match before {
+                Some("day" | "night") => return Some(days(today - Duration::days(2), 1)),
+                Some("week") => return Some(days(week_start - Duration::days(14), 7)),
+                Some("weekend") => return Some(weekend(2)),
+                Some("month") => return month_back(today, 2),
+                Some("year") => return year(today.year() - 2),
+                _ => {}
+            },
             "last" | "past" | "previous" | "this" => {
                 let this = *w == "this";
                 match next {
                     "night" if !this => return Some(days(today - Duration::days(1), 1)),
                     "week" if this => return Some(days(week_start, 7)),
                     "week" => return Some(days(week_start - Duration::days(7), 7)),
-                    "weekend" => {
-                        let sat = week_start - Duration::days(if this { -5 } else { 2 });
-                        return Some(days(sat, 2));
-                    }
-                    "month" => {
-                        let (y, m) = (today.year(), today.month());
-                        return if this {
-                            month(y, m)
-                        } else if m == 1 {
-                            month(y - 1, 12)
-                        } else {
-                            month(y, m - 1)
-                        };
-                    }
-                    "year" => {
-                        let y = if this { today.year() } else { today.year() - 1 };
-                        return Some(Window {
-                            from: day_start(NaiveDate::from_ymd_opt(y, 1, 1)?),
-                            to: day_start(NaiveDate::from_ymd_opt(y + 1, 1, 1)?),
-                        });
-                    }
+                    "weekend" => return Some(weekend(if this { 0 } else { 1 })),
+                    "month" => return month_back(today, if this { 0 } else { 1 }),
+                    "year" => return year(today.year() - if this { 0 } else { 1 }),
                     _ => {}
                 }
-                if let Some((_, wd)) = WEEKDAYS.iter().find(|(n, _)| *n == next) {
+                if let Some(wd) = weekday(next) {
                     let back = (today.weekday().num_days_from_monday() as i64
                         - wd.num_days_from_monday() as i64)
                         .rem_euclid(7);
@@ -388,7 +392,8 @@ fn relative(words: &[&str], now: DateTime<Utc>) -> Option<Window> {
             "ago" => {
                 // "<n> <unit> ago": a window around that point, as wide as one unit.
                 let unit = prev.trim_end_matches('s');
-                let n = if i >= 2 { number(words[i - 2]) } else { None }.unwrap_or(1);
+                let at = |back: usize| i.checked_sub(back).map_or("", |j| words[j]);
+                let n = count(at(2), at(3)).unwrap_or(1);
                 let span = match unit {
                     "day" => Duration::days(1),
                     "week" => Duration::days(7),
@@ -406,6 +411,20 @@ fn relative(words: &[&str], now: DateTime<Utc>) -> Option<Window> {
         }
     }
     None
+}
+
+/// The units "last" and "this" name a time of ("last week").
+const UNITS: [&str; 5] = ["night", "week", "weekend", "month", "year"];
+
+/// The weekday a word names ("friday").
+fn weekday(word: &str) -> Option<Weekday> {
+    WEEKDAYS.iter().find(|(n, _)| *n == word).map(|(_, wd)| *wd)
+}
+
+/// The calendar month `back` months before the one holding `today` (0: that month).
+fn month_back(today: NaiveDate, back: u32) -> Option<Window> {
+    let months = today.year() * 12 + today.month0() as i32 - back as i32;
+    month(months.div_euclid(12), months.rem_euclid(12) as u32 + 1)
 }
 
 /// A time a question names by an event rather than a date: "the week before the trip", "two
@@ -566,14 +585,19 @@ fn span_before(words: &[(&str, bool)], unit: usize) -> Option<Duration> {
         _ => return None,
     };
     let at = |i: Option<usize>| i.and_then(|i| words.get(i)).map_or("", |w| w.0);
-    let count = at(unit.checked_sub(1));
-    let n = match count {
-        "the" | "that" => 1,
-        "few" => 3,
-        "of" if at(unit.checked_sub(2)) == "couple" => 2,
-        _ => number(count)?,
-    };
+    let n = count(at(unit.checked_sub(1)), at(unit.checked_sub(2)))?;
     Some(Duration::days(days * n))
+}
+
+/// How many units the words before a unit say, `last` the one right before it and `earlier`
+/// the one before that: "the", "two", "a few" (3), "a couple of" (2).
+fn count(last: &str, earlier: &str) -> Option<i64> {
+    match last {
+        "the" | "that" => Some(1),
+        "few" => Some(3),
+        "of" if earlier == "couple" => Some(2),
+        _ => number(last),
+    }
 }
 
 impl Anchored {
@@ -630,6 +654,76 @@ mod tests {
         assert_eq!(w.from, at("2023-05-26T00:00:00Z"));
         let w = window("something two weeks ago", now).unwrap();
         assert!(w.contains(at("2023-05-17T12:00:00Z")) && !w.contains(now));
+        // Counted as spans before an event are: "a few" is three, "a couple of" two.
+        let w = window("a few days ago", now).unwrap();
+        assert!(w.contains(at("2023-05-27T12:00:00Z")) && !w.contains(at("2023-05-30T12:00:00Z")));
+        let w = window("a couple of weeks ago", now).unwrap();
+        assert!(w.contains(at("2023-05-17T12:00:00Z")) && !w.contains(at("2023-05-27T12:00:00Z")));
+        let w = window("a week ago", now).unwrap();
+        assert!(w.contains(at("2023-05-24T12:00:00Z")) && !w.contains(at("2023-05-17T12:00:00Z")));
+    }
+
+    #[test]
+    fn one_more_back_before_yesterday_or_last() {
+        // A Wednesday in January: the months before go back into the year before.
+        let now = at("2024-01-31T15:00:00Z");
+        let span = |q: &str| {
+            let w = window(q, now).unwrap_or_else(|| panic!("{q}: no window"));
+            (w.from, w.to)
+        };
+        let day = |d: &str| {
+            (
+                at(&format!("{d}T00:00:00Z")),
+                at(&format!("{d}T00:00:00Z")) + Duration::days(1),
+            )
+        };
+        assert_eq!(
+            span("what did I eat the day before yesterday?"),
+            day("2024-01-29")
+        );
+        assert_eq!(span("yesterday"), day("2024-01-30"));
+        assert_eq!(span("the night before last"), day("2024-01-29"));
+        assert_eq!(span("last night"), day("2024-01-30"));
+        assert_eq!(
+            span("where was I the week before last"),
+            (at("2024-01-15T00:00:00Z"), at("2024-01-22T00:00:00Z"))
+        );
+        assert_eq!(
+            span("the weekend before last"),
+            (at("2024-01-20T00:00:00Z"), at("2024-01-22T00:00:00Z"))
+        );
+        assert_eq!(
+            span("last weekend"),
+            (at("2024-01-27T00:00:00Z"), at("2024-01-29T00:00:00Z"))
+        );
+        assert_eq!(
+            span("the month before last"),
+            (at("2023-11-01T00:00:00Z"), at("2023-12-01T00:00:00Z"))
+        );
+        assert_eq!(
+            span("last month"),
+            (at("2023-12-01T00:00:00Z"), at("2024-01-01T00:00:00Z"))
+        );
+        assert_eq!(
+            span("this month"),
+            (at("2024-01-01T00:00:00Z"), at("2024-02-01T00:00:00Z"))
+        );
+        assert_eq!(
+            span("the year before last"),
+            (at("2022-01-01T00:00:00Z"), at("2023-01-01T00:00:00Z"))
+        );
+        // "Last" naming a day or unit of its own is that one ("the week before last Friday"
+        // is read as last Friday, the nearer of the two).
+        assert_eq!(span("the week before last Friday"), day("2024-01-26"));
+        // A message tells of the day it names, from when it was sent.
+        let told = told_time(
+            "the day before yesterday I went bowling",
+            at("2022-03-18T09:00:00Z"),
+        )
+        .unwrap();
+        assert_eq!((told.from, told.to), day("2022-03-16"));
+        // Before something else, it is no more back.
+        assert_eq!(span("the party before yesterday"), day("2024-01-30"));
     }
 
     #[test]
