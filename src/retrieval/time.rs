@@ -358,11 +358,16 @@ fn relative(words: &[&str], now: DateTime<Utc>) -> Option<Window> {
         match *w {
             "today" | "tonight" => return Some(days(today, 1)),
             "yesterday" => {
-                let back = if before == Some("day") { 2 } else { 1 };
+                let back = if matches!(before, Some("day" | "night")) {
+                    2
+                } else {
+                    1
+                };
                 return Some(days(today - Duration::days(back), 1));
             }
-            // "Last" ends the phrase ("the week before last", not "before last Friday").
-            "last" if !(UNITS.contains(&next) || weekday(next).is_some()) => match before {
+            // "Last" ends the phrase ("the week before last, I ..."; not "the week before last
+            // Friday", nor "the day before last Christmas").
+            "last" if ends_a_phrase(next) => match before {
                 Some("day" | "night") => return Some(days(today - Duration::days(2), 1)),
                 Some("week") => return Some(days(week_start - Duration::days(14), 7)),
                 Some("weekend") => return Some(weekend(2)),
@@ -413,8 +418,18 @@ fn relative(words: &[&str], now: DateTime<Utc>) -> Option<Window> {
     None
 }
 
-/// The units "last" and "this" name a time of ("last week").
-const UNITS: [&str; 5] = ["night", "week", "weekend", "month", "year"];
+/// Whether a phrase has ended before `next`, the word after it ("" at the end): a word
+/// that goes on a clause or starts another ("the week before last *did* I", "*I* went").
+fn ends_a_phrase(next: &str) -> bool {
+    next.is_empty()
+        || EVENT_ENDS.contains(&next)
+        || OWN.contains(&next)
+        || [
+            "you", "he", "she", "they", "it", "me", "us", "him", "her", "them", "his", "their",
+            "your", "its", "to", "at", "in", "on", "for", "with", "then", "so",
+        ]
+        .contains(&next)
+}
 
 /// The weekday a word names ("friday").
 fn weekday(word: &str) -> Option<Weekday> {
@@ -595,6 +610,7 @@ fn count(last: &str, earlier: &str) -> Option<i64> {
     match last {
         "the" | "that" => Some(1),
         "few" => Some(3),
+        "couple" => Some(2),
         "of" if earlier == "couple" => Some(2),
         _ => number(last),
     }
@@ -657,6 +673,8 @@ mod tests {
         // Counted as spans before an event are: "a few" is three, "a couple of" two.
         let w = window("a few days ago", now).unwrap();
         assert!(w.contains(at("2023-05-27T12:00:00Z")) && !w.contains(at("2023-05-30T12:00:00Z")));
+        let w = window("a couple weeks ago", now).unwrap();
+        assert!(w.contains(at("2023-05-17T12:00:00Z")) && !w.contains(at("2023-05-27T12:00:00Z")));
         let w = window("a couple of weeks ago", now).unwrap();
         assert!(w.contains(at("2023-05-17T12:00:00Z")) && !w.contains(at("2023-05-27T12:00:00Z")));
         let w = window("a week ago", now).unwrap();
@@ -724,6 +742,25 @@ mod tests {
         assert_eq!((told.from, told.to), day("2022-03-16"));
         // Before something else, it is no more back.
         assert_eq!(span("the party before yesterday"), day("2024-01-30"));
+        assert_eq!(span("the night before yesterday"), day("2024-01-29"));
+        assert_eq!(span("the day before last"), day("2024-01-29"));
+        assert_eq!(
+            span("the week before last I went to Paris"),
+            (at("2024-01-15T00:00:00Z"), at("2024-01-22T00:00:00Z"))
+        );
+        // "Before last" naming something else names no time ("last Christmas" is no
+        // unit back).
+        for q in [
+            "the night before last exam",
+            "the day before last day of school",
+            "a week before last Christmas",
+            "the week before last-minute packing",
+        ] {
+            assert_eq!(window(q, now), None, "{q}");
+        }
+        // Nor do they name an event of their own.
+        assert_eq!(anchored("the day before yesterday"), None);
+        assert_eq!(anchored("the week before last"), None);
     }
 
     #[test]
