@@ -26,6 +26,7 @@
 //! | [`config`] | settings and secrets: defaults, file, environment, checked before start |
 //! | [`app`] | the composition root: config, store, model, embedder, clock and memory wired into a bot, each part built once (`build_memory`, `build_bot`), and the background work started (`start_scheduler`, `start_indexer`) |
 //! | [`bench`] | `engram bench …`: benchmarks that print JSON |
+//! | [`huge_pages`] | start-up: the process starts again in place with malloc on transparent huge pages |
 //!
 //! The `engram` binary (`src/main.rs`) parses the command line, calls into these, and runs the
 //! commands that read or write a deployment offline (export, import, migrate, extract).
@@ -42,6 +43,7 @@ pub mod bot;
 pub mod config;
 pub mod domain;
 pub mod embed;
+pub mod huge_pages;
 pub mod ingest;
 pub mod jobs;
 pub mod linking;

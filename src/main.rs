@@ -374,6 +374,9 @@ struct EmbedArgs {
 }
 
 fn main() -> anyhow::Result<()> {
+    // First of all, before any thread starts: this returns only when the process did not
+    // start again on huge pages (see `huge_pages`).
+    let not_restarted = engram::huge_pages::restart_on_huge_pages();
     let cli = Cli::parse();
     // Before anything else: no configuration, no logging, nothing of the bot, and no async
     // runtime (its threads would start, and take address space, after the reader's memory
@@ -384,10 +387,10 @@ fn main() -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(run(cli))
+        .block_on(run(cli, not_restarted))
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+async fn run(cli: Cli, not_restarted: Option<std::io::Error>) -> anyhow::Result<()> {
     let config = match Config::load(cli.config.as_deref()) {
         Ok(c) => c,
         Err(e) => {
@@ -396,6 +399,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
     };
     init_logging(&config);
+    if let Some(e) = not_restarted {
+        tracing::warn!(error = %e, "could not start again on huge pages; memory stays on small pages");
+    }
     let secrets = Secrets::from_env();
     match cli.command.unwrap_or(Command::Run(ChatArgs {
         speaker: None,

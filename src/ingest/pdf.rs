@@ -67,6 +67,8 @@ impl PdfReader {
             // Nothing of the bot's (tokens, keys, the database) reaches the parser of a
             // hostile file.
             .env_clear()
+            // And it starts once: a short run gains nothing from huge pages.
+            .env(crate::huge_pages::OPT_OUT, "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -459,3 +459,86 @@ fn bench_retrieval_reads_group_chats_as_people() {
         "the side-by-side table: {err}"
     );
 }
+
+/// `engram` as it runs after start-up (the console chat, its banner read), with `env`: what
+/// its environment says and whether any of its memory was asked to be on huge pages (an
+/// `hg` among a mapping's VmFlags). Then its chat still answers, and it ends with its input.
+#[cfg(target_os = "linux")]
+fn started(env: &[(&str, &str)]) -> (Vec<String>, bool) {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_engram"));
+    cmd.arg("run")
+        .current_dir(dir.path())
+        .env_remove("GLIBC_TUNABLES")
+        .env("USER", "alice")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("ENGRAM") || k.ends_with("_TOKEN"))
+    {
+        cmd.env_remove(k);
+    }
+    cmd.env("ENGRAM__EMBED__PROVIDER", "none");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("engram starts");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    out.read_line(&mut banner).unwrap();
+    assert!(banner.contains("Engram is listening"), "{banner}");
+    // The process the test started, in its second start if it had one (same id).
+    let proc = format!("/proc/{}", child.id());
+    let environ: Vec<String> = std::fs::read(format!("{proc}/environ"))
+        .unwrap()
+        .split(|b| *b == 0)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    let smaps = std::fs::read_to_string(format!("{proc}/smaps")).unwrap();
+    let huge = smaps
+        .lines()
+        .filter_map(|l| l.strip_prefix("VmFlags:"))
+        .any(|flags| flags.split_whitespace().any(|f| f == "hg"));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"remember that I love Rust\n").unwrap();
+    drop(stdin);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(rest.contains("Got it, I'll remember that"), "{rest}");
+    (environ, huge)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn memory_is_on_huge_pages_where_the_kernel_gives_them_on_request() {
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if !thp.contains("[madvise]") {
+        // Given to every process, or to none: there is nothing to start again for.
+        eprintln!("skipped: transparent huge pages are not given on request here ({thp})");
+        return;
+    }
+    let tunable = |environ: &[String]| {
+        environ
+            .iter()
+            .any(|v| v.starts_with("GLIBC_TUNABLES=") && v.contains("glibc.malloc.hugetlb=1"))
+    };
+    let second_start =
+        |environ: &[String]| environ.iter().any(|v| v == "ENGRAM_HUGE_PAGES=started");
+    let (environ, huge) = started(&[]);
+    assert!(tunable(&environ), "{environ:?}");
+    assert!(second_start(&environ), "{environ:?}");
+    assert!(huge, "some mapping asked for huge pages");
+    // The operator's choice: as the system gives it.
+    let (environ, huge) = started(&[("ENGRAM_HUGE_PAGES", "0")]);
+    assert!(!tunable(&environ), "{environ:?}");
+    assert!(!second_start(&environ), "{environ:?}");
+    assert!(!huge, "no mapping asked for huge pages");
+    // Another tunable set: the setting is added (glibc shows only the first tunable in the
+    // variable as it reads it; the memory shows the second took effect).
+    let (environ, huge) = started(&[("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=131072")]);
+    assert!(second_start(&environ), "{environ:?}");
+    assert!(huge, "some mapping asked for huge pages");
+}
