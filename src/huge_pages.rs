@@ -88,8 +88,14 @@ pub fn restart_on_huge_pages() -> Option<std::io::Error> {
         &thp,
         std::env::var_os(OPT_OUT).as_ref(),
     )?;
+    // The program's own path (what /proc/self/exe names): started as /proc/self/exe, the
+    // process would be called "exe" in ps and top.
+    let program = match std::env::current_exe() {
+        Ok(path) => path,
+        Err(e) => return Some(e),
+    };
     let mut args = std::env::args_os();
-    let mut again = std::process::Command::new("/proc/self/exe");
+    let mut again = std::process::Command::new(program);
     if let Some(name) = args.next() {
         again.arg0(name);
     }
