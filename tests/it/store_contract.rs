@@ -1548,6 +1548,50 @@ async fn neighbours_stay_in_channel_scope_and_time(s: Arc<dyn Store>) {
     assert_eq!(wide[0].before.map(|a| a.id), Some(third));
 }
 
+/// A neighbour's length is its text's in characters (not bytes), however long the text: one
+/// PostgreSQL keeps compressed is counted as it reads, and the count is the stored text's.
+async fn neighbour_lengths_are_characters_of_long_texts(s: Arc<dyn Store>) {
+    let lab = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    let a = s
+        .resolve_person(Platform::Console, "alice", "Alice")
+        .await
+        .unwrap();
+    // 6,600 characters in 8,400 bytes, well past the 2 kB from which PostgreSQL compresses.
+    let long = "über grüße ".repeat(600);
+    let texts = [long.as_str(), "ja", "naïve café"];
+    let ids = s
+        .insert_messages(
+            &texts
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    let at = t(1) + Duration::minutes(i as i64);
+                    msg(lab, Scope::Space(lab), a, &format!("c{i}"), text, at)
+                })
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap();
+    let got = s
+        .neighbours(&[ids[1]], Duration::minutes(30))
+        .await
+        .unwrap();
+    let lengths = got.iter().map(|n| {
+        let chars = |a: Option<engram::store::Adjacent>| a.map(|a| (a.id, a.chars));
+        (chars(n.before), chars(n.after))
+    });
+    assert_eq!(
+        lengths.collect::<Vec<_>>(),
+        [(Some((ids[0], 6_600)), Some((ids[2], 10)))],
+        "{} and {} bytes",
+        texts[0].len(),
+        texts[2].len()
+    );
+}
+
 async fn messages_by_time_and_id_leave_withheld_and_other_scopes_out(s: Arc<dyn Store>) {
     let (lab, a, ids) = conversation(&s).await;
     let from = t(1);
@@ -2093,6 +2137,7 @@ on_both_backends!(
     bm25_scores_are_the_formulas_over_the_searched_scopes,
     episode_bm25_scores_are_the_formulas_over_the_searched_scopes,
     neighbours_stay_in_channel_scope_and_time,
+    neighbour_lengths_are_characters_of_long_texts,
     nearby_reads_two_places_each_side,
     messages_by_time_and_id_leave_withheld_and_other_scopes_out,
     authors_are_the_people_who_wrote_in_the_scopes,
