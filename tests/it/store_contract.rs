@@ -1417,9 +1417,8 @@ async fn vector_spaces_never_mix(s: Arc<dyn Store>) {
     assert_eq!(found(hits)[0], ids[0]);
 }
 
-/// One conversation in #general of "lab" with the traps a neighbour must not come from: a
-/// withheld message, another channel, a DM in the same channel, a long pause.
-async fn conversation(s: &Arc<dyn Store>) -> (SpaceId, PersonId, Vec<MessageId>) {
+/// The group "lab" and Alice.
+async fn lab_and_alice(s: &Arc<dyn Store>) -> (SpaceId, PersonId) {
     let lab = s
         .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
         .await
@@ -1428,6 +1427,13 @@ async fn conversation(s: &Arc<dyn Store>) -> (SpaceId, PersonId, Vec<MessageId>)
         .resolve_person(Platform::Console, "alice", "Alice")
         .await
         .unwrap();
+    (lab, a)
+}
+
+/// One conversation in #general of "lab" with the traps a neighbour must not come from: a
+/// withheld message, another channel, a DM in the same channel, a long pause.
+async fn conversation(s: &Arc<dyn Store>) -> (SpaceId, PersonId, Vec<MessageId>) {
+    let (lab, a) = lab_and_alice(s).await;
     let m = |ext: &str, text: &str, minutes: i64| {
         msg(
             lab,
@@ -1551,14 +1557,7 @@ async fn neighbours_stay_in_channel_scope_and_time(s: Arc<dyn Store>) {
 /// A neighbour's length is its text's in characters (not bytes), however long the text: one
 /// PostgreSQL keeps compressed is counted as it reads, and the count is the stored text's.
 async fn neighbour_lengths_are_characters_of_long_texts(s: Arc<dyn Store>) {
-    let lab = s
-        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
-        .await
-        .unwrap();
-    let a = s
-        .resolve_person(Platform::Console, "alice", "Alice")
-        .await
-        .unwrap();
+    let (lab, a) = lab_and_alice(&s).await;
     // 6,600 characters in 8,400 bytes, well past the 2 kB from which PostgreSQL compresses.
     let long = "über grüße ".repeat(600);
     let texts = [long.as_str(), "ja", "naïve café"];
