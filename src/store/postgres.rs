@@ -275,6 +275,16 @@ pub(super) mod shared {
     }
     pub(in crate::store) use in_list_or_all;
 
+    /// The length in characters of the text of the message `$m`: the stored `chars`
+    /// (migration 0031), since counting a long text, which the server keeps compressed,
+    /// decompresses it.
+    macro_rules! chars_of {
+        ($m:literal) => {
+            concat!($m, ".chars")
+        };
+    }
+    pub(in crate::store) use chars_of;
+
     /// Locks the rows a SELECT read until the transaction ends.
     macro_rules! for_update {
         () => {

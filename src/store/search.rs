@@ -515,8 +515,7 @@ on_both_backends! {
             let asked: Vec<i64> = ids.iter().map(|i| i.0).collect();
             // Each side is one seek of the channel's time index, made once (MATERIALIZED: an
             // inlined CTE runs them again for the lengths); one round trip in all. The lengths
-            // are the stored `chars` (migration 0031): PostgreSQL counting a long text
-            // decompresses it.
+            // are `chars_of!` each backend.
             let rows: Vec<(i64, Option<i64>, Option<i64>, Option<i64>, Option<i64>)> =
                 sqlx::query_as(concat!(
                     "WITH adjacent AS MATERIALIZED (SELECT m.id, ",
@@ -527,10 +526,12 @@ on_both_backends! {
                      FROM messages m WHERE m.id ",
                     in_list!(1),
                     ") SELECT a.id, \
-                         a.before_id, (SELECT CAST(b.chars AS BIGINT) FROM messages b \
-                                       WHERE b.id = a.before_id), \
-                         a.after_id, (SELECT CAST(n.chars AS BIGINT) FROM messages n \
-                                      WHERE n.id = a.after_id) \
+                         a.before_id, (SELECT CAST(",
+                    chars_of!("b"),
+                    " AS BIGINT) FROM messages b WHERE b.id = a.before_id), \
+                         a.after_id, (SELECT CAST(",
+                    chars_of!("n"),
+                    " AS BIGINT) FROM messages n WHERE n.id = a.after_id) \
                        FROM adjacent a"
                 ))
                 .bind(list(&asked))

@@ -142,6 +142,15 @@ pub(super) mod shared {
     }
     pub(in crate::store) use in_list_or_all;
 
+    /// The length in characters of the text of the message `$m`: counted as it is read
+    /// (SQLite keeps texts uncompressed).
+    macro_rules! chars_of {
+        ($m:literal) => {
+            concat!("LENGTH(", $m, ".text)")
+        };
+    }
+    pub(in crate::store) use chars_of;
+
     /// Locks the rows a SELECT read until the transaction ends: nothing on SQLite, where a
     /// write transaction holds the whole database from its BEGIN.
     macro_rules! for_update {
