@@ -515,7 +515,7 @@ on_both_backends! {
             let asked: Vec<i64> = ids.iter().map(|i| i.0).collect();
             // Each side is one seek of the channel's time index, made once (MATERIALIZED: an
             // inlined CTE runs them again for the lengths); one round trip in all. The lengths
-            // are `chars_of!` each backend.
+            // are `chars_of!`: stored on PostgreSQL, counted on SQLite.
             let rows: Vec<(i64, Option<i64>, Option<i64>, Option<i64>, Option<i64>)> =
                 sqlx::query_as(concat!(
                     "WITH adjacent AS MATERIALIZED (SELECT m.id, ",
