@@ -516,8 +516,9 @@ fn register_extensions() {
         // No memory statistics: with them every allocation and free inside SQLite takes one
         // process-wide mutex, and a search's rows are copied on a connection's thread while
         // the rows before them are freed on the runtime's, so the two threads queued on it
-        // (dev60, a question's searches on 2 cores: 150 -> 128 futex calls; each question
-        // of both dev sets a median 1.6 ms faster). Only sqlite3_memory_used,
+        // (dev60, a question's searches on 2 cores: 150 -> 128 futex calls; with the row
+        // queue of `connect`, each question a median 0.4 ms faster on dev60 and 0.9 ms on
+        // groupchat_dev2, two pairs in turn). Only sqlite3_memory_used,
         // sqlite3_memory_highwater, sqlite3_status64 and the heap limits (their pragmas are
         // no longer enforced) read them; nothing here uses any. It must come before SQLite
         // initializes (`sqlite3_auto_extension` below initializes it); after that SQLite
