@@ -1554,8 +1554,8 @@ async fn neighbours_stay_in_channel_scope_and_time(s: Arc<dyn Store>) {
     assert_eq!(wide[0].before.map(|a| a.id), Some(third));
 }
 
-/// A neighbour's length is its text's in characters (not bytes), however long the text: one
-/// PostgreSQL keeps compressed is counted as it reads, and the count is the stored text's.
+/// A neighbour's length is its text's in characters (not bytes), however long the text: for
+/// one PostgreSQL keeps compressed, the length stored with it (migration 0031) is the text's.
 async fn neighbour_lengths_are_characters_of_long_texts(s: Arc<dyn Store>) {
     let (lab, a) = lab_and_alice(&s).await;
     // 6,600 characters in 8,400 bytes, well past the 2 kB from which PostgreSQL compresses.
