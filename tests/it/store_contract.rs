@@ -2353,44 +2353,53 @@ async fn postgres_deleted_messages_are_never_found() {
 }
 
 postgres_test! {
-/// BM25 over messages and over episodes runs on connections that plan each statement once
-/// (a generic plan), not once for each question's terms and scopes.
+/// BM25 over messages and over episodes, the hits' neighbours, the best results' and the
+/// scopes' authors run on connections that plan each statement once (a generic plan), not
+/// once for each question's terms, ids and scopes.
 async fn postgres_lexical_searches_are_planned_once() {
     use engram::store::SearchIndex;
     let url = fresh_postgres_url().await;
     let s = postgres_store_of_4(&url).await;
     let scope = lab_with_plans(&s).await;
     let scopes = std::slice::from_ref(&scope);
+    // The two messages are an hour apart: each is the other's neighbour.
+    let gap = Duration::hours(2);
     for word in ["secret", "plans", "public"] {
         let terms = query_terms(word, 4);
-        assert_eq!(
-            s.search_messages(scopes, &terms, Bm25::default(), 5).await.unwrap().len(),
-            if word == "plans" { 2 } else { 1 }
-        );
+        let hits = s.search_messages(scopes, &terms, Bm25::default(), 5).await.unwrap();
+        assert_eq!(hits.len(), if word == "plans" { 2 } else { 1 });
         s.search_episodes(scopes, &terms, Bm25::default(), 5).await.unwrap();
+        let ids: Vec<MessageId> = hits.iter().map(|h| h.message.id).collect();
+        // Positive controls: each statement ran and found what is there.
+        assert_eq!(s.neighbours(&ids, gap).await.unwrap().len(), ids.len());
+        assert_eq!(s.nearby(&ids, gap).await.unwrap().len(), ids.len());
+        assert_eq!(s.authors_in(scopes).await.unwrap().len(), 1);
     }
-    // Every connection the searches may have used (the pool holds at most 2), at once.
-    let (mut one, mut two) = (
-        s.searches().acquire().await.unwrap(),
-        s.searches().acquire().await.unwrap(),
-    );
+    // Every connection the searches may have used (the pool holds at most 3), at once.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(s.searches().acquire().await.unwrap());
+    }
     let mut prepared: Vec<(String, i64, i64)> = Vec::new();
-    for c in [&mut *one, &mut *two] {
+    for c in &mut held {
         prepared.extend(
             sqlx::query_as(
                 "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements",
             )
-            .fetch_all(c)
+            .fetch_all(&mut **c)
             .await
             .unwrap(),
         );
     }
-    // Each search's statement ran three times, each time on its generic plan (a plan for its
-    // values would count as custom); the episodes' also once on each connection as the store
-    // opened (the messages' was planned at limit 1 then: a statement of its own).
+    // Each statement ran three times, each time on its generic plan (a plan for its values
+    // would count as custom); the episodes' also once on each connection as the store opened
+    // (the messages' was planned at limit 1 then: a statement of its own).
     for (search, marker, expected) in [
-        ("messages", "o.message_id DESC LIMIT 5)", 3),
-        ("episodes", "episode_terms", 3 + 2),
+        ("BM25 over messages", "o.message_id DESC LIMIT 5)", 3),
+        ("BM25 over episodes", "episode_terms", 3 + 3),
+        ("neighbours", "WITH adjacent AS MATERIALIZED", 3),
+        ("nearby", "q.is_command ORDER BY q.sent_at, q.id LIMIT 1 OFFSET 1)", 3),
+        ("authors", "WITH RECURSIVE a(scope, id)", 3),
     ] {
         let runs: Vec<(i64, i64)> = prepared
             .iter()
@@ -2399,7 +2408,7 @@ async fn postgres_lexical_searches_are_planned_once() {
             .collect();
         let generic: i64 = runs.iter().map(|r| r.0).sum();
         let custom: i64 = runs.iter().map(|r| r.1).sum();
-        assert_eq!((generic, custom), (expected, 0), "BM25 over {search}: {prepared:?}");
+        assert_eq!((generic, custom), (expected, 0), "{search}: {prepared:?}");
     }
     // Every other statement keeps plans for its values (the vector searches' generic plans
     // read the wrong index).
@@ -2411,7 +2420,7 @@ async fn postgres_lexical_searches_are_planned_once() {
 }
 }
 
-/// A PostgreSQL store on `url` whose pool holds 4 connections (its searches' pool: 2), each
+/// A PostgreSQL store on `url` whose pool holds 4 connections (its searches' pool: 3), each
 /// pinged before every use.
 async fn postgres_store_of_4(url: &str) -> engram::store::postgres::PostgresStore {
     postgres_store_of_4_pinging_after(url, std::time::Duration::ZERO).await
@@ -2442,21 +2451,21 @@ async fn postgres_connections_are_open_from_the_start_and_replaced_when_ended() 
     let _alone = ENDING_CONNECTIONS.lock().await;
     let url = fresh_postgres_url().await;
     let s = postgres_store_of_4(&url).await;
-    assert_eq!((s.pool().size(), s.searches().size()), (4, 2));
+    assert_eq!((s.pool().size(), s.searches().size()), (4, 3));
     let scope = lab_with_plans(&s).await;
     let asked = || asked_about_plans(&s, &scope);
-    assert_eq!(asked().await.unwrap(), (2, 1));
+    assert_eq!(asked().await.unwrap(), (2, 2));
     assert_eq!(
         end_every_connection(&url).await,
-        6,
+        7,
         "both pools' connections, all open, are ended"
     );
-    assert_eq!(asked().await.unwrap(), (2, 1));
+    assert_eq!(asked().await.unwrap(), (2, 2));
 }
 }
 
 /// What the connection tests ask of `lab_with_plans`'s scope: BM25 over it (on the searches'
-/// pool) and its authors (on the main pool).
+/// pool) and the messages found, read by id (on the main pool).
 async fn asked_about_plans(
     s: &engram::store::postgres::PostgresStore,
     scope: &Scope,
@@ -2466,8 +2475,9 @@ async fn asked_about_plans(
     let found = s
         .search_messages(scopes, &query_terms("plans", 4), Bm25::default(), 5)
         .await?;
-    let authors = s.authors_in(scopes).await?;
-    Ok((found.len(), authors.len()))
+    let ids: Vec<MessageId> = found.iter().map(|h| h.message.id).collect();
+    let read = s.messages_by_id(&ids).await?;
+    Ok((found.len(), read.len()))
 }
 
 /// Ends every client connection to `url`'s database but the caller's, each gone when this
@@ -2497,13 +2507,13 @@ async fn postgres_after_a_lost_connection_the_others_are_pinged() {
     let s = postgres_store_of_4_pinging_after(&url, std::time::Duration::from_secs(600)).await;
     let scope = lab_with_plans(&s).await;
     let asked = || asked_about_plans(&s, &scope);
-    assert_eq!(asked().await.unwrap(), (2, 1));
-    assert_eq!(end_every_connection(&url).await, 6);
+    assert_eq!(asked().await.unwrap(), (2, 2));
+    assert_eq!(end_every_connection(&url).await, 7);
     let first = asked()
         .await
         .expect_err("used a moment ago, the search's connection is given unpinged");
     assert!(first.connection_lost(), "{first}");
-    assert_eq!(asked().await.unwrap(), (2, 1));
+    assert_eq!(asked().await.unwrap(), (2, 2));
 }
 }
 
@@ -2529,7 +2539,7 @@ async fn postgres_a_search_outlives_its_lost_connection() {
         hits.len()
     };
     assert_eq!(found().await, 2);
-    assert_eq!(end_every_connection(&url).await, 6);
+    assert_eq!(end_every_connection(&url).await, 7);
     assert_eq!(found().await, 2);
 }
 }
@@ -3177,7 +3187,7 @@ async fn postgres_searches_are_planned_before_a_question_needs_them() {
     let url = fresh_postgres_url().await;
     let s = postgres_store_of_4(&url).await;
     let opened = planned_searches(&s).await;
-    assert_eq!(opened.len(), 2, "{opened:?}");
+    assert_eq!(opened.len(), 3, "{opened:?}");
     for (messages, episodes) in opened.values() {
         assert_eq!((messages, *episodes), (&BTreeMap::from([(1, 1)]), 1), "{opened:?}");
     }
@@ -3201,10 +3211,10 @@ async fn postgres_searches_are_planned_before_a_question_needs_them() {
         assert!([1, 2].contains(&messages[&7]), "{maintained:?}");
     }
     let searched: i64 = maintained.values().map(|(m, _)| m[&7]).sum();
-    assert_eq!(searched, 3, "one search and one planning on each: {maintained:?}");
-    assert_eq!(end_every_connection(&url).await, 6);
+    assert_eq!(searched, 4, "one search and one planning on each: {maintained:?}");
+    assert_eq!(end_every_connection(&url).await, 7);
     let reopened = planned_searches(&s).await;
-    assert_eq!(reopened.len(), 2, "{reopened:?}");
+    assert_eq!(reopened.len(), 3, "{reopened:?}");
     for (pid, (messages, episodes)) in &reopened {
         assert!(!maintained.contains_key(pid), "{pid} was ended: {reopened:?}");
         assert_eq!((messages, *episodes), (&BTreeMap::from([(7, 1)]), 1), "{reopened:?}");
