@@ -15,11 +15,6 @@ use std::time::Duration;
 /// The scope the lexical searches are planned with (`warm_searches`): no message has it.
 const WARMING_SCOPE: &str = "engram:warming";
 
-/// The searches' statements one question runs at once (`searches`): BM25 over messages (then
-/// its hits' neighbours), BM25 over episodes, and the scopes' authors beside the question's
-/// embedding. That many search connections are opened at start-up and kept open.
-const SEARCHES_AT_ONCE: u32 = 3;
-
 /// NOTIFY channel on which writers announce changes that other processes' caches hold.
 const CHANGES_CHANNEL: &str = "engram_changes";
 
@@ -540,16 +535,16 @@ impl PostgresStore {
         )
         .await
         .map_err(|e| open_err(e.into()))?;
-        // BM25 over messages and over episodes, the hits' neighbours, the best results'
-        // (`nearby`) and the scopes' authors, on connections of their own whose statements
-        // are planned once (a generic plan, kept until ANALYZE changes the statistics) instead
-        // of for each question's terms, ids and scopes: their shape is fixed by the statements
-        // themselves (materialized postings, then primary-key reads and seeks of the
-        // channel's time index), so each question's own plan only cost time (0.5 ms of
-        // planning each, beside the question's embedding on the same cores). Not every
-        // statement: the vector searches' generic plans scan the wrong index (dev60: 1.2 ->
-        // 5.8 ms). Half the pool's size, at least `SEARCHES_AT_ONCE`. Each is planned as it
-        // opens (`warm_searches_on`).
+        // BM25 over messages and over episodes, the hits' neighbours and the best results'
+        // (`nearby`), on connections of their own whose statements are planned once (a
+        // generic plan, kept until ANALYZE changes the statistics) instead of for each
+        // question's terms and ids: their shape is fixed by the statements themselves
+        // (materialized postings, then primary-key reads and seeks of the channel's time
+        // index), so each question's own plan only cost time (0.5 ms of planning each,
+        // beside the question's embedding on the same cores). Not every statement: the
+        // vector searches' generic plans scan the wrong index (dev60: 1.2 -> 5.8 ms). Half
+        // the pool's size (at least 2, the two BM25 searches of one question; the neighbours
+        // follow the messages'). Each is planned as it opens (`warm_searches_on`).
         let searched_limits = SearchedLimits::default();
         let asked = searched_limits.clone();
         let planned_as_opened = PgPoolOptions::new().after_connect(move |conn, _| {
@@ -566,8 +561,8 @@ impl PostgresStore {
         });
         let searches = pool_of(
             planned_as_opened,
-            (settings.max_connections / 2).max(SEARCHES_AT_ONCE),
-            SEARCHES_AT_ONCE,
+            (settings.max_connections / 2).max(2),
+            2,
             options.options([("plan_cache_mode", "force_generic_plan")]),
         )
         .await

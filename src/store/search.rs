@@ -625,8 +625,10 @@ on_both_backends! {
             // From each scope's first author to its next, a seek each in the index of people's
             // own messages: as many steps as there are authors, however many messages or
             // people the database holds. (A check of every person in the database took 29 ms
-            // with 100,000 people on SQLite, for a chat of two and 300 messages.) On the
-            // searches' connections, planned once (0.5 ms each time otherwise).
+            // with 100,000 people on SQLite, for a chat of two and 300 messages.) Planned
+            // for each question's scopes (not on the searches' connections): a generic plan
+            // cannot tell a chat of two from a server of thousands, and could read every
+            // person to join them.
             let rows: Vec<(i64, String)> = sqlx::query_as(concat!(
                 "WITH RECURSIVE a(scope, id) AS (SELECT s.value, (SELECT MIN(m.author_id) FROM messages m",
                 indexed_by!("messages_said_by_scope"),
@@ -639,7 +641,7 @@ on_both_backends! {
                  SELECT DISTINCT p.id, p.display_name FROM a CROSS JOIN people p WHERE p.id = a.id ORDER BY p.id"
             ))
             .bind(list(&keys))
-            .fetch_all(self.searches())
+            .fetch_all(self.pool())
             .await
             .map_err(db_err)?;
             Ok(rows
