@@ -256,6 +256,13 @@ impl NgramsToRead {
     pub fn detect(&self) -> Option<Language> {
         by_ngrams(&self.0)
     }
+
+    /// The language lingua most often chooses for such a start (mostly Latin letters, with
+    /// too few function words to tell): English, which it is given whenever it comes close.
+    /// What work can start in before `detect` has answered.
+    pub fn likely(&self) -> Option<Language> {
+        Script::Latin.fallback()
+    }
 }
 
 /// [`detect`] as far as the script and the function words go, in microseconds: most chat

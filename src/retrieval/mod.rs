@@ -692,46 +692,30 @@ impl Retriever {
         };
         let lexical = async {
             // The question's language (its words are read in it: BM25's terms, word pairs).
-            // Its script or function words tell it here at once; the n-grams, when needed,
-            // run on a thread of their own beside the embedding, or here when there is none.
-            // (On a thread every time, the searches waited up to 4 ms for a core behind the
-            // embedding on 2 cores.)
-            let language = match (language::detect_quickly(text), &self.embedder) {
-                (Quickly::Told(language), _) => language,
-                (Quickly::ByNgrams(start), Some(_)) => {
-                    // As a call in place would: a panic in detection goes on as that panic.
-                    tokio::task::spawn_blocking(move || start.detect())
-                        .await
-                        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+            // Its script or function words tell it here at once. When only lingua's n-grams
+            // can, they run on a thread of their own while the searches start in the language
+            // they most often say (`NgramsToRead::likely`), and run again in theirs when it is
+            // another. (Waiting for the n-grams first held the searches 2-7 ms behind them on
+            // 2 cores, beside the embedding: 10 of dev60's 60 questions.)
+            match language::detect_quickly(text) {
+                Quickly::Told(language) => self.lexical(text, language, scopes, bm25).await,
+                Quickly::ByNgrams(start) => {
+                    let likely = start.likely();
+                    let detected = async {
+                        // As a call in place would: a panic in detection goes on as that panic.
+                        tokio::task::spawn_blocking(move || start.detect())
+                            .await
+                            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+                    };
+                    let (found, language) =
+                        tokio::join!(self.lexical(text, likely, scopes, bm25), detected);
+                    if language == likely {
+                        found
+                    } else {
+                        self.lexical(text, language, scopes, bm25).await
+                    }
                 }
-                (Quickly::ByNgrams(start), None) => start.detect(),
-            };
-            let terms = query_terms_in(text, self.settings.max_query_terms, language);
-            let messages = async {
-                let hits = self
-                    .store
-                    .search_messages(scopes, &terms, bm25, c * CONTEXT_FETCH)
-                    .await?;
-                let in_context = async {
-                    let neighbours = self.neighbours_of(&hits).await?;
-                    self.read_in_context(&hits, &neighbours, scopes).await
-                };
-                let (in_context, phrases) =
-                    tokio::join!(in_context, self.phrases_in(text, language, &hits));
-                let (in_context, read) = in_context?;
-                Ok::<_, StoreError>((hits, in_context, read, phrases))
-            };
-            let ((hits, in_context, read, phrases), episodes) = tokio::try_join!(
-                messages,
-                self.store.search_episodes(scopes, &terms, bm25, e),
-            )?;
-            Ok::<_, StoreError>(Lexical {
-                hits,
-                in_context,
-                read,
-                phrases,
-                episodes,
-            })
+            }
         };
         // How much the vectors count, read in the question as asked (the first person the
         // vector side may put in for a name is English whatever the question's language).
@@ -817,6 +801,49 @@ impl Retriever {
             window,
             named: named.into_keys().collect(),
             vector_trust,
+        })
+    }
+
+    /// The lexical line of `candidates`, `text` read in `language`: BM25 over messages, then
+    /// their neighbours (and the list in context with the neighbours on it read) and the
+    /// question's word pairs in the best of them, beside BM25 over episodes.
+    async fn lexical(
+        &self,
+        text: &str,
+        language: Option<language::Language>,
+        scopes: &[Scope],
+        bm25: Bm25,
+    ) -> Result<Lexical, StoreError> {
+        let terms = query_terms_in(text, self.settings.max_query_terms, language);
+        let messages = async {
+            let hits = self
+                .store
+                .search_messages(
+                    scopes,
+                    &terms,
+                    bm25,
+                    self.settings.candidates * CONTEXT_FETCH,
+                )
+                .await?;
+            let in_context = async {
+                let neighbours = self.neighbours_of(&hits).await?;
+                self.read_in_context(&hits, &neighbours, scopes).await
+            };
+            let (in_context, phrases) =
+                tokio::join!(in_context, self.phrases_in(text, language, &hits));
+            let (in_context, read) = in_context?;
+            Ok::<_, StoreError>((hits, in_context, read, phrases))
+        };
+        let episodes =
+            self.store
+                .search_episodes(scopes, &terms, bm25, self.settings.episode_candidates);
+        let ((hits, in_context, read, phrases), episodes) = tokio::try_join!(messages, episodes)?;
+        Ok(Lexical {
+            hits,
+            in_context,
+            read,
+            phrases,
+            episodes,
         })
     }
 

@@ -1617,8 +1617,56 @@ async fn vectors_weigh_less_on_words_the_model_does_not_know(s: Arc<dyn Store>) 
     assert_eq!(embedded(), before + 1, "embedded");
 }
 
+/// A question whose language only lingua's n-grams tell (no function words) is searched in
+/// that language, although the searches start in English before lingua answers: the German
+/// question finds the German message only by German stems. Its English terms find nothing
+/// (the control: a search left in English would miss it), and an English question of the
+/// same kind is found as before.
+async fn a_question_only_ngrams_tell_is_searched_in_their_language(s: Arc<dyn Store>) {
+    use engram::domain::language::{self, Language, Quickly};
+    let w = World::new(s).await;
+    let dm = w.dm(w.alice);
+    let german = "Jonas hat seine Führerscheinprüfungen endlich bestanden, sagt er";
+    let english = "my sister finally passed her driving tests yesterday";
+    w.say(&dm, w.alice, "1", german, t(1)).await;
+    w.say(&dm, w.alice, "2", english, t(2)).await;
+    let question = "Führerscheinprüfung bestanden?";
+    let Quickly::ByNgrams(start) = language::detect_quickly(question) else {
+        panic!("the function words told {question:?}: it must need the n-grams");
+    };
+    assert_eq!(start.detect(), Some(Language::German));
+    assert_eq!(start.likely(), Some(Language::English));
+    let in_english = engram::store::query_terms_in(question, 32, Some(Language::English));
+    let scopes = dm.visible_scopes(w.alice);
+    let found = w
+        .store
+        .search_messages(&scopes, &in_english, Bm25::default(), 10);
+    assert!(
+        found.await.unwrap().is_empty(),
+        "English terms {in_english:?}"
+    );
+    let best = async |retriever: &Retriever, asked: &str| {
+        let found = retriever.search(asked, &scopes, Some(w.alice), w.clock.now(), 10);
+        let found = found.await.unwrap();
+        found.into_iter().next().map(|r| r.message.text)
+    };
+    let asked = "sister driving tests?";
+    assert!(matches!(
+        language::detect_quickly(asked),
+        Quickly::ByNgrams(_)
+    ));
+    for retriever in [
+        w.retriever(),
+        Retriever::new(w.store.clone(), None, w.settings()),
+    ] {
+        assert_eq!(best(&retriever, question).await.as_deref(), Some(german));
+        assert_eq!(best(&retriever, asked).await.as_deref(), Some(english));
+    }
+}
+
 on_both_backends!(
     vectors_weigh_less_on_words_the_model_does_not_know,
+    a_question_only_ngrams_tell_is_searched_in_their_language,
     an_answer_near_the_best_match_is_found,
     a_short_turn_is_found_by_the_words_it_answers,
     a_question_is_embedded_once_in_the_named_persons_first_person,
