@@ -257,9 +257,9 @@ impl NgramsToRead {
         by_ngrams(&self.0)
     }
 
-    /// The language lingua most often chooses for such a start (mostly Latin letters, with
-    /// too few function words to tell): English, which it is given whenever it comes close.
-    /// What work can start in before `detect` has answered.
+    /// What work can start in before `detect` has answered: English, the fallback of the
+    /// Latin letters such a start has more of than of any other script the languages use, and
+    /// lingua's answer whenever it comes close (`ENGLISH_SHARE`).
     pub fn likely(&self) -> Option<Language> {
         Script::Latin.fallback()
     }

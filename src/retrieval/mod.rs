@@ -693,10 +693,11 @@ impl Retriever {
         let lexical = async {
             // The question's language (its words are read in it: BM25's terms, word pairs).
             // Its script or function words tell it here at once. When only lingua's n-grams
-            // can, they run on a thread of their own while the searches start in the language
-            // they most often say (`NgramsToRead::likely`), and run again in theirs when it is
-            // another. (Waiting for the n-grams first held the searches 2-7 ms behind them on
-            // 2 cores, beside the embedding: 10 of dev60's 60 questions.)
+            // can, they run on a thread of their own while the searches start in English
+            // (`NgramsToRead::likely`), and run again in theirs when it is another: a short
+            // question in another language pays for the English searches first. (Waiting for
+            // the n-grams held the searches 2-7 ms behind them on 2 cores, beside the
+            // embedding: 10 of dev60's 60 questions, PostgreSQL.)
             match language::detect_quickly(text) {
                 Quickly::Told(language) => self.lexical(text, language, scopes, bm25).await,
                 Quickly::ByNgrams(start) => {
