@@ -541,8 +541,10 @@ impl PostgresStore {
         // question's terms and ids: their shape is fixed by the statements themselves
         // (materialized postings, then primary-key reads and seeks of the channel's time
         // index), so each question's own plan only cost time (0.5 ms of planning each,
-        // beside the question's embedding on the same cores). Not every statement: the
-        // vector searches' generic plans scan the wrong index (dev60: 1.2 -> 5.8 ms). Half
+        // beside the question's embedding on the same cores). Not the vector searches: all of
+        // them on generic plans took dev60 1.2 -> 5.8 ms, and the exact scan of a small scope
+        // alone, whose generic plan reads the scope index then the messages by id, was no
+        // faster end to end (README, Benchmarks). Half
         // the pool's size (at least 2, the two BM25 searches of one question; the neighbours
         // follow the messages'). Each is planned as it opens (`warm_searches_on`).
         let searched_limits = SearchedLimits::default();

@@ -2413,8 +2413,7 @@ async fn postgres_lexical_searches_are_planned_once() {
         let custom: i64 = runs.iter().map(|r| r.1).sum();
         assert_eq!((generic, custom), (expected, 0), "{search}: {prepared:?}");
     }
-    // Every other statement keeps plans for its values (the vector searches' generic plans
-    // read the wrong index).
+    // Every other statement keeps plans for its values (the vector searches: see `connect`).
     let mode: String = sqlx::query_scalar("SELECT current_setting('plan_cache_mode')")
         .fetch_one(s.pool())
         .await
