@@ -198,9 +198,19 @@ impl Retriever {
             .flatten()
             .filter(|_| self.settings.event_time_share > 0.0)
             .filter(|_| self.settings.window_weight > 0.0 || self.settings.time_weight > 0.0);
-        let found = self
-            .candidates(&text, scopes, window, event.as_ref(), asker)
-            .await?;
+        // Asked what the bot said, its accounts are read beside the searches, not after them.
+        let about_bot = asks_what_the_bot_said(&text);
+        let own_accounts = async {
+            if about_bot {
+                Ok(self.store.own_accounts().await?.into_iter().collect())
+            } else {
+                Ok(HashSet::new())
+            }
+        };
+        let (found, bot_accounts): (_, HashSet<PersonId>) = tokio::try_join!(
+            self.candidates(&text, scopes, window, event.as_ref(), asker),
+            own_accounts
+        )?;
         let window = found.window;
         // A time found from an event counts its share of a date's.
         let time_share = match (window, &event) {
@@ -263,16 +273,10 @@ impl Retriever {
                 .copied()
                 .collect()
         });
-        let about_bot = asks_what_the_bot_said(&text);
-        let own: HashSet<PersonId> = if about_bot {
-            self.store.own_accounts().await?.into_iter().collect()
-        } else {
-            HashSet::new()
-        };
         let asked = Asked {
             asker,
             about_bot,
-            own: &own,
+            own: &bot_accounts,
             named: &found.named,
             of_window: &of_window,
             time_share,
