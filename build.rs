@@ -1,7 +1,9 @@
 //! Build script: tells the test suite whether a PostgreSQL test server was promised
 //! (`ENGRAM_TEST_POSTGRES=1`, exported by `scripts/pg-test-server.sh start`) and whether the
 //! local embedding model is there (`ENGRAM_TEST_MODEL_DIR`, from `scripts/fetch-model.sh`) and
-//! whether a browser is (`ENGRAM_TEST_BROWSER=1`: Debian's chromium and chromium-driver).
+//! whether a browser is (`ENGRAM_TEST_BROWSER=1`: Debian's chromium and chromium-driver), and
+//! an x86-64 emulator (`ENGRAM_TEST_QEMU=1`: Debian's qemu-user, to run a test as a processor
+//! without AVX-512 or VNNI).
 //! Without them those tests are reported as ignored, with the reason, never as a silent `ok`.
 //! (A flag rather than the server's URL: a new server's URL must not rebuild the crate.)
 
@@ -20,6 +22,11 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(engram_browser_tests)");
     if std::env::var_os("ENGRAM_TEST_BROWSER").is_some_and(|v| v == "1") {
         println!("cargo::rustc-cfg=engram_browser_tests");
+    }
+    println!("cargo::rerun-if-env-changed=ENGRAM_TEST_QEMU");
+    println!("cargo::rustc-check-cfg=cfg(engram_qemu_tests)");
+    if std::env::var_os("ENGRAM_TEST_QEMU").is_some_and(|v| v == "1") {
+        println!("cargo::rustc-cfg=engram_qemu_tests");
     }
     println!("cargo::rerun-if-env-changed=ENGRAM_TEST_MODEL_DIR");
     println!("cargo::rustc-check-cfg=cfg(engram_model_tests)");

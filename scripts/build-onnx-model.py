@@ -38,6 +38,16 @@ CHECK_TEXTS = [
     "I bought a metal detector and walk along the beaches looking for something worthwhile.",
     "🦀 中文 עברית",
 ]
+# Chat lines whose int8 sums clip where ONNX Runtime adds products pairwise in 16 bits (AVX2,
+# AVX-512 without VNNI): cosine 0.966-0.975 against a VNNI processor's vectors, unless the
+# session asks for the exact kernels (session.x64quantprecision). The fixture holds their
+# exact int8 vectors, the same on every x86 processor.
+INT8_CHECK_TEXTS = [
+    "Thanks a lot, see ya!",
+    "Bye for now!",
+    "Take care!",
+    "Good luck with it! By the way, I have something to show you.",
+]
 
 
 def load_safetensors(path):
@@ -232,7 +242,10 @@ def check(model_dir, cfg, w, references, path, floor):
     tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
     tok.enable_truncation(128)
     tok.enable_padding()
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    # Int8 sums exact on every x86 processor, as Engram makes them (nothing changes for f32).
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.x64quantprecision", "1")
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     enc = tok.encode_batch(CHECK_TEXTS)
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
@@ -254,10 +267,33 @@ def check(model_dir, cfg, w, references, path, floor):
     return worst >= floor
 
 
+def exact_int8_vectors(model_dir, path, texts):
+    """`texts` embedded one at a time by the int8 model at `path`, its sums exact on any x86
+    processor (VNNI's kernels, or the u8 x u8 ones the option asks for where they would
+    clip)."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+    tok.enable_truncation(128)
+    tok.no_padding()
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.x64quantprecision", "1")
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    out = []
+    for text in texts:
+        ids = np.array([tok.encode(text).ids], dtype=np.int64)
+        out.append(session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0][0])
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model_dir")
-    parser.add_argument("--reference", help="also write the check texts' reference vectors (JSON)")
+    parser.add_argument(
+        "--reference",
+        help="also write the check texts' reference vectors, and the int8 check texts' exact int8 ones (JSON)",
+    )
     args = parser.parse_args()
     model_dir = Path(args.model_dir)
     cfg = json.loads((model_dir / "config.json").read_text())
@@ -292,6 +328,13 @@ def main():
                     "model": "all-MiniLM-L6-v2",
                     "texts": CHECK_TEXTS,
                     "vectors": [[round(float(x), 7) for x in v] for v in references],
+                    "int8": {
+                        "texts": INT8_CHECK_TEXTS,
+                        "vectors": [
+                            [round(float(x), 7) for x in v]
+                            for v in exact_int8_vectors(model_dir, int8, INT8_CHECK_TEXTS)
+                        ],
+                    },
                 },
                 ensure_ascii=False,
             )

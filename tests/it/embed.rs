@@ -3,6 +3,7 @@
 //! vectors (ENGRAM_TEST_MODEL_DIR; required in CI).
 
 use engram::config::Config;
+use engram::embed::local::Int8Units;
 use engram::embed::{Embedder, LocalEmbedder, OpenAiEmbedder, Precision, cosine};
 use engram::llm::fake::{Behavior, FakeLlmServer};
 
@@ -58,6 +59,9 @@ fn ci_builds_run_the_model_tests() {
     let in_ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
     if in_ci && !cfg!(engram_model_tests) {
         panic!("CI but the build did not see ENGRAM_TEST_MODEL_DIR (scripts/fetch-model.sh)");
+    }
+    if in_ci && !cfg!(engram_qemu_tests) {
+        panic!("CI but the build did not see ENGRAM_TEST_QEMU=1 (apt-get install qemu-user)");
     }
 }
 
@@ -191,4 +195,93 @@ async fn local_models_match_the_reference_vectors() {
             assert!(c >= floor, "{precision:?} text {i}: cosine {c} < {floor}");
         }
     }
+}
+
+fn vectors(json: &serde_json::Value) -> Vec<Vec<f32>> {
+    json.as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect()
+        })
+        .collect()
+}
+
+/// The int8 model gives the same vectors on every x86 processor: the fixture's are its exact
+/// int8 sums (`scripts/build-onnx-model.py --reference`), and these chat lines are ones whose
+/// sums clip on a processor without VNNI unless the exact kernels are asked for (0.966-0.975
+/// there without them: `qemu-x86_64 -cpu Haswell` runs this test as such a processor).
+#[tokio::test]
+#[cfg_attr(
+    not(engram_model_tests),
+    ignore = "needs the local model: eval \"$(scripts/fetch-model.sh)\", then cargo test"
+)]
+async fn the_int8_model_gives_the_same_vectors_on_every_processor() {
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/minilm-reference.json")).unwrap();
+    let input: Vec<String> = reference["int8"]["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect();
+    let want = vectors(&reference["int8"]["vectors"]);
+    assert_eq!(input.len(), want.len());
+    let units = Int8Units::detect();
+    // Read by the emulated run below: which kernels this processor gets.
+    println!("int8 sums clip here: {}", units.clip_int8_sums());
+    let e = LocalEmbedder::load(&model_dir(), Precision::Int8, None, 128).unwrap();
+    let got = e.embed(&input).await.unwrap();
+    // The reply path's session (one text) too: it is a session of its own.
+    let alone = e.embed(&input[..1]).await.unwrap();
+    // The positive control: the f32 model's vectors of the same lines are further off than
+    // the floor allows, so the floor tells the exact int8 sums from anything near them.
+    let f32 = LocalEmbedder::load(&model_dir(), Precision::F32, None, 128).unwrap();
+    let other = f32.embed(&input).await.unwrap();
+    assert!(
+        other.iter().zip(&want).any(|(o, w)| cosine(o, w) < 0.998),
+        "the f32 vectors pass for the int8 ones"
+    );
+    for (i, (g, w)) in got
+        .iter()
+        .chain(&alone)
+        .zip(want.iter().chain(&want[..1]))
+        .enumerate()
+    {
+        let c = cosine(g, w);
+        assert!(c >= 0.998, "text {i}: cosine {c} to the exact int8 vector");
+    }
+}
+
+/// The test above on a processor whose int8 sums clip, whatever this machine is: run again
+/// under `qemu-x86_64 -cpu Haswell` (AVX2, no AVX-512, no VNNI). Without the exact kernels it
+/// fails there (cosine 0.966 on the first line).
+#[test]
+#[cfg_attr(
+    not(all(engram_model_tests, engram_qemu_tests)),
+    ignore = "needs the local model and qemu-user: apt-get install qemu-user, then ENGRAM_TEST_QEMU=1 cargo test"
+)]
+fn the_int8_model_gives_the_same_vectors_on_a_processor_without_vnni() {
+    let test = "embed::the_int8_model_gives_the_same_vectors_on_every_processor";
+    let out = std::process::Command::new("qemu-x86_64")
+        .args(["-cpu", "Haswell"])
+        .arg(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads", "1"])
+        .output()
+        .expect("qemu-x86_64 runs (apt-get install qemu-user)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The positive control: the emulated processor is one whose sums clip.
+    assert!(
+        stdout.contains("int8 sums clip here: true"),
+        "the emulated processor has VNNI, or the test did not run:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "on a processor without VNNI:\n{stdout}\n{stderr}"
+    );
 }
