@@ -233,19 +233,26 @@ def reference_vector(cfg, w, ids):
     return v / np.linalg.norm(v)
 
 
+def exact_session(path):
+    """An ONNX Runtime session of the model at `path` whose int8 sums are exact on every x86
+    processor, as Engram makes them (VNNI's kernels, or the u8 x u8 ones the option asks for
+    where u8 x s8 sums would clip; nothing changes for f32)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.x64quantprecision", "1")
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
 def check(model_dir, cfg, w, references, path, floor):
     """Every check text's vector from the ONNX model at `path` is within `floor` cosine of
     the numpy reference, alone and in one padded batch."""
-    import onnxruntime as ort
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
     tok.enable_truncation(128)
     tok.enable_padding()
-    # Int8 sums exact on every x86 processor, as Engram makes them (nothing changes for f32).
-    options = ort.SessionOptions()
-    options.add_session_config_entry("session.x64quantprecision", "1")
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session = exact_session(path)
     enc = tok.encode_batch(CHECK_TEXTS)
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
@@ -268,18 +275,13 @@ def check(model_dir, cfg, w, references, path, floor):
 
 
 def exact_int8_vectors(model_dir, path, texts):
-    """`texts` embedded one at a time by the int8 model at `path`, its sums exact on any x86
-    processor (VNNI's kernels, or the u8 x u8 ones the option asks for where they would
-    clip)."""
-    import onnxruntime as ort
+    """`texts` embedded one at a time by the int8 model at `path`, its sums exact."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
     tok.enable_truncation(128)
     tok.no_padding()
-    options = ort.SessionOptions()
-    options.add_session_config_entry("session.x64quantprecision", "1")
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session = exact_session(path)
     out = []
     for text in texts:
         ids = np.array([tok.encode(text).ids], dtype=np.int64)

@@ -86,6 +86,9 @@ fn environment(library: &Path) -> Result<ort::environment::Environment, EmbedErr
 pub struct Int8Units {
     /// AVX2.
     pub avx2: bool,
+    /// FMA3: the runtime's AVX2 kernels need it too (without it, SSE kernels, which never
+    /// clip).
+    pub fma: bool,
     /// AVX-512 BW, DQ and VL: the runtime's "AVX-512 core" kernels.
     pub avx512_core: bool,
     /// AVX-512 VNNI.
@@ -101,6 +104,7 @@ impl Int8Units {
         {
             Int8Units {
                 avx2: std::arch::is_x86_feature_detected!("avx2"),
+                fma: std::arch::is_x86_feature_detected!("fma"),
                 avx512_core: std::arch::is_x86_feature_detected!("avx512bw")
                     && std::arch::is_x86_feature_detected!("avx512dq")
                     && std::arch::is_x86_feature_detected!("avx512vl"),
@@ -113,7 +117,8 @@ impl Int8Units {
     }
 
     /// True when the runtime's u8 × s8 kernels would add pairs of products in 16 bits and
-    /// clip them (`vpmaddubsw`: AVX2, and AVX-512 without VNNI): two products of 255 × 127
+    /// clip them (`vpmaddubsw`: AVX2 without AVX-VNNI, and the AVX-512 core kernels, which
+    /// replace AVX-VNNI's, without AVX-512 VNNI): two products of 255 × 127
     /// make 64,770, kept as 32,767. The model's weights use the whole ±127, so its vectors
     /// would then follow the processor: against a VNNI processor's (32-bit sums, exact),
     /// cosine 0.97 on short chat lines ("Thanks a lot, see ya!"). There the sessions ask for
@@ -121,7 +126,12 @@ impl Int8Units {
     /// w + 128, its zero point with it), whose sums are exact: the same products, the same
     /// vectors as with VNNI, a fifth or so slower.
     pub fn clip_int8_sums(self) -> bool {
-        self.avx2 && !self.avx_vnni && !(self.avx512_core && self.avx512_vnni)
+        let vnni = if self.avx512_core {
+            self.avx512_vnni
+        } else {
+            self.avx_vnni
+        };
+        self.avx2 && self.fma && !vnni
     }
 }
 
@@ -178,6 +188,18 @@ impl LocalEmbedder {
         library: Option<&Path>,
         max_tokens: usize,
     ) -> Result<Self, EmbedError> {
+        Self::load_for(dir, precision, library, max_tokens, Int8Units::detect())
+    }
+
+    /// `load`, with the int8 kernels chosen for a processor of `units` (`load` reads this
+    /// one's): a test can run the kernels whose sums clip on a processor that has them.
+    pub fn load_for(
+        dir: &Path,
+        precision: Precision,
+        library: Option<&Path>,
+        max_tokens: usize,
+        units: Int8Units,
+    ) -> Result<Self, EmbedError> {
         let file = |name: &str| -> Result<PathBuf, EmbedError> {
             let p = dir.join(name);
             if p.is_file() {
@@ -208,7 +230,7 @@ impl LocalEmbedder {
         let weights = weights_hash(&model)?;
         let env = environment(&library)?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let exact = precision == Precision::Int8 && Int8Units::detect().clip_int8_sums();
+        let exact = precision == Precision::Int8 && units.clip_int8_sums();
         if exact {
             tracing::info!(
                 model = precision.model_name(),
@@ -441,6 +463,7 @@ mod tests {
     fn int8_sums_are_exact_only_with_vnni() {
         let avx2 = Int8Units {
             avx2: true,
+            fma: true,
             ..Default::default()
         };
         // AVX2 alone, and AVX-512 without VNNI, clip: the exact kernels are asked for.
@@ -461,12 +484,21 @@ mod tests {
             ..avx2
         };
         assert!(!alder_lake.clip_int8_sums());
-        // VNNI without the core kernels is not what the runtime's VNNI kernels need.
+        // VNNI without the core kernels is not what the runtime's VNNI kernels need; the
+        // core kernels replace AVX-VNNI's, so AVX-VNNI beside them does not help.
         let odd = Int8Units {
             avx512_vnni: true,
             ..avx2
         };
         assert!(odd.clip_int8_sums());
+        let odder = Int8Units {
+            avx_vnni: true,
+            ..skylake
+        };
+        assert!(odder.clip_int8_sums());
+        // AVX2 without FMA runs the SSE kernels, which never clip.
+        let no_fma = Int8Units { fma: false, ..avx2 };
+        assert!(!no_fma.clip_int8_sums());
         // Without AVX2 (or off x86) the runtime has one kind of kernel: nothing to ask.
         assert!(!Int8Units::default().clip_int8_sums());
     }

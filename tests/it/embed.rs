@@ -60,7 +60,7 @@ fn ci_builds_run_the_model_tests() {
     if in_ci && !cfg!(engram_model_tests) {
         panic!("CI but the build did not see ENGRAM_TEST_MODEL_DIR (scripts/fetch-model.sh)");
     }
-    if in_ci && !cfg!(engram_qemu_tests) {
+    if in_ci && cfg!(target_arch = "x86_64") && !cfg!(engram_qemu_tests) {
         panic!("CI but the build did not see ENGRAM_TEST_QEMU=1 (apt-get install qemu-user)");
     }
 }
@@ -166,24 +166,8 @@ async fn local_minilm_says_how_much_of_a_text_it_knows() {
 async fn local_models_match_the_reference_vectors() {
     let reference: serde_json::Value =
         serde_json::from_str(include_str!("../fixtures/minilm-reference.json")).unwrap();
-    let input: Vec<String> = reference["texts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap().to_string())
-        .collect();
-    let want: Vec<Vec<f32>> = reference["vectors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| {
-            v.as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_f64().unwrap() as f32)
-                .collect()
-        })
-        .collect();
+    let input = strings(&reference["texts"]);
+    let want = vectors(&reference["vectors"]);
     // The positive control: the texts' reference vectors are far enough apart that a wrong
     // vector could not pass for the right one.
     assert!(cosine(&want[0], &want[1]) < 0.5);
@@ -195,6 +179,14 @@ async fn local_models_match_the_reference_vectors() {
             assert!(c >= floor, "{precision:?} text {i}: cosine {c} < {floor}");
         }
     }
+}
+
+fn strings(json: &serde_json::Value) -> Vec<String> {
+    json.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect()
 }
 
 fn vectors(json: &serde_json::Value) -> Vec<Vec<f32>> {
@@ -211,6 +203,11 @@ fn vectors(json: &serde_json::Value) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// How near the exact int8 vectors a vector must be: float rounding still differs between
+/// processors (cosine down to 0.997 over 200 chat lines), clipped sums give 0.966-0.975 on
+/// the fixture's lines, the f32 model 0.974-0.985.
+const FLOOR: f32 = 0.995;
+
 /// The int8 model gives the same vectors on every x86 processor: the fixture's are its exact
 /// int8 sums (`scripts/build-onnx-model.py --reference`), and these chat lines are ones whose
 /// sums clip on a processor without VNNI unless the exact kernels are asked for (0.966-0.975
@@ -223,18 +220,33 @@ fn vectors(json: &serde_json::Value) -> Vec<Vec<f32>> {
 async fn the_int8_model_gives_the_same_vectors_on_every_processor() {
     let reference: serde_json::Value =
         serde_json::from_str(include_str!("../fixtures/minilm-reference.json")).unwrap();
-    let input: Vec<String> = reference["int8"]["texts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap().to_string())
-        .collect();
+    let input = strings(&reference["int8"]["texts"]);
     let want = vectors(&reference["int8"]["vectors"]);
     assert_eq!(input.len(), want.len());
     let units = Int8Units::detect();
     // Read by the emulated run below: which kernels this processor gets.
     println!("int8 sums clip here: {}", units.clip_int8_sums());
     let e = LocalEmbedder::load(&model_dir(), Precision::Int8, None, 128).unwrap();
+    if units.clip_int8_sums() {
+        // The positive control where sums clip: the kernels chosen as for a processor without
+        // AVX2 (no option asked for) give vectors the floor refuses.
+        let clipping = LocalEmbedder::load_for(
+            &model_dir(),
+            Precision::Int8,
+            None,
+            128,
+            Int8Units::default(),
+        )
+        .unwrap();
+        let clipped = clipping.embed(&input).await.unwrap();
+        let worst = clipped
+            .iter()
+            .zip(&want)
+            .map(|(c, w)| cosine(c, w))
+            .fold(1.0f32, f32::min);
+        println!("clipped sums: least cosine {worst}");
+        assert!(worst < FLOOR, "the clipping kernels pass: {worst}");
+    }
     let got = e.embed(&input).await.unwrap();
     // The reply path's session (one text) too: it is a session of its own.
     let alone = e.embed(&input[..1]).await.unwrap();
@@ -243,7 +255,7 @@ async fn the_int8_model_gives_the_same_vectors_on_every_processor() {
     let f32 = LocalEmbedder::load(&model_dir(), Precision::F32, None, 128).unwrap();
     let other = f32.embed(&input).await.unwrap();
     assert!(
-        other.iter().zip(&want).any(|(o, w)| cosine(o, w) < 0.998),
+        other.iter().zip(&want).any(|(o, w)| cosine(o, w) < FLOOR),
         "the f32 vectors pass for the int8 ones"
     );
     for (i, (g, w)) in got
@@ -253,22 +265,24 @@ async fn the_int8_model_gives_the_same_vectors_on_every_processor() {
         .enumerate()
     {
         let c = cosine(g, w);
-        assert!(c >= 0.998, "text {i}: cosine {c} to the exact int8 vector");
+        assert!(c >= FLOOR, "text {i}: cosine {c} to the exact int8 vector");
     }
 }
 
 /// The test above on a processor whose int8 sums clip, whatever this machine is: run again
-/// under `qemu-x86_64 -cpu Haswell` (AVX2, no AVX-512, no VNNI). Without the exact kernels it
-/// fails there (cosine 0.966 on the first line).
+/// under `qemu-x86_64 -cpu Haswell` (AVX2, no AVX-512, no VNNI; on one core, so it loads two
+/// sessions of each model, not one per core at 1/30 of the speed). There it also shows the
+/// clipping kernels failing its floor; without the exact kernels it fails (cosine 0.966 on
+/// the first line).
 #[test]
 #[cfg_attr(
-    not(all(engram_model_tests, engram_qemu_tests)),
+    not(all(engram_model_tests, engram_qemu_tests, target_arch = "x86_64")),
     ignore = "needs the local model and qemu-user: apt-get install qemu-user, then ENGRAM_TEST_QEMU=1 cargo test"
 )]
 fn the_int8_model_gives_the_same_vectors_on_a_processor_without_vnni() {
     let test = "embed::the_int8_model_gives_the_same_vectors_on_every_processor";
-    let out = std::process::Command::new("qemu-x86_64")
-        .args(["-cpu", "Haswell"])
+    let out = std::process::Command::new("taskset")
+        .args(["-c", "0", "qemu-x86_64", "-cpu", "Haswell"])
         .arg(std::env::current_exe().unwrap())
         .args([test, "--exact", "--nocapture", "--test-threads", "1"])
         .output()
@@ -277,7 +291,7 @@ fn the_int8_model_gives_the_same_vectors_on_a_processor_without_vnni() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     // The positive control: the emulated processor is one whose sums clip.
     assert!(
-        stdout.contains("int8 sums clip here: true"),
+        stdout.contains("int8 sums clip here: true") && stdout.contains("clipped sums:"),
         "the emulated processor has VNNI, or the test did not run:\n{stdout}\n{stderr}"
     );
     assert!(
