@@ -123,8 +123,8 @@ impl Int8Units {
     /// would then follow the processor: against a VNNI processor's (32-bit sums, exact),
     /// cosine 0.97 on short chat lines ("Thanks a lot, see ya!"). There the sessions ask for
     /// the u8 × u8 kernels instead (`session.x64quantprecision`: each weight w becomes
-    /// w + 128, its zero point with it), whose sums are exact: the same products, the same
-    /// vectors as with VNNI, a fifth or so slower.
+    /// w + 128, its zero point with it), whose sums are exact: the same sums as with VNNI
+    /// (the vectors then differ by float rounding only), a fifth or so slower.
     pub fn clip_int8_sums(self) -> bool {
         let vnni = if self.avx512_core {
             self.avx512_vnni
@@ -235,7 +235,7 @@ impl LocalEmbedder {
             tracing::info!(
                 model = precision.model_name(),
                 "this processor has no VNNI: the int8 model runs on ONNX Runtime's exact \
-                 u8 x u8 kernels (the same vectors as with VNNI, somewhat slower)"
+                 u8 x u8 kernels (the same sums as with VNNI, somewhat slower)"
             );
         }
         let background = (0..cores)
