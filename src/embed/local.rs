@@ -135,6 +135,21 @@ impl Int8Units {
     }
 }
 
+/// ONNX Runtime's optimizer that would fuse each residual sum and LayerNormalization of the
+/// models `scripts/build-onnx-model.py` builds into SkipLayerNormalization, whose CPU kernel is
+/// three times slower (18% of the int8 model's time on one core, against 6%).
+const SKIP_LN_FUSION: &str = "SkipLayerNormFusion";
+
+/// The layout of the graphs `scripts/build-onnx-model.py` builds today (its `GRAPH`, in the
+/// model's `engram_graph` property): 2 runs LayerNormalization where 1 (no property) ran
+/// SkipLayerNormalization. An older file still runs, slower.
+const GRAPH: u32 = 2;
+
+/// The graph layout a model's `engram_graph` property names (1 without one).
+fn graph_version(property: Option<&str>) -> u32 {
+    property.and_then(|v| v.trim().parse().ok()).unwrap_or(1)
+}
+
 /// A session of `model` on `threads` cores, its threads waiting without spinning; `exact`
 /// asks for the int8 kernels that never clip a sum (`Int8Units::clip_int8_sums`).
 fn session(
@@ -143,25 +158,29 @@ fn session(
     threads: usize,
     exact: bool,
 ) -> Result<Session, EmbedError> {
-    let load = |e: String| EmbedError::Load(format!("{}: {e}", model.display()));
-    let builder = Session::builder(env)
-        .map_err(|e| load(e.to_string()))?
-        .with_optimization_level(GraphOptimizationLevel::All)
-        .map_err(|e| load(e.to_string()))?
-        .with_intra_threads(threads)
-        .map_err(|e| load(e.to_string()))?
-        .with_intra_op_spinning(false)
-        .map_err(|e| load(e.to_string()))?;
-    let mut builder = if exact {
-        builder
-            .with_precise_qmm()
-            .map_err(|e| load(e.to_string()))?
+    let load = |e: ort::Error| EmbedError::Load(format!("{}: {e}", model.display()));
+    session_options(env, threads, exact)
+        .map_err(load)?
+        .commit_from_file(model)
+        .map_err(load)
+}
+
+/// `session`'s options, before its model.
+fn session_options(
+    env: &ort::environment::Environment,
+    threads: usize,
+    exact: bool,
+) -> ort::Result<ort::session::builder::SessionBuilder> {
+    let builder = Session::builder(env)?
+        .with_optimization_level(GraphOptimizationLevel::All)?
+        .with_intra_threads(threads)?
+        .with_intra_op_spinning(false)?
+        .with_disabled_optimizers(SKIP_LN_FUSION)?;
+    Ok(if exact {
+        builder.with_precise_qmm()?
     } else {
         builder
-    };
-    builder
-        .commit_from_file(model)
-        .map_err(|e| load(e.to_string()))
+    })
 }
 
 impl LocalEmbedder {
@@ -242,6 +261,16 @@ impl LocalEmbedder {
             .map(|_| session(&env, &model, 1, exact).map(Mutex::new))
             .collect::<Result<Vec<_>, _>>()?;
         let reply = session(&env, &model, cores, exact)?;
+        // A hint only: a model whose properties cannot be read still runs.
+        let built = reply.metadata().map(|m| m.custom("engram_graph"));
+        if built.is_ok_and(|b| graph_version(b.as_deref()) < GRAPH) {
+            tracing::warn!(
+                model = %model.display(),
+                "the model files were built by an older scripts/build-onnx-model.py: \
+                 scripts/fetch-model.sh builds them again, faster (the database then embeds \
+                 its messages again once, as for any new model)"
+            );
+        }
         let dimensions = reply
             .outputs()
             .first()
@@ -458,6 +487,68 @@ impl Embedder for LocalEmbedder {
 #[cfg(test)]
 mod tests {
     use super::{Int8Units, share_known};
+
+    /// The sessions run the model's residual sums and LayerNormalization as built, with or
+    /// without the exact kernels: ONNX Runtime's optimizer would fuse them into
+    /// SkipLayerNormalization, whose kernel is three times slower. Read from the graph the
+    /// runtime optimized, beside a session left to fuse them (which must show the fused op).
+    #[cfg_attr(
+        not(engram_model_tests),
+        ignore = "needs the local model: eval \"$(scripts/fetch-model.sh)\", then cargo test"
+    )]
+    #[test]
+    fn sessions_leave_layer_normalization_unfused() {
+        use super::{
+            GRAPH, GraphOptimizationLevel, Precision, Session, environment, graph_version, session,
+            session_options,
+        };
+        use ort::session::builder::SessionBuilder;
+        let dir = std::path::PathBuf::from(std::env::var("ENGRAM_TEST_MODEL_DIR").unwrap());
+        let env = environment(&dir.join("libonnxruntime.so")).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let optimized = |builder: SessionBuilder, name: &str| {
+            let out = tmp.path().join(name);
+            builder
+                .with_optimized_model_path(&out)
+                .unwrap()
+                .commit_from_file(dir.join(Precision::Int8.file()))
+                .unwrap();
+            std::fs::read(&out).unwrap()
+        };
+        // Nodes whose op type is `op`: the protobuf field (4, a string of its length), not
+        // the name inside another op's or a node's name.
+        let count = |graph: &[u8], op: &str| {
+            let field = [&[0x22, op.len() as u8][..], op.as_bytes()].concat();
+            graph.windows(field.len()).filter(|w| *w == field).count()
+        };
+        for precision in [Precision::Int8, Precision::F32] {
+            let model = session(&env, &dir.join(precision.file()), 1, false).unwrap();
+            let built = model.metadata().unwrap().custom("engram_graph");
+            assert_eq!(graph_version(built.as_deref()), GRAPH, "{precision:?}");
+        }
+        for exact in [false, true] {
+            let graph = optimized(session_options(&env, 1, exact).unwrap(), "ours.onnx");
+            assert_eq!(count(&graph, "SkipLayerNormalization"), 0, "exact {exact}");
+            assert_eq!(count(&graph, "LayerNormalization"), 12, "exact {exact}");
+        }
+        let fusing = Session::builder(&env)
+            .unwrap()
+            .with_optimization_level(GraphOptimizationLevel::All)
+            .unwrap();
+        let graph = optimized(fusing, "fused.onnx");
+        assert_eq!(count(&graph, "SkipLayerNormalization"), 12);
+        assert_eq!(count(&graph, "LayerNormalization"), 0);
+    }
+
+    #[test]
+    fn a_model_without_a_graph_version_is_the_first_layout() {
+        use super::{GRAPH, graph_version};
+        assert_eq!(graph_version(None), 1);
+        assert_eq!(graph_version(Some("garbled")), 1);
+        assert_eq!(graph_version(Some("2")), 2);
+        assert!(graph_version(None) < GRAPH);
+        assert!(graph_version(Some(&GRAPH.to_string())) >= GRAPH);
+    }
 
     #[test]
     fn int8_sums_are_exact_only_with_vnni() {
