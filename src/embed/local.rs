@@ -9,6 +9,7 @@ use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokenizers::{Tokenizer, TruncationParams};
 
@@ -51,9 +52,9 @@ pub struct LocalEmbedder {
 
 struct Inner {
     tokenizer: Tokenizer,
-    /// The indexer's work: one single-threaded session per core, each taking its share of a
-    /// batch (short chat turns gain little from threads inside one run: measured ~380 texts/s
-    /// with one session on 2 threads).
+    /// The indexer's work: one single-threaded session per core, each taking a batch's next
+    /// text as it finishes one (short chat turns gain little from threads inside one run:
+    /// measured ~380 texts/s with one session on 2 threads).
     background: Vec<Mutex<Session>>,
     /// A question, on every core (it never waits behind the indexer): a long question's
     /// vector is made while the other core is idle between the searches beside it (dev60,
@@ -448,35 +449,58 @@ impl Embedder for LocalEmbedder {
             // it is used again rather than refusing every text from then on.
             let poisoned = std::sync::PoisonError::into_inner;
             // One text is a question on the reply path: its own session, so it never waits
-            // behind the indexer. More are the indexer's: a share for each core's session.
+            // behind the indexer. More are the indexer's, on the background sessions.
             if texts.len() == 1 {
                 let mut session = inner.reply.lock().unwrap_or_else(poisoned);
                 return Ok(vec![inner.embed_one(&mut session, &texts[0])?]);
             }
-            let share = texts.len().div_ceil(inner.background.len());
+            // Each core's session takes the next text as it finishes one, so a core whose
+            // texts were short does not wait idle for the other's long ones.
+            let next = AtomicUsize::new(0);
+            let failed = AtomicBool::new(false);
             std::thread::scope(|scope| {
-                let runs: Vec<_> = texts
-                    .chunks(share)
-                    .zip(&inner.background)
-                    .map(|(chunk, session)| {
-                        let inner = &inner;
-                        scope.spawn(move || -> Result<Vec<Vec<f32>>, EmbedError> {
+                let runs: Vec<_> = inner
+                    .background
+                    .iter()
+                    .take(texts.len())
+                    .map(|session| {
+                        let (inner, texts, next, failed) = (&inner, &texts, &next, &failed);
+                        scope.spawn(move || -> Result<Vec<(usize, Vec<f32>)>, EmbedError> {
                             let mut session = session.lock().unwrap_or_else(poisoned);
-                            chunk
-                                .iter()
-                                .map(|t| inner.embed_one(&mut session, t))
-                                .collect()
+                            let mut done = Vec::new();
+                            while !failed.load(Ordering::Relaxed) {
+                                let i = next.fetch_add(1, Ordering::Relaxed);
+                                let Some(text) = texts.get(i) else { break };
+                                match inner.embed_one(&mut session, text) {
+                                    Ok(v) => done.push((i, v)),
+                                    Err(e) => {
+                                        failed.store(true, Ordering::Relaxed);
+                                        return Err(e);
+                                    }
+                                }
+                            }
+                            Ok(done)
                         })
                     })
                     .collect();
-                let mut out = Vec::with_capacity(texts.len());
+                let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+                let mut first_error = None;
                 for run in runs {
-                    let part = run
-                        .join()
-                        .map_err(|_| EmbedError::Model("the model panicked".into()))??;
-                    out.extend(part);
+                    match run.join() {
+                        Ok(Ok(done)) => done.into_iter().for_each(|(i, v)| out[i] = Some(v)),
+                        Ok(Err(e)) => first_error = first_error.or(Some(e)),
+                        Err(_) => {
+                            first_error =
+                                first_error.or(Some(EmbedError::Model("the model panicked".into())))
+                        }
+                    }
                 }
-                Ok(out)
+                if let Some(e) = first_error {
+                    return Err(e);
+                }
+                out.into_iter()
+                    .map(|v| v.ok_or_else(|| EmbedError::Model("a text was not embedded".into())))
+                    .collect()
             })
         })
         .await
