@@ -466,6 +466,8 @@ impl Embedder for LocalEmbedder {
                     .map(|session| {
                         let (inner, texts, next, failed) = (&inner, &texts, &next, &failed);
                         scope.spawn(move || -> Result<Vec<(usize, Vec<f32>)>, EmbedError> {
+                            // A panic stops the other sessions too, as an error does.
+                            let _stop = StopOnPanic(failed);
                             let mut session = session.lock().unwrap_or_else(poisoned);
                             let mut done = Vec::new();
                             while !failed.load(Ordering::Relaxed) {
@@ -489,15 +491,22 @@ impl Embedder for LocalEmbedder {
                     match run.join() {
                         Ok(Ok(done)) => done.into_iter().for_each(|(i, v)| out[i] = Some(v)),
                         Ok(Err(e)) => first_error = first_error.or(Some(e)),
-                        Err(_) => {
-                            first_error =
-                                first_error.or(Some(EmbedError::Model("the model panicked".into())))
+                        Err(panic) => {
+                            let what = panic
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_default();
+                            first_error = first_error.or(Some(EmbedError::Model(format!(
+                                "the model panicked: {what}"
+                            ))))
                         }
                     }
                 }
                 if let Some(e) = first_error {
                     return Err(e);
                 }
+                // Every index was taken by a session that returned Ok: a gap would be a bug.
                 out.into_iter()
                     .map(|v| v.ok_or_else(|| EmbedError::Model("a text was not embedded".into())))
                     .collect()
@@ -505,6 +514,17 @@ impl Embedder for LocalEmbedder {
         })
         .await
         .map_err(|e| EmbedError::Model(e.to_string()))?
+    }
+}
+
+/// Sets the flag when dropped by a panicking thread.
+struct StopOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
     }
 }
 
