@@ -491,15 +491,11 @@ impl Embedder for LocalEmbedder {
                     match run.join() {
                         Ok(Ok(done)) => done.into_iter().for_each(|(i, v)| out[i] = Some(v)),
                         Ok(Err(e)) => first_error = first_error.or(Some(e)),
-                        Err(panic) => {
-                            let what = panic
-                                .downcast_ref::<&str>()
-                                .map(|s| s.to_string())
-                                .or_else(|| panic.downcast_ref::<String>().cloned())
-                                .unwrap_or_default();
-                            first_error = first_error.or(Some(EmbedError::Model(format!(
-                                "the model panicked: {what}"
-                            ))))
+                        // The process's panic hook logged where and why (cut short: the
+                        // message may quote a person's text, which an error must not carry).
+                        Err(_) => {
+                            first_error =
+                                first_error.or(Some(EmbedError::Model("the model panicked".into())))
                         }
                     }
                 }
