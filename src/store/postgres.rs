@@ -29,7 +29,13 @@ pub struct PostgresStore {
     exact_scan: moka::sync::Cache<Vec<String>, bool>,
     /// The limits BM25 over messages was asked with (`warm_searches`).
     searched_limits: SearchedLimits,
+    /// Set once `open` has brought the schema to this build's: only then are new search
+    /// connections planned as they open (`connect`).
+    migrated: Migrated,
 }
+
+/// Whether the tables the searches read are there yet (`PostgresStore::migrated`).
+type Migrated = std::sync::Arc<std::sync::atomic::AtomicBool>;
 
 /// The limits BM25 over messages was asked with, the first few (the settings give one): each
 /// is a statement of its own, planned on every search connection as it opens and again after
@@ -408,7 +414,12 @@ pub(super) static MIGRATOR: std::sync::LazyLock<sqlx::migrate::Migrator> =
 
 impl PostgresStore {
     /// The store over `pool`.
-    fn with_pool(pool: PgPool, searches: PgPool, searched_limits: SearchedLimits) -> PostgresStore {
+    fn with_pool(
+        pool: PgPool,
+        searches: PgPool,
+        searched_limits: SearchedLimits,
+        migrated: Migrated,
+    ) -> PostgresStore {
         PostgresStore {
             pool,
             searches,
@@ -417,6 +428,7 @@ impl PostgresStore {
                 .time_to_live(SCAN_CHOICE_TTL)
                 .build(),
             searched_limits,
+            migrated,
         }
     }
 
@@ -482,6 +494,9 @@ impl PostgresStore {
             .await
             .map_err(super::migrate_error)?;
         store.drain_terms_backlog().await?;
+        store
+            .migrated
+            .store(true, std::sync::atomic::Ordering::Release);
         store.warm_searches().await;
         Ok(store)
     }
@@ -548,14 +563,19 @@ impl PostgresStore {
         // the pool's size (at least 2, the two BM25 searches of one question; the neighbours
         // follow the messages'). Each is planned as it opens (`warm_searches_on`).
         let searched_limits = SearchedLimits::default();
-        let asked = searched_limits.clone();
+        let migrated = Migrated::default();
+        let (asked, ready) = (searched_limits.clone(), migrated.clone());
         let planned_as_opened = PgPoolOptions::new().after_connect(move |conn, _| {
             let limits = limits_to_plan(&asked);
+            // Not before the migrations: on a new database the tables come after the
+            // connections (`open` plans those then), and each statement that found no table
+            // was an error in the server's log at every first start. Nor on a database opened
+            // as it is (reports only; its schema may be another build's).
+            let migrated = ready.load(std::sync::atomic::Ordering::Acquire);
             Box::pin(async move {
-                // Best effort: on a new database the tables come after the connections
-                // (`open` plans them then), and a connection lost here is replaced when next
-                // handed out (the loss is recorded: `needs_ping`).
-                if let Err(e) = warm_searches_on(conn, &limits).await {
+                // Best effort: a connection lost here is replaced when next handed out (the
+                // loss is recorded: `needs_ping`).
+                if migrated && let Err(e) = warm_searches_on(conn, &limits).await {
                     tracing::debug!(error = %e, "a new search connection was not planned");
                 }
                 Ok(())
@@ -570,7 +590,12 @@ impl PostgresStore {
         .await
         .map_err(|e| open_err(e.into()))?;
         if !prepare {
-            return Ok(PostgresStore::with_pool(pool, searches, searched_limits));
+            return Ok(PostgresStore::with_pool(
+                pool,
+                searches,
+                searched_limits,
+                migrated,
+            ));
         }
         let has_vector: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')",
@@ -605,7 +630,12 @@ impl PostgresStore {
                 format!("cannot enable pgvector: {e}").into()
             }));
         }
-        Ok(PostgresStore::with_pool(pool, searches, searched_limits))
+        Ok(PostgresStore::with_pool(
+            pool,
+            searches,
+            searched_limits,
+            migrated,
+        ))
     }
 
     /// A write transaction (PostgreSQL's row locks need nothing more at BEGIN).

@@ -2466,6 +2466,33 @@ async fn postgres_connections_are_open_from_the_start_and_replaced_when_ended() 
 }
 }
 
+postgres_test! {
+/// Opening a new database fails no statement on the server (each would be an ERROR in its
+/// log at every first start): the search connections, open before the migrations made the
+/// tables, are planned after them, not as they open.
+async fn postgres_store_opens_a_new_database_without_a_failed_statement() {
+    use sqlx::Connection;
+    let _alone = ENDING_CONNECTIONS.lock().await;
+    let url = fresh_postgres_url().await;
+    let s = postgres_store_of_4(&url).await;
+    // Positive control: a failed statement is counted.
+    sqlx::query("SELECT * FROM no_such_table")
+        .execute(s.pool())
+        .await
+        .unwrap_err();
+    // Each connection's counts reach the server's statistics as it ends.
+    end_every_connection(&url).await;
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let failed: i64 = sqlx::query_scalar(
+        "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(failed, 1, "only the control's statement failed");
+}
+}
+
 /// What the connection tests ask of `lab_with_plans`'s scope: BM25 over it (on the searches'
 /// pool) and its authors (on the main pool).
 async fn asked_about_plans(
