@@ -434,9 +434,9 @@ impl PostgresStore {
 
     /// Plans the lexical searches on every idle connection of `searches`
     /// (`warm_searches_on`): after ANALYZE made their plans stale, and at start-up, after the
-    /// migrations (needed on a new database, whose connections opened before its tables; on
-    /// another it runs what `after_connect` ran, a few ms once). Best effort: a connection that
-    /// fails it is closed, and sqlx opens another in its place (planned as it opens).
+    /// migrations (the connections `connect` opened were not planned: on a new database they
+    /// came before its tables). Best effort: a connection that fails it is closed, and sqlx
+    /// opens another in its place (planned as it opens).
     pub(super) async fn warm_searches(&self) {
         let limits = limits_to_plan(&self.searched_limits);
         // All taken before any is used, so that each is a different connection; each goes
@@ -561,7 +561,8 @@ impl PostgresStore {
         // alone, whose generic plan reads the scope index then the messages by id, was no
         // faster end to end (README, Benchmarks). Half
         // the pool's size (at least 2, the two BM25 searches of one question; the neighbours
-        // follow the messages'). Each is planned as it opens (`warm_searches_on`).
+        // follow the messages'). Each is planned as it opens (`warm_searches_on`), once
+        // `open` has migrated the schema (the first ones then, by `warm_searches`).
         let searched_limits = SearchedLimits::default();
         let migrated = Migrated::default();
         let (asked, ready) = (searched_limits.clone(), migrated.clone());
