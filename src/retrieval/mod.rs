@@ -1245,6 +1245,21 @@ mod tests {
         assert!((asking_past_half(mostly) - (50.0 / 62.0 - 0.5) / 0.5).abs() < 1e-9);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+        #[test]
+        fn any_text_asks_a_share_between_none_and_all(t in "\\PC{0,40}|[a-z?!. …？؟\"'’)]{0,40}") {
+            let share = asking_share(&t);
+            proptest::prop_assert!((0.0..=1.0).contains(&share), "{t:?}: {share}");
+            proptest::prop_assert!((0.0..=1.0).contains(&asking_past_half(&t)));
+            if !t.contains(super::is_question_mark) {
+                proptest::prop_assert_eq!(share, 0.0);
+            }
+            // Positive control: a text ending in a question mark asks something.
+            proptest::prop_assert!(asking_share(&format!("{t}?")) > 0.0, "{t:?}");
+        }
+    }
+
     #[test]
     fn questions_about_the_bots_words() {
         assert!(asks_what_the_bot_said(

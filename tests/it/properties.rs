@@ -9,6 +9,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use engram::adapters::discord::own_mentions;
 use engram::adapters::split::{chars, split_message, utf16};
 use engram::adapters::telegram::command_of;
+use engram::domain::PersonId;
 use engram::domain::mention;
 use engram::domain::{Scope, link, secret};
 use engram::ingest::{
@@ -28,7 +29,10 @@ use engram::memory::offline::{
     removed_sentences,
 };
 use engram::memory::tokens::TokenCounter;
-use engram::retrieval::time::{Side, anchored, window};
+use engram::retrieval::asks_what_the_bot_said;
+use engram::retrieval::names::{in_first_person, named};
+use engram::retrieval::time::{Side, anchored, asks_when, told_time, window};
+use engram::retrieval::topics::opens_with_marker;
 use engram::router::parse_command;
 use engram::store::terms::{WordPairs, plain_words};
 use engram::store::{document_terms, document_terms_in, query_terms};
@@ -102,6 +106,18 @@ const PIECES: &[&str] = &[
     "&amp;",
     "<",
     "🙂",
+    "James",
+    "james's ",
+    "JAMES’",
+    "John Smith",
+    "'",
+    "’",
+    "?",
+    "? ",
+    "by the way",
+    "кстати",
+    "When did ",
+    "what did you recommend",
 ];
 
 /// Text as people and models write it, at its worst.
@@ -322,5 +338,46 @@ proptest! {
         let counter = TokenCounter::new("cl100k_base").unwrap();
         let cut = counter.truncate(&t, max);
         prop_assert!(counter.count(&cut) <= max, "{cut:?}");
+    }
+
+    #[test]
+    fn names_in_a_question_take_any_text(q in text(), name in text()) {
+        let found = named(&q, [(PersonId(1), name.as_str())]);
+        let asked = plain_words(&q);
+        let own = plain_words(&name);
+        for words in found.values() {
+            for w in words {
+                prop_assert!(asked.contains(w) && own.contains(w), "{w:?}: {q:?} / {name:?}");
+            }
+        }
+        let names = found.get(&PersonId(1)).cloned().unwrap_or_default();
+        let _ = in_first_person(&q, &names);
+        // No name: the question as it was written.
+        prop_assert_eq!(in_first_person(&q, &Default::default()), q.clone());
+        // Positive control: a name asked about last is said as "I", whatever came before.
+        let james = named(&format!("{q} James?"), [(PersonId(2), "James")]);
+        prop_assert!(james.contains_key(&PersonId(2)));
+        let said = in_first_person(&format!("{q} James?"), &james[&PersonId(2)]);
+        prop_assert!(said.ends_with("I?"), "{q:?}: {said:?}");
+    }
+
+    #[test]
+    fn what_a_question_asks_of_time_and_topics_takes_any_text(q in text(), m in text(), at in now()) {
+        let _ = asks_when(&q);
+        let _ = asks_what_the_bot_said(&q);
+        if let Some(w) = told_time(&m, at) {
+            prop_assert!(w.from < w.to, "{m:?} at {at}: {w:?}");
+        }
+        if let Some(w) = window(&q, at) {
+            // A message sent inside the window is about it, whatever it says.
+            prop_assert!(w.is_about(&m, w.from));
+            let _ = w.is_about(&m, at);
+        }
+        let markers = ["by the way".to_string(), "кстати".to_string(), "i\u{307}".to_string()];
+        let _ = opens_with_marker(&m, &markers);
+        // Positive control: a marker in any case opens the text, whatever follows a space.
+        let (english, russian) = (format!("By The Way {m}"), format!("...КСТАТИ, {m}"));
+        prop_assert!(opens_with_marker(&english, &markers), "{english:?}");
+        prop_assert!(opens_with_marker(&russian, &markers), "{russian:?}");
     }
 }
