@@ -736,11 +736,20 @@ on_both_backends! {
                 // is put in its episode, in one write (below): a second UPDATE of
                 // the row left one more dead version of it, and of its entries in every index
                 // of messages, for the searches to step over until a vacuum.
+                // The row must still be the message that was read, in the place it was read
+                // in: where the store had ever given a deleted message's id to the next one
+                // (SQLite before migration 31), a private chat's message was put into the
+                // deleted one's public conversation by that id alone.
                 let claimed: Option<(String, Option<String>)> = sqlx::query_as(concat!(
-                    "SELECT text, language FROM messages WHERE id = $1 AND NOT indexed",
+                    "SELECT text, language FROM messages WHERE id = $1 AND NOT indexed \
+                     AND space_id = $2 AND channel = $3 AND scope = $4 AND author_id = $5",
                     for_no_key_update!()
                 ))
                 .bind(m.id.0)
+                .bind(m.space.0)
+                .bind(&m.channel)
+                .bind(m.scope.key())
+                .bind(m.author.0)
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(db_err)?;
@@ -827,6 +836,7 @@ on_both_backends! {
                         indexed_by!("messages_by_episode"),
                         " JOIN people p ON p.id = m.author_id \
                          WHERE m.episode_id = $1 AND NOT m.withheld AND m.attachment_of IS NULL AND ($3 OR NOT m.is_command) \
+                           AND m.scope = (SELECT e.scope FROM episodes e WHERE e.id = $1) \
                          ORDER BY ",
                         $order,
                         " LIMIT $2"

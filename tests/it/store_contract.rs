@@ -2153,7 +2153,81 @@ on_both_backends!(
     channel_cursors_keep_the_newest_seen,
     forgotten_messages_are_kept_out_for_a_time,
     taking_back_a_jobs_entries_keeps_what_came_before,
+    a_deleted_messages_id_is_never_given_again,
 );
+
+/// A public message deleted on its platform while the indexer holds it (read, then deleted
+/// before the indexer writes), and a private chat's message stored right after: the indexer's
+/// stale work puts nothing into the public conversation, least of all the private message,
+/// which is indexed in its own right; and the deleted message's id is never another's.
+async fn a_deleted_messages_id_is_never_given_again(s: Arc<dyn Store>) {
+    let (lab, a) = lab_and_alice(&s).await;
+    let minutes = |m: i64| t(1) + Duration::minutes(m);
+    let docks = msg(
+        lab,
+        Scope::Space(lab),
+        a,
+        "p1",
+        "we meet at the docks",
+        minutes(0),
+    );
+    let first = s.insert_message(&docks).await.unwrap().id;
+    index_pending(&s, |_| None).await;
+    let map = msg(lab, Scope::Space(lab), a, "p2", "bring the map", minutes(1));
+    let deleted = s.insert_message(&map).await.unwrap().id;
+    let held = s.unindexed_messages(10).await.unwrap();
+    assert_eq!(held.iter().map(|m| m.id).collect::<Vec<_>>(), [deleted]);
+    assert_eq!(s.delete_messages(&[deleted]).await.unwrap(), 1);
+    let pin = msg(
+        lab,
+        Scope::Dm(a),
+        a,
+        "d1",
+        "my bank pin is 4321",
+        minutes(2),
+    );
+    let private = s.insert_message(&pin).await.unwrap().id;
+    let stale: Vec<engram::store::IndexedMessage> = held
+        .into_iter()
+        .map(|message| engram::store::IndexedMessage {
+            message,
+            embedding: None,
+            context: None,
+            start: Default::default(),
+        })
+        .collect();
+    assert_eq!(
+        s.index_messages(&stale, Duration::minutes(30))
+            .await
+            .unwrap(),
+        0
+    );
+    let episode_of = |id: MessageId| {
+        let s = s.clone();
+        async move { s.messages_by_id(&[id]).await.unwrap().remove(0).episode }
+    };
+    let public = episode_of(first)
+        .await
+        .expect("the first message has its episode");
+    let texts: Vec<String> = s
+        .episode_messages(public, true, engram::store::EpisodeEnd::Oldest, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(texts, ["we meet at the docks"], "the public conversation");
+    assert_eq!(episode_of(private).await, None);
+    let pending = s.unindexed_messages(10).await.unwrap();
+    assert_eq!(pending.iter().map(|m| m.id).collect::<Vec<_>>(), [private]);
+    index_pending(&s, |_| None).await;
+    let own = episode_of(private).await;
+    assert!(
+        own.is_some() && own != Some(public),
+        "{own:?} against {public}"
+    );
+    assert!(private.0 > deleted.0, "{private:?} after {deleted:?}");
+}
 
 /// A private word kept in a channel's id beside public chatter (a private chat's space named
 /// as a group's, a private answer's channel): the place's working memory and its episodes

@@ -392,3 +392,87 @@ async fn make_upgrade_fixtures() {
     gzip(&fixture("postgres.sql.gz"), dump.as_bytes());
     write_rows(&url, fixture("postgres.rows")).await;
 }
+
+/// SQLite's migration 31 (ids never given again) keeps every row and reference, and run again
+/// (a crash between its commit and its record) changes nothing: rows whose foreign keys point
+/// at the tables it makes again stay (episode_terms' ON DELETE CASCADE would have emptied it
+/// with foreign keys on), and an id deleted from the top is not given again after either run.
+#[tokio::test]
+async fn sqlite_ids_are_never_given_again_across_migration_31() {
+    use engram::domain::{Platform, Scope, SpaceKind};
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("e.db").display());
+    let s = open_url(&url).await;
+    let lab = s
+        .resolve_space(Platform::Console, "lab", SpaceKind::Group, "lab")
+        .await
+        .unwrap();
+    let alice = s
+        .resolve_person(Platform::Console, "alice", "Alice")
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for (i, text) in ["the zeppelin leaves at noon", "bring a coat", "and the map"]
+        .into_iter()
+        .enumerate()
+    {
+        let m = new_message(lab, Scope::Space(lab), alice, &format!("m{i}"), text);
+        ids.push(s.insert_message(&m).await.unwrap().id);
+    }
+    let mut c = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    for sql in [
+        "INSERT INTO episodes (scope, space_id, channel, started_at, ended_at, messages, total_len, updated_at) \
+         SELECT scope, space_id, channel, 0, 0, 2, 9, 0 FROM messages WHERE id = $1",
+        "INSERT INTO episode_terms (term, scope, episode_id, tf) SELECT 'zeppelin', scope, (SELECT MAX(id) FROM episodes), 1 FROM messages WHERE id = $1",
+        "INSERT INTO fact_versions (person_id, scope, version, op, request, text, method, source_message_id, created_at) \
+         SELECT author_id, scope, 1, 'add', 'remember', 'likes zeppelins', 'verbatim', id, 0 FROM messages WHERE id = $1",
+    ] {
+        sqlx::query(sql)
+            .bind(ids[0].0)
+            .execute(&mut c)
+            .await
+            .unwrap();
+    }
+    // The newest message goes: its id must not come back.
+    assert_eq!(s.delete_messages(&[ids[2]]).await.unwrap(), 1);
+    let before = sorted_rows(&url).await;
+    for table in ["episode_terms", "fact_versions", "episodes"] {
+        assert!(
+            before.iter().any(|r| r.starts_with(&format!("{table}: "))),
+            "the positive control: a row of {table} in {before:?}"
+        );
+    }
+    let migration = include_str!("../../migrations/sqlite/0031_ids_never_reused.sql");
+    sqlx::raw_sql(migration).execute(&mut c).await.unwrap();
+    c.close().await.unwrap();
+    assert_eq!(sorted_rows(&url).await, before);
+    let next = new_message(lab, Scope::Dm(alice), alice, "m9", "a private word");
+    let id = s.insert_message(&next).await.unwrap().id;
+    assert!(id.0 > ids[2].0, "{id:?} after {:?}", ids[2]);
+}
+
+/// A message of `author` in #general of `space` at noon on 2026-11-20.
+fn new_message(
+    space: engram::domain::SpaceId,
+    scope: engram::domain::Scope,
+    author: engram::domain::PersonId,
+    external_id: &str,
+    text: &str,
+) -> engram::store::NewMessage {
+    engram::store::NewMessage {
+        space,
+        channel: "general".into(),
+        privacy: scope.privacy(),
+        scope,
+        author,
+        is_bot: false,
+        is_command: false,
+        external_id: external_id.into(),
+        reply_to: None,
+        text: text.into(),
+        language: engram::domain::language::detect(text),
+        sent_at: chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 11, 20, 12, 0, 0).unwrap(),
+        withheld: false,
+    }
+}
