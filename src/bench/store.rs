@@ -75,6 +75,15 @@ impl Corpus {
             .collect::<Vec<_>>()
             .join(" ")
     }
+
+    /// A query of one of the ten most frequent words (in 10-70% of the messages, as "like"
+    /// or "great" are in chat) and one content word of `query`'s ranks: "what does she like
+    /// about hiking?".
+    pub fn frequent_query(&self, rng: &mut StdRng) -> String {
+        let frequent = &self.words[rng.random_range(0..10.min(self.words.len()))];
+        let other = &self.words[rng.random_range(50..5000.min(self.words.len()))];
+        format!("{frequent} {other}")
+    }
 }
 
 /// A throwaway database for one backend; dropped (file or database) afterwards.
@@ -316,6 +325,9 @@ pub struct SearchPoint {
     pub mean_hits: f64,
     /// Query latency.
     pub latency: Latency,
+    /// Query latency when one of the two words is among the ten most frequent
+    /// (`Corpus::frequent_query`).
+    pub frequent_word_latency: Latency,
 }
 
 #[derive(Debug, Serialize)]
@@ -325,6 +337,29 @@ pub struct SearchReport {
     pub backend: &'static str,
     /// One point per corpus size.
     pub points: Vec<SearchPoint>,
+}
+
+/// The latency of `queries` searches of `scopes` for the queries `query` makes, and how many
+/// hits they found in all.
+async fn timed_searches(
+    db: &BenchDb,
+    scopes: &[Scope],
+    queries: usize,
+    mut query: impl FnMut() -> String,
+) -> anyhow::Result<(Latency, usize)> {
+    let mut us = Vec::with_capacity(queries);
+    let mut hits = 0;
+    for _ in 0..queries {
+        let terms = query_terms(&query(), 16);
+        let t = Instant::now();
+        hits += db
+            .store
+            .search_messages(scopes, &terms, Bm25::default(), 10)
+            .await?
+            .len();
+        us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok((latency(us), hits))
 }
 
 /// Grows one space through `sizes` and measures `queries` searches at each size.
@@ -373,25 +408,19 @@ pub async fn search(
                 )
                 .await?;
         }
-        let mut us = Vec::with_capacity(queries);
-        let mut hits = 0;
-        for _ in 0..queries {
-            let terms = query_terms(&corpus.query(&mut qrng), 16);
-            let t = Instant::now();
-            hits += db
-                .store
-                .search_messages(&scopes, &terms, Bm25::default(), 10)
-                .await?
-                .len();
-            us.push(t.elapsed().as_secs_f64() * 1e6);
-        }
+        let (plain, plain_hits) =
+            timed_searches(db, &scopes, queries, || corpus.query(&mut qrng)).await?;
+        let (frequent, frequent_hits) =
+            timed_searches(db, &scopes, queries, || corpus.frequent_query(&mut qrng)).await?;
+        let hits = plain_hits + frequent_hits;
         progress(&format!("{}: searched {size} messages", db.backend));
         points.push(SearchPoint {
             messages: size,
             load_seconds,
             queries,
-            mean_hits: hits as f64 / queries as f64,
-            latency: latency(us),
+            mean_hits: hits as f64 / (2 * queries) as f64,
+            latency: plain,
+            frequent_word_latency: frequent,
         });
     }
     Ok(SearchReport {
