@@ -22,31 +22,6 @@ fn t(h: i64) -> chrono::DateTime<Utc> {
         + Duration::hours(h)
 }
 
-fn msg(
-    space: SpaceId,
-    scope: Scope,
-    author: PersonId,
-    ext: &str,
-    text: &str,
-    at: chrono::DateTime<Utc>,
-) -> NewMessage {
-    NewMessage {
-        space,
-        channel: "general".into(),
-        privacy: scope.privacy(),
-        scope,
-        author,
-        is_bot: false,
-        is_command: false,
-        external_id: ext.into(),
-        reply_to: None,
-        text: text.into(),
-        language: engram::domain::language::detect(text),
-        sent_at: at,
-        withheld: false,
-    }
-}
-
 fn change(by: PersonId, op: &str) -> FactChange {
     FactChange {
         op: op.into(),

@@ -412,12 +412,13 @@ async fn sqlite_ids_are_never_given_again_across_migration_31() {
         .resolve_person(Platform::Console, "alice", "Alice")
         .await
         .unwrap();
+    let noon = chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 11, 20, 12, 0, 0).unwrap();
     let mut ids = Vec::new();
     for (i, text) in ["the zeppelin leaves at noon", "bring a coat", "and the map"]
         .into_iter()
         .enumerate()
     {
-        let m = new_message(lab, Scope::Space(lab), alice, &format!("m{i}"), text);
+        let m = msg(lab, Scope::Space(lab), alice, &format!("m{i}"), text, noon);
         ids.push(s.insert_message(&m).await.unwrap().id);
     }
     let mut c = sqlx::SqliteConnection::connect(&url).await.unwrap();
@@ -447,32 +448,7 @@ async fn sqlite_ids_are_never_given_again_across_migration_31() {
     sqlx::raw_sql(migration).execute(&mut c).await.unwrap();
     c.close().await.unwrap();
     assert_eq!(sorted_rows(&url).await, before);
-    let next = new_message(lab, Scope::Dm(alice), alice, "m9", "a private word");
+    let next = msg(lab, Scope::Dm(alice), alice, "m9", "a private word", noon);
     let id = s.insert_message(&next).await.unwrap().id;
     assert!(id.0 > ids[2].0, "{id:?} after {:?}", ids[2]);
-}
-
-/// A message of `author` in #general of `space` at noon on 2026-11-20.
-fn new_message(
-    space: engram::domain::SpaceId,
-    scope: engram::domain::Scope,
-    author: engram::domain::PersonId,
-    external_id: &str,
-    text: &str,
-) -> engram::store::NewMessage {
-    engram::store::NewMessage {
-        space,
-        channel: "general".into(),
-        privacy: scope.privacy(),
-        scope,
-        author,
-        is_bot: false,
-        is_command: false,
-        external_id: external_id.into(),
-        reply_to: None,
-        text: text.into(),
-        language: engram::domain::language::detect(text),
-        sent_at: chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 11, 20, 12, 0, 0).unwrap(),
-        withheld: false,
-    }
 }

@@ -852,3 +852,30 @@ pub fn said_as(
     m.external_id = id.to_string();
     m
 }
+
+/// A message of `author` in #general of `space`, its language detected.
+#[allow(dead_code)]
+pub fn msg(
+    space: engram::domain::SpaceId,
+    scope: Scope,
+    author: PersonId,
+    ext: &str,
+    text: &str,
+    at: DateTime<Utc>,
+) -> engram::store::NewMessage {
+    engram::store::NewMessage {
+        space,
+        channel: "general".into(),
+        privacy: scope.privacy(),
+        scope,
+        author,
+        is_bot: false,
+        is_command: false,
+        external_id: ext.into(),
+        reply_to: None,
+        text: text.into(),
+        language: engram::domain::language::detect(text),
+        sent_at: at,
+        withheld: false,
+    }
+}
