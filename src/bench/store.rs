@@ -319,7 +319,7 @@ pub struct SearchPoint {
     pub messages: usize,
     /// Time to store them.
     pub load_seconds: f64,
-    /// Queries run.
+    /// Queries run of each kind (`latency`'s and `frequent_word_latency`'s).
     pub queries: usize,
     /// Hits per query, on average (at most 10).
     pub mean_hits: f64,
