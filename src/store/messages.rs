@@ -1134,6 +1134,21 @@ on_both_backends! {
         Ok(())
     }
 
+    /// Of messages `ids`, those whose postings still wait in `message_terms_backlog`, locked:
+    /// a worker writing queued postings (PostgreSQL: `SKIP LOCKED`) that took one of them
+    /// finishes first, and its postings are then in `message_terms` for the caller to see.
+    async fn lock_queued_postings(conn: &mut Conn, ids: &[i64]) -> StoreResult<Vec<i64>> {
+        sqlx::query_scalar(concat!(
+            "SELECT message_id FROM message_terms_backlog WHERE message_id ",
+            in_list!(1),
+            for_update!()
+        ))
+        .bind(list(ids))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)
+    }
+
     /// Message `id`'s text (and language) becomes what `rewrite` makes of it (None: it stays), and what was
     /// derived from the old text follows: its postings are written again (unless they wait
     /// in `message_terms_backlog`, which reads the new text), its vector and those made with
@@ -1159,16 +1174,8 @@ on_both_backends! {
         };
         let (scope, episode, withheld) = (row.1.clone(), row.3, row.5);
         let plan = forget_plan(std::slice::from_ref(&row))?;
-        // Locked: a worker writing the queued postings (PostgreSQL: `SKIP LOCKED`) finishes
-        // first, and then they are the old text's, taken out below.
-        let queued: Option<i64> = sqlx::query_scalar(concat!(
-            "SELECT message_id FROM message_terms_backlog WHERE message_id = $1",
-            for_update!()
-        ))
-        .bind(id.0)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(db_err)?;
+        // Then they are the old text's, taken out below.
+        let queued = lock_queued_postings(&mut *conn, &[id.0]).await?.first().copied();
         sqlx::query("UPDATE messages SET text = $1, language = $2 WHERE id = $3")
             .bind(&text)
             .bind(language.map(|l| l.code()))
@@ -1292,6 +1299,8 @@ on_both_backends! {
         all.sort_unstable();
         all.dedup();
         let plan = forget_plan(&rows)?;
+        // Postings being written from the queue are written before they are taken out.
+        lock_queued_postings(&mut *conn, &all).await?;
         unpost(&mut *conn, &plan).await?;
         shrink_episodes(&mut *conn, &plan).await?;
         drop_summaries(&mut *conn, &plan, true).await?;

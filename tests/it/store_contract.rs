@@ -2708,6 +2708,118 @@ async fn postgres_a_vector_write_waits_for_a_forget_in_progress() {
 }
 }
 
+postgres_test! {
+/// A forget and the worker that writes queued postings (`engram migrate`'s copy, a migration's
+/// re-index), made certain: the worker has taken the message's queue row and is writing its
+/// postings when the forget comes. The forget waits for it, then takes those postings out,
+/// and the scope's statistics count the message no more.
+async fn postgres_a_forget_waits_for_queued_postings_being_written() {
+    use sqlx::Connection;
+    let url = fresh_postgres_url().await;
+    let s = open_url(&url).await;
+    let (lab, author, _) = conversation(&s).await;
+    let scope = Scope::Space(lab).key();
+    let id = s
+        .insert_message(&msg(lab, Scope::Space(lab), author, "q", "the bunker code is swordfish", t(2)))
+        .await
+        .unwrap()
+        .id;
+    let mut raw = sqlx::PgConnection::connect(&url).await.unwrap();
+    let stats = |scope: String| {
+        let url = url.clone();
+        async move {
+            let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+            sqlx::query_as::<_, (i64, i64)>(
+                "SELECT COALESCE(SUM(docs), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM scope_term_stats WHERE scope = $1",
+            )
+            .bind(scope)
+            .fetch_one(&mut c)
+            .await
+            .unwrap()
+        }
+    };
+    let with_it = stats(scope.clone()).await;
+    // Positive control: the message has postings, and they are what the worker will write.
+    let postings: Vec<(String, String, i32, i32)> = sqlx::query_as(
+        "SELECT term, scope, tf, doc_len FROM message_terms WHERE message_id = $1 ORDER BY term",
+    )
+    .bind(id.0)
+    .fetch_all(&mut raw)
+    .await
+    .unwrap();
+    assert!(postings.iter().any(|p| p.0 == "swordfish"), "{postings:?}");
+    let len: i64 = postings[0].3.into();
+    // Queued instead, as a copy leaves it.
+    for sql in [
+        "DELETE FROM message_terms WHERE message_id = $1",
+        "INSERT INTO message_terms_backlog (message_id) VALUES ($1)",
+    ] {
+        sqlx::query(sql).bind(id.0).execute(&mut raw).await.unwrap();
+    }
+    sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - $1 WHERE scope = $2")
+        .bind(len)
+        .bind(&scope)
+        .execute(&mut raw)
+        .await
+        .unwrap();
+    let without_it = stats(scope.clone()).await;
+    assert_eq!(without_it, (with_it.0 - 1, with_it.1 - len));
+    // The worker takes the row, as `drain_terms_backlog` does.
+    let mut worker = raw.begin().await.unwrap();
+    let taken: Vec<i64> = sqlx::query_scalar(
+        "DELETE FROM message_terms_backlog WHERE message_id IN \
+         (SELECT message_id FROM message_terms_backlog FOR UPDATE SKIP LOCKED) RETURNING message_id",
+    )
+    .fetch_all(&mut *worker)
+    .await
+    .unwrap();
+    assert_eq!(taken, vec![id.0]);
+    let forgetter = s.clone();
+    let forget = tokio::spawn(async move { forgetter.delete_messages(&[id]).await });
+    // The forget is waiting on the worker's lock (or, were it not, has finished already).
+    let mut watch = sqlx::PgConnection::connect(&url).await.unwrap();
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(&mut watch)
+        .await
+        .unwrap();
+        if waiting > 0 || forget.is_finished() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    // The worker writes what it read before the forget, and commits.
+    for (term, scope, tf, doc_len) in &postings {
+        sqlx::query("INSERT INTO message_terms (term, scope, message_id, tf, doc_len) VALUES ($1, $2, $3, $4, $5)")
+            .bind(term)
+            .bind(scope)
+            .bind(id.0)
+            .bind(tf)
+            .bind(doc_len)
+            .execute(&mut *worker)
+            .await
+            .unwrap();
+    }
+    sqlx::query("UPDATE scope_term_stats SET docs = docs + 1, total_len = total_len + $1 WHERE scope = $2")
+        .bind(len)
+        .bind(&scope)
+        .execute(&mut *worker)
+        .await
+        .unwrap();
+    worker.commit().await.unwrap();
+    assert_eq!(forget.await.unwrap().unwrap(), 1);
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM message_terms WHERE message_id = $1")
+        .bind(id.0)
+        .fetch_one(&mut watch)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the forgotten message's postings were written past the forget");
+    assert_eq!(stats(scope).await, without_it, "the scope still counts the forgotten message");
+}
+}
+
 /// What a model made of an image joins its message: the line's new text is searchable and the
 /// old one's words stay findable once, the vector made from the old text is made again, the
 /// pieces point at the message, the surrogate is kept with the file; doing it twice changes
