@@ -73,6 +73,7 @@ struct Shared {
 struct AppState {
     shared: Arc<Mutex<Shared>>,
     sent_count: watch::Sender<usize>,
+    typing_count: watch::Sender<usize>,
 }
 
 /// A fake Discord HTTP API: records what the bot sends, refuses a wrong token.
@@ -80,6 +81,7 @@ pub struct FakeDiscord {
     addr: SocketAddr,
     shared: Arc<Mutex<Shared>>,
     sent_count: watch::Sender<usize>,
+    typing_count: watch::Sender<usize>,
     task: tokio::task::JoinHandle<()>,
     gateway: gateway::Gateway,
 }
@@ -97,9 +99,11 @@ impl FakeDiscord {
             ..Shared::default()
         }));
         let (sent_count, _) = watch::channel(0);
+        let (typing_count, _) = watch::channel(0);
         let state = AppState {
             shared: shared.clone(),
             sent_count: sent_count.clone(),
+            typing_count: typing_count.clone(),
         };
         let app = Router::new()
             .route("/api/v10/users/@me", get(me))
@@ -135,6 +139,7 @@ impl FakeDiscord {
             addr,
             shared,
             sent_count,
+            typing_count,
             task,
             gateway,
         })
@@ -326,6 +331,15 @@ impl FakeDiscord {
     /// The channels the bot showed "typing…" in, in order.
     pub fn typing(&self) -> Vec<u64> {
         self.shared.lock().expect("fake lock").typing.clone()
+    }
+
+    /// Waits until "typing…" was shown at least `n` times (at most `within`, then panics).
+    pub async fn wait_typing(&self, n: usize, within: Duration) {
+        let mut count = self.typing_count.subscribe();
+        tokio::time::timeout(within, count.wait_for(|c| *c >= n))
+            .await
+            .unwrap_or_else(|_| panic!("typing was not shown {n} times: {:?}", self.typing()))
+            .expect("the fake is running");
     }
 
     /// Waits until at least `n` messages were sent (at most `within`, then panics).
@@ -574,7 +588,11 @@ async fn typing(
     if let Some(r) = refused(&state, &headers) {
         return r;
     }
-    state.shared.lock().expect("fake lock").typing.push(id);
+    let mut s = state.shared.lock().expect("fake lock");
+    s.typing.push(id);
+    let n = s.typing.len();
+    drop(s);
+    state.typing_count.send_replace(n);
     StatusCode::NO_CONTENT.into_response()
 }
 

@@ -275,18 +275,20 @@ async fn channels_threads_and_dms_get_their_place_and_privacy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_replies_are_split_in_the_right_channel() {
     let (h, fake, handler) = setup(true).await;
+    let handler = Arc::new(handler);
     let long = "sentence of words. ".repeat(280);
     h.fake().set_behavior(Behavior::Content(long));
     let content = format!("<@{BOT_ID}> tell me everything");
-    handler
-        .on_message(&message(payload(
-            3000,
-            THREAD,
-            Some(GUILD),
-            ALICE,
-            &content,
-        )))
-        .await;
+    // The model answers only once "typing…" is shown (a fast answer could come before it).
+    h.fake().hold();
+    let handling = tokio::spawn({
+        let handler = handler.clone();
+        let m = message(payload(3000, THREAD, Some(GUILD), ALICE, &content));
+        async move { handler.on_message(&m).await }
+    });
+    fake.wait_typing(1, WITHIN).await;
+    h.fake().release();
+    handling.await.unwrap();
     fake.wait_sent(3, WITHIN).await;
     let sent = fake.sent();
     assert_eq!(sent.len(), 3, "5,320 characters in parts of 2,000");
