@@ -12,7 +12,8 @@ use crate::config::RetrievalConfig;
 use crate::domain::{Clock, Embedding, MessageId, SpaceId, StoredMessage, VectorSpaceId};
 use crate::embed::{self, EmbedError, SharedEmbedder};
 use crate::store::{
-    Episode, EpisodeClose, EpisodeEnd, EpisodeStart, IndexedMessage, Store, StoreError,
+    Episode, EpisodeClose, EpisodeEnd, EpisodeStart, EpisodeVector, IndexedMessage, Store,
+    StoreError,
 };
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -356,6 +357,7 @@ impl Indexer {
                     .message_vectors(space, &ids)
                     .await?
                     .into_iter()
+                    .map(|v| (v.message, v.vector))
                     .collect()
             }
             None => HashMap::new(),
@@ -468,7 +470,7 @@ impl Indexer {
         &self,
         space: VectorSpaceId,
         messages: &[StoredMessage],
-    ) -> Result<Option<Embedding>, IndexError> {
+    ) -> Result<Option<EpisodeVector>, IndexError> {
         let ids: Vec<_> = messages.iter().map(|m| m.id).collect();
         let vectors = self.store.message_vectors(space, &ids).await?;
         // While older messages are still being embedded by this model, a centroid of the part
@@ -477,8 +479,14 @@ impl Indexer {
         if passing && vectors.len() < ids.len() {
             return Ok(None);
         }
-        Ok(embed::centroid(vectors.iter().map(|(_, v)| v.as_slice()))
-            .map(|vector| Embedding { space, vector }))
+        Ok(
+            embed::centroid(vectors.iter().map(|v| v.vector.as_slice())).map(|vector| {
+                EpisodeVector {
+                    embedding: Embedding { space, vector },
+                    made_from: vectors.iter().map(|v| (v.message, v.context)).collect(),
+                }
+            }),
+        )
     }
 
     /// The vectors of `messages` (none without an embedder): a short message (`takes_context`)
@@ -638,7 +646,7 @@ impl Indexer {
                 .store
                 .similar_episode(
                     &episode.scope,
-                    v,
+                    &v.embedding,
                     self.settings.episode_merge_similarity,
                     episode.id,
                 )

@@ -95,8 +95,8 @@ pub use oversight::{
 };
 pub use postgres::PostgresStore;
 pub use search::{
-    Adjacent, Episode, EpisodeClose, EpisodeEnd, EpisodeHit, EpisodeStart, IndexedMessage, Nearby,
-    Neighbours, SearchHit, SearchIndex,
+    Adjacent, Episode, EpisodeClose, EpisodeEnd, EpisodeHit, EpisodeStart, EpisodeVector,
+    IndexedMessage, MessageVector, Nearby, Neighbours, SearchHit, SearchIndex,
 };
 pub use sqlite::SqliteStore;
 pub use summaries::{DaySummaryRecord, Summaries};

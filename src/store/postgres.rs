@@ -211,7 +211,7 @@ pub(super) mod shared {
         add_episode_length, drop_episode, drop_episode_keys,
     };
     pub(in crate::store) use crate::store::vectors::on_postgres::{
-        forget_context_vectors, forget_vectors, keep_vector,
+        forget_context_vectors, forget_vectors, keep_vector, vectors_as_read,
     };
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Postgres;
 
@@ -959,9 +959,9 @@ pub(super) async fn message_vectors(
     store: &PostgresStore,
     space: VectorSpaceId,
     ids: &[MessageId],
-) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
-    let rows: Vec<(i64, pgvector::Vector)> = sqlx::query_as(
-        "SELECT message_id, embedding FROM message_vectors WHERE message_id = ANY($1) AND space_id = $2 ORDER BY message_id",
+) -> StoreResult<Vec<MessageVector>> {
+    let rows: Vec<(i64, Option<i64>, pgvector::Vector)> = sqlx::query_as(
+        "SELECT message_id, context_id, embedding FROM message_vectors WHERE message_id = ANY($1) AND space_id = $2 ORDER BY message_id",
     )
     .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>())
     .bind(space.0)
@@ -970,7 +970,11 @@ pub(super) async fn message_vectors(
     .map_err(db_err)?;
     Ok(rows
         .into_iter()
-        .map(|(id, v)| (MessageId(id), v.to_vec()))
+        .map(|(id, context, v)| MessageVector {
+            message: MessageId(id),
+            context: context.map(MessageId),
+            vector: v.to_vec(),
+        })
         .collect())
 }
 

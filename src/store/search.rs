@@ -125,7 +125,7 @@ pub trait SearchIndex: Send + Sync {
         &self,
         space: VectorSpaceId,
         ids: &[MessageId],
-    ) -> StoreResult<Vec<(MessageId, Vec<f32>)>>;
+    ) -> StoreResult<Vec<MessageVector>>;
     /// Closed episodes of `scope` not finished yet (no final details) nearest to `vector` (in
     /// its space) with similarity at least `min`: an episode merges only into one whose final
     /// details will be made with its messages.
@@ -278,6 +278,29 @@ pub struct Adjacent {
     pub chars: i64,
 }
 
+/// A message's vector in one space, with the message it was embedded with as context (a
+/// short turn takes the one before it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageVector {
+    /// The message.
+    pub message: MessageId,
+    /// The message before it whose text went into the vector, if any.
+    pub context: Option<MessageId>,
+    /// The vector.
+    pub vector: Vec<f32>,
+}
+
+/// An episode's vector (the centroid of its messages') and the message vectors it was made
+/// from: it is kept only while each of those is still stored with the same context (a
+/// forgotten context takes its vectors, and so what they gave the centroid).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeVector {
+    /// The centroid.
+    pub embedding: Embedding,
+    /// Each vector read for it: its message and context.
+    pub made_from: Vec<(MessageId, Option<MessageId>)>,
+}
+
 /// How a closed episode is written: on its own (ADD) or folded into an older, near-identical
 /// episodic memory of the same scope (MERGE).
 #[derive(Debug, Clone, PartialEq)]
@@ -287,7 +310,7 @@ pub enum EpisodeClose {
         /// Its topic summary.
         summary: String,
         /// Its vector (the centroid of its messages').
-        embedding: Option<Embedding>,
+        embedding: Option<EpisodeVector>,
     },
     /// Folded into an older episodic memory.
     Merge {
@@ -296,7 +319,7 @@ pub enum EpisodeClose {
         /// The summary the merged memory keeps.
         summary: String,
         /// Its new vector, if any.
-        embedding: Option<Embedding>,
+        embedding: Option<EpisodeVector>,
     },
 }
 
@@ -868,7 +891,7 @@ on_both_backends! {
             &self,
             space: VectorSpaceId,
             ids: &[MessageId],
-        ) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
+        ) -> StoreResult<Vec<MessageVector>> {
             message_vectors(self, space, ids).await
         }
 
@@ -939,6 +962,12 @@ on_both_backends! {
             if !still_as_read(&mut tx, episode, from).await? {
                 return Ok(());
             }
+            let (EpisodeClose::Add { embedding, .. } | EpisodeClose::Merge { embedding, .. }) = close;
+            if let Some(v) = embedding
+                && !vectors_as_read(&mut tx, v).await?
+            {
+                return Ok(());
+            }
             let row: Option<(String, i64, i64, i32, i64)> = sqlx::query_as(
                 concat!(
                     "SELECT scope, started_at, ended_at, messages, total_len FROM episodes WHERE id = $1 AND NOT closed",
@@ -961,10 +990,10 @@ on_both_backends! {
                         ", embedding_space = $5, closed = true, updated_at = $3 WHERE id = $4"
                     ))
                         .bind(summary)
-                        .bind(embedding.as_ref().map(|e| vector_param(&e.vector)))
+                        .bind(embedding.as_ref().map(|e| vector_param(&e.embedding.vector)))
                         .bind(ended)
                         .bind(episode)
-                        .bind(embedding.as_ref().map(|e| e.space.0))
+                        .bind(embedding.as_ref().map(|e| e.embedding.space.0))
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;
@@ -1017,9 +1046,9 @@ on_both_backends! {
                         .bind(count)
                         .bind(total_len)
                         .bind(summary)
-                        .bind(embedding.as_ref().map(|e| vector_param(&e.vector)))
+                        .bind(embedding.as_ref().map(|e| vector_param(&e.embedding.vector)))
                         .bind(into)
-                        .bind(embedding.as_ref().map(|e| e.space.0))
+                        .bind(embedding.as_ref().map(|e| e.embedding.space.0))
                         .execute(&mut *tx)
                         .await
                         .map_err(db_err)?;

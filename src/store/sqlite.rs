@@ -70,7 +70,7 @@ pub(super) mod shared {
         add_episode_length, drop_episode, drop_episode_keys,
     };
     pub(in crate::store) use crate::store::vectors::on_sqlite::{
-        forget_context_vectors, forget_vectors, keep_vector,
+        forget_context_vectors, forget_vectors, keep_vector, vectors_as_read,
     };
     pub(in crate::store) const DIALECT: crate::store::Dialect = crate::store::Dialect::Sqlite;
 
@@ -730,10 +730,10 @@ pub(super) async fn message_vectors(
     store: &SqliteStore,
     space: VectorSpaceId,
     ids: &[MessageId],
-) -> StoreResult<Vec<(MessageId, Vec<f32>)>> {
+) -> StoreResult<Vec<MessageVector>> {
     let ids: Vec<i64> = ids.iter().map(|i| i.0).collect();
-    let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
-        "SELECT message_id, embedding FROM message_vectors \
+    let rows: Vec<(i64, Option<i64>, Vec<u8>)> = sqlx::query_as(
+        "SELECT message_id, context_id, embedding FROM message_vectors \
          WHERE message_id IN (SELECT value FROM json_each($1)) AND space_id = $2 ORDER BY message_id",
     )
     .bind(shared::list(&ids))
@@ -743,7 +743,11 @@ pub(super) async fn message_vectors(
     .map_err(db_err)?;
     Ok(rows
         .into_iter()
-        .map(|(id, blob)| (MessageId(id), vector::from_bytes(&blob)))
+        .map(|(id, context, blob)| MessageVector {
+            message: MessageId(id),
+            context: context.map(MessageId),
+            vector: vector::from_bytes(&blob),
+        })
         .collect())
 }
 

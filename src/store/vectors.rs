@@ -3,7 +3,7 @@
 //! spaces no longer needed. Search itself (`search`) reads only the vectors of one space.
 
 use super::rows::ms;
-use super::search::{EpisodeRow, IndexedMessage, episode_columns, episode_of};
+use super::search::{EpisodeRow, EpisodeVector, IndexedMessage, episode_columns, episode_of};
 use super::{Episode, StoreError, StoreResult};
 use crate::domain::{Embedding, MessageId, ModelIdentity, StoredMessage, VectorSpaceId};
 use async_trait::async_trait;
@@ -43,12 +43,12 @@ pub trait Vectors: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<Episode>>;
     /// Gives a closed episode its vector in `space` (None: its messages have none), unless it
-    /// changed since it was read.
+    /// or one of the message vectors the vector was made from changed since they were read.
     async fn set_episode_vector(
         &self,
         episode: &Episode,
         space: VectorSpaceId,
-        vector: Option<&Embedding>,
+        vector: Option<&EpisodeVector>,
     ) -> StoreResult<()>;
     /// Deletes the vectors of every space but `keep` and the one in use, and those spaces, once
     /// `keep` covers every message (a vector, or its model's refusal; else nothing). Returns
@@ -259,8 +259,20 @@ on_both_backends! {
             &self,
             episode: &Episode,
             space: VectorSpaceId,
-            vector: Option<&Embedding>,
+            vector: Option<&EpisodeVector>,
         ) -> StoreResult<()> {
+            let mut tx = self.write_tx().await?;
+            // Locked first, as a forget's reopening takes it.
+            sqlx::query(concat!("SELECT id FROM episodes WHERE id = $1", for_update!()))
+                .bind(episode.id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_err)?;
+            if let Some(v) = vector
+                && !vectors_as_read(&mut tx, v).await?
+            {
+                return Ok(());
+            }
             // Still the episode the vector was made from: closed, and no message has left or
             // joined it since (a forget reopens it, and its next close makes the vector).
             sqlx::query(concat!(
@@ -270,14 +282,15 @@ on_both_backends! {
                 is_true!("closed"),
                 " AND messages = $4 AND ended_at = $5"
             ))
-            .bind(vector.map(|v| vector_param(&v.vector)))
+            .bind(vector.map(|v| vector_param(&v.embedding.vector)))
             .bind(space.0)
             .bind(episode.id)
             .bind(episode.messages as i32)
             .bind(ms(episode.ended_at))
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
             Ok(())
         }
 
@@ -452,6 +465,35 @@ on_both_backends! {
         .await
         .map_err(db_err)?;
         Ok(())
+    }
+
+    /// Whether each message vector an episode's vector was made from is still stored with the
+    /// context it was read with. Called with the episode's row locked: a forget of a context
+    /// reopens the episodes holding its vectors (`forget_context_vectors`) and so waits for
+    /// the caller's commit, then clears what it wrote; one that committed first is seen here
+    /// (PostgreSQL takes a new snapshot per statement).
+    pub(in crate::store) async fn vectors_as_read(
+        conn: &mut Conn,
+        vector: &EpisodeVector,
+    ) -> StoreResult<bool> {
+        let ids: Vec<i64> = vector.made_from.iter().map(|(m, _)| m.0).collect();
+        let now: std::collections::HashMap<i64, Option<i64>> = sqlx::query_as::<_, (i64, Option<i64>)>(
+            concat!(
+                "SELECT message_id, context_id FROM message_vectors WHERE space_id = $1 AND message_id ",
+                in_list!(2)
+            ),
+        )
+        .bind(vector.embedding.space.0)
+        .bind(list(&ids))
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db_err)?
+        .into_iter()
+        .collect();
+        Ok(vector
+            .made_from
+            .iter()
+            .all(|(m, context)| now.get(&m.0) == Some(&context.map(|c| c.0))))
     }
 
     /// Whether message `id` is there and not withheld, its row locked until commit (SQLite:

@@ -1286,7 +1286,10 @@ async fn vector_spaces_never_mix(s: Arc<dyn Store>) {
     for episode in s.episodes_to_close(far, 100).await.unwrap() {
         let close = engram::store::EpisodeClose::Add {
             summary: "a day out".into(),
-            embedding: Some(in_a(rained)),
+            embedding: Some(engram::store::EpisodeVector {
+                embedding: in_a(rained),
+                made_from: Vec::new(),
+            }),
         };
         let from = s
             .episode_messages(episode.id, true, engram::store::EpisodeEnd::Oldest, 200)
@@ -1362,11 +1365,15 @@ async fn vector_spaces_never_mix(s: Arc<dyn Store>) {
     assert_eq!(found(hits)[0], rained);
     // Each space answers with its own vectors only: A's question still finds by A.
     assert_eq!(
-        s.message_vectors(a, &[rained]).await.unwrap()[0].1.len(),
+        s.message_vectors(a, &[rained]).await.unwrap()[0]
+            .vector
+            .len(),
         384
     );
     assert_eq!(
-        s.message_vectors(b, &[rained]).await.unwrap()[0].1.len(),
+        s.message_vectors(b, &[rained]).await.unwrap()[0]
+            .vector
+            .len(),
         256
     );
 
@@ -1876,7 +1883,7 @@ async fn forgetting_a_context_message_remakes_the_vectors_made_with_it(s: Arc<dy
         .await
         .unwrap();
     let stored =
-        |v: Vec<(MessageId, Vec<f32>)>| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+        |v: Vec<engram::store::MessageVector>| v.into_iter().map(|v| v.message).collect::<Vec<_>>();
     assert_eq!(
         stored(
             s.message_vectors(space, &[first, short, third])
@@ -2124,6 +2131,7 @@ on_both_backends!(
     describing_an_attachment_rewrites_its_message_and_what_came_of_it,
     episode_keys_are_searched_in_scope_and_go_with_a_forget,
     an_episode_closed_from_a_forgotten_message_stays_open,
+    an_episode_vector_made_with_a_forgotten_context_is_not_kept,
     tombstones_name_one_message_and_lapse,
     channel_cursors_keep_the_newest_seen,
     forgotten_messages_are_kept_out_for_a_time,
@@ -3097,6 +3105,127 @@ async fn an_episode_closed_from_a_forgotten_message_stays_open(s: Arc<dyn Store>
             .contains("Last Friday"),
         "{closed:?}"
     );
+}
+
+/// An episode's vector is the centroid of its messages' vectors, and a short turn's vector
+/// was made with the turn before it, which can sit in another episode. When that turn is
+/// forgotten after the centroid was read (the indexer closing the episode, or giving it a new
+/// model's vector), the centroid is not kept: the episode stays open, or keeps no vector,
+/// until one is made from what is stored now (the controls).
+async fn an_episode_vector_made_with_a_forgotten_context_is_not_kept(s: Arc<dyn Store>) {
+    let (_, _, ids) = conversation(&s).await;
+    let (context, short, third) = (ids[0], ids[1], ids[5]);
+    let space = s.vector_space(&model(384)).await.unwrap();
+    let items: Vec<engram::store::IndexedMessage> = s
+        .unindexed_messages(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| engram::store::IndexedMessage {
+            embedding: Some(Embedding {
+                space,
+                vector: axis(m.id.0 as usize % 384),
+            }),
+            context: (m.id == short).then_some(context),
+            // "Yes! Last Friday." opens an episode of its own (a marker, in this test).
+            start: if m.id == short {
+                engram::store::EpisodeStart::Marker
+            } else {
+                Default::default()
+            },
+            message: m,
+        })
+        .collect();
+    s.index_messages(&items, Duration::minutes(30))
+        .await
+        .unwrap();
+    let of = |id: MessageId| {
+        let s = s.clone();
+        async move { s.messages_by_id(&[id]).await.unwrap()[0].episode.unwrap() }
+    };
+    let episode = of(short).await;
+    assert_ne!(
+        of(context).await,
+        episode,
+        "the context is in another episode"
+    );
+    let read = || async {
+        let from = s
+            .episode_messages(episode, true, engram::store::EpisodeEnd::Oldest, 200)
+            .await
+            .unwrap();
+        let ids: Vec<MessageId> = from.iter().map(|m| m.id).collect();
+        let vectors = s.message_vectors(space, &ids).await.unwrap();
+        let vector = engram::store::EpisodeVector {
+            embedding: Embedding {
+                space,
+                vector: vectors[0].vector.clone(),
+            },
+            made_from: vectors.iter().map(|v| (v.message, v.context)).collect(),
+        };
+        (from, vector)
+    };
+    let (from, stale) = read().await;
+    assert_eq!(
+        from.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [short, third]
+    );
+    assert!(
+        stale.made_from.contains(&(short, Some(context))),
+        "{stale:?}"
+    );
+
+    s.delete_messages(&[context]).await.unwrap();
+    let close = |vector: Option<engram::store::EpisodeVector>| engram::store::EpisodeClose::Add {
+        summary: "a day out".into(),
+        embedding: vector,
+    };
+    s.close_episode(episode, &from, &close(Some(stale.clone())))
+        .await
+        .unwrap();
+    let now = || async { s.episodes(&[episode]).await.unwrap().remove(0) };
+    assert!(
+        !now().await.closed,
+        "closed with the forgotten context's vector"
+    );
+    // Control: the same messages without that vector close it.
+    s.close_episode(episode, &from, &close(None)).await.unwrap();
+    let closed = now().await;
+    assert!(closed.closed, "{closed:?}");
+    let outside = || async {
+        s.episodes_outside(space, 100)
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| e.id == episode)
+    };
+    assert!(outside().await, "closed without a vector");
+
+    // A model's pass giving the closed episode its vector, read before the forget: not kept.
+    s.set_episode_vector(&closed, space, Some(&stale))
+        .await
+        .unwrap();
+    assert!(outside().await, "given the forgotten context's vector");
+    // Control: made again from what is stored now (the short turn embedded again on its
+    // own), it is kept.
+    let redo = s.vectors_to_redo(10).await.unwrap();
+    assert_eq!(redo.iter().map(|m| m.id).collect::<Vec<_>>(), [short]);
+    let again = vec![engram::store::IndexedMessage {
+        message: redo[0].clone(),
+        embedding: Some(Embedding {
+            space,
+            vector: axis(7),
+        }),
+        context: None,
+        start: Default::default(),
+    }];
+    assert_eq!(s.redo_vectors(&again).await.unwrap(), 1);
+    let (_, fresh) = read().await;
+    assert!(fresh.made_from.contains(&(short, None)), "{fresh:?}");
+    s.set_episode_vector(&closed, space, Some(&fresh))
+        .await
+        .unwrap();
+    assert!(!outside().await, "the fresh vector was not kept");
 }
 
 /// Fact-augmented keys: the words of an episode's details find it in its own scope only, are

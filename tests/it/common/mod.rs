@@ -813,7 +813,14 @@ pub async fn vectors_in_any_space(
 ) -> Vec<(engram::domain::MessageId, Vec<f32>)> {
     let mut all = Vec::new();
     for space in store.vector_coverage().await.unwrap().spaces {
-        all.extend(store.message_vectors(space.id, ids).await.unwrap());
+        all.extend(
+            store
+                .message_vectors(space.id, ids)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|v| (v.message, v.vector)),
+        );
     }
     all.sort_by_key(|(id, _)| *id);
     all
