@@ -581,7 +581,18 @@ async fn reply(
     at: DateTime<Utc>,
 ) -> Result<MessageId, StoreError> {
     ingestor
-        .ingest_reply(Platform::Console, place, text, to, at, false, false)
+        .ingest_reply(
+            Platform::Console,
+            place,
+            crate::ingest::KeptReply {
+                text,
+                withheld: false,
+            },
+            to,
+            at,
+            false,
+            None,
+        )
         .await
 }
 

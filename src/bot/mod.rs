@@ -12,7 +12,7 @@ use crate::domain::{
     Clock, IncomingMessage, MessageId, PersonId, Place, Platform, Privacy, Scope, SpaceId,
     StoredMessage,
 };
-use crate::ingest::{Ingested, Ingestor, strip_address};
+use crate::ingest::{Ingested, Ingestor, KeptReply, strip_address};
 use crate::linking::{self, CodeCheck, Linker};
 use crate::memory::audit::By;
 use crate::memory::entries::EntryBook;
@@ -320,6 +320,12 @@ impl Bot {
             None => self.payer(ingested.message.author, ingested.place.space),
         };
         let forgets = self.memory.forgets_seen();
+        // And in the database, for a forget in another process (or one that starts after the
+        // check below): a memory command's answer is about its own change.
+        let counted = match ingested.is_command {
+            true => None,
+            false => Some(self.store.forgets_counted().await?),
+        };
         let answer = paid_by(payer, self.answer(msg, &ingested, admission));
         tokio::pin!(answer);
         let answer = tokio::select! {
@@ -350,10 +356,17 @@ impl Bot {
         // looked for quotes of it before this was stored (a memory command's answer is about
         // its own change, and says nothing of the rest).
         let forgotten_meanwhile = !ingested.is_command && self.memory.forgets_seen() != forgets;
-        let (kept, withheld) = if shows_memory || forgotten_meanwhile {
-            (replies::SHOWN_MEMORY_NOTE, true)
+        let note = KeptReply {
+            text: replies::SHOWN_MEMORY_NOTE,
+            withheld: true,
+        };
+        let kept = if shows_memory || forgotten_meanwhile {
+            note
         } else {
-            (text.as_str(), ingested.withheld)
+            KeptReply {
+                text: &text,
+                withheld: ingested.withheld,
+            }
         };
         self.ingestor
             .ingest_reply(
@@ -362,8 +375,8 @@ impl Bot {
                 kept,
                 &ingested.message,
                 now,
-                withheld,
                 ingested.is_command,
+                counted.map(|n| (n, note)),
             )
             .await?;
         // Deleted on the platform while it was being answered: what the answer did and the

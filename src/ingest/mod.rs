@@ -833,27 +833,28 @@ impl Ingestor {
 
     /// Stores the bot's own reply in the same place (before it is sent), link codes taken out;
     /// a reply to a paused person is withheld like their message, and an answer to a memory
-    /// command is marked as one.
+    /// command is marked as one. With `unless_forgotten` (the count of forgets read before
+    /// the answer was made, and what may be kept instead), a forget counted since keeps the
+    /// other (`Messages::insert_reply`).
     #[allow(clippy::too_many_arguments)]
     pub async fn ingest_reply(
         &self,
         platform: Platform,
         place: &Place,
-        text: &str,
+        kept: KeptReply<'_>,
         in_reply_to: &StoredMessage,
         at: DateTime<Utc>,
-        withheld: bool,
         is_command: bool,
+        unless_forgotten: Option<(i64, KeptReply<'_>)>,
     ) -> Result<MessageId, StoreError> {
         let bot = self
             .store
             .resolve_person(platform, crate::domain::SELF_ACCOUNT, &self.bot_name)
             .await?;
         let seq = self.reply_seq.fetch_add(1, Ordering::Relaxed);
-        let stored = stored_form(text);
-        let stored = self
-            .store
-            .insert_message(&NewMessage {
+        let message = |kept: KeptReply<'_>| {
+            let stored = stored_form(kept.text);
+            NewMessage {
                 space: place.space,
                 channel: place.channel.clone(),
                 scope: place.home_scope(),
@@ -866,14 +867,32 @@ impl Ingestor {
                 language: language::detect(&stored),
                 text: stored,
                 sent_at: at,
-                withheld,
-            })
-            .await?;
+                withheld: kept.withheld,
+            }
+        };
+        let stored = match unless_forgotten {
+            Some((forgets, instead)) => {
+                self.store
+                    .insert_reply(&message(kept), &message(instead), forgets)
+                    .await?
+            }
+            None => self.store.insert_message(&message(kept)).await?,
+        };
         if stored.new {
             crate::telemetry::message_stored(platform.as_str(), true);
         }
         Ok(stored.id)
     }
+}
+
+/// What of the bot's reply is kept in the history.
+#[derive(Debug, Clone, Copy)]
+pub struct KeptReply<'a> {
+    /// The text.
+    pub text: &'a str,
+    /// Withheld from search and summaries (a note that memory was shown, a reply to a paused
+    /// person).
+    pub withheld: bool,
 }
 
 /// A message's text followed by its attachments' surrogate lines, one per line.

@@ -812,8 +812,9 @@ impl MemoryManager {
         message: &StoredMessage,
         fact: Option<(&str, bool)>,
     ) -> Result<Leaving, MemoryError> {
-        // Counted first: an answer made meanwhile may show it.
-        self.caches.forgetting();
+        // Counted first (here and in the database, for other processes): an answer made
+        // meanwhile may show it.
+        self.begin_forgetting(message.author).await?;
         let mut removed = 0;
         if let Some((fact, everywhere)) =
             fact.filter(|(f, _)| names_something_of(f, &message.author_name))

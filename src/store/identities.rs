@@ -129,8 +129,12 @@ pub trait Identities: Send + Sync {
     /// as a forget (`begin_forgetting`).
     async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()>;
     /// Counts a forget of something of `person`'s, before it removes anything: a job's write
-    /// made from what it read before (`forget_epoch`) no longer goes through.
+    /// made from what it read before (`forget_epoch`) no longer goes through, nor does an
+    /// answer made meanwhile (`forgets_counted`, `Messages::insert_reply`).
     async fn begin_forgetting(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()>;
+    /// How many forgets were counted in all, anyone's (`begin_forgetting`,
+    /// `mark_memory_cleared`): read before an answer is made.
+    async fn forgets_counted(&self) -> StoreResult<i64>;
     /// How many forgets of `person`'s were counted (`begin_forgetting`): read before reading
     /// what a job makes something of.
     async fn forget_epoch(&self, person: PersonId) -> StoreResult<i64>;
@@ -714,6 +718,8 @@ on_both_backends! {
         }
 
         async fn mark_memory_cleared(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()> {
+            let mut tx = self.write_tx().await?;
+            count_forget(&mut tx).await?;
             sqlx::query(concat!(
                 "INSERT INTO memory_settings (person_id, paused, updated_at, cleared_at, forget_epoch) VALUES ($1, false, $2, $2, 1) \
                  ON CONFLICT (person_id) DO UPDATE SET forget_epoch = memory_settings.forget_epoch + 1, cleared_at = ",
@@ -721,23 +727,34 @@ on_both_backends! {
             ))
             .bind(person.0)
             .bind(ms(at))
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
             Ok(())
         }
 
         async fn begin_forgetting(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()> {
+            let mut tx = self.write_tx().await?;
+            count_forget(&mut tx).await?;
             sqlx::query(
                 "INSERT INTO memory_settings (person_id, paused, updated_at, forget_epoch) VALUES ($1, false, $2, 1) \
                  ON CONFLICT (person_id) DO UPDATE SET forget_epoch = memory_settings.forget_epoch + 1",
             )
             .bind(person.0)
             .bind(ms(at))
-            .execute(self.pool())
+            .execute(&mut *tx)
             .await
             .map_err(db_err)?;
+            tx.commit().await.map_err(db_err)?;
             Ok(())
+        }
+
+        async fn forgets_counted(&self) -> StoreResult<i64> {
+            sqlx::query_scalar("SELECT n FROM forget_count WHERE id = 1")
+                .fetch_one(self.pool())
+                .await
+                .map_err(db_err)
         }
 
         async fn forget_epoch(&self, person: PersonId) -> StoreResult<i64> {
@@ -852,6 +869,16 @@ on_both_backends! {
         .execute(&mut *conn)
         .await
         .map_err(db_err)?;
+        Ok(())
+    }
+
+    /// One more forget counted (`Identities::forgets_counted`). On PostgreSQL it waits for a
+    /// reply being stored with the count read (`Messages::insert_reply` holds the row).
+    async fn count_forget(conn: &mut Conn) -> StoreResult<()> {
+        sqlx::query("UPDATE forget_count SET n = n + 1 WHERE id = 1")
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?;
         Ok(())
     }
 }

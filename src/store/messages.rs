@@ -15,6 +15,17 @@ use std::collections::{BTreeMap, BTreeSet};
 pub trait Messages: Send + Sync {
     /// Stores a message; storing the same (space, channel, external id) twice returns the first id.
     async fn insert_message(&self, msg: &NewMessage) -> StoreResult<Stored>;
+    /// Stores the bot's reply `reply`, or `instead` when a forget was counted since `forgets`
+    /// was read (`Identities::forgets_counted`, before the answer was made): the reply may
+    /// show what is gone, and that forget may have looked for the bot's quotes of it before
+    /// the reply was there. A forget counted later waits for this to commit (PostgreSQL: the
+    /// count's row is held; SQLite writes one at a time), then finds the reply.
+    async fn insert_reply(
+        &self,
+        reply: &NewMessage,
+        instead: &NewMessage,
+        forgets: i64,
+    ) -> StoreResult<Stored>;
     /// In one transaction, the messages `replaced` go as `delete_messages` removes them and
     /// `msg` is stored: an edit is never lost between the old text going and the new one
     /// coming, and a failure keeps the old one.
@@ -361,6 +372,26 @@ on_both_backends! {
                 Ok(id)
             })
             .await
+        }
+
+        async fn insert_reply(
+            &self,
+            reply: &NewMessage,
+            instead: &NewMessage,
+            forgets: i64,
+        ) -> StoreResult<Stored> {
+            let mut tx = self.write_tx().await?;
+            let now: i64 = sqlx::query_scalar(per_dialect!(
+                sqlite: "SELECT n FROM forget_count WHERE id = 1",
+                postgres: "SELECT n FROM forget_count WHERE id = 1 FOR SHARE",
+            ))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_err)?;
+            let kept = if now == forgets { reply } else { instead };
+            let id = insert_chunk(&mut tx, std::slice::from_ref(kept)).await?[0];
+            tx.commit().await.map_err(db_err)?;
+            Ok(id)
         }
 
         async fn replace_messages(

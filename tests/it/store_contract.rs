@@ -2137,7 +2137,80 @@ on_both_backends!(
     forgotten_messages_are_kept_out_for_a_time,
     taking_back_a_jobs_entries_keeps_what_came_before,
     a_deleted_messages_id_is_never_given_again,
+    a_reply_made_across_a_forget_is_kept_as_the_other_text,
 );
+
+/// Every forget is counted (anyone's: one begun, a memory cleared), and a reply stored with
+/// the count read before it was made keeps its own text only while no forget came since;
+/// else the other text it was given.
+async fn a_reply_made_across_a_forget_is_kept_as_the_other_text(s: Arc<dyn Store>) {
+    let (lab, alice) = lab_and_alice(&s).await;
+    let bob = s
+        .resolve_person(Platform::Console, "bob", "Bob")
+        .await
+        .unwrap();
+    let reply = |ext: &str| {
+        let mut m = msg(
+            lab,
+            Scope::Space(lab),
+            alice,
+            ext,
+            "your code is 4512",
+            t(2),
+        );
+        m.is_bot = true;
+        m
+    };
+    let instead = |ext: &str| {
+        let mut m = reply(ext);
+        m.text = "(a note)".into();
+        m.withheld = true;
+        m
+    };
+    let text_of = |id: MessageId| {
+        let s = s.clone();
+        async move {
+            s.messages_by_id(&[id])
+                .await
+                .unwrap()
+                .first()
+                .map(|m| m.text.clone())
+        }
+    };
+    let before = s.forgets_counted().await.unwrap();
+    // Control: nothing forgotten since, the reply is kept as said.
+    let kept = s
+        .insert_reply(&reply("r1"), &instead("r1"), before)
+        .await
+        .unwrap();
+    assert_eq!(text_of(kept.id).await.as_deref(), Some("your code is 4512"));
+    // Someone else's forget counts too.
+    s.begin_forgetting(bob, t(3)).await.unwrap();
+    assert_eq!(s.forgets_counted().await.unwrap(), before + 1);
+    let noted = s
+        .insert_reply(&reply("r2"), &instead("r2"), before)
+        .await
+        .unwrap();
+    // The note, withheld: not read back, not found by the reply's words (which find the
+    // control), but stored.
+    assert_eq!(text_of(noted.id).await, None);
+    let found: Vec<MessageId> = s
+        .search_messages(
+            &[Scope::Space(lab)],
+            &query_terms("4512", 16),
+            Bm25::default(),
+            10,
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|h| h.message.id)
+        .collect();
+    assert_eq!(found, [kept.id]);
+    assert_eq!(s.delete_messages(&[noted.id]).await.unwrap(), 1);
+    s.mark_memory_cleared(bob, t(4)).await.unwrap();
+    assert_eq!(s.forgets_counted().await.unwrap(), before + 2);
+}
 
 /// A public message deleted on its platform while the indexer holds it (read, then deleted
 /// before the indexer writes), and a private chat's message stored right after: the indexer's

@@ -199,6 +199,14 @@ async fn upgrade_keeps_everything(url: String, backend: &str) {
         .map(|r| without_new_columns(&r, backend))
         .chain(vectors_as_before(&url, backend).await)
         .collect();
+    // A table later migrations made with its row: 0032's count of forgets, none yet.
+    let counted = if backend == "postgres" {
+        "forget_count: (1,0)"
+    } else {
+        "forget_count: 1 | 0"
+    };
+    assert!(after.iter().any(|r| r == counted), "{after:#?}");
+    after.retain(|r| r != counted);
     after.sort();
     let missing: Vec<&String> = expected.iter().filter(|r| !after.contains(r)).collect();
     let added: Vec<&String> = after.iter().filter(|r| !expected.contains(r)).collect();

@@ -208,12 +208,23 @@ impl Harness {
 /// `n` bots (separate pools, as separate processes have) on `url`, all using `fake`, with one
 /// shared manual clock.
 pub async fn bots_on(url: &str, fake: &FakeLlmServer, n: usize) -> Vec<Harness> {
+    bots_with(url, fake, n, |_| {}).await
+}
+
+/// `bots_on`, each configuration changed by `tweak`.
+pub async fn bots_with(
+    url: &str,
+    fake: &FakeLlmServer,
+    n: usize,
+    tweak: impl Fn(&mut Config),
+) -> Vec<Harness> {
     let clock = Arc::new(ManualClock::new(start_time()));
     let mut bots = Vec::new();
     for _ in 0..n {
         let dir = tempfile::tempdir().unwrap();
         let mut config = test_config(dir.path(), Some(fake.base_url()));
         config.store.url = url.to_string();
+        tweak(&mut config);
         bots.push(Harness::assemble(dir, None, config, clock.clone()).await);
     }
     bots
