@@ -6,6 +6,7 @@ pub mod budget;
 pub mod clock;
 pub mod command;
 pub mod entry;
+pub mod fills;
 pub mod language;
 pub mod link;
 pub mod mention;

@@ -11,6 +11,8 @@
 //! store write and before it clears, so a value read before a forget can never outlive it.
 
 use crate::domain::PersonId;
+pub use crate::domain::fills::FillEpoch;
+use crate::domain::fills::Invalidations;
 use crate::store::FactsRecord;
 use chrono::NaiveDate;
 use moka::sync::Cache;
@@ -72,16 +74,12 @@ pub struct MemoryCaches {
     pub degraded: Cache<String, Arc<str>>,
     hits: AtomicU64,
     misses: AtomicU64,
-    /// Bumped by every invalidation; a fill that saw an older epoch is not kept.
-    epoch: AtomicU64,
+    /// Counts every invalidation; a fill that saw an older epoch is not kept.
+    epoch: Invalidations,
     /// Bumped by every `forgot` (a forget, a clear, a deleted message, here or in another
     /// process).
     purges: AtomicU64,
 }
-
-/// The epoch a fill started in (from `MemoryCaches::begin_fill`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FillEpoch(u64);
 
 impl MemoryCaches {
     /// Caches holding at most `capacity` entries each.
@@ -103,7 +101,7 @@ impl MemoryCaches {
                 .build(),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
-            epoch: AtomicU64::new(0),
+            epoch: Invalidations::default(),
             purges: AtomicU64::new(0),
         }
     }
@@ -116,53 +114,28 @@ impl MemoryCaches {
 
     /// Call before reading what will be cached.
     pub fn begin_fill(&self) -> FillEpoch {
-        FillEpoch(self.epoch.load(Ordering::SeqCst))
+        self.epoch.begin_fill()
     }
 
-    /// Caches `value` under `key` unless an invalidation happened since `since`; then the
-    /// value may be stale, and it is not kept (the next lookup reads the store again).
+    /// Caches `value` under `key` unless an invalidation happened since `since`
+    /// (`Invalidations::fill`).
     pub fn fill<K, V>(&self, cache: &Cache<K, V>, since: FillEpoch, key: K, value: V)
     where
         K: std::hash::Hash + Eq + Send + Sync + Clone + 'static,
         V: Clone + Send + Sync + 'static,
     {
-        self.fill_racing(cache, since, key, value, || {});
-    }
-
-    /// `fill`, running `between` after its first epoch check and before the insert: where an
-    /// invalidation from another task can land (tests force it there).
-    fn fill_racing<K, V>(
-        &self,
-        cache: &Cache<K, V>,
-        since: FillEpoch,
-        key: K,
-        value: V,
-        between: impl FnOnce(),
-    ) where
-        K: std::hash::Hash + Eq + Send + Sync + Clone + 'static,
-        V: Clone + Send + Sync + 'static,
-    {
-        if self.epoch.load(Ordering::SeqCst) != since.0 {
-            return;
-        }
-        between();
-        cache.insert(key.clone(), value);
-        // An invalidation that began between the check and the insert may have cleared
-        // before the insert landed: take the insert back.
-        if self.epoch.load(Ordering::SeqCst) != since.0 {
-            cache.invalidate(&key);
-        }
+        self.epoch.fill(cache, since, key, value);
     }
 
     /// Forgets what others said about one person (after a change to it).
     pub fn invalidate_hearsay(&self, person: PersonId) {
-        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.epoch.invalidated();
         self.hearsay.invalidate(&person);
     }
 
     /// Forgets the cached facts of one person and scope (after a write to them).
     pub fn invalidate_facts(&self, person: PersonId, scope_key: String) {
-        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.epoch.invalidated();
         self.facts.invalidate(&(person, scope_key));
     }
 
@@ -213,7 +186,7 @@ impl MemoryCaches {
     /// Drops everything: after a change that forgets nothing (a share, a link), and for
     /// benchmarks that measure cold paths.
     pub fn clear(&self) {
-        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.epoch.invalidated();
         self.today.invalidate_all();
         self.past_days.invalidate_all();
         self.history.invalidate_all();
@@ -270,7 +243,8 @@ mod tests {
         // The inner window: the fill's check passed, then the forget cleared, then the
         // insert landed. The check after the insert takes it back.
         let since = c.begin_fill();
-        c.fill_racing(&c.facts, since, key.clone(), stale, || c.clear());
+        c.epoch
+            .fill_racing(&c.facts, since, key.clone(), stale, || c.clear());
         assert!(
             c.facts.get(&key).is_none(),
             "an insert that raced a clear was kept"

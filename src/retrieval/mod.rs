@@ -11,6 +11,7 @@ pub mod time;
 pub mod topics;
 
 use crate::config::RetrievalConfig;
+use crate::domain::fills::Invalidations;
 use crate::domain::language::{self, Quickly};
 use crate::domain::{Embedding, MessageId, PersonId, Scope, StoredMessage, VectorSpaceId};
 use crate::embed::SharedEmbedder;
@@ -59,6 +60,8 @@ pub struct Retriever {
     /// known before its search, so that it is embedded once, already in the first person
     /// (the first question in a set of scopes reads them beside its embedding).
     authors: moka::sync::Cache<Vec<String>, Arc<Vec<(PersonId, String)>>>,
+    /// Counts `forget_cached`: what a fill read before one is not kept after it.
+    fills: Invalidations,
 }
 
 /// How long the authors of a set of scopes are kept: a newcomer's name met only in the hits
@@ -102,12 +105,14 @@ impl Retriever {
                 .max_capacity(1024)
                 .time_to_live(AUTHORS_TTL)
                 .build(),
+            fills: Invalidations::default(),
         }
     }
 
     /// Drops the cached query vectors (questions may quote what was just forgotten) and the
     /// authors of scopes (a cleared person's name goes with them).
     pub fn forget_cached(&self) {
+        self.fills.invalidated();
         self.query_vectors.invalidate_all();
         self.authors.invalidate_all();
     }
@@ -137,6 +142,7 @@ impl Retriever {
             .space
             .get(self.store.as_ref(), embedder.as_ref())
             .await?;
+        let since = self.fills.begin_fill();
         let start = std::time::Instant::now();
         let embedded = embedder.embed(&[text.to_string()]).await;
         crate::telemetry::embedded("query", 1, start.elapsed());
@@ -146,7 +152,8 @@ impl Retriever {
                     space,
                     vector: v.remove(0),
                 });
-                self.query_vectors.insert(text.to_string(), v.clone());
+                self.fills
+                    .fill(&self.query_vectors, since, text.to_string(), v.clone());
                 Some(v)
             }
             Ok(_) => None,
@@ -748,8 +755,10 @@ impl Retriever {
             let read_authors = async {
                 match (&authors_key, &known) {
                     (Some(key), None) => {
+                        let since = self.fills.begin_fill();
                         let authors = Arc::new(self.store.authors_in(scopes).await?);
-                        self.authors.insert(key.clone(), authors.clone());
+                        self.fills
+                            .fill(&self.authors, since, key.clone(), authors.clone());
                         Ok(Some(authors))
                     }
                     _ => Ok(None),

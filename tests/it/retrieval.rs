@@ -1355,6 +1355,53 @@ async fn a_question_is_embedded_once_in_the_named_persons_first_person(s: Arc<dy
     assert_eq!(inputs, ["What else did I plant?"]);
 }
 
+/// A question's vector is cached (the same question again costs no model call), but not one
+/// whose embedding was under way when a forget dropped the caches: the question may quote what
+/// was forgotten. Asked again, it is embedded again; then cached (the control).
+async fn a_question_vector_made_across_a_forget_is_not_cached(s: Arc<dyn Store>) {
+    let fake = engram::llm::fake::FakeLlmServer::start().await.unwrap();
+    let mut config = Config::defaults().embed;
+    config.provider = "openai".into();
+    config.base_url = fake.base_url();
+    let embedder: SharedEmbedder =
+        Arc::new(engram::embed::OpenAiEmbedder::new(&config, Some("sk-test".into())).unwrap());
+    let mut w = World::new(s).await;
+    w.embedder = Some(embedder);
+    let general = w.channel(w.guild_a, "general", Privacy::GuildPublic);
+    w.say(&general, w.alice, "n1", "my locker code is 4512", t(1))
+        .await;
+    w.indexer().index_all(|_| {}).await.unwrap();
+    let retriever = w.retriever();
+    let scopes = general.visible_scopes(w.bob);
+    let question = "what is the code 4512 for?";
+    let embedded = |fake: &engram::llm::fake::FakeLlmServer| {
+        fake.requests()
+            .iter()
+            .filter(|r| r.body["input"][0].as_str() == Some(question))
+            .count()
+    };
+    let ask = || retriever.search(question, &scopes, Some(w.bob), t(2), 5);
+    // The model holds the question's embedding while the caches are dropped.
+    let seen = fake.total();
+    fake.hold_after(0);
+    let (hits, ()) = tokio::join!(ask(), async {
+        fake.wait_seen(seen + 1, std::time::Duration::from_secs(20))
+            .await;
+        retriever.forget_cached();
+        fake.release();
+    });
+    hits.unwrap();
+    assert_eq!(embedded(&fake), 1);
+    ask().await.unwrap();
+    assert_eq!(
+        embedded(&fake),
+        2,
+        "a vector made across the forget was cached"
+    );
+    ask().await.unwrap();
+    assert_eq!(embedded(&fake), 2, "the control: cached since");
+}
+
 /// Between people the answer is often a turn or two after the best match: people's messages
 /// next to the best results take a share of their scores (`neighbour_top`), the bot's neither
 /// lift nor are lifted, and nothing comes from a scope the asker cannot see.
@@ -1671,6 +1718,7 @@ on_both_backends!(
     an_answer_near_the_best_match_is_found,
     a_short_turn_is_found_by_the_words_it_answers,
     a_question_is_embedded_once_in_the_named_persons_first_person,
+    a_question_vector_made_across_a_forget_is_not_cached,
     episodes_begin_at_topic_shifts_and_markers,
     a_files_text_never_moves_an_episode_boundary,
     words_side_by_side_are_favoured,
