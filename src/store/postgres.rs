@@ -459,13 +459,28 @@ impl PostgresStore {
     pub(super) async fn drain_terms_backlog(&self) -> StoreResult<()> {
         loop {
             let mut tx = self.pool.begin().await.map_err(db_err)?;
-            let queued: Vec<QueuedRow> = sqlx::query_as(
-                "WITH taken AS (DELETE FROM message_terms_backlog WHERE message_id IN                     (SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING message_id)                  SELECT taken.message_id, m.scope, m.text, m.withheld, m.language FROM taken LEFT JOIN messages m ON m.id = taken.message_id",
+            // The messages first, as a forget or a rewrite takes them (then their queue
+            // rows): one that a writer holds waits for a later round, and a forget that comes
+            // after this took one waits, then takes out the postings written here.
+            let ids: Vec<i64> = sqlx::query_scalar(
+                "SELECT m.id FROM messages m WHERE m.id IN \
+                 (SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000) \
+                 ORDER BY m.id FOR UPDATE OF m SKIP LOCKED",
             )
             .fetch_all(&mut *tx)
             .await
             .map_err(db_err)?;
-            if queued.is_empty() {
+            // An id whose message is gone leaves the queue.
+            let gone = sqlx::query(
+                "DELETE FROM message_terms_backlog b WHERE b.message_id IN \
+                 (SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000) \
+                 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = b.message_id)",
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(db_err)?
+            .rows_affected();
+            if ids.is_empty() && gone == 0 {
                 let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM message_terms_backlog")
                     .fetch_one(&mut *tx)
                     .await
@@ -474,10 +489,18 @@ impl PostgresStore {
                 if left == 0 {
                     return Ok(());
                 }
-                // Another process holds the rest; its commit empties the queue.
+                // Another process, or a writer, holds the rest; its commit frees them.
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
+            let queued: Vec<QueuedRow> = sqlx::query_as(
+                "WITH taken AS (DELETE FROM message_terms_backlog WHERE message_id = ANY($1) RETURNING message_id) \
+                 SELECT taken.message_id, m.scope, m.text, m.withheld, m.language FROM taken JOIN messages m ON m.id = taken.message_id",
+            )
+            .bind(&ids)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_err)?;
             let (rows, detected) = shared::queued_postings(queued);
             shared::set_languages(&mut tx, &detected).await?;
             write_postings(&mut tx, &rows).await?;

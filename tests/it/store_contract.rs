@@ -2789,37 +2789,52 @@ async fn postgres_a_vector_write_waits_for_a_forget_in_progress() {
 }
 }
 
-postgres_test! {
-/// A forget and the worker that writes queued postings (`engram migrate`'s copy, a migration's
-/// re-index), made certain: the worker has taken the message's queue row and is writing its
-/// postings when the forget comes. The forget waits for it, then takes those postings out,
-/// and the scope's statistics count the message no more.
-async fn postgres_a_forget_waits_for_queued_postings_being_written() {
+/// A message of "lab" whose postings wait in `message_terms_backlog`, as a copy or a
+/// migration leaves them (`read_again`: its language is to be detected again too).
+struct Queued {
+    s: Arc<dyn Store>,
+    id: MessageId,
+    scope: String,
+    /// Its postings as they were: (term, scope, tf, doc_len).
+    postings: Vec<(String, String, i32, i32)>,
+    /// Its length.
+    len: i64,
+    /// The scope's documents and total length without it.
+    without_it: (i64, i64),
+}
+
+/// The scope's documents and total length (BM25's statistics).
+async fn scope_stats(url: &str, scope: &str) -> (i64, i64) {
     use sqlx::Connection;
-    let url = fresh_postgres_url().await;
-    let s = open_url(&url).await;
+    let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+    sqlx::query_as::<_, (i64, i64)>(
+        "SELECT COALESCE(SUM(docs), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM scope_term_stats WHERE scope = $1",
+    )
+    .bind(scope)
+    .fetch_one(&mut c)
+    .await
+    .unwrap()
+}
+
+async fn queued_for_postings(url: &str, read_again: bool) -> Queued {
+    use sqlx::Connection;
+    let s = open_url(url).await;
     let (lab, author, _) = conversation(&s).await;
     let scope = Scope::Space(lab).key();
     let id = s
-        .insert_message(&msg(lab, Scope::Space(lab), author, "q", "the bunker code is swordfish", t(2)))
+        .insert_message(&msg(
+            lab,
+            Scope::Space(lab),
+            author,
+            "q",
+            "the bunker code is swordfish",
+            t(2),
+        ))
         .await
         .unwrap()
         .id;
-    let mut raw = sqlx::PgConnection::connect(&url).await.unwrap();
-    let stats = |scope: String| {
-        let url = url.clone();
-        async move {
-            let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
-            sqlx::query_as::<_, (i64, i64)>(
-                "SELECT COALESCE(SUM(docs), 0)::BIGINT, COALESCE(SUM(total_len), 0)::BIGINT FROM scope_term_stats WHERE scope = $1",
-            )
-            .bind(scope)
-            .fetch_one(&mut c)
-            .await
-            .unwrap()
-        }
-    };
-    let with_it = stats(scope.clone()).await;
+    let mut raw = sqlx::PgConnection::connect(url).await.unwrap();
+    let with_it = scope_stats(url, &scope).await;
     // Positive control: the message has postings, and they are what the worker will write.
     let postings: Vec<(String, String, i32, i32)> = sqlx::query_as(
         "SELECT term, scope, tf, doc_len FROM message_terms WHERE message_id = $1 ORDER BY term",
@@ -2830,21 +2845,123 @@ async fn postgres_a_forget_waits_for_queued_postings_being_written() {
     .unwrap();
     assert!(postings.iter().any(|p| p.0 == "swordfish"), "{postings:?}");
     let len: i64 = postings[0].3.into();
-    // Queued instead, as a copy leaves it.
-    for sql in [
+    let mut queue = vec![
         "DELETE FROM message_terms WHERE message_id = $1",
         "INSERT INTO message_terms_backlog (message_id) VALUES ($1)",
-    ] {
+    ];
+    if read_again {
+        queue.push("UPDATE messages SET language = NULL WHERE id = $1");
+    }
+    for sql in queue {
         sqlx::query(sql).bind(id.0).execute(&mut raw).await.unwrap();
     }
-    sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - $1 WHERE scope = $2")
-        .bind(len)
-        .bind(&scope)
-        .execute(&mut raw)
+    sqlx::query(
+        "UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - $1 WHERE scope = $2",
+    )
+    .bind(len)
+    .bind(&scope)
+    .execute(&mut raw)
+    .await
+    .unwrap();
+    let without_it = scope_stats(url, &scope).await;
+    assert_eq!(without_it, (with_it.0 - 1, with_it.1 - len));
+    Queued {
+        s,
+        id,
+        scope,
+        postings,
+        len,
+        without_it,
+    }
+}
+
+postgres_test! {
+/// The worker that writes queued postings, run for real while a forget holds the message (it
+/// locks the messages first, then their queue rows): the worker leaves that message alone
+/// until the forget commits (before, it took the queue row and then waited to record the
+/// message's language, while the forget waited for the queue row: a deadlock that failed
+/// one of them), the forget goes through, and no posting of the message is left.
+async fn postgres_queued_postings_and_a_forget_never_deadlock() {
+    use sqlx::Connection;
+    let url = fresh_postgres_url().await;
+    let q = queued_for_postings(&url, true).await;
+    let id = q.id.0;
+    let mut raw = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut forget = raw.begin().await.unwrap();
+    sqlx::query("SELECT id FROM messages WHERE id = $1 FOR UPDATE")
+        .bind(id)
+        .fetch_all(&mut *forget)
         .await
         .unwrap();
-    let without_it = stats(scope.clone()).await;
-    assert_eq!(without_it, (with_it.0 - 1, with_it.1 - len));
+    let store = q.s.clone();
+    let drain = tokio::spawn(async move { store.finish_load().await });
+    // The worker has met the held message: waiting for it, or gone on past it.
+    let mut watch = sqlx::PgConnection::connect(&url).await.unwrap();
+    loop {
+        let met: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND (wait_event_type = 'Lock' OR query LIKE 'SELECT COUNT(*) FROM message_terms_backlog%')",
+        )
+        .fetch_one(&mut watch)
+        .await
+        .unwrap();
+        if met > 0 || drain.is_finished() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    // The forget goes on as `delete_in` does: the queue row, then the rows.
+    for sql in [
+        "SELECT message_id FROM message_terms_backlog WHERE message_id = $1 FOR UPDATE",
+        "DELETE FROM message_terms_backlog WHERE message_id = $1",
+        "DELETE FROM messages WHERE id = $1",
+    ] {
+        sqlx::query(sql)
+            .bind(id)
+            .execute(&mut *forget)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    forget.commit().await.unwrap();
+    drain.await.unwrap().unwrap();
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM message_terms WHERE message_id = $1")
+        .bind(id)
+        .fetch_one(&mut watch)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the forgotten message's postings were written");
+    assert_eq!(scope_stats(&url, &q.scope).await, q.without_it);
+    // Positive control: the same worker writes a queued message no one holds.
+    let other = queued_for_postings(&url, true).await;
+    other.s.finish_load().await.unwrap();
+    let written: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM message_terms WHERE message_id = $1")
+        .bind(other.id.0)
+        .fetch_one(&mut watch)
+        .await
+        .unwrap();
+    assert_eq!(written as usize, other.postings.len());
+    let _ = other.len;
+}
+}
+
+postgres_test! {
+/// A forget and a worker that writes queued postings (`engram migrate`'s copy, a migration's
+/// re-index) taking the queue row without the message, as processes of earlier versions did
+/// (one may still run during an upgrade), made certain: the worker has taken the message's
+/// queue row and is writing its postings when the forget comes. The forget waits for it, then takes those postings out,
+/// and the scope's statistics count the message no more.
+async fn postgres_a_forget_waits_for_queued_postings_being_written() {
+    use sqlx::Connection;
+    let url = fresh_postgres_url().await;
+    let Queued {
+        s,
+        id,
+        scope,
+        postings,
+        len,
+        without_it,
+    } = queued_for_postings(&url, false).await;
+    let mut raw = sqlx::PgConnection::connect(&url).await.unwrap();
     // The worker takes the row, as `drain_terms_backlog` does.
     let mut worker = raw.begin().await.unwrap();
     let taken: Vec<i64> = sqlx::query_scalar(
@@ -2897,7 +3014,11 @@ async fn postgres_a_forget_waits_for_queued_postings_being_written() {
         .await
         .unwrap();
     assert_eq!(left, 0, "the forgotten message's postings were written past the forget");
-    assert_eq!(stats(scope).await, without_it, "the scope still counts the forgotten message");
+    assert_eq!(
+        scope_stats(&url, &scope).await,
+        without_it,
+        "the scope still counts the forgotten message"
+    );
 }
 }
 
