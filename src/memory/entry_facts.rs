@@ -214,7 +214,7 @@ impl MemoryManager {
             }),
         )
         .await;
-        self.purge_caches();
+        self.forget_done(person).await?;
         self.audit(&By::request(req), Action::ModelChange, person, n)
             .await;
         info!(actor = %person, changes = n, "memory changes confirmed");

@@ -498,7 +498,7 @@ impl MemoryManager {
             );
         }
         removed.messages = self.delete_forgotten(&messages).await?;
-        self.purge_caches();
+        self.forget_done(req.subject).await?;
         info!(subject = %req.subject, actor = %req.actor, items = removed.items, messages = removed.messages, "forgotten");
         Ok(removed)
     }
@@ -531,6 +531,7 @@ impl MemoryManager {
         subject: PersonId,
         ids: &[i64],
     ) -> Result<u64, MemoryError> {
+        self.begin_forgetting(subject).await?;
         let told: Vec<Hearsay> = self
             .store
             .hearsay(subject, None)
@@ -542,7 +543,7 @@ impl MemoryManager {
             .remove_statements(subject, &told, &Reach::Everywhere)
             .await?;
         self.delete_forgotten(&messages).await?;
-        self.purge_caches();
+        self.forget_done(subject).await?;
         Ok(told.len() as u64)
     }
 
@@ -772,7 +773,7 @@ impl MemoryManager {
         // Their own facts and entries: answers naming them that quote one go too.
         messages.extend(self.bot_quotes(None, &needles, &about, None).await?);
         removed += self.delete_forgotten(&messages).await?;
-        self.purge_caches();
+        self.forget_done(person).await?;
         Ok(removed)
     }
 
@@ -955,6 +956,17 @@ impl MemoryManager {
     pub(super) async fn begin_forgetting(&self, person: PersonId) -> Result<(), StoreError> {
         self.caches.forgetting();
         self.store.begin_forgetting(person, self.clock.now()).await
+    }
+
+    /// A forget of something of `person`'s is done: counted again, here and in the database
+    /// (an answer that read what went before it went, and is stored after this, keeps only
+    /// the note: `Store::insert_reply`), and every cached copy goes.
+    pub(super) async fn forget_done(&self, person: PersonId) -> Result<(), StoreError> {
+        self.store
+            .begin_forgetting(person, self.clock.now())
+            .await?;
+        self.purge_caches();
+        Ok(())
     }
 
     /// How many times something was forgotten here or in another process (`purge_caches`):
