@@ -75,6 +75,7 @@ changed-entries = Erledigt: { $n } { $n ->
     } geändert.
 search-nothing = Nichts in deinem Gedächtnis passt zu „{ $query }“.
 lapsed = Das habe ich vor mehr als { $minutes } Minuten gefragt, die Frage ist abgelaufen und nichts wurde geändert; frag mich noch einmal, wenn du es noch willst.
+lapsed-forgotten = Seit ich gefragt habe, wurde etwas aus deinem Gedächtnis vergessen, die Frage ist also abgelaufen und nichts wurde geändert; frag mich noch einmal, wenn du es noch willst.
 remember-what = Was merken? Sag es nach dem Befehl, z. B. „merk dir, dass ich Rust mag“.
 forget-what-fact = Was vergessen? Sag es nach dem Befehl, z. B. „vergiss, dass ich Rust mag“.
 capture-what = Was merken? Sag es nach der Phrase, z. B. „merk dir, dass ich kurze Antworten mag“.

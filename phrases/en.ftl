@@ -112,6 +112,7 @@ unshared = Unshared: "{ $value }" is no longer known everywhere, only in our pri
 unshared-not-found = Unshared: the entry "{ $value }" is known only in our private chat now, but I couldn't find those words in what I know about you everywhere; if I say it elsewhere, tell me "forget that …" there.
 unshared-failed = Unshared: the entry "{ $value }" is known only in our private chat now, but I couldn't update what I know about you everywhere; try "/memory unshare" again later.
 lapsed = I asked that more than { $minutes } minutes ago, so it has lapsed and nothing was changed; ask me again if you still want it.
+lapsed-forgotten = Something in your memory was forgotten since I asked, so that has lapsed and nothing was changed; ask me again if you still want it.
 code-posted-here = I won't use a code posted here: anyone could have seen it, so it no longer works. Make a new one with "/memory link" in a private chat.
 link-in-private = Ask me for a link code in a private chat: anyone who sees a code can use it.
 links-in-private = Ask me in a private chat: linked accounts are listed and unlinked only there, where nobody else sees them.

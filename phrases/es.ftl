@@ -75,6 +75,7 @@ changed-entries = Hecho: { $n } { $n ->
     }.
 search-nothing = Nada en tu memoria coincide con «{ $query }».
 lapsed = Pregunté eso hace más de { $minutes } minutos, así que caducó y no cambié nada; pregúntame de nuevo si todavía lo quieres.
+lapsed-forgotten = Desde que pregunté se olvidó algo de tu memoria, así que caducó y no cambié nada; pregúntame de nuevo si todavía lo quieres.
 remember-what = ¿Recordar qué? Dilo después del comando, p. ej. «recuerda que me encanta Rust».
 forget-what-fact = ¿Olvidar qué? Dilo después del comando, p. ej. «olvida que me encanta Rust».
 capture-what = ¿Recordar qué? Dilo después de la frase, p. ej. «recuerda que prefiero respuestas cortas».

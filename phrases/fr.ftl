@@ -75,6 +75,7 @@ changed-entries = C'est fait : { $n } { $n ->
     }.
 search-nothing = Rien dans ta mémoire ne correspond à « { $query } ».
 lapsed = J'ai posé cette question il y a plus de { $minutes } minutes, elle a expiré et rien n'a changé ; redemande-moi si tu le veux toujours.
+lapsed-forgotten = Quelque chose de ta mémoire a été oublié depuis ma question, elle a donc expiré et rien n'a changé ; redemande-moi si tu le veux toujours.
 remember-what = Retenir quoi ? Dis-le après la commande, par ex. « souviens-toi que j'aime Rust ».
 forget-what-fact = Oublier quoi ? Dis-le après la commande, par ex. « oublie que j'aime Rust ».
 capture-what = Retenir quoi ? Dis-le après la phrase, par ex. « souviens-toi que je préfère les réponses courtes ».

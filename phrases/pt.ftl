@@ -75,6 +75,7 @@ changed-entries = Pronto: { $n } { $n ->
     }.
 search-nothing = Nada na sua memória corresponde a "{ $query }".
 lapsed = Perguntei isso há mais de { $minutes } minutos, então expirou e nada foi alterado; pergunte de novo se ainda quiser.
+lapsed-forgotten = Algo da sua memória foi esquecido desde que perguntei, então expirou e nada foi alterado; pergunte de novo se ainda quiser.
 remember-what = Lembrar o quê? Diga depois do comando, por ex. "lembre que eu adoro Rust".
 forget-what-fact = Esquecer o quê? Diga depois do comando, por ex. "esqueça que eu adoro Rust".
 capture-what = Lembrar o quê? Diga depois da frase, por ex. "lembre que eu prefiro respostas curtas".

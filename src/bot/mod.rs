@@ -69,8 +69,13 @@ enum Pending {
     Link {
         code_hash: String,
     },
-    /// Changes to their entries the model asked for while answering.
-    Tools(Vec<StagedChange>),
+    /// Changes to their entries the model asked for while answering, and how many forgets of
+    /// theirs had been counted before it read their memory: one since (a forget, a clear)
+    /// lapses them, as they may write back what went.
+    Tools {
+        changes: Vec<StagedChange>,
+        forgets: i64,
+    },
     /// `/memory share`: this entry of theirs becomes known everywhere.
     Share {
         id: i64,
@@ -321,11 +326,8 @@ impl Bot {
         };
         let forgets = self.memory.forgets_seen();
         // And in the database, for a forget in another process (or one that starts after the
-        // check below): a memory command's answer is about its own change.
-        let counted = match ingested.is_command {
-            true => None,
-            false => Some(self.store.forgets_counted().await?),
-        };
+        // check below).
+        let counted = self.store.forgets_counted(ingested.message.author).await?;
         let answer = paid_by(payer, self.answer(msg, &ingested, admission));
         tokio::pin!(answer);
         let answer = tokio::select! {
@@ -339,7 +341,9 @@ impl Bot {
             || self.pending.contains_key(&Self::pending_key(&ingested));
         let mut text = match answer {
             Ok(Answer { text, staged, .. }) if staged.is_empty() => text,
-            Ok(Answer { text, staged, .. }) => self.ask_to_confirm(&ingested, text, staged),
+            Ok(Answer { text, staged, .. }) => {
+                self.ask_to_confirm(&ingested, text, staged, counted.of_person)
+            }
             Err(MemoryError::Store(e)) => {
                 error!(error = %e, "memory store failed while answering");
                 self.say(&ingested).text("store-failed")
@@ -376,7 +380,8 @@ impl Bot {
                 &ingested.message,
                 now,
                 ingested.is_command,
-                counted.map(|n| (n, note)),
+                // A memory command's answer is about its own change.
+                (!ingested.is_command).then_some((counted.all, note)),
             )
             .await?;
         // Deleted on the platform while it was being answered: what the answer did and the
@@ -889,9 +894,16 @@ impl Bot {
         ingested: &Ingested,
         text: String,
         staged: Vec<StagedChange>,
+        forgets: i64,
     ) -> String {
         let changes: Vec<String> = staged.iter().map(StagedChange::describe).collect();
-        self.ask(ingested, Pending::Tools(staged));
+        self.ask(
+            ingested,
+            Pending::Tools {
+                changes: staged,
+                forgets,
+            },
+        );
         replies::confirm_changes(&self.say(ingested), &text, &changes)
     }
 
@@ -1307,7 +1319,10 @@ impl Bot {
                 }
                 replies::redeemed(t, &redeemed, platform)
             }
-            Pending::Tools(changes) => {
+            Pending::Tools { changes, forgets } => {
+                if self.store.forgets_counted(person).await?.of_person != forgets {
+                    return Ok(Some(t.text("lapsed-forgotten")));
+                }
                 let req = self.own_request(ingested);
                 replies::changed_entries(t, self.memory.apply_staged(&req, &changes).await?)
             }

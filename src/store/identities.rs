@@ -132,9 +132,9 @@ pub trait Identities: Send + Sync {
     /// made from what it read before (`forget_epoch`) no longer goes through, nor does an
     /// answer made meanwhile (`forgets_counted`, `Messages::insert_reply`).
     async fn begin_forgetting(&self, person: PersonId, at: DateTime<Utc>) -> StoreResult<()>;
-    /// How many forgets were counted in all, anyone's (`begin_forgetting`,
-    /// `mark_memory_cleared`): read before an answer is made.
-    async fn forgets_counted(&self) -> StoreResult<i64>;
+    /// The forgets counted so far (`begin_forgetting`, `mark_memory_cleared`): anyone's, and
+    /// `person`'s. Read before an answer is made.
+    async fn forgets_counted(&self, person: PersonId) -> StoreResult<ForgetCounts>;
     /// How many forgets of `person`'s were counted (`begin_forgetting`): read before reading
     /// what a job makes something of.
     async fn forget_epoch(&self, person: PersonId) -> StoreResult<i64>;
@@ -147,6 +147,15 @@ pub trait Identities: Send + Sync {
         platform: Platform,
         external_id: &str,
     ) -> StoreResult<Option<DateTime<Utc>>>;
+}
+
+/// How many forgets were counted (`Identities::forgets_counted`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForgetCounts {
+    /// Anyone's (`Messages::insert_reply` compares it).
+    pub all: i64,
+    /// One person's (their `forget_epoch`).
+    pub of_person: i64,
 }
 
 /// The person behind an account, as `resolve_account` found or made them.
@@ -750,11 +759,16 @@ on_both_backends! {
             Ok(())
         }
 
-        async fn forgets_counted(&self) -> StoreResult<i64> {
-            sqlx::query_scalar("SELECT n FROM forget_count WHERE id = 1")
-                .fetch_one(self.pool())
-                .await
-                .map_err(db_err)
+        async fn forgets_counted(&self, person: PersonId) -> StoreResult<ForgetCounts> {
+            let (all, of_person): (i64, i64) = sqlx::query_as(
+                "SELECT f.n, COALESCE((SELECT s.forget_epoch FROM memory_settings s WHERE s.person_id = $1), 0) \
+                 FROM forget_count f WHERE f.id = 1",
+            )
+            .bind(person.0)
+            .fetch_one(self.pool())
+            .await
+            .map_err(db_err)?;
+            Ok(ForgetCounts { all, of_person })
         }
 
         async fn forget_epoch(&self, person: PersonId) -> StoreResult<i64> {

@@ -380,18 +380,22 @@ on_both_backends! {
             instead: &NewMessage,
             forgets: i64,
         ) -> StoreResult<Stored> {
-            let mut tx = self.write_tx().await?;
-            let now: i64 = sqlx::query_scalar(per_dialect!(
-                sqlite: "SELECT n FROM forget_count WHERE id = 1",
-                postgres: "SELECT n FROM forget_count WHERE id = 1 FOR SHARE",
-            ))
-            .fetch_one(&mut *tx)
+            // A message stored, as `insert_message` (one name for the two in the metrics).
+            crate::telemetry::timed("insert_message", async {
+                let mut tx = self.write_tx().await?;
+                let now: i64 = sqlx::query_scalar(per_dialect!(
+                    sqlite: "SELECT n FROM forget_count WHERE id = 1",
+                    postgres: "SELECT n FROM forget_count WHERE id = 1 FOR SHARE",
+                ))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                let kept = if now == forgets { reply } else { instead };
+                let id = insert_chunk(&mut tx, std::slice::from_ref(kept)).await?[0];
+                tx.commit().await.map_err(db_err)?;
+                Ok(id)
+            })
             .await
-            .map_err(db_err)?;
-            let kept = if now == forgets { reply } else { instead };
-            let id = insert_chunk(&mut tx, std::slice::from_ref(kept)).await?[0];
-            tx.commit().await.map_err(db_err)?;
-            Ok(id)
         }
 
         async fn replace_messages(

@@ -82,7 +82,7 @@ pub use copy::{Table, Value};
 pub use entries::{Entries, ExtractionApplied, ExtractionCounts, Hearsay, NewHearsay};
 pub use episodes::{DetailsSaved, Episodes, RefreshDue, WorkingMemory};
 pub use facts::{FactChange, FactVersion, Facts, FactsRecord};
-pub use identities::{Account, Among, Identities, LinkRedeem, PersonMatch, Resolved};
+pub use identities::{Account, Among, ForgetCounts, Identities, LinkRedeem, PersonMatch, Resolved};
 pub use jobs::{
     Finish, JobClaim, JobRun, JobSummary, Jobs, LeaseRow, holder_is_gone, process_holder,
 };

@@ -2177,7 +2177,7 @@ async fn a_reply_made_across_a_forget_is_kept_as_the_other_text(s: Arc<dyn Store
                 .map(|m| m.text.clone())
         }
     };
-    let before = s.forgets_counted().await.unwrap();
+    let before = s.forgets_counted(bob).await.unwrap().all;
     // Control: nothing forgotten since, the reply is kept as said.
     let kept = s
         .insert_reply(&reply("r1"), &instead("r1"), before)
@@ -2186,7 +2186,15 @@ async fn a_reply_made_across_a_forget_is_kept_as_the_other_text(s: Arc<dyn Store
     assert_eq!(text_of(kept.id).await.as_deref(), Some("your code is 4512"));
     // Someone else's forget counts too.
     s.begin_forgetting(bob, t(3)).await.unwrap();
-    assert_eq!(s.forgets_counted().await.unwrap(), before + 1);
+    let counted = |who: PersonId| {
+        let s = s.clone();
+        async move { s.forgets_counted(who).await.unwrap() }
+    };
+    assert_eq!(counted(alice).await.all, before + 1);
+    assert_eq!(
+        (counted(alice).await.of_person, counted(bob).await.of_person),
+        (0, 1)
+    );
     let noted = s
         .insert_reply(&reply("r2"), &instead("r2"), before)
         .await
@@ -2209,7 +2217,13 @@ async fn a_reply_made_across_a_forget_is_kept_as_the_other_text(s: Arc<dyn Store
     assert_eq!(found, [kept.id]);
     assert_eq!(s.delete_messages(&[noted.id]).await.unwrap(), 1);
     s.mark_memory_cleared(bob, t(4)).await.unwrap();
-    assert_eq!(s.forgets_counted().await.unwrap(), before + 2);
+    assert_eq!(
+        counted(bob).await,
+        engram::store::ForgetCounts {
+            all: before + 2,
+            of_person: 2
+        }
+    );
 }
 
 /// A public message deleted on its platform while the indexer holds it (read, then deleted
