@@ -644,14 +644,7 @@ async fn a_forget_lapses_the_changes_waiting_for_yes(url: Option<String>) {
     assert!(reply.contains("Pirate Party"), "{reply}");
     let yes = h.say_in(&lab, "alice", "Engram, yes").await.unwrap();
     assert!(yes.starts_with("Done"), "{yes}");
-    let values: Vec<String> = h
-        .store
-        .entries(alice, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.value)
-        .collect();
+    let values = entry_values(&h, alice).await;
     assert!(
         values.iter().any(|v| v.contains("Pirate Party")),
         "{values:?}"

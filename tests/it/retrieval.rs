@@ -1258,14 +1258,7 @@ async fn a_files_text_never_moves_an_episode_boundary(s: Arc<dyn Store>) {
 /// read) costs a second embedding; the authors of one set of scopes never shape a question
 /// asked in another.
 async fn a_question_is_embedded_once_in_the_named_persons_first_person(s: Arc<dyn Store>) {
-    let fake = engram::llm::fake::FakeLlmServer::start().await.unwrap();
-    let mut config = Config::defaults().embed;
-    config.provider = "openai".into();
-    config.base_url = fake.base_url();
-    let embedder: SharedEmbedder =
-        Arc::new(engram::embed::OpenAiEmbedder::new(&config, Some("sk-test".into())).unwrap());
-    let mut w = World::new(s).await;
-    w.embedder = Some(embedder);
+    let (fake, w) = with_fake_embedder(s).await;
     let general = w.channel(w.guild_a, "general", Privacy::GuildPublic);
     let elsewhere = w.channel(w.guild_b, "general", Privacy::GuildPublic);
     let person = |n: &'static str| {
@@ -1355,10 +1348,8 @@ async fn a_question_is_embedded_once_in_the_named_persons_first_person(s: Arc<dy
     assert_eq!(inputs, ["What else did I plant?"]);
 }
 
-/// A question's vector is cached (the same question again costs no model call), but not one
-/// whose embedding was under way when a forget dropped the caches: the question may quote what
-/// was forgotten. Asked again, it is embedded again; then cached (the control).
-async fn a_question_vector_made_across_a_forget_is_not_cached(s: Arc<dyn Store>) {
+/// A world whose questions and messages are embedded by a fake server's model.
+async fn with_fake_embedder(s: Arc<dyn Store>) -> (engram::llm::fake::FakeLlmServer, World) {
     let fake = engram::llm::fake::FakeLlmServer::start().await.unwrap();
     let mut config = Config::defaults().embed;
     config.provider = "openai".into();
@@ -1367,6 +1358,14 @@ async fn a_question_vector_made_across_a_forget_is_not_cached(s: Arc<dyn Store>)
         Arc::new(engram::embed::OpenAiEmbedder::new(&config, Some("sk-test".into())).unwrap());
     let mut w = World::new(s).await;
     w.embedder = Some(embedder);
+    (fake, w)
+}
+
+/// A question's vector is cached (the same question again costs no model call), but not one
+/// whose embedding was under way when a forget dropped the caches: the question may quote what
+/// was forgotten. Asked again, it is embedded again; then cached (the control).
+async fn a_question_vector_made_across_a_forget_is_not_cached(s: Arc<dyn Store>) {
+    let (fake, w) = with_fake_embedder(s).await;
     let general = w.channel(w.guild_a, "general", Privacy::GuildPublic);
     w.say(&general, w.alice, "n1", "my locker code is 4512", t(1))
         .await;

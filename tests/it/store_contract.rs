@@ -2781,19 +2781,7 @@ async fn postgres_a_vector_write_waits_for_a_forget_in_progress() {
     let writer = s.clone();
     let write = tokio::spawn(async move { writer.add_vectors(&[with_vector]).await });
     // The write is waiting on the forget's lock (or, were it not, has finished already).
-    let mut watch = sqlx::PgConnection::connect(&url).await.unwrap();
-    loop {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-        )
-        .fetch_one(&mut watch)
-        .await
-        .unwrap();
-        if waiting > 0 || write.is_finished() {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    until_one_waits_on_a_lock(&url, &write).await;
     tx.commit().await.unwrap();
     write.await.unwrap().unwrap();
     assert!(
@@ -2801,6 +2789,25 @@ async fn postgres_a_vector_write_waits_for_a_forget_in_progress() {
         "the vector was written past the forget"
     );
 }
+}
+
+/// Returns once a session of `url`'s database waits on a lock, or `task` has finished (it
+/// did not wait: the caller's assertions tell).
+async fn until_one_waits_on_a_lock<T>(url: &str, task: &tokio::task::JoinHandle<T>) {
+    use sqlx::Connection;
+    let mut watch = sqlx::PgConnection::connect(url).await.unwrap();
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(&mut watch)
+        .await
+        .unwrap();
+        if waiting > 0 || task.is_finished() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
 }
 
 /// A message of "lab" whose postings wait in `message_terms_backlog`, as a copy or a
@@ -2989,19 +2996,7 @@ async fn postgres_a_forget_waits_for_queued_postings_being_written() {
     let forgetter = s.clone();
     let forget = tokio::spawn(async move { forgetter.delete_messages(&[id]).await });
     // The forget is waiting on the worker's lock (or, were it not, has finished already).
-    let mut watch = sqlx::PgConnection::connect(&url).await.unwrap();
-    loop {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-        )
-        .fetch_one(&mut watch)
-        .await
-        .unwrap();
-        if waiting > 0 || forget.is_finished() {
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
+    until_one_waits_on_a_lock(&url, &forget).await;
     // The worker writes what it read before the forget, and commits.
     for (term, scope, tf, doc_len) in &postings {
         sqlx::query("INSERT INTO message_terms (term, scope, message_id, tf, doc_len) VALUES ($1, $2, $3, $4, $5)")
@@ -3024,7 +3019,7 @@ async fn postgres_a_forget_waits_for_queued_postings_being_written() {
     assert_eq!(forget.await.unwrap().unwrap(), 1);
     let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM message_terms WHERE message_id = $1")
         .bind(id.0)
-        .fetch_one(&mut watch)
+        .fetch_one(&mut raw)
         .await
         .unwrap();
     assert_eq!(left, 0, "the forgotten message's postings were written past the forget");
