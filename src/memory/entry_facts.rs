@@ -214,7 +214,15 @@ impl MemoryManager {
             }),
         )
         .await;
-        self.forget_done(person).await?;
+        // Only a deletion forgets: new and rewritten entries lapse nothing waiting elsewhere.
+        if changes
+            .iter()
+            .any(|c| matches!(c, StagedChange::Delete { .. }))
+        {
+            self.forget_done(person).await?;
+        } else {
+            self.purge_caches();
+        }
         self.audit(&By::request(req), Action::ModelChange, person, n)
             .await;
         info!(actor = %person, changes = n, "memory changes confirmed");

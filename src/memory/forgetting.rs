@@ -531,7 +531,6 @@ impl MemoryManager {
         subject: PersonId,
         ids: &[i64],
     ) -> Result<u64, MemoryError> {
-        self.begin_forgetting(subject).await?;
         let told: Vec<Hearsay> = self
             .store
             .hearsay(subject, None)
@@ -962,11 +961,9 @@ impl MemoryManager {
     /// (an answer that read what went before it went, and is stored after this, keeps only
     /// the note: `Store::insert_reply`), and every cached copy goes.
     pub(super) async fn forget_done(&self, person: PersonId) -> Result<(), StoreError> {
-        self.store
-            .begin_forgetting(person, self.clock.now())
-            .await?;
+        // The caches first: a failed count leaves nothing forgotten in them.
         self.purge_caches();
-        Ok(())
+        self.store.begin_forgetting(person, self.clock.now()).await
     }
 
     /// How many times something was forgotten here or in another process (`purge_caches`):

@@ -462,10 +462,11 @@ impl PostgresStore {
             // The messages first, as a forget or a rewrite takes them (then their queue
             // rows): one that a writer holds waits for a later round, and a forget that comes
             // after this took one waits, then takes out the postings written here.
+            // (The limit counts only the rows taken: another process's, or a writer's, are
+            // passed over, not waited for.)
             let ids: Vec<i64> = sqlx::query_scalar(
-                "SELECT m.id FROM messages m WHERE m.id IN \
-                 (SELECT message_id FROM message_terms_backlog ORDER BY message_id LIMIT 1000) \
-                 ORDER BY m.id FOR UPDATE OF m SKIP LOCKED",
+                "SELECT m.id FROM message_terms_backlog b JOIN messages m ON m.id = b.message_id \
+                 ORDER BY b.message_id LIMIT 1000 FOR UPDATE OF m SKIP LOCKED",
             )
             .fetch_all(&mut *tx)
             .await
