@@ -981,6 +981,10 @@ on_both_backends! {
 
     /// The postings of forgotten messages, and their part of the scopes' statistics.
     async fn unpost(conn: &mut Conn, plan: &ForgetPlan) -> StoreResult<()> {
+        // Per scope, the documents and length that leave: the statistics rows are updated
+        // after, in scope order, as `write_postings` takes them (so a forget across scopes
+        // and a batch of postings across scopes never wait for each other in a ring).
+        let mut leaving: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
         for (id, scope, terms, len) in &plan.postings {
             let removed = sqlx::query(
                 concat!("DELETE FROM message_terms WHERE term ", in_list!(1), " AND scope = $2 AND message_id = $3"),
@@ -993,13 +997,19 @@ on_both_backends! {
             .map_err(db_err)?
             .rows_affected();
             if removed > 0 {
-                sqlx::query("UPDATE scope_term_stats SET docs = docs - 1, total_len = total_len - $1 WHERE scope = $2")
-                    .bind(len)
-                    .bind(scope)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db_err)?;
+                let e = leaving.entry(scope.as_str()).or_default();
+                e.0 += 1;
+                e.1 += len;
             }
+        }
+        for (scope, (docs, len)) in leaving {
+            sqlx::query("UPDATE scope_term_stats SET docs = docs - $1, total_len = total_len - $2 WHERE scope = $3")
+                .bind(docs)
+                .bind(len)
+                .bind(scope)
+                .execute(&mut *conn)
+                .await
+                .map_err(db_err)?;
         }
         Ok(())
     }

@@ -2897,6 +2897,62 @@ async fn queued_for_postings(url: &str, read_again: bool) -> Queued {
 }
 
 postgres_test! {
+/// A forget across two scopes and a batch of postings across the same two (the worker writing
+/// queued postings, a bulk import) take the scopes' statistics rows in one order, scope by
+/// scope: here the batch holds the first scope's and then takes the second's, while the
+/// forget goes on. Neither waits for the other in a ring (PostgreSQL counts no deadlock).
+async fn postgres_a_forget_and_postings_take_scope_statistics_in_one_order() {
+    use sqlx::Connection;
+    let url = fresh_postgres_url().await;
+    let s = open_url(&url).await;
+    let (lab, alice) = lab_and_alice(&s).await;
+    let dm = Scope::Dm(alice);
+    let mut scopes = [dm.key(), Scope::Space(lab).key()];
+    scopes.sort();
+    // The forget meets the later scope first: its message is the older one.
+    let later = if scopes[1] == dm.key() { dm.clone() } else { Scope::Space(lab) };
+    let earlier = if later == dm { Scope::Space(lab) } else { dm.clone() };
+    let mut first = msg(lab, later.clone(), alice, "a", "the vault code is swordfish", t(1));
+    first.privacy = later.privacy();
+    let mut second = msg(lab, earlier.clone(), alice, "b", "the garden gate is blue", t(2));
+    second.privacy = earlier.privacy();
+    let ids = s.insert_messages(&[first, second]).await.unwrap();
+    let deadlocks = |url: String| async move {
+        let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+        sqlx::query_scalar::<_, i64>(
+            "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()",
+        )
+        .fetch_one(&mut c)
+        .await
+        .unwrap()
+    };
+    let before = deadlocks(url.clone()).await;
+    let mut raw = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut batch = raw.begin().await.unwrap();
+    let stats = "UPDATE scope_term_stats SET docs = docs + 0 WHERE scope = $1";
+    sqlx::query(stats)
+        .bind(&scopes[0])
+        .execute(&mut *batch)
+        .await
+        .unwrap();
+    let forgetter = s.clone();
+    let forget = tokio::spawn(async move { forgetter.delete_messages(&ids).await });
+    until_one_waits_on_a_lock(&url, &forget).await;
+    sqlx::query(stats)
+        .bind(&scopes[1])
+        .execute(&mut *batch)
+        .await
+        .unwrap();
+    batch.commit().await.unwrap();
+    assert_eq!(forget.await.unwrap().unwrap(), 2);
+    // The statistics are flushed as sessions end.
+    drop(raw);
+    drop(s);
+    assert_eq!(deadlocks(url.clone()).await, before, "a deadlock was broken");
+}
+}
+
+postgres_test! {
 /// The worker that writes queued postings, run for real while a forget holds the message (it
 /// locks the messages first, then their queue rows): the worker leaves that message alone
 /// until the forget commits (before, it took the queue row and then waited to record the
