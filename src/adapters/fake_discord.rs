@@ -335,21 +335,26 @@ impl FakeDiscord {
 
     /// Waits until "typing…" was shown at least `n` times (at most `within`, then panics).
     pub async fn wait_typing(&self, n: usize, within: Duration) {
-        let mut count = self.typing_count.subscribe();
-        tokio::time::timeout(within, count.wait_for(|c| *c >= n))
-            .await
-            .unwrap_or_else(|_| panic!("typing was not shown {n} times: {:?}", self.typing()))
-            .expect("the fake is running");
+        if !reaches(&self.typing_count, n, within).await {
+            panic!("typing was not shown {n} times: {:?}", self.typing());
+        }
     }
 
     /// Waits until at least `n` messages were sent (at most `within`, then panics).
     pub async fn wait_sent(&self, n: usize, within: Duration) {
-        let mut count = self.sent_count.subscribe();
-        tokio::time::timeout(within, count.wait_for(|c| *c >= n))
-            .await
-            .unwrap_or_else(|_| panic!("{n} messages were not sent: {:?}", self.sent()))
-            .expect("the fake is running");
+        if !reaches(&self.sent_count, n, within).await {
+            panic!("{n} messages were not sent: {:?}", self.sent());
+        }
     }
+}
+
+/// Whether `count` reaches `n` within `within`.
+async fn reaches(count: &watch::Sender<usize>, n: usize, within: Duration) -> bool {
+    let mut count = count.subscribe();
+    tokio::time::timeout(within, count.wait_for(|c| *c >= n))
+        .await
+        .map(|seen| seen.expect("the fake is running"))
+        .is_ok()
 }
 
 impl Drop for FakeDiscord {

@@ -922,37 +922,7 @@ on_both_harnesses!(
 async fn an_answer_made_while_what_it_shows_is_forgotten_is_not_kept() {
     // The model waits for the forget: long enough not to time out meanwhile.
     let h = Harness::build(true, |c| c.llm.timeout_secs = 60.0).await;
-    h.dm("alice", "my locker code is 4512").await;
-    let control = h.dm("alice", "what is my locker code?").await;
-    assert!(control.contains("4512"), "{control}");
-    let kept = |rows: Vec<String>| {
-        rows.iter()
-            .any(|r| r.contains("what is my locker code?") && r.contains("(fake reply)"))
-    };
-    assert!(
-        kept(rows_holding(&h, "4512").await),
-        "the control: an answer is kept as said"
-    );
-    let alice = h.person("alice").await;
-    let said = h.store.author_messages(alice, None).await.unwrap();
-    let (told, _) = said.iter().find(|(_, t)| t.contains("4512")).unwrap();
-    let told = h.store.messages_by_id(&[*told]).await.unwrap().remove(0);
-
-    let seen = h.fake().total();
-    h.fake().hold_after(0);
-    let (answer, ()) = tokio::join!(h.dm("alice", "what was my locker code again?"), async {
-        h.fake()
-            .wait_seen(seen + 1, std::time::Duration::from_secs(20))
-            .await;
-        h.memory.manager.forget_message(&told, None).await.unwrap();
-        h.fake().release();
-    });
-    assert!(
-        answer.starts_with("(fake reply)") && answer.contains("4512"),
-        "the model's answer, shown once as asked: {answer}"
-    );
-    let left = rows_holding(&h, "4512").await;
-    assert!(left.is_empty(), "{left:#?}");
+    answered_across_a_forget(&h, &h, h.fake()).await;
 }
 
 /// A message deleted while the model summarizes the day that read it: the forget dropped the

@@ -357,36 +357,7 @@ async fn an_answer_made_while_another_process_forgets_is_not_kept(url: String) {
     // The model waits for the forget: long enough not to time out meanwhile.
     let mut bots = bots_with(&url, &fake, 2, |c| c.llm.timeout_secs = 60.0).await;
     let (b, a) = (bots.pop().unwrap(), bots.pop().unwrap());
-    b.dm("alice", "my locker code is 4512").await;
-    let control = b.dm("alice", "what is my locker code?").await;
-    assert!(control.contains("4512"), "{control}");
-    let kept = |rows: Vec<String>| {
-        rows.iter()
-            .any(|r| r.contains("what is my locker code?") && r.contains("(fake reply)"))
-    };
-    assert!(
-        kept(rows_holding(&b, "4512").await),
-        "the control: an answer is kept as said"
-    );
-    let alice = b.person("alice").await;
-    let said = b.store.author_messages(alice, None).await.unwrap();
-    let (told, _) = said.iter().find(|(_, t)| t.contains("4512")).unwrap();
-    let told = b.store.messages_by_id(&[*told]).await.unwrap().remove(0);
-
-    let seen = fake.total();
-    fake.hold_after(0);
-    let (answer, ()) = tokio::join!(b.dm("alice", "what was my locker code again?"), async {
-        fake.wait_seen(seen + 1, std::time::Duration::from_secs(20))
-            .await;
-        a.memory.manager.forget_message(&told, None).await.unwrap();
-        fake.release();
-    });
-    assert!(
-        answer.starts_with("(fake reply)") && answer.contains("4512"),
-        "the model's answer, shown once as asked: {answer}"
-    );
-    let left = rows_holding(&b, "4512").await;
-    assert!(left.is_empty(), "{left:#?}");
+    answered_across_a_forget(&b, &a, &fake).await;
 }
 
 /// Process B cached carol's facts; process A changes them: B must never serve the old text.

@@ -530,6 +530,53 @@ fn a_number_is_not_found_inside_a_longer_one() {
 /// The lines of `database_text` that hold `needle` or, for its words, the stems search
 /// postings (of messages, and of episodes' keys) keep ("balcony" is posted as "balconi"),
 /// case-insensitively.
+/// Alice tells `asker` her locker code in a private chat, and asks it back (the control: the
+/// answer is kept as said); then she asks again while the model (`fake`, held) waits and
+/// `forgetter` (the same process or another) forgets the message. The answer says the code
+/// once, as asked, and nothing in the database holds it afterwards.
+pub async fn answered_across_a_forget(asker: &Harness, forgetter: &Harness, fake: &FakeLlmServer) {
+    asker.dm("alice", "my locker code is 4512").await;
+    let control = asker.dm("alice", "what is my locker code?").await;
+    assert!(control.contains("4512"), "{control}");
+    let kept = |rows: Vec<String>| {
+        rows.iter()
+            .any(|r| r.contains("what is my locker code?") && r.contains("(fake reply)"))
+    };
+    assert!(
+        kept(rows_holding(asker, "4512").await),
+        "the control: an answer is kept as said"
+    );
+    let alice = asker.person("alice").await;
+    let said = asker.store.author_messages(alice, None).await.unwrap();
+    let (told, _) = said.iter().find(|(_, t)| t.contains("4512")).unwrap();
+    let told = asker
+        .store
+        .messages_by_id(&[*told])
+        .await
+        .unwrap()
+        .remove(0);
+
+    let seen = fake.total();
+    fake.hold_after(0);
+    let (answer, ()) = tokio::join!(asker.dm("alice", "what was my locker code again?"), async {
+        fake.wait_seen(seen + 1, std::time::Duration::from_secs(20))
+            .await;
+        forgetter
+            .memory
+            .manager
+            .forget_message(&told, None)
+            .await
+            .unwrap();
+        fake.release();
+    });
+    assert!(
+        answer.starts_with("(fake reply)") && answer.contains("4512"),
+        "the model's answer, shown once as asked: {answer}"
+    );
+    let left = rows_holding(asker, "4512").await;
+    assert!(left.is_empty(), "{left:#?}");
+}
+
 pub async fn rows_holding(h: &Harness, needle: &str) -> Vec<String> {
     let needle = needle.to_lowercase();
     let stems: Vec<String> = engram::store::document_terms(&needle)
