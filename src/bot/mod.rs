@@ -1320,11 +1320,11 @@ impl Bot {
                 replies::redeemed(t, &redeemed, platform)
             }
             Pending::Tools { changes, forgets } => {
-                if self.store.forgets_counted(person).await?.of_person != forgets {
-                    return Ok(Some(t.text("lapsed-forgotten")));
-                }
                 let req = self.own_request(ingested);
-                replies::changed_entries(t, self.memory.apply_staged(&req, &changes).await?)
+                match self.memory.apply_staged(&req, &changes, forgets).await? {
+                    Some(n) => replies::changed_entries(t, n),
+                    None => t.text("lapsed-forgotten"),
+                }
             }
         }))
     }

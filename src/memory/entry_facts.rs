@@ -198,14 +198,19 @@ impl MemoryManager {
     }
 
     /// Applies the changes to the speaker's entries that a model staged and they confirmed,
-    /// and forgets what deleted entries said everywhere else. Returns how many were applied.
+    /// and forgets what deleted entries said everywhere else. Returns how many were applied,
+    /// or `None` (nothing applied) when something of theirs was forgotten or cleared since
+    /// `read_epoch`, their forget count when the changes were proposed.
     pub async fn apply_staged(
         &self,
         req: &FactRequest<'_>,
         changes: &[StagedChange],
-    ) -> Result<usize, MemoryError> {
+        read_epoch: i64,
+    ) -> Result<Option<usize>, MemoryError> {
         let person = own(req)?;
-        let n = self.tools.apply_staged(person, changes).await?;
+        let Some(n) = self.tools.apply_staged(person, changes, read_epoch).await? else {
+            return Ok(None);
+        };
         self.forget_everywhere(
             req,
             changes.iter().filter_map(|c| match c {
@@ -226,7 +231,7 @@ impl MemoryManager {
         self.audit(&By::request(req), Action::ModelChange, person, n)
             .await;
         info!(actor = %person, changes = n, "memory changes confirmed");
-        Ok(n)
+        Ok(Some(n))
     }
 
     /// Clears everything about `person`, and the earlier memory the accounts joined to them

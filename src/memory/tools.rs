@@ -270,54 +270,51 @@ impl ToolExecutor {
         )
     }
 
-    /// Applies changes `person` confirmed; returns how many were applied.
+    /// Applies changes `person` confirmed; returns how many were applied, or `None` when
+    /// something of theirs was forgotten or cleared since `read_epoch` (their `forget_epoch`
+    /// when the changes were proposed): then nothing is applied. All of it is one
+    /// transaction that checks that epoch (`Entries::apply_confirmed`), so a clear in
+    /// another process cannot slip between the check and the writes.
     pub async fn apply_staged(
         &self,
         person: PersonId,
         changes: &[StagedChange],
-    ) -> Result<usize, crate::store::StoreError> {
-        let mut applied = 0;
+        read_epoch: i64,
+    ) -> Result<Option<usize>, crate::store::StoreError> {
+        let (mut writes, mut removals, mut notes, mut deletions) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for change in changes {
             match change {
-                StagedChange::Delete { id, .. } => {
-                    // Counted first: a job's answer that would write it again stays out.
-                    self.store
-                        .begin_forgetting(person, self.clock.now())
-                        .await?;
-                    applied += self.store.delete_entries(person, &[*id]).await? as usize;
+                StagedChange::Delete { id, .. } => deletions.push(*id),
+                StagedChange::Write { entry } if entry.person == person => {
+                    writes.push(entry.clone())
                 }
-                StagedChange::Write { entry } => {
-                    if entry.person != person || self.store.memory_paused(person).await? {
-                        continue;
-                    }
-                    self.store.write_entry(entry).await?;
-                    applied += 1;
-                }
-                StagedChange::Note { note } => {
-                    if self.store.memory_paused(person).await? {
-                        continue;
-                    }
-                    self.store.append_daily_note(person, note).await?;
-                    applied += 1;
-                }
+                StagedChange::Note { note } => notes.push(note.clone()),
                 StagedChange::Rewrite {
-                    replaces,
                     old_category,
                     entry,
                     ..
-                } => {
-                    if entry.person != person || self.store.memory_paused(person).await? {
-                        continue;
-                    }
+                } if entry.person == person => {
+                    // A rewrite keeps the entry's scope and key; a new category moves it.
                     if *old_category != entry.category {
-                        self.store.delete_entries(person, &[*replaces]).await?;
+                        removals.push((entry.scope.clone(), *old_category, entry.key.clone()));
                     }
-                    self.store.write_entry(entry).await?;
-                    applied += 1;
+                    writes.push(entry.clone());
                 }
+                StagedChange::Write { .. } | StagedChange::Rewrite { .. } => {}
             }
         }
-        Ok(applied)
+        self.store
+            .apply_confirmed(
+                person,
+                &deletions,
+                &notes,
+                &writes,
+                &removals,
+                read_epoch,
+                self.clock.now(),
+            )
+            .await
     }
 
     /// Runs one tool call for `caller`. The result is JSON for the model: data, or

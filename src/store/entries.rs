@@ -69,6 +69,25 @@ pub trait Entries: Send + Sync {
         note: &DailyNote,
         read_epoch: Option<i64>,
     ) -> StoreResult<ExtractionApplied>;
+    /// Changes `person` confirmed (the model's proposal they said "yes" to), all or
+    /// nothing, in this order: their entries `deletions` (with their history, counted as a
+    /// forget, as `begin_forgetting` then `delete_entries` do), then daily notes, entry
+    /// writes and removals by (scope, category, key), which are skipped while their memory is
+    /// paused. Nothing at all is done when something of `person`'s was forgotten or cleared
+    /// since `read_epoch` (`forget_epoch`, read when the changes were proposed; a forget
+    /// under way waits for this to commit, then removes what it wrote): `None`. Else how many
+    /// deletions, notes and writes were applied.
+    #[allow(clippy::too_many_arguments)]
+    async fn apply_confirmed(
+        &self,
+        person: PersonId,
+        deletions: &[i64],
+        notes: &[DailyNote],
+        writes: &[NewEntry],
+        removals: &[(Scope, crate::domain::Category, String)],
+        read_epoch: i64,
+        at: DateTime<Utc>,
+    ) -> StoreResult<Option<usize>>;
     /// A person's daily notes in `scopes` (every scope when `None`), by day, then as appended.
     async fn daily_notes(
         &self,
@@ -404,64 +423,34 @@ on_both_backends! {
             read_epoch: Option<i64>,
         ) -> StoreResult<ExtractionApplied> {
             let mut tx = self.write_tx().await?;
-            if let Some(epoch) = read_epoch {
-                // The person's settings row, locked: a forget counted after this waits until
-                // this is committed (and then finds what it wrote).
-                sqlx::query(
-                    "INSERT INTO memory_settings (person_id, paused, updated_at) VALUES ($1, false, $2) \
-                     ON CONFLICT (person_id) DO NOTHING",
-                )
-                .bind(person.0)
-                .bind(ms(note.added_at))
-                .execute(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                let now: i64 = sqlx::query_scalar(concat!(
-                    "SELECT forget_epoch FROM memory_settings WHERE person_id = $1",
-                    for_update!()
-                ))
-                .bind(person.0)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                if now != epoch {
-                    return Ok(ExtractionApplied::Forgotten);
-                }
+            if let Some(epoch) = read_epoch
+                && lock_settings(&mut tx, person, note.added_at).await?.forget_epoch != epoch
+            {
+                return Ok(ExtractionApplied::Forgotten);
             }
             // The note first: when it exists, this run was applied already.
             if !append_note_in(&mut tx, person, note).await? {
                 return Ok(ExtractionApplied::AlreadyApplied);
             }
-            let mut counts = ExtractionCounts::default();
-            for e in writes {
-                match write_entry_in(&mut tx, e).await? {
-                    EntryWrite::Added(_) => counts.added += 1,
-                    EntryWrite::Updated(_) => counts.updated += 1,
-                    EntryWrite::Unchanged(_) => {}
-                }
-            }
-            for (scope, category, key) in removals {
-                let gone: Vec<(i64,)> = sqlx::query_as(
-                    "DELETE FROM memory_entries WHERE person_id = $1 AND scope = $2 AND category = $3 AND key = $4 RETURNING id",
-                )
-                .bind(person.0)
-                .bind(scope.key())
-                .bind(category.as_str())
-                .bind(key)
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                for (id,) in gone {
-                    sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1")
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    counts.removed += 1;
-                }
-            }
+            let counts = write_and_remove_in(&mut tx, person, writes, removals).await?;
             tx.commit().await.map_err(db_err)?;
             Ok(ExtractionApplied::Applied(counts))
+        }
+
+        async fn apply_confirmed(
+            &self,
+            person: PersonId,
+            deletions: &[i64],
+            notes: &[DailyNote],
+            writes: &[NewEntry],
+            removals: &[(Scope, crate::domain::Category, String)],
+            read_epoch: i64,
+            at: DateTime<Utc>,
+        ) -> StoreResult<Option<usize>> {
+            crate::store::again_if_aborted(|| {
+                self.apply_confirmed_once(person, deletions, notes, writes, removals, read_epoch, at)
+            })
+            .await
         }
 
         async fn daily_notes(
@@ -607,6 +596,89 @@ on_both_backends! {
     }
 
     /// Appends a daily-note block unless one of the same source and day exists.
+    /// Deletes `person`'s entries `ids` and their history; the entries deleted. What
+    /// unfinished closes of episodes they wrote in came to was made with their entries in the
+    /// prompt: it goes (first: episode rows before entry rows, as a forget locks them), and
+    /// those parts are asked again.
+    async fn remove_entries_in(conn: &mut Conn, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
+        drop_closing_parts(&mut *conn, person.0).await?;
+        drop_entry_history(&mut *conn, person, ids).await?;
+        Ok(sqlx::query(concat!("DELETE FROM memory_entries WHERE person_id = $1 AND id ", in_list!(2)))
+            .bind(person.0)
+            .bind(list(ids))
+            .execute(&mut *conn)
+            .await
+            .map_err(db_err)?
+            .rows_affected())
+    }
+
+    /// A person's memory settings as they stand.
+    struct Settings {
+        forget_epoch: i64,
+        paused: bool,
+    }
+
+    /// The person's settings row, made when missing and locked: a forget counted after this
+    /// waits until the transaction is committed (and then finds what it wrote).
+    async fn lock_settings(conn: &mut Conn, person: PersonId, at: DateTime<Utc>) -> StoreResult<Settings> {
+        sqlx::query(
+            "INSERT INTO memory_settings (person_id, paused, updated_at) VALUES ($1, false, $2) \
+             ON CONFLICT (person_id) DO NOTHING",
+        )
+        .bind(person.0)
+        .bind(ms(at))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        let (forget_epoch, paused): (i64, bool) = sqlx::query_as(concat!(
+            "SELECT forget_epoch, paused FROM memory_settings WHERE person_id = $1",
+            for_update!()
+        ))
+        .bind(person.0)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(db_err)?;
+        Ok(Settings { forget_epoch, paused })
+    }
+
+    /// Entry writes, then removals by (scope, category, key) with their history.
+    async fn write_and_remove_in(
+        conn: &mut Conn,
+        person: PersonId,
+        writes: &[NewEntry],
+        removals: &[(Scope, crate::domain::Category, String)],
+    ) -> StoreResult<ExtractionCounts> {
+        let mut counts = ExtractionCounts::default();
+        for e in writes {
+            match write_entry_in(&mut *conn, e).await? {
+                EntryWrite::Added(_) => counts.added += 1,
+                EntryWrite::Updated(_) => counts.updated += 1,
+                EntryWrite::Unchanged(_) => {}
+            }
+        }
+        for (scope, category, key) in removals {
+            let gone: Vec<(i64,)> = sqlx::query_as(
+                "DELETE FROM memory_entries WHERE person_id = $1 AND scope = $2 AND category = $3 AND key = $4 RETURNING id",
+            )
+            .bind(person.0)
+            .bind(scope.key())
+            .bind(category.as_str())
+            .bind(key)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_err)?;
+            for (id,) in gone {
+                sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1")
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db_err)?;
+                counts.removed += 1;
+            }
+        }
+        Ok(counts)
+    }
+
     async fn append_note_in(
         conn: &mut Conn,
         person: PersonId,
@@ -772,25 +844,54 @@ on_both_backends! {
             Ok(ids.len() as u64)
         }
 
+        /// `apply_confirmed`, tried once.
+        #[allow(clippy::too_many_arguments)]
+        async fn apply_confirmed_once(
+            &self,
+            person: PersonId,
+            deletions: &[i64],
+            notes: &[DailyNote],
+            writes: &[NewEntry],
+            removals: &[(Scope, crate::domain::Category, String)],
+            read_epoch: i64,
+            at: DateTime<Utc>,
+        ) -> StoreResult<Option<usize>> {
+            let mut tx = self.write_tx().await?;
+            if !deletions.is_empty() {
+                // In `begin_forgetting`'s order: the count's row, then the person's.
+                count_forget(&mut tx).await?;
+            }
+            let settings = lock_settings(&mut tx, person, at).await?;
+            if settings.forget_epoch != read_epoch {
+                return Ok(None);
+            }
+            let mut applied = 0;
+            if !deletions.is_empty() {
+                sqlx::query("UPDATE memory_settings SET forget_epoch = forget_epoch + 1 WHERE person_id = $1")
+                    .bind(person.0)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                applied += remove_entries_in(&mut tx, person, deletions).await? as usize;
+            }
+            if !settings.paused {
+                for note in notes {
+                    append_note_in(&mut tx, person, note).await?;
+                }
+                write_and_remove_in(&mut tx, person, writes, removals).await?;
+                applied += notes.len() + writes.len();
+            }
+            tx.commit().await.map_err(db_err)?;
+            Ok(Some(applied))
+        }
+
         /// `delete_entries`, tried once.
         async fn delete_entries_once(&self, person: PersonId, ids: &[i64]) -> StoreResult<u64> {
             if ids.is_empty() {
                 return Ok(0);
             }
             let mut tx = self.write_tx().await?;
-            // What unfinished closes of episodes they wrote in came to was made with their
-            // entries in the prompt: it goes (first: episode rows before entry rows, as a
-            // forget locks them), and those parts are asked again.
-            drop_closing_parts(&mut tx, person.0).await?;
-            drop_entry_history(&mut tx, person, ids).await?;
-            let removed =
-                sqlx::query(concat!("DELETE FROM memory_entries WHERE person_id = $1 AND id ", in_list!(2)))
-                    .bind(person.0)
-                    .bind(list(ids))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?
-                    .rows_affected();
+            let removed = remove_entries_in(&mut tx, person, ids).await?;
             tx.commit().await.map_err(db_err)?;
             Ok(removed)
         }

@@ -888,7 +888,7 @@ on_both_backends! {
 
     /// One more forget counted (`Identities::forgets_counted`). On PostgreSQL it waits for a
     /// reply being stored with the count read (`Messages::insert_reply` holds the row).
-    async fn count_forget(conn: &mut Conn) -> StoreResult<()> {
+    pub(in crate::store) async fn count_forget(conn: &mut Conn) -> StoreResult<()> {
         sqlx::query("UPDATE forget_count SET n = n + 1 WHERE id = 1")
             .execute(&mut *conn)
             .await

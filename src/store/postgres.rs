@@ -203,6 +203,7 @@ pub(super) mod shared {
     pub(in crate::store) use crate::store::episodes::on_postgres::{
         drop_closing_parts, still_as_read,
     };
+    pub(in crate::store) use crate::store::identities::on_postgres::count_forget;
     pub(in crate::store) use crate::store::messages::on_postgres::{
         delete_in, drop_entry_history, insert_chunk, rewrite_text, set_languages,
     };

@@ -603,7 +603,7 @@ async fn own_memory_operations_refuse_anyone_else() {
         value: entry.value.clone(),
     }];
     assert!(refused(
-        memory.apply_staged(&by_bob, &delete).await.map(|_| ())
+        memory.apply_staged(&by_bob, &delete, 0).await.map(|_| ())
     ));
     assert_eq!(h.store.entries(alice, None).await.unwrap(), kept);
 

@@ -2138,7 +2138,139 @@ on_both_backends!(
     taking_back_a_jobs_entries_keeps_what_came_before,
     a_deleted_messages_id_is_never_given_again,
     a_reply_made_across_a_forget_is_kept_as_the_other_text,
+    confirmed_changes_lapse_when_something_was_forgotten_since,
 );
+
+/// Alice's entry `key` = `value` in the lab (a `category` one), made at `t(h)`.
+fn lab_entry(
+    lab: SpaceId,
+    alice: PersonId,
+    category: engram::domain::Category,
+    key: &str,
+    value: &str,
+    h: i64,
+) -> engram::domain::NewEntry {
+    engram::domain::NewEntry {
+        person: alice,
+        scope: Scope::Space(lab),
+        category,
+        key: key.into(),
+        value: value.into(),
+        confidence: 0.9,
+        source: "tool:write_memory".into(),
+        origin: "a public channel".into(),
+        at: t(h),
+        expires_at: None,
+    }
+}
+
+/// Alice's entries in the lab, as (category, key, value), and her daily notes' texts.
+async fn entries_and_notes(
+    s: &Arc<dyn Store>,
+    alice: PersonId,
+) -> (Vec<(String, String, String)>, Vec<String>) {
+    let mut entries: Vec<(String, String, String)> = s
+        .entries(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.category.as_str().to_string(), e.key, e.value))
+        .collect();
+    entries.sort();
+    let notes = s
+        .daily_notes(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| n.text)
+        .collect();
+    (entries, notes)
+}
+
+/// Changes a person confirmed are applied in one transaction against the forget count read
+/// when they were proposed: after a clear (or any forget of theirs) nothing at all is
+/// applied; else deletions (counted as a forget), notes, writes and moves to another
+/// category; a paused memory takes the deletions only.
+async fn confirmed_changes_lapse_when_something_was_forgotten_since(s: Arc<dyn Store>) {
+    use engram::domain::Category::{PersonalContext, Preference};
+    let (lab, alice) = lab_and_alice(&s).await;
+    let cat = lab_entry(lab, alice, PersonalContext, "pet", "has a cat", 1);
+    s.write_entry(&cat).await.unwrap();
+    let cat_id = s.entries(alice, None).await.unwrap()[0].id;
+    let note = engram::domain::DailyNote {
+        day: t(2).date_naive(),
+        scope: Scope::Space(lab),
+        text: "## Notes\n- moving on Friday".into(),
+        source: "tool:move:1".into(),
+        added_at: t(2),
+    };
+    let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
+    let proposed = s.forgets_counted(alice).await.unwrap();
+    s.mark_memory_cleared(alice, t(3)).await.unwrap();
+    let before = entries_and_notes(&s, alice).await;
+    let apply = |deletions: Vec<i64>, epoch: i64| {
+        let (s, note, tea) = (s.clone(), note.clone(), tea.clone());
+        async move {
+            s.apply_confirmed(alice, &deletions, &[note], &[tea], &[], epoch, t(4))
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(apply(vec![cat_id], proposed.of_person).await, None);
+    assert_eq!(
+        entries_and_notes(&s, alice).await,
+        before,
+        "applied after a clear"
+    );
+    assert_eq!(
+        s.forgets_counted(alice).await.unwrap().of_person,
+        proposed.of_person + 1
+    );
+
+    // Control: proposed after the clear, all of it is applied, and the deletion counts.
+    let now = s.forgets_counted(alice).await.unwrap();
+    assert_eq!(apply(vec![cat_id], now.of_person).await, Some(3));
+    let row = |c: &str, k: &str, v: &str| (c.to_string(), k.to_string(), v.to_string());
+    assert_eq!(
+        entries_and_notes(&s, alice).await,
+        (
+            vec![row("preference", "drink", "likes tea")],
+            vec!["## Notes\n- moving on Friday".to_string()]
+        )
+    );
+    let after = s.forgets_counted(alice).await.unwrap();
+    assert_eq!(
+        (after.all, after.of_person),
+        (now.all + 1, now.of_person + 1)
+    );
+
+    // A move to another category: the entry under the old one goes.
+    let moved = lab_entry(lab, alice, PersonalContext, "drink", "likes green tea", 5);
+    let removal = (Scope::Space(lab), Preference, "drink".to_string());
+    let n = s
+        .apply_confirmed(alice, &[], &[], &[moved], &[removal], after.of_person, t(5))
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1));
+    assert_eq!(
+        entries_and_notes(&s, alice).await.0,
+        [row("personal_context", "drink", "likes green tea")]
+    );
+    assert_eq!(
+        s.forgets_counted(alice).await.unwrap(),
+        after,
+        "a move is no forget"
+    );
+
+    // Paused: the deletion goes through, nothing new is written.
+    s.set_memory_paused(alice, true, t(6)).await.unwrap();
+    let green = s.entries(alice, None).await.unwrap()[0].id;
+    assert_eq!(apply(vec![green], after.of_person).await, Some(1));
+    assert_eq!(
+        entries_and_notes(&s, alice).await,
+        (vec![], vec!["## Notes\n- moving on Friday".to_string()])
+    );
+}
 
 /// Every forget is counted (anyone's: one begun, a memory cleared), and a reply stored with
 /// the count read before it was made keeps its own text only while no forget came since;
@@ -2791,9 +2923,95 @@ async fn postgres_a_vector_write_waits_for_a_forget_in_progress() {
 }
 }
 
+postgres_test! {
+/// A clear under way in another process (its count taken, not committed) while a person's
+/// "yes" applies the changes proposed before it: the changes wait for the clear, then lapse.
+async fn postgres_confirmed_changes_wait_for_a_clear_in_progress() {
+    use engram::domain::Category::Preference;
+    use sqlx::Connection;
+    let url = fresh_postgres_url().await;
+    let s = open_url(&url).await;
+    let (lab, alice) = lab_and_alice(&s).await;
+    s.begin_forgetting(alice, t(1)).await.unwrap();
+    let proposed = s.forgets_counted(alice).await.unwrap().of_person;
+    let mut clear = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut tx = clear.begin().await.unwrap();
+    for sql in [
+        "UPDATE forget_count SET n = n + 1 WHERE id = 1",
+        "UPDATE memory_settings SET forget_epoch = forget_epoch + 1 WHERE person_id = $1",
+    ] {
+        sqlx::query(sql).bind(alice.0).execute(&mut *tx).await.unwrap();
+    }
+    let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
+    let yes = s.clone();
+    let apply = tokio::spawn(async move {
+        yes.apply_confirmed(alice, &[], &[], &[tea], &[], proposed, t(2))
+            .await
+    });
+    until_one_waits_on_a_lock(&url, &apply).await;
+    tx.commit().await.unwrap();
+    assert_eq!(apply.await.unwrap().unwrap(), None);
+    assert!(s.entries(alice, None).await.unwrap().is_empty(), "written past the clear");
+    // Control: with nothing under way, the same changes are applied.
+    let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
+    let now = s.forgets_counted(alice).await.unwrap().of_person;
+    assert_eq!(
+        s.apply_confirmed(alice, &[], &[], &[tea], &[], now, t(3)).await.unwrap(),
+        Some(1)
+    );
+    assert_eq!(s.entries(alice, None).await.unwrap().len(), 1);
+}
+}
+
+postgres_test! {
+/// The other way round: confirmed changes under way (their epoch read, their write waiting
+/// on a row held elsewhere) hold the person's settings, so a clear counted meanwhile waits
+/// for them to commit, and the clear's deletion then finds what they wrote.
+async fn postgres_a_clear_waits_for_confirmed_changes_in_progress() {
+    use engram::domain::Category::Preference;
+    use sqlx::Connection;
+    let url = fresh_postgres_url().await;
+    let s = open_url(&url).await;
+    let (lab, alice) = lab_and_alice(&s).await;
+    s.write_entry(&lab_entry(lab, alice, Preference, "drink", "likes coffee", 1))
+        .await
+        .unwrap();
+    // Her settings' row is there already (a new one would hold the clear by itself).
+    s.set_memory_paused(alice, false, t(1)).await.unwrap();
+    let proposed = s.forgets_counted(alice).await.unwrap().of_person;
+    let mut hold = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut held = hold.begin().await.unwrap();
+    sqlx::query("SELECT id FROM memory_entries WHERE person_id = $1 FOR UPDATE")
+        .bind(alice.0)
+        .fetch_all(&mut *held)
+        .await
+        .unwrap();
+    let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
+    let yes = s.clone();
+    let apply = tokio::spawn(async move {
+        yes.apply_confirmed(alice, &[], &[], &[tea], &[], proposed, t(2))
+            .await
+    });
+    until_one_waits_on_a_lock(&url, &apply).await;
+    let clearing = s.clone();
+    let clear = tokio::spawn(async move { clearing.mark_memory_cleared(alice, t(3)).await });
+    until_waiting_on_locks(&url, 2, &clear).await;
+    assert!(!clear.is_finished(), "the clear was counted while the changes were under way");
+    held.commit().await.unwrap();
+    assert_eq!(apply.await.unwrap().unwrap(), Some(1));
+    clear.await.unwrap().unwrap();
+    assert_eq!(s.forgets_counted(alice).await.unwrap().of_person, proposed + 1);
+}
+}
+
 /// Returns once a session of `url`'s database waits on a lock, or `task` has finished (it
 /// did not wait: the caller's assertions tell).
 async fn until_one_waits_on_a_lock<T>(url: &str, task: &tokio::task::JoinHandle<T>) {
+    until_waiting_on_locks(url, 1, task).await
+}
+
+/// Returns once `n` sessions of `url`'s database wait on locks, or `task` has finished.
+async fn until_waiting_on_locks<T>(url: &str, n: i64, task: &tokio::task::JoinHandle<T>) {
     use sqlx::Connection;
     let mut watch = sqlx::PgConnection::connect(url).await.unwrap();
     loop {
@@ -2803,7 +3021,7 @@ async fn until_one_waits_on_a_lock<T>(url: &str, task: &tokio::task::JoinHandle<
         .fetch_one(&mut watch)
         .await
         .unwrap();
-        if waiting > 0 || task.is_finished() {
+        if waiting >= n || task.is_finished() {
             return;
         }
         tokio::task::yield_now().await;
