@@ -43,6 +43,52 @@ pub struct Leaving {
     pub messages: Vec<MessageId>,
     /// The messages its "remember that …" took with it already.
     removed: u64,
+    /// How those quotes were found: run again once the forget is counted
+    /// (`message_left`).
+    quotes: Vec<QuoteSearch>,
+}
+
+/// How many times a forget looks again for answers stored while it ran (`settle_forget`):
+/// each look finds only what was stored in the moments since the one before.
+const SETTLE_ROUNDS: usize = 3;
+
+/// A search for the bot's messages that show what a forget removes. A forget runs its
+/// searches before it deletes, and again once it is counted (`settle_forget`): an answer
+/// made from what was still there and stored in between is found then.
+#[derive(Debug, Clone)]
+struct QuoteSearch {
+    /// Where the bot may have shown it (every scope when `None`).
+    scopes: Option<Vec<Scope>>,
+    /// Only in this space.
+    space: Option<SpaceId>,
+    /// The texts (each of two words or more is looked for).
+    texts: Vec<String>,
+    /// Only the bot's messages about this person (`About::shown_in`).
+    about: Option<About>,
+    /// Only when every message found is newer than this one: words the bot said before the
+    /// message existed are its own ("happy to help"), not a quote.
+    newer_than: Option<MessageId>,
+}
+
+impl QuoteSearch {
+    /// The bot's messages in `scopes` (all when `None`) that say any of `texts`.
+    fn saying(scopes: Option<&[Scope]>, texts: Vec<String>) -> QuoteSearch {
+        QuoteSearch {
+            scopes: scopes.map(<[Scope]>::to_vec),
+            space: None,
+            texts,
+            about: None,
+            newer_than: None,
+        }
+    }
+
+    /// Those that are also about `about`.
+    fn about(scopes: Option<&[Scope]>, texts: Vec<String>, about: About) -> QuoteSearch {
+        QuoteSearch {
+            about: Some(about),
+            ..QuoteSearch::saying(scopes, texts)
+        }
+    }
 }
 
 /// Where a forget acts.
@@ -225,10 +271,27 @@ fn quoted_in(message: &StoredMessage) -> (Option<Vec<Scope>>, Option<SpaceId>) {
     }
 }
 
-/// Whom the bot's quotes must be about, for `bot_quotes`.
-struct About<'a> {
+/// Whom the bot's quotes must be about (`QuoteSearch::about`).
+#[derive(Debug, Clone)]
+struct About {
     person: PersonId,
-    name: &'a str,
+    name: String,
+    /// What they typed, when the forget was asked with it.
+    typed: Option<String>,
+}
+
+impl About {
+    /// Whether the bot's message `m`, quoting `needle`, is about them: it answers one of their
+    /// messages, or names them. Naming them: their name as words, a name that says something
+    /// (one made of "the" or "e" would make anyone's forget reach every answer with those
+    /// words, anywhere). Quoting what they typed, outside its words (a name that is a word of
+    /// it, "Friday" forgetting "the meeting is on friday", names no one); quoting what memory
+    /// said of them ("Alice is pregnant."), anywhere in the answer.
+    fn shown_in(&self, m: &crate::store::BotMessage, needle: &str) -> bool {
+        let named = crate::domain::language::names_something(&self.name);
+        let quote = Some(needle).filter(|n| self.typed.as_deref() == Some(*n));
+        m.answered == Some(self.person) || (named && says_name(&m.text, &self.name, quote))
+    }
 }
 
 /// What a forget removed.
@@ -446,10 +509,6 @@ impl MemoryManager {
             });
         }
         let owner = req.actor == req.subject || req.actor_is_moderator;
-        let about = About {
-            person: req.subject,
-            name: req.subject_name,
-        };
         let asked = target.map(|t| ForgetTarget::new(t, req.subject_name));
         let matches = |text: &str| asked.as_ref().is_none_or(|t| t.matches(text));
         let mut removed = Removed::default();
@@ -471,7 +530,10 @@ impl MemoryManager {
         }
         // Only when something may go.
         self.begin_forgetting(req.subject).await?;
-        let mut messages = self.remove_statements(req.subject, &told, reach).await?;
+        let mut searches = Vec::new();
+        let mut messages = self
+            .remove_statements(req.subject, &told, reach, &mut searches)
+            .await?;
         removed.items += told.len();
         if owner {
             if let Some(t) = target {
@@ -492,25 +554,30 @@ impl MemoryManager {
                 self.own_messages_saying(req, reach, target, &mut removed)
                     .await?,
             );
-            messages.extend(
-                self.bot_quotes(reach.scopes(), &removed.needles, &about, target)
-                    .await?,
-            );
+            let about = About {
+                person: req.subject,
+                name: req.subject_name.to_string(),
+                typed: target.map(str::to_string),
+            };
+            let search = QuoteSearch::about(reach.scopes(), removed.needles.clone(), about);
+            messages.extend(self.quotes(&search).await?);
+            searches.push(search);
         }
         removed.messages = self.delete_forgotten(&messages).await?;
-        self.forget_done(req.subject).await?;
+        removed.messages += self.settle_forget(req.subject, &searches).await?;
         info!(subject = %req.subject, actor = %req.actor, items = removed.items, messages = removed.messages, "forgotten");
         Ok(removed)
     }
 
     /// Deletes statements others made about `subject`, with the messages that told them and
     /// the bot's messages showing them ("bob says: …"); nothing of the subject's own. Returns
-    /// the messages to delete.
+    /// the messages to delete; the search for the bot's is added to `searches`.
     async fn remove_statements(
         &self,
         subject: PersonId,
         told: &[Hearsay],
         reach: &Reach,
+        searches: &mut Vec<QuoteSearch>,
     ) -> Result<Vec<MessageId>, MemoryError> {
         if told.is_empty() {
             return Ok(Vec::new());
@@ -519,8 +586,9 @@ impl MemoryManager {
         self.store.delete_hearsay(subject, &ids).await?;
         let mut messages: Vec<MessageId> = told.iter().filter_map(|h| h.source_message).collect();
         let lines: Vec<String> = told.iter().map(statement_line).collect();
-        let bots = BotMessageFilter::in_scopes(reach.scopes());
-        messages.extend(self.quotes_of(bots, &lines, |_, _| true).await?);
+        let search = QuoteSearch::saying(reach.scopes(), lines);
+        messages.extend(self.quotes(&search).await?);
+        searches.push(search);
         Ok(messages)
     }
 
@@ -538,11 +606,12 @@ impl MemoryManager {
             .into_iter()
             .filter(|h| ids.contains(&h.id))
             .collect();
+        let mut searches = Vec::new();
         let messages = self
-            .remove_statements(subject, &told, &Reach::Everywhere)
+            .remove_statements(subject, &told, &Reach::Everywhere, &mut searches)
             .await?;
         self.delete_forgotten(&messages).await?;
-        self.forget_done(subject).await?;
+        self.settle_forget(subject, &searches).await?;
         Ok(told.len() as u64)
     }
 
@@ -661,26 +730,55 @@ impl MemoryManager {
         Ok(rewritten)
     }
 
-    /// The bot's messages in `scopes` (all when `None`) that quote any of `needles` and are
-    /// about `about`: they answer one of their messages, or name them.
-    async fn bot_quotes(
+    /// The bot's messages `search` finds.
+    async fn quotes(&self, search: &QuoteSearch) -> Result<Vec<MessageId>, MemoryError> {
+        let bots = BotMessageFilter {
+            scopes: search.scopes.as_deref(),
+            space: search.space,
+            after: None,
+        };
+        let found = match &search.about {
+            None => self.quotes_of(bots, &search.texts, |_, _| true).await?,
+            Some(about) => {
+                self.quotes_of(bots, &search.texts, |m, needle| about.shown_in(m, needle))
+                    .await?
+            }
+        };
+        if search
+            .newer_than
+            .is_some_and(|first| found.iter().any(|id| *id <= first))
+        {
+            return Ok(Vec::new());
+        }
+        Ok(found)
+    }
+
+    /// A forget of something of `person`'s has deleted what it found: it is counted
+    /// (`forget_done`), then `searches` run again. An answer made from what was still there
+    /// and stored before the count is found and goes too (then the forget is counted again);
+    /// one stored after it keeps only its note (`Store::insert_reply`). Returns the messages
+    /// deleted.
+    async fn settle_forget(
         &self,
-        scopes: Option<&[Scope]>,
-        needles: &[String],
-        about: &About<'_>,
-        typed: Option<&str>,
-    ) -> Result<Vec<MessageId>, MemoryError> {
-        // Naming them: their name as words, a name that says something (one made of "the" or
-        // "e" would make anyone's forget reach every answer with those words, anywhere). Quoting
-        // what they typed, outside its words (a name that is a word of it, "Friday" forgetting
-        // "the meeting is on friday", names no one); quoting what memory said of them ("Alice is
-        // pregnant."), anywhere in the answer.
-        let named = crate::domain::language::names_something(about.name);
-        self.quotes_of(BotMessageFilter::in_scopes(scopes), needles, |m, needle| {
-            let quote = Some(needle).filter(|n| typed == Some(*n));
-            m.answered == Some(about.person) || (named && says_name(&m.text, about.name, quote))
-        })
-        .await
+        person: PersonId,
+        searches: &[QuoteSearch],
+    ) -> Result<u64, MemoryError> {
+        let mut removed = 0;
+        for _ in 0..SETTLE_ROUNDS {
+            self.forget_done(person).await?;
+            let mut late = BTreeSet::new();
+            for search in searches {
+                late.extend(self.quotes(search).await?);
+            }
+            if late.is_empty() {
+                return Ok(removed);
+            }
+            let late: Vec<MessageId> = late.into_iter().collect();
+            info!(subject = %person, messages = late.len(), "answers stored while a forget ran go too");
+            removed += self.delete_forgotten(&late).await?;
+        }
+        self.forget_done(person).await?;
+        Ok(removed)
     }
 
     /// The bot's messages passing `bots` that quote any of `needles` and pass `keep`.
@@ -753,8 +851,9 @@ impl MemoryManager {
                 .map(|e| e.value),
         );
         let told = self.store.hearsay(person, None).await?;
+        let mut searches = Vec::new();
         let mut messages = self
-            .remove_statements(person, &told, &Reach::Everywhere)
+            .remove_statements(person, &told, &Reach::Everywhere, &mut searches)
             .await?;
         let mut removed = self.store.clear_entries(person).await?;
         // Every message they wrote.
@@ -767,12 +866,15 @@ impl MemoryManager {
         );
         let about = About {
             person,
-            name: &name,
+            name,
+            typed: None,
         };
         // Their own facts and entries: answers naming them that quote one go too.
-        messages.extend(self.bot_quotes(None, &needles, &about, None).await?);
+        let search = QuoteSearch::about(None, needles, about);
+        messages.extend(self.quotes(&search).await?);
+        searches.push(search);
         removed += self.delete_forgotten(&messages).await?;
-        self.forget_done(person).await?;
+        removed += self.settle_forget(person, &searches).await?;
         Ok(removed)
     }
 
@@ -878,11 +980,6 @@ impl MemoryManager {
         // posting and deleting them takes none of its answers.
         let mut ids = vec![message.id];
         let (scopes, space) = quoted_in(message);
-        let bots = BotMessageFilter {
-            scopes: scopes.as_deref(),
-            space,
-            after: None,
-        };
         let mut texts = vec![message.text.clone()];
         texts.extend(
             self.store
@@ -891,34 +988,39 @@ impl MemoryManager {
                 .into_iter()
                 .map(|p| p.text),
         );
-        for text in &texts {
-            let saying = self
-                .quotes_of(bots, std::slice::from_ref(text), |_, _| true)
-                .await?;
-            if saying.iter().all(|id| *id > message.id) {
-                ids.extend(saying);
-            }
+        let mut quotes = Vec::new();
+        for text in texts {
+            let search = QuoteSearch {
+                space,
+                newer_than: Some(message.id),
+                ..QuoteSearch::saying(scopes.as_deref(), vec![text])
+            };
+            ids.extend(self.quotes(&search).await?);
+            quotes.push(search);
         }
         Ok(Leaving {
             messages: ids,
             removed,
+            quotes,
         })
     }
 
     /// The message rows of `take_back_message` are gone (`deleted` of them): a job that read
-    /// the message between the two keeps nothing it made (counted as a forget again), caches
-    /// are dropped and the forget is audited. Returns all the messages removed.
+    /// the message between the two keeps nothing it made (counted as a forget again, and an
+    /// answer stored meanwhile that quotes it goes: `settle_forget`), caches are dropped and
+    /// the forget is audited. Returns all the messages removed.
     pub async fn message_left(
         &self,
         message: &StoredMessage,
         leaving: &Leaving,
         deleted: u64,
     ) -> Result<u64, MemoryError> {
-        if !message.is_bot {
-            self.begin_forgetting(message.author).await?;
+        let mut removed = leaving.removed + deleted;
+        if message.is_bot {
+            self.purge_caches();
+        } else {
+            removed += self.settle_forget(message.author, &leaving.quotes).await?;
         }
-        self.purge_caches();
-        let removed = leaving.removed + deleted;
         let by = By {
             scope: Some(message.scope.clone()),
             ..By::platform("message_deleted")

@@ -925,6 +925,73 @@ async fn an_answer_made_while_what_it_shows_is_forgotten_is_not_kept() {
     answered_across_a_forget(&h, &h, h.fake()).await;
 }
 
+postgres_test! {
+/// An answer stored while a forget runs, after the forget looked for the bot's quotes and
+/// before it was counted as done: another session holds the message's row, so the forget
+/// waits at its deletion; meanwhile a question is answered from the message still there and
+/// stored with the forget count as it stands. Once the deletion goes through, the forget
+/// finds that answer and it goes too. For a platform delete and for "forget that …".
+async fn an_answer_stored_while_a_forget_deletes_goes_too() {
+    use engram::memory::FactRequest;
+    use sqlx::Connection;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    for asked in [false, true] {
+        let url = fresh_postgres_url().await;
+        let h = harness_on(Some(url.clone()), true).await;
+        h.dm("alice", "my locker code is 4512").await;
+        let alice = h.person("alice").await;
+        let said = h.store.author_messages(alice, None).await.unwrap();
+        let (told, _) = said.iter().find(|(_, t)| t.contains("4512")).unwrap();
+        let told = h.store.messages_by_id(&[*told]).await.unwrap().remove(0);
+        let place = h.place(&ConsoleOptions::private("alice"), "alice").await;
+        let req = FactRequest {
+            subject: alice,
+            subject_name: "alice",
+            actor: alice,
+            actor_name: "alice",
+            actor_is_moderator: false,
+            place: &place,
+            text: "my locker code is 4512",
+            source: None,
+        };
+        let mut hold = sqlx::PgConnection::connect(&url).await.unwrap();
+        let mut held = hold.begin().await.unwrap();
+        // Not a key lock: the answer's rows may still point at the message.
+        sqlx::query("SELECT id FROM messages WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(told.id.0)
+            .fetch_all(&mut *held)
+            .await
+            .unwrap();
+        let done = AtomicBool::new(false);
+        let forget = async {
+            let manager = &h.memory.manager;
+            let forgot = if asked {
+                manager.forget(&req).await.map(|_| ())
+            } else {
+                manager.forget_message(&told, None).await.map(|_| ())
+            };
+            done.store(true, Ordering::SeqCst);
+            forgot
+        };
+        let meanwhile = async {
+            until_waiting_on_locks(&url, 1, || done.load(Ordering::SeqCst)).await;
+            assert!(!done.load(Ordering::SeqCst), "the forget did not wait at its deletion");
+            let answer = h.dm("alice", "what was my locker code again?").await;
+            held.commit().await.unwrap();
+            answer
+        };
+        let (forgot, answer) = tokio::join!(forget, meanwhile);
+        forgot.unwrap();
+        assert!(
+            answer.contains("4512"),
+            "the control: made from the message still there ({asked}): {answer}"
+        );
+        let left = rows_holding(&h, "4512").await;
+        assert!(left.is_empty(), "forget asked: {asked}: {left:#?}");
+    }
+}
+}
+
 /// A message deleted while the model summarizes the day that read it: the forget dropped the
 /// day's summaries before this one was kept, so it is not kept (nor cached), and what is shown
 /// is made from what is left. The control: the same day summarized with nothing forgotten

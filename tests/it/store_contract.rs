@@ -2913,7 +2913,7 @@ async fn postgres_a_vector_write_waits_for_a_forget_in_progress() {
     let writer = s.clone();
     let write = tokio::spawn(async move { writer.add_vectors(&[with_vector]).await });
     // The write is waiting on the forget's lock (or, were it not, has finished already).
-    until_one_waits_on_a_lock(&url, &write).await;
+    until_waiting_on_locks(&url, 1, || write.is_finished()).await;
     tx.commit().await.unwrap();
     write.await.unwrap().unwrap();
     assert!(
@@ -2948,7 +2948,7 @@ async fn postgres_confirmed_changes_wait_for_a_clear_in_progress() {
         yes.apply_confirmed(alice, &[], &[], &[tea], &[], proposed, t(2))
             .await
     });
-    until_one_waits_on_a_lock(&url, &apply).await;
+    until_waiting_on_locks(&url, 1, || apply.is_finished()).await;
     tx.commit().await.unwrap();
     assert_eq!(apply.await.unwrap().unwrap(), None);
     assert!(s.entries(alice, None).await.unwrap().is_empty(), "written past the clear");
@@ -2992,40 +2992,16 @@ async fn postgres_a_clear_waits_for_confirmed_changes_in_progress() {
         yes.apply_confirmed(alice, &[], &[], &[tea], &[], proposed, t(2))
             .await
     });
-    until_one_waits_on_a_lock(&url, &apply).await;
+    until_waiting_on_locks(&url, 1, || apply.is_finished()).await;
     let clearing = s.clone();
     let clear = tokio::spawn(async move { clearing.mark_memory_cleared(alice, t(3)).await });
-    until_waiting_on_locks(&url, 2, &clear).await;
+    until_waiting_on_locks(&url, 2, || clear.is_finished()).await;
     assert!(!clear.is_finished(), "the clear was counted while the changes were under way");
     held.commit().await.unwrap();
     assert_eq!(apply.await.unwrap().unwrap(), Some(1));
     clear.await.unwrap().unwrap();
     assert_eq!(s.forgets_counted(alice).await.unwrap().of_person, proposed + 1);
 }
-}
-
-/// Returns once a session of `url`'s database waits on a lock, or `task` has finished (it
-/// did not wait: the caller's assertions tell).
-async fn until_one_waits_on_a_lock<T>(url: &str, task: &tokio::task::JoinHandle<T>) {
-    until_waiting_on_locks(url, 1, task).await
-}
-
-/// Returns once `n` sessions of `url`'s database wait on locks, or `task` has finished.
-async fn until_waiting_on_locks<T>(url: &str, n: i64, task: &tokio::task::JoinHandle<T>) {
-    use sqlx::Connection;
-    let mut watch = sqlx::PgConnection::connect(url).await.unwrap();
-    loop {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-        )
-        .fetch_one(&mut watch)
-        .await
-        .unwrap();
-        if waiting >= n || task.is_finished() {
-            return;
-        }
-        tokio::task::yield_now().await;
-    }
 }
 
 /// A message of "lab" whose postings wait in `message_terms_backlog`, as a copy or a
@@ -3155,7 +3131,7 @@ async fn postgres_a_forget_and_postings_take_scope_statistics_in_one_order() {
         .unwrap();
     let forgetter = s.clone();
     let forget = tokio::spawn(async move { forgetter.delete_messages(&ids).await });
-    until_one_waits_on_a_lock(&url, &forget).await;
+    until_waiting_on_locks(&url, 1, || forget.is_finished()).await;
     sqlx::query(stats)
         .bind(&scopes[1])
         .execute(&mut *batch)
@@ -3270,7 +3246,7 @@ async fn postgres_a_forget_waits_for_queued_postings_being_written() {
     let forgetter = s.clone();
     let forget = tokio::spawn(async move { forgetter.delete_messages(&[id]).await });
     // The forget is waiting on the worker's lock (or, were it not, has finished already).
-    until_one_waits_on_a_lock(&url, &forget).await;
+    until_waiting_on_locks(&url, 1, || forget.is_finished()).await;
     // The worker writes what it read before the forget, and commits.
     for (term, scope, tf, doc_len) in &postings {
         sqlx::query("INSERT INTO message_terms (term, scope, message_id, tf, doc_len) VALUES ($1, $2, $3, $4, $5)")

@@ -944,3 +944,22 @@ pub fn msg(
         withheld: false,
     }
 }
+
+/// Returns once `n` sessions of `url`'s PostgreSQL database wait on locks, or `done()` (what
+/// should wait has finished without: the caller's assertions tell).
+pub async fn until_waiting_on_locks(url: &str, n: i64, done: impl Fn() -> bool) {
+    use sqlx::Connection;
+    let mut watch = sqlx::PgConnection::connect(url).await.unwrap();
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(&mut watch)
+        .await
+        .unwrap();
+        if waiting >= n || done() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+}
