@@ -281,7 +281,7 @@ impl ToolExecutor {
         changes: &[StagedChange],
         read_epoch: i64,
     ) -> Result<Option<usize>, crate::store::StoreError> {
-        let (mut writes, mut removals, mut notes, mut deletions) =
+        let (mut deletions, mut replaced, mut notes, mut writes) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for change in changes {
             match change {
@@ -291,13 +291,15 @@ impl ToolExecutor {
                 }
                 StagedChange::Note { note } => notes.push(note.clone()),
                 StagedChange::Rewrite {
+                    replaces,
                     old_category,
                     entry,
                     ..
                 } if entry.person == person => {
-                    // A rewrite keeps the entry's scope and key; a new category moves it.
+                    // A new category moves it: the entry under the old one goes, wherever it
+                    // is now.
                     if *old_category != entry.category {
-                        removals.push((entry.scope.clone(), *old_category, entry.key.clone()));
+                        replaced.push(*replaces);
                     }
                     writes.push(entry.clone());
                 }
@@ -308,9 +310,9 @@ impl ToolExecutor {
             .apply_confirmed(
                 person,
                 &deletions,
+                &replaced,
                 &notes,
                 &writes,
-                &removals,
                 read_epoch,
                 self.clock.now(),
             )

@@ -71,9 +71,9 @@ pub trait Entries: Send + Sync {
     ) -> StoreResult<ExtractionApplied>;
     /// Changes `person` confirmed (the model's proposal they said "yes" to), all or
     /// nothing, in this order: their entries `deletions` (with their history, counted as a
-    /// forget, as `begin_forgetting` then `delete_entries` do), then daily notes, entry
-    /// writes and removals by (scope, category, key), which are skipped while their memory is
-    /// paused. Nothing at all is done when something of `person`'s was forgotten or cleared
+    /// forget, as `begin_forgetting` then `delete_entries` do); then, unless their memory is
+    /// paused, the entries `replaced` (a rewrite into another category: removed as
+    /// `delete_entries` does, not counted), daily notes and entry writes. Nothing at all is done when something of `person`'s was forgotten or cleared
     /// since `read_epoch` (`forget_epoch`, read when the changes were proposed; a forget
     /// under way waits for this to commit, then removes what it wrote): `None`. Else how many
     /// deletions, notes and writes were applied.
@@ -82,9 +82,9 @@ pub trait Entries: Send + Sync {
         &self,
         person: PersonId,
         deletions: &[i64],
+        replaced: &[i64],
         notes: &[DailyNote],
         writes: &[NewEntry],
-        removals: &[(Scope, crate::domain::Category, String)],
         read_epoch: i64,
         at: DateTime<Utc>,
     ) -> StoreResult<Option<usize>>;
@@ -432,7 +432,34 @@ on_both_backends! {
             if !append_note_in(&mut tx, person, note).await? {
                 return Ok(ExtractionApplied::AlreadyApplied);
             }
-            let counts = write_and_remove_in(&mut tx, person, writes, removals).await?;
+            let mut counts = ExtractionCounts::default();
+            for e in writes {
+                match write_entry_in(&mut tx, e).await? {
+                    EntryWrite::Added(_) => counts.added += 1,
+                    EntryWrite::Updated(_) => counts.updated += 1,
+                    EntryWrite::Unchanged(_) => {}
+                }
+            }
+            for (scope, category, key) in removals {
+                let gone: Vec<(i64,)> = sqlx::query_as(
+                    "DELETE FROM memory_entries WHERE person_id = $1 AND scope = $2 AND category = $3 AND key = $4 RETURNING id",
+                )
+                .bind(person.0)
+                .bind(scope.key())
+                .bind(category.as_str())
+                .bind(key)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                for (id,) in gone {
+                    sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    counts.removed += 1;
+                }
+            }
             tx.commit().await.map_err(db_err)?;
             Ok(ExtractionApplied::Applied(counts))
         }
@@ -441,14 +468,14 @@ on_both_backends! {
             &self,
             person: PersonId,
             deletions: &[i64],
+            replaced: &[i64],
             notes: &[DailyNote],
             writes: &[NewEntry],
-            removals: &[(Scope, crate::domain::Category, String)],
             read_epoch: i64,
             at: DateTime<Utc>,
         ) -> StoreResult<Option<usize>> {
             crate::store::again_if_aborted(|| {
-                self.apply_confirmed_once(person, deletions, notes, writes, removals, read_epoch, at)
+                self.apply_confirmed_once(person, deletions, replaced, notes, writes, read_epoch, at)
             })
             .await
         }
@@ -641,44 +668,6 @@ on_both_backends! {
         Ok(Settings { forget_epoch, paused })
     }
 
-    /// Entry writes, then removals by (scope, category, key) with their history.
-    async fn write_and_remove_in(
-        conn: &mut Conn,
-        person: PersonId,
-        writes: &[NewEntry],
-        removals: &[(Scope, crate::domain::Category, String)],
-    ) -> StoreResult<ExtractionCounts> {
-        let mut counts = ExtractionCounts::default();
-        for e in writes {
-            match write_entry_in(&mut *conn, e).await? {
-                EntryWrite::Added(_) => counts.added += 1,
-                EntryWrite::Updated(_) => counts.updated += 1,
-                EntryWrite::Unchanged(_) => {}
-            }
-        }
-        for (scope, category, key) in removals {
-            let gone: Vec<(i64,)> = sqlx::query_as(
-                "DELETE FROM memory_entries WHERE person_id = $1 AND scope = $2 AND category = $3 AND key = $4 RETURNING id",
-            )
-            .bind(person.0)
-            .bind(scope.key())
-            .bind(category.as_str())
-            .bind(key)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(db_err)?;
-            for (id,) in gone {
-                sqlx::query("DELETE FROM memory_entry_history WHERE entry_id = $1")
-                    .bind(id)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db_err)?;
-                counts.removed += 1;
-            }
-        }
-        Ok(counts)
-    }
-
     async fn append_note_in(
         conn: &mut Conn,
         person: PersonId,
@@ -850,9 +839,9 @@ on_both_backends! {
             &self,
             person: PersonId,
             deletions: &[i64],
+            replaced: &[i64],
             notes: &[DailyNote],
             writes: &[NewEntry],
-            removals: &[(Scope, crate::domain::Category, String)],
             read_epoch: i64,
             at: DateTime<Utc>,
         ) -> StoreResult<Option<usize>> {
@@ -875,10 +864,15 @@ on_both_backends! {
                 applied += remove_entries_in(&mut tx, person, deletions).await? as usize;
             }
             if !settings.paused {
+                if !replaced.is_empty() {
+                    remove_entries_in(&mut tx, person, replaced).await?;
+                }
                 for note in notes {
                     append_note_in(&mut tx, person, note).await?;
                 }
-                write_and_remove_in(&mut tx, person, writes, removals).await?;
+                for entry in writes {
+                    write_entry_in(&mut tx, entry).await?;
+                }
                 applied += notes.len() + writes.len();
             }
             tx.commit().await.map_err(db_err)?;

@@ -955,6 +955,10 @@ async fn an_answer_stored_while_a_forget_deletes_goes_too() {
             source: None,
         };
         let mut hold = sqlx::PgConnection::connect(&url).await.unwrap();
+        let holder: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&mut hold)
+            .await
+            .unwrap();
         let mut held = hold.begin().await.unwrap();
         // Not a key lock: the answer's rows may still point at the message.
         sqlx::query("SELECT id FROM messages WHERE id = $1 FOR NO KEY UPDATE")
@@ -974,7 +978,7 @@ async fn an_answer_stored_while_a_forget_deletes_goes_too() {
             forgot
         };
         let meanwhile = async {
-            until_waiting_on_locks(&url, 1, || done.load(Ordering::SeqCst)).await;
+            until_held_up_by(&url, holder, || done.load(Ordering::SeqCst)).await;
             assert!(!done.load(Ordering::SeqCst), "the forget did not wait at its deletion");
             let answer = h.dm("alice", "what was my locker code again?").await;
             held.commit().await.unwrap();

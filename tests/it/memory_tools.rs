@@ -3,7 +3,9 @@
 //! gets an error result and changes nothing.
 
 use crate::common::*;
-use engram::domain::{Clock, ManualClock, PersonId, Place, Platform, Privacy, SpaceId, SpaceKind};
+use engram::domain::{
+    Clock, ManualClock, PersonId, Place, Platform, Privacy, Scope, SpaceId, SpaceKind,
+};
 use engram::memory::entries::EntryBook;
 use engram::memory::tools::{Caller, ToolExecutor, tool_schemas};
 use engram::store::Store;
@@ -429,6 +431,52 @@ async fn a_copy_of_a_staging_executor_stages_too() {
         .execute(&caller, "delete_memory", &delete)
         .await;
     assert!(s.entries(alice, None).await.unwrap().is_empty(), "{r}");
+}
+
+/// A rewrite into another category, confirmed: the entry under the old category goes,
+/// wherever it is now (shared since it was proposed), and the new one is written.
+#[tokio::test]
+async fn a_confirmed_move_to_another_category_leaves_one_entry() {
+    let h = Harness::offline().await;
+    let s = h.store.clone();
+    let alice = s
+        .resolve_person(Platform::Console, "alice", "alice")
+        .await
+        .unwrap();
+    let tools = h.memory.tools.clone();
+    let caller = Caller {
+        person: alice,
+        place: dm(alice),
+    };
+    let write = serde_json::json!({"key": "drink", "value": "Likes green tea",
+        "category": "preference", "durability": "durable", "confidence": 0.9});
+    let w = tools
+        .execute(&caller, "write_memory", &write.to_string())
+        .await;
+    assert_eq!(w["written_to"], "MEMORY.md", "{w}");
+    let staging = tools.staging();
+    let update = serde_json::json!({"key": "drink", "value": "Grows green tea",
+        "category": "personal_context"});
+    let r = staging
+        .execute(&caller, "update_memory", &update.to_string())
+        .await;
+    assert_eq!(r["ok"], false, "{r}");
+    let staged = staging.take_staged();
+    let id = s.entries(alice, None).await.unwrap()[0].id;
+    assert!(s.move_entry(alice, id, &Scope::Global).await.unwrap());
+    let epoch = s.forgets_counted(alice).await.unwrap().of_person;
+    assert_eq!(
+        tools.apply_staged(alice, &staged, epoch).await.unwrap(),
+        Some(1)
+    );
+    let left: Vec<(&str, String)> = s
+        .entries(alice, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.category.as_str(), e.value))
+        .collect();
+    assert_eq!(left, [("personal_context", "Grows green tea".to_string())]);
 }
 
 /// The bot with the fake LLM and `llm.reply_tools` on, on `url`'s database or its own.

@@ -2211,21 +2211,21 @@ async fn confirmed_changes_lapse_when_something_was_forgotten_since(s: Arc<dyn S
     let apply = |deletions: Vec<i64>, epoch: i64| {
         let (s, note, tea) = (s.clone(), note.clone(), tea.clone());
         async move {
-            s.apply_confirmed(alice, &deletions, &[note], &[tea], &[], epoch, t(4))
+            s.apply_confirmed(alice, &deletions, &[], &[note], &[tea], epoch, t(4))
                 .await
                 .unwrap()
         }
     };
+    let cleared = s.forgets_counted(alice).await.unwrap();
+    assert_eq!(cleared.of_person, proposed.of_person + 1);
     assert_eq!(apply(vec![cat_id], proposed.of_person).await, None);
     assert_eq!(
         entries_and_notes(&s, alice).await,
         before,
         "applied after a clear"
     );
-    assert_eq!(
-        s.forgets_counted(alice).await.unwrap().of_person,
-        proposed.of_person + 1
-    );
+    // Its deletion's count went with it.
+    assert_eq!(s.forgets_counted(alice).await.unwrap(), cleared);
 
     // Control: proposed after the clear, all of it is applied, and the deletion counts.
     let now = s.forgets_counted(alice).await.unwrap();
@@ -2244,11 +2244,13 @@ async fn confirmed_changes_lapse_when_something_was_forgotten_since(s: Arc<dyn S
         (now.all + 1, now.of_person + 1)
     );
 
-    // A move to another category: the entry under the old one goes.
+    // A move to another category: the entry under the old one goes, even shared since
+    // (moved to another scope).
+    let tea_id = s.entries(alice, None).await.unwrap()[0].id;
+    assert!(s.move_entry(alice, tea_id, &Scope::Global).await.unwrap());
     let moved = lab_entry(lab, alice, PersonalContext, "drink", "likes green tea", 5);
-    let removal = (Scope::Space(lab), Preference, "drink".to_string());
     let n = s
-        .apply_confirmed(alice, &[], &[], &[moved], &[removal], after.of_person, t(5))
+        .apply_confirmed(alice, &[], &[tea_id], &[], &[moved], after.of_person, t(5))
         .await
         .unwrap();
     assert_eq!(n, Some(1));
@@ -2926,6 +2928,7 @@ async fn postgres_a_vector_write_waits_for_a_forget_in_progress() {
 postgres_test! {
 /// A clear under way in another process (its count taken, not committed) while a person's
 /// "yes" applies the changes proposed before it: the changes wait for the clear, then lapse.
+/// (Her settings' row is there already: the changes wait at its lock, or at making it.)
 async fn postgres_confirmed_changes_wait_for_a_clear_in_progress() {
     use engram::domain::Category::Preference;
     use sqlx::Connection;
@@ -2945,7 +2948,7 @@ async fn postgres_confirmed_changes_wait_for_a_clear_in_progress() {
     let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
     let yes = s.clone();
     let apply = tokio::spawn(async move {
-        yes.apply_confirmed(alice, &[], &[], &[tea], &[], proposed, t(2))
+        yes.apply_confirmed(alice, &[], &[], &[], &[tea], proposed, t(2))
             .await
     });
     until_waiting_on_locks(&url, 1, || apply.is_finished()).await;
@@ -2956,7 +2959,7 @@ async fn postgres_confirmed_changes_wait_for_a_clear_in_progress() {
     let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
     let now = s.forgets_counted(alice).await.unwrap().of_person;
     assert_eq!(
-        s.apply_confirmed(alice, &[], &[], &[tea], &[], now, t(3)).await.unwrap(),
+        s.apply_confirmed(alice, &[], &[], &[], &[tea], now, t(3)).await.unwrap(),
         Some(1)
     );
     assert_eq!(s.entries(alice, None).await.unwrap().len(), 1);
@@ -2966,7 +2969,8 @@ async fn postgres_confirmed_changes_wait_for_a_clear_in_progress() {
 postgres_test! {
 /// The other way round: confirmed changes under way (their epoch read, their write waiting
 /// on a row held elsewhere) hold the person's settings, so a clear counted meanwhile waits
-/// for them to commit, and the clear's deletion then finds what they wrote.
+/// for them to commit (and its deletion, which comes after its count, finds what they
+/// wrote).
 async fn postgres_a_clear_waits_for_confirmed_changes_in_progress() {
     use engram::domain::Category::Preference;
     use sqlx::Connection;
@@ -2989,7 +2993,7 @@ async fn postgres_a_clear_waits_for_confirmed_changes_in_progress() {
     let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
     let yes = s.clone();
     let apply = tokio::spawn(async move {
-        yes.apply_confirmed(alice, &[], &[], &[tea], &[], proposed, t(2))
+        yes.apply_confirmed(alice, &[], &[], &[], &[tea], proposed, t(2))
             .await
     });
     until_waiting_on_locks(&url, 1, || apply.is_finished()).await;

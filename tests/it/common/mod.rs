@@ -948,12 +948,24 @@ pub fn msg(
 /// Returns once `n` sessions of `url`'s PostgreSQL database wait on locks, or `done()` (what
 /// should wait has finished without: the caller's assertions tell).
 pub async fn until_waiting_on_locks(url: &str, n: i64, done: impl Fn() -> bool) {
+    until_locked(url, n, None, done).await
+}
+
+/// Returns once a session of `url`'s PostgreSQL database waits on a lock the session
+/// `holder` (its backend pid) holds, or `done()`.
+pub async fn until_held_up_by(url: &str, holder: i32, done: impl Fn() -> bool) {
+    until_locked(url, 1, Some(holder), done).await
+}
+
+async fn until_locked(url: &str, n: i64, holder: Option<i32>, done: impl Fn() -> bool) {
     use sqlx::Connection;
     let mut watch = sqlx::PgConnection::connect(url).await.unwrap();
     loop {
         let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() \
+             AND (CAST($1 AS INTEGER) IS NULL OR $1 = ANY(pg_blocking_pids(pid)))",
         )
+        .bind(holder)
         .fetch_one(&mut watch)
         .await
         .unwrap();
