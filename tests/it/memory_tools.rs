@@ -394,13 +394,12 @@ async fn the_tool_loop_runs_calls_for_the_caller_over_the_real_client() {
     assert_eq!(tool_messages[0]["tool_call_id"], "call_0");
 }
 
-/// A copy of a staging executor stages too: nothing that waits for a person's "yes" is done
-/// at once by a copy.
-#[tokio::test]
-async fn a_copy_of_a_staging_executor_stages_too() {
+/// Alice in her private chat (offline), with the tools, and her entry "drink": "Likes green
+/// tea" written through them.
+async fn alice_likes_green_tea() -> (Harness, PersonId, ToolExecutor, Caller) {
     let h = Harness::offline().await;
-    let s = h.store.clone();
-    let alice = s
+    let alice = h
+        .store
         .resolve_person(Platform::Console, "alice", "alice")
         .await
         .unwrap();
@@ -415,6 +414,15 @@ async fn a_copy_of_a_staging_executor_stages_too() {
         .execute(&caller, "write_memory", &write.to_string())
         .await;
     assert_eq!(w["written_to"], "MEMORY.md", "{w}");
+    (h, alice, tools, caller)
+}
+
+/// A copy of a staging executor stages too: nothing that waits for a person's "yes" is done
+/// at once by a copy.
+#[tokio::test]
+async fn a_copy_of_a_staging_executor_stages_too() {
+    let (h, alice, tools, caller) = alice_likes_green_tea().await;
+    let s = h.store.clone();
     let delete = serde_json::json!({"key": "drink"}).to_string();
     let copy = tools.staging().clone();
     let r = copy.execute(&caller, "delete_memory", &delete).await;
@@ -437,23 +445,8 @@ async fn a_copy_of_a_staging_executor_stages_too() {
 /// wherever it is now (shared since it was proposed), and the new one is written.
 #[tokio::test]
 async fn a_confirmed_move_to_another_category_leaves_one_entry() {
-    let h = Harness::offline().await;
+    let (h, alice, tools, caller) = alice_likes_green_tea().await;
     let s = h.store.clone();
-    let alice = s
-        .resolve_person(Platform::Console, "alice", "alice")
-        .await
-        .unwrap();
-    let tools = h.memory.tools.clone();
-    let caller = Caller {
-        person: alice,
-        place: dm(alice),
-    };
-    let write = serde_json::json!({"key": "drink", "value": "Likes green tea",
-        "category": "preference", "durability": "durable", "confidence": 0.9});
-    let w = tools
-        .execute(&caller, "write_memory", &write.to_string())
-        .await;
-    assert_eq!(w["written_to"], "MEMORY.md", "{w}");
     let staging = tools.staging();
     let update = serde_json::json!({"key": "drink", "value": "Grows green tea",
         "category": "personal_context"});

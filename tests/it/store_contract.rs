@@ -2925,6 +2925,23 @@ async fn postgres_a_vector_write_waits_for_a_forget_in_progress() {
 }
 }
 
+/// Alice's confirmed change "drink": "likes tea" in the lab, proposed at `epoch`, applied
+/// in a task of its own.
+fn tea_confirmed(
+    s: &Arc<dyn Store>,
+    lab: SpaceId,
+    alice: PersonId,
+    epoch: i64,
+) -> tokio::task::JoinHandle<Result<Option<usize>, StoreError>> {
+    use engram::domain::Category::Preference;
+    let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
+    let s = s.clone();
+    tokio::spawn(async move {
+        s.apply_confirmed(alice, &[], &[], &[], &[tea], epoch, t(2))
+            .await
+    })
+}
+
 postgres_test! {
 /// A clear under way in another process (its count taken, not committed) while a person's
 /// "yes" applies the changes proposed before it: the changes wait for the clear, then lapse.
@@ -2945,12 +2962,7 @@ async fn postgres_confirmed_changes_wait_for_a_clear_in_progress() {
     ] {
         sqlx::query(sql).bind(alice.0).execute(&mut *tx).await.unwrap();
     }
-    let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
-    let yes = s.clone();
-    let apply = tokio::spawn(async move {
-        yes.apply_confirmed(alice, &[], &[], &[], &[tea], proposed, t(2))
-            .await
-    });
+    let apply = tea_confirmed(&s, lab, alice, proposed);
     until_waiting_on_locks(&url, 1, || apply.is_finished()).await;
     tx.commit().await.unwrap();
     assert_eq!(apply.await.unwrap().unwrap(), None);
@@ -2990,12 +3002,7 @@ async fn postgres_a_clear_waits_for_confirmed_changes_in_progress() {
         .fetch_all(&mut *held)
         .await
         .unwrap();
-    let tea = lab_entry(lab, alice, Preference, "drink", "likes tea", 2);
-    let yes = s.clone();
-    let apply = tokio::spawn(async move {
-        yes.apply_confirmed(alice, &[], &[], &[], &[tea], proposed, t(2))
-            .await
-    });
+    let apply = tea_confirmed(&s, lab, alice, proposed);
     until_waiting_on_locks(&url, 1, || apply.is_finished()).await;
     let clearing = s.clone();
     let clear = tokio::spawn(async move { clearing.mark_memory_cleared(alice, t(3)).await });
