@@ -625,10 +625,15 @@ async fn a_forget_takes_its_words_out_of_episode_details(url: Option<String>) {
 /// Four messages of alice and bob in the lab (enough for the model to summarize), indexed
 /// and closed an hour later; the episode's id.
 async fn chat_episode(h: &Harness, topic: &str) -> i64 {
+    chat_episode_from(h, topic, &format!("I have a plan for the {topic}")).await
+}
+
+/// `chat_episode`, alice's first message being `first`.
+async fn chat_episode_from(h: &Harness, topic: &str, first: &str) -> i64 {
     let lab = group("lab");
     h.clock.advance(chrono::Duration::hours(2));
     for (who, text) in [
-        ("alice", format!("I have a plan for the {topic}")),
+        ("alice", first.to_string()),
         ("bob", format!("tell me more about the {topic}")),
         ("alice", format!("the {topic} starts next week")),
         ("bob", format!("sounds good, the {topic} it is")),
@@ -704,6 +709,91 @@ async fn an_entry_forgotten_while_the_model_writes_does_not_stay_in_details(url:
     let details = stored_details(&h, raced).await;
     assert!(details.contains("hackathon"), "{details}");
     assert!(!details.contains("4471"), "{details}");
+}
+
+/// Something of alice's forgotten while the model writes an episode's details (a forget
+/// that matched none of the episode's messages and none of the entries its prompt showed:
+/// they say it in other words): what the model learned from her messages is not written as
+/// an entry after the forget, and the details are extractive. The control: the same close
+/// with nothing forgotten learns it.
+async fn a_fact_learned_while_its_author_forgets_is_not_kept(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let alice_said = |topic: &str| format!("my badge 4471 opens the door for the {topic}");
+    let learned = |topic: &str| {
+        Behavior::Content(
+            serde_json::json!({
+                "topic": topic, "summary": format!("Alice's badge opens the {topic} door."),
+                "decisions": [], "todos": [], "entities": ["Alice"], "artifacts": [],
+                "open_questions": [], "facts": [{"person": "alice",
+                    "category": "personal_context", "key": format!("{topic}_badge"),
+                    "value": alice_said(topic), "confidence": 0.9, "messages": [1]}]
+            })
+            .to_string(),
+        )
+    };
+    let holding = |topic: &'static str| {
+        let h = &h;
+        async move {
+            entries_of(h, "alice")
+                .await
+                .into_iter()
+                .filter(|(_, v)| v.contains(topic))
+                .count()
+        }
+    };
+    let kept = chat_episode_from(&h, "offsite", &alice_said("offsite")).await;
+    h.fake().push_once(learned("offsite"));
+    h.extractor("a").finish_episodes().await.unwrap();
+    let details = stored_details(&h, kept).await;
+    assert!(details.contains("opens the offsite door."), "{details}");
+    assert_eq!(holding("offsite").await, 1, "the control: learned");
+
+    let raced = chat_episode_from(&h, "hackathon", &alice_said("hackathon")).await;
+    h.fake().push_once(learned("hackathon"));
+    let (_, finishing) = finishing_held(&h, 0).await;
+    // As every forget of hers begins (what it then removes is elsewhere).
+    let alice = h.person("alice").await;
+    h.store
+        .begin_forgetting(alice, h.clock.now())
+        .await
+        .unwrap();
+    h.fake().release();
+    finishing.await.unwrap().unwrap();
+    assert_eq!(holding("hackathon").await, 0, "learned after the forget");
+    assert_eq!(holding("offsite").await, 1);
+    let details = stored_details(&h, raced).await;
+    assert!(details.contains("hackathon"), "{details}");
+    assert!(!details.contains("opens the hackathon door."), "{details}");
+}
+
+/// A close cut off half-way; then a forget of one of its authors' that removes no entry and
+/// no message (what it forgets was said in other words, which the part may repeat): what
+/// the part came to is not used again, and every part is asked again. (The control, a run
+/// that goes on from the part it reached, is `a_close_cut_off_goes_on_from_the_part_it_reached`.)
+async fn a_forget_of_an_authors_drops_what_a_cut_off_close_came_to(url: Option<String>) {
+    let h = harness_on(url, true).await;
+    let lab = group("lab");
+    let payroll = long_episode(&h, &lab, "payroll", 320).await;
+    killed_after_one_part(&h).await;
+    assert!(
+        h.store.closing_parts(payroll).await.unwrap().is_some(),
+        "kept"
+    );
+    let alice = h.person("alice").await;
+    h.store
+        .begin_forgetting(alice, h.clock.now())
+        .await
+        .unwrap();
+    h.clock.advance(chrono::Duration::seconds(
+        h.config.jobs.lease_secs as i64 + 1,
+    ));
+    let from = h.fake().count("episode_summary");
+    assert_eq!(h.extractor("b").finish_episodes().await.unwrap(), 1);
+    assert_eq!(
+        h.fake().count("episode_summary") - from,
+        2,
+        "both parts asked again"
+    );
 }
 
 /// The episode job started in the background with the model holding every request from the
@@ -1596,6 +1686,8 @@ on_both_harnesses!(
     a_deleted_message_drops_what_a_cut_off_close_came_to,
     each_refresh_reads_what_came_since_the_last,
     an_entry_forgotten_while_the_model_writes_does_not_stay_in_details,
+    a_fact_learned_while_its_author_forgets_is_not_kept,
+    a_forget_of_an_authors_drops_what_a_cut_off_close_came_to,
     a_forget_takes_its_words_out_of_episode_details,
     a_forget_found_only_in_details_takes_it_out,
     working_memory_refreshes_and_stays_in_its_place,

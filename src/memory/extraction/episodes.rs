@@ -428,6 +428,11 @@ struct DonePart {
     details: EpisodeDetails,
     /// The memory entries its prompt showed, per person.
     shown: Vec<(PersonId, Vec<i64>)>,
+    /// The forget count of each of the episode's authors when the close that made it began
+    /// (`Extractor::forget_epochs`): after a forget of theirs it is made again. Parts kept
+    /// before this was recorded have none, and are made again too.
+    #[serde(default)]
+    epochs: Vec<(PersonId, i64)>,
 }
 
 /// Each part's fingerprint: a SHA-256 of its messages' ids and texts and of the fingerprint
@@ -573,12 +578,15 @@ impl Extractor {
             _ => return Ok(false),
         }
         let messages = closing_messages(self.store.as_ref(), episode).await?;
+        // Before anything of theirs is read: a forget of an author's from here on keeps
+        // nothing the close learns about them, and its details extractive.
+        let epochs = self.forget_epochs(&messages).await?;
         // Part by part, each knowing what the ones before came to; a part refused (asked
         // twice) makes the whole extractive, without facts. The parts a close cut off had
         // done are not asked again.
         let pieces = in_parts(&messages);
         let prints = fingerprints(&pieces);
-        let mut parts = self.parts_done(episode, &prints).await?;
+        let mut parts = self.parts_done(episode, &prints, &epochs).await?;
         let mut shown: BTreeMap<PersonId, Vec<i64>> = BTreeMap::new();
         for (person, ids) in parts.iter().flat_map(|p| p.shown.iter()) {
             shown.entry(*person).or_default().extend(ids);
@@ -599,6 +607,7 @@ impl Extractor {
                         fingerprint: prints[n].clone(),
                         details,
                         shown: seen.into_iter().collect(),
+                        epochs: epochs.clone(),
                     });
                     if parts.len() < pieces.len() {
                         // Each part may take the model a while: the claim lasts a lease from
@@ -642,17 +651,21 @@ impl Extractor {
                 offline_details(&messages)
             }
         };
-        let learned = self.learn(episode, &details).await?;
+        let learned = self.learn(episode, &details, &epochs).await?;
         let json = serde_json::to_string(&details).unwrap_or_default();
         let saved = self
             .store
             .save_episode_details(episode.id, &messages, &json, &details.keys())
             .await?;
         let kept = saved == DetailsSaved::Kept;
-        if kept && self.shown_entry_gone(episode, &shown).await? {
-            // A forget took an entry the model saw while it wrote, and may have looked for
-            // it in details before these were kept: extractive ones (the messages' words
-            // only) take their place.
+        if kept
+            && (self.shown_entry_gone(episode, &shown).await?
+                || self.forget_epochs(&messages).await? != epochs)
+        {
+            // A forget of an author's came while the model wrote (an entry it saw, a fact,
+            // a note: what the details may say), and may have looked for it in details
+            // before these were kept: extractive ones (the messages' words only) take their
+            // place.
             let plain = offline_details(&messages);
             let plain_json = serde_json::to_string(&plain).unwrap_or_default();
             self.store
@@ -660,7 +673,7 @@ impl Extractor {
                 .await?;
             info!(
                 episode = episode.id,
-                "an entry it was shown was forgotten meanwhile: extractive details"
+                "something of an author's was forgotten meanwhile: extractive details"
             );
         }
         if saved == DetailsSaved::Changed {
@@ -706,6 +719,7 @@ impl Extractor {
         &self,
         episode: &Episode,
         prints: &[String],
+        epochs: &[(PersonId, i64)],
     ) -> Result<Vec<DonePart>, MemoryError> {
         let Some(json) = self.store.closing_parts(episode.id).await? else {
             return Ok(Vec::new());
@@ -720,9 +734,13 @@ impl Extractor {
         let kept_parts = kept.len();
         let mut done: Vec<DonePart> = Vec::new();
         for (part, print) in kept.into_iter().zip(prints) {
-            // Made from other messages, or with an entry in its prompt that is gone since.
+            // Made from other messages, before a forget of an author's, or with an entry in
+            // its prompt that is gone since.
             let shown: BTreeMap<PersonId, Vec<i64>> = part.shown.iter().cloned().collect();
-            if &part.fingerprint != print || self.shown_entry_gone(episode, &shown).await? {
+            if &part.fingerprint != print
+                || part.epochs != epochs
+                || self.shown_entry_gone(episode, &shown).await?
+            {
                 break;
             }
             done.push(part);
@@ -878,12 +896,32 @@ impl Extractor {
         }
     }
 
+    /// The forget count of each of `messages`' authors (the bot aside), by person.
+    async fn forget_epochs(
+        &self,
+        messages: &[StoredMessage],
+    ) -> Result<Vec<(PersonId, i64)>, MemoryError> {
+        let authors: std::collections::BTreeSet<PersonId> = messages
+            .iter()
+            .filter(|m| !m.is_bot)
+            .map(|m| m.author)
+            .collect();
+        let mut epochs = Vec::with_capacity(authors.len());
+        for person in authors {
+            epochs.push((person, self.store.forget_epoch(person).await?));
+        }
+        Ok(epochs)
+    }
+
     /// Applies the facts of `details` per person through the extraction's path; how many
-    /// entries were written or updated. A person whose memory is paused learns nothing.
+    /// entries were written or updated. A person whose memory is paused learns nothing, nor
+    /// does one who forgot something since the close began (`epochs`; a fact about someone
+    /// else is checked against their count now).
     async fn learn(
         &self,
         episode: &Episode,
         details: &EpisodeDetails,
+        epochs: &[(PersonId, i64)],
     ) -> Result<usize, MemoryError> {
         let mut by_person: BTreeMap<PersonId, Vec<Update>> = BTreeMap::new();
         for f in &details.facts {
@@ -928,15 +966,25 @@ impl Extractor {
             // The note marks it applied: after a crash, a person done before is not again.
             // What the close read is checked when its details are kept (`still_as_read`),
             // and what it learned is taken back then when something changed.
-            if let ExtractionApplied::Applied(counts) = self
+            let epoch = match epochs.iter().find(|(p, _)| *p == person) {
+                Some((_, epoch)) => *epoch,
+                None => self.store.forget_epoch(person).await?,
+            };
+            match self
                 .store
-                .apply_extraction(person, &writes, &[], &note, None)
+                .apply_extraction(person, &writes, &[], &note, Some(epoch))
                 .await?
             {
-                let n = counts.added + counts.updated;
-                changed += n;
-                self.audit_learned(EPISODE_JOB, &episode.scope, person, n)
-                    .await;
+                ExtractionApplied::Applied(counts) => {
+                    let n = counts.added + counts.updated;
+                    changed += n;
+                    self.audit_learned(EPISODE_JOB, &episode.scope, person, n)
+                        .await;
+                }
+                ExtractionApplied::Forgotten => {
+                    info!(%person, episode = episode.id, "something of theirs was forgotten while the episode closed: nothing learned");
+                }
+                ExtractionApplied::AlreadyApplied => {}
             }
         }
         Ok(changed)
