@@ -250,6 +250,14 @@ pub(super) fn is_private_note(h: &Hearsay, subject: PersonId) -> bool {
     matches!(h.scope, Scope::Dm(owner) if owner != subject)
 }
 
+/// Whether `h`, said about `subject`, is kept from them outside the place it was said in: a
+/// note its teller keeps in their own private chat (`is_private_note`), or what was said in a
+/// channel not everyone can see (shown, and removable, only there). Their `/memory clear`
+/// removes both all the same.
+pub(super) fn kept_from_subject(h: &Hearsay, subject: PersonId) -> bool {
+    is_private_note(h, subject) || matches!(h.scope, Scope::Channel(..))
+}
+
 /// How the bot shows a statement someone made about another person (and so how it would
 /// quote it).
 pub fn statement_line(h: &Hearsay) -> String {
@@ -513,14 +521,19 @@ impl MemoryManager {
         let matches = |text: &str| asked.as_ref().is_none_or(|t| t.matches(text));
         let mut removed = Removed::default();
         // What others said about the subject; a teller may take back their own words. A note
-        // someone keeps in their own private chat is theirs alone: the subject neither sees it
-        // (`hearsay_about`) nor removes it, nor learns by trying that it is there.
+        // someone keeps in their own private chat is theirs alone, and what was said in a
+        // channel not everyone can see stays there: from elsewhere the subject neither sees
+        // it (`hearsay_about`) nor removes it, nor learns by trying that it is there.
+        let kept_from = |h: &Hearsay| match reach {
+            Reach::Everywhere => kept_from_subject(h, req.subject),
+            Reach::Scopes(_) => is_private_note(h, req.subject),
+        };
         let told: Vec<Hearsay> = self
             .store
             .hearsay(req.subject, reach.scopes())
             .await?
             .into_iter()
-            .filter(|h| h.told_by == req.actor || (owner && !is_private_note(h, req.subject)))
+            .filter(|h| h.told_by == req.actor || (owner && !kept_from(h)))
             .filter(|h| matches(&h.text))
             .collect();
         if !owner && told.is_empty() {

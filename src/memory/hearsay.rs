@@ -74,14 +74,15 @@ impl MemoryManager {
     }
 
     /// What others said about `person` that they may see in their own private chat: all of
-    /// it but what someone keeps as a note in their own private chat.
+    /// it but what someone keeps as a note in their own private chat, and what was said in a
+    /// channel not everyone can see (`kept_from_subject`).
     pub async fn hearsay_about(&self, person: PersonId) -> Result<Vec<Hearsay>, MemoryError> {
         Ok(self
             .store
             .hearsay(person, None)
             .await?
             .into_iter()
-            .filter(|h| !super::forgetting::is_private_note(h, person))
+            .filter(|h| !super::forgetting::kept_from_subject(h, person))
             .collect())
     }
 }

@@ -119,6 +119,29 @@ async fn facts_about_others_are_kept_as_what_the_teller_said(url: Option<String>
     // Nor his to remove, or to learn of by trying: his forget finds nothing of it.
     let tried = h.dm("bob", "forget that I owe ten euros").await;
     assert!(tried.starts_with("I didn't find that"), "{tried}");
+    // What is said about him in a channel not everyone can see stays there: not shown in his
+    // private chat, nor found by his forget there; shown in that channel.
+    let staff = restricted("lab", "staff");
+    h.say_in(
+        &staff,
+        "alice",
+        "Engram, remember this about @bob: he is on probation",
+    )
+    .await;
+    assert!(!h.dm("bob", "/memory").await.contains("probation"));
+    let tried = h.dm("bob", "forget that I am on probation").await;
+    assert!(tried.starts_with("I didn't find that"), "{tried}");
+    let there = h
+        .say_in(&staff, "carol", "Engram, what do you know about @bob")
+        .await
+        .unwrap();
+    assert!(there.contains("alice says: he is on probation"), "{there}");
+    // Its teller takes it back there.
+    let taken = h
+        .say_in(&staff, "alice", "Engram, forget that @bob is on probation")
+        .await
+        .unwrap();
+    assert!(taken.contains("forgotten"), "{taken}");
     assert!(
         h.dm("alice", "what do you know about @bob")
             .await
