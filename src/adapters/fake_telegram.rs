@@ -246,6 +246,21 @@ impl FakeTelegram {
         self.push_message(chat, from, text, reply_to_bot, None, None)
     }
 
+    /// Queues a text message in `chat` sent on behalf of the chat `sender` (id, title): a
+    /// linked channel's post forwarded automatically into its discussion group, from
+    /// Telegram's placeholder account 777000, as Telegram sends it. Returns the message id.
+    pub fn push_as_chat(&self, chat: &Chat, sender: (i64, &str), text: &str) -> i64 {
+        let placeholder = TgUser {
+            id: 777_000,
+            name: "Telegram",
+            username: None,
+        };
+        self.push_shaped(chat, &placeholder, text, false, None, None, |m| {
+            m["sender_chat"] = json!({"id": sender.0, "type": "channel", "title": sender.1});
+            m["is_automatic_forward"] = json!(true);
+        })
+    }
+
     /// Queues an edit of message `id` (sent by `from` in `chat`): its new text.
     pub fn push_edit(&self, chat: &Chat, from: &TgUser<'_>, id: i64, text: &str) {
         self.push_message(chat, from, text, false, Some(id), None);
@@ -364,6 +379,21 @@ impl FakeTelegram {
         edit_of: Option<i64>,
         file: Option<(&str, Value)>,
     ) -> i64 {
+        self.push_shaped(chat, from, text, reply_to_bot, edit_of, file, |_| {})
+    }
+
+    /// `push_message`, the message then given its last touches by `shape`.
+    #[allow(clippy::too_many_arguments)]
+    fn push_shaped(
+        &self,
+        chat: &Chat,
+        from: &TgUser<'_>,
+        text: &str,
+        reply_to_bot: bool,
+        edit_of: Option<i64>,
+        file: Option<(&str, Value)>,
+        shape: impl FnOnce(&mut Value),
+    ) -> i64 {
         let mut s = self.shared.lock().expect("fake lock");
         let message_id = match edit_of {
             Some(id) => id,
@@ -409,6 +439,7 @@ impl FakeTelegram {
                 "from": bot_user(), "text": "an earlier answer"
             });
         }
+        shape(&mut message);
         let update_id = s.next_update;
         s.next_update += 1;
         let kind = if edit_of.is_some() {

@@ -681,7 +681,9 @@ impl Ctx {
             return;
         };
         incoming.attachments = self.attachments(m).await;
+        // One who writes as a chat is no administrator here, whoever they are.
         if !m.chat.is_private()
+            && m.sender_chat.is_none()
             && let Some(from) = &m.from
         {
             incoming.author_is_moderator = self
@@ -777,6 +779,23 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
         let title = m.chat.title().unwrap_or("group").to_string();
         (SpaceKind::Group, channel, Privacy::GuildPublic, title)
     };
+    // A message sent on behalf of a chat (a linked channel's post forwarded into its
+    // discussion group, a channel a member writes as, an anonymous administrator) is that
+    // chat's: its `from` is then a placeholder account that every such chat shares (777000,
+    // GroupAnonymousBot), which would make all of them one person. Chat ids are negative,
+    // so they never meet a user's.
+    let (author_external_id, author_display_name, author_username) = match &m.sender_chat {
+        Some(c) => (
+            c.id.0.to_string(),
+            c.title().or(c.username()).unwrap_or("a chat").to_string(),
+            c.username().map(str::to_string),
+        ),
+        None => (
+            from.id.0.to_string(),
+            from.full_name(),
+            from.username.clone(),
+        ),
+    };
     let replies_to_bot = m
         .reply_to_message()
         .and_then(|r| r.from.as_ref())
@@ -825,9 +844,9 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
         space_title: title,
         channel_external_id: channel,
         channel_privacy: privacy,
-        author_external_id: from.id.0.to_string(),
-        author_display_name: from.full_name(),
-        author_username: from.username.clone(),
+        author_external_id,
+        author_display_name,
+        author_username,
         author_is_bot: from.is_bot,
         external_id: format!("{chat}:{}", m.id.0),
         text: text.to_string(),

@@ -247,6 +247,46 @@ async fn private_chat_remembers_and_recalls_with_commands_registered() {
     running.stop().await.unwrap();
 }
 
+/// Two linked channels' posts forwarded into one discussion group come from Telegram's one
+/// placeholder account: each channel is its own author, so one's memory is not the other's
+/// (nor one person's with everyone who writes as a chat). The control: a channel's own
+/// memory is there for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_chat_a_message_is_sent_as_is_its_own_author() {
+    let h = Harness::offline().await;
+    let fake = FakeTelegram::start(TOKEN).await.unwrap();
+    let running = start(&h, &fake, TOKEN);
+    let lab = Chat::Group {
+        id: -100500,
+        title: "Lab".into(),
+        topic: None,
+    };
+    let news = (-100_700, "News");
+    let rumours = (-100_800, "Rumours");
+    let remember = format!("@{BOT_USERNAME} remember that our launch is on Friday");
+    fake.push_as_chat(&lab, news, &remember);
+    fake.wait_sent(1, WITHIN).await;
+    let asked = format!("@{BOT_USERNAME} what do you know about me");
+    fake.push_as_chat(&lab, rumours, &asked);
+    fake.wait_sent(2, WITHIN).await;
+    fake.push_as_chat(&lab, news, &asked);
+    fake.wait_sent(3, WITHIN).await;
+    let texts = fake.sent_to(-100500);
+    assert!(
+        !texts[1].contains("launch"),
+        "another chat's memory: {}",
+        texts[1]
+    );
+    assert!(texts[2].contains("launch"), "the control: {}", texts[2]);
+    let news_author = h
+        .store
+        .find_identity(Platform::Telegram, "-100700")
+        .await
+        .unwrap();
+    assert!(news_author.is_some(), "stored as the channel");
+    running.stop().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_and_forum_topic_answer_only_when_addressed() {
     let h = Harness::offline().await;
