@@ -246,18 +246,31 @@ impl FakeTelegram {
         self.push_message(chat, from, text, reply_to_bot, None, None)
     }
 
-    /// Queues a text message in `chat` sent on behalf of the chat `sender` (id, title): a
-    /// linked channel's post forwarded automatically into its discussion group, from
-    /// Telegram's placeholder account 777000, as Telegram sends it. Returns the message id.
-    pub fn push_as_chat(&self, chat: &Chat, sender: (i64, &str), text: &str) -> i64 {
+    /// Queues a text message in `chat` sent on behalf of the chat `sender` (id, title), as
+    /// Telegram sends it: a linked channel's post forwarded automatically into its
+    /// discussion group comes from the placeholder account 777000 (`forwarded`), a member
+    /// writing as a channel from the bot account Channel_Bot. Returns the message id.
+    pub fn push_as_chat(
+        &self,
+        chat: &Chat,
+        sender: (i64, &str),
+        text: &str,
+        forwarded: bool,
+    ) -> i64 {
+        let (id, name) = if forwarded {
+            (777_000, "Telegram")
+        } else {
+            (136_817_688, "Channel")
+        };
         let placeholder = TgUser {
-            id: 777_000,
-            name: "Telegram",
+            id,
+            name,
             username: None,
         };
         self.push_shaped(chat, &placeholder, text, false, None, None, |m| {
+            m["from"]["is_bot"] = json!(!forwarded);
             m["sender_chat"] = json!({"id": sender.0, "type": "channel", "title": sender.1});
-            m["is_automatic_forward"] = json!(true);
+            m["is_automatic_forward"] = json!(forwarded);
         })
     }
 

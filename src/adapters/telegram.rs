@@ -847,7 +847,9 @@ pub fn incoming(m: &Message, me: &Me, bot_name: &str) -> Option<IncomingMessage>
         author_external_id,
         author_display_name,
         author_username,
-        author_is_bot: from.is_bot,
+        // The placeholders of anonymous administrators and of members writing as a channel
+        // are bot accounts; the chat they stand for is not.
+        author_is_bot: m.sender_chat.is_none() && from.is_bot,
         external_id: format!("{chat}:{}", m.id.0),
         text: text.to_string(),
         sent_at: m.date,

@@ -264,12 +264,13 @@ async fn each_chat_a_message_is_sent_as_is_its_own_author() {
     let news = (-100_700, "News");
     let rumours = (-100_800, "Rumours");
     let remember = format!("@{BOT_USERNAME} remember that our launch is on Friday");
-    fake.push_as_chat(&lab, news, &remember);
+    fake.push_as_chat(&lab, news, &remember, true);
     fake.wait_sent(1, WITHIN).await;
     let asked = format!("@{BOT_USERNAME} what do you know about me");
-    fake.push_as_chat(&lab, rumours, &asked);
+    // A member writing as a channel: Telegram's placeholder for that is a bot account.
+    fake.push_as_chat(&lab, rumours, &asked, false);
     fake.wait_sent(2, WITHIN).await;
-    fake.push_as_chat(&lab, news, &asked);
+    fake.push_as_chat(&lab, news, &asked, true);
     fake.wait_sent(3, WITHIN).await;
     let texts = fake.sent_to(-100500);
     assert!(

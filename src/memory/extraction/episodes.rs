@@ -578,8 +578,10 @@ impl Extractor {
             _ => return Ok(false),
         }
         let messages = closing_messages(self.store.as_ref(), episode).await?;
-        // Before anything of theirs is read: a forget of an author's from here on keeps
-        // nothing the close learns about them, and its details extractive.
+        // Before their entries and the parts kept are read (a forget that deletes one of
+        // the messages read just now is seen when the details are saved): a forget of an
+        // author's from here on keeps nothing the close learns about them, and its details
+        // extractive.
         let epochs = self.forget_epochs(&messages).await?;
         // Part by part, each knowing what the ones before came to; a part refused (asked
         // twice) makes the whole extractive, without facts. The parts a close cut off had
