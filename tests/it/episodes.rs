@@ -773,12 +773,7 @@ async fn a_fact_learned_while_its_author_forgets_is_not_kept(url: Option<String>
 async fn a_forget_of_an_authors_drops_what_a_cut_off_close_came_to(url: Option<String>) {
     let h = harness_on(url, true).await;
     let lab = group("lab");
-    let payroll = long_episode(&h, &lab, "payroll", 320).await;
-    killed_after_one_part(&h).await;
-    assert!(
-        h.store.closing_parts(payroll).await.unwrap().is_some(),
-        "kept"
-    );
+    payroll_cut_off(&h, &lab).await;
     let alice = h.person("alice").await;
     h.store
         .begin_forgetting(alice, h.clock.now())
@@ -877,12 +872,7 @@ async fn a_close_cut_off_goes_on_from_the_part_it_reached(url: Option<String>) {
 
     // Cut off again, in a later episode of two parts; alice then forgets an entry that its
     // prompt showed: what the part came to goes, and every part is asked again.
-    let payroll = long_episode(&h, &lab, "payroll", 320).await;
-    killed_after_one_part(&h).await;
-    assert!(
-        h.store.closing_parts(payroll).await.unwrap().is_some(),
-        "kept"
-    );
+    let payroll = payroll_cut_off(&h, &lab).await;
     h.say_in(&lab, "alice", "Engram, forget that I play the cello")
         .await
         .expect("answered");
@@ -941,12 +931,7 @@ async fn a_deleted_message_drops_what_a_cut_off_close_came_to(url: Option<String
     let h = harness_on(url, true).await;
     let lab = group("lab");
     remember_and_finish(&h, &lab, "I play the cello").await;
-    let payroll = long_episode(&h, &lab, "payroll", 320).await;
-    killed_after_one_part(&h).await;
-    assert!(
-        h.store.closing_parts(payroll).await.unwrap().is_some(),
-        "kept"
-    );
+    let payroll = payroll_cut_off(&h, &lab).await;
     let alice = h.person("alice").await;
     let said = h.store.author_messages(alice, None).await.unwrap();
     let (told, _) = said
@@ -1071,6 +1056,18 @@ async fn remember_and_finish(h: &Harness, space: &ConsoleOptions, fact: &str) {
     h.clock.advance(chrono::Duration::hours(1));
     indexer(h).close_episodes().await.unwrap();
     h.extractor("a").finish_episodes().await.unwrap();
+}
+
+/// A "payroll" episode of two parts in `space` whose close was cut off after the first,
+/// which is kept; its id.
+async fn payroll_cut_off(h: &Harness, space: &ConsoleOptions) -> i64 {
+    let payroll = long_episode(h, space, "payroll", 320).await;
+    killed_after_one_part(h).await;
+    assert!(
+        h.store.closing_parts(payroll).await.unwrap().is_some(),
+        "kept"
+    );
+    payroll
 }
 
 /// A closed episode in `space`: alice's "I maintain the {topic} service in Go", `tickets` of

@@ -166,6 +166,15 @@ impl MessageHandler for PanicsOn {
     }
 }
 
+/// The group "Lab" (-100500), without topics.
+fn lab_group() -> Chat {
+    Chat::Group {
+        id: -100500,
+        title: "Lab".into(),
+        topic: None,
+    }
+}
+
 fn alice_dm() -> Chat {
     Chat::Private {
         id: 1001,
@@ -256,11 +265,7 @@ async fn each_chat_a_message_is_sent_as_is_its_own_author() {
     let h = Harness::offline().await;
     let fake = FakeTelegram::start(TOKEN).await.unwrap();
     let running = start(&h, &fake, TOKEN);
-    let lab = Chat::Group {
-        id: -100500,
-        title: "Lab".into(),
-        topic: None,
-    };
+    let lab = lab_group();
     let news = (-100_700, "News");
     let rumours = (-100_800, "Rumours");
     let remember = format!("@{BOT_USERNAME} remember that our launch is on Friday");
@@ -293,11 +298,7 @@ async fn group_and_forum_topic_answer_only_when_addressed() {
     let h = Harness::offline().await;
     let fake = FakeTelegram::start(TOKEN).await.unwrap();
     let running = start(&h, &fake, TOKEN);
-    let lab = Chat::Group {
-        id: -100500,
-        title: "Lab".into(),
-        topic: None,
-    };
+    let lab = lab_group();
 
     // Chatter is stored, not answered; then a mention, a command and a reply are.
     fake.push_text(&lab, BOB, "hello everyone, coffee at 3?", false);
