@@ -750,13 +750,11 @@ impl MemoryManager {
             space: search.space,
             after: None,
         };
-        let found = match &search.about {
-            None => self.quotes_of(bots, &search.texts, |_, _| true).await?,
-            Some(about) => {
-                self.quotes_of(bots, &search.texts, |m, needle| about.shown_in(m, needle))
-                    .await?
-            }
-        };
+        let found = self
+            .quotes_of(bots, &search.texts, |m, needle| {
+                search.about.as_ref().is_none_or(|a| a.shown_in(m, needle))
+            })
+            .await?;
         if search
             .newer_than
             .is_some_and(|first| found.iter().any(|id| *id <= first))

@@ -73,10 +73,11 @@ pub trait Entries: Send + Sync {
     /// nothing, in this order: their entries `deletions` (with their history, counted as a
     /// forget, as `begin_forgetting` then `delete_entries` do); then, unless their memory is
     /// paused, the entries `replaced` (a rewrite into another category: removed as
-    /// `delete_entries` does, not counted), daily notes and entry writes. Nothing at all is done when something of `person`'s was forgotten or cleared
-    /// since `read_epoch` (`forget_epoch`, read when the changes were proposed; a forget
-    /// under way waits for this to commit, then removes what it wrote): `None`. Else how many
-    /// deletions, notes and writes were applied.
+    /// `delete_entries` does, not counted), daily notes and entry writes. Nothing at all is
+    /// done when something of `person`'s was forgotten or cleared since `read_epoch`
+    /// (`forget_epoch`, read when the changes were proposed; a forget under way waits for
+    /// this to commit, then removes what it wrote): `None`. Else how many deletions, notes
+    /// and writes were applied.
     #[allow(clippy::too_many_arguments)]
     async fn apply_confirmed(
         &self,
@@ -622,7 +623,6 @@ on_both_backends! {
         Ok(write)
     }
 
-    /// Appends a daily-note block unless one of the same source and day exists.
     /// Deletes `person`'s entries `ids` and their history; the entries deleted. What
     /// unfinished closes of episodes they wrote in came to was made with their entries in the
     /// prompt: it goes (first: episode rows before entry rows, as a forget locks them), and
@@ -668,6 +668,7 @@ on_both_backends! {
         Ok(Settings { forget_epoch, paused })
     }
 
+    /// Appends a daily-note block unless one of the same source and day exists.
     async fn append_note_in(
         conn: &mut Conn,
         person: PersonId,

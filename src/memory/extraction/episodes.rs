@@ -917,8 +917,8 @@ impl Extractor {
 
     /// Applies the facts of `details` per person through the extraction's path; how many
     /// entries were written or updated. A person whose memory is paused learns nothing, nor
-    /// does one who forgot something since the close began (`epochs`; a fact about someone
-    /// else is checked against their count now).
+    /// does one who forgot something since the close began (`epochs`, of every author: a
+    /// fact is only ever about the author of the messages it cites, `parse_details`).
     async fn learn(
         &self,
         episode: &Episode,
@@ -968,9 +968,8 @@ impl Extractor {
             // The note marks it applied: after a crash, a person done before is not again.
             // What the close read is checked when its details are kept (`still_as_read`),
             // and what it learned is taken back then when something changed.
-            let epoch = match epochs.iter().find(|(p, _)| *p == person) {
-                Some((_, epoch)) => *epoch,
-                None => self.store.forget_epoch(person).await?,
+            let Some(&(_, epoch)) = epochs.iter().find(|(p, _)| *p == person) else {
+                continue;
             };
             match self
                 .store
